@@ -1,0 +1,3 @@
+"""ragtriage: judge retrieval alone, and say why it failed."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,14 @@
+"""The ``ragtriage`` command: typer over the core.
+
+Each area registers its commands from its own module so that the CLI stays a thin layer and each module can be
+read alone. Nothing here imports textual; ``tui``/``demo`` import it lazily.
+"""
+
+from __future__ import annotations
+
+from ragtriage.cli._app import app
+from ragtriage.cli import annotate, checks, data, failures, gate, metrics, tui  # noqa: F401  (register commands)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,139 @@
+"""The two small JSON manifests (dataset.json, run.json), parsed and checked in Python: one object each."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragtriage.contract.errors import Finding
+from ragtriage.contract.fields import DATASET, RUN, UNITS, Table
+
+DEFAULT_RUBRIC = {"0": "irrelevant", "1": "related", "2": "useful", "3": "sufficient"}
+
+
+@dataclass
+class DatasetManifest:
+    name: str
+    version: str
+    unit: str
+    relevance_threshold: int = 2
+    grade_min: int = 0
+    grade_max: int = 3
+    rubric: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_RUBRIC))
+    corpus_snapshot: str | None = None
+    created_at: str | None = None
+    rubric_version: str | None = None
+    acl_required: bool = False
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def read_json_object(path: Path) -> tuple[dict[str, Any] | None, list[Finding]]:
+    f = str(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        return None, [Finding(f, None, None, "missing-file", "no such file")]
+    except UnicodeDecodeError as exc:
+        return None, [Finding(f, None, None, "encoding", f"not valid UTF-8 ({exc.reason} at byte {exc.start})")]
+    if not text.strip():
+        return None, [Finding(f, None, None, "empty-file", "file is empty")]
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, [Finding(f, exc.lineno, None, "malformed-json", f"malformed JSON: {exc.msg}")]
+    if not isinstance(obj, dict):
+        return None, [Finding(f, 1, None, "malformed-json", "a JSON object is expected")]
+    return obj, []
+
+
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+    "object": (dict,),
+    "string_list": (list,),
+}
+
+
+def _check_fields(obj: dict[str, Any], table: Table, f: str) -> list[Finding]:
+    out = []
+    for spec in table.fields:
+        val = obj.get(spec.name)
+        if val is None:
+            if spec.required:
+                out.append(Finding(f, None, spec.name, "missing-field", f"missing required field {spec.name!r}"))
+            continue
+        ok = _PY_TYPES.get(spec.kind, (object,))
+        bad_bool = spec.kind in ("int", "float") and isinstance(val, bool)
+        if not isinstance(val, ok) or bad_bool:
+            out.append(Finding(f, None, spec.name, "wrong-type", f"wrong type: expected {spec.kind}"))
+        elif spec.enum and val not in spec.enum:
+            out.append(Finding(f, None, spec.name, "bad-value", f"value {val!r} is not one of {'|'.join(spec.enum)}"))
+    return out
+
+
+def parse_dataset_manifest(
+    path: Path | None, *, default_name: str = "dataset", unit: str | None = None, threshold: int | None = None
+) -> tuple[DatasetManifest | None, list[Finding]]:
+    """Read dataset.json; without one (TREC/BEIR folders) the unit is document and the threshold 1."""
+    if path is None or not path.exists():
+        m = DatasetManifest(default_name, "unversioned", unit or "document", threshold if threshold is not None else 1)
+        if m.unit not in UNITS:
+            return None, [Finding("--unit", None, "unit", "unknown-unit", f"unknown unit {m.unit!r}; use chunk|document")]
+        return m, []
+    obj, findings = read_json_object(path)
+    if obj is None:
+        return None, findings
+    f = str(path)
+    findings = _check_fields(obj, DATASET, f)
+    if "unit" in obj and obj["unit"] not in UNITS:
+        findings = [x for x in findings if x.field != "unit"]
+        findings.append(Finding(f, None, "unit", "unknown-unit", f"unknown unit {obj['unit']!r}; use chunk|document"))
+    scale = obj.get("grade_scale") or {}
+    gmin, gmax = 0, 3
+    rubric = dict(DEFAULT_RUBRIC)
+    if isinstance(scale, dict):
+        gmin, gmax = scale.get("min", 0), scale.get("max", 3)
+        if not isinstance(gmin, int) or not isinstance(gmax, int) or gmin >= gmax:
+            findings.append(Finding(f, None, "grade_scale", "bad-value", "grade_scale needs integer min < max"))
+            gmin, gmax = 0, 3
+        if isinstance(scale.get("rubric"), dict):
+            rubric = {str(k): str(v) for k, v in scale["rubric"].items()}
+    thr = obj.get("relevance_threshold", 2)
+    if isinstance(thr, int) and not isinstance(thr, bool) and not gmin <= thr <= gmax:
+        findings.append(
+            Finding(f, None, "relevance_threshold", "bad-value", f"threshold {thr} is outside the scale {gmin}..{gmax}")
+        )
+    if findings:
+        return None, findings
+    m = DatasetManifest(
+        name=str(obj["name"]),
+        version=str(obj["version"]),
+        unit=unit or str(obj["unit"]),
+        relevance_threshold=threshold if threshold is not None else int(thr),
+        grade_min=gmin,
+        grade_max=gmax,
+        rubric=rubric,
+        corpus_snapshot=obj.get("corpus_snapshot"),
+        created_at=obj.get("created_at"),
+        rubric_version=obj.get("rubric_version"),
+        acl_required=bool(obj.get("acl_required", False)),
+        raw=obj,
+    )
+    return m, []
+
+
+def parse_run_manifest(path: Path) -> tuple[dict[str, Any] | None, list[Finding]]:
+    obj, findings = read_json_object(path)
+    if obj is None:
+        return None, findings
+    f = str(path)
+    findings = _check_fields(obj, RUN, f)
+    for key in ("k", "candidate_k"):
+        v = obj.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v < 1:
+            findings.append(Finding(f, None, key, "bad-value", f"{key} must be >= 1, got {v}"))
+    return (obj if not findings else None), findings

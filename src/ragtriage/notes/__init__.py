@@ -1,0 +1,23 @@
+"""Triage notes: a durable, concurrent-safe SQLite store beside the DuckDB database, and the CSV export."""
+
+from ragtriage.notes.store import (
+    CATEGORIES,
+    NOTE_SCHEMA,
+    STATUSES,
+    Note,
+    NotesError,
+    NotesStore,
+    default_author,
+    notes_path_for,
+)
+
+__all__ = [
+    "CATEGORIES",
+    "NOTE_SCHEMA",
+    "STATUSES",
+    "Note",
+    "NotesError",
+    "NotesStore",
+    "default_author",
+    "notes_path_for",
+]

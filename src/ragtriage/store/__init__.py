@@ -1,0 +1,16 @@
+"""The DuckDB store: schema, transactional loading, and the connection helpers every layer above uses."""
+
+from ragtriage.store.connection import DEFAULT_DB, StoreError, connect, current_dataset_version, require_run, run_ids
+from ragtriage.store.load import LoadReport, load_dataset, load_run
+
+__all__ = [
+    "DEFAULT_DB",
+    "LoadReport",
+    "StoreError",
+    "connect",
+    "current_dataset_version",
+    "load_dataset",
+    "load_run",
+    "require_run",
+    "run_ids",
+]

@@ -1,0 +1,51 @@
+"""Opening a store: one DuckDB file, schema created on first write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from ragtriage.store.schema import DDL, SCHEMA_VERSION
+
+DEFAULT_DB = "ragtriage.duckdb"
+
+
+class StoreError(Exception):
+    """The store cannot be used as asked (missing file, no dataset loaded, unknown run)."""
+
+
+def connect(path: str | Path = DEFAULT_DB, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and for writers, initialise) a store.
+
+    Readers open read-only so that several processes (a TUI, a CLI report) can look at one database at once;
+    DuckDB then refuses writers from other processes, which is why triage notes live in a separate file.
+    """
+    p = str(path)
+    if p != ":memory:" and read_only and not Path(p).exists():
+        raise StoreError(f"{p}: no such database; create it with `ragtriage load --db {p} ...`")
+    con = duckdb.connect(p, read_only=read_only)
+    con.execute("SET TimeZone = 'UTC'")
+    if not read_only:
+        con.execute(DDL)
+        con.execute(
+            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING", [str(SCHEMA_VERSION)]
+        )
+    return con
+
+
+def current_dataset_version(con: duckdb.DuckDBPyConnection) -> str:
+    row = con.execute("SELECT value FROM meta WHERE key = 'current_dataset'").fetchone()
+    if row is None:
+        raise StoreError("no dataset loaded; run `ragtriage load --dataset DIR` first")
+    return str(row[0])
+
+
+def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    if con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is None:
+        known = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        raise StoreError(f"unknown run {run_id!r}; loaded runs: {', '.join(known) or 'none'}")
+
+
+def run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]

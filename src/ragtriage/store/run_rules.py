@@ -1,0 +1,88 @@
+"""Rules a run must satisfy: ranks and scores well-formed, every case known, units traceable to the corpus."""
+
+from __future__ import annotations
+
+import duckdb
+
+from ragtriage.contract.errors import Finding
+from ragtriage.contract.fields import EVENTS, RESULTS
+from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, enum_rules, unknown_ref_rule
+from ragtriage.contract.staging import Staged
+
+
+def run_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], unit: str) -> list[Finding]:
+    res = staged["results"]
+    rules = [
+        *enum_rules(RESULTS),
+        Rule("rank", "bad-rank", "s.rank IS NOT NULL AND s.rank < 1", "'rank ' || s.rank || ' is below 1'"),
+        Rule(
+            "score",
+            "bad-score",
+            "s.score IS NOT NULL AND (isnan(s.score) OR isinf(s.score))",
+            "'score ' || CAST(s.score AS VARCHAR) || ' is not a finite number'",
+        ),
+        unknown_ref_rule("case_id", "cases", "case_id", "case id"),
+    ]
+    if "stage" in [f.name for f in RESULTS.fields]:
+        rules.append(_dup_rank_rule())
+    if unit == "chunk":
+        rules.append(
+            Rule(
+                "chunk_id",
+                "missing-field",
+                "s.chunk_id IS NULL",
+                "'the dataset unit is chunk: each result needs chunk_id'",
+            )
+        )
+    has_docs = con.execute("SELECT count(*) > 0 FROM documents").fetchone()[0]  # type: ignore[index]
+    unit_expr = "s.document_id" if unit == "document" else "s.chunk_id"
+    doc_unit = "document_id" if unit == "document" else "chunk_id"
+    if has_docs:
+        rules.append(
+            Rule(
+                doc_unit,
+                "result-unit-not-in-corpus",
+                f"{unit_expr} IS NOT NULL AND {unit_expr} NOT IN (SELECT {doc_unit} FROM documents WHERE {doc_unit} IS NOT NULL)",  # noqa: E501
+                f"'result unit ' || {unit_expr} || ' is not in the corpus manifest (ingestion signal)'",
+                "warning",
+            )
+        )
+    rules.append(
+        Rule(
+            doc_unit,
+            "duplicate-in-list",
+            f"row_number() OVER (PARTITION BY s.case_id, coalesce(s.stage, 'final'), {unit_expr} ORDER BY s.rank) > 1",
+            f"'{doc_unit} ' || {unit_expr} || ' appears more than once in this ranked list; the first occurrence counts'",
+            "warning",
+        )
+    )
+    out = apply_rules(con, res, rules)
+    if "events" in staged:
+        out += apply_rules(
+            con,
+            staged["events"],
+            [
+                *enum_rules(EVENTS),
+                unknown_ref_rule("case_id", "cases", "case_id", "case id"),
+                duplicate_rule(["case_id"], "case_id", "event row for case"),
+                Rule(
+                    "latency_ms",
+                    "bad-value",
+                    "s.latency_ms IS NOT NULL AND (s.latency_ms < 0 OR isnan(s.latency_ms))",
+                    "'latency_ms ' || CAST(s.latency_ms AS VARCHAR) || ' must be a non-negative number'",
+                ),
+            ],
+        )
+    return out
+
+
+def _dup_rank_rule() -> Rule:
+    r = duplicate_rule(["case_id", "stage", "rank"], "rank", "(case_id, stage, rank)")
+    # stage defaults to final: partition on the defaulted value so a missing stage collides with 'final'.
+    return Rule(
+        r.field,
+        r.code,
+        "row_number() OVER (PARTITION BY s.case_id, coalesce(s.stage, 'final'), s.rank ORDER BY line) > 1 "
+        "AND s.case_id IS NOT NULL AND s.rank IS NOT NULL",
+        "'duplicate (case_id, stage, rank) ' || s.case_id || ' / ' || coalesce(s.stage, 'final') || ' / ' || s.rank",
+    )

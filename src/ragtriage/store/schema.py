@@ -1,0 +1,200 @@
+"""DuckDB schema of a ragtriage store.
+
+Every dataset version keeps its own rows (``all_cases``, ``all_labels``); the views ``cases``, ``labels`` and
+``qrels`` show the *current* version so that metrics, checks and the classifier never have to carry a version
+filter around. A new label import creates a new version and moves the pointer instead of editing rows in place.
+
+``unit_id`` is materialised at load time from the dataset's unit (``document`` → document_id, ``chunk`` →
+chunk_id, falling back to section_id), so every later join is on a single column.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta (
+    key VARCHAR PRIMARY KEY,
+    value VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS loads (
+    load_id INTEGER PRIMARY KEY,
+    kind VARCHAR NOT NULL,            -- dataset | run | labels
+    target VARCHAR NOT NULL,          -- dataset_version or run_id
+    path VARCHAR NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    rows BIGINT NOT NULL,
+    ragtriage_version VARCHAR NOT NULL,
+    loaded_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS load_warnings (
+    target VARCHAR NOT NULL,
+    file VARCHAR NOT NULL,
+    line BIGINT,
+    field VARCHAR,
+    code VARCHAR NOT NULL,
+    message VARCHAR NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS datasets (
+    dataset_version VARCHAR PRIMARY KEY,  -- content hash (cases, labels, rubric, corpus snapshot)
+    name VARCHAR NOT NULL,
+    version VARCHAR NOT NULL,             -- the manifest's own version string
+    unit VARCHAR NOT NULL,                -- chunk | document
+    relevance_threshold INTEGER NOT NULL,
+    grade_min INTEGER NOT NULL,
+    grade_max INTEGER NOT NULL,
+    rubric JSON,
+    corpus_snapshot VARCHAR,
+    created_at VARCHAR,
+    rubric_version VARCHAR,
+    acl_required BOOLEAN NOT NULL DEFAULT FALSE,
+    parent_version VARCHAR,
+    manifest JSON,
+    loaded_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS all_cases (
+    dataset_version VARCHAR NOT NULL,
+    case_id VARCHAR NOT NULL,
+    query VARCHAR NOT NULL,
+    answerable BOOLEAN NOT NULL,
+    expected_behavior VARCHAR NOT NULL,   -- evidence | empty | below_threshold | insufficient_evidence
+    principal_id VARCHAR,
+    principal_groups VARCHAR[],
+    principal_tenant VARCHAR,
+    filters JSON,
+    filter_tenant VARCHAR,
+    filter_language VARCHAR,
+    filter_region VARCHAR,
+    filter_product VARCHAR,
+    filter_doc_type VARCHAR,
+    filter_effective_on DATE,
+    split VARCHAR,
+    source_family VARCHAR,
+    query_type VARCHAR,
+    language VARCHAR,
+    tags VARCHAR[],
+    critical BOOLEAN NOT NULL DEFAULT FALSE,
+    expected_scope VARCHAR,
+    line BIGINT,
+    PRIMARY KEY (dataset_version, case_id)
+);
+
+CREATE TABLE IF NOT EXISTS all_labels (
+    dataset_version VARCHAR NOT NULL,
+    case_id VARCHAR NOT NULL,
+    document_id VARCHAR NOT NULL,
+    chunk_id VARCHAR,
+    section_id VARCHAR,
+    unit_id VARCHAR NOT NULL,
+    grade INTEGER NOT NULL,
+    annotator VARCHAR NOT NULL,
+    note VARCHAR,
+    line BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS documents (
+    document_id VARCHAR NOT NULL,
+    chunk_id VARCHAR,
+    section_id VARCHAR,
+    unit_id VARCHAR NOT NULL,
+    position BIGINT NOT NULL,             -- manifest order, for neighbouring context
+    title VARCHAR,
+    text VARCHAR,
+    doc_type VARCHAR,
+    source_system VARCHAR,
+    language VARCHAR,
+    region VARCHAR,
+    product VARCHAR,
+    tenant VARCHAR,
+    acl VARCHAR[],
+    status VARCHAR,                        -- current | archived
+    effective_from DATE,
+    effective_to DATE,
+    updated_at TIMESTAMP,
+    chunk_kind VARCHAR,
+    version VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    dataset_version VARCHAR NOT NULL,     -- the store's dataset version the run was loaded against
+    declared_dataset_version VARCHAR,     -- what run.json says
+    created_at VARCHAR,
+    corpus_version VARCHAR,
+    index_version VARCHAR,
+    embedding_model VARCHAR,
+    chunking VARCHAR,
+    reranker VARCHAR,
+    k INTEGER NOT NULL,
+    candidate_k INTEGER,
+    filters_applied JSON,
+    system JSON,
+    manifest JSON,
+    source_format VARCHAR NOT NULL,       -- folder | trec
+    score_threshold DOUBLE,               -- set by `ragtriage calibrate`
+    loaded_at TIMESTAMP NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS results (
+    run_id VARCHAR NOT NULL,
+    case_id VARCHAR NOT NULL,
+    stage VARCHAR NOT NULL,               -- candidate | final
+    rank INTEGER NOT NULL,
+    document_id VARCHAR NOT NULL,
+    chunk_id VARCHAR,
+    unit_id VARCHAR NOT NULL,
+    score DOUBLE,
+    snippet VARCHAR,
+    metadata JSON,
+    line BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS events (
+    run_id VARCHAR NOT NULL,
+    case_id VARCHAR NOT NULL,
+    latency_ms DOUBLE,
+    timed_out BOOLEAN,
+    empty BOOLEAN,
+    fallback BOOLEAN,
+    status VARCHAR,                       -- ok | insufficient_evidence | error
+    error VARCHAR
+);
+
+CREATE OR REPLACE VIEW current_dataset AS
+    SELECT d.* FROM datasets d
+    WHERE d.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset');
+
+CREATE OR REPLACE VIEW cases AS
+    SELECT c.* EXCLUDE (dataset_version) FROM all_cases c
+    WHERE c.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset');
+
+CREATE OR REPLACE VIEW labels AS
+    SELECT l.* EXCLUDE (dataset_version) FROM all_labels l
+    WHERE l.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset');
+
+-- One grade per (case, unit): an `adjudicated` label wins; otherwise the median of the annotators' grades,
+-- rounded down (with two annotators that is the lower grade: a disputed unit is not counted as better than the
+-- more sceptical annotator judged it).  Chunk labels roll up to the document by max when unit = document,
+-- because unit_id is already the document id there.
+CREATE OR REPLACE VIEW qrels AS
+    WITH per_annotator AS (
+        SELECT case_id, unit_id, annotator, max(grade) AS grade
+        FROM labels GROUP BY case_id, unit_id, annotator
+    ), adjudicated AS (
+        SELECT case_id, unit_id, grade FROM per_annotator WHERE annotator = 'adjudicated'
+    ), pooled AS (
+        SELECT case_id, unit_id, CAST(floor(quantile_cont(grade, 0.5)) AS INTEGER) AS grade,
+               count(*) AS n_annotators, min(grade) AS min_grade, max(grade) AS max_grade
+        FROM per_annotator WHERE annotator <> 'adjudicated' GROUP BY case_id, unit_id
+    )
+    SELECT p.case_id, p.unit_id, coalesce(a.grade, p.grade) AS grade, p.n_annotators, p.min_grade, p.max_grade,
+           a.grade IS NOT NULL AS adjudicated
+    FROM pooled p LEFT JOIN adjudicated a USING (case_id, unit_id)
+    UNION ALL
+    SELECT a.case_id, a.unit_id, a.grade, 0, a.grade, a.grade, TRUE
+    FROM adjudicated a ANTI JOIN pooled p USING (case_id, unit_id);
+"""

@@ -1,0 +1,207 @@
+"""What each TUI view shows, fetched through the core API (no textual here, no figure computed here).
+
+Every function takes its own DuckDB cursor (one per worker thread) and returns Arrow tables or plain dicts. A
+core function that is missing or fails raises :class:`ViewError` with a sentence the view prints in place of
+its table, so one broken layer never takes the whole TUI down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragtriage.notes import NotesStore
+from ragtriage.notes.export import ExportError, as_arrow, core_function, first_column, wide_per_case
+
+CASE_DIMENSIONS = ("query_type", "language", "split", "source_family", "critical", "tags")
+EVIDENCE_DIMENSIONS = ("doc_type", "source_system", "chunk_kind")
+DEFAULT_KS = (3, 5, 10)
+
+
+class ViewError(Exception):
+    """A view cannot be filled: the sentence says which core function and why."""
+
+
+def call(module: str, name: str, *args: Any, **kwargs: Any) -> Any:
+    try:
+        fn = core_function(module, name)
+    except ExportError as exc:
+        raise ViewError(str(exc)) from exc
+    try:
+        return fn(*args, **kwargs)
+    except ViewError:
+        raise
+    except Exception as exc:  # the core said no (bad run, missing data): show its words
+        raise ViewError(f"ragtriage.{module}.{name}: {type(exc).__name__}: {exc}") from exc
+
+
+def table(module: str, name: str, *args: Any, **kwargs: Any) -> pa.Table:
+    try:
+        return as_arrow(call(module, name, *args, **kwargs))
+    except ExportError as exc:
+        raise ViewError(f"ragtriage.{module}.{name}: {exc}") from exc
+
+
+def one_row(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> dict[str, Any] | None:
+    rows = cur.execute(sql, params).to_arrow_table().to_pylist()
+    return rows[0] if rows else None
+
+
+@dataclass
+class Overview:
+    run: dict[str, Any]
+    dataset: dict[str, Any]
+    summary: pa.Table | None = None
+    histogram: list[int] | None = None
+    histogram_label: str = ""
+    categories: pa.Table | None = None
+    leaks: int | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def run_ids(cur: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+
+
+def ndcg_column(per_case: pa.Table, k: int = 10) -> str | None:
+    """The per-case nDCG column to draw: nDCG@k when present, else the deepest nDCG cutoff."""
+    names = [c for c in per_case.column_names if c.lower().startswith("ndcg@")]
+    exact = next((c for c in names if c.lower() == f"ndcg@{k}"), None)
+    if exact:
+        return exact
+    return max(names, key=lambda c: int(c.split("@")[1]) if c.split("@")[1].isdigit() else 0, default=None)
+
+
+def overview(cur: duckdb.DuckDBPyConnection, run_id: str) -> Overview:
+    run = one_row(cur, "SELECT * EXCLUDE (manifest, system) FROM runs WHERE run_id = ?", [run_id])
+    if run is None:
+        raise ViewError(f"unknown run {run_id!r}; loaded runs: {', '.join(run_ids(cur)) or 'none'}")
+    dataset = one_row(
+        cur,
+        "SELECT name, version, dataset_version, unit, relevance_threshold, grade_min, grade_max, corpus_snapshot"
+        " FROM current_dataset",
+        [],
+    ) or {}
+    out = Overview(run=run, dataset=dataset)
+    try:
+        out.summary = table("metrics", "summarize", cur, run_id)
+    except ViewError as exc:
+        out.errors["summary"] = str(exc)
+    try:
+        per_case = wide_per_case(table("metrics", "per_case", cur, run_id), cur)
+        col = ndcg_column(per_case)
+        if col:
+            values = per_case.column(col).drop_null().to_numpy(zero_copy_only=False)
+            out.histogram = np.histogram(values, bins=10, range=(0.0, 1.0))[0].tolist()
+            out.histogram_label = f"{col} per case, 10 bins 0..1, n={len(values)}"
+    except ViewError as exc:
+        out.errors["distribution"] = str(exc)
+    try:
+        out.categories = category_counts(failures(cur, run_id))
+    except ViewError as exc:
+        out.errors["categories"] = str(exc)
+    try:
+        out.leaks = leakage(cur, run_id).num_rows
+    except ViewError as exc:
+        out.errors["leakage"] = str(exc)
+    return out
+
+
+def category_counts(fail: pa.Table) -> pa.Table:
+    cat = first_column(fail, "category", "auto_category", "defect")
+    if cat is None:
+        raise ViewError(f"classify.failures has no category column ({', '.join(fail.column_names)})")
+    counts = fail.group_by(cat).aggregate([("case_id", "count_distinct")])
+    return counts.rename_columns(["category", "cases"]).sort_by([("cases", "descending")])
+
+
+def failures(cur: duckdb.DuckDBPyConnection, run_id: str, **filters: Any) -> pa.Table:
+    return table("classify", "failures", cur, run_id, **{k: v for k, v in filters.items() if v})
+
+
+def leakage(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    return table("checks", "leakage", cur, run_id)
+
+
+def slices(cur: duckdb.DuckDBPyConnection, run_id: str, dimension: str) -> pa.Table:
+    return table("metrics", "slices", cur, run_id, dimension)
+
+
+def zero_hit(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Answerable cases with no relevant result in the top k, as the metrics layer flags them, with the query."""
+    per_case = wide_per_case(table("metrics", "per_case", cur, run_id), cur)
+    flag = next((c for c in per_case.column_names if c.lower().startswith("zero_hit")), None)
+    if flag is None:
+        raise ViewError(f"metrics.per_case has no zero_hit column ({', '.join(per_case.column_names)})")
+    hits = per_case.filter(pc.fill_null(pc.cast(per_case.column(flag), pa.bool_()), False))
+    return with_query(cur, hits)
+
+
+def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:
+    """Rows keyed by case_id, with the case's query placed second (for reading and for `/` search)."""
+    if "case_id" not in rows.column_names:
+        return rows
+    cur.register("_rows", rows)
+    try:
+        keep = [c for c in rows.column_names if c not in ("case_id", "query")]
+        cols = "".join(f', r."{c}"' for c in keep)
+        return cur.execute(
+            f"SELECT r.case_id, c.query{cols} FROM _rows r LEFT JOIN cases c USING (case_id)"
+        ).to_arrow_table()
+    finally:
+        cur.unregister("_rows")
+
+
+def triage_table(cur: duckdb.DuckDBPyConnection, run_id: str, store: NotesStore) -> pa.Table:
+    """The failures list: one row per failing case with auto and human triage side by side."""
+    fail = failures(cur, run_id)
+    cat = first_column(fail, "category", "auto_category", "defect")
+    rule = first_column(fail, "rule", "rule_name", "auto_rule")
+    pattern = first_column(fail, "pattern", "patterns", "hint")
+    if "case_id" not in fail.column_names or cat is None:
+        raise ViewError(f"classify.failures returned {', '.join(fail.column_names)}; need case_id and category")
+    notes = store.to_arrow(run_id)
+    cur.register("_fail", fail)
+    cur.register("_notes", notes)
+    agg = "string_agg(DISTINCT CAST({0} AS VARCHAR), '; ' ORDER BY CAST({0} AS VARCHAR))"
+    try:
+        return cur.execute(
+            f"SELECT f.case_id, c.query, {agg.format('f.' + cat)} AS auto,"
+            f" {agg.format('f.' + rule) if rule else 'NULL'} AS rule,"
+            f" {agg.format('f.' + pattern) if pattern else 'NULL'} AS pattern,"
+            " any_value(n.category) AS mine, any_value(n.status) AS status, any_value(n.note) AS note"
+            " FROM _fail f LEFT JOIN cases c USING (case_id) LEFT JOIN _notes n USING (case_id)"
+            " GROUP BY f.case_id, c.query ORDER BY f.case_id"
+        ).to_arrow_table()
+    finally:
+        cur.unregister("_fail")
+        cur.unregister("_notes")
+
+
+def slice_case_ids(cur: duckdb.DuckDBPyConnection, dimension: str, value: Any) -> list[str]:
+    """Cases of one slice of a case field (list fields such as tags match by membership)."""
+    if dimension not in CASE_DIMENSIONS:
+        raise ViewError(f"slice {dimension}={value}: only case fields ({', '.join(CASE_DIMENSIONS)}) drill down")
+    if dimension == "tags":
+        sql = "SELECT case_id FROM cases WHERE list_contains(tags, ?) ORDER BY case_id"
+    else:
+        sql = f"SELECT case_id FROM cases WHERE CAST({dimension} AS VARCHAR) IS NOT DISTINCT FROM ? ORDER BY case_id"
+    return [r[0] for r in cur.execute(sql, [None if value is None else str(value)]).fetchall()]
+
+
+def compare(cur: duckdb.DuckDBPyConnection, run_id: str, baseline: str, ks: tuple[int, ...] = DEFAULT_KS) -> pa.Table:
+    """Per-case deltas from the gate, worst regression first."""
+    result = call("gate", "compare", cur, run_id, baseline, ks)
+    try:
+        deltas = as_arrow(getattr(result, "per_case", result))
+    except ExportError as exc:
+        raise ViewError(f"gate.compare: {exc}") from exc
+    delta = next((c for c in deltas.column_names if "delta" in c.lower()), None)
+    if delta is not None:
+        deltas = deltas.sort_by([(delta, "ascending")])
+    return with_query(cur, deltas)
