@@ -52,6 +52,10 @@ def travel(c: Corpus) -> None:
             f"Trips with an estimated total cost above EUR {vp} require approval by the vice president of the "
             f"department. Expense reports must be submitted in Spendly within {days} days of the trip's end, with "
             "itemised receipts for every cost above EUR 25.", "approval")
+        if alias == "travel23":
+            d.section("7. Rail cards").body(
+                "Employees who travel by train at least twice a month can have a BahnCard 50 second class "
+                "reimbursed once a year.", "bahncard")
 
 
 def remote(c: Corpus) -> None:
@@ -67,6 +71,9 @@ def remote(c: Corpus) -> None:
     d.section("3. Working hours").body(
         "Core hours are 10:00 to 16:00 local time; outside core hours you may arrange your working time freely.",
         "core")
+    d.section("4. Coworking spaces").body(
+        "Employees living more than 50 km from an office may expense a coworking membership of up to EUR 150 per "
+        "month.", "coworking")
     d = c.new("remote24", "pol-remote-2024", "Remote and Hybrid Work Policy", doc_type="policy",
               source_system="confluence", acl=STAFF, updated_at="2023-12-12T14:00:00", version="2024.1",
               effective_from="2024-01-01")
@@ -112,6 +119,10 @@ def leave(c: Corpus) -> None:
         d.section("4. Sabbatical", "sabbatical").body(
             "After five years of continuous service employees may take an unpaid sabbatical of one to three "
             "months once every five years, subject to business needs.", "sabbatical")
+        if alias == "leave23":
+            d.section("5. Special leave").body(
+                "One day of paid special leave is granted for moving house, for your own wedding and for the "
+                "birth of a grandchild.", "special")
 
 
 def restricted(c: Corpus) -> None:

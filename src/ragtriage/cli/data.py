@@ -1,5 +1,169 @@
-"""Commands of this area (filled in by its owner)."""
+"""`load`, `info` and `validate`: getting data into the store and seeing what is there."""
 
 from __future__ import annotations
 
-from ragtriage.cli._app import app  # noqa: F401
+import json
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ragtriage.cli._app import app
+from ragtriage.contract.errors import ValidationFailed
+from ragtriage.store import DEFAULT_DB, StoreError, connect, load_dataset, load_run
+from ragtriage.store.info import store_info
+from ragtriage.store.validate_file import validate_file
+
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
+
+
+class _LazyProgress:
+    """A progress bar that appears only when a load has taken longer than a second."""
+
+    STEPS = ("reading manifest", "reading cases, labels, documents", "reading run", "checking rules", "writing")
+
+    def __init__(self, label: str) -> None:
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
+            transient=True,
+        )
+        self.task = self.progress.add_task(label, total=4)
+        self.label = label
+        self.timer = threading.Timer(1.0, self.progress.start)
+
+    def __call__(self, step: str) -> None:
+        self.progress.update(self.task, description=f"{self.label}: {step}", advance=1)
+
+    def __enter__(self) -> _LazyProgress:
+        self.timer.start()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.timer.cancel()
+        self.progress.stop()
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    err.print(str(exc), markup=False, highlight=False)
+    return typer.Exit(2)
+
+
+@app.command()
+def load(
+    db: DbOpt = Path(DEFAULT_DB),
+    dataset: Annotated[Path | None, typer.Option(help="Dataset folder (dataset.json, cases, labels, documents).")] = None,
+    run: Annotated[list[Path] | None, typer.Option(help="Run folder or TREC run file; repeat for several.")] = None,
+    replace: Annotated[bool, typer.Option(help="Replace runs whose run_id is already loaded.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", help="Override the format: jsonl|csv|tsv|parquet|trec.")] = None,
+    unit: Annotated[str | None, typer.Option(help="Unit for a dataset without dataset.json: chunk|document.")] = None,
+    threshold: Annotated[int | None, typer.Option(help="Relevance threshold for a dataset without dataset.json.")] = None,
+) -> None:
+    """Load a dataset and/or runs. Each load is one transaction: on any error nothing is written."""
+    if dataset is None and not run:
+        raise _fail(ValueError("nothing to load: pass --dataset DIR and/or --run DIR"))
+    try:
+        con = connect(db)
+    except Exception as exc:  # duckdb raises IOException for a locked file
+        raise _fail(exc) from exc
+    try:
+        if dataset is not None:
+            with _LazyProgress(f"dataset {dataset}") as prog:
+                rep = load_dataset(con, dataset, fmt=fmt, unit=unit, threshold=threshold, progress=prog)
+            counts = ", ".join(f"{v} {k}" for k, v in rep.rows.items())
+            state = "unchanged (already loaded)" if rep.unchanged else "loaded"
+            console.print(f"dataset {rep.target} {state}: {counts}", markup=False, highlight=False)
+            _print_warnings(rep.warnings)
+        for r in run or []:
+            with _LazyProgress(f"run {r}") as prog:
+                rep = load_run(con, r, replace=replace, fmt=fmt, progress=prog)
+            counts = ", ".join(f"{v} {k} rows" for k, v in rep.rows.items())
+            console.print(f"run {rep.target} loaded: {counts}", markup=False, highlight=False)
+            _print_warnings(rep.warnings)
+    except (ValidationFailed, StoreError, ValueError) as exc:
+        raise _fail(exc) from exc
+    finally:
+        con.close()
+
+
+def _print_warnings(warnings: list) -> None:  # type: ignore[type-arg]
+    if not warnings:
+        return
+    by_code: dict[str, int] = {}
+    for w in warnings:
+        by_code[w.code] = by_code.get(w.code, 0) + 1
+    summary = ", ".join(f"{n} {c}" for c, n in sorted(by_code.items()))
+    err.print(f"  warnings: {summary} (see `ragtriage info --warnings`)", markup=False, highlight=False)
+
+
+@app.command()
+def info(
+    db: DbOpt = Path(DEFAULT_DB),
+    warnings: Annotated[bool, typer.Option("--warnings", help="List every load warning.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """What the store holds: dataset identity and counts, runs, load history and warnings."""
+    try:
+        con = connect(db, read_only=True)
+        data = store_info(con, with_warnings=warnings)
+    except (StoreError, ValueError) as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        console.print_json(json.dumps(data, default=str))
+        return
+    ds = data["dataset"]
+    if ds:
+        console.print(
+            f"dataset {ds['name']} {ds['version']} ({ds['dataset_version']}), unit {ds['unit']}, "
+            f"relevance threshold {ds['relevance_threshold']}, grades {ds['grade_min']}..{ds['grade_max']}",
+            markup=False,
+            highlight=False,
+        )
+        c = data["counts"]
+        console.print(
+            f"  {c['cases']} cases ({c['answerable']} answerable, {c['negative']} negative), {c['labels']} labels, "
+            f"{c['documents']} corpus units from {c['corpus_documents']} documents",
+            markup=False,
+            highlight=False,
+        )
+    t = Table("run", "k", "cand. k", "final rows", "cand. rows", "events", "dataset", "loaded", title="runs")
+    for r in data["runs"]:
+        t.add_row(
+            r["run_id"], str(r["k"]), str(r["candidate_k"] or ""), str(r["final_rows"]), str(r["candidate_rows"]),
+            str(r["events"]), r["dataset_version"], str(r["loaded_at"])[:19],
+        )
+    console.print(t)
+    wt = Table("target", "warning", "count", title="load warnings")
+    for w in data["warning_counts"]:
+        wt.add_row(w["target"], w["code"], str(w["n"]))
+    console.print(wt)
+    for w in data.get("warnings", []):
+        console.print(f"  {w['file']}:{w['line']}: {w['field']}: {w['message']}", markup=False, highlight=False)
+
+
+@app.command()
+def validate(
+    path: Annotated[Path, typer.Argument(help="A contract file: cases/labels/documents/results/events table, "
+                                              "dataset.json, run.json, or a dataset or run folder.")],
+    table: Annotated[str | None, typer.Option(help="Table kind when the file name does not say.")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet.")] = None,
+) -> None:
+    """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
+    try:
+        findings = validate_file(path, table=table, fmt=fmt)
+    except ValueError as exc:
+        raise _fail(exc) from exc
+    errors = [f for f in findings if f.severity == "error"]
+    for f in findings:
+        (err if f.severity == "error" else console).print(f"{f.severity}: {f}", markup=False, highlight=False)
+    if errors:
+        err.print(f"{len(errors)} error(s)", markup=False)
+        raise typer.Exit(2)
+    console.print(f"{path}: valid ({len(findings)} warning(s))", markup=False, highlight=False)

@@ -29,7 +29,8 @@ class ValidationFailed(Exception):
     """Raised with every error found (up to MAX_REPORTED); nothing was written."""
 
     def __init__(self, errors: list[Finding], total: int | None = None) -> None:
-        self.errors = errors[:MAX_REPORTED]
+        ordered = sorted(errors, key=lambda e: (e.file, e.line if e.line is not None else -1, e.field or ""))
+        self.errors = ordered[:MAX_REPORTED]
         self.total = total if total is not None else len(errors)
         more = f" (showing the first {len(self.errors)})" if self.total > len(self.errors) else ""
         lines = "\n".join(f"  {e}" for e in self.errors)

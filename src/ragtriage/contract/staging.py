@@ -132,7 +132,7 @@ def _text_expr(f: Field, col: str) -> tuple[str, str]:
     elif f.kind == "string_list":
         val = (
             f"CASE WHEN starts_with({v}, '[') THEN (CASE WHEN json_valid({v}) THEN TRY_CAST(CAST({v} AS JSON) "
-            f"AS VARCHAR[]) END) ELSE list_transform(string_split({v}, '|'), s -> trim(s)) END"
+            f"AS VARCHAR[]) END) ELSE list_transform(string_split({v}, '|'), lambda s: trim(s)) END"
         )
     elif f.kind == "object":
         val = f"CASE WHEN json_valid({v}) AND json_type(CAST({v} AS JSON)) = 'OBJECT' THEN {v} END"

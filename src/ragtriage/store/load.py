@@ -22,8 +22,8 @@ from ragtriage.contract.fields import CASES, DOCUMENTS, EVENTS, LABELS, RESULTS
 from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
 from ragtriage.contract.staging import Staged, sql_str
 from ragtriage.store.connection import current_dataset_version
-from ragtriage.store.discover import DatasetFiles, RunFiles, discover_dataset, discover_run, stage_dataset, stage_run
 from ragtriage.store.dataset_rules import dataset_findings
+from ragtriage.store.discover import DatasetFiles, RunFiles, discover_dataset, discover_run, stage_dataset, stage_run
 from ragtriage.store.run_rules import run_findings
 from ragtriage.store.versioning import dataset_hash
 
@@ -77,6 +77,16 @@ def _fail_if_errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "warning"]
 
 
+UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "bad-header")
+
+
+def _fail_if_unreadable(findings: list[Finding]) -> None:
+    """Type errors still let the semantic rules run (so all problems are reported at once); an unreadable file
+    leaves nothing to run them on."""
+    if any(f.code in UNREADABLE and f.severity == "error" for f in findings):
+        raise ValidationFailed([f for f in findings if f.severity == "error"])
+
+
 def _unit_expr(unit: str, alias: str = "") -> str:
     p = f"{alias}." if alias else ""
     if unit == "document":
@@ -124,8 +134,7 @@ def _load_dataset_tx(
     staged = stage_dataset(con, files, fmt)
     for s in staged.values():
         findings += s.findings
-    if any(f.severity == "error" for f in findings):
-        raise ValidationFailed([f for f in findings if f.severity == "error"])
+    _fail_if_unreadable(findings)
     progress("checking rules")
     warnings = _fail_if_errors(findings + dataset_findings(con, staged, manifest))
     progress("writing")
@@ -253,8 +262,7 @@ def _load_run_tx(
     staged, tag = stage_run(con, files, unit)
     for s in staged.values():
         findings += s.findings
-    if any(f.severity == "error" for f in findings):
-        raise ValidationFailed([f for f in findings if f.severity == "error"])
+    _fail_if_unreadable(findings)
     rid = run_id or manifest.get("run_id") or tag or files.root.stem
     if not manifest.get("k"):
         depth = con.execute(

@@ -10,7 +10,10 @@ from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, enum_rul
 from ragtriage.contract.staging import Staged
 
 
-def run_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], unit: str) -> list[Finding]:
+def run_findings(
+    con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], unit: str, *, check_refs: bool = True
+) -> list[Finding]:
+    """``check_refs=False`` (validating a run without a store) skips the rules that need the dataset."""
     res = staged["results"]
     rules = [
         *enum_rules(RESULTS),
@@ -21,8 +24,9 @@ def run_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], unit
             "s.score IS NOT NULL AND (isnan(s.score) OR isinf(s.score))",
             "'score ' || CAST(s.score AS VARCHAR) || ' is not a finite number'",
         ),
-        unknown_ref_rule("case_id", "cases", "case_id", "case id"),
     ]
+    if check_refs:
+        rules.append(unknown_ref_rule("case_id", "cases", "case_id", "case id"))
     if "stage" in [f.name for f in RESULTS.fields]:
         rules.append(_dup_rank_rule())
     if unit == "chunk":
@@ -34,7 +38,7 @@ def run_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], unit
                 "'the dataset unit is chunk: each result needs chunk_id'",
             )
         )
-    has_docs = con.execute("SELECT count(*) > 0 FROM documents").fetchone()[0]  # type: ignore[index]
+    has_docs = check_refs and con.execute("SELECT count(*) > 0 FROM documents").fetchone()[0]  # type: ignore[index]
     unit_expr = "s.document_id" if unit == "document" else "s.chunk_id"
     doc_unit = "document_id" if unit == "document" else "chunk_id"
     if has_docs:
@@ -63,7 +67,7 @@ def run_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], unit
             staged["events"],
             [
                 *enum_rules(EVENTS),
-                unknown_ref_rule("case_id", "cases", "case_id", "case id"),
+                *([unknown_ref_rule("case_id", "cases", "case_id", "case id")] if check_refs else []),
                 duplicate_rule(["case_id"], "case_id", "event row for case"),
                 Rule(
                     "latency_ms",

@@ -157,9 +157,8 @@ def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:
         cur.unregister("_rows")
 
 
-def triage_table(cur: duckdb.DuckDBPyConnection, run_id: str, store: NotesStore) -> pa.Table:
-    """The failures list: one row per failing case with auto and human triage side by side."""
-    fail = failures(cur, run_id)
+def triage_table(cur: duckdb.DuckDBPyConnection, fail: pa.Table, run_id: str, store: NotesStore) -> pa.Table:
+    """The failures list (``fail`` from classify.failures): one row per failing case, auto and human triage."""
     cat = first_column(fail, "category", "auto_category", "defect")
     rule = first_column(fail, "rule", "rule_name", "auto_rule")
     pattern = first_column(fail, "pattern", "patterns", "hint")

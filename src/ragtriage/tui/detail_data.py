@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragtriage.notes import Note, NotesStore
 from ragtriage.tui import data
@@ -89,7 +90,7 @@ def case_detail(
         out.errors["missing"] = str(exc)
     try:
         fail = cache.get("failures", run_id, cur)
-        out.classification = fail.filter(pa.compute.equal(fail.column("case_id"), case_id))
+        out.classification = fail.filter(pc.equal(fail.column("case_id"), case_id))
     except data.ViewError as exc:
         out.errors["classification"] = str(exc)
     return out
@@ -99,6 +100,6 @@ def acl_verdicts(leaks: pa.Table, case_id: str) -> dict[tuple[str, int], str]:
     """(stage, rank) → the rule a leaked row broke, from the checks layer's leakage rows."""
     if "case_id" not in leaks.column_names:
         return {}
-    mine = leaks.filter(pa.compute.equal(leaks.column("case_id"), case_id)).to_pylist()
+    mine = leaks.filter(pc.equal(leaks.column("case_id"), case_id)).to_pylist()
     rule = data.first_column(leaks, "rule", "reason", "violation") or "case_id"
     return {(str(r.get("stage", "final")), int(r.get("rank") or 0)): str(r[rule]) for r in mine}

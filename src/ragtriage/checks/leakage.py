@@ -1,0 +1,87 @@
+"""Permission leakage: every result row, in any stage, that shows a case's principal something it may not see.
+
+Leakage is a hard failure and is never averaged into a metric: one leaked row fails the run however good its
+recall. A result row leaks when (see ``units.denials``) a manifest unit it stands for belongs to another tenant
+(``tenant-mismatch``), shares no group with the principal (``acl-no-overlap``), or has no acl where the dataset
+requires one (``acl-missing``; this also covers a unit absent from the manifest, since nothing proves it may be
+seen); or when its snippet or metadata carries a forbidden unit (``references``). A case without a principal
+cannot be checked and is listed by ``unchecked_cases``, never counted as passing.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.checks.references import ID_HITS, REFERENCE_LEAKS, SPAN_HITS, TEXTS
+from ragtriage.checks.units import MATCHED, PRINCIPALS, RUN_RESULTS, denial_detail, denials, run_query, with_query
+
+_DIRECT = f"""
+denied AS (
+    SELECT m.*, p.principal_id, p.principal_groups, p.principal_tenant,
+           {denials("p.principal_groups", "p.principal_tenant", "m.")} AS rules
+    FROM matched m JOIN principals p USING (case_id)
+),
+direct_leaks AS (
+    SELECT run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule,
+           string_agg(DISTINCT detail, '; ' ORDER BY detail) AS detail,
+           list_sort(list_distinct(list(m_label))) AS forbidden_units
+    FROM (SELECT *, {denial_detail("rule", "principal_groups", "principal_tenant")} AS detail
+          FROM (SELECT *, unnest(rules) AS rule FROM denied WHERE len(rules) > 0))
+    GROUP BY run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule
+),
+unknown_leaks AS (
+    SELECT u.run_id, u.case_id, p.principal_id, u.stage, u.rank, u.document_id, u.chunk_id, u.unit_id,
+           'acl-missing' AS rule,
+           coalesce(u.chunk_id, u.document_id) || ': unit not in the corpus manifest; the dataset requires an acl'
+               AS detail,
+           [coalesce(u.chunk_id, u.document_id)] AS forbidden_units
+    FROM unknown_units u JOIN principals p USING (case_id)
+    WHERE (SELECT acl_required FROM acl_policy)
+)"""
+
+LEAKS = _DIRECT + "," + TEXTS + "," + ID_HITS + "," + SPAN_HITS + "," + REFERENCE_LEAKS + """,
+leaks AS (
+    SELECT * FROM direct_leaks
+    UNION ALL SELECT * FROM unknown_leaks
+    UNION ALL SELECT * FROM reference_leaks
+)"""
+
+LEAKAGE_SQL = with_query(RUN_RESULTS, MATCHED, PRINCIPALS, LEAKS) + """
+SELECT run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule, detail, forbidden_units
+FROM leaks ORDER BY case_id, stage, rank, rule
+"""
+
+
+def leakage(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Every leaked result row of ``run_id``, one row per (result row, rule broken), any stage."""
+    return run_query(con, run_id, LEAKAGE_SQL)
+
+
+_UNCHECKED_SQL = """
+SELECT c.case_id, 'no principal: leakage cannot be checked' AS reason,
+       EXISTS (SELECT 1 FROM results r WHERE r.run_id = $run_id AND r.case_id = c.case_id) AS has_results
+FROM cases c
+WHERE c.principal_id IS NULL AND c.principal_groups IS NULL AND c.principal_tenant IS NULL
+ORDER BY c.case_id
+"""
+
+
+def unchecked_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Cases without a principal: reported as unchecked, never as passing (``has_results``: the run answered)."""
+    return run_query(con, run_id, _UNCHECKED_SQL)
+
+
+_UNVERIFIABLE_SQL = with_query(RUN_RESULTS, MATCHED) + """
+SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id,
+       'unit not in the corpus manifest' AS reason
+FROM unknown_units ORDER BY case_id, stage, rank
+"""
+
+
+def unverifiable_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Result rows whose unit the manifest does not know: their acl cannot be checked (an ingestion signal).
+
+    Where the dataset requires acls these rows are also leaks (``acl-missing``); otherwise they are only listed.
+    """
+    return run_query(con, run_id, _UNVERIFIABLE_SQL)

@@ -1,0 +1,104 @@
+"""Snippets and metadata that carry a forbidden unit inside an otherwise permitted result row.
+
+A retriever can leak without returning the forbidden unit itself: a permitted chunk's snippet may quote a
+restricted one, or its metadata may name it (``"see_also": ["HR-SALARY-2024"]``). Two rules, both set-based SQL:
+
+* **id rule** — the snippet or metadata text contains a manifest ``document_id`` or ``chunk_id`` of at least
+  ``MIN_ID_CHARS`` characters as a whole token (not inside a longer id: letters, digits, ``_`` and ``-`` continue
+  an id), the principal may not see that unit, and it is not the row's own unit (``contains()`` narrows the join,
+  a boundary regexp confirms it).
+* **text-span rule** — the snippet or metadata shares a run of ``SPAN_WORDS`` consecutive words (lower-cased,
+  split on anything that is not a letter or digit) with the text of a unit the principal may not see, and no
+  unit the principal *may* see contains that run (boilerplate shared with permitted text is not a leak).
+"""
+
+from __future__ import annotations
+
+from ragtriage.checks.units import UNIT_COLUMNS, denial_detail, denials
+
+MIN_ID_CHARS = 4
+SPAN_WORDS = 12
+
+_WORDS = r"list_filter(regexp_split_to_array(lower({col}), '[^\pL\pN]+'), lambda w: w <> '')"
+_SPAN = f"array_to_string(list_slice(words, i, i + {SPAN_WORDS - 1}), ' ')"
+_KEY = "run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id"
+
+# Fragment ``texts``: one row per (result row with a principal, field) holding the text to search.
+TEXTS = """
+texts AS (
+    SELECT r.run_id, r.case_id, p.principal_id, p.principal_groups, p.principal_tenant, r.stage, r.rank,
+           r.document_id, r.chunk_id, r.unit_id, f.field, f.hay
+    FROM run_results r JOIN principals p USING (case_id),
+         LATERAL (VALUES ('snippet', r.snippet), ('metadata', r.metadata_text)) AS f(field, hay)
+    WHERE f.hay IS NOT NULL AND f.hay <> ''
+)"""
+
+# Not the result row's own manifest unit(s): those are judged by the direct rules.
+def _not_own(unit: str) -> str:
+    return f"NOT ({unit}m_document_id = t.document_id AND (t.chunk_id IS NULL OR {unit}m_chunk_id = t.chunk_id))"
+
+ID_HITS = f"""
+ref_ids AS (
+    SELECT d.document_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(d.document_id) >= {MIN_ID_CHARS}
+    UNION ALL
+    SELECT d.chunk_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(d.chunk_id) >= {MIN_ID_CHARS}
+),
+id_candidates AS (
+    SELECT t.*, u.ref, u.m_label, u.acl, u.tenant,
+           {denials("t.principal_groups", "t.principal_tenant", "u.")} AS rules
+    FROM texts t JOIN ref_ids u ON contains(t.hay, u.ref)
+    WHERE u.ref <> t.document_id AND u.ref IS DISTINCT FROM t.chunk_id AND {_not_own("u.")}
+      AND regexp_matches(t.hay, '(^|[^[:alnum:]_-])' || regexp_escape(u.ref) || '($|[^[:alnum:]_-])')
+),
+id_hits AS (
+    SELECT {_KEY}, field, m_label, rule,
+           'mentions id ' || ref || ' of forbidden unit ' || {denial_detail("rule", "principal_groups",
+                                                                                 "principal_tenant")} AS detail
+    FROM (SELECT *, unnest(rules) AS rule FROM id_candidates WHERE len(rules) > 0)
+)"""
+
+SPAN_HITS = f"""
+text_words AS (
+    SELECT t.*, {_WORDS.format(col="t.hay")} AS words FROM texts t
+),
+text_spans AS (
+    SELECT DISTINCT {_KEY}, principal_groups, principal_tenant, field, {_SPAN} AS span
+    FROM (SELECT *, unnest(generate_series(1, len(words) - {SPAN_WORDS - 1})) AS i FROM text_words)
+),
+unit_words AS (
+    SELECT {UNIT_COLUMNS}, {_WORDS.format(col="d.text")} AS words FROM documents d WHERE d.text IS NOT NULL
+),
+unit_spans AS (
+    SELECT DISTINCT * EXCLUDE (words, i), {_SPAN} AS span
+    FROM (SELECT *, unnest(generate_series(1, len(words) - {SPAN_WORDS - 1})) AS i FROM unit_words)
+),
+span_pairs AS (
+    SELECT t.*, u.m_document_id, u.m_chunk_id, u.m_label, u.acl, u.tenant,
+           {denials("t.principal_groups", "t.principal_tenant", "u.")} AS rules
+    FROM text_spans t JOIN unit_spans u USING (span)
+),
+span_unseen AS (
+    SELECT * FROM span_pairs t
+    WHERE len(rules) > 0 AND {_not_own("t.")}
+      AND NOT EXISTS (
+          SELECT 1 FROM span_pairs s
+          WHERE s.run_id = t.run_id AND s.case_id = t.case_id AND s.stage = t.stage AND s.rank = t.rank
+            AND s.field = t.field AND s.span = t.span AND len(s.rules) = 0)
+),
+span_hits AS (
+    SELECT {_KEY}, field, m_label, rule,
+           'quotes ' || count(DISTINCT span) || ' run(s) of {SPAN_WORDS} words of forbidden unit '
+           || any_value({denial_detail("rule", "principal_groups", "principal_tenant")}) AS detail
+    FROM (SELECT *, unnest(rules) AS rule FROM span_unseen)
+    GROUP BY ALL
+)"""
+
+# Fragment ``reference_leaks``: rows shaped like the direct leaks.
+REFERENCE_LEAKS = f"""
+reference_leaks AS (
+    SELECT {_KEY}, field || '-of-forbidden-unit' AS rule,
+           string_agg(DISTINCT detail, '; ' ORDER BY detail) AS detail,
+           list_sort(list_distinct(list(m_label))) AS forbidden_units
+    FROM (SELECT * FROM id_hits UNION ALL SELECT * FROM span_hits)
+    GROUP BY {_KEY}, field
+)"""

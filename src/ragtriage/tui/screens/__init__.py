@@ -1,0 +1,1 @@
+"""Screens of the triage TUI: one module per view."""

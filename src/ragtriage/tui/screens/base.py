@@ -1,0 +1,121 @@
+"""Shared behaviour of the views: filled by a thread worker, a title bar naming the views' keys, Escape goes back.
+
+Workers run the core call on their own DuckDB cursor and *return*; ``on_worker_state_changed`` (UI thread) hands
+the answer to ``show`` or the error to ``show_error``. ``exclusive`` cancels the previous load of the same view,
+so a slow answer for an old selection never overwrites a newer one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+if TYPE_CHECKING:
+    from ragtriage.tui.app import TriageApp
+
+VIEW_KEYS = (
+    ("o", "overview", "Overview"),
+    ("s", "slices", "Slices"),
+    ("z", "zerohit", "Zero-hit"),
+    ("l", "leakage", "Leakage"),
+    ("f", "failures", "Failures"),
+    ("c", "compare", "Compare"),
+)
+LOAD_GROUP = "view-data"
+
+
+def view_bar(current: str, detail: str = "") -> Text:
+    """The top line: each view with its key, the current one highlighted, then what is shown."""
+    bar = Text(no_wrap=True, overflow="ellipsis")
+    for key, mode, label in VIEW_KEYS:
+        style = "bold reverse" if mode == current else "dim"
+        bar.append(f" {key}", style="bold " + ("reverse" if mode == current else ""))
+        bar.append(f" {label} ", style=style)
+    if detail:
+        bar.append(" " + detail)
+    return bar
+
+
+class DataScreen(Screen[None]):
+    """A view whose content comes from the core through one worker at a time."""
+
+    MODE: ClassVar[str] = "overview"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("r", "reload", "Reload", show=False),
+    ]
+
+    @property
+    def triage(self) -> TriageApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose_bar(self) -> ComposeResult:
+        yield Static(view_bar(self.MODE), id="viewbar")
+        yield Static("loading…", id="status", markup=False)
+
+    def compose_footer(self) -> ComposeResult:
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        self.set_bar()
+
+    def set_bar(self, detail: str = "") -> None:
+        self.query_one("#viewbar", Static).update(view_bar(self.MODE, detail or self.bar_detail()))
+
+    def bar_detail(self) -> str:
+        return f"run {self.triage.run_id}"
+
+    def set_status(self, text: str, *, error: bool = False) -> None:
+        status = self.query_one("#status", Static)
+        status.update(Text(text, style="bold red" if error else ""))
+
+    def reload(self) -> None:
+        self.set_bar()
+        self.load(self.fetch)
+
+    def action_reload(self) -> None:
+        self.reload()
+
+    def fetch(self, cur: Any) -> Any:
+        """Runs in the worker thread with its own cursor; return what ``show`` needs. Touch no widget here."""
+        raise NotImplementedError
+
+    def show(self, result: Any) -> None:
+        raise NotImplementedError
+
+    def show_error(self, message: str) -> None:
+        self.set_status(message, error=True)
+
+    @work(thread=True, exclusive=True, group=LOAD_GROUP, exit_on_error=False)
+    def load(self, fn: Callable[[Any], Any]) -> Any:
+        cur = self.triage.con.cursor()
+        try:
+            return fn(cur)
+        finally:
+            cur.close()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != LOAD_GROUP or event.worker.node is not self:
+            return
+        if event.state == WorkerState.SUCCESS:
+            self.show(event.worker.result)
+        elif event.state == WorkerState.ERROR:
+            err = event.worker.error
+            self.show_error(f"{type(err).__name__}: {err}" if not hasattr(err, "args") or not err.args else str(err))
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+        elif self.MODE != "overview":
+            self.app.switch_mode("overview")

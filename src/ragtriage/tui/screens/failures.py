@@ -1,0 +1,106 @@
+"""Failures: every failing case with its automatic category, rule and pattern beside the person's triage.
+
+Filters cycle through the values present (`a` auto category, `p` pattern, `u` status); a slice filter comes
+from the Slices view. Triage keys act on the case under the cursor and the list refreshes from the notes store.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from textual.binding import Binding, BindingType
+
+from ragtriage.tui import data
+from ragtriage.tui.screens.table_view import TableScreen
+from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
+
+FILTERS = {"auto": "a", "pattern": "p", "status": "u"}
+
+
+def cycle(values: list[str], current: str | None) -> str | None:
+    """None → first value → … → last value → None."""
+    if not values:
+        return None
+    if current not in values:
+        return values[0]
+    i = values.index(current) + 1
+    return values[i] if i < len(values) else None
+
+
+def distinct_parts(column: pa.ChunkedArray) -> list[str]:
+    """The values of a '; '-joined column, each once, sorted."""
+    return sorted({p for v in column.to_pylist() if v for p in str(v).split("; ")})
+
+
+class FailuresScreen(TriageKeys, TableScreen):
+    MODE = "failures"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *TRIAGE_BINDINGS,
+        Binding("a", "filter('auto')", "Category"),
+        Binding("p", "filter('pattern')", "Pattern"),
+        Binding("u", "filter('status')", "Status"),
+        Binding("x", "clear_filters", "Clear", show=False),
+    ]
+
+    def __init__(self, slice_filter: tuple[str, Any] | None = None) -> None:
+        super().__init__()
+        self.filters: dict[str, str | None] = dict.fromkeys(FILTERS)
+        self.slice_filter = slice_filter
+        self.slice_cases: set[str] | None = None
+
+    def bar_detail(self) -> str:
+        if self.slice_filter:
+            return f"run {self.triage.run_id} · slice {self.slice_filter[0]}={self.slice_filter[1]}"
+        return f"run {self.triage.run_id}"
+
+    def fetch(self, cur: Any) -> tuple[pa.Table, set[str] | None]:
+        fail = self.triage.cache.get("failures", self.triage.run_id, cur)
+        rows = data.triage_table(cur, fail, self.triage.run_id, self.triage.store)
+        cases = None
+        if self.slice_filter:
+            cases = set(data.slice_case_ids(cur, *self.slice_filter))
+        return rows, cases
+
+    def show(self, result: tuple[pa.Table, set[str] | None]) -> None:
+        keep = self.cursor_case()
+        self.source, self.slice_cases = result
+        self.render_table(keep)
+
+    def transform(self, table: pa.Table) -> pa.Table:
+        if self.slice_cases is not None:
+            table = table.filter(pc.is_in(table.column("case_id"), pa.array(sorted(self.slice_cases), pa.string())))
+        for col, value in self.filters.items():
+            if value is None:
+                continue
+            if col == "status" and value == "(untriaged)":
+                table = table.filter(pc.is_null(table.column(col)))
+            else:
+                parts = pc.fill_null(pc.match_substring(table.column(col), value), False)
+                table = table.filter(parts)
+        return table
+
+    def describe(self) -> str:
+        active = [f"{k}={v}" for k, v in self.filters.items() if v]
+        return " · ".join([super().describe(), *active])
+
+    def action_filter(self, column: str) -> None:
+        if self.source is None:
+            return
+        values = distinct_parts(self.source.column(column))
+        if column == "status":
+            values.append("(untriaged)")
+        self.filters[column] = cycle(values, self.filters[column])
+        self.render_table(self.cursor_case())
+
+    def action_clear_filters(self) -> None:
+        self.filters = dict.fromkeys(FILTERS)
+        self.render_table(self.cursor_case())
+
+    def triage_case(self) -> str | None:
+        return self.cursor_case()
+
+    def on_note_saved(self) -> None:
+        """Called by the app after a note of this run was saved: re-read the triage columns."""
+        self.reload()

@@ -1,0 +1,165 @@
+"""A list view over one Arrow table: `/` searches ids and query text, `t`/`T` sort by any column, Enter opens
+the case under the cursor. Zero-hit, Leakage, Slices, Failures and Compare are all this with their own fetch.
+
+Search and sort re-order rows the core already produced; no figure is derived here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container
+from textual.widgets import Input
+
+from ragtriage.tui.screens.base import DataScreen
+from ragtriage.tui.widgets.arrow_table import ArrowTable
+
+SEARCHABLE = ("case_id", "query", "unit_id", "document_id", "chunk_id", "run_id")
+
+
+def search_rows(table: pa.Table, text: str) -> pa.Table:
+    """Rows whose id or query columns contain ``text`` (case-insensitive)."""
+    if not text:
+        return table
+    cols = [c for c in table.column_names if c in SEARCHABLE and pa.types.is_string(table.schema.field(c).type)]
+    if not cols:
+        return table
+    mask = None
+    for c in cols:
+        hit = pc.fill_null(pc.match_substring(table.column(c), text, ignore_case=True), False)
+        mask = hit if mask is None else pc.or_(mask, hit)
+    return table.filter(mask)
+
+
+class TableScreen(DataScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open"),
+        Binding("slash", "search", "Search"),
+        Binding("t", "sort", "Sort"),
+        Binding("T", "reverse", "Rev", show=False),
+    ]
+    DEFAULT_CSS = """
+    TableScreen #search { display: none; height: 1; border: none; padding: 0 1; }
+    TableScreen #search.visible { display: block; }
+    TableScreen #tablebox { height: 1fr; }
+    TableScreen ArrowTable { height: 1fr; max-height: 100%; }
+    """
+    TABLE_CLASSES: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.source: pa.Table | None = None
+        self.shown: pa.Table | None = None
+        self.sort_column: str | None = None
+        self.descending = False
+        self.search_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_bar()
+        yield Input(placeholder="search case id, unit id or query text; Enter keeps, Escape clears", id="search")
+        yield Container(id="tablebox")
+        yield from self.compose_footer()
+
+    def show(self, result: pa.Table) -> None:
+        self.source = result
+        self.render_table()
+
+    def describe(self) -> str:
+        """The status line: row counts, sort and search; views add their filters."""
+        assert self.source is not None and self.shown is not None
+        parts = [f"{self.shown.num_rows} of {self.source.num_rows} rows"]
+        if self.sort_column:
+            parts.append(f"sorted by {self.sort_column} {'desc' if self.descending else 'asc'}")
+        if self.search_text:
+            parts.append(f"search {self.search_text!r}")
+        return " · ".join(parts)
+
+    def transform(self, table: pa.Table) -> pa.Table:
+        """Views with filters narrow the rows here (before search and sort)."""
+        return table
+
+    def render_table(self, keep_case: str | None = None) -> None:
+        if self.source is None:
+            return
+        shown = search_rows(self.transform(self.source), self.search_text)
+        if self.sort_column in shown.column_names:
+            shown = shown.sort_by([(self.sort_column, "descending" if self.descending else "ascending")])
+        self.shown = shown
+        box = self.query_one("#tablebox", Container)
+        box.remove_children()
+        widget = ArrowTable(shown, classes=self.TABLE_CLASSES)
+        box.mount(widget)
+        if keep_case and "case_id" in shown.column_names:
+            ids = shown.column("case_id").to_pylist()
+            if keep_case in ids:
+                widget.move_cursor(row=ids.index(keep_case))
+        if not self.query_one("#search", Input).has_focus:
+            widget.focus()
+        self.set_status(self.describe())
+
+    def table_widget(self) -> ArrowTable | None:
+        found = self.query(ArrowTable)
+        return found.first() if found else None
+
+    def current_row(self) -> dict[str, Any] | None:
+        widget = self.table_widget()
+        return widget.row_dict() if widget else None
+
+    def case_ids(self) -> list[str]:
+        if self.shown is None or "case_id" not in self.shown.column_names:
+            return []
+        return [str(c) for c in self.shown.column("case_id").to_pylist()]
+
+    def action_open(self) -> None:
+        row = self.current_row()
+        if row and row.get("case_id"):
+            self.triage.open_case(str(row["case_id"]), self.case_ids())
+
+    def on_data_table_row_selected(self, event: Any) -> None:
+        self.action_open()
+
+    def action_sort(self) -> None:
+        if self.source is None or not self.source.column_names:
+            return
+        names = self.source.column_names
+        i = names.index(self.sort_column) + 1 if self.sort_column in names else 0
+        self.sort_column = names[i % len(names)]
+        self.render_table(self.cursor_case())
+
+    def action_reverse(self) -> None:
+        self.descending = not self.descending
+        self.render_table(self.cursor_case())
+
+    def cursor_case(self) -> str | None:
+        row = self.current_row()
+        return str(row["case_id"]) if row and row.get("case_id") is not None else None
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.add_class("visible")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "search":
+            self.search_text = event.value
+            self.render_table()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "search":
+            widget = self.table_widget()
+            if widget:
+                widget.focus()
+
+    def action_back(self) -> None:
+        box = self.query_one("#search", Input)
+        if box.has_focus or self.search_text:
+            box.value = ""
+            box.remove_class("visible")
+            self.search_text = ""
+            self.render_table()
+            return
+        super().action_back()
