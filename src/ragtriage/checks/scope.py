@@ -133,10 +133,11 @@ def scope_violations(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 _PAIRS_SQL = with_query(RUN_RESULTS, MATCHED, PRINCIPALS, FILTERS, PAIRS + PAIR_VIOLATIONS) + """
 SELECT p.with_case, p.without_case, p.query, p.optional_filters, p.principal_id, p.checked,
-       count(v.rank) AS n_violations, p.checked AND count(v.rank) = 0 AS passed
+       count(v.rank) AS n_violations, bool_and(p.checked) AND count(v.rank) = 0 AS passed
 FROM pairs p LEFT JOIN pair_violations v ON v.case_id = p.without_case
     AND v.filter = 'optional:' || array_to_string(p.optional_filters, ',')
-GROUP BY ALL ORDER BY p.with_case, p.without_case
+GROUP BY p.with_case, p.without_case, p.query, p.optional_filters, p.principal_id, p.checked
+ORDER BY p.with_case, p.without_case
 """
 
 

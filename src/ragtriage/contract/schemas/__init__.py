@@ -26,7 +26,3 @@ def write_all(folder: Path) -> list[Path]:
         out.append(p)
     return out
 
-
-if __name__ == "__main__":
-    for p in write_all(Path(__file__).parent):
-        print(p)
