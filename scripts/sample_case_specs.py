@@ -311,4 +311,11 @@ SPECS: tuple[Spec, ...] = (
       tags=("negative", "out-of-corpus")),
     S("parking rules at the Munich office", "off-topic", "out-of-corpus", g0="travel24.hotel_cities",
       negative="below_threshold", tags=("negative", "out-of-corpus")),
+    # the same questions again with an optional filter added (a missing filter must never broaden access)
+    S("What is the maximum hotel rate per night on a business trip?", "travel", "filter", "travel24.hotel",
+      g1="travel23.hotel", filters={"tenant": "halvorsen"}, tags=("filter-pair",)),
+    S("When do personal API tokens expire?", "ledger-admin", "filter", "adm.tokens", g2="rn114.features",
+      filters={"product": "ledger-cloud"}, tags=("filter-pair",)),
+    S("How do I factory reset the BG-200?", "bg200", "filter", "bg.reset", filters={"doc_type": "manual"},
+      tags=("filter-pair",)),
 )

@@ -213,7 +213,8 @@ def general(c: Corpus) -> None:
         "system owner deletes or anonymises the data within 30 days.", "intro")
     d.table(["Record type", "Retention period", "System"],
             [["Customer telemetry (raw sensor readings)", "13 months", "Ledger Cloud"],
-             ["Aggregated telemetry", "5 years", "Ledger Cloud"], ["Invoices and accounting records", "10 years", "SAP"],
+             ["Aggregated telemetry", "5 years", "Ledger Cloud"],
+             ["Invoices and accounting records", "10 years", "SAP"],
              ["HR personnel files", "6 years after departure", "Workday"],
              ["Support tickets", "3 years after closure", "Zendesk"], ["Audit logs", "400 days", "Ledger Cloud"]],
             "ret_table", "Retention schedule")

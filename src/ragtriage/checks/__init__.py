@@ -1,1 +1,41 @@
-"""checks."""
+"""Safety and scope checks: permission leakage, filter scope, negative cases, stale documents.
+
+A retriever that finds relevant but unauthorised evidence has failed however good its recall, so leakage is a
+verdict (``CheckReport.passed``), never a metric. Every check is one DuckDB statement over the store returning
+Arrow; ``check_run`` gathers them. The rules are documented in docs/checks.md.
+"""
+
+from ragtriage.checks.calibration import (
+    DEFAULT_TARGET_RECALL,
+    Calibration,
+    CalibrationError,
+    calibrate,
+    store_threshold,
+)
+from ragtriage.checks.leakage import leakage, unchecked_cases, unverifiable_results
+from ragtriage.checks.negatives import negative_outcomes
+from ragtriage.checks.report import FINDING_COLUMNS, CheckReport, check_run
+from ragtriage.checks.scope import SCOPE_ATTRIBUTES, filter_pairs, scope_violations, unchecked_filters
+from ragtriage.checks.staleness import stale_first, stale_results, version_pairs
+
+__all__ = [
+    "DEFAULT_TARGET_RECALL",
+    "FINDING_COLUMNS",
+    "SCOPE_ATTRIBUTES",
+    "Calibration",
+    "CalibrationError",
+    "CheckReport",
+    "calibrate",
+    "check_run",
+    "filter_pairs",
+    "leakage",
+    "negative_outcomes",
+    "scope_violations",
+    "stale_first",
+    "stale_results",
+    "store_threshold",
+    "unchecked_cases",
+    "unchecked_filters",
+    "unverifiable_results",
+    "version_pairs",
+]

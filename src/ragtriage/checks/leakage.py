@@ -3,9 +3,10 @@
 Leakage is a hard failure and is never averaged into a metric: one leaked row fails the run however good its
 recall. A result row leaks when (see ``units.denials``) a manifest unit it stands for belongs to another tenant
 (``tenant-mismatch``), shares no group with the principal (``acl-no-overlap``), or has no acl where the dataset
-requires one (``acl-missing``; this also covers a unit absent from the manifest, since nothing proves it may be
-seen); or when its snippet or metadata carries a forbidden unit (``references``). A case without a principal
-cannot be checked and is listed by ``unchecked_cases``, never counted as passing.
+requires one (``acl-missing``); or when, being otherwise permitted, its snippet or metadata carries a forbidden
+unit (``references``). A case without a principal cannot be checked and is listed by ``unchecked_cases``, never
+counted as passing. A unit absent from the manifest has an *unknown* acl, not a missing one: such rows are listed
+by ``unverifiable_results`` (the loader's ingestion warning) rather than called leaks.
 """
 
 from __future__ import annotations
@@ -29,22 +30,14 @@ direct_leaks AS (
     FROM (SELECT *, {denial_detail("rule", "principal_groups", "principal_tenant")} AS detail
           FROM (SELECT *, unnest(rules) AS rule FROM denied WHERE len(rules) > 0))
     GROUP BY run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule
-),
-unknown_leaks AS (
-    SELECT u.run_id, u.case_id, p.principal_id, u.stage, u.rank, u.document_id, u.chunk_id, u.unit_id,
-           'acl-missing' AS rule,
-           coalesce(u.chunk_id, u.document_id) || ': unit not in the corpus manifest; the dataset requires an acl'
-               AS detail,
-           [coalesce(u.chunk_id, u.document_id)] AS forbidden_units
-    FROM unknown_units u JOIN principals p USING (case_id)
-    WHERE (SELECT acl_required FROM acl_policy)
 )"""
 
 LEAKS = _DIRECT + "," + TEXTS + "," + ID_HITS + "," + SPAN_HITS + "," + REFERENCE_LEAKS + """,
 leaks AS (
     SELECT * FROM direct_leaks
-    UNION ALL SELECT * FROM unknown_leaks
-    UNION ALL SELECT * FROM reference_leaks
+    UNION ALL
+    SELECT * FROM reference_leaks r WHERE NOT EXISTS (
+        SELECT 1 FROM direct_leaks d WHERE d.case_id = r.case_id AND d.stage = r.stage AND d.rank = r.rank)
 )"""
 
 LEAKAGE_SQL = with_query(RUN_RESULTS, MATCHED, PRINCIPALS, LEAKS) + """
@@ -80,8 +73,5 @@ FROM unknown_units ORDER BY case_id, stage, rank
 
 
 def unverifiable_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """Result rows whose unit the manifest does not know: their acl cannot be checked (an ingestion signal).
-
-    Where the dataset requires acls these rows are also leaks (``acl-missing``); otherwise they are only listed.
-    """
+    """Result rows whose unit the manifest does not know: their acl cannot be checked (an ingestion signal)."""
     return run_query(con, run_id, _UNVERIFIABLE_SQL)

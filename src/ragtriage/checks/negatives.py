@@ -53,7 +53,8 @@ SELECT case_id, expected_behavior,
             WHEN n_results = 0 THEN 'no results'
             WHEN threshold IS NULL THEN 'no calibrated threshold for this run: run `ragtriage calibrate`'
             WHEN top_score IS NULL THEN 'results carry no scores'
-            WHEN top_score < threshold THEN 'top score ' || round(top_score, 4) || ' < threshold ' || round(threshold, 4)
+            WHEN top_score < threshold
+                THEN 'top score ' || round(top_score, 4) || ' < threshold ' || round(threshold, 4)
             ELSE 'top score ' || round(top_score, 4) || ' >= threshold ' || round(threshold, 4) END
         WHEN 'insufficient_evidence' THEN CASE
             WHEN insufficient THEN 'event status insufficient_evidence'

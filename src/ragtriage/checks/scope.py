@@ -4,8 +4,9 @@ A case's filters come from its ``filters`` object (the ``filter_*`` columns when
 that names a manifest attribute (``SCOPE_ATTRIBUTES``) must hold for every manifest unit a result row stands for:
 values compare case-insensitively, a list value means "any of these", and a unit that lacks the attribute is out
 of scope (a store filter ``region = 'EU'`` does not return rows without a region). ``effective_on`` requires
-``effective_from <= date < effective_to`` (half-open, so consecutive versions never overlap; a missing bound is
-open). Keys naming no attribute are listed by ``unchecked_filters``, not silently passed.
+``effective_from <= date <= effective_to`` (both bounds inclusive, as manifests write a version ending
+2023-12-31 and its successor starting 2024-01-01; a missing bound is open). Keys naming no attribute are
+listed by ``unchecked_filters``, not silently passed.
 
 Optional-filter pair: two cases with the same query text (trimmed, lower-cased, whitespace collapsed) where one's
 filters are a strict superset of the other's. A missing optional filter never broadens access, so every result
@@ -64,7 +65,7 @@ date_misses AS (
            || coalesce(CAST(m.effective_to AS VARCHAR), '…') AS actual
     FROM matched m JOIN filter_entries f USING (case_id)
     WHERE f.filter = 'effective_on'
-      AND (m.effective_from > try_cast(f.allowed[1] AS DATE) OR m.effective_to <= try_cast(f.allowed[1] AS DATE))
+      AND (m.effective_from > try_cast(f.allowed[1] AS DATE) OR m.effective_to < try_cast(f.allowed[1] AS DATE))
 ),
 filter_violations AS (
     SELECT run_id, case_id, stage, rank, document_id, chunk_id, filter, expected,

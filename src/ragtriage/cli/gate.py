@@ -1,5 +1,111 @@
-"""Commands of this area (filled in by its owner)."""
+"""`compare` and `gate`: a candidate run against a baseline, as figures or as a release decision.
+
+Exit codes of `gate`: 0 every rule passed, 1 a rule failed, 2 the input could not be used (bad gate file, unknown
+run, dataset-version mismatch). `compare` exits 0 or 2.
+"""
 
 from __future__ import annotations
 
-from ragtriage.cli._app import app  # noqa: F401
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import duckdb
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ragtriage.cli._app import app
+from ragtriage.store import DEFAULT_DB, StoreError, connect
+
+console = Console(soft_wrap=True, highlight=False)
+err = Console(stderr=True, soft_wrap=True, highlight=False)
+
+DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
+RunOpt = Annotated[str, typer.Option("--run", help="Candidate run id.")]
+BaseOpt = Annotated[str, typer.Option("--baseline", help="Baseline run id.")]
+
+
+class CompareFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    err.print(f"error: {exc}", markup=False)
+    return typer.Exit(2)
+
+
+@app.command()
+def compare(
+    run: RunOpt,
+    baseline: BaseOpt,
+    db: DbOpt = Path(DEFAULT_DB),
+    k: Annotated[list[int] | None, typer.Option("--k", help="Cutoff(s); repeat for several. Default 3, 5, 10.")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Slice column, e.g. query_type or doc_type.")] = None,
+    split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,
+    metric: Annotated[list[str] | None, typer.Option("--metric", help="Only these metrics, e.g. nDCG@5.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap and randomization test.")] = 0,
+    resamples: Annotated[int, typer.Option(help="Bootstrap / randomization resamples.")] = 10_000,
+    fmt: Annotated[CompareFormat, typer.Option("--format", help="table|json|csv|markdown.")] = CompareFormat.table,
+) -> None:
+    """Paired per-case comparison: W/T/L, mean difference, bootstrap 95% CI, randomization p, worst cases."""
+    from ragtriage.gate import compare_reports as rep
+    from ragtriage.gate.compare import compare as run_compare
+
+    try:
+        con = connect(db, read_only=True)
+        result = run_compare(con, run, baseline, tuple(k or (3, 5, 10)), by=by, split=split, seed=seed,
+                             n_resamples=resamples, metrics=metric or None)
+    except (StoreError, ValueError, duckdb.Error) as exc:
+        raise _fail(exc) from exc
+    if fmt is CompareFormat.json:
+        typer.echo(rep.to_json(result), nl=False)
+    elif fmt is CompareFormat.csv:
+        typer.echo(rep.to_csv(result), nl=False)
+    elif fmt is CompareFormat.markdown:
+        typer.echo(rep.to_markdown(result), nl=False)
+    else:
+        table = Table(*rep.TEXT_HEADERS, title=rep.header(result), title_justify="left")
+        for row in rep.text_rows(result):
+            table.add_row(*row)
+        console.print(table)
+        worst = result.worst.to_pylist()
+        if worst:
+            console.print("worst regressions:", markup=False)
+            for w in worst:
+                console.print(f"  {w['metric']}  {w['case_id']} [{w['slice']}]  {w['baseline']:.3f} → "
+                              f"{w['candidate']:.3f} ({w['diff']:+.3f})", markup=False)
+
+
+@app.command()
+def gate(
+    gate_file: Annotated[Path, typer.Option("--gate", help="Gate file (TOML), see docs/gate.md.")],
+    run: RunOpt,
+    baseline: BaseOpt,
+    db: DbOpt = Path(DEFAULT_DB),
+    junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a Markdown summary here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the verdict as JSON here.")] = None,
+    record: Annotated[bool, typer.Option(help="Store the verdict in the gate_verdicts table.")] = True,
+) -> None:
+    """Release gate: exit 0 when every rule passes, 1 when any fails, 2 on unusable input."""
+    from ragtriage.gate import reports
+    from ragtriage.gate.config import GateFileError, parse_gate
+    from ragtriage.gate.verdict import evaluate_gate, record_verdict
+
+    try:
+        config = parse_gate(gate_file)
+        con = connect(db, read_only=not record) if db.exists() else connect(db, read_only=True)
+        verdict = evaluate_gate(con, config, run, baseline)
+    except (GateFileError, StoreError, ValueError, duckdb.Error) as exc:
+        raise _fail(exc) from exc
+    if record:
+        record_verdict(con, verdict)
+    for path, text in ((junit, reports.to_junit), (markdown, reports.to_markdown), (json_out, reports.to_json)):
+        if path is not None:
+            path.write_text(text(verdict), encoding="utf-8")
+    console.print(reports.to_text(verdict), markup=False, end="")
+    raise typer.Exit(0 if verdict.passed else 1)

@@ -1,5 +1,102 @@
-"""Commands of this area (filled in by its owner)."""
+"""`tui`, `demo` and `export-notes`: the triage UI and its CSV export.
+
+Textual is imported only inside `tui`/`demo`, so `export-notes` and the other commands start without it.
+"""
 
 from __future__ import annotations
 
-from ragtriage.cli._app import app  # noqa: F401
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from ragtriage.cli._app import app
+
+err = Console(stderr=True, soft_wrap=True)
+
+DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file (opened read-only).")]
+RunOpt = Annotated[str | None, typer.Option("--run", help="Run to triage (default: the last run id).")]
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(message, markup=False, highlight=False)
+    return typer.Exit(2)
+
+
+def _run_app(db: Path, run: str | None, baseline: str | None, author: str | None) -> None:
+    from ragtriage.notes import NotesError
+    from ragtriage.store import StoreError
+    from ragtriage.tui.app import TriageApp
+
+    try:
+        triage = TriageApp(db, run, baseline, author=author)
+    except (StoreError, NotesError) as exc:
+        raise _fail(str(exc)) from exc
+    triage.run()
+
+
+@app.command()
+def tui(
+    db: DbOpt = Path("ragtriage.duckdb"),
+    run: RunOpt = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="Run to compare against.")] = None,
+    author: Annotated[str | None, typer.Option("--author", help="Name on your notes (default $RAGTRIAGE_AUTHOR "
+                                                                 "or login).")] = None,
+) -> None:
+    """Open the triage TUI on a store; notes are saved beside it in DB.notes.sqlite."""
+    _run_app(db, run, baseline, author)
+
+
+def sample_dir() -> Path:
+    """sample_runs/ of a source checkout (editable install) or of the current directory."""
+    here = Path(__file__).resolve().parents[3] / "sample_runs"
+    return here if here.is_dir() else Path.cwd() / "sample_runs"
+
+
+@app.command()
+def demo(
+    sample: Annotated[Path | None, typer.Option("--sample", help="Folder with dataset/ and runs/*.")] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="Keep the demo store here (default: a temp dir).")] = None,
+) -> None:
+    """Load sample_runs into a fresh store and open the TUI on it."""
+    from ragtriage.store import StoreError, connect, load_dataset, load_run
+
+    root = sample or sample_dir()
+    runs = sorted(p for p in (root / "runs").glob("*") if p.is_dir())
+    if not (root / "dataset").is_dir() or not runs:
+        raise _fail(f"{root}: no dataset/ and runs/* here; pass --sample DIR")
+    target = db or Path(tempfile.mkdtemp(prefix="ragtriage-demo-")) / "demo.duckdb"
+    if target.exists():
+        raise _fail(f"{target} exists; pass another --db or remove it")
+    try:
+        con = connect(target)
+        load_dataset(con, root / "dataset")
+        for run_dir in runs:
+            load_run(con, run_dir)
+        con.close()
+    except (StoreError, OSError, ValueError) as exc:
+        raise _fail(f"loading {root} failed: {exc}") from exc
+    err.print(f"demo store: {target} (notes kept beside it in {target.name}.notes.sqlite)", markup=False)
+    _run_app(target, None, None, None)
+
+
+@app.command("export-notes")
+def export_notes(
+    db: DbOpt = Path("ragtriage.duckdb"),
+    csv: Annotated[Path, typer.Option("--csv", help="CSV file to write (UTF-8).")] = Path("notes.csv"),
+    run: Annotated[str | None, typer.Option("--run", help="Only this run (default: every run).")] = None,
+) -> None:
+    """Write every failing or annotated case with auto and human triage and its metrics to CSV."""
+    from ragtriage.notes import NotesError, NotesStore, notes_path_for
+    from ragtriage.notes.export import ExportError, export_table, write_csv
+    from ragtriage.store import StoreError, connect
+
+    try:
+        con = connect(db, read_only=True)
+        store = NotesStore(notes_path_for(db))
+        rows = write_csv(export_table(con, store, run), csv)
+    except (StoreError, NotesError, ExportError, OSError) as exc:
+        raise _fail(str(exc)) from exc
+    err.print(f"wrote {rows} rows to {csv}", markup=False)

@@ -183,7 +183,7 @@ def _source_sql(path: Path, fmt: str) -> str:
             f"SELECT row_number() OVER () + 1 AS line, * FROM read_csv({p}, all_varchar=true, header=true, "
             f"delim=E'{delim}', max_line_size=67108864)"
         )
-    return f"SELECT row_number() OVER () AS line, * FROM read_parquet({p})"
+    return f"SELECT file_row_number + 1 AS line, * EXCLUDE (file_row_number) FROM read_parquet({p}, file_row_number=true)"
 
 
 def stage(
@@ -205,14 +205,27 @@ def stage(
     findings = encoding_findings(path)
     if any(f.severity == "error" for f in findings):
         return Staged(name, path, fmt, 0, findings, "line")
-    raw = f"{name}__raw"
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {raw} AS {_source_sql(path, fmt)}")
+        return _stage(con, path, table, name, fmt, aliases or {}, findings)
     except duckdb.Error as exc:
         msg = str(exc).splitlines()[0]
         code = "encoding" if "unicode" in msg.lower() or "utf" in msg.lower() else "unreadable"
         return Staged(name, path, fmt, 0, [*findings, Finding(fname, None, None, code, f"cannot read: {msg}")], "line")
-    aliases = aliases or {}
+
+
+def _stage(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    table: Table,
+    name: str,
+    fmt: str,
+    aliases: dict[str, str],
+    findings: list[Finding],
+) -> Staged:
+    fname = str(path)
+    raw = f"{name}__raw"
+    # A view, not a table: the typed table below is the only materialisation of a large file.
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS {_source_sql(path, fmt)}")
     line_label = "row" if fmt == "parquet" else "line"
     if fmt == "jsonl":
         findings += _json_line_findings(con, raw, fname)
@@ -244,7 +257,7 @@ def stage(
         select.append(f"{val} AS {qident(f.name)}")
         select.append(f"{bad} AS {qident('__bad_' + f.name)}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {', '.join(select)} FROM {src}")
-    con.execute(f"DROP TABLE {raw}")
+    con.execute(f"DROP VIEW {raw}")
     findings += _type_findings(con, name, fname, table, present, line_label)
     rows = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]  # type: ignore[index]
     if rows == 0 and not any(f.code in ("empty-file", "malformed-json") for f in findings):

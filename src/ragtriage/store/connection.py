@@ -26,6 +26,7 @@ def connect(path: str | Path = DEFAULT_DB, *, read_only: bool = False) -> duckdb
         raise StoreError(f"{p}: no such database; create it with `ragtriage load --db {p} ...`")
     con = duckdb.connect(p, read_only=read_only)
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
     if not read_only:
         con.execute(DDL)
         con.execute(

@@ -321,6 +321,8 @@ def _insert_run(
         ],
     )
     r = staged["results"].name
+    # Line numbers are already materialised, so row order no longer matters: let DuckDB write in parallel.
+    con.execute("SET preserve_insertion_order = false")
     con.execute(
         f"""INSERT INTO results BY NAME
             SELECT {sql_str(rid)} AS run_id, case_id, coalesce(stage, 'final') AS stage, CAST(rank AS INTEGER) AS rank,
@@ -328,6 +330,7 @@ def _insert_run(
                    snippet, CAST(metadata AS JSON) AS metadata, line
             FROM {r}"""
     )
+    con.execute("RESET preserve_insertion_order")
     if "events" in staged:
         e = staged["events"].name
         con.execute(

@@ -51,13 +51,17 @@ def run_findings(
                 "warning",
             )
         )
+    dup = duplicate_rule(
+        [], doc_unit, "", key_exprs=["s.case_id", "coalesce(s.stage, 'final')", unit_expr]
+    )
     rules.append(
         Rule(
             doc_unit,
             "duplicate-in-list",
-            f"row_number() OVER (PARTITION BY s.case_id, coalesce(s.stage, 'final'), {unit_expr} ORDER BY s.rank) > 1",
-            f"'{doc_unit} ' || {unit_expr} || ' appears more than once in this ranked list; the first occurrence counts'",
+            "",
+            f"'{doc_unit} ' || k2 || ' appears more than once in this ranked list; the first counts'",
             "warning",
+            group_by=dup.group_by,
         )
     )
     out = apply_rules(con, res, rules)
@@ -81,12 +85,7 @@ def run_findings(
 
 
 def _dup_rank_rule() -> Rule:
-    r = duplicate_rule(["case_id", "stage", "rank"], "rank", "(case_id, stage, rank)")
-    # stage defaults to final: partition on the defaulted value so a missing stage collides with 'final'.
-    return Rule(
-        r.field,
-        r.code,
-        "row_number() OVER (PARTITION BY s.case_id, coalesce(s.stage, 'final'), s.rank ORDER BY line) > 1 "
-        "AND s.case_id IS NOT NULL AND s.rank IS NOT NULL",
-        "'duplicate (case_id, stage, rank) ' || s.case_id || ' / ' || coalesce(s.stage, 'final') || ' / ' || s.rank",
+    # stage defaults to final: group on the defaulted value so a missing stage collides with 'final'.
+    return duplicate_rule(
+        [], "rank", "(case_id, stage, rank)", key_exprs=["s.case_id", "coalesce(s.stage, 'final')", "s.rank"]
     )

@@ -56,7 +56,10 @@ class TriageApp(App[None]):
         "compare": CompareScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(key, f"switch_mode('{mode}')", label, show=False, id=f"view-{mode}") for key, mode, label in VIEW_KEYS),
+        *(
+            Binding(key, f"switch_mode('{mode}')", label, show=False, id=f"view-{mode}")
+            for key, mode, label in VIEW_KEYS
+        ),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("E", "export", "Export", id="export"),
         Binding("R", "next_run", "Run", show=False, id="next-run"),
@@ -94,11 +97,13 @@ class TriageApp(App[None]):
         self.case_index: list[str] = []
         self.notes_version = 0
         self._notes_queue: queue.Queue[Any] = queue.Queue()
+        self._writer_running = False
         super().__init__()
 
     # lifecycle -------------------------------------------------------------------------------------------------
     def on_mount(self) -> None:
         self.sub_title = f"{self.db_path.name} · run {self.run_id}"
+        self._writer_running = True
         self._notes_writer()
         self._load_case_index()
         self.switch_mode("overview")
@@ -108,8 +113,10 @@ class TriageApp(App[None]):
 
     def drain_notes(self) -> None:
         """Block until every queued note is committed, then stop the writer (idempotent)."""
-        self._notes_queue.put(_STOP)
-        self._notes_queue.join()
+        if self._writer_running:
+            self._writer_running = False
+            self._notes_queue.put(_STOP)
+            self._notes_queue.join()
 
     async def action_quit(self) -> None:
         self.drain_notes()

@@ -102,4 +102,8 @@ def acl_verdicts(leaks: pa.Table, case_id: str) -> dict[tuple[str, int], str]:
         return {}
     mine = leaks.filter(pc.equal(leaks.column("case_id"), case_id)).to_pylist()
     rule = data.first_column(leaks, "rule", "reason", "violation") or "case_id"
-    return {(str(r.get("stage", "final")), int(r.get("rank") or 0)): str(r[rule]) for r in mine}
+    out: dict[tuple[str, int], str] = {}
+    for r in mine:
+        key = (str(r.get("stage", "final")), int(r.get("rank") or 0))
+        out[key] = f"{out[key]}, {r[rule]}" if key in out else str(r[rule])
+    return out

@@ -37,7 +37,8 @@ def case_block(d: CaseDetail) -> RenderableType:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     groups = ", ".join(c.get("principal_groups") or [])
-    principal = f"{c.get('principal_id') or '(none: ACL unchecked)'} groups [{groups}] tenant {c.get('principal_tenant')}"
+    who = c.get("principal_id") or "(none: ACL unchecked)"
+    principal = f"{who} groups [{groups}] tenant {c.get('principal_tenant')}"
     rows = [
         ("query", c.get("query")),
         ("principal", principal),
@@ -78,7 +79,8 @@ def classification_block(d: CaseDetail) -> RenderableType:
         if r.get("confidence") is not None:
             head.append(f"  confidence {r['confidence']}")
         out.append(head)
-        extra = {k: v for k, v in r.items() if k not in ("case_id", "run_id", "category", "rule", "pattern", "confidence")}
+        shown = ("case_id", "run_id", "category", "rule", "pattern", "confidence")
+        extra = {k: v for k, v in r.items() if k not in shown}
         for k, v in extra.items():
             if v not in (None, "", []):
                 out.append(Text(f"  {k}: {v}"))

@@ -85,7 +85,8 @@ class OverviewScreen(DataScreen):
         if ov.leaks is None:
             leaks: RenderableType = Text(ov.errors.get("leakage", ""), style="red")
         elif ov.leaks:
-            leaks = Text(f"LEAKAGE: {ov.leaks} result rows the principal may not see (press l)", style="bold white on red")
+            msg = f"LEAKAGE: {ov.leaks} result rows the principal may not see (press l)"
+            leaks = Text(msg, style="bold white on red")
         else:
             leaks = Text("leakage: none (0 rows)", style="green")
         self.section("leaks", leaks)

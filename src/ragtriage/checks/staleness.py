@@ -1,0 +1,87 @@
+"""Stale documents: results that were not in force when the question was asked, and stale versions ranked first.
+
+A result row is judged at an *as-of* date: the case's ``effective_on`` filter, else the run's ``created_at``
+date. It is stale when a unit it stands for is ``not-yet-effective`` (``effective_from`` after the date),
+``expired`` (``effective_to`` before it; both bounds inclusive) or ``archived``. An archived unit that was in
+force on a case's explicit ``effective_on`` is the right historical version and not stale; without that date
+(or when the unit has no dates) archived means stale.
+
+Versions of one document: manifests rarely link a version to its successor, so two documents count as versions
+of one another when they share tenant, doc_type and *document-id stem* — the id without a trailing version token
+(``pol-travel-2023`` and ``pol-travel-2024`` → ``pol-travel``; ``guide-v2`` → ``guide``); rows of one
+document_id with different versions share it trivially. When a stale and a fresh version both appear in one
+ranked list, the fresh one should rank first; ``stale_first`` lists the lists where it does not.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.checks.units import MATCHED, RUN_RESULTS, run_query, with_query
+
+_STEM = r"regexp_replace(document_id, '[-_.]v?[0-9]+([._][0-9]+)*$', '')"
+
+STALE = """
+as_of AS (
+    SELECT c.case_id, c.filter_effective_on AS case_date,
+           coalesce(c.filter_effective_on,
+                    try_cast((SELECT created_at FROM runs WHERE run_id = $run_id) AS DATE)) AS as_of
+    FROM cases c
+),
+judged AS (
+    SELECT m.*, a.as_of, CASE
+        WHEN m.effective_from > a.as_of THEN 'not-yet-effective'
+        WHEN m.effective_to < a.as_of THEN 'expired'
+        WHEN m.status = 'archived' AND (a.case_date IS NULL OR (m.effective_from IS NULL AND m.effective_to IS NULL))
+            THEN 'archived'
+        END AS reason
+    FROM matched m LEFT JOIN as_of a USING (case_id)
+)"""
+
+_STALE_SQL = with_query(RUN_RESULTS, MATCHED, STALE) + """
+SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason,
+       string_agg(DISTINCT m_label, ', ' ORDER BY m_label) AS stale_units, any_value(status) AS status,
+       min(effective_from) AS effective_from, max(effective_to) AS effective_to, any_value(as_of) AS as_of
+FROM judged WHERE reason IS NOT NULL
+GROUP BY run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason
+ORDER BY case_id, stage, rank, reason
+"""
+
+
+def stale_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Result rows (any stage) standing for a unit not in force at the case's as-of date, one row per reason."""
+    return run_query(con, run_id, _STALE_SQL)
+
+
+_PAIRS_SQL = with_query(RUN_RESULTS, MATCHED, STALE) + f"""
+, families AS (
+    SELECT document_id, concat_ws('|', tenant, doc_type, {_STEM}) AS family FROM documents GROUP BY ALL
+),
+ranked AS (
+    SELECT j.run_id, j.case_id, j.stage, j.rank, j.document_id, bool_or(j.reason IS NOT NULL) AS stale, f.family
+    FROM judged j JOIN families f USING (document_id)
+    GROUP BY j.run_id, j.case_id, j.stage, j.rank, j.document_id, f.family
+),
+per_family AS (
+    SELECT run_id, case_id, stage, family,
+           arg_min(document_id, rank) FILTER (WHERE NOT stale) AS current_document_id,
+           min(rank) FILTER (WHERE NOT stale) AS current_rank,
+           arg_min(document_id, rank) FILTER (WHERE stale) AS stale_document_id,
+           min(rank) FILTER (WHERE stale) AS stale_rank
+    FROM ranked GROUP BY run_id, case_id, stage, family
+)
+SELECT run_id, case_id, stage, family, current_document_id, current_rank, stale_document_id, stale_rank,
+       stale_rank < current_rank AS stale_first
+FROM per_family WHERE current_rank IS NOT NULL AND stale_rank IS NOT NULL
+"""
+
+
+def version_pairs(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Every (case, stage, document family) list holding both a stale and a fresh version, best rank of each."""
+    return run_query(con, run_id, _PAIRS_SQL + " ORDER BY case_id, stage, family")
+
+
+def stale_first(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """The lists where a stale version outranks a fresh version of the same document."""
+    return run_query(con, run_id, f"SELECT * FROM ({_PAIRS_SQL}) WHERE stale_first ORDER BY case_id, stage, family")

@@ -1,0 +1,77 @@
+"""Writers for a Comparison: JSON, CSV and Markdown, plus the rows a terminal table shows.
+
+Every figure is printed with its metric name (which carries the cutoff), the number of paired cases, the seed
+and the resample count, so a reader can reproduce it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any
+
+from ragtriage.gate.compare import Comparison
+
+COLUMNS = ("slice", "metric", "n", "wins", "ties", "losses", "baseline", "candidate", "mean_diff", "ci_low",
+           "ci_high", "p_value")
+
+
+def _num(v: Any) -> Any:
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def header(c: Comparison) -> str:
+    split = c.split or "all splits"
+    return (f"{c.run_id} vs {c.baseline} · dataset {c.dataset_version[:12]} · {split} · stage final · "
+            f"paired bootstrap 95% CI and sign-flip p ({c.n_resamples} resamples, seed {c.seed})")
+
+
+def to_dict(c: Comparison) -> dict[str, Any]:
+    return {
+        "run_id": c.run_id, "baseline": c.baseline, "dataset_version": c.dataset_version, "ks": list(c.ks),
+        "by": c.by, "split": c.split, "seed": c.seed, "n_resamples": c.n_resamples, "unpaired": c.unpaired,
+        "summary": [{k: _num(v) for k, v in r.items()} for r in c.summary.to_pylist()],
+        "worst": c.worst.to_pylist(),
+    }
+
+
+def to_json(c: Comparison) -> str:
+    return json.dumps(to_dict(c), indent=2, ensure_ascii=False) + "\n"
+
+
+def to_csv(c: Comparison) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for r in c.summary.to_pylist():
+        w.writerow(["" if _num(r[k]) is None else r[k] for k in COLUMNS])
+    return buf.getvalue()
+
+
+def text_rows(c: Comparison) -> list[list[str]]:
+    """Summary rows formatted for a terminal or Markdown table."""
+    out = []
+    for r in c.summary.to_pylist():
+        ci = "n/a" if _num(r["ci_low"]) is None else f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
+        p = "n/a" if _num(r["p_value"]) is None else f"{r['p_value']:.4g}"
+        out.append([str(r["slice"]), str(r["metric"]), str(r["n"]), f"{r['wins']}/{r['ties']}/{r['losses']}",
+                    f"{r['baseline']:.4f}", f"{r['candidate']:.4f}", f"{r['mean_diff']:+.4f}", ci, p])
+    return out
+
+
+TEXT_HEADERS = ["slice", "metric", "n", "W/T/L", "baseline", "candidate", "Δ mean", "95% CI", "p"]
+
+
+def to_markdown(c: Comparison) -> str:
+    lines = [f"**{header(c)}**", "", "| " + " | ".join(TEXT_HEADERS) + " |",
+             "|" + "---|" * len(TEXT_HEADERS)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in text_rows(c)]
+    worst = c.worst.to_pylist()
+    if worst:
+        lines += ["", "Worst regressions:", "", "| metric | case | slice | baseline | candidate | Δ |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {w['metric']} | `{w['case_id']}` | {w['slice']} | {w['baseline']:.3f} | {w['candidate']:.3f} "
+                  f"| {w['diff']:+.3f} |" for w in worst]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,269 @@
+"""The gate file: a TOML document, read with tomllib, checked key by key before anything is evaluated.
+
+A gate must be written before the candidate run exists and must mean exactly what it says, so every unknown key
+or wrong type is an error naming the file, line and key (a typo such as ``tolerence`` would otherwise silently
+drop a rule). Leakage is not configurable: a ``[leakage]`` table may appear, but any key in it is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ragtriage.gate.compare import parse_metric
+from ragtriage.gate.sources import SLICE_COLUMNS
+
+REPRO_ITEMS = ("dataset_version", "corpus_snapshot", "configuration", "raw_results", "evaluator_version",
+               "gate_file_predates_run")
+
+
+class GateFileError(ValueError):
+    """The gate file cannot be used; the message names the file, line and key."""
+
+    def __init__(self, path: Path, line: int | None, key: str | None, message: str) -> None:
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: {message}" + (f" (key {key!r})" if key and key not in message else ""))
+        self.path, self.line, self.key = path, line, key
+
+
+@dataclass(frozen=True)
+class Regression:
+    metric: str
+    tolerance: float = 0.0
+    require_significance: bool = False
+    alpha: float = 0.05
+    split: str | None = "holdout"
+
+
+@dataclass(frozen=True)
+class SliceMinimum:
+    column: str
+    value: str
+    metric: str
+    min: float
+    split: str | None = "holdout"
+
+
+@dataclass(frozen=True)
+class CriticalCases:
+    metric: str
+    min: float
+    split: str | None = None
+
+
+@dataclass(frozen=True)
+class ZeroHit:
+    k: int
+    max_rate: float
+    split: str | None = "holdout"
+
+
+@dataclass(frozen=True)
+class NegativeCases:
+    min_share: float = 1.0
+
+
+@dataclass(frozen=True)
+class Latency:
+    p95_ms: float | None = None
+    max_timeouts: int | None = None
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    path: Path
+    sha256: str
+    mtime: datetime
+    name: str = "gate"
+    split: str | None = "holdout"
+    report_by: str = "query_type"
+    seed: int = 0
+    n_resamples: int = 10_000
+    regressions: tuple[Regression, ...] = ()
+    slice_minima: tuple[SliceMinimum, ...] = ()
+    critical: CriticalCases | None = None
+    zero_hit: ZeroHit | None = None
+    negatives: NegativeCases | None = None
+    latency: Latency | None = None
+    reproducibility: tuple[str, ...] = REPRO_ITEMS
+    metrics: tuple[str, ...] = field(default=())
+
+    def ks(self) -> tuple[int, ...]:
+        """Every cutoff a rule needs, so per-case metrics are computed once."""
+        cut = {parse_metric(m)[1] for m in self.metrics}
+        if self.zero_hit:
+            cut.add(self.zero_hit.k)
+        return tuple(sorted(cut)) or (10,)
+
+
+# Allowed keys per table and their types (float accepts int too).
+_SPECS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "gate": {"name": str, "split": str, "report_by": str, "seed": int, "n_resamples": int},
+    "leakage": {},
+    "regression": {"metric": str, "tolerance": (int, float), "require_significance": bool, "alpha": (int, float),
+                   "split": str},
+    "slice_minimum": {"slice": dict, "metric": str, "min": (int, float), "split": str},
+    "critical_cases": {"metric": str, "min": (int, float), "split": str},
+    "zero_hit": {"k": int, "max_rate": (int, float), "split": str},
+    "negative_cases": {"min_share": (int, float)},
+    "latency": {"p95_ms": (int, float), "max_timeouts": int},
+    "reproducibility": {"require": list},
+}
+_REQUIRED = {"regression": ("metric",), "slice_minimum": ("slice", "metric", "min"),
+             "critical_cases": ("metric", "min"), "zero_hit": ("k", "max_rate")}
+_ARRAYS = ("regression", "slice_minimum")
+_COLUMNS = ", ".join(SLICE_COLUMNS)
+
+
+def _key_line(text: str, table: str, index: int, key: str | None) -> int | None:
+    """Line of ``key`` inside the ``index``-th ``[table]``/``[[table]]`` (or of the header when key is None)."""
+    lines = text.splitlines()
+    header = re.compile(rf"^\s*\[\[?\s*{re.escape(table)}\s*\]\]?\s*(#.*)?$")
+    any_header = re.compile(r"^\s*\[")
+    seen, start = -1, None
+    for i, line in enumerate(lines):
+        if header.match(line):
+            seen += 1
+            if seen == index:
+                start = i
+                break
+    if start is None:
+        if key is None:
+            return None
+        return next((i + 1 for i, ln in enumerate(lines) if re.match(rf"^\s*{re.escape(key)}\s*=", ln)), None)
+    if key is None:
+        return start + 1
+    pat = re.compile(rf"(^|[\s{{,]){re.escape(key)}\s*=")
+    for i in range(start + 1, len(lines)):
+        if any_header.match(lines[i]):
+            break
+        if pat.search(lines[i].split("#", 1)[0]):
+            return i + 1
+    return start + 1
+
+
+class _Reader:
+    def __init__(self, path: Path, text: str) -> None:
+        self.path, self.text = path, text
+
+    def fail(self, table: str, index: int, key: str | None, message: str) -> GateFileError:
+        return GateFileError(self.path, _key_line(self.text, table, index, key), key, message)
+
+    def check(self, table: str, index: int, body: Any) -> dict[str, Any]:
+        label = f"[[{table}]]" if table in _ARRAYS else f"[{table}]"
+        if not isinstance(body, dict):
+            raise self.fail(table, index, None, f"{label} must be a table")
+        spec = _SPECS[table]
+        for key, value in body.items():
+            if key not in spec:
+                if table == "leakage":
+                    raise self.fail(table, index, key, f"[leakage] takes no keys: leakage is always checked and "
+                                                       f"cannot be disabled or relaxed (remove {key!r})")
+                allowed = ", ".join(spec)
+                raise self.fail(table, index, key, f"unknown key {key!r} in {label}; allowed: {allowed}")
+            kind = spec[key]
+            if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+                raise self.fail(table, index, key, f"{label} {key} has the wrong type ({type(value).__name__})")
+        for key in _REQUIRED.get(table, ()):
+            if key not in body:
+                raise self.fail(table, index, None, f"{label} needs {key!r}")
+        return body
+
+    def metric(self, table: str, index: int, name: str) -> str:
+        try:
+            parse_metric(name)
+        except ValueError as exc:
+            raise self.fail(table, index, "metric", str(exc)) from exc
+        return name
+
+
+def _split(value: str | None) -> str | None:
+    return None if value in (None, "all", "*") else value
+
+
+def parse_gate(path: Path) -> GateConfig:
+    """Read and check a gate file; any problem raises GateFileError (the CLI exits 2)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise GateFileError(path, None, None, f"cannot read the gate file: {exc.strerror}") from exc
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise GateFileError(path, int(m.group(1)) if m else None, None, f"not valid TOML: {exc}") from exc
+    r = _Reader(path, text)
+    for top in doc:
+        if top not in _SPECS:
+            raise GateFileError(path, _key_line(text, top, 0, None) or _key_line(text, "", 0, top), top,
+                                f"unknown table {top!r}; allowed: {', '.join(_SPECS)}")
+    gate = r.check("gate", 0, doc.get("gate", {}))
+    default_split = _split(gate.get("split", "holdout"))
+    report_by = gate.get("report_by", "query_type")
+    if report_by not in SLICE_COLUMNS:
+        raise r.fail("gate", 0, "report_by", f"report_by {report_by!r} is not a slice column: {_COLUMNS}")
+    r.check("leakage", 0, doc.get("leakage", {}))
+    kw: dict[str, Any] = {}
+    for table in _ARRAYS:
+        items = doc.get(table, [])
+        if not isinstance(items, list):
+            raise r.fail(table, 0, None, f"use [[{table}]] (an array of tables), one per rule")
+        for i, item in enumerate(items):
+            r.check(table, i, item)
+    kw["regressions"] = tuple(
+        Regression(r.metric("regression", i, b["metric"]), float(b.get("tolerance", 0.0)),
+                   bool(b.get("require_significance", False)), float(b.get("alpha", 0.05)),
+                   _split(b.get("split", default_split)))
+        for i, b in enumerate(doc.get("regression", []))
+    )
+    minima = []
+    for i, b in enumerate(doc.get("slice_minimum", [])):
+        sl = b["slice"]
+        if len(sl) != 1 or not isinstance(next(iter(sl.values())), str | bool | int):
+            raise r.fail("slice_minimum", i, "slice", 'slice must hold one column = value, e.g. { doc_type = "table" }')
+        ((column, value),) = sl.items()
+        if column not in SLICE_COLUMNS:
+            raise r.fail("slice_minimum", i, column, f"cannot slice by {column!r}; use one of {_COLUMNS}")
+        text_value = str(value).lower() if isinstance(value, bool) else str(value)
+        minima.append(SliceMinimum(column, text_value, r.metric("slice_minimum", i, b["metric"]), float(b["min"]),
+                                   _split(b.get("split", default_split))))
+    kw["slice_minima"] = tuple(minima)
+    if "critical_cases" in doc:
+        b = r.check("critical_cases", 0, doc["critical_cases"])
+        kw["critical"] = CriticalCases(r.metric("critical_cases", 0, b["metric"]), float(b["min"]),
+                                       _split(b.get("split", "all")))
+    if "zero_hit" in doc:
+        b = r.check("zero_hit", 0, doc["zero_hit"])
+        kw["zero_hit"] = ZeroHit(int(b["k"]), float(b["max_rate"]), _split(b.get("split", default_split)))
+    if "negative_cases" in doc:
+        b = r.check("negative_cases", 0, doc["negative_cases"])
+        kw["negatives"] = NegativeCases(float(b.get("min_share", 1.0)))
+    if "latency" in doc:
+        b = r.check("latency", 0, doc["latency"])
+        if not b:
+            raise r.fail("latency", 0, None, "[latency] needs p95_ms and/or max_timeouts")
+        kw["latency"] = Latency(float(b["p95_ms"]) if "p95_ms" in b else None, b.get("max_timeouts"))
+    if "reproducibility" in doc:
+        b = r.check("reproducibility", 0, doc["reproducibility"])
+        req = b.get("require", list(REPRO_ITEMS))
+        bad = [x for x in req if x not in REPRO_ITEMS]
+        if bad:
+            raise r.fail("reproducibility", 0, "require", f"unknown reproducibility item(s) {bad}; "
+                                                          f"allowed: {', '.join(REPRO_ITEMS)}")
+        kw["reproducibility"] = tuple(req)
+    metrics = {x.metric for x in kw["regressions"]} | {x.metric for x in kw["slice_minima"]}
+    if "critical" in kw:
+        metrics.add(kw["critical"].metric)
+    return GateConfig(
+        path=path, sha256=hashlib.sha256(raw).hexdigest(),
+        mtime=datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None),
+        name=str(gate.get("name", path.stem)), split=default_split, report_by=report_by,
+        seed=int(gate.get("seed", 0)), n_resamples=int(gate.get("n_resamples", 10_000)),
+        metrics=tuple(sorted(metrics)), **kw,
+    )

@@ -1,0 +1,67 @@
+"""What a gate evaluation produces: one result per rule, the failing cases it names, and the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FailingCase:
+    """A case a rule failed on: its id, the slice it sits in, the defect category and what was wrong."""
+
+    case_id: str
+    slice: str
+    category: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One rule's pass/fail with its figure beside the threshold it was held to."""
+
+    rule: str            # stable name, e.g. "leakage", "regression:R@10", "slice_minimum:doc_type=table:nDCG@5"
+    kind: str
+    passed: bool
+    figure: str
+    threshold: str
+    value: float | None = None
+    failures: tuple[FailingCase, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    gate_name: str
+    gate_path: str
+    gate_sha256: str
+    gate_mtime: datetime
+    run_id: str
+    baseline: str
+    dataset_version: str
+    evaluator_version: str
+    evaluated_at: datetime
+    rules: tuple[RuleResult, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.rules)
+
+    def failing_cases(self) -> list[dict[str, str]]:
+        """Every failing case id once per rule, with slice, category and the rule that named it."""
+        return [{"rule": r.rule, **asdict(f)} for r in self.rules if not r.passed for f in r.failures]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gate": {"name": self.gate_name, "path": self.gate_path, "sha256": self.gate_sha256,
+                     "mtime": self.gate_mtime.isoformat()},
+            "run_id": self.run_id, "baseline": self.baseline, "dataset_version": self.dataset_version,
+            "evaluator_version": self.evaluator_version, "evaluated_at": self.evaluated_at.isoformat(),
+            "passed": self.passed,
+            "rules": [{**{k: v for k, v in asdict(r).items() if k != "failures"},
+                       "failures": [asdict(f) for f in r.failures]} for r in self.rules],
+            "failing_cases": self.failing_cases(),
+            "notes": list(self.notes),
+        }

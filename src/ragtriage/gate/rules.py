@@ -1,0 +1,213 @@
+"""The gate's relevance and behaviour rules, each a function of the evaluation context returning a RuleResult.
+
+Rules never combine: a leaked row fails the leakage rule whatever recall did, and the verdict is the conjunction
+of every rule. A rule with nothing to measure (no paired cases on its split, no events for a latency budget)
+fails, because a release cannot be shown to meet a bound that was never measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragtriage.gate import sources
+from ragtriage.gate.compare import TIE, compare_tables
+from ragtriage.gate.config import CriticalCases, GateConfig, Latency, NegativeCases, Regression, SliceMinimum, ZeroHit
+from ragtriage.gate.outcome import FailingCase, RuleResult
+
+
+@dataclass
+class Context:
+    """Everything the rules read, fetched once: per-case metrics of both runs, slices, defect categories."""
+
+    con: duckdb.DuckDBPyConnection
+    config: GateConfig
+    run_id: str
+    baseline: str
+    dataset_version: str
+    candidate: pa.Table
+    base: pa.Table
+    report_slices: pa.Table      # case_id, split, critical, answerable, slice (config.report_by)
+    categories: dict[str, str]
+
+    def slice_of(self, case_id: str) -> str:
+        return self._slices.get(case_id, "(unknown)")
+
+    def category_of(self, case_id: str, default: str = "unclassified") -> str:
+        return self.categories.get(case_id, default)
+
+    def __post_init__(self) -> None:
+        self._slices: dict[str, str] = {}
+        for row in self.report_slices.select(["case_id", "slice"]).to_pylist():
+            old, value = self._slices.get(row["case_id"]), row["slice"]
+            self._slices[row["case_id"]] = f"{old}, {value}" if old else f"{self.config.report_by}={value}"
+
+    def failing(self, case_id: str, detail: str, *, slice_label: str | None = None,
+                category: str | None = None) -> FailingCase:
+        return FailingCase(case_id, slice_label or self.slice_of(case_id), category or self.category_of(case_id),
+                           detail)
+
+
+def _split_label(split: str | None) -> str:
+    return split or "all splits"
+
+
+def _scored(ctx: Context, metric: str, split: str | None, cases: pa.Table | None = None) -> list[dict[str, object]]:
+    """Candidate figures of ``metric`` for cases with relevant units on ``split`` (optionally within ``cases``)."""
+    cur = duckdb.connect()
+    cur.register("cand", ctx.candidate)
+    cur.register("sl", cases if cases is not None else ctx.report_slices)
+    return cur.sql(
+        f"""SELECT DISTINCT c.case_id, CAST(c."{metric}" AS DOUBLE) AS value
+            FROM cand c JOIN sl USING (case_id)
+            WHERE c.n_relevant > 0 AND c."{metric}" IS NOT NULL AND ($split IS NULL OR sl.split = $split)
+            ORDER BY value, case_id""",
+        params={"split": split},
+    ).to_arrow_table().to_pylist()
+
+
+def leakage_rule(ctx: Context) -> RuleResult:
+    rows = sources.leaks(ctx.con, ctx.run_id).to_pylist()
+    per_case: dict[str, list[str]] = {}
+    for r in rows:
+        unit = r.get("chunk_id") or r.get("document_id")
+        per_case.setdefault(r["case_id"], []).append(f"{r['stage']} rank {r['rank']} {unit}: {r['rule']}")
+    failures = tuple(ctx.failing(c, "; ".join(d), category="security") for c, d in per_case.items())
+    return RuleResult("leakage", "leakage", not rows, f"{len(rows)} leaked result row(s) in {len(per_case)} case(s), "
+                      "any stage", "= 0 (always on)", float(len(rows)), failures)
+
+
+def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
+    summary, pairs, _ = compare_tables(ctx.candidate, ctx.base, ctx.report_slices, [rule.metric], split=rule.split,
+                                       seed=ctx.config.seed, n_resamples=ctx.config.n_resamples)
+    name = f"regression:{rule.metric}:{_split_label(rule.split)}"
+    sig = f", significant at p < {rule.alpha:g}" if rule.require_significance else ""
+    threshold = f"mean Δ{rule.metric} ≥ -{rule.tolerance:g}{sig}"
+    overall = [r for r in summary.to_pylist() if r["slice"] == "all"]
+    if not overall:
+        return RuleResult(name, "regression", False, f"no paired cases on {_split_label(rule.split)}", threshold)
+    o = overall[0]
+    drop = o["mean_diff"] < -rule.tolerance - TIE
+    significant = o["p_value"] < rule.alpha
+    passed = not (drop and (significant or not rule.require_significance))
+    figure = (f"{rule.metric} {o['baseline']:.4f} → {o['candidate']:.4f}, Δ {o['mean_diff']:+.4f} "
+              f"[95% CI {o['ci_low']:+.4f}, {o['ci_high']:+.4f}], p = {o['p_value']:.4g}, "
+              f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {o['n']} {_split_label(rule.split)} cases")
+    notes = ("drop exceeds tolerance but is not significant",) if drop and passed else ()
+    losses = pairs.filter(pc.less(pairs.column("diff"), -TIE)).sort_by([("diff", "ascending"),
+                                                                                 ("case_id", "ascending")])
+    seen: dict[str, FailingCase] = {}
+    if not passed:
+        for r in losses.to_pylist():
+            if r["case_id"] not in seen:
+                seen[r["case_id"]] = ctx.failing(r["case_id"], f"{rule.metric} {r['baseline']:.3f} → "
+                                                                 f"{r['candidate']:.3f}")
+    return RuleResult(name, "regression", passed, figure, threshold, o["mean_diff"], tuple(seen.values()), notes)
+
+
+def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
+    label = f"{rule.column}={rule.value}"
+    members = sources.case_slices(ctx.con, ctx.dataset_version, rule.column)
+    members = members.filter(pc.equal(members.column("slice"), rule.value))
+    rows = _scored(ctx, rule.metric, rule.split, members)
+    name = f"slice_minimum:{label}:{rule.metric}"
+    threshold = f"mean {rule.metric} ≥ {rule.min:g}"
+    if not rows:
+        return RuleResult(name, "slice_minimum", False, f"no cases with relevant units in slice {label} on "
+                          f"{_split_label(rule.split)}", threshold)
+    mean = sum(float(r["value"]) for r in rows) / len(rows)  # type: ignore[arg-type]
+    passed = mean >= rule.min - TIE
+    below = [r for r in rows if float(r["value"]) < rule.min - TIE]  # type: ignore[arg-type]
+    failures = () if passed else tuple(
+        ctx.failing(str(r["case_id"]), f"{rule.metric} {float(r['value']):.3f} < {rule.min:g}",  # type: ignore[arg-type]
+                    slice_label=label) for r in below)
+    figure = f"mean {rule.metric} {mean:.4f} over {len(rows)} {_split_label(rule.split)} cases in {label}"
+    return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures)
+
+
+def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
+    critical = ctx.report_slices.filter(pc.equal(ctx.report_slices.column("critical"), True))
+    rows = _scored(ctx, rule.metric, rule.split, critical)
+    below = [r for r in rows if float(r["value"]) < rule.min - TIE]  # type: ignore[arg-type]
+    failures = tuple(ctx.failing(str(r["case_id"]), f"critical case: {rule.metric} {float(r['value']):.3f} < "  # type: ignore[arg-type]
+                                 f"{rule.min:g}") for r in below)
+    figure = f"{len(below)} of {len(rows)} critical cases below {rule.min:g} on {rule.metric}"
+    notes = ("no critical cases with relevant units",) if not rows else ()
+    return RuleResult(f"critical_cases:{rule.metric}", "critical_cases", not below, figure,
+                      f"every critical case {rule.metric} ≥ {rule.min:g}", float(len(below)), failures, notes)
+
+
+def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
+    metric = f"Success@{rule.k}"
+    rows = _scored(ctx, metric, rule.split)
+    zero = [r for r in rows if float(r["value"]) <= TIE]  # type: ignore[arg-type]
+    name = f"zero_hit@{rule.k}"
+    threshold = f"zero-hit rate ≤ {rule.max_rate:g}"
+    if not rows:
+        return RuleResult(name, "zero_hit", False, f"no answerable cases on {_split_label(rule.split)}", threshold)
+    rate = len(zero) / len(rows)
+    passed = rate <= rule.max_rate + TIE
+    failures = () if passed else tuple(ctx.failing(str(r["case_id"]), f"no relevant unit in the top {rule.k}")
+                                       for r in zero)
+    figure = f"{len(zero)} of {len(rows)} answerable {_split_label(rule.split)} cases with no hit in the top {rule.k}" \
+             f" ({rate:.1%})"
+    return RuleResult(name, "zero_hit", passed, figure, threshold, rate, failures)
+
+
+def negative_rule(ctx: Context, rule: NegativeCases) -> RuleResult:
+    rows = sources.negative_outcomes(ctx.con, ctx.run_id).to_pylist()
+    threshold = "all behave as expected" if rule.min_share >= 1.0 else f"share behaving ≥ {rule.min_share:g}"
+    if not rows:
+        return RuleResult("negative_cases", "negative_cases", True, "no negative cases in the dataset", threshold,
+                          notes=("no negative cases to check",))
+    bad = [r for r in rows if not r["passed"]]
+    share = 1.0 - len(bad) / len(rows)
+    passed = share >= rule.min_share - TIE
+    failures = () if passed else tuple(
+        ctx.failing(r["case_id"], f"expected {r['expected_behavior']}: {r['reason']}") for r in bad)
+    figure = f"{len(rows) - len(bad)} of {len(rows)} negative cases behave as expected ({share:.1%})"
+    return RuleResult("negative_cases", "negative_cases", passed, figure, threshold, share, failures)
+
+
+def latency_rule(ctx: Context, rule: Latency) -> RuleResult:
+    lat = sources.latency(ctx.con, ctx.run_id)
+    parts, ok = [], True
+    if rule.p95_ms is not None:
+        parts.append(f"p95 ≤ {rule.p95_ms:g} ms")
+    if rule.max_timeouts is not None:
+        parts.append(f"timeouts ≤ {rule.max_timeouts}")
+    threshold = ", ".join(parts)
+    if not lat["cases"]:
+        return RuleResult("latency", "latency", False, "no events recorded for the run", threshold)
+    p95 = lat["p95_ms"]
+    if rule.p95_ms is not None:
+        ok = p95 is not None and p95 <= rule.p95_ms
+    timeouts = int(lat["timeouts"] or 0)
+    failures: tuple[FailingCase, ...] = ()
+    if rule.max_timeouts is not None and timeouts > rule.max_timeouts:
+        ok = False
+        failures = tuple(ctx.failing(c, "timed out") for c in sources.timed_out_cases(ctx.con, ctx.run_id))
+    p95_text = "no latency recorded" if p95 is None else f"p95 {p95:.1f} ms"
+    figure = f"{p95_text} over {lat['with_latency']} events, {timeouts} timeout(s)"
+    return RuleResult("latency", "latency", ok, figure, threshold, p95, failures)
+
+
+def relevance_rules(ctx: Context) -> list[RuleResult]:
+    """Every configured rule except reproducibility, in file order of kinds; leakage first, always."""
+    cfg = ctx.config
+    out = [leakage_rule(ctx)]
+    out += [regression_rule(ctx, r) for r in cfg.regressions]
+    out += [slice_minimum_rule(ctx, r) for r in cfg.slice_minima]
+    if cfg.critical:
+        out.append(critical_rule(ctx, cfg.critical))
+    if cfg.zero_hit:
+        out.append(zero_hit_rule(ctx, cfg.zero_hit))
+    if cfg.negatives:
+        out.append(negative_rule(ctx, cfg.negatives))
+    if cfg.latency:
+        out.append(latency_rule(ctx, cfg.latency))
+    return out
+

@@ -1,0 +1,124 @@
+"""The one place the gate reads the layers below it (metrics, checks, classify) and the store.
+
+Compare and the gate rules take Arrow tables from here, so an API change in another module touches this file
+only. Imports of the other layers are inside the functions: the gate's pure parts stay importable and testable
+on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.store import StoreError, require_run
+
+# Case columns a comparison or a slice rule may group by; ``doc_type`` is the doc_type of a case's relevant
+# evidence units (a case with relevant units of two types belongs to both slices).
+CASE_COLUMNS = (
+    "query_type", "source_family", "language", "split", "expected_scope", "expected_behavior", "critical",
+    "answerable", "principal_tenant", "filter_tenant", "filter_language", "filter_region", "filter_product",
+    "filter_doc_type",
+)
+EVIDENCE_COLUMNS = ("doc_type", "source_system", "chunk_kind", "region", "product", "tenant")
+SLICE_COLUMNS = CASE_COLUMNS + EVIDENCE_COLUMNS
+
+
+def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> pa.Table:
+    """Per-case metric table of the final stage: case_id, n_relevant, n_retrieved, ``P@k`` ... ``Judged@k``."""
+    from ragtriage.metrics import per_case as metrics_per_case
+
+    table: pa.Table = metrics_per_case(con, run_id, tuple(sorted(set(ks))), stage="final")
+    return table
+
+
+def leaks(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Every leaked result row of the run, in any stage (case_id, stage, rank, rule, detail, ...)."""
+    from ragtriage.checks.leakage import leakage
+
+    table: pa.Table = leakage(con, run_id)
+    return table
+
+
+def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """One row per unanswerable case: case_id, expected_behavior, passed, reason."""
+    from ragtriage.checks.negatives import negative_outcomes as outcomes
+
+    table: pa.Table = outcomes(con, run_id)
+    return table
+
+
+def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """case_id → the classifier's defect categories for the run, joined with ', ' (one row per failing case)."""
+    from ragtriage.classify import failures
+
+    cur = con.cursor()
+    cur.register("failure_rows", failures(con, run_id))
+    return cur.sql(
+        """SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category
+           FROM failure_rows GROUP BY case_id"""
+    ).to_arrow_table()
+
+
+def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
+    require_run(con, run_id)
+    row = con.execute("SELECT dataset_version FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def paired_version(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str) -> str:
+    """The dataset version both runs were loaded against; a mismatch is an input error, not a comparison."""
+    cand, base = dataset_version_of(con, run_id), dataset_version_of(con, baseline)
+    if cand != base:
+        raise StoreError(
+            f"run {run_id!r} was loaded against dataset version {cand[:12]} but baseline {baseline!r} against "
+            f"{base[:12]}; reload one of them against the same dataset before comparing"
+        )
+    return cand
+
+
+def case_slices(con: duckdb.DuckDBPyConnection, dataset_version: str, by: str | None) -> pa.Table:
+    """case_id, split, critical, answerable and ``slice`` (the value of ``by``, '(none)' when missing).
+
+    Case columns give one row per case; evidence columns give one row per (case, value) over the case's relevant
+    units, and '(no evidence)' for a case without any.
+    """
+    if by is not None and by not in SLICE_COLUMNS:
+        raise StoreError(f"cannot slice by {by!r}; choose one of: {', '.join(SLICE_COLUMNS)}")
+    base = """SELECT case_id, split, critical, answerable FROM all_cases WHERE dataset_version = $v"""
+    if by is None:
+        sql = f"SELECT *, 'all' AS slice FROM ({base})"
+    elif by in CASE_COLUMNS:
+        sql = f"""SELECT case_id, split, critical, answerable, coalesce(CAST({by} AS VARCHAR), '(none)') AS slice
+                  FROM all_cases WHERE dataset_version = $v"""
+    else:
+        sql = f"""
+        WITH rel AS (
+            SELECT DISTINCT q.case_id, coalesce(CAST(d.{by} AS VARCHAR), '(none)') AS slice
+            FROM qrels q JOIN documents d USING (unit_id)
+            WHERE q.grade >= (SELECT relevance_threshold FROM datasets WHERE dataset_version = $v)
+        )
+        SELECT c.*, coalesce(r.slice, '(no evidence)') AS slice FROM ({base}) c LEFT JOIN rel r USING (case_id)"""
+    return con.sql(sql + " ORDER BY case_id, slice", params={"v": dataset_version}).to_arrow_table()
+
+
+def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | int | None]:
+    """Serving figures from ``events``: cases with events, p95 latency (linear interpolation), timeouts."""
+    row = con.execute(
+        """SELECT count(DISTINCT case_id), quantile_cont(latency_ms, 0.95), count(*) FILTER (WHERE timed_out),
+                  count(latency_ms)
+           FROM events WHERE run_id = ?""",
+        [run_id],
+    ).fetchone()
+    assert row is not None
+    return {"cases": int(row[0]), "p95_ms": None if row[1] is None else float(row[1]),
+            "timeouts": int(row[2]), "with_latency": int(row[3])}
+
+
+def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    rows = con.execute(
+        "SELECT DISTINCT case_id FROM events WHERE run_id = ? AND timed_out ORDER BY case_id", [run_id]
+    ).fetchall()
+    return [r[0] for r in rows]

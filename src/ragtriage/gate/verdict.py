@@ -1,0 +1,75 @@
+"""Evaluating a gate file against a candidate and a baseline, and keeping the verdict in the store.
+
+The verdict row carries the gate file's sha256 and mtime next to the result, so a later reader can tell which
+gate (byte for byte) passed or failed which run, and whether the gate was edited after the run was loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import duckdb
+
+from ragtriage import __version__
+from ragtriage.gate import sources
+from ragtriage.gate.config import GateConfig
+from ragtriage.gate.outcome import Verdict
+from ragtriage.gate.reproducibility import reproducibility_rule
+from ragtriage.gate.rules import Context, relevance_rules
+
+VERDICTS_DDL = """
+CREATE TABLE IF NOT EXISTS gate_verdicts (
+    verdict_id INTEGER NOT NULL,
+    run_id VARCHAR NOT NULL,
+    baseline VARCHAR NOT NULL,
+    dataset_version VARCHAR NOT NULL,
+    gate_name VARCHAR NOT NULL,
+    gate_path VARCHAR NOT NULL,
+    gate_sha256 VARCHAR NOT NULL,
+    gate_mtime TIMESTAMP NOT NULL,
+    evaluated_at TIMESTAMP NOT NULL,
+    evaluator_version VARCHAR NOT NULL,
+    passed BOOLEAN NOT NULL,
+    n_rules INTEGER NOT NULL,
+    n_failed INTEGER NOT NULL,
+    report JSON NOT NULL
+)"""
+
+
+def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: str, baseline: str) -> Verdict:
+    """Run every rule of ``config`` on ``run_id`` against ``baseline``; raises StoreError for unusable input."""
+    version = sources.paired_version(con, run_id, baseline)
+    ks = config.ks()
+    categories = {
+        r["case_id"]: r["category"] for r in sources.defect_categories(con, run_id).to_pylist() if r["category"]
+    }
+    ctx = Context(
+        con=con, config=config, run_id=run_id, baseline=baseline, dataset_version=version,
+        candidate=sources.per_case(con, run_id, ks), base=sources.per_case(con, baseline, ks),
+        report_slices=sources.case_slices(con, version, config.report_by), categories=categories,
+    )
+    rules = relevance_rules(ctx)
+    rules.append(reproducibility_rule(con, config, run_id, __version__))
+    return Verdict(
+        gate_name=config.name, gate_path=str(config.path), gate_sha256=config.sha256, gate_mtime=config.mtime,
+        run_id=run_id, baseline=baseline, dataset_version=version, evaluator_version=__version__,
+        evaluated_at=datetime.now(UTC).replace(tzinfo=None), rules=tuple(rules),
+    )
+
+
+def record_verdict(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> int:
+    """Append the verdict to ``gate_verdicts`` (created on first use); returns its verdict_id."""
+    con.execute(VERDICTS_DDL)
+    row = con.execute("SELECT coalesce(max(verdict_id), 0) + 1 FROM gate_verdicts").fetchone()
+    assert row is not None
+    verdict_id = int(row[0])
+    failed = sum(not r.passed for r in verdict.rules)
+    con.execute(
+        "INSERT INTO gate_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [verdict_id, verdict.run_id, verdict.baseline, verdict.dataset_version, verdict.gate_name,
+         verdict.gate_path, verdict.gate_sha256, verdict.gate_mtime, verdict.evaluated_at,
+         verdict.evaluator_version, verdict.passed, len(verdict.rules), failed,
+         json.dumps(verdict.to_dict(), default=str)],
+    )
+    return verdict_id

@@ -1,0 +1,62 @@
+"""A small store for the TUI tests: four cases (one with markup in its query), a leak, a zero-hit, two runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.factory import make_store
+
+DOCS = [
+    {"document_id": "d1", "chunk_id": "d1#1", "title": "Passwords", "text": "Reset via [b]SSO[/b] portal",
+     "doc_type": "policy", "tenant": "acme", "acl": ["eng"], "status": "current", "chunk_kind": "body"},
+    {"document_id": "d1", "chunk_id": "d1#2", "title": "Passwords", "text": "Heading only", "doc_type": "policy",
+     "tenant": "acme", "acl": ["eng"], "status": "current", "chunk_kind": "heading"},
+    {"document_id": "d2", "chunk_id": "d2#1", "title": "Salary bands", "text": "HR only", "doc_type": "policy",
+     "tenant": "acme", "acl": ["hr"], "status": "current", "chunk_kind": "table"},
+    {"document_id": "d3", "chunk_id": "d3#1", "title": "VPN FAQ", "text": "Install the client", "doc_type": "faq",
+     "tenant": "acme", "acl": ["eng"], "status": "current", "chunk_kind": "body"},
+]
+PRINCIPAL = {"id": "u1", "groups": ["eng"], "tenant": "acme"}
+CASES = [
+    {"id": "q1", "query": "reset password [red]now[/red]", "principal": PRINCIPAL, "query_type": "lookup"},
+    {"id": "q2", "query": "vpn setup", "principal": PRINCIPAL, "query_type": "howto"},
+    {"id": "q3", "query": "salary bands", "principal": PRINCIPAL, "query_type": "lookup"},
+    {"id": "q4", "query": "=cmd|' /C calc'!A0", "principal": PRINCIPAL, "answerable": False,
+     "expected_behavior": "empty", "query_type": "negative"},
+]
+LABELS = [
+    {"case_id": "q1", "document_id": "d1", "chunk_id": "d1#1", "grade": 3},
+    {"case_id": "q2", "document_id": "d3", "chunk_id": "d3#1", "grade": 2},
+    {"case_id": "q3", "document_id": "d1", "chunk_id": "d1#2", "grade": 2},
+]
+
+
+def _results(q1_first: str) -> list[dict[str, object]]:
+    return [
+        {"case_id": "q1", "document_id": "d1", "chunk_id": q1_first, "score": 0.9},
+        {"case_id": "q1", "document_id": "d1", "chunk_id": "d1#1" if q1_first == "d1#2" else "d1#2", "score": 0.5},
+        {"case_id": "q2", "document_id": "d1", "chunk_id": "d1#2", "score": 0.4},
+        {"case_id": "q3", "document_id": "d2", "chunk_id": "d2#1", "score": 0.8},
+        {"case_id": "q3", "document_id": "d1", "chunk_id": "d1#2", "score": 0.3},
+        {"case_id": "q4", "document_id": "d3", "chunk_id": "d3#1", "score": 0.2},
+        {"case_id": "q2", "stage": "candidate", "document_id": "d3", "chunk_id": "d3#1", "score": 0.1},
+    ]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    con = make_store(
+        tmp_path,
+        cases=CASES,
+        labels=LABELS,
+        documents=DOCS,
+        runs=[
+            {"run": {"run_id": "bm25", "k": 2, "candidate_k": 5}, "results": _results("d1#2")},
+            {"run": {"run_id": "hybrid", "k": 2, "candidate_k": 5}, "results": _results("d1#1")},
+        ],
+        db="t.duckdb",
+    )
+    con.close()
+    return tmp_path / "t.duckdb"

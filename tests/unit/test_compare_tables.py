@@ -1,0 +1,70 @@
+"""The pure part of compare: pairing, wins/ties/losses, means, per-slice rows and worst regressions."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from ragtriage.gate.compare import compare_tables, metric_names, parse_metric
+
+
+def _per_case(rows: list[tuple[str, int, float, float]]) -> pa.Table:
+    return pa.table({
+        "case_id": [r[0] for r in rows], "n_relevant": [r[1] for r in rows], "n_retrieved": [10] * len(rows),
+        "R@10": [r[2] for r in rows], "nDCG@5": [r[3] for r in rows],
+    })
+
+
+CAND = _per_case([("a", 1, 1.0, 0.9), ("b", 2, 0.5, 0.4), ("c", 1, 0.0, 0.0), ("d", 1, 1.0, 1.0),
+                  ("e", 0, 0.0, 0.0), ("x", 1, 1.0, 1.0)])
+BASE = _per_case([("a", 1, 0.0, 0.1), ("b", 2, 1.0, 0.8), ("c", 1, 0.0, 0.5), ("d", 1, 1.0, 1.0),
+                  ("e", 0, 0.0, 0.0)])
+CASES = pa.table({
+    "case_id": ["a", "b", "c", "d", "e"], "split": ["holdout", "holdout", "dev", "holdout", "holdout"],
+    "slice": ["faq", "table", "table", "faq", "faq"],
+})
+
+
+def test_overall_pairs_only_cases_in_both_runs_with_relevant_units() -> None:
+    summary, pairs, worst = compare_tables(CAND, BASE, CASES, ["R@10", "nDCG@5"], n_resamples=1000)
+    # x is only in the candidate, e has no relevant unit: four cases pair up.
+    assert set(pairs.column("case_id").to_pylist()) == {"a", "b", "c", "d"}
+    rows = {(r["slice"], r["metric"]): r for r in summary.to_pylist()}
+    r10 = rows[("faq", "R@10")]
+    assert (r10["n"], r10["wins"], r10["ties"], r10["losses"]) == (2, 1, 1, 0)
+    overall = rows[("all", "R@10")]
+    assert (overall["n"], overall["wins"], overall["ties"], overall["losses"]) == (4, 1, 2, 1)
+    assert overall["candidate"] == pytest.approx(2.5 / 4)
+    assert overall["baseline"] == pytest.approx(2.0 / 4)
+    assert overall["mean_diff"] == pytest.approx(0.125)
+    # Exact sign-flip over the two non-zero diffs (+1, -0.5): |mean| >= 0.125 in 2 of 4 sign vectors per tail.
+    assert overall["p_value"] == pytest.approx(1.0)
+    nd = rows[("all", "nDCG@5")]
+    assert nd["mean_diff"] == pytest.approx((0.8 - 0.4 - 0.5 + 0.0) / 4)
+    table = rows[("table", "nDCG@5")]
+    assert table["mean_diff"] == pytest.approx((-0.4 - 0.5) / 2)
+    # worst regressions, most negative first, with the case's slice
+    w = [(r["metric"], r["case_id"], r["slice"]) for r in worst.to_pylist()]
+    assert w == [("R@10", "b", "table"), ("nDCG@5", "c", "table"), ("nDCG@5", "b", "table")]
+    assert worst.column("diff").to_pylist()[1] == pytest.approx(-0.5)
+
+
+def test_split_filter_drops_dev_cases() -> None:
+    summary, pairs, _ = compare_tables(CAND, BASE, CASES, ["nDCG@5"], split="holdout", n_resamples=1000)
+    assert set(pairs.column("case_id").to_pylist()) == {"a", "b", "d"}
+    overall = next(r for r in summary.to_pylist() if r["slice"] == "all")
+    assert overall["mean_diff"] == pytest.approx((0.8 - 0.4 + 0.0) / 3)
+
+
+def test_multi_valued_slice_counts_a_case_once_overall() -> None:
+    cases = pa.table({"case_id": ["a", "a", "b"], "split": ["holdout"] * 3, "slice": ["pdf", "table", "table"]})
+    summary, _, _ = compare_tables(CAND, BASE, cases, ["R@10"], n_resamples=1000)
+    rows = {r["slice"]: r["n"] for r in summary.to_pylist()}
+    assert rows == {"all": 2, "pdf": 1, "table": 2}
+
+
+def test_metric_names_and_parsing() -> None:
+    assert metric_names([10, 5])[:2] == ["P@5", "P@10"]
+    assert parse_metric("nDCG@5") == ("nDCG", 5)
+    with pytest.raises(ValueError, match="unknown metric 'MRR'"):
+        parse_metric("MRR")
