@@ -1,0 +1,21 @@
+"""Where the bundled sample (sample_runs/) is: inside the installed wheel, or beside the source checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def sample_runs_path() -> Path:
+    """The installed copy wins; an editable install or a source checkout uses the repository's sample_runs/."""
+    installed = Path(__file__).parent / "_sample_runs"
+    if installed.is_dir():
+        return installed
+    checkout = Path(__file__).resolve().parents[2] / "sample_runs"
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError("the bundled sample_runs/ folder is missing from this installation")
+
+
+def sample_run_dirs() -> list[Path]:
+    """Every run folder of the sample, in name order."""
+    return sorted(p for p in (sample_runs_path() / "runs").iterdir() if (p / "run.json").exists())

@@ -1,0 +1,105 @@
+"""`ragtriage check` and `calibrate` as CI sees them: exit codes, the three formats, and the sample runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from ragtriage.checks import check_run
+from ragtriage.cli import app
+from ragtriage.store import connect, load_dataset, load_run
+from tests.factory import make_store
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "sample_runs"
+
+EMMA = {"id": "emma", "groups": ["all-staff"], "tenant": "halvorsen"}
+DOCS = [
+    {"document_id": "OPEN", "chunk_id": "OPEN#1", "acl": ["all-staff"], "tenant": "halvorsen"},
+    {"document_id": "HR", "chunk_id": "HR#1", "acl": ["hr"], "tenant": "halvorsen"},
+]
+CASES = [
+    {"id": "q1", "query": "q", "principal": EMMA},
+    {"id": "q2", "query": "q", "principal": EMMA},
+    {"id": "n1", "query": "q", "answerable": False, "expected_behavior": "below_threshold", "principal": EMMA},
+]
+
+
+def res(case: str, doc_id: str, score: float, rank: int = 1, stage: str = "final") -> dict:
+    return {"case_id": case, "stage": stage, "rank": rank, "document_id": doc_id, "chunk_id": f"{doc_id}#1",
+            "score": score}
+
+
+RUNS = [
+    {"run": {"run_id": "clean", "k": 5}, "results": [res("q1", "OPEN", 3.0), res("q2", "OPEN", 2.0),
+                                                      res("n1", "OPEN", 1.0)]},
+    {"run": {"run_id": "leaky", "k": 5}, "results": [res("q1", "OPEN", 3.0), res("q1", "HR", 2.0, 1, "candidate")]},
+]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("cli")
+    make_store(tmp, cases=CASES, documents=DOCS, runs=RUNS,
+               labels=[{"case_id": q, "document_id": "OPEN", "chunk_id": "OPEN#1", "grade": 3} for q in ("q1", "q2")]
+               ).close()
+    return tmp / "store.duckdb"
+
+
+def test_check_exit_codes(db: Path) -> None:
+    assert runner.invoke(app, ["check", "--db", str(db), "--run", "clean"]).exit_code == 0
+    leaky = runner.invoke(app, ["check", "--db", str(db), "--run", "leaky"])
+    assert leaky.exit_code == 1
+    assert "FAILED: leakage" in leaky.output and "acl-no-overlap" in leaky.output
+    # the uncalibrated below_threshold case fails only under --strict
+    assert runner.invoke(app, ["check", "--db", str(db), "--run", "clean", "--strict"]).exit_code == 1
+    bad = runner.invoke(app, ["check", "--db", str(db), "--run", "nope"])
+    assert bad.exit_code == 2 and "unknown run 'nope'" in bad.output
+    missing = runner.invoke(app, ["check", "--db", str(db.parent / "none.duckdb"), "--run", "clean"])
+    assert missing.exit_code == 2 and not (db.parent / "none.duckdb").exists()
+
+
+def test_check_json_and_csv(db: Path) -> None:
+    out = runner.invoke(app, ["check", "--db", str(db), "--run", "leaky", "--format", "json"])
+    doc = json.loads(out.output)
+    assert doc["passed"] is False and doc["counts"]["candidate_only_leaked_cases"] == 1
+    assert [(r["case_id"], r["stage"], r["document_id"]) for r in doc["leakage"]] == [("q1", "candidate", "HR")]
+    out = runner.invoke(app, ["check", "--db", str(db), "--run", "leaky", "--format", "csv"])
+    rows = list(csv.DictReader(io.StringIO(out.output)))
+    assert [(r["check"], r["rule"], r["chunk_id"]) for r in rows if r["check"] == "leakage"] == [
+        ("leakage", "acl-no-overlap", "HR#1")]
+
+
+def test_calibrate_dry_run_then_store(db: Path) -> None:
+    dry = runner.invoke(app, ["calibrate", "--db", str(db), "--run", "clean", "--target-recall", "0.5", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "<- chosen" in dry.output and "dry run: nothing stored" in dry.output
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT score_threshold FROM runs WHERE run_id = 'clean'").fetchall() == [(None,)]
+    con.close()
+    # answerable tops 3.0 and 2.0; keeping half of them allows the highest threshold, 3.0
+    done = runner.invoke(app, ["calibrate", "--db", str(db), "--run", "clean", "--target-recall", "0.5"])
+    assert done.exit_code == 0 and "stored score_threshold 3 for run clean" in done.output
+    assert runner.invoke(app, ["check", "--db", str(db), "--run", "clean", "--strict"]).exit_code == 0
+    both = runner.invoke(app, ["calibrate", "--db", str(db), "--run", "clean", "--threshold", "1",
+                               "--target-recall", "0.9"])
+    assert both.exit_code == 2
+
+
+@pytest.mark.skipif(not (SAMPLE / "runs" / "no-acl-filter").exists(), reason="sample_runs/ not generated yet")
+def test_sample_runs_only_the_no_acl_filter_run_leaks(tmp_path: Path) -> None:
+    con = connect(tmp_path / "sample.duckdb")
+    load_dataset(con, SAMPLE / "dataset")
+    runs = sorted(p for p in (SAMPLE / "runs").iterdir() if p.is_dir())
+    for run in runs:
+        load_run(con, run)
+    leaked = {r.name: check_run(con, r.name).leakage.num_rows for r in runs}
+    assert leaked.pop("no-acl-filter") > 0
+    assert leaked and all(n == 0 for n in leaked.values()), leaked
