@@ -281,7 +281,8 @@ SPECS: tuple[Spec, ...] = (
     # release notes
     S("What changed in RN-2024-117?", "release-notes", "identifier", "rn117.fixes", g2="rn117.summary"),
     S("Which release added Microsoft Teams notifications?", "release-notes", "direct", "rn105.features"),
-    S("Which firmware version fixed the E5003 clock drift?", "release-notes", "identifier", "rn116.fixes"),
+    S("Which firmware version fixed the E5003 clock drift?", "release-notes", "identifier", "rn116.fixes",
+      g2="tck18410.resolution"),  # labelled by someone who sees tickets; this principal does not
     S("In which release was LDG-4471 fixed?", "release-notes", "identifier", "rn110.fixes"),
     S("When was BG-200 firmware 3.4.0 released?", "release-notes", "identifier", "rn109.head.h",
       g2="rn109.summary"),
@@ -318,4 +319,17 @@ SPECS: tuple[Spec, ...] = (
       filters={"product": "ledger-cloud"}, tags=("filter-pair",)),
     S("How do I factory reset the BG-200?", "bg200", "filter", "bg.reset", filters={"doc_type": "manual"},
       tags=("filter-pair",)),
+    # more two-passage and date-sensitive questions
+    S("How much is on-call paid and when is the postmortem due?", "incident", "multi-part", "inc.oncall",
+      "inc.postmortem", who="eng"),
+    S("How long are raw readings kept and how far back can I export them?", "retention", "multi-part",
+      "ret.ret_table", "adm.export", g2="faqled.history"),
+    S("maximum driving hours and what to check before a trip", "kestrel", "multi-part", "kdriver.hos",
+      "kdriver.pretrip", who="kestrel"),
+    S("How much was the one-off home office allowance in 2023?", "remote", "date", "remote22.stipend",
+      g1="remote24.stipend", filters={"effective_on": "2023-06-01"}, tags=DATE),
+    S("carry-over of unused leave days into 2023", "leave", "date", "leave23.carry", g1="leave24.carry",
+      filters={"effective_on": "2023-02-01"}, tags=DATE),
+    S("per diem for the United States in 2023", "travel", "date", "travel23.perdiem_table",
+      g1="travel24.perdiem_table", filters={"effective_on": "2023-09-01"}, tags=DATE),
 )

@@ -69,6 +69,8 @@ def _note(corpus: Corpus, s: Spec, key: str, grade: int) -> str | None:
     who = PRINCIPALS.get(s.who or "", {})
     if who and doc.tenant != who["tenant"]:
         return "other tenant's document: looks relevant, not in scope"
+    if who and grade < 2 and not set(doc.acl) & set(who["groups"]):  # type: ignore[call-overload]
+        return f"restricted to {', '.join(doc.acl)}: looks relevant, not visible to this principal"
     if doc.status == "archived" and grade < 2:
         return "superseded version"
     if grade == 0:
@@ -78,6 +80,7 @@ def _note(corpus: Corpus, s: Spec, key: str, grade: int) -> str | None:
 
 def primary_labels(corpus: Corpus, specs: tuple[Spec, ...] = SPECS) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
+    stale_left = set(STALE_LABEL_QUERIES)
     for n, s in enumerate(specs, 1):
         graded: dict[str, tuple[int, str]] = {}
         for grade, keys in ((3, s.g3), (2, s.g2), (1, s.g1), (0, s.g0)):
@@ -96,7 +99,8 @@ def primary_labels(corpus: Corpus, specs: tuple[Spec, ...] = SPECS) -> list[dict
             note = _note(corpus, s, key, grade) if chunk is not None and chunk.chunk_id == chunk_id else None
             out.append({"case_id": case_id(n), "document_id": chunk_id.split("#")[0], "chunk_id": chunk_id,
                         "grade": grade, "annotator": PRIMARY, "note": note})
-        if s.query in STALE_LABEL_QUERIES:
+        if s.query in stale_left:
+            stale_left.discard(s.query)
             doc = corpus.doc_of[corpus.chunk(s.g3[0]).document_id]
             ghost = f"{doc.document_id}#{len(doc.chunks) + 3:02d}"
             out.append({"case_id": case_id(n), "document_id": doc.document_id, "chunk_id": ghost, "grade": 3,
@@ -104,9 +108,12 @@ def primary_labels(corpus: Corpus, specs: tuple[Spec, ...] = SPECS) -> list[dict
     return out
 
 
-def second_labels(primary: list[dict[str, object]], cases: list[dict[str, object]], seed: int,
+def second_labels(primary: list[dict[str, object]], cases: list[dict[str, object]], known: set[str], seed: int,
                   share: float = 0.25, strong: int = 3) -> list[dict[str, object]]:
-    """A second annotator on ``share`` of the answerable cases: mostly agreeing, some ±1, ``strong`` by 2."""
+    """A second annotator on ``share`` of the answerable cases: mostly agreeing, some ±1, ``strong`` by 2.
+
+    The second pass was done later in the current snapshot, so it only re-judges units in ``known``.
+    """
     rng = random.Random(seed + 1)
     answerable = [str(c["id"]) for c in cases if c["answerable"]]
     chosen = sorted(rng.sample(answerable, round(len(answerable) * share)))
@@ -117,10 +124,12 @@ def second_labels(primary: list[dict[str, object]], cases: list[dict[str, object
     strong_left = strong
     for cid in chosen:
         for row in by_case.get(cid, []):
+            if row["chunk_id"] not in known:
+                continue
             grade = int(row["grade"])  # type: ignore[call-overload]
             roll = rng.random()
             if grade == 3 and strong_left and roll < 0.35:
-                new, note = 1, "only mentions the topic; the answer needs the table"
+                new, note = 1, "second pass: on topic, but does not settle the question"
                 strong_left -= 1
             elif roll < 0.2:
                 new, note = min(3, max(0, grade + rng.choice((-1, 1)))), None
@@ -132,4 +141,5 @@ def second_labels(primary: list[dict[str, object]], cases: list[dict[str, object
 
 def label_rows(corpus: Corpus, cases: list[dict[str, object]], seed: int) -> list[dict[str, object]]:
     primary = primary_labels(corpus)
-    return primary + second_labels(primary, cases, seed)
+    known = {c.chunk_id for c in corpus.chunks()}
+    return primary + second_labels(primary, cases, known, seed)

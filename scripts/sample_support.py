@@ -118,7 +118,7 @@ TICKETS = (
      "One gateway shows E4012 although its certificate was renewed last month.",
      "The gateway clock was reset to 2020 after a power cut without uplink, so the new certificate looked not "
      "yet valid; the device reports this as E4012.",
-     "Restored the uplink so NTP could correct the clock; firmware 3.5 reports this case as E5003 instead."),
+     "Restored the uplink so NTP could correct the clock; firmware 3.6 reports this case as E5003 instead."),
     ("TCK-19004", "MedCool", "ledger-cloud", None,
      "Customer asks whether webhook payloads can be verified.",
      "Webhooks are signed with HMAC-SHA256 in the X-Relay-Signature header.",
@@ -158,14 +158,22 @@ RELEASES = (
     (120, "beacon-gateway", "3.6.0", "2024-09-17", KB, ["FW-1031 E4012 shown for a not-yet-valid certificate; now "
      "reported as E5003"], ["Support for BS-40 firmware 2.1 humidity alarms"]),
 )
-FEATURE_POOL = ("Dark mode for dashboards", "Bulk device renaming", "Site maps with floor plans",
-                "Faster chart rendering for 13-month ranges", "German and French UI translations",
-                "Per-site maintenance windows", "Improved Sub-GHz receiver sensitivity", "Configurable LED brightness",
-                "Alert rule templates for cold rooms", "Two-factor prompts in the mobile app")
-FIX_POOL = ("Sorting by last reading was case-sensitive", "Typo in the password reset email",
-            "Memory leak in the radio driver after 40 days uptime", "Device list pagination skipped one page",
-            "Time zone label missing in PDF reports", "Pairing beep too quiet on some units",
-            "Chart legend overlapped on small screens", "Slow login when the user belonged to 50+ sites")
+FEATURE_POOL = {
+    "ledger-cloud": ("Dark mode for dashboards", "Bulk device renaming", "Site maps with floor plans",
+                     "Faster chart rendering for 13-month ranges", "German and French UI translations",
+                     "Alert rule templates for cold rooms", "Two-factor prompts in the mobile app"),
+    "beacon-gateway": ("Per-site maintenance windows", "Improved Sub-GHz receiver sensitivity",
+                       "Configurable LED brightness", "Faster boot after power loss", "Local buffer usage in the "
+                       "web console"),
+}
+FIX_POOL = {
+    "ledger-cloud": ("Sorting by last reading was case-sensitive", "Typo in the password reset email",
+                     "Device list pagination skipped one page", "Time zone label missing in PDF reports",
+                     "Chart legend overlapped on small screens", "Slow login when the user belonged to 50+ sites"),
+    "beacon-gateway": ("Memory leak in the radio driver after 40 days uptime", "Pairing beep too quiet on some units",
+                       "Web console session did not expire", "LTE modem not re-registered after roaming",
+                       "RADIO LED brightness differed between batches"),
+}
 
 
 def faqs(c: Corpus) -> None:
@@ -197,6 +205,8 @@ def tickets(c: Corpus) -> None:
 
 def releases(c: Corpus, rng: random.Random) -> None:
     names = {"ledger-cloud": "Ledger Cloud", "beacon-gateway": "BG-200 firmware"}
+    prefix = {"ledger-cloud": ("LDG", 4300, 4650), "beacon-gateway": ("FW", 870, 1040)}
+    used = {f.split()[0] for r in RELEASES for f in r[5]}
     for num, product, version, date, acl, fixes, features in RELEASES:
         rn = f"RN-2024-{num}"
         d = c.new(f"rn{num}", f"rn-2024-{num}", f"{rn} {names[product]} {version}", doc_type="release_note",
@@ -207,10 +217,16 @@ def releases(c: Corpus, rng: random.Random) -> None:
                 "The update is rolled out to all organisations over three days." if product == "ledger-cloud"
                 else "Gateways update over the air during their maintenance window; the previous image is kept."),
             "summary")
-        new = list(features) + rng.sample(FEATURE_POOL, 2 - min(len(features), 1))
+        new = list(features) + rng.sample(FEATURE_POOL[product], 2 - min(len(features), 1))
         d.items(new, "features", "New features:")
-        fixed = list(fixes) + [f"{'LDG' if product == 'ledger-cloud' else 'FW'}-{rng.randint(3000, 3999)} {f}"
-                               for f in rng.sample(FIX_POOL, 2)]
+        fixed = list(fixes)
+        for text in rng.sample(FIX_POOL[product], 2):
+            tag, lo, hi = prefix[product]
+            bug = f"{tag}-{rng.randint(lo, hi)}"
+            while bug in used:
+                bug = f"{tag}-{rng.randint(lo, hi)}"
+            used.add(bug)
+            fixed.append(f"{bug} {text}")
         d.items(fixed, "fixes", "Fixed issues:")
 
 

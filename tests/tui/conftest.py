@@ -60,3 +60,39 @@ def db_path(tmp_path: Path) -> Path:
     )
     con.close()
     return tmp_path / "t.duckdb"
+
+
+FAILURES = [
+    {"case_id": "q1", "category": "ranking", "rule": "relevant-below-k", "pattern": "heading-only"},
+    {"case_id": "q2", "category": "ingestion", "rule": "absent-from-final", "pattern": None},
+    {"case_id": "q3", "category": "security", "rule": "acl-no-overlap", "pattern": None},
+    {"case_id": "q3", "category": "dataset", "rule": "label-on-forbidden-unit", "pattern": None},
+]
+PER_CASE = [
+    {"case_id": "q1", "nDCG@10": 0.63, "P@5": 0.2, "zero_hit@2": False},
+    {"case_id": "q2", "nDCG@10": 0.0, "P@5": 0.0, "zero_hit@2": True},
+    {"case_id": "q3", "nDCG@10": 0.39, "P@5": 0.2, "zero_hit@2": False},
+]
+
+
+@pytest.fixture
+def fake_core(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """Stand-ins for classify.failures and metrics.per_case with fixed answers, so these tests check the TUI
+    and the export, not the classifier (tested in tests/unit)."""
+    import pyarrow as pa
+
+    import ragtriage.notes.export as export
+    import ragtriage.tui.data as data
+
+    real = export.core_function
+    fakes = {
+        ("classify", "failures"): lambda con, run_id, **_: pa.Table.from_pylist(FAILURES),
+        ("metrics", "per_case"): lambda con, run_id, **_: pa.Table.from_pylist(PER_CASE),
+    }
+
+    def core_function(module: str, name: str) -> object:
+        return fakes.get((module, name)) or real(module, name)
+
+    monkeypatch.setattr(export, "core_function", core_function)
+    monkeypatch.setattr(data, "core_function", core_function)
+    return {"failures": FAILURES, "per_case": PER_CASE}

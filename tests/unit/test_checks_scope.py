@@ -114,3 +114,20 @@ def test_clean_run_passes_scope(tmp_path: Path) -> None:
     assert scope_violations(con, "clean").num_rows == 0
     report = check_run(con, "clean")
     assert report.passed
+
+
+def test_conflicting_filters_pass_only_on_a_controlled_empty_result(tmp_path: Path) -> None:
+    conflict = {"id": "conflict", "query": "z", "principal": EMMA, "answerable": False,
+                "expected_behavior": "empty", "filters": {"tenant": "halvorsen", "language": "de", "region": "us"}}
+    con = make_store(
+        tmp_path, cases=[*CASES, conflict], documents=DOCS,
+        labels=[{"case_id": "lang", "document_id": "EN-EU", "chunk_id": "EN-EU#01", "grade": 3}],
+        runs=[{"run": {"run_id": "abstains", "k": 10}, "results": [res("lang", "EN-EU", 1)],
+               "events": [{"case_id": "conflict", "status": "ok", "empty": True}]},
+              {"run": {"run_id": "answers", "k": 10}, "results": [res("conflict", "DE-EU", 1)]}],
+    )
+    by_run = {run: check_run(con, run).negatives.to_pylist() for run in ("abstains", "answers")}
+    assert [(r["case_id"], r["passed"]) for r in by_run["abstains"]] == [("conflict", True)]
+    assert [(r["case_id"], r["passed"], r["reason"]) for r in by_run["answers"]] == [
+        ("conflict", False, "returned 1 result(s); expected none")]
+    assert [(r["filter"], r["actual"]) for r in scope_violations(con, "answers").to_pylist()] == [("region", "eu")]

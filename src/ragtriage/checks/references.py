@@ -66,7 +66,8 @@ text_spans AS (
     FROM (SELECT *, unnest(generate_series(1, len(words) - {SPAN_WORDS - 1})) AS i FROM text_words)
 ),
 unit_words AS (
-    SELECT {UNIT_COLUMNS}, {_WORDS.format(col="d.text")} AS words FROM documents d WHERE d.text IS NOT NULL
+    SELECT {UNIT_COLUMNS}, {_WORDS.format(col="d.text")} AS words FROM documents d
+    WHERE d.text IS NOT NULL AND EXISTS (SELECT 1 FROM text_words WHERE len(words) >= {SPAN_WORDS})
 ),
 unit_spans AS (
     SELECT DISTINCT * EXCLUDE (words, i), {_SPAN} AS span

@@ -52,7 +52,7 @@ class CheckReport:
 
     @property
     def passed(self) -> bool:
-        return self.leakage.num_rows == 0 and self.broadened.num_rows == 0
+        return bool(self.leakage.num_rows == 0 and self.broadened.num_rows == 0)
 
     @property
     def strict_passed(self) -> bool:
@@ -93,8 +93,8 @@ class CheckReport:
             _shape(self.leakage, "leakage", rule="rule", detail="detail"),
             _shape(self.scope, "scope", rule="rule", detail="detail"),
             _shape(self.failed_negatives, "negative", rule="expected_behavior", detail="reason"),
-            _shape(self.stale, "stale", rule="reason", detail="stale_units"),
-            _shape(self.stale_first, "stale-first", rule=None, detail="family", rule_text="stale-version-first"),
+            _shape(self.stale, "stale", rule="reason", detail="detail"),
+            _shape(self.stale_first, "stale-first", rule=None, detail="detail", rule_text="stale-version-first"),
             _shape(self.unchecked, "unchecked", rule=None, detail="reason", rule_text="no-principal"),
             _shape(self.unchecked_filters, "unchecked-filter", rule="filter", detail="reason"),
         ]

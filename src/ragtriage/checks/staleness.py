@@ -42,7 +42,10 @@ judged AS (
 _STALE_SQL = with_query(RUN_RESULTS, MATCHED, STALE) + """
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason,
        string_agg(DISTINCT m_label, ', ' ORDER BY m_label) AS stale_units, any_value(status) AS status,
-       min(effective_from) AS effective_from, max(effective_to) AS effective_to, any_value(as_of) AS as_of
+       min(effective_from) AS effective_from, max(effective_to) AS effective_to, any_value(as_of) AS as_of,
+       coalesce(any_value(status), 'no status') || ', effective ' || coalesce(CAST(min(effective_from) AS VARCHAR), '…')
+       || ' to ' || coalesce(CAST(max(effective_to) AS VARCHAR), '…') || ', judged as of '
+       || coalesce(CAST(any_value(as_of) AS VARCHAR), 'no date') AS detail
 FROM judged WHERE reason IS NOT NULL
 GROUP BY run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason
 ORDER BY case_id, stage, rank, reason
@@ -72,7 +75,9 @@ per_family AS (
     FROM ranked GROUP BY run_id, case_id, stage, family
 )
 SELECT run_id, case_id, stage, family, current_document_id, current_rank, stale_document_id, stale_rank,
-       stale_rank < current_rank AS stale_first
+       stale_rank < current_rank AS stale_first,
+       'stale ' || stale_document_id || ' at rank ' || stale_rank || ', in force ' || current_document_id
+       || ' at rank ' || current_rank AS detail
 FROM per_family WHERE current_rank IS NOT NULL AND stale_rank IS NOT NULL
 """
 

@@ -48,7 +48,11 @@ def _open(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 
 def _print_report(report: CheckReport, limit: int) -> None:
-    verdict = "PASSED" if report.passed else "FAILED: leakage"
+    verdict = "PASSED"
+    if report.leakage.num_rows:
+        verdict = "FAILED: leakage"
+    elif not report.passed:
+        verdict = "FAILED: a missing optional filter broadened access"
     unchecked = report.unchecked["case_id"].to_pylist()
     if unchecked:
         verdict += f" ({len(unchecked)} case(s) unchecked: no principal)"
@@ -64,13 +68,25 @@ def _print_report(report: CheckReport, limit: int) -> None:
     if findings.num_rows == 0:
         console.print("no findings")
         return
-    shown = findings if limit <= 0 else findings.slice(0, limit)
-    table = Table(*findings.column_names, title="findings", title_justify="left")
-    for row in shown.to_pylist():
-        table.add_row(*("" if v is None else str(v) for v in row.values()))
-    console.print(table, markup=False)
-    if shown.num_rows < findings.num_rows:
-        console.print(f"showing {shown.num_rows} of {findings.num_rows} findings; --limit 0 or --format csv for all")
+    for check_name in dict.fromkeys(findings["check"].to_pylist()):
+        part = findings.filter(pc.equal(findings["check"], check_name)).to_pylist()
+        # every leak is printed; the other sections are capped so the leaks stay readable
+        rows = part if check_name == "leakage" or limit <= 0 else part[:limit]
+        table = Table(title=f"{check_name} ({len(part)})", title_justify="left")
+        for name in ("case", "stage", "rank", "unit", "rule", "detail"):
+            table.add_column(name, overflow="fold")
+        for r in rows:
+            unit = r["chunk_id"] or r["document_id"] or ""
+            table.add_row(*("" if v is None else str(v) for v in (
+                r["case_id"], r["stage"], r["rank"], unit, r["rule"], r["detail"])))
+        console.print(table, markup=False)
+        if len(rows) < len(part):
+            console.print(f"… {len(part) - len(rows)} more {check_name} rows: --limit 0 or --format csv for all")
+
+
+def _close(con: duckdb.DuckDBPyConnection | None) -> None:
+    if con is not None:
+        con.close()
 
 
 @app.command()
@@ -81,14 +97,17 @@ def check(
         Format.table
     ),
     strict: Annotated[bool, typer.Option(help="Also exit 1 on scope violations and failed negative cases.")] = False,
-    limit: Annotated[int, typer.Option(help="Findings shown in table output (0: all).")] = 0,
+    limit: Annotated[int, typer.Option(help="Rows per non-leak section in table output (0: all).")] = 20,
 ) -> None:
     """Leakage, filter scope, negative cases and stale documents of one run. Exit 1 if anything leaked."""
+    con = None
     try:
         con = _open(db, read_only=True)
         report = check_run(con, run)
     except (StoreError, duckdb.Error, OSError) as exc:
         raise _fail(exc) from exc
+    finally:
+        _close(con)
     if fmt is Format.json:
         typer.echo(json.dumps(report.to_dict(), indent=2, default=str))
     elif fmt is Format.csv:
@@ -136,6 +155,7 @@ def calibrate_cmd(
     """Choose a score threshold for one run from the labels and store it with that run."""
     if target_recall is not None and threshold is not None:
         raise _fail(ValueError("give --target-recall or --threshold, not both"))
+    con = None
     try:
         con = _open(db, read_only=dry_run)
         cal = calibrate(con, run, target_recall=target_recall or DEFAULT_TARGET_RECALL, threshold=threshold,
@@ -147,4 +167,6 @@ def calibrate_cmd(
         store_threshold(con, run, cal.threshold)
     except (StoreError, CalibrationError, duckdb.Error, OSError) as exc:
         raise _fail(exc) from exc
+    finally:
+        _close(con)
     console.print(f"stored score_threshold {cal.threshold:.6g} for run {run}", markup=False, highlight=False)

@@ -57,10 +57,15 @@ def compare(
 
     try:
         con = connect(db, read_only=True)
+    except (StoreError, duckdb.Error) as exc:
+        raise _fail(exc) from exc
+    try:
         result = run_compare(con, run, baseline, tuple(k or (3, 5, 10)), by=by, split=split, seed=seed,
                              n_resamples=resamples, metrics=metric or None)
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
+    finally:
+        con.close()
     if fmt is CompareFormat.json:
         typer.echo(rep.to_json(result), nl=False)
     elif fmt is CompareFormat.csv:
@@ -98,12 +103,17 @@ def gate(
 
     try:
         config = parse_gate(gate_file)
-        con = connect(db, read_only=not record) if db.exists() else connect(db, read_only=True)
-        verdict = evaluate_gate(con, config, run, baseline)
-    except (GateFileError, StoreError, ValueError, duckdb.Error) as exc:
+        con = connect(db, read_only=not record or not db.exists())
+    except (GateFileError, StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
-    if record:
-        record_verdict(con, verdict)
+    try:
+        verdict = evaluate_gate(con, config, run, baseline)
+        if record:
+            record_verdict(con, verdict)
+    except (StoreError, ValueError, duckdb.Error) as exc:
+        raise _fail(exc) from exc
+    finally:
+        con.close()
     for path, text in ((junit, reports.to_junit), (markdown, reports.to_markdown), (json_out, reports.to_json)):
         if path is not None:
             path.write_text(text(verdict), encoding="utf-8")

@@ -15,6 +15,7 @@ import duckdb
 
 from ragtriage.gate.config import GateConfig
 from ragtriage.gate.outcome import RuleResult
+from ragtriage.gate.sources import first_row
 
 _FACTS_SQL = """
 SELECT r.declared_dataset_version, r.corpus_version, d.corpus_snapshot,
@@ -33,7 +34,7 @@ def _configuration(system: str | None, *fields: str | None) -> bool:
 
 
 def _problems(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: str) -> dict[str, str]:
-    row = con.execute(_FACTS_SQL, [run_id]).fetchone()
+    row = first_row(con, _FACTS_SQL, [run_id])
     assert row is not None
     declared, corpus, snapshot, system, index, emb, chunking, reranker, loaded_at, n_results, sha, by = row
     out: dict[str, str] = {}
@@ -60,9 +61,9 @@ def reproducibility_rule(con: duckdb.DuckDBPyConnection, config: GateConfig, run
     failed = [k for k in config.reproducibility if k in problems]
     ignored = [f"not required: {k}: {problems[k]}" for k in problems if k not in config.reproducibility]
     figure = ("all recorded" if not failed else "; ".join(f"{k}: {problems[k]}" for k in failed))
-    row = con.execute(
-        "SELECT string_agg(DISTINCT ragtriage_version, ',') FROM loads WHERE kind = 'run' AND target = ?", [run_id]
-    ).fetchone()
+    row = first_row(
+        con, "SELECT string_agg(DISTINCT ragtriage_version, ',') FROM loads WHERE kind = 'run' AND target = ?", [run_id]
+    )
     notes = list(ignored)
     if row and row[0] and row[0] != evaluator:
         notes.append(f"run loaded by ragtriage {row[0]}, evaluated by {evaluator}")

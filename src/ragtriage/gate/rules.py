@@ -55,18 +55,19 @@ def _split_label(split: str | None) -> str:
     return split or "all splits"
 
 
-def _scored(ctx: Context, metric: str, split: str | None, cases: pa.Table | None = None) -> list[dict[str, object]]:
-    """Candidate figures of ``metric`` for cases with relevant units on ``split`` (optionally within ``cases``)."""
+def _scored(ctx: Context, metric: str, split: str | None, cases: pa.Table | None = None) -> list[tuple[str, float]]:
+    """(case_id, candidate figure of ``metric``) for cases with relevant units on ``split``, lowest first."""
     cur = duckdb.connect()
     cur.register("cand", ctx.candidate)
     cur.register("sl", cases if cases is not None else ctx.report_slices)
-    return cur.sql(
+    table = cur.sql(
         f"""SELECT DISTINCT c.case_id, CAST(c."{metric}" AS DOUBLE) AS value
             FROM cand c JOIN sl USING (case_id)
             WHERE c.n_relevant > 0 AND c."{metric}" IS NOT NULL AND ($split IS NULL OR sl.split = $split)
             ORDER BY value, case_id""",
         params={"split": split},
-    ).to_arrow_table().to_pylist()
+    ).to_arrow_table()
+    return list(zip(table.column("case_id").to_pylist(), table.column("value").to_pylist(), strict=True))
 
 
 def leakage_rule(ctx: Context) -> RuleResult:
@@ -77,7 +78,7 @@ def leakage_rule(ctx: Context) -> RuleResult:
         per_case.setdefault(r["case_id"], []).append(f"{r['stage']} rank {r['rank']} {unit}: {r['rule']}")
     failures = tuple(ctx.failing(c, "; ".join(d), category="security") for c, d in per_case.items())
     return RuleResult("leakage", "leakage", not rows, f"{len(rows)} leaked result row(s) in {len(per_case)} case(s), "
-                      "any stage", "= 0 (always on)", float(len(rows)), failures)
+                      "any stage", "no leaked rows (always on)", float(len(rows)), failures)
 
 
 def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
@@ -118,12 +119,11 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
     if not rows:
         return RuleResult(name, "slice_minimum", False, f"no cases with relevant units in slice {label} on "
                           f"{_split_label(rule.split)}", threshold)
-    mean = sum(float(r["value"]) for r in rows) / len(rows)  # type: ignore[arg-type]
+    mean = sum(v for _, v in rows) / len(rows)
     passed = mean >= rule.min - TIE
-    below = [r for r in rows if float(r["value"]) < rule.min - TIE]  # type: ignore[arg-type]
+    below = [(c, v) for c, v in rows if v < rule.min - TIE]
     failures = () if passed else tuple(
-        ctx.failing(str(r["case_id"]), f"{rule.metric} {float(r['value']):.3f} < {rule.min:g}",  # type: ignore[arg-type]
-                    slice_label=label) for r in below)
+        ctx.failing(c, f"{rule.metric} {v:.3f} < {rule.min:g}", slice_label=label) for c, v in below)
     figure = f"mean {rule.metric} {mean:.4f} over {len(rows)} {_split_label(rule.split)} cases in {label}"
     return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures)
 
@@ -131,9 +131,8 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
 def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
     critical = ctx.report_slices.filter(pc.equal(ctx.report_slices.column("critical"), True))
     rows = _scored(ctx, rule.metric, rule.split, critical)
-    below = [r for r in rows if float(r["value"]) < rule.min - TIE]  # type: ignore[arg-type]
-    failures = tuple(ctx.failing(str(r["case_id"]), f"critical case: {rule.metric} {float(r['value']):.3f} < "  # type: ignore[arg-type]
-                                 f"{rule.min:g}") for r in below)
+    below = [(c, v) for c, v in rows if v < rule.min - TIE]
+    failures = tuple(ctx.failing(c, f"critical case: {rule.metric} {v:.3f} < {rule.min:g}") for c, v in below)
     figure = f"{len(below)} of {len(rows)} critical cases below {rule.min:g} on {rule.metric}"
     notes = ("no critical cases with relevant units",) if not rows else ()
     return RuleResult(f"critical_cases:{rule.metric}", "critical_cases", not below, figure,
@@ -143,15 +142,14 @@ def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
 def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
     metric = f"Success@{rule.k}"
     rows = _scored(ctx, metric, rule.split)
-    zero = [r for r in rows if float(r["value"]) <= TIE]  # type: ignore[arg-type]
+    zero = [c for c, v in rows if v <= TIE]
     name = f"zero_hit@{rule.k}"
     threshold = f"zero-hit rate ≤ {rule.max_rate:g}"
     if not rows:
         return RuleResult(name, "zero_hit", False, f"no answerable cases on {_split_label(rule.split)}", threshold)
     rate = len(zero) / len(rows)
     passed = rate <= rule.max_rate + TIE
-    failures = () if passed else tuple(ctx.failing(str(r["case_id"]), f"no relevant unit in the top {rule.k}")
-                                       for r in zero)
+    failures = () if passed else tuple(ctx.failing(c, f"no relevant unit in the top {rule.k}") for c in zero)
     figure = f"{len(zero)} of {len(rows)} answerable {_split_label(rule.split)} cases with no hit in the top {rule.k}" \
              f" ({rate:.1%})"
     return RuleResult(name, "zero_hit", passed, figure, threshold, rate, failures)

@@ -8,6 +8,7 @@ on their own.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -23,6 +24,24 @@ CASE_COLUMNS = (
 )
 EVIDENCE_COLUMNS = ("doc_type", "source_system", "chunk_kind", "region", "product", "tenant")
 SLICE_COLUMNS = CASE_COLUMNS + EVIDENCE_COLUMNS
+
+
+def query(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None) -> pa.Table:
+    """Run ``sql`` on a cursor of its own: DuckDB 2 refuses new work on a connection with an unfinished result."""
+    cur = con.cursor()
+    try:
+        return cur.sql(sql, params=params).to_arrow_table()
+    finally:
+        cur.close()
+
+
+def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> tuple[Any, ...] | None:
+    cur = con.cursor()
+    try:
+        rows = cur.execute(sql, params).fetchall()
+    finally:
+        cur.close()
+    return rows[0] if rows else None
 
 
 def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> pa.Table:
@@ -62,8 +81,12 @@ def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 
 def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
-    require_run(con, run_id)
-    row = con.execute("SELECT dataset_version FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    cur = con.cursor()
+    try:
+        require_run(cur, run_id)
+    finally:
+        cur.close()
+    row = first_row(con, "SELECT dataset_version FROM runs WHERE run_id = ?", [run_id])
     assert row is not None
     return str(row[0])
 
@@ -101,24 +124,24 @@ def case_slices(con: duckdb.DuckDBPyConnection, dataset_version: str, by: str | 
             WHERE q.grade >= (SELECT relevance_threshold FROM datasets WHERE dataset_version = $v)
         )
         SELECT c.*, coalesce(r.slice, '(no evidence)') AS slice FROM ({base}) c LEFT JOIN rel r USING (case_id)"""
-    return con.sql(sql + " ORDER BY case_id, slice", params={"v": dataset_version}).to_arrow_table()
+    return query(con, sql + " ORDER BY case_id, slice", {"v": dataset_version})
 
 
 def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | int | None]:
     """Serving figures from ``events``: cases with events, p95 latency (linear interpolation), timeouts."""
-    row = con.execute(
+    row = first_row(
+        con,
         """SELECT count(DISTINCT case_id), quantile_cont(latency_ms, 0.95), count(*) FILTER (WHERE timed_out),
                   count(latency_ms)
            FROM events WHERE run_id = ?""",
         [run_id],
-    ).fetchone()
+    )
     assert row is not None
     return {"cases": int(row[0]), "p95_ms": None if row[1] is None else float(row[1]),
             "timeouts": int(row[2]), "with_latency": int(row[3])}
 
 
 def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
-    rows = con.execute(
-        "SELECT DISTINCT case_id FROM events WHERE run_id = ? AND timed_out ORDER BY case_id", [run_id]
-    ).fetchall()
-    return [r[0] for r in rows]
+    rows = query(con, "SELECT DISTINCT case_id FROM events WHERE run_id = $r AND timed_out ORDER BY case_id",
+                 {"r": run_id})
+    return [str(c) for c in rows.column("case_id").to_pylist()]

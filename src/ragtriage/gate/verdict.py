@@ -61,7 +61,7 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
 def record_verdict(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> int:
     """Append the verdict to ``gate_verdicts`` (created on first use); returns its verdict_id."""
     con.execute(VERDICTS_DDL)
-    row = con.execute("SELECT coalesce(max(verdict_id), 0) + 1 FROM gate_verdicts").fetchone()
+    row = sources.first_row(con, "SELECT coalesce(max(verdict_id), 0) + 1 FROM gate_verdicts", [])
     assert row is not None
     verdict_id = int(row[0])
     failed = sum(not r.passed for r in verdict.rules)

@@ -65,7 +65,14 @@ def core_function(module: str, name: str) -> Any:
     except ImportError as exc:
         raise ExportError(f"ragtriage.{module} cannot be imported ({exc})") from exc
     fn = getattr(mod, name, None)
-    if fn is None:
+    if fn is None:  # not re-exported yet: a submodule of the same name may hold it
+        try:
+            fn = importlib.import_module(f"ragtriage.{module}.{name}")
+        except ImportError:
+            fn = None
+    if fn is not None and not callable(fn):  # a submodule of the same name: take its function
+        fn = getattr(fn, name, None)
+    if fn is None or not callable(fn):
         raise ExportError(f"ragtriage.{module}.{name} is not available in this build")
     return fn
 
@@ -81,7 +88,7 @@ def wide_per_case(table: pa.Table, cur: duckdb.DuckDBPyConnection) -> pa.Table:
         label = "metric || '@' || CAST(k AS VARCHAR)" if "k" in names else "metric"
         cur.register("_long", table)
         try:
-            return cur.execute(
+            return cur.sql(
                 f"PIVOT (SELECT case_id, {label} AS m, value FROM _long) ON m USING first(value) GROUP BY case_id"
             ).to_arrow_table()
         finally:
@@ -100,7 +107,7 @@ def _failures(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     rule_expr = agg.format(rule) if rule else "NULL"
     cur.register("_fail", table)
     try:
-        return cur.execute(
+        return cur.sql(
             f"SELECT case_id, {agg.format(cat)} AS auto_category, {rule_expr} AS auto_rule FROM _fail GROUP BY case_id"
         ).to_arrow_table()
     finally:
@@ -130,13 +137,13 @@ def _export_run(cur: duckdb.DuckDBPyConnection, store: NotesStore, run_id: str) 
     cur.register("_m", metrics.select(["case_id", *metric_cols]))
     try:
         select_metrics = "".join(f', _m."{c}"' for c in metric_cols)
-        return cur.execute(
+        return cur.sql(
             "WITH keys AS (SELECT case_id FROM _f UNION SELECT case_id FROM _n)"
             " SELECT k.case_id, ? AS run_id, c.query, _f.auto_category, _f.auto_rule,"
             " _n.category AS user_category, _n.status, _n.note, _n.author, _n.updated_at" + select_metrics +
             " FROM keys k LEFT JOIN cases c USING (case_id) LEFT JOIN _f USING (case_id)"
             " LEFT JOIN _n USING (case_id) LEFT JOIN _m USING (case_id) ORDER BY k.case_id",
-            [run_id],
+            params=[run_id],
         ).to_arrow_table()
     finally:
         for name in ("_f", "_n", "_m"):

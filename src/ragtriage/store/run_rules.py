@@ -39,7 +39,8 @@ def run_findings(
             )
         )
     has_docs = check_refs and con.execute("SELECT count(*) > 0 FROM documents").fetchone()[0]  # type: ignore[index]
-    unit_expr = "s.document_id" if unit == "document" else "s.chunk_id"
+    # unit "auto" (validating a run without its dataset): a chunk id when given, else the document id.
+    unit_expr = {"document": "s.document_id", "chunk": "s.chunk_id"}.get(unit, "coalesce(s.chunk_id, s.document_id)")
     doc_unit = "document_id" if unit == "document" else "chunk_id"
     if has_docs:
         rules.append(

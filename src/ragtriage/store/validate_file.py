@@ -39,11 +39,11 @@ def _run_folder(path: Path, fmt: str | None) -> list[Finding]:
         findings: list[Finding] = []
         if files.manifest is not None:
             findings += parse_run_manifest(files.manifest)[1]
-        staged, _ = stage_run(con, files, "document")
+        staged, _ = stage_run(con, files, "auto")
         for s in staged.values():
             findings += s.findings
         if not any(f.code in UNREADABLE for f in findings):
-            findings += run_findings(con, staged, "document", check_refs=False)
+            findings += run_findings(con, staged, "auto", check_refs=False)
         return findings
     except ValidationFailed as exc:
         return exc.errors

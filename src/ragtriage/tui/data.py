@@ -48,7 +48,7 @@ def table(module: str, name: str, *args: Any, **kwargs: Any) -> pa.Table:
 
 
 def one_row(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> dict[str, Any] | None:
-    rows = cur.execute(sql, params).to_arrow_table().to_pylist()
+    rows = cur.sql(sql, params=params).to_arrow_table().to_pylist()
     return rows[0] if rows else None
 
 
@@ -150,7 +150,7 @@ def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:
     try:
         keep = [c for c in rows.column_names if c not in ("case_id", "query")]
         cols = "".join(f', r."{c}"' for c in keep)
-        return cur.execute(
+        return cur.sql(
             f"SELECT r.case_id, c.query{cols} FROM _rows r LEFT JOIN cases c USING (case_id)"
         ).to_arrow_table()
     finally:
@@ -169,7 +169,7 @@ def triage_table(cur: duckdb.DuckDBPyConnection, fail: pa.Table, run_id: str, st
     cur.register("_notes", notes)
     agg = "string_agg(DISTINCT CAST({0} AS VARCHAR), '; ' ORDER BY CAST({0} AS VARCHAR))"
     try:
-        return cur.execute(
+        return cur.sql(
             f"SELECT f.case_id, c.query, {agg.format('f.' + cat)} AS auto,"
             f" {agg.format('f.' + rule) if rule else 'NULL'} AS rule,"
             f" {agg.format('f.' + pattern) if pattern else 'NULL'} AS pattern,"
@@ -193,14 +193,25 @@ def slice_case_ids(cur: duckdb.DuckDBPyConnection, dimension: str, value: Any) -
     return [r[0] for r in cur.execute(sql, [None if value is None else str(value)]).fetchall()]
 
 
-def compare(cur: duckdb.DuckDBPyConnection, run_id: str, baseline: str, ks: tuple[int, ...] = DEFAULT_KS) -> pa.Table:
-    """Per-case deltas from the gate, worst regression first."""
+def compare(
+    cur: duckdb.DuckDBPyConnection, run_id: str, baseline: str, ks: tuple[int, ...] = DEFAULT_KS
+) -> tuple[pa.Table, str]:
+    """Per-case deltas from gate.compare, worst regression first, and its wins/losses line per metric."""
     result = call("gate", "compare", cur, run_id, baseline, ks)
     try:
-        deltas = as_arrow(getattr(result, "per_case", result))
+        found = [getattr(result, a) for a in ("pairs", "per_case") if getattr(result, a, None) is not None]
+        inner = found[0] if found else result
+        deltas = as_arrow(inner)
     except ExportError as exc:
         raise ViewError(f"gate.compare: {exc}") from exc
-    delta = next((c for c in deltas.column_names if "delta" in c.lower()), None)
+    deltas = deltas.drop_columns([c for c in ("metric_order",) if c in deltas.column_names])
+    delta = next((c for c in deltas.column_names if c in ("diff", "delta") or "delta" in c.lower()), None)
     if delta is not None:
-        deltas = deltas.sort_by([(delta, "ascending")])
-    return with_query(cur, deltas)
+        deltas = deltas.sort_by([(delta, "ascending"), ("case_id", "ascending")])
+    summary = getattr(result, "summary", None)
+    line = ""
+    if isinstance(summary, pa.Table) and {"metric", "wins", "losses"} <= set(summary.column_names):
+        rows = summary.to_pylist()
+        overall = [r for r in rows if r.get("slice") in (None, rows[0].get("slice"))]
+        line = "  ".join(f"{r['metric']} +{r['wins']}/-{r['losses']}" for r in overall)
+    return with_query(cur, deltas), line

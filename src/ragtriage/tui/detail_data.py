@@ -78,7 +78,7 @@ def case_detail(
     case = data.one_row(cur, "SELECT * FROM cases WHERE case_id = ?", [case_id])
     if case is None:
         raise data.ViewError(f"case {case_id!r} is not in the current dataset")
-    results = cur.execute(RESULTS_SQL, [run_id, case_id]).to_arrow_table()
+    results = cur.sql(RESULTS_SQL, params=[run_id, case_id]).to_arrow_table()
     out = CaseDetail(run_id=run_id, case=case, results=results, note=store.get(run_id, case_id))
     try:
         out.verdicts = acl_verdicts(cache.get("leakage", run_id, cur), case_id)

@@ -17,13 +17,13 @@ STATUS_KEYS = dict(zip("5678", STATUSES, strict=True))
 
 TRIAGE_BINDINGS: list[BindingType] = [
     *(
-        Binding(k, f"set_category('{c}')", "category 1-4" if k == "1" else c, key_display="1-4" if k == "1" else k,
+        Binding(k, f"set_category('{c}')", "category" if k == "1" else c, key_display="1-4" if k == "1" else k,
                 show=k == "1")
         for k, c in CATEGORY_KEYS.items()
     ),
     Binding("0", "set_category('')", "clear category", show=False),
     *(
-        Binding(k, f"set_status('{s}')", "status 5-8" if k == "5" else s, key_display="5-8" if k == "5" else k,
+        Binding(k, f"set_status('{s}')", "status" if k == "5" else s, key_display="5-8" if k == "5" else k,
                 show=k == "5")
         for k, s in STATUS_KEYS.items()
     ),

@@ -91,10 +91,21 @@ class CompareScreen(TableScreen):
     def bar_detail(self) -> str:
         return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'}"
 
-    def fetch(self, cur: Any) -> pa.Table:
+    def __init__(self) -> None:
+        super().__init__()
+        self.wins_losses = ""
+
+    def fetch(self, cur: Any) -> tuple[pa.Table, str]:
         if not self.triage.baseline:
             raise data.ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
         return data.compare(cur, self.triage.run_id, self.triage.baseline)
+
+    def show(self, result: tuple[pa.Table, str]) -> None:
+        self.source, self.wins_losses = result
+        self.render_table()
+
+    def describe(self) -> str:
+        return " · ".join(p for p in (self.wins_losses and f"wins/losses {self.wins_losses}", super().describe()) if p)
 
     def action_baseline(self) -> None:
         others = [r for r in self.triage.runs if r != self.triage.run_id]

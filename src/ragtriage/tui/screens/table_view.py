@@ -42,9 +42,9 @@ class TableScreen(DataScreen):
         Binding("t", "sort", "Sort"),
         Binding("T", "reverse", "Rev", show=False),
     ]
+    AUTO_FOCUS = "ArrowTable"
     DEFAULT_CSS = """
-    TableScreen #search { display: none; height: 1; border: none; padding: 0 1; }
-    TableScreen #search.visible { display: block; }
+    TableScreen #search { height: 1; border: none; padding: 0 1; }
     TableScreen #tablebox { height: 1fr; }
     TableScreen ArrowTable { height: 1fr; max-height: 100%; }
     """
@@ -60,7 +60,9 @@ class TableScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
-        yield Input(placeholder="search case id, unit id or query text; Enter keeps, Escape clears", id="search")
+        search = Input(placeholder="search case id, unit id or query text; Enter keeps, Escape clears", id="search")
+        search.display = False
+        yield search
         yield Container(id="tablebox")
         yield from self.compose_footer()
 
@@ -140,7 +142,7 @@ class TableScreen(DataScreen):
 
     def action_search(self) -> None:
         box = self.query_one("#search", Input)
-        box.add_class("visible")
+        box.display = True
         box.focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -158,7 +160,7 @@ class TableScreen(DataScreen):
         box = self.query_one("#search", Input)
         if box.has_focus or self.search_text:
             box.value = ""
-            box.remove_class("visible")
+            box.display = False
             self.search_text = ""
             self.render_table()
             return

@@ -29,6 +29,7 @@ class ArrowTable(DataTable):
     """Row-cursor table; `j`/`k`/`g`/`G` move like arrows/Home/End. Data is shown literally (no markup)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Open"),
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "cursor_table_start", "Top", show=False),
