@@ -75,6 +75,12 @@ PER_CASE = [
 ]
 
 
+SUMMARY = [
+    {"metric": "nDCG", "k": 10, "mean": 0.34, "median": 0.39, "p10": 0.0, "zero_hit": 0.333, "n": 3},
+    {"metric": "P", "k": 5, "mean": 0.133, "median": 0.2, "p10": 0.0, "zero_hit": 0.333, "n": 3},
+]
+
+
 @pytest.fixture
 def fake_core(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
     """Stand-ins for classify.failures and metrics.per_case with fixed answers, so these tests check the TUI
@@ -88,6 +94,7 @@ def fake_core(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
     fakes = {
         ("classify", "failures"): lambda con, run_id, **_: pa.Table.from_pylist(FAILURES),
         ("metrics", "per_case"): lambda con, run_id, **_: pa.Table.from_pylist(PER_CASE),
+        ("metrics", "summarize"): lambda con, run_id, **_: pa.Table.from_pylist(SUMMARY),
     }
 
     def core_function(module: str, name: str) -> object:

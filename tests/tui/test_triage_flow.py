@@ -113,3 +113,20 @@ async def test_assign_note_next_and_export_csv(db_path: Path, fake_core: object,
     # q4 is not a failure but was triaged; its query starts with '=' and is neutralised
     assert (q4["query"], q4["auto_category"], q4["user_category"], q4["status"], q4["nDCG@10"]) == (
         "'=cmd|' /C calc'!A0", "", "dataset", "open", "")
+
+
+@pilot_test
+async def test_slice_enter_lists_the_slice_failing_cases(db_path: Path, fake_core: object) -> None:
+    app = TriageApp(db_path, "bm25", "hybrid", author="ann")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        row = app.screen.current_row()  # type: ignore[attr-defined]
+        assert row is not None and row["dimension"] == "query_type"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, FailuresScreen)
+        by_type = {"q1": "lookup", "q2": "howto", "q3": "lookup"}
+        assert app.screen.case_ids() == [c for c, t in by_type.items() if t == row["slice_value"]]
+        assert f"slice query_type={row['slice_value']}" in static_text(app, "#status")

@@ -156,7 +156,9 @@ async def test_missing_core_function_is_a_message_not_a_crash(db_path: Path, mon
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert "is not available in this build" in static_text(app, "#status")
+        assert "4 section(s) unavailable" in static_text(app, "#status")
+        assert "is not available in this build" in static_text(app, "#sec-summary")
+        assert "bm25 k=2" in static_text(app, "#sec-identity")  # the store's own rows still show
         await pilot.press("z")
         await settle(pilot)
         assert "is not available in this build" in static_text(app, "#status")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ragtriage.checks import check_run, leakage, unchecked_cases, unverifiable_results
 from ragtriage.store import StoreError
@@ -164,3 +167,40 @@ def test_document_mode_is_strict_when_chunks_differ_in_acl(tmp_path: Path) -> No
     )
     rows = leakage(con, "r").to_pylist()
     assert [(r["case_id"], r["rule"], r["forbidden_units"]) for r in rows] == [("d", "acl-no-overlap", ["MIX#2"])]
+
+
+GROUPS = ("a", "b", "c")
+unit_st = st.tuples(st.sampled_from(("t1", "t2")), st.lists(st.sampled_from(GROUPS), min_size=1, unique=True))
+principal_st = st.tuples(st.sampled_from(("t1", "t2")), st.lists(st.sampled_from(GROUPS), unique=True))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(units=st.lists(unit_st, min_size=1, max_size=5), principals=st.lists(principal_st, min_size=1, max_size=3),
+       picks=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4), st.booleans()), min_size=1, max_size=8))
+def test_leaks_match_an_independent_oracle(
+    units: list[tuple[str, list[str]]], principals: list[tuple[str, list[str]]],
+    picks: list[tuple[int, int, bool]],
+) -> None:
+    """Rows leak exactly when tenants differ or acl and groups are disjoint, whatever the stage."""
+    docs = [{"document_id": f"U{i}", "chunk_id": f"U{i}#1", "tenant": t, "acl": acl}
+            for i, (t, acl) in enumerate(units)]
+    cases = [{"id": f"c{j}", "query": "q", "principal": {"id": f"p{j}", "groups": g, "tenant": t}}
+             for j, (t, g) in enumerate(principals)]
+    rows, ranks, expected = [], {}, set()
+    for case_i, unit_i, candidate in picks:
+        case_i, unit_i = case_i % len(principals), unit_i % len(units)
+        stage = "candidate" if candidate else "final"
+        rank = ranks[(case_i, stage)] = ranks.get((case_i, stage), 0) + 1
+        rows.append({"case_id": f"c{case_i}", "stage": stage, "rank": rank, "document_id": f"U{unit_i}",
+                     "chunk_id": f"U{unit_i}#1"})
+        (ut, acl), (pt, groups) = units[unit_i], principals[case_i]
+        if ut != pt:
+            expected.add((f"c{case_i}", stage, rank, "tenant-mismatch"))
+        if not set(acl) & set(groups):
+            expected.add((f"c{case_i}", stage, rank, "acl-no-overlap"))
+    with tempfile.TemporaryDirectory() as tmp:
+        con = make_store(Path(tmp), cases=cases, documents=docs,
+                         labels=[{"case_id": "c0", "document_id": "U0", "chunk_id": "U0#1", "grade": 1}],
+                         runs=[{"run": {"run_id": "r", "k": 10}, "results": rows}])
+        assert found(leakage(con, "r")) == expected
+        con.close()

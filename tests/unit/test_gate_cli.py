@@ -148,3 +148,21 @@ def test_compare_formats(db: Path) -> None:
 def test_compare_bad_metric_exits_2(db: Path) -> None:
     code, _, err = _invoke("compare", "--db", db, "--run", "cand", "--baseline", "base", "--metric", "MAP")
     assert code == 2 and "unknown metric 'MAP'" in err
+
+
+def test_runs_on_different_dataset_versions_exit_2(tmp_path: Path, db: Path) -> None:
+    from ragtriage.store import connect, load_dataset, load_run
+    from tests.factory import write_dataset, write_run
+    from tests.unit.test_gate_store import BASE_RESULTS, CASES, DATASET, DOCS, GOOD_META, LABELS
+
+    con = connect(db)
+    extra = [{"case_id": "h3", "document_id": "T3", "chunk_id": "T3#1", "grade": 2}]
+    load_dataset(con, write_dataset(tmp_path / "v2", dataset=DATASET, cases=CASES, labels=LABELS + extra,
+                                    documents=DOCS))
+    load_run(con, write_run(tmp_path / "late", {"run_id": "late", **GOOD_META},
+                            [{**r, "rank": 1} for r in BASE_RESULTS], None))
+    con.close()
+    code, _, err = _invoke("gate", "--db", db, "--gate", _gate(tmp_path, ""), "--run", "late", "--baseline", "base")
+    assert code == 2 and "dataset version" in err
+    code, _, err = _invoke("compare", "--db", db, "--run", "late", "--baseline", "base")
+    assert code == 2 and "reload one of them" in err

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from ragtriage.gate.significance import bootstrap_ci, paired_test, sign_flip_test
@@ -78,3 +80,15 @@ def test_all_ties_give_p_one_and_degenerate_interval() -> None:
 def test_single_case_has_no_interval() -> None:
     low, high = bootstrap_ci(np.array([0.3]))
     assert np.isnan(low) and np.isnan(high)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=30), st.integers(0, 5))
+def test_p_value_is_a_probability_and_symmetric_in_the_sign_of_the_differences(diffs: list[float], seed: int) -> None:
+    d = np.array(diffs)
+    p, _ = sign_flip_test(d, n_resamples=2000, seed=seed)
+    q, _ = sign_flip_test(-d, n_resamples=2000, seed=seed)
+    assert 0.0 < p <= 1.0
+    assert p == pytest.approx(q)
+    low, high = bootstrap_ci(d, n_resamples=500, seed=seed)
+    assert d.min() - 1e-12 <= low <= high <= d.max() + 1e-12

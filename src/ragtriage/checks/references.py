@@ -5,8 +5,9 @@ restricted one, or its metadata may name it (``"see_also": ["HR-SALARY-2024"]``)
 
 * **id rule** — the snippet or metadata text contains a manifest ``document_id`` or ``chunk_id`` of at least
   ``MIN_ID_CHARS`` characters as a whole token (not inside a longer id: letters, digits, ``_`` and ``-`` continue
-  an id), the principal may not see that unit, and it is not the row's own unit (``contains()`` narrows the join,
-  a boundary regexp confirms it).
+  an id), the principal may not see that unit, and it is not the row's own unit. The texts are cut into runs of
+  id characters and equi-joined on the id's first run (no text × id cross product), then a boundary regexp
+  confirms the whole id (``DOC-7#02`` as well as ``DOC-7``).
 * **text-span rule** — the snippet or metadata shares a run of ``SPAN_WORDS`` consecutive words (lower-cased,
   split on anything that is not a letter or digit) with the text of a unit the principal may not see, and no
   unit the principal *may* see contains that run (boilerplate shared with permitted text is not a leak).
@@ -20,7 +21,8 @@ MIN_ID_CHARS = 4
 SPAN_WORDS = 12
 
 _WORDS = r"list_filter(regexp_split_to_array(lower({col}), '[^\pL\pN]+'), lambda w: w <> '')"
-_SPAN = f"array_to_string(list_slice(words, i, i + {SPAN_WORDS - 1}), ' ')"
+# a run of words is compared by its 64-bit hash: no string is built per run
+_SPAN = f"hash(list_slice(words, i, i + {SPAN_WORDS - 1}))"
 _KEY = "run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id"
 
 # Fragment ``texts``: one row per (result row with a principal, field) holding the text to search.
@@ -37,18 +39,29 @@ texts AS (
 def _not_own(unit: str) -> str:
     return f"NOT ({unit}m_document_id = t.document_id AND (t.chunk_id IS NULL OR {unit}m_chunk_id = t.chunk_id))"
 
+_ID_RUN = r"[\pL\pN_-]+"  # letters, digits, _ and - continue an id
+_NOT_ID = r"[^\pL\pN_-]"
+
 ID_HITS = f"""
 ref_ids AS (
-    SELECT d.document_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(d.document_id) >= {MIN_ID_CHARS}
-    UNION ALL
-    SELECT d.chunk_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(d.chunk_id) >= {MIN_ID_CHARS}
+    SELECT ref, regexp_extract(ref, '{_ID_RUN}') AS ref_key, * EXCLUDE (ref) FROM (
+        SELECT d.document_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(d.document_id) >= {MIN_ID_CHARS}
+        UNION ALL
+        SELECT d.chunk_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(d.chunk_id) >= {MIN_ID_CHARS})
+),
+text_tokens AS (
+    SELECT DISTINCT * FROM (
+        SELECT t.run_id, t.case_id, t.stage, t.rank, t.field, unnest(regexp_extract_all(t.hay, '{_ID_RUN}')) AS token
+        FROM texts t)
+    WHERE token IN (SELECT ref_key FROM ref_ids)
 ),
 id_candidates AS (
     SELECT t.*, u.ref, u.m_label, u.acl, u.tenant,
            {denials("t.principal_groups", "t.principal_tenant", "u.")} AS rules
-    FROM texts t JOIN ref_ids u ON contains(t.hay, u.ref)
+    FROM text_tokens k JOIN ref_ids u ON u.ref_key = k.token
+    JOIN texts t USING (run_id, case_id, stage, rank, field)
     WHERE u.ref <> t.document_id AND u.ref IS DISTINCT FROM t.chunk_id AND {_not_own("u.")}
-      AND regexp_matches(t.hay, '(^|[^[:alnum:]_-])' || regexp_escape(u.ref) || '($|[^[:alnum:]_-])')
+      AND regexp_matches(t.hay, '(^|{_NOT_ID})' || regexp_escape(u.ref) || '($|{_NOT_ID})')
 ),
 id_hits AS (
     SELECT {_KEY}, field, m_label, rule,
@@ -78,13 +91,13 @@ span_pairs AS (
            {denials("t.principal_groups", "t.principal_tenant", "u.")} AS rules
     FROM text_spans t JOIN unit_spans u USING (span)
 ),
+span_seen AS (
+    SELECT run_id, case_id, stage, rank, field, span, bool_or(len(rules) = 0) AS seen
+    FROM span_pairs GROUP BY run_id, case_id, stage, rank, field, span
+),
 span_unseen AS (
-    SELECT * FROM span_pairs t
-    WHERE len(rules) > 0 AND {_not_own("t.")}
-      AND NOT EXISTS (
-          SELECT 1 FROM span_pairs s
-          WHERE s.run_id = t.run_id AND s.case_id = t.case_id AND s.stage = t.stage AND s.rank = t.rank
-            AND s.field = t.field AND s.span = t.span AND len(s.rules) = 0)
+    SELECT t.* FROM span_pairs t JOIN span_seen s USING (run_id, case_id, stage, rank, field, span)
+    WHERE NOT s.seen AND len(t.rules) > 0 AND {_not_own("t.")}
 ),
 span_hits AS (
     SELECT {_KEY}, field, m_label, rule,

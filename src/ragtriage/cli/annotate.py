@@ -1,5 +1,211 @@
-"""Commands of this area (filled in by its owner)."""
+"""`pool`, `import-labels`, `agreement`, `adjudicate` and `dataset check`: growing and auditing the labels."""
 
 from __future__ import annotations
 
-from ragtriage.cli._app import app  # noqa: F401
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import duckdb
+import pyarrow.compute as pc
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ragtriage.annotate import (
+    Agreement,
+    agreement,
+    build_pool,
+    dataset_check,
+    disagreements,
+    import_labels,
+    write_pool,
+)
+from ragtriage.annotate.agreement import SLICE_COLUMNS
+from ragtriage.cli._app import app, dataset_app
+from ragtriage.contract.errors import ValidationFailed
+from ragtriage.store import DEFAULT_DB, StoreError, connect
+
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    err.print(str(exc), markup=False, highlight=False)
+    return typer.Exit(2)
+
+
+def _open(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    if not db.exists():
+        raise StoreError(f"{db}: no such database; create it with `ragtriage load --db {db} ...`")
+    return connect(db, read_only=read_only)
+
+
+def _say(text: str) -> None:
+    console.print(text, markup=False, highlight=False)
+
+
+def _runs(value: str) -> list[str]:
+    return [r.strip() for r in value.split(",") if r.strip()]
+
+
+@app.command()
+def pool(
+    runs: Annotated[str, typer.Option("--runs", help="Comma-separated run ids to pool, e.g. bm25,dense.")],
+    out: Annotated[Path, typer.Option("--out", help="pool.csv or pool.jsonl.")],
+    db: DbOpt = Path(DEFAULT_DB),
+    depth: Annotated[int, typer.Option(help="Pool each run's top DEPTH units (after de-duplication).")] = 10,
+    stage: Annotated[str, typer.Option(help="Result stage to pool: final|candidate.")] = "final",
+) -> None:
+    """Write the units the runs retrieve in their top DEPTH that nobody has judged yet, for annotators to grade."""
+    try:
+        con = _open(db, read_only=True)
+        try:
+            table = build_pool(con, _runs(runs), depth, stage=stage)
+            fmt = write_pool(con, table, out)
+        finally:
+            con.close()
+    except (StoreError, ValueError, duckdb.Error) as exc:
+        raise _fail(exc) from exc
+    cases = pc.count_distinct(table.column("case_id")).as_py()
+    _say(f"{table.num_rows} unjudged unit(s) over {cases} case(s) from {runs} at depth {depth} written to {out} "
+         f"({fmt}); fill grade (and annotator, note) and run `ragtriage import-labels {out} --annotator NAME`")
+
+
+@app.command("import-labels")
+def import_labels_cmd(
+    path: Annotated[Path, typer.Argument(help="Labelled pool or adjudication file (csv, tsv, jsonl, parquet).")],
+    annotator: Annotated[str, typer.Option(help="Annotator for rows whose annotator column is empty; "
+                                                "'adjudicated' makes these grades win.")],
+    db: DbOpt = Path(DEFAULT_DB),
+    fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet if not by extension.")] = None,
+    runs: Annotated[str | None, typer.Option("--runs", help="Also count the unjudged in these runs' pool.")] = None,
+    depth: Annotated[int, typer.Option(help="Pool depth for --runs.")] = 10,
+) -> None:
+    """Import labelled rows as a new dataset version (the old version is kept) and make it current."""
+    try:
+        con = _open(db, read_only=False)
+        try:
+            rep = import_labels(con, path, annotator=annotator, fmt=fmt, pool_runs=_runs(runs) if runs else None,
+                                depth=depth)
+        finally:
+            con.close()
+    except (StoreError, ValidationFailed, ValueError, duckdb.Error) as exc:
+        raise _fail(exc) from exc
+    state = "unchanged (already present), now current" if rep.unchanged else f"created from {rep.parent}"
+    _say(f"dataset version {rep.version} {state}: {rep.imported} label(s) imported, {rep.replaced} earlier "
+         f"label(s) of the same annotator replaced, {rep.blank} row(s) without a grade skipped")
+    _say(f"still unjudged: {rep.unjudged} of the file's {rep.file_units} unit(s)")
+    if rep.pool_units is not None:
+        _say(f"still unjudged in the pool of {runs} at depth {depth}: {rep.pool_unjudged} of {rep.pool_units}")
+    for w in rep.warnings:
+        err.print(f"warning: {w}", markup=False, highlight=False)
+
+
+def _fmt(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.3f}"
+
+
+def _agreement_json(rows: list[Agreement]) -> str:
+    return json.dumps([
+        {"slice": a.slice, "pairs": a.pairs, "units": a.units, "raw_agreement": None if math.isnan(a.raw) else a.raw,
+         "kappa": None if math.isnan(a.kappa) else a.kappa,
+         "kappa_quadratic": None if math.isnan(a.kappa_quadratic) else a.kappa_quadratic,
+         "grades": list(a.grades), "confusion": a.confusion.tolist()}
+        for a in rows
+    ], indent=2)
+
+
+@app.command("agreement")
+def agreement_cmd(
+    db: DbOpt = Path(DEFAULT_DB),
+    by: Annotated[str | None, typer.Option(help=f"Slice by a case column: {'|'.join(SLICE_COLUMNS)}.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    min_diff: Annotated[int, typer.Option(help="List units whose grades differ by at least this much.")] = 2,
+) -> None:
+    """Raw agreement, Cohen's kappa (unweighted, quadratic) and the confusion matrix of double-labelled units."""
+    try:
+        con = _open(db, read_only=True)
+        try:
+            rows = agreement(con, by)
+            diff = disagreements(con, min_diff)
+        finally:
+            con.close()
+    except (StoreError, ValueError, duckdb.Error) as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        console.print_json(_agreement_json(rows))
+        return
+    t = Table(by or "slice", "pairs", "units", "raw agreement", "kappa", "kappa (quadratic)",
+              title="agreement of double-labelled units (pairs of annotators)", title_justify="left")
+    for a in rows:
+        t.add_row(Text(a.slice or "all"), str(a.pairs), str(a.units), _fmt(a.raw), _fmt(a.kappa),
+                  _fmt(a.kappa_quadratic))
+    console.print(t)
+    overall = rows[0]
+    m = Table("A \\ B", *[str(g) for g in overall.grades], title="confusion matrix (rows: first annotator "
+              "alphabetically, columns: second)", title_justify="left")
+    for g, row in zip(overall.grades, overall.confusion.tolist(), strict=True):
+        m.add_row(str(g), *[str(v) for v in row])
+    console.print(m)
+    _say(f"{diff.num_rows} unit(s) with grades {min_diff} or more apart"
+         + (" (`ragtriage adjudicate --out FILE` writes them)" if diff.num_rows else ""))
+    for r in diff.select(["case_id", "unit_id", "grades", "adjudicated"]).to_pylist():
+        _say(f"  {r['case_id']} {r['unit_id']}: {r['grades']}" + (" (adjudicated)" if r["adjudicated"] else ""))
+
+
+@app.command()
+def adjudicate(
+    out: Annotated[Path, typer.Option("--out", help="disagreements.csv or .jsonl.")],
+    db: DbOpt = Path(DEFAULT_DB),
+    min_diff: Annotated[int, typer.Option(help="Units whose grades differ by at least this much.")] = 2,
+    include_done: Annotated[bool, typer.Option("--all", help="Include units already adjudicated.")] = False,
+) -> None:
+    """Write the disagreements for adjudication; import the filled file with `--annotator adjudicated`."""
+    try:
+        con = _open(db, read_only=True)
+        try:
+            table = disagreements(con, min_diff, include_adjudicated=include_done)
+            write_pool(con, table, out)
+        finally:
+            con.close()
+    except (StoreError, ValueError, duckdb.Error) as exc:
+        raise _fail(exc) from exc
+    _say(f"{table.num_rows} disagreement(s) written to {out}; fill grade and run "
+         f"`ragtriage import-labels {out} --annotator adjudicated`")
+
+
+@dataset_app.command("check")
+def dataset_check_cmd(
+    db: DbOpt = Path(DEFAULT_DB),
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when there is any warning.")] = False,
+    jaccard: Annotated[float, typer.Option(help="Token-set Jaccard at which two queries are near-duplicates.")] = 0.9,
+    span: Annotated[int, typer.Option(help="Consecutive tokens a question may share with its evidence.")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Warn about split leaks, near-duplicate queries, labels older than their documents and copied evidence."""
+    try:
+        con = _open(db, read_only=True)
+        try:
+            warnings = dataset_check(con, jaccard=jaccard, span=span)
+        finally:
+            con.close()
+    except (StoreError, ValueError, duckdb.Error) as exc:
+        raise _fail(exc) from exc
+    rows = warnings.to_pylist()
+    if as_json:
+        console.print_json(json.dumps(rows, default=str))
+    else:
+        for r in rows:
+            _say(f"warning: {r['check']}: " + (f"{r['case_id']}: " if r["case_id"] else "") + r["detail"])
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r["check"]] = counts.get(r["check"], 0) + 1
+        _say(f"{len(rows)} warning(s)" + (": " + ", ".join(f"{n} {c}" for c, n in sorted(counts.items()))
+                                          if counts else ""))
+    if strict and rows:
+        raise typer.Exit(1)

@@ -73,10 +73,13 @@ def compare(
     elif fmt is CompareFormat.markdown:
         typer.echo(rep.to_markdown(result), nl=False)
     else:
-        table = Table(*rep.TEXT_HEADERS, title=rep.header(result), title_justify="left")
-        for row in rep.text_rows(result):
+        console.print(rep.header(result), markup=False)
+        table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold")
+        for i, name in enumerate(rep.TEXT_HEADERS):
+            table.add_column(name, no_wrap=True, justify="left" if i < 2 else "right")
+        for row in rep.text_rows(result, digits=3):
             table.add_row(*row)
-        console.print(table)
+        Console(highlight=False).print(table)  # soft_wrap would hide the table's real width from rich
         worst = result.worst.to_pylist()
         if worst:
             console.print("worst regressions:", markup=False)

@@ -50,18 +50,19 @@ def to_csv(c: Comparison) -> str:
     return buf.getvalue()
 
 
-def text_rows(c: Comparison) -> list[list[str]]:
-    """Summary rows formatted for a terminal or Markdown table."""
+def text_rows(c: Comparison, digits: int = 4) -> list[list[str]]:
+    """Summary rows formatted for a terminal (``digits=3`` fits 80 columns) or Markdown table."""
     out = []
     for r in c.summary.to_pylist():
-        ci = "n/a" if _num(r["ci_low"]) is None else f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
-        p = "n/a" if _num(r["p_value"]) is None else f"{r['p_value']:.4g}"
+        ci = "n/a" if _num(r["ci_low"]) is None else f"[{r['ci_low']:+.{digits}f}, {r['ci_high']:+.{digits}f}]"
+        p = "n/a" if _num(r["p_value"]) is None else f"{r['p_value']:.{digits}g}"
         out.append([str(r["slice"]), str(r["metric"]), str(r["n"]), f"{r['wins']}/{r['ties']}/{r['losses']}",
-                    f"{r['baseline']:.4f}", f"{r['candidate']:.4f}", f"{r['mean_diff']:+.4f}", ci, p])
+                    f"{r['baseline']:.{digits}f}", f"{r['candidate']:.{digits}f}", f"{r['mean_diff']:+.{digits}f}",
+                    ci, p])
     return out
 
 
-TEXT_HEADERS = ["slice", "metric", "n", "W/T/L", "baseline", "candidate", "Δ mean", "95% CI", "p"]
+TEXT_HEADERS = ["slice", "metric", "n", "W/T/L", "base", "cand", "Δ mean", "95% CI", "p"]
 
 
 def to_markdown(c: Comparison) -> str:

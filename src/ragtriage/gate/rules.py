@@ -55,6 +55,17 @@ def _split_label(split: str | None) -> str:
     return split or "all splits"
 
 
+def _cases_on(n: int, split: str | None, what: str = "cases") -> str:
+    """'49 holdout cases' or '7 cases (all splits)'."""
+    return f"{n} {split} {what}" if split else f"{n} {what} (all splits)"
+
+
+def _first(details: list[str], keep: int = 3) -> str:
+    """The first few leaked rows of a case and how many more, so one case does not fill a CI log."""
+    more = len(details) - keep
+    return "; ".join(details[:keep]) + (f"; +{more} more row(s)" if more > 0 else "")
+
+
 def _scored(ctx: Context, metric: str, split: str | None, cases: pa.Table | None = None) -> list[tuple[str, float]]:
     """(case_id, candidate figure of ``metric``) for cases with relevant units on ``split``, lowest first."""
     cur = duckdb.connect()
@@ -76,7 +87,7 @@ def leakage_rule(ctx: Context) -> RuleResult:
     for r in rows:
         unit = r.get("chunk_id") or r.get("document_id")
         per_case.setdefault(r["case_id"], []).append(f"{r['stage']} rank {r['rank']} {unit}: {r['rule']}")
-    failures = tuple(ctx.failing(c, "; ".join(d), category="security") for c, d in per_case.items())
+    failures = tuple(ctx.failing(c, _first(d), category="security") for c, d in per_case.items())
     return RuleResult("leakage", "leakage", not rows, f"{len(rows)} leaked result row(s) in {len(per_case)} case(s), "
                       "any stage", "no leaked rows (always on)", float(len(rows)), failures)
 
@@ -96,7 +107,7 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
     passed = not (drop and (significant or not rule.require_significance))
     figure = (f"{rule.metric} {o['baseline']:.4f} → {o['candidate']:.4f}, Δ {o['mean_diff']:+.4f} "
               f"[95% CI {o['ci_low']:+.4f}, {o['ci_high']:+.4f}], p = {o['p_value']:.4g}, "
-              f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {o['n']} {_split_label(rule.split)} cases")
+              f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {_cases_on(o['n'], rule.split)}")
     notes = ("drop exceeds tolerance but is not significant",) if drop and passed else ()
     losses = pairs.filter(pc.less(pairs.column("diff"), -TIE)).sort_by([("diff", "ascending"),
                                                                                  ("case_id", "ascending")])
@@ -124,7 +135,7 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
     below = [(c, v) for c, v in rows if v < rule.min - TIE]
     failures = () if passed else tuple(
         ctx.failing(c, f"{rule.metric} {v:.3f} < {rule.min:g}", slice_label=label) for c, v in below)
-    figure = f"mean {rule.metric} {mean:.4f} over {len(rows)} {_split_label(rule.split)} cases in {label}"
+    figure = f"mean {rule.metric} {mean:.4f} over {_cases_on(len(rows), rule.split)} in {label}"
     return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures)
 
 
@@ -150,8 +161,8 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
     rate = len(zero) / len(rows)
     passed = rate <= rule.max_rate + TIE
     failures = () if passed else tuple(ctx.failing(c, f"no relevant unit in the top {rule.k}") for c in zero)
-    figure = f"{len(zero)} of {len(rows)} answerable {_split_label(rule.split)} cases with no hit in the top {rule.k}" \
-             f" ({rate:.1%})"
+    figure = f"{len(zero)} of {_cases_on(len(rows), rule.split, 'answerable cases')} with no relevant unit in " \
+             f"the top {rule.k} ({rate:.1%})"
     return RuleResult(name, "zero_hit", passed, figure, threshold, rate, failures)
 
 

@@ -46,9 +46,9 @@ def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) ->
 
 def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> pa.Table:
     """Per-case metric table of the final stage: case_id, n_relevant, n_retrieved, ``P@k`` ... ``Judged@k``."""
-    from ragtriage.metrics import per_case as metrics_per_case
+    from ragtriage.metrics.per_case import per_case as metrics_per_case
 
-    table: pa.Table = metrics_per_case(con, run_id, tuple(sorted(set(ks))), stage="final")
+    table: pa.Table = metrics_per_case(con, run_id, tuple(sorted(set(ks))), stage="final", counts=False)
     return table
 
 

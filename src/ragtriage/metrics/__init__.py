@@ -1,1 +1,36 @@
-"""metrics."""
+"""Retrieval metrics over the store: per case, aggregated, by slice, by stage, label coverage and latency.
+
+Every function takes a DuckDB connection to a store and returns Arrow tables or dataclasses with ``to_arrow()``,
+so the CLI, the TUI and the gate print the same numbers. Definitions: docs/metrics.md.
+"""
+
+from ragtriage.metrics.context import DEFAULT_KS, GAINS, EvalContext, MetricsError, parse_ks
+from ragtriage.metrics.judged import judged_report
+from ragtriage.metrics.latency import latency_report
+from ragtriage.metrics.per_case import MEASURES, per_case
+from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, slices
+from ragtriage.metrics.stages import StagesReport, stages
+from ragtriage.metrics.summary import MetricReport, MetricRow, summarize
+from ragtriage.metrics.trec_compat import trec_per_query, trec_summary
+
+__all__ = [
+    "CASE_FIELDS",
+    "DEFAULT_KS",
+    "EVIDENCE_FIELDS",
+    "GAINS",
+    "MEASURES",
+    "EvalContext",
+    "MetricReport",
+    "MetricRow",
+    "MetricsError",
+    "StagesReport",
+    "judged_report",
+    "latency_report",
+    "parse_ks",
+    "per_case",
+    "slices",
+    "stages",
+    "summarize",
+    "trec_per_query",
+    "trec_summary",
+]

@@ -36,14 +36,16 @@ def connect(path: str | Path = DEFAULT_DB, *, read_only: bool = False) -> duckdb
 
 
 def current_dataset_version(con: duckdb.DuckDBPyConnection) -> str:
-    row = con.execute("SELECT value FROM meta WHERE key = 'current_dataset'").fetchone()
+    # fetchall, not fetchone: DuckDB 2 keeps a half-read result open and refuses the caller's next con.sql().
+    rows = con.execute("SELECT value FROM meta WHERE key = 'current_dataset'").fetchall()
+    row = rows[0] if rows else None
     if row is None:
         raise StoreError("no dataset loaded; run `ragtriage load --dataset DIR` first")
     return str(row[0])
 
 
 def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    if con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is None:
+    if not con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
         known = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
         raise StoreError(f"unknown run {run_id!r}; loaded runs: {', '.join(known) or 'none'}")
 

@@ -88,7 +88,10 @@ class TriageApp(App[None]):
         for name, value in (("run", run_id), ("baseline", baseline)):
             if value is not None and value not in self.runs:
                 raise StoreError(f"unknown {name} {value!r}; loaded runs: {', '.join(self.runs)}")
-        self.run_id = run_id or self.runs[-1]
+        newest = self.con.execute(
+            "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
+        ).fetchone()
+        self.run_id = run_id or (newest[0] if newest else self.runs[-1])
         self.baseline = baseline or next((r for r in self.runs if r != self.run_id), None)
         self.store = NotesStore(notes_path or notes_path_for(db_path))
         self.author = author or default_author()

@@ -7,7 +7,7 @@ its table, so one broken layer never takes the whole TUI down.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import threading
 from typing import Any
 
 import duckdb
@@ -52,16 +52,32 @@ def one_row(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> dict
     return rows[0] if rows else None
 
 
-@dataclass
-class Overview:
-    run: dict[str, Any]
-    dataset: dict[str, Any]
-    summary: pa.Table | None = None
-    histogram: list[int] | None = None
-    histogram_label: str = ""
-    categories: pa.Table | None = None
-    leaks: int | None = None
-    errors: dict[str, str] = field(default_factory=dict)
+class RunCache:
+    """Whole-run core answers (failures, leakage, per-case metrics), fetched once per run, shared by workers.
+
+    A failure is cached too, so a missing core function is reported once, not retried on every case move.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._tables: dict[tuple[str, str], pa.Table | ViewError] = {}
+
+    def get(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> pa.Table:
+        key = (kind, run_id)
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:  # a second asker waits for the first instead of computing the same answer again
+            hit = self._tables.get(key)
+            if hit is None:
+                try:
+                    hit = FETCHERS[kind](cur, run_id)
+                except ViewError as exc:
+                    hit = exc
+                self._tables[key] = hit
+        if isinstance(hit, ViewError):
+            raise hit
+        return hit
 
 
 def run_ids(cur: duckdb.DuckDBPyConnection) -> list[str]:
@@ -77,7 +93,8 @@ def ndcg_column(per_case: pa.Table, k: int = 10) -> str | None:
     return max(names, key=lambda c: int(c.split("@")[1]) if c.split("@")[1].isdigit() else 0, default=None)
 
 
-def overview(cur: duckdb.DuckDBPyConnection, run_id: str) -> Overview:
+def identity(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's row and the current dataset's identity (straight from the store)."""
     run = one_row(cur, "SELECT * EXCLUDE (manifest, system) FROM runs WHERE run_id = ?", [run_id])
     if run is None:
         raise ViewError(f"unknown run {run_id!r}; loaded runs: {', '.join(run_ids(cur)) or 'none'}")
@@ -87,29 +104,34 @@ def overview(cur: duckdb.DuckDBPyConnection, run_id: str) -> Overview:
         " FROM current_dataset",
         [],
     ) or {}
-    out = Overview(run=run, dataset=dataset)
-    try:
-        out.summary = table("metrics", "summarize", cur, run_id)
-    except ViewError as exc:
-        out.errors["summary"] = str(exc)
-    try:
-        per_case = wide_per_case(table("metrics", "per_case", cur, run_id), cur)
-        col = ndcg_column(per_case)
-        if col:
-            values = per_case.column(col).drop_null().to_numpy(zero_copy_only=False)
-            out.histogram = np.histogram(values, bins=10, range=(0.0, 1.0))[0].tolist()
-            out.histogram_label = f"{col} per case, 10 bins 0..1, n={len(values)}"
-    except ViewError as exc:
-        out.errors["distribution"] = str(exc)
-    try:
-        out.categories = category_counts(failures(cur, run_id))
-    except ViewError as exc:
-        out.errors["categories"] = str(exc)
-    try:
-        out.leaks = leakage(cur, run_id).num_rows
-    except ViewError as exc:
-        out.errors["leakage"] = str(exc)
-    return out
+    return run, dataset
+
+
+SUMMARY_COLUMNS = ("name", "mean", "median", "p10", "min", "ci_low", "ci_high", "zero_hit_rate", "n")
+SUMMARY_CONTEXT = ("threshold", "gain", "unit", "stage", "mode")
+
+
+def summary(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[pa.Table, str]:
+    """metrics.summarize's table (the columns that fit 80 wide) and the context every figure needs (threshold,
+    gain, unit, stage)."""
+    full = table("metrics", "summarize", cur, run_id)
+    keep = [c for c in SUMMARY_COLUMNS if c in full.column_names] or full.column_names
+    context = ""
+    if full.num_rows:
+        first = full.slice(0, 1).to_pylist()[0]
+        context = " ".join(f"{c}={first[c]}" for c in SUMMARY_CONTEXT if c in first)
+    return full.select(keep), context
+
+
+def distribution(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> tuple[list[int], str]:
+    """Counts of per-case nDCG in ten bins of 0.1 (drawing input only; the values are metrics.per_case's)."""
+    per_case = cache.get("per_case", run_id, cur)
+    col = ndcg_column(per_case)
+    if col is None:
+        raise ViewError(f"metrics.per_case has no nDCG column ({', '.join(per_case.column_names)})")
+    values = per_case.column(col).drop_null().to_numpy(zero_copy_only=False)
+    counts = np.histogram(values, bins=10, range=(0.0, 1.0))[0].tolist()
+    return counts, f"{col} per case, 10 bins 0..1, n={len(values)}"
 
 
 def category_counts(fail: pa.Table) -> pa.Table:
@@ -120,26 +142,39 @@ def category_counts(fail: pa.Table) -> pa.Table:
     return counts.rename_columns(["category", "cases"]).sort_by([("cases", "descending")])
 
 
-def failures(cur: duckdb.DuckDBPyConnection, run_id: str, **filters: Any) -> pa.Table:
-    return table("classify", "failures", cur, run_id, **{k: v for k, v in filters.items() if v})
+def failures(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    return table("classify", "failures", cur, run_id)
 
 
 def leakage(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return table("checks", "leakage", cur, run_id)
 
 
+def per_case(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    return wide_per_case(table("metrics", "per_case", cur, run_id), cur)
+
+
+def unit_locations(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Where every labelled unit of every case is (one call per run: per case it costs as much as per run)."""
+    return table("classify", "unit_locations", cur, run_id)
+
+
+FETCHERS = {"failures": failures, "leakage": leakage, "per_case": per_case, "unit_locations": unit_locations}
+
+
 def slices(cur: duckdb.DuckDBPyConnection, run_id: str, dimension: str) -> pa.Table:
-    return table("metrics", "slices", cur, run_id, dimension)
+    return table("metrics", "slices", cur, run_id, by=dimension)
 
 
-def zero_hit(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+def zero_hit(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
     """Answerable cases with no relevant result in the top k, as the metrics layer flags them, with the query."""
-    per_case = wide_per_case(table("metrics", "per_case", cur, run_id), cur)
-    flag = next((c for c in per_case.column_names if c.lower().startswith("zero_hit")), None)
+    per_case = cache.get("per_case", run_id, cur)
+    flags = [c for c in per_case.column_names if c.lower().startswith("zero_hit")]
+    flag = max(flags, key=lambda c: int(c.split("@")[1]) if c.split("@")[-1].isdigit() else 0, default=None)
     if flag is None:
         raise ViewError(f"metrics.per_case has no zero_hit column ({', '.join(per_case.column_names)})")
     hits = per_case.filter(pc.fill_null(pc.cast(per_case.column(flag), pa.bool_()), False))
-    return with_query(cur, hits)
+    return with_query(cur, hits.drop_columns([c for c in flags if c != flag]))
 
 
 def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:
@@ -162,6 +197,12 @@ def triage_table(cur: duckdb.DuckDBPyConnection, fail: pa.Table, run_id: str, st
     cat = first_column(fail, "category", "auto_category", "defect")
     rule = first_column(fail, "rule", "rule_name", "auto_rule")
     pattern = first_column(fail, "pattern", "patterns", "hint")
+    if pattern and pa.types.is_list(fail.schema.field(pattern).type):
+        fail = fail.set_column(fail.column_names.index(pattern), pattern, pc.binary_join(fail.column(pattern), "; "))
+        fail = fail.set_column(
+            fail.column_names.index(pattern), pattern,
+            pc.if_else(pc.equal(fail.column(pattern), ""), pa.scalar(None, pa.string()), fail.column(pattern)),
+        )
     if "case_id" not in fail.column_names or cat is None:
         raise ViewError(f"classify.failures returned {', '.join(fail.column_names)}; need case_id and category")
     notes = store.to_arrow(run_id)
@@ -170,12 +211,12 @@ def triage_table(cur: duckdb.DuckDBPyConnection, fail: pa.Table, run_id: str, st
     agg = "string_agg(DISTINCT CAST({0} AS VARCHAR), '; ' ORDER BY CAST({0} AS VARCHAR))"
     try:
         return cur.sql(
-            f"SELECT f.case_id, c.query, {agg.format('f.' + cat)} AS auto,"
+            f"SELECT f.case_id, any_value(c.query) AS query, {agg.format('f.' + cat)} AS auto,"
             f" {agg.format('f.' + rule) if rule else 'NULL'} AS rule,"
             f" {agg.format('f.' + pattern) if pattern else 'NULL'} AS pattern,"
             " any_value(n.category) AS mine, any_value(n.status) AS status, any_value(n.note) AS note"
             " FROM _fail f LEFT JOIN cases c USING (case_id) LEFT JOIN _notes n USING (case_id)"
-            " GROUP BY f.case_id, c.query ORDER BY f.case_id"
+            " GROUP BY f.case_id ORDER BY f.case_id"
         ).to_arrow_table()
     finally:
         cur.unregister("_fail")

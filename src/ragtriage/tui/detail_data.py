@@ -1,13 +1,12 @@
 """One case in full: the case, each stage's ranked list with grades and ACL verdicts, the missing evidence and
 the automatic classification (no textual here).
 
-Failures and leakage are whole-run answers; :class:`RunCache` keeps them per run so that moving from case to
-case costs two small queries, not a re-classification.
+Failures and leakage are whole-run answers kept per run by :class:`ragtriage.tui.data.RunCache`, so moving
+from case to case costs two small queries, not a re-classification.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +16,7 @@ import pyarrow.compute as pc
 
 from ragtriage.notes import Note, NotesStore
 from ragtriage.tui import data
+from ragtriage.tui.data import RunCache
 
 RESULTS_SQL = """
 WITH r AS (
@@ -35,29 +35,6 @@ FROM r LEFT JOIN qrels q ON q.case_id = r.case_id AND q.unit_id = r.unit_id
 LEFT JOIN d ON d.stage = r.stage AND d.rank = r.rank
 ORDER BY r.stage = 'final' DESC, r.rank
 """
-
-
-class RunCache:
-    """Whole-run core answers (failures, leakage), fetched once per run and shared by the workers."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._tables: dict[tuple[str, str], pa.Table | data.ViewError] = {}
-
-    def get(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> pa.Table:
-        key = (kind, run_id)
-        with self._lock:
-            hit = self._tables.get(key)
-        if hit is None:
-            try:
-                hit = data.failures(cur, run_id) if kind == "failures" else data.leakage(cur, run_id)
-            except data.ViewError as exc:
-                hit = exc
-            with self._lock:
-                self._tables[key] = hit
-        if isinstance(hit, data.ViewError):
-            raise hit
-        return hit
 
 
 @dataclass
@@ -85,7 +62,8 @@ def case_detail(
     except data.ViewError as exc:
         out.errors["acl"] = str(exc)
     try:
-        out.missing = data.table("classify", "unit_locations", cur, run_id, case_id)
+        located = cache.get("unit_locations", run_id, cur)
+        out.missing = located.filter(pc.equal(located.column("case_id"), case_id))
     except data.ViewError as exc:
         out.errors["missing"] = str(exc)
     try:

@@ -32,15 +32,13 @@ VIEW_KEYS = (
 LOAD_GROUP = "view-data"
 
 
-def view_bar(current: str, detail: str = "") -> Text:
-    """The top line: each view with its key, the current one highlighted, then what is shown."""
+def view_bar(current: str) -> Text:
+    """The top line: each view with its key, the current one highlighted."""
     bar = Text(no_wrap=True, overflow="ellipsis")
     for key, mode, label in VIEW_KEYS:
         style = "bold reverse" if mode == current else "dim"
         bar.append(f" {key}", style="bold " + ("reverse" if mode == current else ""))
         bar.append(f" {label} ", style=style)
-    if detail:
-        bar.append(" " + detail)
     return bar
 
 
@@ -68,19 +66,36 @@ class DataScreen(Screen[None]):
         self.reload()
 
     def on_screen_resume(self) -> None:
-        self.set_bar()
+        if getattr(self, "_loaded_for", None) not in (None, self.stale_key()):
+            self.reload()  # the run, baseline or notes changed while another view was on top
+        else:
+            self.set_bar()
 
-    def set_bar(self, detail: str = "") -> None:
-        self.query_one("#viewbar", Static).update(view_bar(self.MODE, detail or self.bar_detail()))
+    def stale_key(self) -> tuple[Any, ...]:
+        """What the shown content depends on; views that show notes add the app's notes version."""
+        return (self.triage.run_id, self.triage.baseline)
+
+    _status: tuple[str, bool] = ("loading…", False)
+
+    def set_bar(self) -> None:
+        """Refresh the view bar and the context (run, case, filters) at the head of the status line."""
+        self.query_one("#viewbar", Static).update(view_bar(self.MODE))
+        self.set_status(*self._status)
 
     def bar_detail(self) -> str:
         return f"run {self.triage.run_id}"
 
-    def set_status(self, text: str, *, error: bool = False) -> None:
-        status = self.query_one("#status", Static)
-        status.update(Text(text, style="bold red" if error else ""))
+    def set_status(self, text: str, error: bool = False) -> None:
+        self._status = (text, error)
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(self.bar_detail(), style="bold")
+        if text:
+            line.append(" │ ")
+            line.append(text, style="bold red" if error else "")
+        self.query_one("#status", Static).update(line)
 
     def reload(self) -> None:
+        self._loaded_for = self.stale_key()
         self.set_bar()
         self.load(self.fetch)
 

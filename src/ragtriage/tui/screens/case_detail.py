@@ -6,6 +6,7 @@ Every data string is wrapped in ``rich.text.Text`` so brackets in a query or pas
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -63,27 +64,48 @@ def triage_block(d: CaseDetail) -> RenderableType:
     return grid
 
 
+SHOWN_ELSEWHERE = {"case_id", "run_id", "query", "split", "query_type", "dataset_version", "k", "category", "rule",
+                   "confidence", "pattern", "patterns", "evidence"}
+EVIDENCE_LINE = 110
+
+
+def evidence_lines(raw: Any) -> list[Text]:
+    """The classifier's evidence: its ``facts`` one per line (JSON text as the store holds it)."""
+    if raw in (None, ""):
+        return []
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return [Text(f"  evidence: {raw}"[:EVIDENCE_LINE])]
+    facts = parsed.get("facts", parsed) if isinstance(parsed, dict) else {"evidence": parsed}
+    out = []
+    for k, v in facts.items():
+        text = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
+        line = f"  {k}: {text}"
+        out.append(Text(line if len(line) <= EVIDENCE_LINE else line[: EVIDENCE_LINE - 1] + "…"))
+    return out
+
+
 def classification_block(d: CaseDetail) -> RenderableType:
     if "classification" in d.errors:
         return Text(d.errors["classification"], style="red")
     if d.classification is None or d.classification.num_rows == 0:
         return Text("not a failure of this run (no rule fired)")
-    rows = d.classification.to_pylist()
-    out = []
-    for r in rows:
+    out: list[RenderableType] = []
+    for r in d.classification.to_pylist():
         head = Text()
         head.append(str(r.get("category", "?")), style="bold")
         head.append(f"  rule {r.get('rule', '?')}")
-        if r.get("pattern"):
-            head.append(f"  pattern {r['pattern']}")
         if r.get("confidence") is not None:
             head.append(f"  confidence {r['confidence']}")
+        patterns = r.get("patterns", r.get("pattern"))
+        if patterns:
+            head.append(f"  pattern {'; '.join(patterns) if isinstance(patterns, list) else patterns}")
         out.append(head)
-        shown = ("case_id", "run_id", "category", "rule", "pattern", "confidence")
-        extra = {k: v for k, v in r.items() if k not in shown}
-        for k, v in extra.items():
-            if v not in (None, "", []):
-                out.append(Text(f"  {k}: {v}"))
+        for k, v in r.items():
+            if k not in SHOWN_ELSEWHERE and v not in (None, "", []):
+                out.append(Text(f"  {k}: {'; '.join(map(str, v)) if isinstance(v, list) else v}"))
+        out.extend(evidence_lines(r.get("evidence")))
     return Group(*out)
 
 
@@ -193,6 +215,9 @@ class CaseScreen(TriageKeys, DataScreen):
             self.query_one(f"#sec-{name}", Static).update(Group(heading(title), body))
         errs = [v for k, v in result.errors.items() if k == "acl"]
         self.set_status(f"{len(result.results)} result rows" + (f" · ACL: {errs[0]}" if errs else ""), error=bool(errs))
+
+    def stale_key(self) -> tuple[Any, ...]:
+        return (*super().stale_key(), self.triage.notes_version)
 
     def triage_case(self) -> str | None:
         return self.case_id

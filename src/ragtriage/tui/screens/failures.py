@@ -98,6 +98,9 @@ class FailuresScreen(TriageKeys, TableScreen):
         self.filters = dict.fromkeys(FILTERS)
         self.render_table(self.cursor_case())
 
+    def stale_key(self) -> tuple[Any, ...]:
+        return (*super().stale_key(), self.triage.notes_version)
+
     def triage_case(self) -> str | None:
         return self.cursor_case()
 

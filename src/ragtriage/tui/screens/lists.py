@@ -19,7 +19,7 @@ class ZeroHitScreen(TableScreen):
     MODE = "zerohit"
 
     def fetch(self, cur: Any) -> pa.Table:
-        return data.zero_hit(cur, self.triage.run_id)
+        return data.zero_hit(cur, self.triage.run_id, self.triage.cache)
 
 
 class LeakageScreen(TableScreen):
@@ -34,7 +34,7 @@ class LeakageScreen(TableScreen):
     """
 
     def fetch(self, cur: Any) -> pa.Table:
-        return data.with_query(cur, data.leakage(cur, self.triage.run_id))
+        return data.with_query(cur, self.triage.cache.get("leakage", self.triage.run_id, cur))
 
     def describe(self) -> str:
         assert self.source is not None
@@ -68,7 +68,7 @@ class SlicesScreen(TableScreen):
         self.reload()
 
     def slice_value(self, row: dict[str, Any]) -> Any:
-        for key in (self.dimension, "value", "slice"):
+        for key in ("slice_value", self.dimension, "value", "slice"):
             if key in row:
                 return row[key]
         return next(iter(row.values()))

@@ -3,15 +3,19 @@ the leak count (red when non-zero)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
+from textual.worker import Worker, get_current_worker
 
 from ragtriage.tui import data
 from ragtriage.tui.screens.base import DataScreen
@@ -46,8 +50,7 @@ def histogram_line(counts: list[int]) -> Text:
     return line
 
 
-def identity(ov: data.Overview) -> RenderableType:
-    ds, run = ov.dataset, ov.run
+def identity_block(run: dict[str, Any], ds: dict[str, Any]) -> RenderableType:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
@@ -62,8 +65,27 @@ def identity(ov: data.Overview) -> RenderableType:
     return grid
 
 
+def leaks_block(n: int) -> RenderableType:
+    if n:
+        return Text(f"LEAKAGE: {n} result rows the principal may not see (press l)", style="bold white on red")
+    return Text("leakage: none (0 rows)", style="green")
+
+
+def titled(title: str, body: RenderableType) -> RenderableType:
+    return Group(Text(title, style="bold underline"), body)
+
+
 class OverviewScreen(DataScreen):
+    """Each section has its own worker, so the identity paints at once and slow core answers fill in later."""
+
     MODE = "overview"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "scroll(1)", "Down", show=False),
+        Binding("k", "scroll(-1)", "Up", show=False),
+        Binding("g", "scroll_to(0)", "Top", show=False),
+        Binding("G", "scroll_to(-1)", "Bottom", show=False),
+    ]
+    SECTIONS = ("identity", "leaks", "summary", "dist", "categories")
     DEFAULT_CSS = """
     OverviewScreen #body { height: 1fr; padding: 0 1; }
     OverviewScreen .section { margin-top: 1; }
@@ -72,30 +94,83 @@ class OverviewScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
         with VerticalScroll(id="body"):
-            for name in ("identity", "leaks", "summary", "dist", "categories"):
+            for name in self.SECTIONS:
                 yield Static(id=f"sec-{name}", classes="section", markup=False)
         yield from self.compose_footer()
 
-    def fetch(self, cur: Any) -> data.Overview:
-        return data.overview(cur, self.triage.run_id)
+    class SectionLoaded(Message):
+        def __init__(self, name: str, result: Any, error: str | None) -> None:
+            super().__init__()
+            self.name, self.result, self.error = name, result, error
 
-    def show(self, ov: data.Overview) -> None:
-        self.set_status(" · ".join(ov.errors.values()) if ov.errors else "", error=bool(ov.errors))
-        self.section("identity", identity(ov))
-        if ov.leaks is None:
-            leaks: RenderableType = Text(ov.errors.get("leakage", ""), style="red")
-        elif ov.leaks:
-            msg = f"LEAKAGE: {ov.leaks} result rows the principal may not see (press l)"
-            leaks = Text(msg, style="bold white on red")
+    def reload(self) -> None:
+        self._loaded_for = self.stale_key()
+        self.set_bar()
+        self.failed: dict[str, str] = {}
+        for name in self.SECTIONS:
+            self.section(name, Text("…", style="dim"))
+        self.set_status("")
+        self.load_sections(self.triage.run_id)
+
+    @work(thread=True, exclusive=True, group="overview", exit_on_error=False)
+    def load_sections(self, run_id: str) -> None:
+        """One worker, sections in order of cost (cheap first), each posted as soon as it is ready: running the
+        core calls in parallel on two cores made every section late instead of the first ones early."""
+        worker = get_current_worker()
+        for name in self.SECTIONS:
+            if worker.is_cancelled:
+                return
+            try:
+                self.post_message(self.SectionLoaded(name, self.fetch_section(name, run_id), None))
+            except Exception as exc:  # shown in place of the section; the other sections still load
+                self.post_message(self.SectionLoaded(name, None, str(exc)))
+
+    def fetch_section(self, name: str, run_id: str) -> Any:
+        """Worker body: one core call on its own cursor; returns, never touches a widget."""
+        app, cur = self.triage, self.triage.con.cursor()
+        try:
+            if name == "identity":
+                return data.identity(cur, run_id)
+            if name == "leaks":
+                return app.cache.get("leakage", run_id, cur).num_rows
+            if name == "summary":
+                return data.summary(cur, run_id)
+            if name == "dist":
+                return data.distribution(cur, run_id, app.cache)
+            return data.category_counts(app.cache.get("failures", run_id, cur))
+        finally:
+            cur.close()
+
+    def on_overview_screen_section_loaded(self, message: SectionLoaded) -> None:
+        if message.error is None:
+            self.section(message.name, self.render_section(message.name, message.result))
         else:
-            leaks = Text("leakage: none (0 rows)", style="green")
-        self.section("leaks", leaks)
-        self.section("summary", Group(Text("Metrics", style="bold underline"),
-                                      arrow_rich(ov.summary) if ov.summary is not None else Text("—")))
-        dist = histogram_line(ov.histogram) if ov.histogram else Text(ov.errors.get("distribution", "—"))
-        self.section("dist", Group(Text(f"Distribution {ov.histogram_label}", style="bold underline"), dist))
-        cats = arrow_rich(ov.categories) if ov.categories is not None else Text(ov.errors.get("categories", "—"))
-        self.section("categories", Group(Text("Failures per category (press f)", style="bold underline"), cats))
+            self.failed[message.name] = message.error
+            self.section(message.name, Text(message.error, style="red"))
+            self.set_status(f"{len(self.failed)} section(s) unavailable", error=True)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Sections arrive as messages; nothing to do when the worker ends."""
+
+    def render_section(self, name: str, result: Any) -> RenderableType:
+        if name == "identity":
+            return identity_block(*result)
+        if name == "leaks":
+            return leaks_block(result)
+        if name == "summary":
+            table, context = result
+            return titled(f"Metrics ({context})" if context else "Metrics", arrow_rich(table))
+        if name == "dist":
+            counts, label = result
+            return titled(f"Distribution of {label}", histogram_line(counts))
+        return titled("Failures per category (press f)", arrow_rich(result))
+
+    def action_scroll(self, lines: int) -> None:
+        self.query_one("#body", VerticalScroll).scroll_relative(y=lines, animate=False)
+
+    def action_scroll_to(self, where: int) -> None:
+        body = self.query_one("#body", VerticalScroll)
+        body.scroll_end(animate=False) if where < 0 else body.scroll_home(animate=False)
 
     def section(self, name: str, body: RenderableType) -> None:
         self.query_one(f"#sec-{name}", Static).update(body)

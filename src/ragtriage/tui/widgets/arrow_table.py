@@ -9,17 +9,20 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from textual.binding import Binding, BindingType
 from textual_fastdatatable import ArrowBackend, DataTable
 
-MAX_CELL_WIDTH = 48
+MAX_CELL_WIDTH = 36
 
 
 def displayable(table: pa.Table) -> pa.Table:
     """Nested and JSON columns as text so that every cell renders on one line."""
     cols = []
     for col in table.columns:
-        if pa.types.is_list(col.type) or pa.types.is_struct(col.type) or pa.types.is_map(col.type):
+        if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+            col = pc.binary_join(pc.cast(col, pa.list_(pa.string())), ", ")
+        elif pa.types.is_struct(col.type) or pa.types.is_map(col.type):
             col = pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.string())
         cols.append(col)
     return pa.table(cols, names=table.column_names)

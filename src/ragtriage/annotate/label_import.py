@@ -1,0 +1,219 @@
+"""Importing labelled rows (a filled-in pool or adjudication file) as a new dataset version.
+
+Rows are staged and checked like the loader's labels: every error names the file, line and field, and nothing is
+written unless the whole file passes. A row with an empty grade is a unit nobody has judged yet: it is skipped,
+not refused, so a half-labelled pool can be imported and counted as still unjudged.
+
+An imported label replaces the parent's label of the same case, unit and annotator (a re-judgement); every
+other parent label is carried over. The file's ``annotator`` column wins over ``--annotator``, which fills the
+blanks. Annotator ``adjudicated`` is the one the ``qrels`` view prefers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from ragtriage import __version__
+from ragtriage.annotate.pool import pool_relation
+from ragtriage.annotate.versions import LABEL_COLUMNS, DatasetRow, dataset_row, fork_version, scalar
+from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.fields import LABELS
+from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, unknown_ref_rule
+from ragtriage.contract.staging import Staged, qident, sql_str, stage
+from ragtriage.store.connection import current_dataset_version
+from ragtriage.store.load import file_sha256
+
+STAGED = "_annotate_import"
+GRADED = "_annotate_graded"
+NEW_LABELS = "_annotate_version_labels"
+_UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "malformed-json")
+
+
+@dataclass
+class ImportReport:
+    version: str
+    parent: str
+    unchanged: bool
+    imported: int
+    replaced: int
+    blank: int
+    file_units: int
+    unjudged: int
+    pool_units: int | None = None
+    pool_unjudged: int | None = None
+    warnings: list[Finding] = field(default_factory=list)
+
+
+def unit_expr(unit: str, alias: str = "") -> str:
+    p = f"{alias}." if alias else ""
+    return f"{p}document_id" if unit == "document" else f"coalesce({p}chunk_id, {p}section_id)"
+
+
+def _file_findings(staged: Staged) -> list[Finding]:
+    """The staging findings that are about the file itself; row type errors are re-derived over every row."""
+    return [
+        f for f in staged.findings
+        if f.code != "wrong-type" and not (f.code == "missing-field" and f.message.startswith("missing required"))
+    ]
+
+
+_KINDS = {"string": "a string", "int": "an integer"}
+
+
+def _row_type_findings(con: duckdb.DuckDBPyConnection, staged: Staged) -> list[Finding]:
+    """Type errors and missing required values on every row except a blank grade (an unjudged unit)."""
+    parts = [
+        f"SELECT line, {sql_str(f.name)} AS field, 'wrong-type' AS code, "
+        f"{sql_str('wrong type: expected ' + _KINDS.get(f.kind, f.kind))} AS msg "
+        f"FROM {staged.name} WHERE {qident('__bad_' + f.name)}"
+        for f in LABELS.fields
+    ]
+    parts += [
+        f"SELECT line, {sql_str(f.name)}, 'missing-field', {sql_str(f'missing required field {f.name!r}')} "
+        f"FROM {staged.name} WHERE {qident(f.name)} IS NULL AND NOT {qident('__bad_' + f.name)}"
+        for f in LABELS.fields
+        if f.required and f.name != "grade"
+    ]
+    rows = con.execute(f"SELECT * FROM ({' UNION ALL '.join(parts)}) ORDER BY line, field LIMIT 50").fetchall()
+    return [Finding(str(staged.path), int(line), fld, code, msg) for line, fld, code, msg in rows]
+
+
+def _rules(ds: DatasetRow, has_documents: bool) -> list[Rule]:
+    u = unit_expr(ds.unit, "s")
+    rules = [
+        unknown_ref_rule("case_id", "cases", "case_id", "case id"),
+        Rule(
+            "grade",
+            "grade-out-of-scale",
+            f"s.grade < {ds.grade_min} OR s.grade > {ds.grade_max}",
+            f"'grade ' || s.grade || ' is outside the scale {ds.grade_min}..{ds.grade_max}'",
+        ),
+        duplicate_rule([], "grade", "label for case / unit / annotator",
+                       key_exprs=["case_id", unit_expr(ds.unit), "coalesce(annotator, '')"]),
+    ]
+    if ds.unit == "chunk":
+        rules.append(Rule("chunk_id", "missing-field", "s.chunk_id IS NULL AND s.section_id IS NULL",
+                          "'the dataset unit is chunk: a label needs chunk_id or section_id'"))
+    if has_documents:
+        rules.append(Rule(
+            "chunk_id" if ds.unit == "chunk" else "document_id",
+            "label-unit-not-in-snapshot",
+            f"{u} IS NOT NULL AND {u} NOT IN (SELECT unit_id FROM documents)",
+            f"'label on unit ' || {u} || ' which is not in the corpus snapshot'",
+            "warning",
+        ))
+    return rules
+
+
+def _validate(
+    con: duckdb.DuckDBPyConnection, path: Path, ds: DatasetRow, fmt: str | None
+) -> tuple[Staged, list[Finding]]:
+    staged = stage(con, path, LABELS, STAGED, fmt=fmt)
+    findings = _file_findings(staged)
+    if any(f.code in _UNREADABLE and f.severity == "error" for f in findings) or not staged.rows:
+        raise ValidationFailed([f for f in findings if f.severity == "error"])
+    findings += _row_type_findings(con, staged)
+    bad = " OR ".join(qident("__bad_" + f.name) for f in LABELS.fields)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {GRADED} AS SELECT * FROM {staged.name} WHERE grade IS NOT NULL "
+                f"AND NOT ({bad})")
+    graded = Staged(GRADED, staged.path, staged.fmt, 0, [], staged.line_label)
+    has_docs = scalar(con, "SELECT count(*) FROM documents") > 0
+    findings += apply_rules(con, graded, _rules(ds, has_docs))
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        raise ValidationFailed(errors)
+    return staged, [f for f in findings if f.severity == "warning"]
+
+
+def _build_labels(con: duckdb.DuckDBPyConnection, parent: str, ds: DatasetRow, annotator: str) -> tuple[int, int]:
+    """Temp table of the child's labels; returns (imported, replaced parent labels)."""
+    cols = ", ".join(LABEL_COLUMNS)
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _annotate_new AS
+            SELECT case_id, document_id, chunk_id, section_id, {unit_expr(ds.unit)} AS unit_id,
+                   CAST(grade AS INTEGER) AS grade, coalesce(annotator, {sql_str(annotator)}) AS annotator, note, line
+            FROM {GRADED}"""
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {NEW_LABELS} AS
+            SELECT {cols}, line FROM all_labels p
+            WHERE p.dataset_version = {sql_str(parent)}
+              AND NOT EXISTS (SELECT 1 FROM _annotate_new n WHERE n.case_id = p.case_id AND n.unit_id = p.unit_id
+                              AND n.annotator = p.annotator)
+            UNION ALL SELECT {cols}, line FROM _annotate_new"""
+    )
+    imported = scalar(con, "SELECT count(*) FROM _annotate_new")
+    parent_n = scalar(con, "SELECT count(*) FROM all_labels WHERE dataset_version = ?", [parent])
+    kept = scalar(con, f"SELECT count(*) FROM {NEW_LABELS}")
+    return int(imported), int(parent_n - (kept - imported))
+
+
+def _record(con: duckdb.DuckDBPyConnection, path: Path, parent: str, report: ImportReport, rows: int) -> None:
+    """Log the import in ``loads``; a new version inherits its parent's load warnings plus the import's own."""
+    con.execute(
+        "INSERT INTO loads SELECT coalesce(max(load_id), 0) + 1, 'labels', ?, ?, ?, ?, ?, now()::TIMESTAMP FROM loads",
+        [report.version, str(path), file_sha256(path), rows, __version__],
+    )
+    if report.unchanged:
+        return
+    con.execute("INSERT INTO load_warnings SELECT ? AS target, * EXCLUDE (target) FROM load_warnings WHERE target = ?",
+                [report.version, parent])
+    if report.warnings:
+        con.executemany("INSERT INTO load_warnings VALUES (?, ?, ?, ?, ?, ?)",
+                        [[report.version, w.file, w.line, w.field, w.code, w.message] for w in report.warnings])
+
+
+def import_labels(
+    con: duckdb.DuckDBPyConnection,
+    path: str | Path,
+    *,
+    annotator: str,
+    fmt: str | None = None,
+    pool_runs: list[str] | None = None,
+    depth: int = 10,
+    stage_name: str = "final",
+) -> ImportReport:
+    """Import a labelled file as a child of the current version, in one transaction.
+
+    ``pool_runs``/``depth`` re-pool those runs against the new version to count what is still unjudged there;
+    without them the count is over the file's own rows.
+    """
+    p = Path(path)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        parent = current_dataset_version(con)
+        ds = dataset_row(con, parent)
+        staged, warnings = _validate(con, p, ds, fmt)
+        blank = int(scalar(con, f"SELECT count(*) FROM {staged.name} WHERE grade IS NULL"))
+        imported, replaced = _build_labels(con, parent, ds, annotator)
+        if imported == 0:
+            raise ValidationFailed([Finding(str(p), None, "grade", "no-labels",
+                                            "no row has a grade; fill the grade column before importing")])
+        version, unchanged = fork_version(con, parent, NEW_LABELS)
+        file_units, unjudged = con.execute(
+            f"""SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
+                    SELECT 1 FROM labels l WHERE l.case_id = f.case_id AND l.unit_id = f.unit_id))
+                FROM (SELECT DISTINCT case_id, {unit_expr(ds.unit)} AS unit_id FROM {staged.name}
+                      WHERE case_id IS NOT NULL) f"""
+        ).fetchall()[0]
+        report = ImportReport(version, parent, unchanged, imported, replaced, blank, int(file_units), int(unjudged),
+                              warnings=warnings)
+        if pool_runs:
+            report.pool_units, report.pool_unjudged = _pool_counts(con, pool_runs, depth, stage_name)
+        _record(con, p, parent, report, staged.rows)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return report
+
+
+def _pool_counts(con: duckdb.DuckDBPyConnection, runs: list[str], depth: int, stage_name: str) -> tuple[int, int]:
+    row = con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE NOT judged) FROM ({pool_relation()})",
+        {"runs": runs, "depth": depth, "stage": stage_name},
+    ).fetchall()[0]
+    return int(row[0]), int(row[1])

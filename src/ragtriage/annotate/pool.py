@@ -1,0 +1,129 @@
+"""Pooling: the units several runs put in their top ``depth``, merged by unit, minus what is already judged.
+
+Pooling is how TREC-style test collections grow: judge what the systems under test actually retrieve, so that
+their metrics are not computed over unjudged (silently irrelevant) units. Each list is first de-duplicated the
+way evaluation reads it (first occurrence of a unit wins, positions renumbered), so ``depth`` means the same
+thing as the ``k`` of the metrics.
+
+Each pool row carries what an annotator needs on one line: the query, the passage (the unit's text from the
+corpus snapshot, else the run's snippet), the previous and next chunk of the same document by manifest
+position, and the rubric; ``grade``, ``annotator`` and ``note`` are left empty for the annotator to fill.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.contract.staging import sql_str
+from ragtriage.store.connection import current_dataset_version, require_run
+
+POOL_FORMATS = ("csv", "jsonl")
+
+_POOL_SQL = """
+WITH ranked AS (
+    SELECT r.run_id, r.case_id, r.unit_id, r.document_id, r.chunk_id, r.snippet, r.rank, r.line,
+           row_number() OVER (PARTITION BY r.run_id, r.case_id, r.unit_id ORDER BY r.rank, r.line) AS occurrence
+    FROM results r
+    WHERE list_contains($runs, r.run_id) AND r.stage = $stage
+), positioned AS (
+    SELECT *, row_number() OVER (PARTITION BY run_id, case_id ORDER BY rank, line) AS position
+    FROM ranked WHERE occurrence = 1
+), merged AS (
+    SELECT case_id, unit_id,
+           arg_min(document_id, position) AS document_id, arg_min(chunk_id, position) AS chunk_id,
+           arg_min(snippet, position) AS snippet, min(position) AS best_rank,
+           string_agg(DISTINCT run_id, ',' ORDER BY run_id) AS runs
+    FROM positioned WHERE position <= $depth
+    GROUP BY case_id, unit_id
+)
+SELECT m.*, EXISTS (SELECT 1 FROM labels l WHERE l.case_id = m.case_id AND l.unit_id = m.unit_id) AS judged
+FROM merged m
+"""
+
+_CONTEXT_SQL = """
+WITH pool AS ({pool}), unjudged AS (
+    SELECT * FROM pool WHERE NOT judged
+), docs AS (
+    SELECT d.*, lag(d.text) OVER w AS context_before, lead(d.text) OVER w AS context_after
+    FROM documents d
+    WINDOW w AS (PARTITION BY d.document_id ORDER BY d.position)
+), whole AS (
+    SELECT document_id, any_value(title ORDER BY position) AS title,
+           string_agg(text, chr(10) || chr(10) ORDER BY position) AS text
+    FROM documents GROUP BY document_id
+), passage AS (
+    -- The unit's own row: the chunk the run returned when it is in the snapshot, else the unit's first row.
+    SELECT u.case_id, u.unit_id, d.section_id, d.title, d.text, d.context_before, d.context_after,
+           d.chunk_id = u.chunk_id AS exact
+    FROM unjudged u JOIN docs d ON d.unit_id = u.unit_id
+    QUALIFY row_number() OVER (PARTITION BY u.case_id, u.unit_id
+                               ORDER BY (d.chunk_id = u.chunk_id) DESC NULLS LAST, d.position) = 1
+)
+SELECT u.case_id, c.query, u.unit_id, u.document_id, u.chunk_id, p.section_id,
+       coalesce(p.title, w.title) AS title,
+       CASE WHEN $unit = 'document' AND NOT coalesce(p.exact, FALSE) THEN coalesce(w.text, u.snippet)
+            ELSE coalesce(p.text, u.snippet) END AS text,
+       CASE WHEN $unit = 'document' AND NOT coalesce(p.exact, FALSE) THEN NULL ELSE p.context_before END
+           AS context_before,
+       CASE WHEN $unit = 'document' AND NOT coalesce(p.exact, FALSE) THEN NULL ELSE p.context_after END
+           AS context_after,
+       u.runs, u.best_rank, $rubric AS rubric,
+       CAST(NULL AS INTEGER) AS grade, CAST(NULL AS VARCHAR) AS annotator, CAST(NULL AS VARCHAR) AS note
+FROM unjudged u
+JOIN cases c USING (case_id)
+LEFT JOIN passage p USING (case_id, unit_id)
+LEFT JOIN whole w ON w.document_id = u.document_id
+ORDER BY u.case_id, u.best_rank, u.unit_id
+"""
+
+
+def pool_relation() -> str:
+    """SQL (parameters $runs, $depth, $stage) of every pooled (case, unit) with a ``judged`` flag."""
+    return _POOL_SQL
+
+
+def rubric_text(rubric: dict[str, str]) -> str:
+    """``0 = irrelevant; 1 = related; ...`` ordered by grade, so it reads the same in CSV and JSONL."""
+    items = sorted(rubric.items(), key=lambda kv: (int(kv[0]) if kv[0].lstrip("-").isdigit() else 0, kv[0]))
+    return "; ".join(f"{k} = {v}" for k, v in items)
+
+
+def build_pool(
+    con: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10, *, stage: str = "final"
+) -> pa.Table:
+    """The unjudged pool of ``runs`` at ``depth`` for the current dataset version, one row per (case, unit)."""
+    if not runs:
+        raise ValueError("no runs given; pass --runs a,b,c")
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    for run in runs:
+        require_run(con, run)
+    version = current_dataset_version(con)
+    row = con.execute("SELECT unit, rubric FROM datasets WHERE dataset_version = ?", [version]).fetchall()[0]
+    rubric = {str(k): str(v) for k, v in json.loads(row[1] or "{}").items()}
+    sql = _CONTEXT_SQL.format(pool=_POOL_SQL)
+    params = {"runs": runs, "depth": depth, "stage": stage, "unit": row[0], "rubric": rubric_text(rubric)}
+    cur = con.cursor()  # DuckDB 2 refuses .sql() on a connection holding an unfinished execute() result
+    try:
+        return cur.sql(sql, params=params).to_arrow_table()
+    finally:
+        cur.close()
+
+
+def write_pool(con: duckdb.DuckDBPyConnection, table: pa.Table, out: str | Path) -> str:
+    """Write the pool as CSV or JSONL (chosen by the extension); returns the format written."""
+    path = Path(out)
+    fmt = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(path.suffix.lower())
+    if fmt is None:
+        raise ValueError(f"{path}: write the pool to a .csv or .jsonl file")
+    con.register("_annotate_pool_out", table)
+    try:
+        opts = "FORMAT csv, HEADER true" if fmt == "csv" else "FORMAT json"
+        con.execute(f"COPY (SELECT * FROM _annotate_pool_out) TO {sql_str(str(path))} ({opts})")
+    finally:
+        con.unregister("_annotate_pool_out")
+    return fmt

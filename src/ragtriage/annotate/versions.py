@@ -1,0 +1,121 @@
+"""New dataset versions made from a parent version plus imported labels, never by editing the parent.
+
+The version id is a content hash, built with the loader's own pieces (``ragtriage.store.versioning``): the
+dataset identity (name, manifest version, unit, threshold, scale, rubric, corpus snapshot) plus order-free
+digests of the version's cases, labels and the corpus snapshot. The same content reached twice (say, the same
+file imported twice) therefore gives the same id, and the second import only moves the pointer.
+
+The digests here are taken over the *stored* columns (``all_cases``/``all_labels``), not over the staged input
+files as the loader does, so an imported version and a folder holding the same rows do not share an id.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from ragtriage.contract.fields import DOCUMENTS
+from ragtriage.contract.staging import sql_str
+from ragtriage.store.versioning import combine, relation_digest
+
+CASE_COLUMNS = [
+    "case_id", "query", "answerable", "expected_behavior", "principal_id", "principal_groups", "principal_tenant",
+    "filters", "split", "source_family", "query_type", "language", "tags", "critical", "expected_scope",
+]
+LABEL_COLUMNS = ["case_id", "document_id", "chunk_id", "section_id", "unit_id", "grade", "annotator", "note"]
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:
+    """The single value of a one-row, one-column query (None when it returns no row)."""
+    rows = con.execute(sql, params or []).fetchall()
+    return rows[0][0] if rows else None
+
+
+@dataclass(frozen=True)
+class DatasetRow:
+    """The parts of a ``datasets`` row that annotation needs."""
+
+    version: str
+    unit: str
+    grade_min: int
+    grade_max: int
+    relevance_threshold: int
+    rubric: dict[str, str]
+
+
+def dataset_row(con: duckdb.DuckDBPyConnection, version: str) -> DatasetRow:
+    row = con.execute(
+        "SELECT unit, grade_min, grade_max, relevance_threshold, rubric FROM datasets WHERE dataset_version = ?",
+        [version],
+    ).fetchone()
+    if row is None:
+        raise ValueError(f"unknown dataset version {version!r}")
+    rubric = {str(k): str(v) for k, v in (json.loads(row[4]) if row[4] else {}).items()}
+    return DatasetRow(version, str(row[0]), int(row[1]), int(row[2]), int(row[3]), rubric)
+
+
+def _identity(con: duckdb.DuckDBPyConnection, parent: str) -> dict[str, object]:
+    row = con.execute(
+        """SELECT name, version, unit, relevance_threshold, grade_min, grade_max, rubric, rubric_version,
+                  corpus_snapshot FROM datasets WHERE dataset_version = ?""",
+        [parent],
+    ).fetchone()
+    if row is None:
+        raise ValueError(f"unknown dataset version {parent!r}")
+    return {
+        "name": row[0],
+        "version": row[1],
+        "unit": row[2],
+        "relevance_threshold": row[3],
+        "grade_scale": [row[4], row[5]],
+        "rubric": json.loads(row[6]) if row[6] else None,
+        "rubric_version": row[7],
+        "corpus_snapshot": row[8],
+    }
+
+
+def version_hash(con: duckdb.DuckDBPyConnection, parent: str, labels_relation: str) -> str:
+    """Content hash of a version holding ``parent``'s cases and the labels in ``labels_relation``."""
+    cases = f"(SELECT * FROM all_cases WHERE dataset_version = {sql_str(parent)})"
+    digests = {
+        "cases": relation_digest(con, cases, CASE_COLUMNS),
+        "labels": relation_digest(con, labels_relation, LABEL_COLUMNS),
+        "documents": relation_digest(con, "documents", DOCUMENTS.names()),
+    }
+    return combine(_identity(con, parent), digests)
+
+
+def fork_version(con: duckdb.DuckDBPyConnection, parent: str, labels_relation: str) -> tuple[str, bool]:
+    """Write a child of ``parent`` whose labels are ``labels_relation`` and make it current.
+
+    Runs inside the caller's transaction. Returns (version, already_existed). The child's ``created_at`` is the
+    time of the import: it is when its new labels were made, which ``dataset check`` compares with documents'
+    ``updated_at``.
+    """
+    version = version_hash(con, parent, labels_relation)
+    exists = scalar(con, "SELECT count(*) FROM datasets WHERE dataset_version = ?", [version]) > 0
+    if not exists:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        con.execute(
+            """INSERT INTO datasets SELECT * REPLACE (? AS dataset_version, ? AS parent_version, ? AS created_at,
+                                                     now()::TIMESTAMP AS loaded_at)
+               FROM datasets WHERE dataset_version = ?""",
+            [version, parent, now, parent],
+        )
+        con.execute(
+            "INSERT INTO all_cases SELECT * REPLACE (? AS dataset_version) FROM all_cases WHERE dataset_version = ?",
+            [version, parent],
+        )
+        con.execute(
+            f"""INSERT INTO all_labels BY NAME
+                SELECT {sql_str(version)} AS dataset_version, {', '.join(LABEL_COLUMNS)}, line FROM {labels_relation}"""
+        )
+    con.execute(
+        "INSERT INTO meta VALUES ('current_dataset', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [version],
+    )
+    return version, exists

@@ -1,0 +1,138 @@
+"""Where each labelled relevant unit of a case is, for one run: the evidence every classifier rule reads.
+
+A relevant unit (qrels grade at or above the dataset's threshold) is, in this order of precedence:
+
+``final-top-k``         in the run's final list within k (found);
+``final-below-k``       in the final list below k;
+``candidate``           only in the run's candidate stage;
+``absent-from-corpus``  not in the corpus snapshot (and not returned by this run);
+``other-run``           in the snapshot, not returned by this run, but returned by another loaded run (any stage);
+``absent-from-runs``    in the snapshot and in no stage of any loaded run at any depth.
+
+Ranks are positions in the de-duplicated list (a unit's first occurrence, re-numbered 1..n), as the metrics
+count them. ``indexed`` says whether any loaded run returned the unit for any case (so it is in the index even
+when no run returns it for this case). ``permitted`` says whether the case's principal may see the unit (NULL:
+the case has no principal or the unit is not in the snapshot), by the same rules as the leakage check.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.checks.units import denials
+from ragtriage.store import require_run
+
+LOCATIONS = ("final-top-k", "final-below-k", "candidate", "absent-from-corpus", "other-run", "absent-from-runs")
+
+# CTE bodies, parameterised by $run_id and $k; ``locations`` is the last one.
+LOCATION_CTES = f"""
+acl_policy AS (
+    SELECT coalesce(bool_or(acl_required), false) AS acl_required FROM current_dataset
+),
+threshold AS (
+    SELECT coalesce(max(relevance_threshold), 1) AS t FROM current_dataset
+),
+relevant AS (
+    SELECT case_id, unit_id, grade FROM qrels WHERE grade >= (SELECT t FROM threshold)
+),
+label_ids AS (
+    SELECT case_id, unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,
+           min(section_id) AS section_id
+    FROM labels GROUP BY case_id, unit_id
+),
+positions AS (
+    SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet,
+           row_number() OVER (PARTITION BY run_id, case_id, stage ORDER BY rank, unit_id) AS pos
+    FROM results
+    QUALIFY row_number() OVER (PARTITION BY run_id, case_id, stage, unit_id ORDER BY rank) = 1
+),
+this_run AS (
+    SELECT case_id, unit_id, min(pos) FILTER (WHERE stage = 'final') AS final_rank,
+           min(pos) FILTER (WHERE stage = 'candidate') AS candidate_rank
+    FROM positions WHERE run_id = $run_id GROUP BY case_id, unit_id
+),
+other_runs AS (
+    SELECT case_id, unit_id, min(pos) AS best_rank, arg_min(run_id || ' (' || stage || ')', pos) AS best_other
+    FROM positions WHERE run_id <> $run_id GROUP BY case_id, unit_id
+),
+returned AS (
+    SELECT DISTINCT unit_id FROM results
+),
+corpus AS (
+    SELECT unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,
+           min(coalesce(section_id, document_id)) AS section,
+           CASE WHEN count(DISTINCT chunk_kind) = 1 THEN any_value(chunk_kind) END AS chunk_kind,
+           any_value(title) AS title, string_agg(text, ' ' ORDER BY position) AS text
+    FROM documents GROUP BY unit_id
+),
+corpus_documents AS (
+    SELECT DISTINCT document_id FROM documents
+),
+principals AS (
+    SELECT case_id, principal_groups, principal_tenant FROM cases
+    WHERE principal_id IS NOT NULL OR principal_groups IS NOT NULL OR principal_tenant IS NOT NULL
+),
+permission AS (
+    SELECT r.case_id, r.unit_id,
+           bool_and(len({denials("p.principal_groups", "p.principal_tenant", "d.")}) = 0) AS permitted
+    FROM relevant r JOIN documents d USING (unit_id) JOIN principals p USING (case_id)
+    GROUP BY r.case_id, r.unit_id
+),
+locations AS (
+    SELECT r.case_id, r.unit_id, coalesce(c.document_id, l.document_id) AS document_id,
+           coalesce(c.chunk_id, l.chunk_id) AS chunk_id, r.grade, t.final_rank, t.candidate_rank,
+           c.unit_id IS NOT NULL AS in_corpus, o.best_rank AS best_rank_other_runs,
+           CASE WHEN t.final_rank <= $k THEN 'final-top-k'
+                WHEN t.final_rank IS NOT NULL THEN 'final-below-k'
+                WHEN t.candidate_rank IS NOT NULL THEN 'candidate'
+                WHEN c.unit_id IS NULL THEN 'absent-from-corpus'
+                WHEN o.best_rank IS NOT NULL THEN 'other-run'
+                ELSE 'absent-from-runs' END AS location,
+           o.best_other AS best_other_run, cd.document_id IS NOT NULL AS document_in_corpus, pm.permitted,
+           c.chunk_kind, coalesce(c.section, l.section_id, l.document_id) AS section,
+           rt.unit_id IS NOT NULL AS indexed, CAST($k AS INTEGER) AS k
+    FROM relevant r
+    LEFT JOIN label_ids l USING (case_id, unit_id)
+    LEFT JOIN corpus c USING (unit_id)
+    LEFT JOIN this_run t USING (case_id, unit_id)
+    LEFT JOIN other_runs o USING (case_id, unit_id)
+    LEFT JOIN corpus_documents cd ON cd.document_id = coalesce(c.document_id, l.document_id)
+    LEFT JOIN permission pm USING (case_id, unit_id)
+    LEFT JOIN returned rt USING (unit_id)
+)"""
+
+_LOCATIONS_SQL = "WITH " + LOCATION_CTES + """
+SELECT * FROM locations WHERE $case_id IS NULL OR case_id = $case_id
+ORDER BY case_id, list_position(['final-top-k', 'final-below-k', 'candidate', 'absent-from-corpus', 'other-run',
+                                 'absent-from-runs'], location), final_rank NULLS LAST, unit_id
+"""
+
+
+def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
+    """The run's final cutoff (``runs.k``); raises ``StoreError`` for an unknown run."""
+    cur = con.cursor()
+    try:
+        require_run(cur, run_id)
+        row = cur.execute("SELECT k FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    finally:
+        cur.close()
+    assert row is not None
+    return int(row[0])
+
+
+def unit_locations(
+    con: duckdb.DuckDBPyConnection, run_id: str, case_id: str | None = None, *, k: int | None = None
+) -> pa.Table:
+    """One row per labelled relevant unit (of ``case_id``, or every case): where ``run_id`` put it, at ``k``.
+
+    ``k`` defaults to the run's own cutoff. Columns: case_id, unit_id, document_id, chunk_id, grade,
+    final_rank, candidate_rank, in_corpus, best_rank_other_runs, location, then best_other_run,
+    document_in_corpus, permitted, chunk_kind, section, indexed and k.
+    """
+    cutoff = run_k(con, run_id) if k is None else int(k)
+    cur = con.cursor()
+    try:
+        return cur.sql(_LOCATIONS_SQL, params={"run_id": run_id, "k": cutoff, "case_id": case_id}).to_arrow_table()
+    finally:
+        cur.close()

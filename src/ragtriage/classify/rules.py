@@ -1,0 +1,166 @@
+"""The classifier's rules and pattern hints as data: one list feeds the SQL, the docs and the tests.
+
+A rule is a named SQL predicate over one row of the per-failure facts (see ``facts.py``). Rules are tried in
+``RULES`` order and the first that matches decides the failure's category; every matching rule is recorded in
+the evidence, so a person sees all the explanations that applied, not only the winning one. Dataset rules come
+first because a wrong label makes every other piece of evidence unreliable; ingestion next because a unit that
+was never indexed cannot be ranked; ranking last. ``dataset.unjudged-top-k`` sits at the very end: it is the
+weakest signal (sparse labels are normal), so it decides only when nothing else explains a failure, and
+otherwise lowers the confidence of the deciding rule (``UNJUDGED_PENALTY``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FAILURES = ("no-relevant-in-top-k", "recall-below-bar", "negative-not-abstained", "stale-first", "leakage")
+CATEGORIES = ("dataset", "ingestion", "ranking", "security")
+ANSWERABLE = ("no-relevant-in-top-k", "recall-below-bar")
+
+UNJUDGED_RULE = "dataset.unjudged-top-k"
+UNJUDGED_PENALTY = 0.75
+DEFAULT_RECALL_BAR = 1.0
+# "crowded by one document": at least this many of the top k, and at least half of k.
+CROWD_MIN = 3
+# near-duplicate chunks: token-set Jaccard at or above this, both with at least NEAR_DUP_MIN_TOKENS tokens.
+NEAR_DUP_JACCARD = 0.8
+NEAR_DUP_MIN_TOKENS = 8
+# "several top results unjudged": every one of the first UNJUDGED_TOP final results (at least that many).
+UNJUDGED_TOP = 3
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    category: str
+    applies_to: tuple[str, ...]
+    confidence: float
+    predicate: str  # SQL over a facts row
+    description: str
+    experiment: str
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    applies_to: tuple[str, ...]
+    predicate: str
+    description: str
+    experiment: str
+
+
+def _missing(pred: str) -> str:
+    return f"len(list_filter(missing, lambda u: {pred})) > 0"
+
+
+# A missing unit the labels themselves make unfindable: its chunk id left the snapshot, or the principal may not
+# see it. Such a unit explains a failure only when every missing unit is one; otherwise a findable relevant unit
+# was missed too, and that is the defect to fix first.
+_LABEL_DEFECT = "((NOT u.in_corpus AND u.document_in_corpus) OR u.permitted = false)"
+_ONLY_LABEL_DEFECTS = f"len(list_filter(missing, lambda u: NOT {_LABEL_DEFECT})) = 0"
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("dataset.no-relevant-label", "dataset", ANSWERABLE, 0.95, "n_relevant = 0",
+         "An answerable case has no label at or above the relevance threshold: nothing can ever count as found.",
+         "Label the case (or mark it unanswerable with an expected_behavior)."),
+    Rule("dataset.label-not-in-snapshot", "dataset", ANSWERABLE, 0.9,
+         _missing("NOT u.in_corpus AND u.document_in_corpus") + " AND " + _ONLY_LABEL_DEFECTS,
+         "A missing relevant label names a unit that is not in the corpus snapshot although its document is "
+         "(the document was re-chunked after labelling): the label points at nothing retrievable. Decides only "
+         "when every missing unit is such a label defect (this one or an unpermitted unit).",
+         "Re-map the labels to the snapshot's current chunk ids (or re-label the case)."),
+    Rule("dataset.disputed-grade", "dataset", ANSWERABLE, 0.8, "len(disputed) > 0",
+         "Annotators disagree by two or more grades on a unit that decides the failure (a missing relevant "
+         "unit, or a top-k unit the effective grade calls not relevant).",
+         "Adjudicate the disputed label (annotator `adjudicated`)."),
+    Rule("dataset.unpermitted-evidence", "dataset", ANSWERABLE, 0.85,
+         _missing("u.permitted = false") + " AND " + _ONLY_LABEL_DEFECTS,
+         "A missing relevant unit is one the case's principal may not see: a correct retriever must not return "
+         "it, so the label (or the principal) is wrong. Decides only when every missing unit is a label defect.",
+         "Re-label with evidence the principal may see, or fix the case's principal."),
+    Rule("ingestion.absent-from-corpus", "ingestion", ANSWERABLE, 0.85,
+         _missing("u.location = 'absent-from-corpus' AND NOT u.document_in_corpus"),
+         "A missing relevant unit's document is absent from the corpus snapshot (and this run did not return "
+         "it): the document was never ingested.",
+         "Ingest the missing documents into the corpus snapshot and re-index."),
+    Rule("ingestion.absent-from-runs", "ingestion", ANSWERABLE, 0.8,
+         _missing("u.location = 'absent-from-runs' AND NOT u.indexed AND u.permitted IS DISTINCT FROM false"),
+         "A missing relevant, permitted unit is in the snapshot but no loaded run returned it, at any stage or "
+         "depth, for any case: it is not in the index (crawler or parser dropped it).",
+         "Check the index for the missing units (crawler and parser logs) and re-index them."),
+    Rule("ranking.one-document-crowds-top-k", "ranking", ANSWERABLE, 0.7, "crowding_document IS NOT NULL",
+         f"One document holds at least half of the top k (and at least {CROWD_MIN} results) while a missing "
+         "relevant unit belongs to another document.",
+         "Cap results per document or diversify the list (MMR); consider splitting the large document."),
+    Rule("ranking.archived-outranks-current", "ranking", (*ANSWERABLE, "stale-first"), 0.9, "stale_first",
+         "In the final list a stale (archived, expired or not-yet-effective) version of a document ranks above "
+         "its version in force.",
+         "Filter archived versions out at query time (status or effective-date filter)."),
+    Rule("ranking.below-k", "ranking", ANSWERABLE, 0.85, _missing("u.location = 'final-below-k'"),
+         "A missing relevant unit is in the final list, but below k.",
+         "Tune the ranker (or the reranker) so the unit reaches the top k; try a larger k."),
+    Rule("ranking.candidate-not-promoted", "ranking", ANSWERABLE, 0.85, _missing("u.location = 'candidate'"),
+         "A missing relevant unit is in the candidate stage but not in the final list: the reranker dropped it.",
+         "Retrain or re-weight the reranker; check its features for the dropped unit."),
+    Rule("ranking.found-by-other-run", "ranking", ANSWERABLE, 0.75, _missing("u.location = 'other-run'"),
+         "A missing relevant unit is indexed (another loaded run retrieved it) but this run did not return it "
+         "at any depth.",
+         "Compare with the run that found it: add that retriever (hybrid) or widen the candidate depth."),
+    Rule("ranking.never-retrieved", "ranking", ANSWERABLE, 0.65,
+         _missing("u.location = 'absent-from-runs' AND u.indexed"),
+         "A missing relevant unit is indexed (a run returned it for another case) but no run returns it for this "
+         "query at any depth: the query and the text do not meet (vocabulary mismatch, another language).",
+         "Add query expansion or synonyms, a multilingual embedding, or keyword retrieval; widen candidate depth."),
+    Rule(UNJUDGED_RULE, "dataset", ANSWERABLE, 0.5, "unjudged_top",
+         f"The first {UNJUDGED_TOP} final results are all unjudged: labels may be incomplete, and the run may "
+         "have found evidence nobody judged.",
+         "Judge the unjudged top results (pool the runs' top k for annotation)."),
+    Rule("dataset.negative-has-relevant-labels", "dataset", ("negative-not-abstained",), 0.9, "n_relevant > 0",
+         "A case expected to abstain has labels at or above the relevance threshold: the case contradicts itself.",
+         "Decide whether the case is answerable; fix answerable/expected_behavior or the labels."),
+    Rule("ranking.negative-confident-scores", "ranking", ("negative-not-abstained",), 0.85,
+         "threshold IS NOT NULL AND top_score >= threshold",
+         "A negative case was answered with a top score at or above the run's calibrated threshold.",
+         "Raise the abstention threshold, or add a relevance check (reranker score) before answering."),
+    Rule("ranking.negative-answered", "ranking", ("negative-not-abstained",), 0.6, "n_results > 0",
+         "A negative case got a non-empty final list (with no calibrated threshold to judge the scores by, or "
+         "a behaviour other than below_threshold expected).",
+         "Calibrate an abstention threshold (`ragtriage calibrate`) and abstain below it."),
+    Rule("ranking.negative-not-abstained", "ranking", ("negative-not-abstained",), 0.4, "n_results = 0",
+         "A negative case returned nothing, but not in the expected way (time-out, error, or no "
+         "insufficient_evidence status).",
+         "Make the system report insufficient_evidence explicitly instead of an empty or failed call."),
+    Rule("security.leaked-result", "security", ("leakage",), 1.0, "true",
+         "The run showed the case's principal a unit it may not see (any stage): a hard failure.",
+         "Apply the acl and tenant filters in every stage (check filters_applied) and re-run."),
+)
+
+PATTERNS: tuple[Pattern, ...] = (
+    Pattern("heading-only", ANSWERABLE, "len(heading_hits) > 0",
+            "A heading chunk ranks in the top k, but the relevant body chunk of its section does not.",
+            "Attach heading context to body chunks (prepend the section heading) or merge headings into bodies."),
+    Pattern("exact-identifier", ANSWERABLE, "len(identifiers_missed) > 0",
+            "The query holds an ID-like token (RN-2024-117, E4012) that no top-k result contains.",
+            "Add keyword or hybrid retrieval, or boost exact identifier matches."),
+    Pattern("table-answer", ANSWERABLE, "len(table_units) > 0 OR query_type = 'table'",
+            "The answer is in a table chunk (or the question asks for a table value) and it is missing.",
+            "Serialise tables with their header row at ingestion and check the parser keeps table chunks."),
+    Pattern("current-archived-mixed", (*ANSWERABLE, "stale-first"), "len(version_mix) > 0",
+            "The top k holds both a stale and an in-force version of one document.",
+            "Filter archived versions out at query time (status or effective-date filter)."),
+    Pattern("multi-part-partial", ANSWERABLE, "multi_part AND n_found >= 1 AND n_found < n_relevant",
+            "A multi-part question (query_type multi-part, or tag multi-part) with only some of its relevant "
+            "passages in the top k.",
+            "Decompose the question into sub-queries and merge their results, or raise k."),
+    Pattern("one-document-dominates", ANSWERABLE, "crowding_document IS NOT NULL",
+            f"One document holds at least half of the top k (and at least {CROWD_MIN} results) while a missing "
+            "relevant unit belongs to another document.",
+            "Cap results per document or diversify the list (MMR); consider splitting the large document."),
+    Pattern("near-duplicates", (*ANSWERABLE, "stale-first"), "len(duplicate_pairs) > 0",
+            f"Two top-k chunks are near-duplicates (token Jaccard >= {NEAR_DUP_JACCARD}), wasting a slot.",
+            "De-duplicate near-identical chunks at index time or diversify the final list."),
+)
+
+RULES_BY_NAME = {r.name: r for r in RULES}
+PATTERNS_BY_NAME = {p.name: p for p in PATTERNS}

@@ -1,0 +1,41 @@
+"""How much of each top k carries a relevance label: where the label pool must grow before the figures hold.
+
+An unjudged result counts as not relevant in P/R/nDCG, so a case whose top k is mostly unjudged can score low
+for a good ranking. Judged@k = judged results in the top k / k; a case is *mostly unjudged* when more than half
+of the results it actually returned within k have no label.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.metrics.context import arrow, resolve
+from ragtriage.metrics.ranking import cut_lists
+
+
+def judged_report(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    k: int = 10,
+    *,
+    stage: str = "final",
+    split: str | None = None,
+) -> pa.Table:
+    """One row per answerable case, least judged first: returned (within k), judged, unjudged, Judged@k, flag."""
+    ctx = resolve(con, run_id, (k,), stage=stage, split=split)
+    pop, params = ctx.population_sql()
+    return arrow(
+        con,
+        f"""WITH pop AS ({pop}),
+            t AS (SELECT l.case_id, count(*) AS returned, count(q.unit_id) AS judged
+                  FROM _lists l LEFT JOIN qrels q USING (case_id, unit_id) GROUP BY l.case_id)
+            SELECT p.case_id, c.query, {k} AS k, coalesce(t.returned, 0) AS returned,
+                   coalesce(t.judged, 0) AS judged, coalesce(t.returned - t.judged, 0) AS unjudged,
+                   coalesce(t.judged, 0) / {k}.0 AS "Judged@{k}",
+                   coalesce(t.returned - t.judged, 0) * 2 > coalesce(t.returned, 0) AS mostly_unjudged
+            FROM pop p JOIN cases c USING (case_id) LEFT JOIN t USING (case_id)
+            ORDER BY "Judged@{k}", p.case_id""",
+        params,
+        _lists=cut_lists(con, run_id, stage, k),
+    )

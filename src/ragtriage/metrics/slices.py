@@ -1,0 +1,104 @@
+"""Metrics by slice: case fields (query_type, tags, ...) and evidence fields of the labelled relevant units.
+
+A case belongs to every slice its field puts it in: a case tagged ``[a, b]`` counts in both, a case whose relevant
+units are a policy and a table counts under both doc_types. Cases with no value (or no relevant label, for the
+evidence fields) form their own ``(none)`` slice, so the slice counts always add up to at least the population.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.metrics.context import DEFAULT_KS, MetricsError, arrow, resolve
+from ragtriage.metrics.distribution import describe
+from ragtriage.metrics.per_case import MEASURES, per_case_context
+from ragtriage.metrics.summary import column_values
+
+CASE_FIELDS = ("query_type", "language", "split", "tags", "critical", "source_family", "expected_scope")
+EVIDENCE_FIELDS = ("doc_type", "source_system", "chunk_kind", "update_age", "evidence_count")
+NONE = "(none)"
+
+# Age of the newest update of a relevant unit, against the newest update in the corpus snapshot (a fixed point
+# of the data, so the buckets do not drift with the wall clock).
+_AGE = """CASE WHEN d.updated_at IS NULL THEN NULL
+               WHEN date_diff('day', d.updated_at, ref.t) < 30 THEN '<30d'
+               WHEN date_diff('day', d.updated_at, ref.t) < 180 THEN '30-180d'
+               WHEN date_diff('day', d.updated_at, ref.t) < 365 THEN '180-365d'
+               ELSE '>=365d' END"""
+
+
+def membership_sql(by: str, threshold: int) -> str:
+    """(case_id, slice_value) pairs for one dimension, over all cases of the current dataset."""
+    if by == "tags":
+        return "SELECT case_id, unnest(CASE WHEN len(tags) > 0 THEN tags ELSE [NULL] END) AS v FROM cases"
+    if by in CASE_FIELDS:
+        return f"SELECT case_id, CAST({by} AS VARCHAR) AS v FROM cases"
+    rel = f"SELECT case_id, unit_id FROM qrels WHERE grade >= {threshold}"
+    if by == "evidence_count":
+        return f"""SELECT c.case_id,
+                          CASE WHEN n IS NULL THEN '0' WHEN n >= 3 THEN '3+' ELSE CAST(n AS VARCHAR) END AS v
+                   FROM cases c
+                   LEFT JOIN (SELECT case_id, count(*) AS n FROM ({rel}) GROUP BY case_id) USING (case_id)"""
+    expr = _AGE if by == "update_age" else f"d.{by}"
+    return f"""WITH ref AS (SELECT max(updated_at) AS t FROM documents)
+               SELECT DISTINCT c.case_id, {expr} AS v
+               FROM cases c LEFT JOIN ({rel}) r USING (case_id) LEFT JOIN documents d USING (unit_id), ref"""
+
+
+def slices(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    by: str = "query_type",
+    ks: Sequence[int] | str = DEFAULT_KS,
+    *,
+    measure: str = "nDCG",
+    k: int | None = None,
+    stage: str = "final",
+    gain: str = "exponential",
+    split: str | None = None,
+    seed: int = 0,
+) -> pa.Table:
+    """One row per slice value, worst mean ``measure@k`` first (k defaults to the deepest cutoff).
+
+    Columns: dimension, slice_value, n, n_without_relevant, measure, threshold, gain, mean, median, p10, min,
+    ci_low, ci_high (of ``measure@k``), zero_hit_rate (at k), then the mean of every measure@k.
+    """
+    if by not in CASE_FIELDS + EVIDENCE_FIELDS:
+        raise MetricsError(f"slice by {by!r}: use one of {', '.join(CASE_FIELDS + EVIDENCE_FIELDS)}")
+    ctx = resolve(con, run_id, ks, stage=stage, gain=gain, split=split)
+    k = ctx.depth if k is None else k
+    if k not in ctx.ks or measure not in MEASURES:
+        raise MetricsError(f"{measure}@{k}: pick a measure of {', '.join(MEASURES)} and k of {list(ctx.ks)}")
+    table = per_case_context(con, ctx, counts=False)
+    means = ", ".join(f'avg(p."{m}@{c}") AS "{m}@{c}"' for m in MEASURES for c in ctx.ks)
+    grouped = arrow(
+        con,
+        f"""WITH mem AS ({membership_sql(by, ctx.threshold)})
+            SELECT coalesce(m.v, '{NONE}') AS slice_value, list(p.case_id) AS case_ids,
+                   count(*) AS n, count(*) FILTER (WHERE p.n_relevant = 0) AS n_without_relevant,
+                   avg(CAST(p."zero_hit@{k}" AS DOUBLE)) AS zero_hit_rate, {means}
+            FROM _p p JOIN (SELECT DISTINCT case_id, v FROM mem) m USING (case_id)
+            GROUP BY ALL""",
+        _p=table,
+    )
+    return _with_distributions(table, grouped, by, f"{measure}@{k}", ctx.threshold, ctx.gain, seed)
+
+
+def _with_distributions(
+    per_case: pa.Table, grouped: pa.Table, by: str, name: str, threshold: int, gain: str, seed: int
+) -> pa.Table:
+    index = {cid: i for i, cid in enumerate(per_case["case_id"].to_pylist())}
+    rows = []
+    for g in grouped.to_pylist():
+        part = per_case.take([index[c] for c in g.pop("case_ids")])
+        d = describe(column_values(part, name), seed=seed)
+        head = {"dimension": by, "slice_value": g.pop("slice_value"), "n": g.pop("n"),
+                "n_without_relevant": g.pop("n_without_relevant"), "measure": name, "threshold": threshold,
+                "gain": gain, "mean": d.mean, "median": d.median, "p10": d.p10, "min": d.min,
+                "ci_low": d.ci_low, "ci_high": d.ci_high}
+        rows.append({**head, **g})
+    rows.sort(key=lambda r: (r["mean"] is not None, r["mean"] or 0.0, str(r["slice_value"])))
+    return pa.Table.from_pylist(rows)

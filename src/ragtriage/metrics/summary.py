@@ -1,0 +1,126 @@
+"""Aggregated metrics of one run: the distribution of every measure at every cutoff, and the zero-hit rate.
+
+The returned dataclass carries the relevance threshold, gain and unit with the figures, so no writer can print a
+number without saying how it was made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragtriage.metrics.context import DEFAULT_KS, EvalContext, resolve
+from ragtriage.metrics.distribution import Distribution, describe
+from ragtriage.metrics.per_case import MEASURES, per_case_context
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    measure: str
+    k: int
+    name: str
+    mean: float | None
+    median: float | None
+    p10: float | None
+    min: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+@dataclass
+class MetricReport:
+    run_id: str
+    threshold: int
+    gain: str
+    unit: str
+    ks: tuple[int, ...]
+    n_cases: int
+    n_without_relevant: int
+    rows: list[MetricRow]
+    zero_hit_rate: dict[int, float | None]
+    stage: str = "final"
+    split: str | None = None
+    mode: str = "default"
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def row(self, measure: str, k: int) -> MetricRow:
+        return next(r for r in self.rows if r.measure == measure and r.k == k)
+
+    def to_arrow(self) -> pa.Table:
+        """One row per (measure, k) with the context columns repeated, so an exported row stands alone."""
+        rows = [
+            {**asdict(r), "zero_hit_rate": self.zero_hit_rate.get(r.k), "threshold": self.threshold,
+             "gain": self.gain, "unit": self.unit, "stage": self.stage, "split": self.split, "mode": self.mode,
+             "run_id": self.run_id}
+            for r in self.rows
+        ]
+        schema = pa.schema([
+            ("run_id", pa.string()), ("measure", pa.string()), ("k", pa.int64()), ("name", pa.string()),
+            ("mean", pa.float64()), ("median", pa.float64()), ("p10", pa.float64()), ("min", pa.float64()),
+            ("ci_low", pa.float64()), ("ci_high", pa.float64()), ("n", pa.int64()), ("zero_hit_rate", pa.float64()),
+            ("threshold", pa.int64()), ("gain", pa.string()), ("unit", pa.string()), ("stage", pa.string()),
+            ("split", pa.string()), ("mode", pa.string()),
+        ])
+        return pa.Table.from_pylist(rows, schema=schema)
+
+    to_arrow_table = to_arrow
+
+
+def column_values(table: pa.Table, name: str) -> np.ndarray:
+    return np.asarray(table.column(name).drop_null().to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def distributions(
+    table: pa.Table, measures: Sequence[str], ks: Sequence[int], seed: int
+) -> list[MetricRow]:
+    rows = []
+    for m in measures:
+        for k in ks:
+            d: Distribution = describe(column_values(table, f"{m}@{k}"), seed=seed)
+            rows.append(MetricRow(m, k, f"{m}@{k}", d.mean, d.median, d.p10, d.min, d.ci_low, d.ci_high, d.n))
+    return rows
+
+
+def zero_hit_rates(table: pa.Table, ks: Sequence[int]) -> dict[int, float | None]:
+    n = table.num_rows
+    return {k: (pc.sum(pc.cast(table[f"zero_hit@{k}"], pa.int64())).as_py() or 0) / n if n else None for k in ks}
+
+
+def report_from_table(
+    ctx: EvalContext, table: pa.Table, measures: Sequence[str], seed: int
+) -> MetricReport:
+    n_without = pc.sum(pc.equal(table["n_relevant"], 0)).as_py() or 0 if table.num_rows else 0
+    return MetricReport(
+        run_id=ctx.run_id, threshold=ctx.threshold, gain=ctx.gain, unit=ctx.unit, ks=ctx.ks,
+        n_cases=table.num_rows, n_without_relevant=int(n_without),
+        rows=distributions(table, measures, ctx.ks, seed), zero_hit_rate=zero_hit_rates(table, ctx.ks),
+        stage=ctx.stage, split=ctx.split,
+    )
+
+
+def summarize(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    ks: Sequence[int] | str = DEFAULT_KS,
+    *,
+    stage: str = "final",
+    gain: str = "exponential",
+    split: str | None = None,
+    seed: int = 0,
+    measures: Sequence[str] = MEASURES,
+) -> MetricReport:
+    """Mean, median, p10, min and a seeded 95% bootstrap interval of every measure@k, over answerable cases."""
+    ctx = resolve(con, run_id, ks, stage=stage, gain=gain, split=split)
+    unknown = [m for m in measures if m not in MEASURES]
+    if unknown:
+        from ragtriage.metrics.context import MetricsError
+
+        raise MetricsError(f"unknown measure(s) {', '.join(unknown)}; use {', '.join(MEASURES)}")
+    table = per_case_context(con, ctx, counts=False)
+    return report_from_table(ctx, table, measures, seed)

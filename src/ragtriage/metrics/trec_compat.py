@@ -1,0 +1,122 @@
+"""``--trec-compat``: the figures ``trec_eval -c -l THRESHOLD -m P.k -m recall.k -m ndcg_cut.k -m map_cut.k
+-m recip_rank`` prints for the store's qrels and run, to floating-point rounding.
+
+What trec_eval does differently from the default mode (docs/metrics.md lists it all): it ignores the recorded rank
+and orders each list by score descending, ties by docno descending; it averages over every query that has a
+qrels line (``-c``: a query missing from the run scores 0; a run query without qrels is ignored); a query without
+relevant documents scores 0 on recall/map instead of being excluded; nDCG uses linear gain over every positive
+grade, with the ideal list built from all judged documents; recip_rank has no cutoff. A unit repeated in one list
+keeps its first occurrence (lowest recorded rank) and that row's score, as a de-duplicated run file would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
+from ragtriage.metrics.distribution import describe
+from ragtriage.metrics.summary import MetricReport, MetricRow, column_values
+
+TREC_MEASURES = ("P", "recall", "ndcg_cut", "map_cut")
+
+
+def _columns(ks: Sequence[int]) -> str:
+    parts = []
+    for k in ks:
+        hits = f"coalesce(a.hits_{k}, 0)"
+        idcg = f"list_sum(list_transform(n.gains[1:{k}], lambda x, j: x / log2(j + 1)))"
+        parts += [
+            f'{hits} / {k}.0 AS "P_{k}"',
+            f'CASE WHEN n.num_rel > 0 THEN {hits} / n.num_rel ELSE 0.0 END AS "recall_{k}"',
+            f'coalesce(a.dcg_{k} / nullif({idcg}, 0), 0.0) AS "ndcg_cut_{k}"',
+            f'CASE WHEN n.num_rel > 0 THEN coalesce(a.ap_{k}, 0.0) / n.num_rel ELSE 0.0 END AS "map_cut_{k}"',
+        ]
+    return ",\n".join(parts)
+
+
+def _aggregates(ks: Sequence[int]) -> str:
+    parts = []
+    for k in ks:
+        parts += [
+            f"count(*) FILTER (WHERE rel AND pos <= {k}) AS hits_{k}",
+            f"sum(g / log2(pos + 1)) FILTER (WHERE pos <= {k}) AS dcg_{k}",
+            f"sum(cum_rel / pos) FILTER (WHERE rel AND pos <= {k}) AS ap_{k}",
+        ]
+    return ",\n".join(parts)
+
+
+def trec_sql(ctx: EvalContext) -> tuple[str, list[object]]:
+    split = "WHERE case_id IN (SELECT case_id FROM cases WHERE split = ?)" if ctx.split else ""
+    t = ctx.threshold
+    sql = f"""
+    WITH q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM qrels {split}),
+    n AS (SELECT case_id, count(*) FILTER (WHERE grade >= {t}) AS num_rel,
+                 list(CAST(grade AS DOUBLE) ORDER BY grade DESC) FILTER (WHERE grade > 0) AS gains
+          FROM q GROUP BY case_id),
+    r AS (SELECT case_id, unit_id, score FROM results WHERE run_id = ? AND stage = ?
+                                          AND case_id IN (SELECT case_id FROM n)
+          QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1),
+    ranked AS (SELECT case_id, unit_id,
+                      row_number() OVER (PARTITION BY case_id ORDER BY score DESC NULLS LAST, unit_id DESC) AS pos
+               FROM r),
+    hit AS (SELECT x.case_id, x.pos, coalesce(q.grade >= {t}, FALSE) AS rel,
+                   CAST(greatest(coalesce(q.grade, 0), 0) AS DOUBLE) AS g,
+                   sum(CASE WHEN q.grade >= {t} THEN 1 ELSE 0 END)
+                       OVER (PARTITION BY x.case_id ORDER BY x.pos) AS cum_rel
+            FROM ranked x LEFT JOIN q USING (case_id, unit_id)),
+    a AS (SELECT case_id, min(pos) FILTER (WHERE rel) AS first_rel, {_aggregates(ctx.ks)} FROM hit GROUP BY case_id)
+    SELECT n.case_id, CAST(n.num_rel AS BIGINT) AS num_rel, {_columns(ctx.ks)},
+           CASE WHEN a.first_rel IS NOT NULL THEN 1.0::DOUBLE / a.first_rel ELSE 0.0::DOUBLE END AS recip_rank
+    FROM n LEFT JOIN a USING (case_id) ORDER BY n.case_id
+    """
+    return sql, ([ctx.split] if ctx.split else []) + [ctx.run_id, ctx.stage]
+
+
+def trec_per_query(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    ks: Sequence[int] | str = DEFAULT_KS,
+    *,
+    stage: str = "final",
+    split: str | None = None,
+) -> pa.Table:
+    """One row per query with a qrels line (trec_eval -c's population), trec_eval's measure names."""
+    ctx = resolve(con, run_id, ks, stage=stage, gain="linear", split=split)
+    sql, params = trec_sql(ctx)
+    return arrow(con, sql, params)
+
+
+def trec_summary(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    ks: Sequence[int] | str = DEFAULT_KS,
+    *,
+    stage: str = "final",
+    split: str | None = None,
+    seed: int = 0,
+) -> MetricReport:
+    """trec_eval's 'all' line per measure (the mean), with the same distribution columns as the default mode."""
+    ctx = resolve(con, run_id, ks, stage=stage, gain="linear", split=split)
+    sql, params = trec_sql(ctx)
+    table = arrow(con, sql, params)
+    rows = []
+    for m in TREC_MEASURES:
+        for k in ctx.ks:
+            rows.append(_row(table, m, k, f"{m}_{k}", seed))
+    rows.append(_row(table, "recip_rank", 0, "recip_rank", seed))
+    hits = {k: column_values(table, f"P_{k}") for k in ctx.ks}
+    return MetricReport(
+        run_id=ctx.run_id, threshold=ctx.threshold, gain="linear", unit=ctx.unit, ks=ctx.ks,
+        n_cases=table.num_rows, n_without_relevant=int(np.sum(column_values(table, "num_rel") == 0)),
+        rows=rows, zero_hit_rate={k: float(np.mean(v == 0)) if len(v) else None for k, v in hits.items()},
+        stage=ctx.stage, split=ctx.split, mode="trec-compat",
+    )
+
+
+def _row(table: pa.Table, measure: str, k: int, column: str, seed: int) -> MetricRow:
+    d = describe(column_values(table, column), seed=seed)
+    return MetricRow(measure, k, column, d.mean, d.median, d.p10, d.min, d.ci_low, d.ci_high, d.n)

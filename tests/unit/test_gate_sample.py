@@ -1,0 +1,57 @@
+"""The shipped gate files against the shipped sample runs, through the real metrics, checks and classifier."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragtriage.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "sample_runs"
+RUNS = ("bm25", "hybrid-rerank", "no-acl-filter")
+
+pytestmark = pytest.mark.skipif(not (SAMPLE / "dataset").is_dir(), reason="sample_runs not generated")
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sample") / "triage.duckdb"
+    args = ["load", "--db", str(path), "--dataset", str(SAMPLE / "dataset")]
+    for run in RUNS:
+        args += ["--run", str(SAMPLE / "runs" / run)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    return path
+
+
+def _failed(junit: Path) -> set[str]:
+    root = ET.parse(junit).getroot()
+    return {str(c.get("name")) for c in root.iter("testcase") if c.find("failure") is not None}
+
+
+def test_release_gate_fails_the_best_run_for_its_real_defects(db: Path, tmp_path: Path) -> None:
+    junit = tmp_path / "gate.xml"
+    res = runner.invoke(app, ["gate", "--db", str(db), "--gate", str(SAMPLE / "gate.toml"), "--run",
+                              "hybrid-rerank", "--baseline", "bm25", "--junit", str(junit), "--no-record"])
+    assert res.exit_code == 1, res.output
+    assert _failed(junit) == {"slice_minimum:query_type=date:nDCG@10", "negative_cases", "latency"}
+    assert "q094 [query_type=direct]" in res.output and "timed out" in res.output
+    assert "q020 [query_type=date]" in res.output
+
+
+def test_ranking_gate_passes_the_best_run_and_fails_the_leaking_one_on_leakage_only(db: Path, tmp_path: Path
+                                                                                     ) -> None:
+    gate = str(SAMPLE / "gate-pass.toml")
+    ok = runner.invoke(app, ["gate", "--db", str(db), "--gate", gate, "--run", "hybrid-rerank", "--baseline",
+                             "bm25", "--no-record"])
+    assert ok.exit_code == 0, ok.output
+    junit = tmp_path / "leak.xml"
+    bad = runner.invoke(app, ["gate", "--db", str(db), "--gate", gate, "--run", "no-acl-filter", "--baseline",
+                              "bm25", "--junit", str(junit), "--no-record"])
+    assert bad.exit_code == 1
+    assert _failed(junit) == {"leakage"}

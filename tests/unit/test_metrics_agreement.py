@@ -1,0 +1,124 @@
+"""Agreement with the reference implementations on seeded random data.
+
+``--trec-compat`` must equal trec_eval (pytrec_eval-terrier) to 1e-9, on runs with score ties, duplicated units,
+queries missing from the run, queries without relevant labels and unlabelled queries. The default mode must
+equal ranx where the two define a measure the same way (recorded rank = score order, no duplicates, cases with
+at least one relevant label).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ragtriage.metrics import per_case, trec_per_query, trec_summary
+from tests.factory import make_store
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+ranx = pytest.importorskip("ranx")
+
+KS = (1, 3, 5, 10)
+THRESHOLD = 2
+
+
+def _dataset(rng: random.Random, n_cases: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    cases = [{"id": f"q{i:03d}", "query": f"query {i}"} for i in range(n_cases)]
+    labels = []
+    for i in range(n_cases):
+        if i % 7 == 3:
+            continue  # unlabelled
+        for u in rng.sample(range(40), rng.randint(1, 8)):
+            grade = 1 if i % 5 == 4 else rng.randint(0, 3)  # i % 5 == 4: no relevant label at threshold 2
+            labels.append({"case_id": f"q{i:03d}", "document_id": f"d{u:02d}", "chunk_id": f"d{u:02d}", "grade": grade})
+    return cases, labels
+
+
+def _trec_run(rng: random.Random, n_cases: int) -> list[dict[str, Any]]:
+    """Scores with ties (rounded to 1 decimal), ranks shuffled against the scores, repeated units."""
+    rows = []
+    for i in range(n_cases):
+        if i % 6 == 1:
+            continue  # missing from the run
+        units = [rng.randrange(40) for _ in range(rng.randint(1, 25))]  # duplicates likely
+        ranks = list(range(1, len(units) + 1))
+        rng.shuffle(ranks)
+        for u, r in zip(units, ranks, strict=True):
+            rows.append({"case_id": f"q{i:03d}", "document_id": f"d{u:02d}", "chunk_id": f"d{u:02d}", "rank": r,
+                         "score": round(rng.random(), 1)})
+    return rows
+
+
+def _store(tmp_path: Path, seed: int, results_fn):
+    rng = random.Random(seed)
+    cases, labels = _dataset(rng, 60)
+    results = results_fn(rng, 60)
+    con = make_store(tmp_path, dataset={"name": "t", "version": "1", "unit": "chunk", "relevance_threshold": THRESHOLD},
+                     cases=cases, labels=labels, runs=[{"run": {"run_id": "r", "k": 25}, "results": results}])
+    return con, labels, results
+
+
+def _qrels(labels):
+    q: dict[str, dict[str, int]] = {}
+    for lab in labels:
+        q.setdefault(lab["case_id"], {})[lab["chunk_id"]] = lab["grade"]
+    return q
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_trec_compat_equals_trec_eval(tmp_path: Path, seed: int) -> None:
+    con, labels, results = _store(tmp_path, seed, _trec_run)
+    qrels = _qrels(labels)
+    run: dict[str, dict[str, float]] = {}
+    for row in sorted(results, key=lambda r: r["rank"]):  # first occurrence (lowest rank) keeps its score
+        run.setdefault(row["case_id"], {}).setdefault(row["chunk_id"], row["score"])
+    names = {f"P_{k}" for k in KS} | {f"recall_{k}" for k in KS} | {f"ndcg_cut_{k}" for k in KS}
+    names |= {f"map_cut_{k}" for k in KS} | {"recip_rank"}
+    measures = {"P", "recall", "ndcg_cut", "map_cut", "recip_rank"}
+    measures = {f"{m}.{','.join(map(str, KS))}" if m != "recip_rank" else m for m in measures}
+    ref = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=THRESHOLD).evaluate(run)
+    ours = {r["case_id"]: r for r in trec_per_query(con, "r", KS).to_pylist()}
+    assert set(ours) == set(qrels)
+    for qid, row in ours.items():
+        for name in names:
+            expected = ref.get(qid, {}).get(name, 0.0)  # -c: a query missing from the run scores 0
+            assert row[name] == pytest.approx(expected, abs=1e-9), (qid, name)
+    summary = trec_summary(con, "r", KS)
+    for name in names:
+        mean = np.mean([ref.get(q, {}).get(name, 0.0) for q in qrels])
+        assert summary.rows[[r.name for r in summary.rows].index(name)].mean == pytest.approx(mean, abs=1e-9)
+
+
+def _ranx_run(rng: random.Random, n_cases: int) -> list[dict[str, Any]]:
+    rows = []
+    for i in range(n_cases):
+        units = rng.sample(range(40), rng.randint(1, 15))
+        for r, u in enumerate(units, start=1):
+            rows.append({"case_id": f"q{i:03d}", "document_id": f"d{u:02d}", "chunk_id": f"d{u:02d}", "rank": r,
+                         "score": 1.0 / r})
+    return rows
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_default_mode_equals_ranx(tmp_path: Path, seed: int) -> None:
+    con, labels, results = _store(tmp_path, seed, _ranx_run)
+    table = {r["case_id"]: r for r in per_case(con, "r", KS).to_pylist()}
+    judged = {q: g for q, g in _qrels(labels).items() if max(g.values()) >= THRESHOLD}
+    run: dict[str, dict[str, float]] = {}
+    for row in results:
+        if row["case_id"] in judged:
+            run.setdefault(row["case_id"], {})[row["chunk_id"]] = row["score"]
+    metrics = [f"ndcg_burges@{k}" for k in KS]
+    metrics += [f"{m}@{k}-l{THRESHOLD}" for k in KS for m in ("precision", "recall", "mrr")]
+    ref = ranx.evaluate(ranx.Qrels(judged), ranx.Run(run), metrics, return_mean=False)
+    ids = sorted(judged)
+    assert len(ids) > 20
+    pairs = {"ndcg_burges": "nDCG", "precision": "P", "recall": "R", "mrr": "RR"}
+    for metric in metrics:
+        name, k = metric.split("-")[0].split("@")
+        ranx_by_id = dict(zip(sorted(run), np.asarray(ref[metric]), strict=True))
+        for qid in ids:
+            assert table[qid][f"{pairs[name]}@{k}"] == pytest.approx(ranx_by_id[qid], abs=1e-9), (qid, metric)
