@@ -53,7 +53,7 @@ this_run AS (
     FROM positions WHERE run_id = $run_id GROUP BY case_id, unit_id
 ),
 other_runs AS (
-    SELECT case_id, unit_id, min(pos) AS best_rank, arg_min(run_id || ' (' || stage || ')', pos) AS best_other
+    SELECT case_id, unit_id, min(pos) AS best_rank, first(run_id || ' (' || stage || ')' ORDER BY pos, run_id, stage) AS best_other
     FROM positions WHERE run_id <> $run_id GROUP BY case_id, unit_id
 ),
 returned AS (
@@ -63,7 +63,7 @@ corpus AS (
     SELECT unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,
            min(coalesce(section_id, document_id)) AS section,
            CASE WHEN count(DISTINCT chunk_kind) = 1 THEN any_value(chunk_kind) END AS chunk_kind,
-           any_value(title) AS title, string_agg(text, ' ' ORDER BY position) AS text
+           min(title) AS title, string_agg(text, ' ' ORDER BY position) AS text
     FROM documents GROUP BY unit_id
 ),
 corpus_documents AS (

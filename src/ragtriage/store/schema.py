@@ -177,8 +177,8 @@ CREATE OR REPLACE VIEW labels AS
     WHERE l.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset');
 
 -- One grade per (case, unit): an `adjudicated` label wins; otherwise the median of the annotators' grades,
--- rounded down (with two annotators that is the lower grade: a disputed unit is not counted as better than the
--- more sceptical annotator judged it).  Chunk labels roll up to the document by max when unit = document,
+-- rounded down (with two annotators, the floor of their mean: 3 and 1 give 2, 3 and 0 give 1), so a disputed
+-- unit never counts as better than the annotators' middle judgement.  Chunk labels roll up to the document by max when unit = document,
 -- because unit_id is already the document id there.
 CREATE OR REPLACE VIEW qrels AS
     WITH per_annotator AS (
