@@ -53,7 +53,8 @@ this_run AS (
     FROM positions WHERE run_id = $run_id GROUP BY case_id, unit_id
 ),
 other_runs AS (
-    SELECT case_id, unit_id, min(pos) AS best_rank, first(run_id || ' (' || stage || ')' ORDER BY pos, run_id, stage) AS best_other
+    SELECT case_id, unit_id, min(pos) AS best_rank,
+           first(run_id || ' (' || stage || ')' ORDER BY pos, run_id, stage) AS best_other
     FROM positions WHERE run_id <> $run_id GROUP BY case_id, unit_id
 ),
 returned AS (
