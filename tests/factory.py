@@ -36,7 +36,9 @@ def write_dataset(
     return root
 
 
-def write_run(root: Path, run: dict[str, Any], results: list[dict[str, Any]], events: list[dict[str, Any]] | None) -> Path:
+def write_run(
+    root: Path, run: dict[str, Any], results: list[dict[str, Any]], events: list[dict[str, Any]] | None
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "run.json").write_text(json.dumps(run), encoding="utf-8")
     write_jsonl(root / "results.jsonl", results)
@@ -60,8 +62,9 @@ def make_store(
     Results without an explicit ``rank`` get ranks 1..n in list order per (case, stage).
     """
     con = connect(tmp_path / db)
-    load_dataset(con, write_dataset(tmp_path / "dataset", dataset=dataset, cases=cases, labels=labels,
-                                    documents=documents))
+    load_dataset(
+        con, write_dataset(tmp_path / "dataset", dataset=dataset, cases=cases, labels=labels, documents=documents)
+    )
     for i, r in enumerate(runs or []):
         rows, counters = [], {}
         for row in r["results"]:

@@ -20,9 +20,12 @@ DOCS = [{"document_id": "d1", "chunk_id": "d1#1", "acl": ["all"]}]
 def test_load_info_validate_round_trip(tmp_path: Path) -> None:
     ds = write_dataset(tmp_path / "ds", cases=CASES, labels=LABELS, documents=DOCS)
     run = write_run(
-        tmp_path / "run", {"run_id": "bm25", "k": 10, "candidate_k": 50},
-        [{"case_id": "q1", "rank": 1, "document_id": "d1", "chunk_id": "d1#1", "score": 2.0},
-         {"case_id": "q1", "rank": 1, "stage": "candidate", "document_id": "d1", "chunk_id": "d1#1", "score": 2.0}],
+        tmp_path / "run",
+        {"run_id": "bm25", "k": 10, "candidate_k": 50},
+        [
+            {"case_id": "q1", "rank": 1, "document_id": "d1", "chunk_id": "d1#1", "score": 2.0},
+            {"case_id": "q1", "rank": 1, "stage": "candidate", "document_id": "d1", "chunk_id": "d1#1", "score": 2.0},
+        ],
         [{"case_id": "q1", "latency_ms": 12.5, "status": "ok"}],
     )
     db = tmp_path / "t.duckdb"

@@ -46,9 +46,7 @@ def _load_bad_dataset(tmp_path: Path, **over: object) -> list[str]:
 
 def test_missing_required_field(tmp_path: Path) -> None:
     errs = _load_bad_dataset(tmp_path, cases=[{"id": "q1"}, *CASES[1:]])
-    assert errs == [f"{tmp_path}/ds/cases.jsonl:1: query: missing required field 'query'"] + [
-        e for e in errs[1:]
-    ]
+    assert errs == [f"{tmp_path}/ds/cases.jsonl:1: query: missing required field 'query'"] + [e for e in errs[1:]]
     assert any("labels.jsonl:1: case_id: unknown case id q1" in e for e in errs) is False
 
 
@@ -67,7 +65,9 @@ def test_unknown_case_in_labels_and_unanswerable_without_behavior(tmp_path: Path
     labels = [*LABELS, {"case_id": "zz", "document_id": "d1", "chunk_id": "d1#1", "grade": 1}]
     errs = _load_bad_dataset(tmp_path, cases=cases, labels=labels)
     assert f"{tmp_path}/ds/labels.jsonl:3: case_id: unknown case id zz" in errs
-    assert any(e.startswith(f"{tmp_path}/ds/cases.jsonl:3: expected_behavior: expected_behavior is required") for e in errs)
+    assert any(
+        e.startswith(f"{tmp_path}/ds/cases.jsonl:3: expected_behavior: expected_behavior is required") for e in errs
+    )
 
 
 def test_malformed_json_line_and_empty_file(tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_malformed_json_line_and_empty_file(tmp_path: Path) -> None:
     with pytest.raises(ValidationFailed) as exc:
         load_dataset(con, ds)
     errs = _errors(exc)
-    assert f"{ds}/cases.jsonl:2: malformed JSON: '{{\"id\": \"q2\", '" in errs
+    assert f'{ds}/cases.jsonl:2: malformed JSON: \'{{"id": "q2", \'' in errs
     assert f"{ds}/labels.jsonl: file is empty" in errs
 
 
@@ -111,7 +111,9 @@ def _store(tmp_path: Path):  # type: ignore[no-untyped-def]
     return con
 
 
-def _bad_run(tmp_path: Path, results: list[dict[str, object]], events: list[dict[str, object]] | None = None) -> list[str]:
+def _bad_run(
+    tmp_path: Path, results: list[dict[str, object]], events: list[dict[str, object]] | None = None
+) -> list[str]:
     con = _store(tmp_path)
     before = con.execute("SELECT (SELECT count(*) FROM results), (SELECT count(*) FROM runs)").fetchone()
     with pytest.raises(ValidationFailed) as exc:
@@ -230,7 +232,9 @@ def test_csv_labels_with_lists_and_parquet_documents(tmp_path: Path) -> None:
     )
     con = connect(tmp_path / "s.duckdb")
     load_dataset(con, ds)
-    assert con.execute("SELECT case_id, tags, principal_id, principal_groups, answerable FROM cases ORDER BY line").fetchall() == [
+    assert con.execute(
+        "SELECT case_id, tags, principal_id, principal_groups, answerable FROM cases ORDER BY line"
+    ).fetchall() == [
         ("q1", ["a", "b"], "u1", ["all"], True),
         ("q2", ["x"], None, None, True),
         ("n1", None, None, None, False),

@@ -6,8 +6,8 @@ read alone. Nothing here imports textual; ``tui``/``demo`` import it lazily.
 
 from __future__ import annotations
 
-from ragtriage.cli._app import app
 from ragtriage.cli import annotate, checks, data, failures, gate, metrics, tui  # noqa: F401  (register commands)
+from ragtriage.cli._app import app
 
 
 def main() -> None:

@@ -32,7 +32,11 @@ class _LazyProgress:
 
     def __init__(self, label: str) -> None:
         self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=err,
             transient=True,
         )
         self.task = self.progress.add_task(label, total=4)
@@ -59,12 +63,18 @@ def _fail(exc: Exception) -> typer.Exit:
 @app.command()
 def load(
     db: DbOpt = Path(DEFAULT_DB),
-    dataset: Annotated[Path | None, typer.Option(help="Dataset folder (dataset.json, cases, labels, documents).")] = None,
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset folder (dataset.json, cases, labels, documents).")
+    ] = None,
     run: Annotated[list[Path] | None, typer.Option(help="Run folder or TREC run file; repeat for several.")] = None,
     replace: Annotated[bool, typer.Option(help="Replace runs whose run_id is already loaded.")] = False,
-    fmt: Annotated[str | None, typer.Option("--format", help="Override the format: jsonl|csv|tsv|parquet|trec.")] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="Override the format: jsonl|csv|tsv|parquet|trec.")
+    ] = None,
     unit: Annotated[str | None, typer.Option(help="Unit for a dataset without dataset.json: chunk|document.")] = None,
-    threshold: Annotated[int | None, typer.Option(help="Relevance threshold for a dataset without dataset.json.")] = None,
+    threshold: Annotated[
+        int | None, typer.Option(help="Relevance threshold for a dataset without dataset.json.")
+    ] = None,
 ) -> None:
     """Load a dataset and/or runs. Each load is one transaction: on any error nothing is written."""
     if dataset is None and not run:
@@ -136,8 +146,14 @@ def info(
     t = Table("run", "k", "cand. k", "final rows", "cand. rows", "events", "dataset", "loaded", title="runs")
     for r in data["runs"]:
         t.add_row(
-            r["run_id"], str(r["k"]), str(r["candidate_k"] or ""), str(r["final_rows"]), str(r["candidate_rows"]),
-            str(r["events"]), r["dataset_version"], str(r["loaded_at"])[:19],
+            r["run_id"],
+            str(r["k"]),
+            str(r["candidate_k"] or ""),
+            str(r["final_rows"]),
+            str(r["candidate_rows"]),
+            str(r["events"]),
+            r["dataset_version"],
+            str(r["loaded_at"])[:19],
         )
     console.print(t)
     wt = Table("target", "warning", "count", title="load warnings")
@@ -150,8 +166,13 @@ def info(
 
 @app.command()
 def validate(
-    path: Annotated[Path, typer.Argument(help="A contract file: cases/labels/documents/results/events table, "
-                                              "dataset.json, run.json, or a dataset or run folder.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A contract file: cases/labels/documents/results/events table, "
+            "dataset.json, run.json, or a dataset or run folder."
+        ),
+    ],
     table: Annotated[str | None, typer.Option(help="Table kind when the file name does not say.")] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet.")] = None,
 ) -> None:

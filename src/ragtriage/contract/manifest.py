@@ -82,7 +82,9 @@ def parse_dataset_manifest(
     if path is None or not path.exists():
         m = DatasetManifest(default_name, "unversioned", unit or "document", threshold if threshold is not None else 1)
         if m.unit not in UNITS:
-            return None, [Finding("--unit", None, "unit", "unknown-unit", f"unknown unit {m.unit!r}; use chunk|document")]
+            return None, [
+                Finding("--unit", None, "unit", "unknown-unit", f"unknown unit {m.unit!r}; use chunk|document")
+            ]
         return m, []
     obj, findings = read_json_object(path)
     if obj is None:

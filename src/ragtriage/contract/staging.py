@@ -70,9 +70,7 @@ def encoding_findings(path: Path) -> list[Finding]:
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return [Finding(f, 1, None, "encoding", "file is UTF-16 (byte-order mark found); save it as UTF-8")]
     if head.startswith(b"\xef\xbb\xbf"):
-        return [
-            Finding(f, 1, None, "bom", "file starts with a UTF-8 byte-order mark; it was ignored", "warning")
-        ]
+        return [Finding(f, 1, None, "bom", "file starts with a UTF-8 byte-order mark; it was ignored", "warning")]
     return []
 
 
@@ -183,7 +181,9 @@ def _source_sql(path: Path, fmt: str) -> str:
             f"SELECT row_number() OVER () + 1 AS line, * FROM read_csv({p}, all_varchar=true, header=true, "
             f"delim=E'{delim}', max_line_size=67108864)"
         )
-    return f"SELECT file_row_number + 1 AS line, * EXCLUDE (file_row_number) FROM read_parquet({p}, file_row_number=true)"
+    return (
+        f"SELECT file_row_number + 1 AS line, * EXCLUDE (file_row_number) FROM read_parquet({p}, file_row_number=true)"
+    )
 
 
 def stage(
@@ -293,7 +293,8 @@ def _type_findings(
         if not present[f.name]:
             continue
         parts.append(
-            f"SELECT line, {sql_str(f.name)} AS field, 'wrong-type' AS code FROM {name} WHERE {qident('__bad_' + f.name)}"
+            f"SELECT line, {sql_str(f.name)} AS field, 'wrong-type' AS code FROM {name} "
+            f"WHERE {qident('__bad_' + f.name)}"
         )
         if f.required:
             parts.append(

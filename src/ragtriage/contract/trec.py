@@ -37,9 +37,7 @@ def _split_lines(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> list[
 
 
 def _field_count_findings(con: duckdb.DuckDBPyConnection, name: str, path: Path, n: int, layout: str) -> list[Finding]:
-    rows = con.execute(
-        f"SELECT line, len(p) FROM {name}__raw WHERE len(p) <> {n} ORDER BY line LIMIT 50"
-    ).fetchall()
+    rows = con.execute(f"SELECT line, len(p) FROM {name}__raw WHERE len(p) <> {n} ORDER BY line LIMIT 50").fetchall()
     return [
         Finding(str(path), int(line), None, "bad-columns", f"expected {n} columns ({layout}), found {cnt}")
         for line, cnt in rows

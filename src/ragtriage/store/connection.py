@@ -29,9 +29,7 @@ def connect(path: str | Path = DEFAULT_DB, *, read_only: bool = False) -> duckdb
     con.execute("SET enable_progress_bar = false")
     if not read_only:
         con.execute(DDL)
-        con.execute(
-            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING", [str(SCHEMA_VERSION)]
-        )
+        con.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING", [str(SCHEMA_VERSION)])
     return con
 
 

@@ -11,9 +11,7 @@ from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, enum_rul
 from ragtriage.contract.staging import Staged
 
 
-def dataset_findings(
-    con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], m: DatasetManifest
-) -> list[Finding]:
+def dataset_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], m: DatasetManifest) -> list[Finding]:
     cases, labels = staged["cases"], staged["labels"]
     out = apply_rules(
         con,
@@ -25,7 +23,8 @@ def dataset_findings(
                 "expected_behavior",
                 "missing-field",
                 "s.answerable = FALSE AND s.expected_behavior IS NULL",
-                "'expected_behavior is required when answerable is false (empty|below_threshold|insufficient_evidence)'",
+                "'expected_behavior is required when answerable is false "
+                "(empty|below_threshold|insufficient_evidence)'",
             ),
             Rule(
                 "expected_behavior",

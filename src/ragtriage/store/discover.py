@@ -49,7 +49,9 @@ def _first(root: Path, stem: str) -> Path | None:
 
 
 def _missing(root: Path, what: str, names: str) -> ValidationFailed:
-    return ValidationFailed([Finding(str(root), None, None, "missing-file", f"no {what} file found (looked for {names})")])
+    return ValidationFailed(
+        [Finding(str(root), None, None, "missing-file", f"no {what} file found (looked for {names})")]
+    )
 
 
 def discover_dataset(root: Path) -> DatasetFiles:
@@ -106,7 +108,9 @@ def stage_dataset(con: duckdb.DuckDBPyConnection, files: DatasetFiles, fmt: str 
     if files.documents is not None:
         d = files.documents
         aliases = {"document_id": "_id"} if d.kind == "beir" else None
-        out["documents"] = stage(con, d.path, DOCUMENTS, "stg_documents", fmt="jsonl" if aliases else fmt, aliases=aliases)
+        out["documents"] = stage(
+            con, d.path, DOCUMENTS, "stg_documents", fmt="jsonl" if aliases else fmt, aliases=aliases
+        )
     return out
 
 

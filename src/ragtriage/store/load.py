@@ -51,9 +51,7 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _record_loads(
-    con: duckdb.DuckDBPyConnection, kind: str, target: str, files: list[tuple[Path, int]]
-) -> None:
+def _record_loads(con: duckdb.DuckDBPyConnection, kind: str, target: str, files: list[tuple[Path, int]]) -> None:
     for path, rows in files:
         con.execute(
             """INSERT INTO loads SELECT coalesce(max(load_id), 0) + 1, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP FROM loads""",
@@ -273,7 +271,11 @@ def _load_run_tx(
     existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchone()
     if existing and not replace:
         raise ValidationFailed(
-            [Finding(str(files.root), None, "run_id", "duplicate-run", f"run {rid!r} is already loaded; pass --replace")]
+            [
+                Finding(
+                    str(files.root), None, "run_id", "duplicate-run", f"run {rid!r} is already loaded; pass --replace"
+                )
+            ]
         )
     progress("checking rules")
     warnings = _fail_if_errors(findings + run_findings(con, staged, unit))
@@ -326,7 +328,7 @@ def _insert_run(
     con.execute(
         f"""INSERT INTO results BY NAME
             SELECT {sql_str(rid)} AS run_id, case_id, coalesce(stage, 'final') AS stage, CAST(rank AS INTEGER) AS rank,
-                   document_id, chunk_id, {_unit_expr(unit).replace('section_id', 'NULL')} AS unit_id, score,
+                   document_id, chunk_id, {_unit_expr(unit).replace("section_id", "NULL")} AS unit_id, score,
                    snippet, CAST(metadata AS JSON) AS metadata, line
             FROM {r}"""
     )

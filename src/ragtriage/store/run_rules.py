@@ -52,9 +52,7 @@ def run_findings(
                 "warning",
             )
         )
-    dup = duplicate_rule(
-        [], doc_unit, "", key_exprs=["s.case_id", "coalesce(s.stage, 'final')", unit_expr]
-    )
+    dup = duplicate_rule([], doc_unit, "", key_exprs=["s.case_id", "coalesce(s.stage, 'final')", unit_expr])
     rules.append(
         Rule(
             doc_unit,

@@ -178,7 +178,8 @@ CREATE OR REPLACE VIEW labels AS
 
 -- One grade per (case, unit): an `adjudicated` label wins; otherwise the median of the annotators' grades,
 -- rounded down (with two annotators, the floor of their mean: 3 and 1 give 2, 3 and 0 give 1), so a disputed
--- unit never counts as better than the annotators' middle judgement.  Chunk labels roll up to the document by max when unit = document,
+-- unit never counts as better than the annotators' middle judgement.
+-- Chunk labels roll up to the document by max when unit = document,
 -- because unit_id is already the document id there.
 CREATE OR REPLACE VIEW qrels AS
     WITH per_annotator AS (

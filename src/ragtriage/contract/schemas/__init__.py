@@ -1,4 +1,7 @@
-"""JSON Schemas of every contract table, generated from ``contract/fields.py`` (``python -m ragtriage.contract.schemas``)."""
+"""JSON Schemas of every contract table, generated from ``contract/fields.py``.
+
+Regenerate with ``python -m ragtriage.contract.schemas``.
+"""
 
 from __future__ import annotations
 
@@ -25,4 +28,3 @@ def write_all(folder: Path) -> list[Path]:
         p.write_text(schema_text(name), encoding="utf-8")
         out.append(p)
     return out
-
