@@ -59,7 +59,7 @@ def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> pa.Tabl
     try:
         sql = decide_sql(
             "(SELECT f.*, $run_id AS run_id, r.dataset_version, CAST($k AS INTEGER) AS k "
-            "FROM _cls_facts f, (SELECT dataset_version FROM runs WHERE run_id = $run_id) r)"
+            "FROM _cls_facts f, (SELECT value AS dataset_version FROM meta WHERE key = 'current_dataset') r)"
         )
         return cur.sql(sql, params={"run_id": run_id, "k": k}).to_arrow_table()
     finally:
@@ -133,7 +133,8 @@ def _stored(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table | None:
     if not exists[0][0]:
         return None
     (fresh,) = cur.execute(
-        f"""SELECT count(*) FILTER (WHERE c.classified_at >= r.loaded_at AND c.dataset_version = r.dataset_version
+        f"""SELECT count(*) FILTER (WHERE c.classified_at >= r.loaded_at
+                                   AND c.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset')
                                    AND c.score_threshold IS NOT DISTINCT FROM r.score_threshold),
                    count(*)
             FROM {TABLE} c JOIN runs r USING (run_id) WHERE c.run_id = ?""",

@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ragtriage.store import StoreError, require_run
+from ragtriage.store import StoreError, current_dataset_version, require_run
 
 # Case columns a comparison or a slice rule may group by; ``doc_type`` is the doc_type of a case's relevant
 # evidence units (a case with relevant units of two types belongs to both slices).
@@ -99,7 +99,9 @@ def paired_version(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str) -
             f"run {run_id!r} was loaded against dataset version {cand[:12]} but baseline {baseline!r} against "
             f"{base[:12]}; reload one of them against the same dataset before comparing"
         )
-    return cand
+    # Metrics read the current labels (a label import or adjudication moves the pointer), so the verdict names
+    # the version it was computed on, not the one the runs were loaded against.
+    return current_dataset_version(con)
 
 
 def case_slices(con: duckdb.DuckDBPyConnection, dataset_version: str, by: str | None) -> pa.Table:
