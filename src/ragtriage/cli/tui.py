@@ -50,9 +50,13 @@ def tui(
 
 
 def sample_dir() -> Path:
-    """sample_runs/ of a source checkout (editable install) or of the current directory."""
-    here = Path(__file__).resolve().parents[3] / "sample_runs"
-    return here if here.is_dir() else Path.cwd() / "sample_runs"
+    """The bundled sample (shipped inside the wheel, or the checkout's sample_runs/), else ./sample_runs."""
+    from ragtriage.sample import sample_runs_path
+
+    try:
+        return sample_runs_path()
+    except FileNotFoundError:
+        return Path.cwd() / "sample_runs"
 
 
 @app.command()
@@ -61,6 +65,7 @@ def demo(
     db: Annotated[Path | None, typer.Option("--db", help="Keep the demo store here (default: a temp dir).")] = None,
 ) -> None:
     """Load sample_runs into a fresh store and open the TUI on it."""
+    from ragtriage.contract.errors import ValidationFailed
     from ragtriage.store import StoreError, connect, load_dataset, load_run
 
     root = sample or sample_dir()
@@ -76,7 +81,7 @@ def demo(
         for run_dir in runs:
             load_run(con, run_dir)
         con.close()
-    except (StoreError, OSError, ValueError) as exc:
+    except (StoreError, ValidationFailed, OSError, ValueError) as exc:
         raise _fail(f"loading {root} failed: {exc}") from exc
     err.print(f"demo store: {target} (notes kept beside it in {target.name}.notes.sqlite)", markup=False)
     _run_app(target, None, None, None)
