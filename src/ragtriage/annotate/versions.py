@@ -20,6 +20,7 @@ import duckdb
 
 from ragtriage.contract.fields import DOCUMENTS
 from ragtriage.contract.staging import sql_str
+from ragtriage.store.connection import set_current_dataset
 from ragtriage.store.versioning import combine, relation_digest
 
 CASE_COLUMNS = [
@@ -114,8 +115,5 @@ def fork_version(con: duckdb.DuckDBPyConnection, parent: str, labels_relation: s
             f"""INSERT INTO all_labels BY NAME
                 SELECT {sql_str(version)} AS dataset_version, {', '.join(LABEL_COLUMNS)}, line FROM {labels_relation}"""
         )
-    con.execute(
-        "INSERT INTO meta VALUES ('current_dataset', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [version],
-    )
+    set_current_dataset(con, version)
     return version, exists

@@ -1,6 +1,14 @@
 """The DuckDB store: schema, transactional loading, and the connection helpers every layer above uses."""
 
-from ragtriage.store.connection import DEFAULT_DB, StoreError, connect, current_dataset_version, require_run, run_ids
+from ragtriage.store.connection import (
+    DEFAULT_DB,
+    StoreError,
+    connect,
+    current_dataset_version,
+    require_run,
+    run_ids,
+    set_current_dataset,
+)
 from ragtriage.store.load import LoadReport, load_dataset, load_run
 
 __all__ = [
@@ -13,4 +21,5 @@ __all__ = [
     "load_run",
     "require_run",
     "run_ids",
+    "set_current_dataset",
 ]

@@ -42,6 +42,16 @@ def current_dataset_version(con: duckdb.DuckDBPyConnection) -> str:
     return str(row[0])
 
 
+def set_current_dataset(con: duckdb.DuckDBPyConnection, version: str) -> None:
+    """Make ``version`` current and rebuild the materialised ``qrels`` (call inside the caller's transaction)."""
+    con.execute(
+        "INSERT INTO meta VALUES ('current_dataset', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [version],
+    )
+    con.execute("DELETE FROM qrels")
+    con.execute("INSERT INTO qrels SELECT * FROM qrels_live")
+
+
 def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     if not con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
         known = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]

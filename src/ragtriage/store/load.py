@@ -21,7 +21,7 @@ from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import CASES, DOCUMENTS, EVENTS, LABELS, RESULTS
 from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
 from ragtriage.contract.staging import Staged, sql_str
-from ragtriage.store.connection import current_dataset_version
+from ragtriage.store.connection import current_dataset_version, set_current_dataset
 from ragtriage.store.dataset_rules import dataset_findings
 from ragtriage.store.discover import DatasetFiles, RunFiles, discover_dataset, discover_run, stage_dataset, stage_run
 from ragtriage.store.run_rules import run_findings
@@ -141,10 +141,7 @@ def _load_dataset_tx(
     report = LoadReport("dataset", version, {k: v.rows for k, v in staged.items()}, warnings, bool(exists))
     if not exists:
         _insert_dataset(con, version, manifest, staged)
-    con.execute(
-        "INSERT INTO meta VALUES ('current_dataset', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [version],
-    )
+    set_current_dataset(con, version)
     manifest_files = [(files.manifest, 1)] if files.manifest else []
     _record_loads(con, "dataset", version, manifest_files + [(s.path, s.rows) for s in staged.values()])
     _record_warnings(con, version, warnings)
