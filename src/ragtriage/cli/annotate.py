@@ -25,24 +25,15 @@ from ragtriage.annotate import (
 )
 from ragtriage.annotate.agreement import SLICE_COLUMNS
 from ragtriage.cli._app import app, dataset_app
+from ragtriage.cli._app import fail as _fail
+from ragtriage.cli._app import open_existing as _open
 from ragtriage.contract.errors import ValidationFailed
-from ragtriage.store import DEFAULT_DB, StoreError, connect
+from ragtriage.store import DEFAULT_DB, StoreError
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    err.print(str(exc), markup=False, highlight=False)
-    return typer.Exit(2)
-
-
-def _open(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    if not db.exists():
-        raise StoreError(f"{db}: no such database; create it with `ragtriage load --db {db} ...`")
-    return connect(db, read_only=read_only)
 
 
 def _say(text: str) -> None:

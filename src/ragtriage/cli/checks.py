@@ -20,7 +20,9 @@ from ragtriage.checks import DEFAULT_TARGET_RECALL, CalibrationError, calibrate,
 from ragtriage.checks.calibration import Calibration
 from ragtriage.checks.report import CheckReport
 from ragtriage.cli._app import app
-from ragtriage.store import DEFAULT_DB, StoreError, connect
+from ragtriage.cli._app import fail as _fail
+from ragtriage.cli._app import open_existing as _open
+from ragtriage.store import DEFAULT_DB, StoreError
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -33,18 +35,6 @@ class Format(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    err.print(str(exc), markup=False, highlight=False)
-    return typer.Exit(2)
-
-
-def _open(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open an existing store (never create one: a typo in --db must not leave an empty database behind)."""
-    if not db.exists():
-        raise StoreError(f"{db}: no such database; create it with `ragtriage load --db {db} ...`")
-    return connect(db, read_only=read_only)
 
 
 def _print_report(report: CheckReport, limit: int) -> None:

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 
 from ragtriage.cli._app import app
+from ragtriage.cli._app import fail as _fail
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.store import DEFAULT_DB, StoreError, connect, load_dataset, load_run
 from ragtriage.store.info import store_info
@@ -53,11 +54,6 @@ class _LazyProgress:
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.timer.cancel()
         self.progress.stop()
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    err.print(str(exc), markup=False, highlight=False)
-    return typer.Exit(2)
 
 
 @app.command()

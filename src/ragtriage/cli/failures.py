@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ragtriage.classify import CATEGORIES, PATTERNS, classify_run, failures
 from ragtriage.cli._app import app
+from ragtriage.cli._app import fail as _fail
 from ragtriage.store import DEFAULT_DB, StoreError, connect
 
 try:  # the notes store is optional: without it the automatic classification is all there is
@@ -34,11 +35,6 @@ class Format(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    err.print(str(exc), markup=False, highlight=False)
-    return typer.Exit(2)
 
 
 def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
