@@ -188,7 +188,7 @@ def arrow_schema(table: Table) -> pa.Schema:
 
 def json_schema(table: Table) -> dict[str, object]:
     """A draft 2020-12 JSON Schema for one row (or the manifest) of ``table``."""
-    json_types = {
+    json_types: dict[str, dict[str, object]] = {
         "string": {"type": "string"},
         "int": {"type": "integer"},
         "float": {"type": "number"},

@@ -73,7 +73,8 @@ def trec_sql(ctx: EvalContext) -> tuple[str, list[object]]:
            CASE WHEN a.first_rel IS NOT NULL THEN 1.0::DOUBLE / a.first_rel ELSE 0.0::DOUBLE END AS recip_rank
     FROM n LEFT JOIN a USING (case_id) ORDER BY n.case_id
     """
-    return sql, ([ctx.split] if ctx.split else []) + [ctx.run_id, ctx.stage]
+    params: list[object] = [ctx.split] if ctx.split else []
+    return sql, [*params, ctx.run_id, ctx.stage]
 
 
 def trec_per_query(

@@ -165,4 +165,4 @@ def write_csv(table: pa.Table, path: str | Path) -> int:
     """Write the export as UTF-8 CSV with a header; returns the number of data rows."""
     flat = neutralise(table)
     pacsv.write_csv(flat, str(path))
-    return flat.num_rows
+    return int(flat.num_rows)
