@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from ragtriage.checks.negatives import TOP_SCORES
-from ragtriage.checks.units import check_run_exists
+from ragtriage.store import require_run
 
 DEFAULT_TARGET_RECALL = 0.95
 
@@ -100,7 +100,7 @@ def calibrate(
 
     ``split`` restricts both populations to one split (calibrate on ``dev``, judge on ``holdout``).
     """
-    check_run_exists(con, run_id)
+    require_run(con, run_id)
     if target_recall is not None and not 0.0 < target_recall <= 1.0:
         raise CalibrationError(f"target recall must be in (0, 1], got {target_recall}")
     positives, negatives, excluded = _populations(con, run_id, split)
@@ -135,7 +135,7 @@ def calibrate(
 
 def store_threshold(con: duckdb.DuckDBPyConnection, run_id: str, threshold: float) -> None:
     """Record ``threshold`` as ``run_id``'s score threshold (one per run; calibrating again replaces it)."""
-    check_run_exists(con, run_id)
+    require_run(con, run_id)
     if not math.isfinite(threshold):
         raise CalibrationError(f"threshold must be a finite number, got {threshold}")
     con.execute("UPDATE runs SET score_threshold = ? WHERE run_id = ?", [threshold, run_id])

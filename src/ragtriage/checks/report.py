@@ -19,7 +19,7 @@ from ragtriage.checks.leakage import leakage, unchecked_cases, unverifiable_resu
 from ragtriage.checks.negatives import negative_outcomes
 from ragtriage.checks.scope import filter_pairs, scope_violations, unchecked_filters
 from ragtriage.checks.staleness import stale_first, stale_results
-from ragtriage.checks.units import check_run_exists
+from ragtriage.store import require_run
 
 FINDING_COLUMNS = ("check", "case_id", "stage", "rank", "document_id", "chunk_id", "rule", "detail")
 
@@ -132,7 +132,7 @@ def _shape(t: pa.Table, check: str, *, rule: str | None, detail: str, rule_text:
 
 def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> CheckReport:
     """Run every check on ``run_id`` (unknown run: ``StoreError``)."""
-    check_run_exists(con, run_id)
+    require_run(con, run_id)
     return CheckReport(
         run_id=run_id,
         leakage=leakage(con, run_id),

@@ -85,16 +85,7 @@ def with_query(*ctes: str) -> str:
     return "WITH " + ",".join(ctes) + "\n"
 
 
-def check_run_exists(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """Raise ``StoreError`` for an unknown run; on its own cursor, so no half-read result stays on ``con``."""
-    cur = con.cursor()
-    try:
-        require_run(cur, run_id)
-    finally:
-        cur.close()
-
-
 def run_query(con: duckdb.DuckDBPyConnection, run_id: str, sql: str) -> pa.Table:
     """Run one check statement for ``run_id`` (which must be loaded) and return its rows as Arrow."""
-    check_run_exists(con, run_id)
+    require_run(con, run_id)
     return con.sql(sql, params={"run_id": run_id}).to_arrow_table()

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ragtriage.cli._app import app
+from ragtriage.cli._app import app, open_existing
 from ragtriage.metrics import (
     MetricReport,
     MetricsError,
@@ -29,7 +29,7 @@ from ragtriage.metrics import (
     trec_per_query,
     trec_summary,
 )
-from ragtriage.store import StoreError, connect
+from ragtriage.store import StoreError
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -118,12 +118,6 @@ TREC_NOTES = [
 ]
 
 
-def _open(db: Path) -> duckdb.DuckDBPyConnection:
-    if not db.exists():
-        raise StoreError(f"{db}: no such database; create it with `ragtriage load --db {db} ...`")
-    return connect(db, read_only=True)
-
-
 @app.command("metrics")
 def metrics_cmd(
     db: Annotated[Path, typer.Option("--db", help="DuckDB store file.")] = Path("ragtriage.duckdb"),
@@ -144,7 +138,7 @@ def metrics_cmd(
         err.print("give --run RUN_ID (see `ragtriage info --db DB`)", markup=False, highlight=False)
         raise typer.Exit(2)
     try:
-        con = _open(db)
+        con = open_existing(db, read_only=True)
     except (StoreError, duckdb.Error) as exc:
         err.print(str(exc), markup=False, highlight=False)
         raise typer.Exit(2) from exc

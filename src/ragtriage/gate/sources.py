@@ -81,11 +81,7 @@ def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 
 def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
-    cur = con.cursor()
-    try:
-        require_run(cur, run_id)
-    finally:
-        cur.close()
+    require_run(con, run_id)
     row = first_row(con, "SELECT dataset_version FROM runs WHERE run_id = ?", [run_id])
     assert row is not None
     return str(row[0])
