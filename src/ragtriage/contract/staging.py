@@ -194,11 +194,15 @@ def stage(
     *,
     fmt: str | None = None,
     aliases: dict[str, str] | None = None,
+    materialize: bool = True,
 ) -> Staged:
     """Create temp table ``name`` holding ``line`` plus one typed column per contract field.
 
     ``aliases`` maps a contract field to the column name a foreign format uses (BEIR's ``_id`` for ``id``).
     Type errors and missing required fields are returned as findings; the caller decides whether to go on.
+    ``materialize=False`` makes ``name`` a typed view instead, for Parquet only: a Parquet scan is cheap enough
+    that a caller reading the rows once or twice (the loader writing 10M results) should not pay for a copy.
+    Text formats are always materialised, since every scan of them would parse the text again.
     """
     fmt = detect_format(path, fmt)
     fname = str(path)
@@ -206,7 +210,7 @@ def stage(
     if any(f.severity == "error" for f in findings):
         return Staged(name, path, fmt, 0, findings, "line")
     try:
-        return _stage(con, path, table, name, fmt, aliases or {}, findings)
+        return _stage(con, path, table, name, fmt, aliases or {}, findings, materialize or fmt != "parquet")
     except duckdb.Error as exc:
         msg = str(exc).splitlines()[0]
         code = "encoding" if "unicode" in msg.lower() or "utf" in msg.lower() else "unreadable"
@@ -221,9 +225,11 @@ def _stage(
     fmt: str,
     aliases: dict[str, str],
     findings: list[Finding],
+    materialize: bool,
 ) -> Staged:
     fname = str(path)
     raw = f"{name}__raw"
+    drop_staged(con, name)
     # A view, not a table: the typed table below is the only materialisation of a large file.
     con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS {_source_sql(path, fmt)}")
     line_label = "row" if fmt == "parquet" else "line"
@@ -256,13 +262,27 @@ def _stage(
         val, bad = exprs[f.name]
         select.append(f"{val} AS {qident(f.name)}")
         select.append(f"{bad} AS {qident('__bad_' + f.name)}")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {', '.join(select)} FROM {src}")
-    con.execute(f"DROP VIEW {raw}")
+    if materialize:
+        con.execute(f"CREATE TEMP TABLE {name} AS SELECT {', '.join(select)} FROM {src}")
+        con.execute(f"DROP VIEW {raw}")
+    else:
+        con.execute(f"CREATE TEMP VIEW {name} AS SELECT {', '.join(select)} FROM {src}")
     findings += _type_findings(con, name, fname, table, present, line_label)
     rows = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]  # type: ignore[index]
     if rows == 0 and not any(f.code in ("empty-file", "malformed-json") for f in findings):
         findings.append(Finding(fname, None, None, "empty-file", "file holds no rows"))
     return Staged(name, path, fmt, int(rows), findings, line_label)
+
+
+def drop_staged(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Drop a staging table or view left by an earlier load on this connection (either kind may hold a name)."""
+    kinds = con.execute(
+        """SELECT 'TABLE' FROM duckdb_tables() WHERE temporary AND table_name = $1
+           UNION ALL SELECT 'VIEW' FROM duckdb_views() WHERE temporary AND view_name = $1""",
+        [name],
+    ).fetchall()
+    for (kind,) in kinds:
+        con.execute(f"DROP {kind} {qident(name)}")
 
 
 def _aliased(f: Field, aliases: dict[str, str]) -> Field:
@@ -288,22 +308,26 @@ def _json_line_findings(con: duckdb.DuckDBPyConnection, raw: str, fname: str) ->
 def _type_findings(
     con: duckdb.DuckDBPyConnection, name: str, fname: str, table: Table, present: dict[str, bool], line_label: str
 ) -> list[Finding]:
-    parts = []
+    """Every field's type and presence errors in one scan; rows without any build no message."""
+    hits, tests = [], []
     for f in table.fields:
         if not present[f.name]:
             continue
-        parts.append(
-            f"SELECT line, {sql_str(f.name)} AS field, 'wrong-type' AS code FROM {name} "
-            f"WHERE {qident('__bad_' + f.name)}"
-        )
+        bad = qident("__bad_" + f.name)
+        hits.append(f"CASE WHEN {bad} THEN {{'field': {sql_str(f.name)}, 'code': 'wrong-type'}} END")
+        tests.append(bad)
         if f.required:
-            parts.append(
-                f"SELECT line, {sql_str(f.name)}, 'missing-field' FROM {name} "
-                f"WHERE {qident(f.name)} IS NULL AND NOT {qident('__bad_' + f.name)}"
-            )
-    if not parts:
+            missing = f"({qident(f.name)} IS NULL AND NOT {bad})"
+            hits.append(f"CASE WHEN {missing} THEN {{'field': {sql_str(f.name)}, 'code': 'missing-field'}} END")
+            tests.append(missing)
+    if not hits:
         return []
-    rows = con.execute(f"SELECT * FROM ({' UNION ALL '.join(parts)}) ORDER BY line, field LIMIT 50").fetchall()
+    rows = con.execute(
+        f"""SELECT line, h.field, h.code FROM (
+                SELECT line, unnest(list_filter([{', '.join(hits)}], lambda x: x IS NOT NULL)) AS h
+                FROM {name} WHERE {' OR '.join(tests)})
+            ORDER BY line, h.field LIMIT 50"""
+    ).fetchall()
     out = []
     for line, field, code in rows:
         spec = table.get(field)

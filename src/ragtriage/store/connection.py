@@ -27,10 +27,29 @@ def connect(path: str | Path = DEFAULT_DB, *, read_only: bool = False) -> duckdb
     con = duckdb.connect(p, read_only=read_only)
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
+    _check_schema_version(con, p)
     if not read_only:
         con.execute(DDL)
         con.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING", [str(SCHEMA_VERSION)])
     return con
+
+
+def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """A store written by another schema version is refused rather than half-read or silently migrated: a store
+    is derived from the input files, so reloading them is the migration."""
+    has_meta = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'meta' AND schema_name = 'main'"
+    ).fetchall()[0][0]
+    if not has_meta:
+        return
+    rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    if rows and rows[0][0] != str(SCHEMA_VERSION):
+        con.close()
+        raise StoreError(
+            f"{path}: this store has schema version {rows[0][0]}, this ragtriage reads version {SCHEMA_VERSION}; "
+            "load the dataset and runs again into a new database (triage notes live in <db>.notes.sqlite: "
+            "keep that file next to the new database to keep them)"
+        )
 
 
 def current_dataset_version(con: duckdb.DuckDBPyConnection) -> str:

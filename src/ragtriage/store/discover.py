@@ -143,7 +143,7 @@ def stage_run(con: duckdb.DuckDBPyConnection, files: RunFiles, unit: str) -> tup
                                                WHERE d.chunk_id = stg_results.document_id), document_id)"""
             )
     else:
-        results = stage(con, files.results, RESULTS, "stg_results", fmt=files.fmt)
+        results = stage(con, files.results, RESULTS, "stg_results", fmt=files.fmt, materialize=False)
     out = {"results": results}
     if files.events is not None:
         out["events"] = stage(con, files.events, EVENTS, "stg_events", fmt=files.fmt)

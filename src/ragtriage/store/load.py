@@ -20,6 +20,7 @@ from ragtriage import __version__
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import CASES, DOCUMENTS, EVENTS, LABELS, RESULTS
 from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
+from ragtriage.contract.rules import apply_rules, enum_rules
 from ragtriage.contract.staging import Staged, sql_str
 from ragtriage.store.connection import current_dataset_version, set_current_dataset
 from ragtriage.store.dataset_rules import dataset_findings
@@ -275,16 +276,37 @@ def _load_run_tx(
             ]
         )
     progress("checking rules")
-    warnings = _fail_if_errors(findings + run_findings(con, staged, unit))
-    progress("writing")
+    if any(f.severity == "error" for f in findings):
+        # Type errors: rows cannot be written, so report them together with every rule over the staged rows.
+        _fail_if_errors(findings + run_findings(con, staged, unit))
+    # A stage outside the enum cannot even be written: check it on the staged rows first.
+    _fail_if_errors(findings + apply_rules(con, staged["results"], enum_rules(RESULTS)))
     if existing:
-        for table in ("results", "events", "runs"):
+        con.execute("DELETE FROM result_rows WHERE run_key = (SELECT run_key FROM runs WHERE run_id = ?)", [rid])
+        for table in ("events", "runs"):
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [rid])
+    progress("writing")
     _insert_run(con, rid, version, manifest, staged, unit, "trec" if files.trec else "folder")
+    progress("checking rules")
+    # The remaining rules run over the written rows: a scan of the store is cheaper than one of the typed file,
+    # and any error still rolls the whole load back.
+    loaded = _loaded_view(con, rid, staged["results"])
+    checked = {**staged, "results": loaded}
+    warnings = _fail_if_errors(findings + run_findings(con, checked, unit, check_enums=False))
     manifest_files = [(files.manifest, 1)] if files.manifest else []
     _record_loads(con, "run", rid, manifest_files + [(s.path, s.rows) for s in staged.values()])
     _record_warnings(con, rid, warnings)
     return LoadReport("run", rid, {k_: s.rows for k_, s in staged.items()}, warnings)
+
+
+def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged) -> Staged:
+    """The run's written rows under the staged names, so the rules report the source file's lines."""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP VIEW stg_loaded_results AS
+            SELECT line, case_id, stage, rank, document_id, chunk_id, score
+            FROM results WHERE run_id = {sql_str(rid)}"""
+    )
+    return Staged("stg_loaded_results", source.path, source.fmt, source.rows, [], source.line_label)
 
 
 def _insert_run(
@@ -300,9 +322,11 @@ def _insert_run(
         return json.dumps(m[key], sort_keys=True) if m.get(key) is not None else None
 
     con.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, now()::TIMESTAMP)",
+        """INSERT INTO runs SELECT ?, (SELECT coalesce(max(run_key), 0) + 1 FROM runs), ?,
+                  ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, now()::TIMESTAMP""",
         [
             rid,
+            unit,
             version,
             m.get("dataset_version"),
             m.get("created_at"),
@@ -320,13 +344,14 @@ def _insert_run(
         ],
     )
     r = staged["results"].name
+    key = con.execute("SELECT run_key FROM runs WHERE run_id = ?", [rid]).fetchall()[0][0]
     # Line numbers are already materialised, so row order no longer matters: let DuckDB write in parallel.
     con.execute("SET preserve_insertion_order = false")
     con.execute(
-        f"""INSERT INTO results BY NAME
-            SELECT {sql_str(rid)} AS run_id, case_id, coalesce(stage, 'final') AS stage, CAST(rank AS INTEGER) AS rank,
-                   document_id, chunk_id, {_unit_expr(unit).replace("section_id", "NULL")} AS unit_id, score,
-                   snippet, CAST(metadata AS JSON) AS metadata, line
+        f"""INSERT INTO result_rows BY NAME
+            SELECT {int(key)} AS run_key, case_id,
+                   CAST(coalesce(stage, 'final') AS result_stage) AS stage, CAST(rank AS INTEGER) AS rank,
+                   document_id, chunk_id, score, snippet, CAST(metadata AS JSON) AS metadata, line
             FROM {r}"""
     )
     con.execute("RESET preserve_insertion_order")

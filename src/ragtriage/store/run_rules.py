@@ -6,17 +6,31 @@ import duckdb
 
 from ragtriage.contract.errors import Finding
 from ragtriage.contract.fields import EVENTS, RESULTS
-from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, enum_rules, unknown_ref_rule
+from ragtriage.contract.rules import (
+    Rule,
+    apply_rules,
+    duplicate_rule,
+    enum_rules,
+    hashed_suspects,
+    small_int_suspects,
+    unknown_ref_rule,
+)
 from ragtriage.contract.staging import Staged
 
 
 def run_findings(
-    con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], unit: str, *, check_refs: bool = True
+    con: duckdb.DuckDBPyConnection,
+    staged: dict[str, Staged],
+    unit: str,
+    *,
+    check_refs: bool = True,
+    check_enums: bool = True,
 ) -> list[Finding]:
-    """``check_refs=False`` (validating a run without a store) skips the rules that need the dataset."""
+    """``check_refs=False`` (validating a run without a store) skips the rules that need the dataset;
+    ``check_enums=False`` those the loader has already checked before writing."""
     res = staged["results"]
     rules = [
-        *enum_rules(RESULTS),
+        *(enum_rules(RESULTS) if check_enums else []),
         Rule("rank", "bad-rank", "s.rank IS NOT NULL AND s.rank < 1", "'rank ' || s.rank || ' is below 1'"),
         Rule(
             "score",
@@ -52,7 +66,10 @@ def run_findings(
                 "warning",
             )
         )
-    dup = duplicate_rule([], doc_unit, "", key_exprs=["s.case_id", "coalesce(s.stage, 'final')", unit_expr])
+    list_key = ["s.case_id", "coalesce(s.stage, 'final')"]
+    dup = duplicate_rule(
+        [], doc_unit, "", key_exprs=[*list_key, unit_expr], suspects=hashed_suspects(list_key, unit_expr)
+    )
     rules.append(
         Rule(
             doc_unit,
@@ -61,6 +78,7 @@ def run_findings(
             f"'{doc_unit} ' || k2 || ' appears more than once in this ranked list; the first counts'",
             "warning",
             group_by=dup.group_by,
+            suspects=dup.suspects,
         )
     )
     out = apply_rules(con, res, rules)
@@ -85,6 +103,11 @@ def run_findings(
 
 def _dup_rank_rule() -> Rule:
     # stage defaults to final: group on the defaulted value so a missing stage collides with 'final'.
+    list_key = ["s.case_id", "coalesce(s.stage, 'final')"]
     return duplicate_rule(
-        [], "rank", "(case_id, stage, rank)", key_exprs=["s.case_id", "coalesce(s.stage, 'final')", "s.rank"]
+        [],
+        "rank",
+        "(case_id, stage, rank)",
+        key_exprs=[*list_key, "s.rank"],
+        suspects=small_int_suspects(list_key, "s.rank"),
     )

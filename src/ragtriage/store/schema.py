@@ -4,13 +4,18 @@ Every dataset version keeps its own rows (``all_cases``, ``all_labels``); the vi
 ``qrels`` show the *current* version so that metrics, checks and the classifier never have to carry a version
 filter around. A new label import creates a new version and moves the pointer instead of editing rows in place.
 
-``unit_id`` is materialised at load time from the dataset's unit (``document`` → document_id, ``chunk`` →
-chunk_id, falling back to section_id), so every later join is on a single column.
+``unit_id`` is materialised at load time on labels and documents from the dataset's unit (``document`` →
+document_id, ``chunk`` → chunk_id, falling back to section_id), so every later join is on a single column.
+
+Result rows are the one table that reaches 10M rows, and writing a string column of that size costs about a
+second even when every value is the same. ``result_rows`` therefore keeps only what varies: the run is an
+integer key, the stage a two-value enum, and the unit id is not stored twice; the ``results`` view restores
+``run_id``, ``stage`` and ``unit_id`` by a join with the (tiny) ``runs`` table.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -121,6 +126,8 @@ CREATE TABLE IF NOT EXISTS documents (
 
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY,
+    run_key INTEGER NOT NULL UNIQUE,      -- the key of its rows in result_rows
+    unit VARCHAR NOT NULL,                -- the dataset unit it was loaded under: chunk | document
     dataset_version VARCHAR NOT NULL,     -- the store's dataset version the run was loaded against
     declared_dataset_version VARCHAR,     -- what run.json says
     created_at VARCHAR,
@@ -139,19 +146,27 @@ CREATE TABLE IF NOT EXISTS runs (
     loaded_at TIMESTAMP NOT NULL
 );
 
-CREATE TABLE IF NOT EXISTS results (
-    run_id VARCHAR NOT NULL,
+CREATE TYPE IF NOT EXISTS result_stage AS ENUM ('candidate', 'final');
+
+CREATE TABLE IF NOT EXISTS result_rows (
+    run_key INTEGER NOT NULL,
     case_id VARCHAR NOT NULL,
-    stage VARCHAR NOT NULL,               -- candidate | final
+    stage result_stage NOT NULL,
     rank INTEGER NOT NULL,
     document_id VARCHAR NOT NULL,
     chunk_id VARCHAR,
-    unit_id VARCHAR NOT NULL,
     score DOUBLE,
     snippet VARCHAR,
     metadata JSON,
     line BIGINT
 );
+
+-- In chunk mode the unit is the chunk id (results carry no section id); in document mode the document id.
+CREATE OR REPLACE VIEW results AS
+    SELECT u.run_id, r.case_id, CAST(r.stage AS VARCHAR) AS stage, r.rank, r.document_id, r.chunk_id,
+           CASE WHEN u.unit = 'document' THEN r.document_id ELSE r.chunk_id END AS unit_id,
+           r.score, r.snippet, r.metadata, r.line
+    FROM result_rows r JOIN runs u USING (run_key);
 
 CREATE TABLE IF NOT EXISTS events (
     run_id VARCHAR NOT NULL,

@@ -1,0 +1,125 @@
+"""The loader's fast path for results: Parquet read through a typed view, rules run over the written rows, and
+duplicate checks that look at a cheap suspect set first. Each test would fail if the shortcut missed a case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ragtriage.contract.errors import ValidationFailed
+from ragtriage.store import connect, load_dataset, load_run
+from ragtriage.store.connection import StoreError
+from tests.factory import write_dataset, write_run
+
+CASES = [{"id": "q1", "query": "reset password"}, {"id": "q2", "query": "vpn setup"}]
+LABELS = [{"case_id": "q1", "document_id": "d1", "chunk_id": "c1", "grade": 3}]
+
+
+def _store(tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    con = connect(tmp_path / "s.duckdb")
+    load_dataset(con, write_dataset(tmp_path / "ds", cases=CASES, labels=LABELS))
+    return con
+
+
+def _rows(n: int, case: str = "q1") -> list[dict[str, object]]:
+    return [
+        {"case_id": case, "rank": i, "document_id": f"d{i}", "chunk_id": f"c{i}", "score": 1.0 / i}
+        for i in range(1, n + 1)
+    ]
+
+
+def _parquet_run(root: Path, rows: list[dict[str, object]], schema: pa.Schema | None = None) -> Path:
+    root.mkdir(parents=True)
+    (root / "run.json").write_text(json.dumps({"run_id": root.name, "k": 10}))
+    keys = list(dict.fromkeys(k for r in rows for k in r))  # from_pylist reads the first row's keys only
+    table = pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows], schema=schema)
+    pq.write_table(table, root / "results.parquet")
+    return root
+
+
+def test_parquet_run_is_written_with_run_key_stage_and_unit(tmp_path: Path) -> None:
+    con = _store(tmp_path)
+    rows = _rows(3) + [{**r, "stage": "candidate"} for r in _rows(2, "q2")]
+    load_run(con, _parquet_run(tmp_path / "pq", rows))
+    load_run(con, write_run(tmp_path / "js", {"run_id": "js", "k": 10}, _rows(1), None))
+    got = con.execute(
+        "SELECT run_id, case_id, stage, rank, unit_id, line FROM results ORDER BY run_id, case_id, rank"
+    ).fetchall()
+    assert got == [
+        ("js", "q1", "final", 1, "c1", 1),
+        ("pq", "q1", "final", 1, "c1", 1),
+        ("pq", "q1", "final", 2, "c2", 2),
+        ("pq", "q1", "final", 3, "c3", 3),
+        ("pq", "q2", "candidate", 1, "c1", 4),
+        ("pq", "q2", "candidate", 2, "c2", 5),
+    ]
+    assert con.execute("SELECT run_id, run_key, unit FROM runs ORDER BY run_key").fetchall() == [
+        ("pq", 1, "chunk"),
+        ("js", 2, "chunk"),
+    ]
+
+
+def test_parquet_type_errors_are_reported_with_the_rules_and_nothing_is_written(tmp_path: Path) -> None:
+    con = _store(tmp_path)
+    rows: list[dict[str, object]] = [
+        {"case_id": "q1", "rank": "one", "document_id": "d1", "chunk_id": "c1", "score": 1.0},
+        {"case_id": "q9", "rank": "2", "document_id": "d2", "chunk_id": "c2", "score": 0.5},
+        {"case_id": "q1", "rank": "3", "document_id": "d3", "chunk_id": "c3", "score": 0.2, "stage": "rerank"},
+    ]
+    run = _parquet_run(tmp_path / "bad", rows)
+    with pytest.raises(ValidationFailed) as exc:
+        load_run(con, run)
+    errs = [str(e) for e in exc.value.errors]
+    assert f"{run}/results.parquet:1: rank: wrong type: expected an integer (row 1)" in errs
+    assert f"{run}/results.parquet:2: case_id: unknown case id q9 (row 2)" in errs
+    assert f"{run}/results.parquet:3: stage: value rerank is not one of candidate|final (row 3)" in errs
+    assert con.execute("SELECT count(*) FROM result_rows").fetchone() == (0,)
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+def test_bad_stage_alone_is_refused_before_writing(tmp_path: Path) -> None:
+    con = _store(tmp_path)
+    rows = [{**_rows(1)[0], "stage": "rerank"}]
+    with pytest.raises(ValidationFailed, match="stage: value rerank is not one of candidate\\|final"):
+        load_run(con, write_run(tmp_path / "r", {"run_id": "r", "k": 10}, rows, None))
+    assert con.execute("SELECT count(*) FROM result_rows").fetchone() == (0,)
+
+
+def test_duplicate_ranks_are_found_in_any_block_of_64_and_only_there(tmp_path: Path) -> None:
+    con = _store(tmp_path)
+    # 1, 65, 129 share their low six bits but sit in different blocks: not duplicates.
+    spread = [{**r, "rank": rk} for r, rk in zip(_rows(3), [1, 65, 129], strict=True)]
+    load_run(con, write_run(tmp_path / "ok", {"run_id": "ok", "k": 10}, spread, None))
+    # a long list, duplicated at rank 130 (lines 130 and 201)
+    long = _rows(200) + [{**_rows(130)[-1], "chunk_id": "x", "document_id": "x"}]
+    with pytest.raises(ValidationFailed) as exc:
+        load_run(con, write_run(tmp_path / "dup", {"run_id": "dup", "k": 10}, long, None))
+    assert [str(e) for e in exc.value.errors] == [
+        f"{tmp_path}/dup/results.jsonl:201: rank: duplicate (case_id, stage, rank) q1 / final / 130"
+    ]
+
+
+def test_repeated_units_far_apart_are_one_warning_each(tmp_path: Path) -> None:
+    con = _store(tmp_path)
+    rows = _rows(150)
+    rows[139] = {**rows[139], "chunk_id": "c3", "document_id": "d3"}  # rank 140 repeats rank 3's chunk
+    rows += [{**r, "stage": "candidate"} for r in _rows(5)]  # the same chunks in another stage: no repeat
+    rep = load_run(con, write_run(tmp_path / "r", {"run_id": "r", "k": 10}, rows, None))
+    assert [(w.line, w.code, w.message) for w in rep.warnings] == [
+        (140, "duplicate-in-list", "chunk_id c3 appears more than once in this ranked list; the first counts")
+    ]
+
+
+def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "old.duckdb"
+    con = connect(db)
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match="schema version 1, this ragtriage reads version 2; load the dataset"):
+            connect(db, read_only=read_only)
