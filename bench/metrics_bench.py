@@ -3,6 +3,10 @@
 Each phase runs in its own process so that its peak memory (ru_maxrss) is its own. Usage:
 
     python bench/metrics_bench.py [--cases 100000] [--depth 100] [--dir /tmp/ragtriage-bench] [--skip-reference]
+                                  [--unit chunk|document]
+
+``--unit document`` gives every document four consecutive chunks in each ranked list, so every list holds repeats
+and takes the de-duplicating path of the metrics (the chunk default has none).
 
 Not a timed test: it prints the figures, the ratios against the reference tools, and each phase's peak RSS.
 """
@@ -22,26 +26,29 @@ KS = (3, 5, 10)
 THRESHOLD = 2
 
 
-def generate(root: Path, cases: int, depth: int) -> None:
+def generate(root: Path, cases: int, depth: int, unit: str = "chunk") -> None:
     import duckdb
 
     ds, run = root / "dataset", root / "run"
     ds.mkdir(parents=True, exist_ok=True)
     run.mkdir(parents=True, exist_ok=True)
     (ds / "dataset.json").write_text(json.dumps(
-        {"name": "bench", "version": "1", "unit": "chunk", "relevance_threshold": THRESHOLD}))
+        {"name": "bench", "version": "1", "unit": unit, "relevance_threshold": THRESHOLD}))
+    # document mode: unit u<n> belongs to document d<n // 8>, so a list (units 2 apart) shows each document 4 times
+    doc = "'u' ||" if unit == "chunk" else "'d' || (("
+    end = "" if unit == "chunk" else ") // 8)"
     (run / "run.json").write_text(json.dumps({"run_id": "bench", "k": depth}))
     con = duckdb.connect()
     con.execute(f"""COPY (SELECT 'q' || i AS id, 'query ' || i AS query FROM range({cases}) t(i))
                     TO '{ds / "cases.parquet"}' (FORMAT parquet)""")
     # three labels per case: units hashed into a 200-unit window of the ranked list, grades 0..3
-    con.execute(f"""COPY (SELECT 'q' || (i // 3) AS case_id, 'u' || ((i // 3) * 7 + hash(i) % 200) AS document_id,
+    con.execute(f"""COPY (SELECT 'q' || (i // 3) AS case_id, {doc} ((i // 3) * 7 + hash(i) % 200){end} AS document_id,
                            'u' || ((i // 3) * 7 + hash(i) % 200) AS chunk_id, CAST(hash(i * 31) % 4 AS INTEGER) AS grade
                     FROM range({cases * 3}) t(i))
                     TO '{ds / "labels.parquet"}' (FORMAT parquet)""")
     con.execute(f"""COPY (SELECT 'q' || (i // {depth}) AS case_id, 'final' AS stage,
                            CAST(i % {depth} + 1 AS INTEGER) AS rank,
-                           'u' || ((i // {depth}) * 7 + (i % {depth}) * 2) AS document_id,
+                           {doc} ((i // {depth}) * 7 + (i % {depth}) * 2){end} AS document_id,
                            'u' || ((i // {depth}) * 7 + (i % {depth}) * 2) AS chunk_id,
                            1.0 / (i % {depth} + 1) AS score
                     FROM range({cases * depth}) t(i))
@@ -83,11 +90,14 @@ def _dicts(root: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, f
     import pyarrow.parquet as pq
 
     qrels: dict[str, dict[str, int]] = {}
-    lab = pq.read_table(root / "dataset" / "labels.parquet", columns=["case_id", "chunk_id", "grade"])
+    unit = json.loads((root / "dataset" / "dataset.json").read_text())["unit"]
+    col = "chunk_id" if unit == "chunk" else "document_id"
+    lab = pq.read_table(root / "dataset" / "labels.parquet", columns=["case_id", col, "grade"])
     for c, u, g in zip(*(lab.column(i).to_pylist() for i in range(3)), strict=True):
         qrels.setdefault(c, {})[u] = max(g, qrels.get(c, {}).get(u, 0))
     run: dict[str, dict[str, float]] = {}
-    res = pq.read_table(root / "run" / "results.parquet", columns=["case_id", "chunk_id", "score"])
+    res = pq.read_table(root / "run" / "results.parquet", columns=["case_id", col, "score"])
+    # rows are in rank order, so setdefault keeps a repeated unit's first (best) score, as ragtriage does
     for c, u, s in zip(*(res.column(i).to_pylist() for i in range(3)), strict=True):
         run.setdefault(c, {}).setdefault(u, s)
     return qrels, run
@@ -145,6 +155,7 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-bench"))
     ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--skip-reference", action="store_true")
+    ap.add_argument("--unit", choices=("chunk", "document"), default="chunk")
     a = ap.parse_args()
     if a.phase:
         out = PHASES[a.phase](a.dir)
@@ -152,7 +163,7 @@ def main() -> None:
         print(json.dumps(out))
         return
     t = time.perf_counter()
-    generate(a.dir, a.cases, a.depth)
+    generate(a.dir, a.cases, a.depth, a.unit)
     print(f"generated {a.cases} cases x {a.depth} results = {a.cases * a.depth:,} rows in "
           f"{time.perf_counter() - t:.1f}s under {a.dir}")
     phases = ["load", "metrics"] + ([] if a.skip_reference else ["pytrec", "ranx"])
