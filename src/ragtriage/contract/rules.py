@@ -16,6 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
 
 from ragtriage.contract.errors import Finding
 from ragtriage.contract.fields import Table
@@ -35,8 +38,13 @@ class Rule:
 
 @dataclass(frozen=True)
 class Suspects:
-    """SQL over ``{table} s`` giving columns p0..p{n-1}: the first n group keys of every group that may hold a
-    duplicate."""
+    """How a duplicate rule narrows its exact grouping. ``sql`` runs over ``{table} s``.
+
+    With ``n > 0`` it gives columns p0..p{n-1}: the first n group keys of every group that may hold a duplicate.
+    With ``n == 0`` it gives one UBIGINT ``h`` per row, a hash of the whole key; the suspects are the rows whose
+    hash occurs more than once, found by sorting the hashes in numpy (0.8 s at 10M rows, where SQL needs 1.3 s
+    to sort each group's hashes and 2 s to group by the key itself).
+    """
 
     sql: str
     n: int
@@ -89,18 +97,11 @@ def small_int_suspects(prefix: list[str], value: str) -> Suspects:
     )
 
 
-def hashed_suspects(prefix: list[str], value: str) -> Suspects:
-    """Prefix groups where ``value`` (a unit id) repeats: the sorted hashes of a group have two equal neighbours.
-    Equal values always have equal hashes, so no repeat is missed; a hash collision only sends a clean group on
-    to the exact check."""
-    cols = ", ".join(f"{e} AS p{i}" for i, e in enumerate(prefix))
-    ps = ", ".join(f"p{i}" for i in range(len(prefix)))
-    present = " AND ".join(f"({e}) IS NOT NULL" for e in [*prefix, value])
-    return Suspects(
-        f"SELECT {ps} FROM (SELECT {cols}, list_sort(list(hash({value}))) AS h FROM {{table}} s WHERE {present} "
-        "GROUP BY ALL) WHERE list_bool_or(list_transform(list_zip(h[:-2], h[2:]), lambda x: x[1] = x[2]))",
-        len(prefix),
-    )
+def hashed_suspects(keys: list[str]) -> Suspects:
+    """Rows whose whole key hashes like another row's. Equal keys always have equal hashes, so no duplicate is
+    missed; a hash collision only sends clean rows on to the exact check."""
+    present = " AND ".join(f"({e}) IS NOT NULL" for e in keys)
+    return Suspects(f"SELECT hash({', '.join(keys)}) AS h FROM {{table}} s WHERE {present}", 0)
 
 
 def unknown_ref_rule(field: str, ref_table: str, ref_col: str, what: str, severity: str = "error") -> Rule:
@@ -119,10 +120,12 @@ def _group_sql(table: str, r: Rule) -> str:
     keys = ", ".join(f"{k} AS k{i}" for i, k in enumerate(r.group_by))
     present = " AND ".join(f"({k}) IS NOT NULL" for k in r.group_by)
     source = f"{table} s"
-    if r.suspects:
+    if r.suspects and r.suspects.n:
         sus = r.suspects.sql.replace("{table}", table)
         on = " AND ".join(f"({r.group_by[i]}) = x.p{i}" for i in range(r.suspects.n))
         source = f"{table} s JOIN ({sus}) x ON {on}"
+    elif r.suspects:
+        source = f"{table} s SEMI JOIN _dup_hashes x ON hash({', '.join(r.group_by)}) = x.h"
     return (
         f"SELECT line, {r.message} AS msg FROM (SELECT max(s.line) AS line, {keys} FROM {source} "
         f"WHERE {present} GROUP BY ALL HAVING count(*) > 1)"
@@ -167,16 +170,37 @@ def _row_rules(
     return out
 
 
+def _repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> npt.NDArray[np.uint64]:
+    col = con.sql(sql).to_arrow_table().column("h").combine_chunks()
+    if len(col) == 0:
+        return np.empty(0, dtype=np.uint64)
+    # straight from the Arrow buffer (the column has no nulls): pyarrow's to_numpy would import pandas
+    h = np.sort(np.frombuffer(col.buffers()[1], dtype=np.uint64, count=len(col), offset=col.offset * 8))
+    return np.unique(h[1:][h[1:] == h[:-1]])
+
+
 def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule], limit: int = 50) -> list[Finding]:
     """Findings of every rule, each sorted by line and capped at ``limit`` (warnings say how many more)."""
     by_rule = _row_rules(con, staged, [r for r in rules if not r.group_by], limit)
     for r in rules:
         if not r.group_by:
             continue
-        sql = _group_sql(staged.name, r)
-        rows = con.execute(f"SELECT * FROM ({sql}) ORDER BY line LIMIT {limit}").fetchall()
-        total = len(rows)
-        if total == limit:
-            total = con.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0]  # type: ignore[index]
+        dups = None
+        if r.suspects and not r.suspects.n:
+            dups = _repeated_hashes(con, r.suspects.sql.replace("{table}", staged.name))
+            if len(dups) == 0:
+                by_rule[id(r)] = []
+                continue
+            # the caller's own connection: a cursor would not see rows written in its open transaction
+            con.register("_dup_hashes", pa.table({"h": pa.array(dups, pa.uint64())}))
+        try:
+            sql = _group_sql(staged.name, r)
+            rows = con.execute(f"SELECT * FROM ({sql}) ORDER BY line LIMIT {limit}").fetchall()
+            total = len(rows)
+            if total == limit:
+                total = int(con.execute(f"SELECT count(*) FROM ({sql})").fetchall()[0][0])
+        finally:
+            if dups is not None:
+                con.unregister("_dup_hashes")
         by_rule[id(r)] = _report(staged, r, rows, total, limit)
     return [f for r in rules for f in by_rule[id(r)]]

@@ -136,6 +136,8 @@ def _text_expr(f: Field, col: str) -> tuple[str, str]:
         val = f"CASE WHEN json_valid({v}) AND json_type(CAST({v} AS JSON)) = 'OBJECT' THEN {v} END"
     else:  # pragma: no cover
         raise ValueError(f.kind)
+    if f.kind == "string":
+        return val, "FALSE"  # any text is a string: no per-row test needed
     return val, f"({v} IS NOT NULL AND ({val}) IS NULL)"
 
 

@@ -68,7 +68,7 @@ def run_findings(
         )
     list_key = ["s.case_id", "coalesce(s.stage, 'final')"]
     dup = duplicate_rule(
-        [], doc_unit, "", key_exprs=[*list_key, unit_expr], suspects=hashed_suspects(list_key, unit_expr)
+        [], doc_unit, "", key_exprs=[*list_key, unit_expr], suspects=hashed_suspects([*list_key, unit_expr])
     )
     rules.append(
         Rule(
