@@ -37,13 +37,15 @@ def _dataset(rng: random.Random, n_cases: int) -> tuple[list[dict[str, Any]], li
     return cases, labels
 
 
-def _trec_run(rng: random.Random, n_cases: int) -> list[dict[str, Any]]:
-    """Scores with ties (rounded to 1 decimal), ranks shuffled against the scores, repeated units."""
+def _trec_run(rng: random.Random, n_cases: int, distinct: bool = False) -> list[dict[str, Any]]:
+    """Scores with ties (rounded to 1 decimal), ranks shuffled against the scores, repeated units unless
+    ``distinct`` (then the run is flagged as repeat-free and skips de-duplication)."""
     rows = []
     for i in range(n_cases):
         if i % 6 == 1:
             continue  # missing from the run
-        units = [rng.randrange(40) for _ in range(rng.randint(1, 25))]  # duplicates likely
+        n = rng.randint(1, 25)
+        units = rng.sample(range(40), n) if distinct else [rng.randrange(40) for _ in range(n)]
         ranks = list(range(1, len(units) + 1))
         rng.shuffle(ranks)
         for u, r in zip(units, ranks, strict=True):
@@ -68,9 +70,10 @@ def _qrels(labels):
     return q
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_trec_compat_equals_trec_eval(tmp_path: Path, seed: int) -> None:
-    con, labels, results = _store(tmp_path, seed, _trec_run)
+@pytest.mark.parametrize(("seed", "distinct"), [(0, False), (1, False), (2, False), (3, False), (4, True), (5, True)])
+def test_trec_compat_equals_trec_eval(tmp_path: Path, seed: int, distinct: bool) -> None:
+    con, labels, results = _store(tmp_path, seed, lambda rng, n: _trec_run(rng, n, distinct))
+    assert con.execute("SELECT has_repeats FROM runs WHERE run_id = 'r'").fetchall() == [(not distinct,)]
     qrels = _qrels(labels)
     run: dict[str, dict[str, float]] = {}
     for row in sorted(results, key=lambda r: r["rank"]):  # first occurrence (lowest rank) keeps its score

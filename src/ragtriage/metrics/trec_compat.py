@@ -49,32 +49,53 @@ def _aggregates(ks: Sequence[int]) -> str:
     return ",\n".join(parts)
 
 
-def trec_sql(ctx: EvalContext) -> tuple[str, list[object]]:
+def _key(alias: str) -> str:
+    """trec_eval's order as one comparable value: scored before unscored, score descending, docno descending."""
+    return f"{{'n': {alias}.score IS NOT NULL, 's': coalesce({alias}.score, 0.0), 'u': {alias}.unit_id}}"
+
+
+def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object]]:
+    """Per-query trec_eval figures. Ranking whole lists by score with a window costs seconds at 10M rows, so the
+    top ``depth`` of each list comes from a top-n aggregate, and a query whose first relevant result lies deeper
+    (recip_rank has no cutoff) gets its rank by counting the results ordered before it. ``dedupe=False`` is for
+    runs known to hold no repeated unit (``runs.has_repeats``), which skip the de-duplicating window."""
     split = "WHERE case_id IN (SELECT case_id FROM cases WHERE split = ?)" if ctx.split else ""
     t = ctx.threshold
+    first = "QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1" if dedupe else ""
     sql = f"""
     WITH q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM qrels {split}),
     n AS (SELECT case_id, count(*) FILTER (WHERE grade >= {t}) AS num_rel,
                  list(CAST(grade AS DOUBLE) ORDER BY grade DESC) FILTER (WHERE grade > 0) AS gains
           FROM q GROUP BY case_id),
-    r AS (SELECT case_id, unit_id, score FROM results WHERE run_id = ? AND stage = ?
+    r AS NOT MATERIALIZED (SELECT case_id, unit_id, score FROM results WHERE run_id = ? AND stage = ?
                                           AND case_id IN (SELECT case_id FROM n)
-          QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1),
-    ranked AS (SELECT case_id, unit_id,
-                      row_number() OVER (PARTITION BY case_id ORDER BY score DESC NULLS LAST, unit_id DESC) AS pos
-               FROM r),
+          {first}),
+    top AS (SELECT case_id, max_by(unit_id, {_key("r")}, {ctx.depth}) AS l FROM r GROUP BY case_id),
+    ranked AS (SELECT case_id, unnest(l) AS unit_id, unnest(range(1, len(l) + 1)) AS pos FROM top),
     hit AS (SELECT x.case_id, x.pos, coalesce(q.grade >= {t}, FALSE) AS rel,
                    CAST(greatest(coalesce(q.grade, 0), 0) AS DOUBLE) AS g,
                    sum(CASE WHEN q.grade >= {t} THEN 1 ELSE 0 END)
                        OVER (PARTITION BY x.case_id ORDER BY x.pos) AS cum_rel
             FROM ranked x LEFT JOIN q USING (case_id, unit_id)),
-    a AS (SELECT case_id, min(pos) FILTER (WHERE rel) AS first_rel, {_aggregates(ctx.ks)} FROM hit GROUP BY case_id)
+    a AS (SELECT case_id, min(pos) FILTER (WHERE rel) AS first_rel, {_aggregates(ctx.ks)} FROM hit GROUP BY case_id),
+    best AS (SELECT r.case_id, max({_key("r")}) AS best_key
+             FROM r JOIN q USING (case_id, unit_id)
+             WHERE q.grade >= {t} AND r.case_id IN (SELECT case_id FROM a WHERE first_rel IS NULL)
+             GROUP BY r.case_id),
+    deep AS (SELECT r.case_id, 1 + count(*) FILTER (WHERE {_key("r")} > b.best_key) AS first_rel
+             FROM r JOIN best b USING (case_id) GROUP BY r.case_id)
     SELECT n.case_id, CAST(n.num_rel AS BIGINT) AS num_rel, {_columns(ctx.ks)},
-           CASE WHEN a.first_rel IS NOT NULL THEN 1.0::DOUBLE / a.first_rel ELSE 0.0::DOUBLE END AS recip_rank
-    FROM n LEFT JOIN a USING (case_id) ORDER BY n.case_id
+           CASE WHEN coalesce(a.first_rel, d.first_rel) IS NOT NULL
+                THEN 1.0::DOUBLE / coalesce(a.first_rel, d.first_rel) ELSE 0.0::DOUBLE END AS recip_rank
+    FROM n LEFT JOIN a USING (case_id) LEFT JOIN deep d USING (case_id) ORDER BY n.case_id
     """
     params: list[object] = [ctx.split] if ctx.split else []
     return sql, [*params, ctx.run_id, ctx.stage]
+
+
+def _has_repeats(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
+    rows = con.execute("SELECT has_repeats FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    return not rows or rows[0][0] is not False  # unknown: de-duplicate
 
 
 def trec_per_query(
@@ -87,7 +108,7 @@ def trec_per_query(
 ) -> pa.Table:
     """One row per query with a qrels line (trec_eval -c's population), trec_eval's measure names."""
     ctx = resolve(con, run_id, ks, stage=stage, gain="linear", split=split)
-    sql, params = trec_sql(ctx)
+    sql, params = trec_sql(ctx, dedupe=_has_repeats(con, run_id))
     return arrow(con, sql, params)
 
 
@@ -102,7 +123,7 @@ def trec_summary(
 ) -> MetricReport:
     """trec_eval's 'all' line per measure (the mean), with the same distribution columns as the default mode."""
     ctx = resolve(con, run_id, ks, stage=stage, gain="linear", split=split)
-    sql, params = trec_sql(ctx)
+    sql, params = trec_sql(ctx, dedupe=_has_repeats(con, run_id))
     table = arrow(con, sql, params)
     rows = []
     for m in TREC_MEASURES:

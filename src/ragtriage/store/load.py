@@ -293,6 +293,9 @@ def _load_run_tx(
     loaded = _loaded_view(con, rid, staged["results"])
     checked = {**staged, "results": loaded}
     warnings = _fail_if_errors(findings + run_findings(con, checked, unit, check_enums=False))
+    # Lists without repeats need no de-duplication pass at evaluation time (trec-compat ranks whole lists).
+    repeats = any(w.code == "duplicate-in-list" for w in warnings)
+    con.execute("UPDATE runs SET has_repeats = ? WHERE run_id = ?", [repeats, rid])
     manifest_files = [(files.manifest, 1)] if files.manifest else []
     _record_loads(con, "run", rid, manifest_files + [(s.path, s.rows) for s in staged.values()])
     _record_warnings(con, rid, warnings)
@@ -323,7 +326,7 @@ def _insert_run(
 
     con.execute(
         """INSERT INTO runs SELECT ?, (SELECT coalesce(max(run_key), 0) + 1 FROM runs), ?,
-                  ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, now()::TIMESTAMP""",
+                  ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, now()::TIMESTAMP""",
         [
             rid,
             unit,

@@ -143,6 +143,7 @@ CREATE TABLE IF NOT EXISTS runs (
     manifest JSON,
     source_format VARCHAR NOT NULL,       -- folder | trec
     score_threshold DOUBLE,               -- set by `ragtriage calibrate`
+    has_repeats BOOLEAN,                  -- a unit occurs twice in some list (the load's duplicate-in-list check)
     loaded_at TIMESTAMP NOT NULL
 );
 
