@@ -14,6 +14,7 @@ import pytest
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.store import connect, load_dataset, load_run
 from ragtriage.store.connection import StoreError
+from ragtriage.store.schema import SCHEMA_VERSION
 from tests.factory import write_dataset, write_run
 
 CASES = [{"id": "q1", "query": "reset password"}, {"id": "q2", "query": "vpn setup"}]
@@ -121,5 +122,6 @@ def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     for read_only in (False, True):
-        with pytest.raises(StoreError, match="schema version 1, this ragtriage reads version 2; load the dataset"):
+        expected = f"schema version 1, this ragtriage reads version {SCHEMA_VERSION}; load the dataset"
+        with pytest.raises(StoreError, match=expected):
             connect(db, read_only=read_only)

@@ -48,7 +48,7 @@ def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
         raise StoreError(
             f"{path}: this store has schema version {rows[0][0]}, this ragtriage reads version {SCHEMA_VERSION}; "
             "load the dataset and runs again into a new database (triage notes live in <db>.notes.sqlite: "
-            "keep that file next to the new database to keep them)"
+            "rename that file to <new db>.notes.sqlite to keep them)"
         )
 
 

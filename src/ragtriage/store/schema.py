@@ -15,7 +15,7 @@ integer key, the stage a two-value enum, and the unit id is not stored twice; th
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
