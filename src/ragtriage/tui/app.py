@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+import importlib
 import queue
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,20 +18,28 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from ragtriage.notes import Note, NotesError, NotesStore, default_author, notes_path_for
 from ragtriage.store import StoreError, connect
 from ragtriage.tui.commands import TriageCommands
-from ragtriage.tui.detail_data import RunCache
+from ragtriage.tui.data import RunCache
 from ragtriage.tui.screens.base import VIEW_KEYS
-from ragtriage.tui.screens.case_detail import CaseScreen
-from ragtriage.tui.screens.failures import FailuresScreen
-from ragtriage.tui.screens.lists import CompareScreen, LeakageScreen, SlicesScreen, ZeroHitScreen
-from ragtriage.tui.screens.modals import HelpScreen, NoteEditor, PathPrompt
 from ragtriage.tui.screens.overview import OverviewScreen
 
 _STOP = object()
+
+
+def lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
+    """A view made on first use: the modules of the views not shown at start-up are imported then, not before
+    the overview's first paint (the note editor alone pulls in TextArea)."""
+
+    def make() -> Screen[Any]:
+        cls: type[Screen[Any]] = getattr(importlib.import_module(f"ragtriage.tui.screens.{module}"), name)
+        return cls()
+
+    return make
 
 
 class NoteSaved(Message):
@@ -49,11 +59,11 @@ class TriageApp(App[None]):
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {TriageCommands}
     MODES: ClassVar[dict[str, Any]] = {
         "overview": OverviewScreen,
-        "slices": SlicesScreen,
-        "zerohit": ZeroHitScreen,
-        "leakage": LeakageScreen,
-        "failures": FailuresScreen,
-        "compare": CompareScreen,
+        "slices": lazy("lists", "SlicesScreen"),
+        "zerohit": lazy("lists", "ZeroHitScreen"),
+        "leakage": lazy("lists", "LeakageScreen"),
+        "failures": lazy("failures", "FailuresScreen"),
+        "compare": lazy("lists", "CompareScreen"),
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         *(
@@ -98,6 +108,7 @@ class TriageApp(App[None]):
         self.export_dir = Path(export_dir) if export_dir else Path.cwd()
         self.cache = RunCache()
         self.case_index: list[str] = []
+        self._case_index_requested = False
         self.notes_version = 0
         self._notes_queue: queue.Queue[Any] = queue.Queue()
         self._writer_running = False
@@ -108,7 +119,6 @@ class TriageApp(App[None]):
         self.sub_title = f"{self.db_path.name} · run {self.run_id}"
         self._writer_running = True
         self._notes_writer()
-        self._load_case_index()
         self.switch_mode("overview")
 
     def on_unmount(self) -> None:
@@ -125,11 +135,18 @@ class TriageApp(App[None]):
         self.drain_notes()
         self.exit()
 
+    def ensure_case_index(self) -> None:
+        """Load every case id for the command palette, once, when the palette first opens: on 100k cases the
+        query costs half a second that the overview's first paint should not share."""
+        if not self._case_index_requested:
+            self._case_index_requested = True
+            self._load_case_index()
+
     @work(thread=True, exclusive=True, group="case-index", exit_on_error=False)
     def _load_case_index(self) -> None:
         cur = self.con.cursor()
         try:
-            ids = [r[0] for r in cur.execute("SELECT case_id FROM cases ORDER BY case_id").fetchall()]
+            ids = cur.sql("SELECT case_id FROM cases ORDER BY case_id").to_arrow_table().column(0).to_pylist()
         finally:
             cur.close()
         self.call_from_thread(setattr, self, "case_index", ids)
@@ -172,6 +189,8 @@ class TriageApp(App[None]):
 
     @work(thread=True, exclusive=True, group="note-read", exit_on_error=False)
     def _open_editor(self, case_id: str, run_id: str) -> None:
+        from ragtriage.tui.screens.modals import NoteEditor
+
         note = self.store.get(run_id, case_id)
         text = note.note if note and note.note else ""
 
@@ -186,6 +205,8 @@ class TriageApp(App[None]):
         return VIEW_KEYS
 
     def open_case(self, case_id: str, case_list: list[str]) -> None:
+        from ragtriage.tui.screens.case_detail import CaseScreen
+
         self.push_screen(CaseScreen(case_id, case_list, self.current_mode or "failures"))
 
     def use_run(self, run_id: str) -> None:
@@ -204,6 +225,8 @@ class TriageApp(App[None]):
         self.use_run(self.runs[(self.runs.index(self.run_id) + 1) % len(self.runs)])
 
     def action_help(self) -> None:
+        from ragtriage.tui.screens.modals import HelpScreen
+
         seen: list[tuple[str, str]] = []
         for key, active in self.screen.active_bindings.items():
             b = active.binding
@@ -213,6 +236,8 @@ class TriageApp(App[None]):
 
     # export ----------------------------------------------------------------------------------------------------
     def action_export(self) -> None:
+        from ragtriage.tui.screens.modals import PathPrompt
+
         default = str(self.export_dir / f"ragtriage-notes-{self.run_id}.csv")
 
         def chosen(path: str | None) -> None:

@@ -15,6 +15,9 @@ MAX_CASE_HITS = 50
 
 
 class TriageCommands(Provider):
+    async def startup(self) -> None:
+        self.app.ensure_case_index()  # type: ignore[attr-defined]
+
     def commands(self) -> list[tuple[str, Callable[[], object], str]]:
         app: TriageApp = self.app  # type: ignore[assignment]
         out: list[tuple[str, Callable[[], object], str]] = [

@@ -8,6 +8,7 @@ its table, so one broken layer never takes the whole TUI down.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 
 from ragtriage.notes import NotesStore
 from ragtriage.notes.export import ExportError, as_arrow, core_function, first_column, wide_per_case
+from ragtriage.tui import summary_cache
 
 CASE_DIMENSIONS = ("query_type", "language", "split", "source_family", "critical", "tags")
 EVIDENCE_DIMENSIONS = ("doc_type", "source_system", "chunk_kind")
@@ -86,11 +88,13 @@ def run_ids(cur: duckdb.DuckDBPyConnection) -> list[str]:
 
 def ndcg_column(per_case: pa.Table, k: int = 10) -> str | None:
     """The per-case nDCG column to draw: nDCG@k when present, else the deepest nDCG cutoff."""
-    names = [c for c in per_case.column_names if c.lower().startswith("ndcg@")]
+    names: list[str] = [c for c in per_case.column_names if c.lower().startswith("ndcg@")]
     exact = next((c for c in names if c.lower() == f"ndcg@{k}"), None)
     if exact:
         return exact
-    return max(names, key=lambda c: int(c.split("@")[1]) if c.split("@")[1].isdigit() else 0, default=None)
+    deepest: str | None = max(names, key=lambda c: int(c.split("@")[1]) if c.split("@")[1].isdigit() else 0,
+                              default=None)
+    return deepest
 
 
 def identity(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -111,10 +115,14 @@ SUMMARY_COLUMNS = ("name", "mean", "median", "p10", "min", "ci_low", "ci_high", 
 SUMMARY_CONTEXT = ("threshold", "gain", "unit", "stage", "mode")
 
 
-def summary(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[pa.Table, str]:
+def summary(cur: duckdb.DuckDBPyConnection, run_id: str, db_path: str | Path | None = None) -> tuple[pa.Table, str]:
     """metrics.summarize's table (the columns that fit 80 wide) and the context every figure needs (threshold,
-    gain, unit, stage)."""
-    full = table("metrics", "summarize", cur, run_id)
+    gain, unit, stage). With ``db_path`` the full table is read from / written to :mod:`summary_cache`."""
+    full = summary_cache.load(db_path, run_id) if db_path is not None else None
+    if full is None:
+        full = table("metrics", "summarize", cur, run_id)
+        if db_path is not None:
+            summary_cache.save(db_path, run_id, full)
     keep = [c for c in SUMMARY_COLUMNS if c in full.column_names] or full.column_names
     context = ""
     if full.num_rows:

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.notes import Note, NotesStore
+from ragtriage.notes.export import first_column
 from ragtriage.tui import data
 from ragtriage.tui.data import RunCache
 
@@ -79,7 +80,7 @@ def acl_verdicts(leaks: pa.Table, case_id: str) -> dict[tuple[str, int], str]:
     if "case_id" not in leaks.column_names:
         return {}
     mine = leaks.filter(pc.equal(leaks.column("case_id"), case_id)).to_pylist()
-    rule = data.first_column(leaks, "rule", "reason", "violation") or "case_id"
+    rule = first_column(leaks, "rule", "reason", "violation") or "case_id"
     out: dict[tuple[str, int], str] = {}
     for r in mine:
         key = (str(r.get("stage", "final")), int(r.get("rank") or 0))

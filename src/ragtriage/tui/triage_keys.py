@@ -45,17 +45,25 @@ class TriageKeys:
     def triage_case(self) -> str | None:
         raise NotImplementedError
 
-    def action_set_category(self, category: str) -> None:
+    def target_case(self) -> str | None:
+        """The current case, or None with a word on screen: a triage key is never silently lost."""
         case_id = self.triage_case()
+        if not case_id:
+            self.app.notify("no case selected yet (the list is still loading): nothing saved",  # type: ignore[attr-defined]
+                            severity="warning", timeout=3)
+        return case_id
+
+    def action_set_category(self, category: str) -> None:
+        case_id = self.target_case()
         if case_id:
             self.app.save_note(case_id, category=category)  # type: ignore[attr-defined]
 
     def action_set_status(self, status: str) -> None:
-        case_id = self.triage_case()
+        case_id = self.target_case()
         if case_id:
             self.app.save_note(case_id, status=status)  # type: ignore[attr-defined]
 
     def action_edit_note(self) -> None:
-        case_id = self.triage_case()
+        case_id = self.target_case()
         if case_id:
             self.app.edit_note(case_id)  # type: ignore[attr-defined]

@@ -15,8 +15,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
+
+from ragtriage.tui.widgets.footer import FittingFooter
 
 if TYPE_CHECKING:
     from ragtriage.tui.app import TriageApp
@@ -60,7 +62,7 @@ class DataScreen(Screen[None]):
         yield Static("loading…", id="status", markup=False)
 
     def compose_footer(self) -> ComposeResult:
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.reload()
@@ -127,7 +129,7 @@ class DataScreen(Screen[None]):
             self.show(event.worker.result)
         elif event.state == WorkerState.ERROR:
             err = event.worker.error
-            self.show_error(f"{type(err).__name__}: {err}" if not hasattr(err, "args") or not err.args else str(err))
+            self.show_error(str(err) if err is not None and err.args else f"{type(err).__name__}: {err}")
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:

@@ -6,22 +6,28 @@ Every data string is wrapped in ``rich.text.Text`` so brackets in a query or pas
 
 from __future__ import annotations
 
+import io
 import json
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
 from ragtriage.tui.detail_data import CaseDetail, case_detail
-from ragtriage.tui.screens.base import DataScreen
+from ragtriage.tui.screens.base import LOAD_GROUP, DataScreen
 from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
+from ragtriage.tui.widgets.line_table import Column, LineTable
 
 PASSAGE_CHARS = 400
+PREFETCH_KEEP = 8
 
 
 def lit(value: Any) -> Text:
@@ -109,21 +115,16 @@ def classification_block(d: CaseDetail) -> RenderableType:
     return Group(*out)
 
 
+RESULT_COLUMNS = (
+    Column("stg"), Column("#", right=True), Column("gr", right=True), Column("unit", flex=True), Column("type"),
+    Column("doc"), Column("ACL"), Column("score", right=True),
+)
+
+
 def results_block(d: CaseDetail) -> RenderableType:
     if d.results.num_rows == 0:
         return Text("no results recorded for this case")
-    t = Table(box=None, pad_edge=False, show_edge=False, expand=True, header_style="bold")
-    for name, kw in (
-        ("stg", {"no_wrap": True}),
-        ("#", {"justify": "right"}),
-        ("gr", {"justify": "right"}),
-        ("unit", {"overflow": "fold", "ratio": 2}),
-        ("type", {"no_wrap": True}),
-        ("doc", {"no_wrap": True}),
-        ("ACL", {"no_wrap": True}),
-        ("score", {"justify": "right"}),
-    ):
-        t.add_column(name, **kw)
+    rows = []
     for r in d.results.to_pylist():
         verdict = d.verdicts.get((r["stage"], r["rank"]))
         acl = Text(f"LEAK {verdict}", style="bold red") if verdict else Text("ok" if "acl" not in d.errors else "?")
@@ -131,8 +132,9 @@ def results_block(d: CaseDetail) -> RenderableType:
         doc = "absent" if r["not_in_corpus"] else (r["doc_status"] or "")
         score = "" if r["score"] is None else f"{r['score']:.3f}"
         stage = "fin" if r["stage"] == "final" else "cand"
-        t.add_row(stage, lit(r["rank"]), grade, lit(r["unit_id"]), lit(r["doc_type"]), lit(doc), acl, score)
-    return t
+        rows.append([lit(stage), lit(r["rank"]), grade, lit(r["unit_id"]), lit(r["doc_type"]), lit(doc), acl,
+                     lit(score)])
+    return LineTable(RESULT_COLUMNS, rows)
 
 
 def passages_block(d: CaseDetail) -> RenderableType:
@@ -164,6 +166,52 @@ def missing_block(d: CaseDetail) -> RenderableType:
     return t
 
 
+SECTIONS = ("case", "triage", "classification", "results", "passages", "missing")
+
+
+def sections(d: CaseDetail) -> dict[str, RenderableType]:
+    return {
+        "case": Group(heading("Case"), case_block(d)),
+        "triage": Group(heading("Triage (1-4 category, 5-8 status, e note)"), triage_block(d)),
+        "classification": Group(heading("Automatic classification"), classification_block(d)),
+        "results": Group(heading("Ranked results (gr ? = unjudged)"), results_block(d)),
+        "passages": Group(heading("Final passages"), passages_block(d)),
+        "missing": Group(heading("Labelled evidence not retrieved in the top k"), missing_block(d)),
+    }
+
+
+def prerender(renderable: RenderableType, width: int) -> Text:
+    """The renderable laid out at ``width`` once, as lines that need no further wrapping or measuring.
+
+    Laying out the grids and tables is most of the cost of showing a case (Textual lays a Static out to learn
+    its height and again to paint it); done here, in the worker that fetched the case, the UI thread only copies
+    lines. The result keeps every style and prints data literally, as the renderable did.
+    """
+    console = Console(width=width, file=io.StringIO(), color_system="truecolor", force_terminal=True,
+                      highlight=False, emoji=False, markup=False)
+    out = Text(no_wrap=True, overflow="crop", end="")
+    for i, line in enumerate(console.render_lines(renderable, console.options.update_width(width), pad=False)):
+        if i:
+            out.append("\n")
+        for seg in line:
+            if not seg.control:
+                out.append(seg.text, seg.style)
+    return out
+
+
+@dataclass
+class Rendered:
+    """A case's detail and its sections laid out at one width (built in a worker thread)."""
+
+    detail: CaseDetail
+    width: int
+    sections: dict[str, Text]
+
+
+def rendered(d: CaseDetail, width: int) -> Rendered:
+    return Rendered(d, width, {name: prerender(body, width) for name, body in sections(d).items()})
+
+
 class CaseScreen(TriageKeys, DataScreen):
     MODE = "failures"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -182,39 +230,84 @@ class CaseScreen(TriageKeys, DataScreen):
 
     def __init__(self, case_id: str, case_list: list[str], mode: str) -> None:
         super().__init__()
-        self.case_id = case_id
         self.case_list = case_list or [case_id]
-        self.MODE = mode
+        self.pos = self.case_list.index(case_id) if case_id in self.case_list else -1
+        self.case_id = case_id
+        self.MODE = mode  # type: ignore[misc]  # the view bar highlights the list this case was opened from
         self.detail: CaseDetail | None = None
+        self.prefetched: dict[tuple[Any, ...], Rendered] = {}
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
         with VerticalScroll(id="body"):
-            for name in ("case", "triage", "classification", "results", "passages", "missing"):
+            for name in SECTIONS:
                 yield Static(id=f"sec-{name}", classes="section", markup=False)
         yield from self.compose_footer()
 
     def bar_detail(self) -> str:
-        pos = self.case_list.index(self.case_id) + 1 if self.case_id in self.case_list else 0
-        return f"case {self.case_id} ({pos}/{len(self.case_list)}) · run {self.triage.run_id}"
+        return f"case {self.case_id} ({self.pos + 1}/{len(self.case_list)}) · run {self.triage.run_id}"
 
-    def fetch(self, cur: Any) -> CaseDetail:
-        return case_detail(cur, self.triage.run_id, self.case_id, self.triage.store, self.triage.cache)
+    def section_width(self) -> int:
+        """Cells a section has: the body less its padding and scrollbar (known after the first layout)."""
+        width = self.query_one("#sec-case", Static).content_region.width
+        return width if width > 0 else max(20, self.app.size.width - 4)
 
-    def show(self, result: CaseDetail) -> None:
-        self.detail = result
-        sections = {
-            "case": ("Case", case_block(result)),
-            "triage": ("Triage (1-4 category, 5-8 status, e note)", triage_block(result)),
-            "classification": ("Automatic classification", classification_block(result)),
-            "results": ("Ranked results (gr ? = unjudged)", results_block(result)),
-            "passages": ("Final passages", passages_block(result)),
-            "missing": ("Labelled evidence not retrieved in the top k", missing_block(result)),
-        }
-        for name, (title, body) in sections.items():
-            self.query_one(f"#sec-{name}", Static).update(Group(heading(title), body))
-        errs = [v for k, v in result.errors.items() if k == "acl"]
-        self.set_status(f"{len(result.results)} result rows" + (f" · ACL: {errs[0]}" if errs else ""), error=bool(errs))
+    def fetch(self, cur: Any) -> Rendered:
+        width = self.width_for_workers
+        return rendered(case_detail(cur, self.triage.run_id, self.case_id, self.triage.store, self.triage.cache), width)
+
+    width_for_workers = 76
+
+    def reload(self) -> None:
+        self.width_for_workers = self.section_width()
+        super().reload()
+
+    def on_resize(self) -> None:
+        if self.detail is not None and self.section_width() != self.width_for_workers:
+            self.prefetched.clear()
+            self.reload()
+
+    def detail_key(self, case_id: str) -> tuple[Any, ...]:
+        return (*self.stale_key(), case_id)
+
+    def show(self, result: Rendered) -> None:
+        d = result.detail
+        if (d.run_id, d.case.get("case_id")) != (self.triage.run_id, self.case_id):
+            return  # an answer for a case the user has already left
+        self.detail = d
+        for name in SECTIONS:
+            self.query_one(f"#sec-{name}", Static).update(result.sections[name])
+        errs = [v for k, v in d.errors.items() if k == "acl"]
+        self.set_status(f"{len(d.results)} result rows" + (f" · ACL: {errs[0]}" if errs else ""), error=bool(errs))
+        self.call_after_refresh(self.prefetch_neighbours)  # after the paint: its Python work would slow the paint
+
+    def prefetch_neighbours(self) -> None:
+        """Fetch the cases around this one in the background, so `n`/`p` show them without a query; two ahead,
+        so that a run of `n` finds the next case ready while the one after it is fetched."""
+        around = (self.pos + 1, self.pos - 1, self.pos + 2)
+        want = [self.case_list[i] for i in around if 0 <= i < len(self.case_list)]
+        want = [c for c in want if self.detail_key(c) not in self.prefetched]
+        if want:
+            self.prefetch(want, self.stale_key(), self.width_for_workers)
+
+    @work(thread=True, exclusive=True, group="case-prefetch", exit_on_error=False)
+    def prefetch(self, case_ids: list[str], key: tuple[Any, ...], width: int) -> None:
+        app, cur = self.triage, self.triage.con.cursor()
+        try:
+            for case_id in case_ids:
+                if get_current_worker().is_cancelled:
+                    return
+                found = rendered(case_detail(cur, key[0], case_id, app.store, app.cache), width)
+                self.app.call_from_thread(self.keep_prefetched, (*key, case_id), found)
+        finally:
+            cur.close()
+
+    def keep_prefetched(self, key: tuple[Any, ...], found: Rendered) -> None:
+        if key[:-1] != self.stale_key():
+            return  # notes or run changed meanwhile: the answer may be out of date
+        if len(self.prefetched) >= PREFETCH_KEEP:
+            self.prefetched.pop(next(iter(self.prefetched)))
+        self.prefetched[key] = found
 
     def stale_key(self) -> tuple[Any, ...]:
         return (*super().stale_key(), self.triage.notes_version)
@@ -223,18 +316,26 @@ class CaseScreen(TriageKeys, DataScreen):
         return self.case_id
 
     def action_step(self, delta: int) -> None:
-        if self.case_id not in self.case_list:
+        if self.pos < 0:
             return
-        i = self.case_list.index(self.case_id) + delta
-        if 0 <= i < len(self.case_list):
-            self.case_id = self.case_list[i]
-            self.query_one("#body", VerticalScroll).scroll_home(animate=False)
-            self.reload()
-        else:
+        i = self.pos + delta
+        if not 0 <= i < len(self.case_list):
             self.notify("no more cases in this list", timeout=2)
+            return
+        self.pos, self.case_id = i, self.case_list[i]
+        self.query_one("#body", VerticalScroll).scroll_home(animate=False)
+        ready = self.prefetched.get(self.detail_key(self.case_id))
+        if ready is None:
+            self.reload()
+            return
+        self.workers.cancel_group(self, LOAD_GROUP)  # a slower load of the case just left must not land
+        self._loaded_for = self.stale_key()
+        self.set_bar()
+        self.show(ready)
 
     def action_scroll(self, lines: int) -> None:
-        self.query_one("#body", VerticalScroll).scroll_relative(y=lines, animate=False)
+        # immediate: a deferred scroll starts from the old position, so a burst of keys would move one line
+        self.query_one("#body", VerticalScroll).scroll_relative(y=lines, animate=False, immediate=True)
 
     def action_scroll_home(self) -> None:
         self.query_one("#body", VerticalScroll).scroll_home(animate=False)

@@ -10,10 +10,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Label, Static, TextArea
+from textual.widgets import Input, Label, Static, TextArea
 
 from ragtriage.tui.screens.base import VIEW_KEYS
 from ragtriage.tui.triage_keys import KEY_HELP
+from ragtriage.tui.widgets.footer import FittingFooter
 
 
 class HelpScreen(ModalScreen[None]):
@@ -70,7 +71,7 @@ class NoteEditor(ModalScreen[str | None]):
         with Vertical():
             yield Label(Text(f"Note for {self.case_id}  (ctrl+s save, Escape cancel)"))
             yield TextArea(self.text, id="note", soft_wrap=True, show_line_numbers=False)
-            yield Footer(compact=True)
+            yield FittingFooter()
 
     def on_mount(self) -> None:
         area = self.query_one(TextArea)

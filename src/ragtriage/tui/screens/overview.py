@@ -3,6 +3,7 @@ the leak count (red when non-zero)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -85,7 +86,15 @@ class OverviewScreen(DataScreen):
         Binding("g", "scroll_to(0)", "Top", show=False),
         Binding("G", "scroll_to(-1)", "Bottom", show=False),
     ]
-    SECTIONS = ("identity", "leaks", "summary", "dist", "categories")
+    SECTIONS = ("identity", "summary", "leaks", "dist", "categories")
+    LOADING: ClassVar[dict[str, str]] = {
+        "identity": "loading the run's identity…",
+        "summary": "loading metrics.summarize…",
+        "leaks": "loading checks.leakage…",
+        "dist": "loading metrics.per_case…",
+        "categories": "loading classify.failures…",
+    }
+    PAINT_WAIT = 2.0
     DEFAULT_CSS = """
     OverviewScreen #body { height: 1fr; padding: 0 1; }
     OverviewScreen .section { margin-top: 1; }
@@ -99,31 +108,36 @@ class OverviewScreen(DataScreen):
         yield from self.compose_footer()
 
     class SectionLoaded(Message):
-        def __init__(self, name: str, result: Any, error: str | None) -> None:
+        def __init__(self, name: str, result: Any, error: str | None, painted: threading.Event) -> None:
             super().__init__()
-            self.name, self.result, self.error = name, result, error
+            self.name, self.result, self.error, self.painted = name, result, error, painted
 
     def reload(self) -> None:
         self._loaded_for = self.stale_key()
         self.set_bar()
         self.failed: dict[str, str] = {}
         for name in self.SECTIONS:
-            self.section(name, Text("…", style="dim"))
+            self.section(name, Text(self.LOADING[name], style="dim"))
         self.set_status("")
         self.load_sections(self.triage.run_id)
 
     @work(thread=True, exclusive=True, group="overview", exit_on_error=False)
     def load_sections(self, run_id: str) -> None:
-        """One worker, sections in order of cost (cheap first), each posted as soon as it is ready: running the
-        core calls in parallel on two cores made every section late instead of the first ones early."""
+        """One worker, sections one after another, each posted as soon as it is ready: running the core calls in
+        parallel on two cores made every section late instead of the first ones early. The metric table comes
+        right after the (cheap) identity, and the heavier sections wait until it is on screen, because a DuckDB
+        query running while the UI thread paints slows both."""
         worker = get_current_worker()
         for name in self.SECTIONS:
             if worker.is_cancelled:
                 return
+            painted = threading.Event()
             try:
-                self.post_message(self.SectionLoaded(name, self.fetch_section(name, run_id), None))
+                self.post_message(self.SectionLoaded(name, self.fetch_section(name, run_id), None, painted))
             except Exception as exc:  # shown in place of the section; the other sections still load
-                self.post_message(self.SectionLoaded(name, None, str(exc)))
+                self.post_message(self.SectionLoaded(name, None, str(exc), painted))
+            if name == "summary":
+                painted.wait(self.PAINT_WAIT)
 
     def fetch_section(self, name: str, run_id: str) -> Any:
         """Worker body: one core call on its own cursor; returns, never touches a widget."""
@@ -134,7 +148,7 @@ class OverviewScreen(DataScreen):
             if name == "leaks":
                 return app.cache.get("leakage", run_id, cur).num_rows
             if name == "summary":
-                return data.summary(cur, run_id)
+                return data.summary(cur, run_id, app.db_path)
             if name == "dist":
                 return data.distribution(cur, run_id, app.cache)
             return data.category_counts(app.cache.get("failures", run_id, cur))
@@ -142,6 +156,7 @@ class OverviewScreen(DataScreen):
             cur.close()
 
     def on_overview_screen_section_loaded(self, message: SectionLoaded) -> None:
+        self.call_after_refresh(message.painted.set)
         if message.error is None:
             self.section(message.name, self.render_section(message.name, message.result))
         else:
@@ -166,7 +181,8 @@ class OverviewScreen(DataScreen):
         return titled("Failures per category (press f)", arrow_rich(result))
 
     def action_scroll(self, lines: int) -> None:
-        self.query_one("#body", VerticalScroll).scroll_relative(y=lines, animate=False)
+        # immediate: a deferred scroll starts from the old position, so a burst of keys would move one line
+        self.query_one("#body", VerticalScroll).scroll_relative(y=lines, animate=False, immediate=True)
 
     def action_scroll_to(self, where: int) -> None:
         body = self.query_one("#body", VerticalScroll)

@@ -19,6 +19,19 @@ from ragtriage.tui.screens.base import DataScreen
 from ragtriage.tui.widgets.arrow_table import ArrowTable
 
 SEARCHABLE = ("case_id", "query", "unit_id", "document_id", "chunk_id", "run_id")
+MOVE_KEYS = (
+    ("j,down", "down"), ("k,up", "up"), ("g,home", "top"), ("G,end", "bottom"),
+    ("ctrl+f,pagedown", "pagedown"), ("ctrl+b,pageup", "pageup"),
+)
+
+
+def replay(moves: list[str], row: int, n_rows: int, page: int) -> int:
+    """The cursor row after the moves typed while the list was loading, clamped to the rows there are."""
+    for move in moves:
+        row = {"down": row + 1, "up": row - 1, "top": 0, "bottom": n_rows - 1,
+               "pagedown": row + page, "pageup": row - page}.get(move, row)
+        row = max(0, min(row, n_rows - 1))
+    return max(row, 0)
 
 
 def search_rows(table: pa.Table, text: str) -> pa.Table:
@@ -41,6 +54,7 @@ class TableScreen(DataScreen):
         Binding("slash", "search", "Search"),
         Binding("t", "sort", "Sort"),
         Binding("T", "reverse", "Rev", show=False),
+        *(Binding(keys, f"move('{move}')", move, show=False) for keys, move in MOVE_KEYS),
     ]
     AUTO_FOCUS = "ArrowTable"
     DEFAULT_CSS = """
@@ -57,6 +71,8 @@ class TableScreen(DataScreen):
         self.sort_column: str | None = None
         self.descending = False
         self.search_text = ""
+        self.pending: list[str] = []
+        self._table: ArrowTable | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
@@ -69,6 +85,30 @@ class TableScreen(DataScreen):
     def show(self, result: pa.Table) -> None:
         self.source = result
         self.render_table()
+
+    def replay_pending(self) -> None:
+        """Keys typed while the list was loading act now, in order: cursor moves, then Enter."""
+        moves, self.pending = self.pending, []
+        widget = self.table_widget()
+        if widget is None or not moves:
+            return
+        cursor = [m for m in moves if m != "open"]
+        if cursor and self.shown is not None and self.shown.num_rows:
+            page = max(1, self.size.height - 6)
+            widget.move_cursor(row=replay(cursor, widget.cursor_row, self.shown.num_rows, page))
+        if "open" in moves:
+            self.action_open()
+
+    def action_move(self, move: str) -> None:
+        """Cursor keys that reach the screen: the table is not there yet (queue them) or not focused."""
+        widget = self.table_widget()
+        if widget is None or self.shown is None:
+            self.pending.append(move)
+            return
+        if self.shown.num_rows:
+            page = max(1, widget.size.height - 1)
+            widget.move_cursor(row=replay([move], widget.cursor_row, self.shown.num_rows, page))
+        widget.focus()
 
     def describe(self) -> str:
         """The status line: row counts, sort and search; views add their filters."""
@@ -101,11 +141,13 @@ class TableScreen(DataScreen):
                 widget.move_cursor(row=ids.index(keep_case))
         if not self.query_one("#search", Input).has_focus:
             widget.focus()
+        self._table = widget
         self.set_status(self.describe())
+        self.replay_pending()
 
     def table_widget(self) -> ArrowTable | None:
-        found = self.query(ArrowTable)
-        return found.first() if found else None
+        """The table now shown (the one being replaced may still be in the DOM for a frame)."""
+        return self._table
 
     def current_row(self) -> dict[str, Any] | None:
         widget = self.table_widget()
@@ -117,6 +159,9 @@ class TableScreen(DataScreen):
         return [str(c) for c in self.shown.column("case_id").to_pylist()]
 
     def action_open(self) -> None:
+        if self.table_widget() is None:
+            self.pending.append("open")
+            return
         row = self.current_row()
         if row and row.get("case_id"):
             self.triage.open_case(str(row["case_id"]), self.case_ids())

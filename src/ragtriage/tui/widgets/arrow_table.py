@@ -58,4 +58,5 @@ class ArrowTable(DataTable):
         i = self.cursor_row if index is None else index
         if not 0 <= i < self.arrow.num_rows:
             return None
-        return self.arrow.slice(i, 1).to_pylist()[0]
+        row: dict[str, Any] = self.arrow.slice(i, 1).to_pylist()[0]
+        return row

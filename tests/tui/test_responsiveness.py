@@ -1,0 +1,184 @@
+"""Keys typed while a view loads are not lost, the overview paints its metric table before the heavy sections,
+moving between cases uses the prefetched neighbour, and the footer never overflows."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ragtriage.tui.data as data
+from ragtriage.tui.app import TriageApp
+from ragtriage.tui.screens.case_detail import CaseScreen
+from ragtriage.tui.screens.failures import FailuresScreen
+from ragtriage.tui.screens.table_view import replay
+from ragtriage.tui.widgets.footer import FittingFooter, FooterKey, key_width
+from tests.tui.helpers import pilot_test, settle, static_text
+
+SLOW = 1.5
+
+
+@pytest.fixture
+def slow_failures(fake_core: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """classify.failures (the fake of conftest.py) takes SLOW seconds, like a large run."""
+    fast = data.core_function
+
+    def core_function(module: str, name: str) -> Any:
+        fn = fast(module, name)
+        if (module, name) != ("classify", "failures"):
+            return fn
+
+        def slow(*args: Any, **kwargs: Any) -> Any:
+            time.sleep(SLOW)
+            return fn(*args, **kwargs)
+
+        return slow
+
+    monkeypatch.setattr(data, "core_function", core_function)
+
+
+def make_app(db_path: Path) -> TriageApp:
+    return TriageApp(db_path, "bm25", "hybrid", author="tester")
+
+
+async def until(predicate: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not reached")
+        await asyncio.sleep(0.01)
+
+
+@pilot_test
+async def test_keys_typed_while_the_failures_list_loads_act_once_it_is_there(
+    db_path: Path, slow_failures: None
+) -> None:
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("f")  # while the overview is still loading
+        screen = app.screen
+        assert isinstance(screen, FailuresScreen)
+        assert screen.table_widget() is None  # still loading: nothing to move on yet
+        await pilot.press("j", "j", "enter")
+        assert screen.table_widget() is None and screen.pending == ["down", "down", "open"]
+        await settle(pilot)
+        assert isinstance(app.screen, CaseScreen)
+        assert app.screen.case_id == "q3"  # third failing case: q1, q2, q3
+        assert app.screen.pos == 2
+
+
+@pilot_test
+async def test_overview_shows_the_metric_table_while_heavier_sections_load(
+    db_path: Path, slow_failures: None
+) -> None:
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(lambda: "loading" not in static_text(app, "#sec-summary"))
+        summary = static_text(app, "#sec-summary")
+        assert "0.340   0.390  0.000  3" in summary  # nDCG row of the fake summarize
+        assert static_text(app, "#sec-categories").strip() == "loading classify.failures…"
+        await settle(pilot)
+        assert "ranking" in static_text(app, "#sec-categories")
+
+
+@pilot_test
+async def test_next_case_comes_from_the_prefetch_and_notes_invalidate_it(db_path: Path, fake_core: object) -> None:
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.open_case("q1", ["q1", "q2", "q3"])
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CaseScreen)
+        assert screen.detail_key("q2") in screen.prefetched
+        await pilot.press("n")  # shown at once from the prefetch: no settle needed
+        assert screen.detail is not None and screen.detail.case["case_id"] == "q2"
+        assert "vpn setup" in static_text(app, "#sec-case")
+        await pilot.press("3")  # a note on q2 bumps the notes version: q1's prefetched detail is stale now
+        await settle(pilot)
+        assert "ranking / - by tester" in static_text(app, "#sec-triage")
+        await pilot.press("p")
+        await settle(pilot)
+        assert screen.case_id == "q1" and "not triaged" in static_text(app, "#sec-triage")
+        await pilot.press("n")
+        await settle(pilot)
+        assert "ranking / - by tester" in static_text(app, "#sec-triage")
+
+
+def test_replay_moves_and_clamps() -> None:
+    assert replay(["down", "down", "up"], 0, 10, 5) == 1
+    assert replay(["bottom", "up"], 0, 10, 5) == 8
+    assert replay(["pagedown", "pagedown", "pagedown"], 0, 10, 4) == 9
+    assert replay(["top", "up", "pageup"], 7, 10, 4) == 0
+    assert replay(["down"], 0, 0, 4) == 0
+
+
+def footer_fits(app: TriageApp) -> list[str]:
+    """The keys the footer shows, after checking that none is under the palette key or past the edge."""
+    footer = app.screen.query_one(FittingFooter)
+    keys = [k for k in footer.query(FooterKey) if not k.has_class("-command-palette")]
+    palette = footer.query_one(".-command-palette", FooterKey)
+    for k in keys:
+        assert k.region.right <= palette.region.x, f"{k.key_display} runs under the palette key"
+    assert palette.region.right <= app.size.width
+    return [k.key_display for k in keys]
+
+
+@pilot_test
+async def test_footer_keeps_help_and_never_overflows_at_80_columns(db_path: Path, fake_core: object) -> None:
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for key in ("o", "s", "z", "l", "f", "c"):
+            await pilot.press(key)
+            await settle(pilot)
+            assert "?" in footer_fits(app), key
+        assert "a" not in footer_fits(app)  # failures: filter keys hidden at 80 columns, listed by `?`
+        await pilot.press("f", "enter")
+        await settle(pilot)
+        assert footer_fits(app) == ["esc", "1-4", "5-8", "e", "n", "p", "?"]
+
+
+@pilot_test
+async def test_footer_shows_every_key_at_200_columns(db_path: Path, fake_core: object) -> None:
+    app = make_app(db_path)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("f")
+        await settle(pilot)
+        shown = footer_fits(app)
+        assert shown == ["⏎", "esc", "/", "t", "1-4", "5-8", "e", "a", "p", "u", "?", "E", "q"]
+
+
+def test_key_width_counts_key_space_description_and_margin() -> None:
+    assert key_width(FooterKey("f", "f", "Failures", "x"), compact=True) == 1 + 1 + 8 + 1
+    assert key_width(FooterKey("question_mark", "?", "", "x"), compact=True) == 2
+
+
+def burst(app: TriageApp, *keys: str) -> None:
+    """Keys arriving in one read, as a fast typist or a terminal's key repeat delivers them."""
+    from textual import events
+
+    assert app._driver is not None
+    for key in keys:
+        event = events.Key(key, key)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+@pilot_test
+async def test_a_burst_of_scroll_keys_scrolls_by_each_key(db_path: Path, fake_core: object) -> None:
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 12)) as pilot:
+        await settle(pilot)
+        body = app.screen.query_one("#body")
+        assert body.max_scroll_y >= 5
+        burst(app, "j", "j", "j", "j", "j")
+        await settle(pilot)
+        assert body.scroll_y == 5
+        burst(app, "k", "k")
+        await settle(pilot)
+        assert body.scroll_y == 3
