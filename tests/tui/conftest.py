@@ -45,14 +45,6 @@ def _results(q1_first: str) -> list[dict[str, object]]:
     ]
 
 
-@pytest.fixture(autouse=True)
-def summary_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test its own metrics-summary cache (never the user's ~/.cache)."""
-    folder = tmp_path / "summary-cache"
-    monkeypatch.setenv("RAGTRIAGE_TUI_CACHE", str(folder))
-    return folder
-
-
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     con = make_store(

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 import ragtriage.tui.data as data
+from ragtriage.metrics import summary_cache
 from ragtriage.store import connect
-from ragtriage.tui import summary_cache
 
 ROWS = [{"name": "nDCG@10", "mean": 0.25, "median": 0.5, "p10": 0.0, "n": 4, "threshold": 2, "gain": "exponential"}]
 

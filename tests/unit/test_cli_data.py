@@ -52,3 +52,25 @@ def test_validate_and_load_exit_2_with_file_line_field(tmp_path: Path) -> None:
     res = runner.invoke(app, ["load", "--db", str(db), "--dataset", str(ds)])
     assert res.exit_code == 2
     assert "nothing was loaded" in res.output
+
+
+def test_load_precomputes_the_overview_summary_for_the_tui(tmp_path: Path, summary_cache_dir: Path) -> None:
+    from ragtriage.metrics import summarize, summary_cache
+    from ragtriage.store import connect
+
+    ds = write_dataset(tmp_path / "ds", cases=CASES, labels=LABELS, documents=DOCS)
+    rows = [{"case_id": "q1", "rank": 1, "document_id": "d1", "chunk_id": "d1#1", "score": 2.0}]
+    run = write_run(tmp_path / "run", {"run_id": "bm25", "k": 10}, rows, None)
+    db = tmp_path / "t.duckdb"
+    res = runner.invoke(app, ["load", "--db", str(db), "--dataset", str(ds), "--run", str(run), "--no-precompute"])
+    assert res.exit_code == 0, res.output
+    assert not summary_cache_dir.exists()
+    res = runner.invoke(app, ["load", "--db", str(db), "--run", str(run), "--replace"])
+    assert res.exit_code == 0, res.output
+    cached = summary_cache.load(db, "bm25")
+    assert cached is not None
+    con = connect(db, read_only=True)
+    assert cached.equals(summarize(con, "bm25").to_arrow_table())
+    rows_by_name = {r["name"]: r for r in cached.to_pylist()}
+    assert (rows_by_name["nDCG@10"]["mean"], rows_by_name["nDCG@10"]["n"]) == (1.0, 1)  # q2 has no relevant label
+    assert (rows_by_name["P@10"]["mean"], rows_by_name["P@10"]["n"]) == (0.05, 2)  # q1: 1 of 10; q2: none

@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragtriage.metrics import summary_cache
 from ragtriage.notes import NotesStore
 from ragtriage.notes.export import ExportError, as_arrow, core_function, first_column, wide_per_case
-from ragtriage.tui import summary_cache
 
 CASE_DIMENSIONS = ("query_type", "language", "split", "source_family", "critical", "tags")
 EVIDENCE_DIMENSIONS = ("doc_type", "source_system", "chunk_kind")

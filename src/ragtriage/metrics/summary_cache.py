@@ -1,4 +1,5 @@
-"""A disk cache of ``metrics.summarize``'s table per store state, so the overview of a large run paints at once.
+"""A disk cache of ``metrics.summarize``'s table per store state, so the TUI's overview of a large run paints at
+once: ``ragtriage load`` fills it (:func:`warm`) and the overview reads it.
 
 On 10M result rows ``metrics.summarize`` costs 1.0–1.5 s, as much as the rest of start-up, and the figures can
 only change when the store or the metrics code changes. The key is therefore the store file's path, size and
@@ -83,3 +84,29 @@ def save(db_path: str | Path, run_id: str, table: pa.Table) -> bool:
             tmp.unlink(missing_ok=True)
         return False
     return True
+
+
+def warm(db_path: str | Path) -> list[str]:
+    """Fill the cache for every run of a store just written (``ragtriage load`` calls it after closing the
+    store), so the first overview after a load reads the table instead of computing it. Best effort: a run whose
+    summary cannot be computed is skipped, and the TUI computes (and reports) it itself."""
+    if cache_dir() is None:
+        return []
+    from ragtriage.metrics.summary import summarize
+    from ragtriage.store.connection import connect, run_ids
+
+    con = connect(db_path, read_only=True)
+    done = []
+    try:
+        for rid in run_ids(con):
+            if load(db_path, rid) is None:
+                try:
+                    table = summarize(con, rid).to_arrow_table()
+                except Exception:  # noqa: BLE001 - the TUI shows the core's own message for this run
+                    continue
+                if not save(db_path, rid, table):
+                    break
+            done.append(rid)
+    finally:
+        con.close()
+    return done
