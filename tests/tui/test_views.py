@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ragtriage.tui.app import TriageApp
 from ragtriage.tui.screens.case_detail import CaseScreen
-from ragtriage.tui.screens.lists import LeakageScreen
+from ragtriage.tui.screens.lists import CompareScreen, LeakageScreen, SlicesScreen
 from ragtriage.tui.screens.modals import HelpScreen
 from ragtriage.tui.widgets.arrow_table import ArrowTable
 from tests.tui.helpers import pilot_test, settle, static_text
@@ -162,3 +162,33 @@ async def test_missing_core_function_is_a_message_not_a_crash(db_path: Path, mon
         await pilot.press("z")
         await settle(pilot)
         assert "is not available in this build" in static_text(app, "#status")
+
+
+@pilot_test
+async def test_slices_and_compare_put_the_figures_first_at_80_columns(db_path: Path) -> None:
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SlicesScreen) and screen.shown is not None
+        assert screen.shown.column_names[:4] == ["slice_value", "n", "mean", "median"]
+        assert screen.shown.column_names[-4:] == ["dimension", "measure", "threshold", "gain"]
+        assert "by query_type · nDCG@10 grade>=2 exponential" in static_text(app, "#status")
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.shown is not None
+        assert screen.shown.column_names[:5] == ["case_id", "metric", "diff", "candidate", "baseline"]
+
+
+def test_table_cells_round_floats_to_four_decimals_and_keep_them_numeric() -> None:
+    import pyarrow as pa
+
+    from ragtriage.tui.widgets.arrow_table import displayable
+
+    shown = displayable(pa.table({"mean": [0.6291388, 1 / 3], "n": [11, 3]}))
+    assert shown.column("mean").to_pylist() == [0.6291, 0.3333]
+    assert pa.types.is_floating(shown.schema.field("mean").type)
+    assert shown.column("n").to_pylist() == [11, 3]

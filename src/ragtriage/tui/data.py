@@ -170,8 +170,21 @@ def unit_locations(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 FETCHERS = {"failures": failures, "leakage": leakage, "per_case": per_case, "unit_locations": unit_locations}
 
 
+def lead(rows: pa.Table, first: tuple[str, ...], last: tuple[str, ...] = ()) -> pa.Table:
+    """The columns a reader compares placed first, so they are on screen at 80 columns; columns constant in a
+    view (already named in its status line) moved to the end."""
+    names = rows.column_names
+    head = [c for c in first if c in names]
+    tail = [c for c in last if c in names and c not in head]
+    return rows.select(head + [c for c in names if c not in head and c not in tail] + tail)
+
+
 def slices(cur: duckdb.DuckDBPyConnection, run_id: str, dimension: str) -> pa.Table:
-    return table("metrics", "slices", cur, run_id, by=dimension)
+    return lead(
+        table("metrics", "slices", cur, run_id, by=dimension),
+        ("slice_value", "n", "mean", "median", "p10", "zero_hit_rate", "n_without_relevant"),
+        ("dimension", "measure", "threshold", "gain"),
+    )
 
 
 def zero_hit(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
@@ -263,4 +276,4 @@ def compare(
         rows = summary.to_pylist()
         overall = [r for r in rows if r.get("slice") in (None, rows[0].get("slice"))]
         line = "  ".join(f"{r['metric']} +{r['wins']}/-{r['losses']}" for r in overall)
-    return with_query(cur, deltas), line
+    return lead(with_query(cur, deltas), ("case_id", "metric", "diff", "candidate", "baseline")), line

@@ -55,12 +55,20 @@ class SlicesScreen(TableScreen):
     def __init__(self) -> None:
         super().__init__()
         self.dimension = DIMENSIONS[0]
+        self.measure = ""  # "nDCG@10 grade>=2 exponential": the columns that are the same on every row
 
     def bar_detail(self) -> str:
-        return f"run {self.triage.run_id} · by {self.dimension}"
+        return f"run {self.triage.run_id} · by {self.dimension}" + (f" · {self.measure}" if self.measure else "")
 
     def fetch(self, cur: Any) -> pa.Table:
         return data.slices(cur, self.triage.run_id, self.dimension)
+
+    def show(self, result: pa.Table) -> None:
+        first = result.slice(0, 1).to_pylist()
+        if first and {"measure", "threshold", "gain"} <= set(first[0]):
+            row = first[0]
+            self.measure = f"{row['measure']} grade>={row['threshold']} {row['gain']}"
+        super().show(result)
 
     def action_dimension(self) -> None:
         self.dimension = DIMENSIONS[(DIMENSIONS.index(self.dimension) + 1) % len(DIMENSIONS)]

@@ -17,10 +17,13 @@ MAX_CELL_WIDTH = 36
 
 
 def displayable(table: pa.Table) -> pa.Table:
-    """Nested and JSON columns as text so that every cell renders on one line."""
+    """Nested and JSON columns as text so that every cell renders on one line; floats rounded to 4 decimals (the
+    precision the CLI prints), still numbers, so they stay right-aligned and sortable."""
     cols = []
     for col in table.columns:
-        if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        if pa.types.is_floating(col.type):
+            col = pc.round(col, 4)
+        elif pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
             col = pc.binary_join(pc.cast(col, pa.list_(pa.string())), ", ")
         elif pa.types.is_struct(col.type) or pa.types.is_map(col.type):
             col = pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.string())
