@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ragtriage.checks import leakage, negative_outcomes, stale_first, version_pairs
+from ragtriage.checks import leakage, negative_outcomes, version_pairs
 from ragtriage.classify.decide import decide_sql
 from ragtriage.classify.facts import FACTS_SQL, LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS
 from ragtriage.classify.locations import run_k
@@ -77,11 +78,13 @@ def classify_run(
     """
     cutoffs = _cutoffs(con, run_id, ks)
     cur = con.cursor()
+    # stale_first is version_pairs filtered on its flag (same statement, same order): compute the pairs once.
+    pairs = version_pairs(cur, run_id)
     checks = {
         LEAKS: leakage(cur, run_id),
         NEGATIVES: negative_outcomes(cur, run_id),
-        STALE_FIRST: stale_first(cur, run_id),
-        VERSION_PAIRS: version_pairs(cur, run_id),
+        STALE_FIRST: pairs.filter(pc.field("stale_first")),
+        VERSION_PAIRS: pairs,
     }
     try:
         for name, table in checks.items():

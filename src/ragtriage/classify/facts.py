@@ -43,52 +43,86 @@ bar AS (
                     {DEFAULT_RECALL_BAR}) AS bar
     FROM current_dataset
 ),
-final_top AS (
-    SELECT p.case_id, p.pos, p.unit_id, p.document_id, q.grade, c.chunk_kind,
-           coalesce(c.section, p.document_id) AS section,
-           concat_ws(' ', c.title, c.text, p.snippet) AS haystack, coalesce(c.text, p.snippet, '') AS body
-    FROM positions p LEFT JOIN qrels q USING (case_id, unit_id) LEFT JOIN corpus c USING (unit_id)
-    WHERE p.run_id = $run_id AND p.stage = 'final' AND p.pos <= $k
-),
 answerable AS (
     SELECT case_id, query, query_type, tags FROM cases WHERE answerable
 ),
 per_case AS (
     SELECT a.case_id, count(l.unit_id) AS n_relevant,
            count(l.unit_id) FILTER (WHERE l.location = 'final-top-k') AS n_found,
-           coalesce(list(struct_pack(unit_id := l.unit_id, document_id := l.document_id, grade := l.grade,
+           coalesce(list_sort(list(struct_pack(unit_id := l.unit_id, document_id := l.document_id, grade := l.grade,
                                      location := l.location, final_rank := l.final_rank,
                                      candidate_rank := l.candidate_rank,
                                      best_rank_other_runs := l.best_rank_other_runs,
                                      best_other_run := l.best_other_run, in_corpus := l.in_corpus,
                                      document_in_corpus := l.document_in_corpus, permitted := l.permitted,
                                      chunk_kind := l.chunk_kind, section := l.section,
-                                     indexed := l.indexed)
-                        ORDER BY l.unit_id) FILTER (WHERE l.location <> 'final-top-k'), []) AS missing
+                                     indexed := l.indexed))
+                        FILTER (WHERE l.location <> 'final-top-k')), []) AS missing
     FROM answerable a LEFT JOIN locations l USING (case_id) GROUP BY a.case_id
 ),
-top_agg AS (
-    SELECT case_id, count(*) AS n_top, count(grade) AS n_judged,
-           count(*) FILTER (WHERE pos <= {UNJUDGED_TOP}) AS n_head,
-           count(grade) FILTER (WHERE pos <= {UNJUDGED_TOP}) AS n_head_judged,
-           list(unit_id ORDER BY pos) AS top_units
+stale_cases AS (
+    SELECT case_id, first(detail ORDER BY stale_rank, family) AS stale_detail
+    FROM {STALE_FIRST} WHERE stage = 'final' AND stale_rank <= $k GROUP BY case_id
+),
+-- The cases whose top k the facts read: failing answerable cases and stale-first lists. Cutting the run's rows
+-- to them (and to pos <= k) before any join or aggregate is what keeps a 10M-row run to seconds.
+focus AS (
+    SELECT case_id FROM per_case WHERE n_relevant = 0 OR n_found < (SELECT bar FROM bar) * n_relevant
+    UNION SELECT case_id FROM stale_cases
+),
+final_top AS NOT MATERIALIZED (
+    SELECT case_id, pos, unit_id, document_id, snippet FROM positions
+    WHERE run_id = $run_id AND stage = 'final' AND pos <= $k AND case_id IN (SELECT case_id FROM focus)
+),
+top_lists AS (
+    SELECT case_id, count(*) AS n_top, count(*) FILTER (WHERE pos <= {UNJUDGED_TOP}) AS n_head,
+           list(struct_pack(pos := pos, unit_id := unit_id)) AS top, min(document_id) AS first_document
     FROM final_top GROUP BY case_id
 ),
-crowd AS (
-    SELECT case_id, document_id, n FROM (
-        SELECT case_id, document_id, count(*) AS n FROM final_top GROUP BY case_id, document_id)
-    QUALIFY row_number() OVER (PARTITION BY case_id ORDER BY n DESC, document_id) = 1
+top_judged AS (
+    SELECT case_id, count(*) FILTER (WHERE final_rank <= $k) AS n_judged,
+           count(*) FILTER (WHERE final_rank <= $k AND final_rank <= {UNJUDGED_TOP}) AS n_head_judged
+    FROM judged_run GROUP BY case_id
 ),
+-- list(... ORDER BY pos) sorts every list; the lists mostly arrive in order, so sort only those that do not.
+top_agg AS (
+    SELECT t.* EXCLUDE (top), coalesce(j.n_judged, 0) AS n_judged, coalesce(j.n_head_judged, 0) AS n_head_judged,
+           list_transform(CASE WHEN list_transform(t.top, lambda x: x.pos)
+                                    = list_sort(list_transform(t.top, lambda x: x.pos))
+                               THEN t.top ELSE list_sort(t.top) END, lambda x: x.unit_id) AS top_units
+    FROM top_lists t LEFT JOIN top_judged j USING (case_id)
+),
+-- A document repeats in a list only when several units stand for it (units are distinct after de-duplication):
+-- rows are counted per (case, document) for those documents alone; every other case has count 1, and the
+-- tie-break (the smallest document id) is then its smallest document.
+multi_unit_documents AS (
+    SELECT document_id FROM final_top
+    GROUP BY document_id HAVING min(unit_id) <> max(unit_id) OR count(unit_id) < count(*)
+),
+repeated_documents AS (
+    SELECT case_id, max(n) AS n, arg_min(document_id, struct_pack(a := -n, b := document_id)) AS document_id
+    FROM (SELECT f.case_id, f.document_id, count(*) AS n
+          FROM final_top f JOIN multi_unit_documents m USING (document_id)
+          GROUP BY f.case_id, f.document_id HAVING count(*) > 1)
+    GROUP BY case_id
+),
+crowd AS (
+    SELECT t.case_id, coalesce(r.document_id, t.first_document) AS document_id, coalesce(r.n, 1) AS n
+    FROM top_agg t LEFT JOIN repeated_documents r USING (case_id)
+),
+-- Whether a disputed unit is in the top k is read from top_units (a handful of units, no second scan).
 disputed AS (
     SELECT q.case_id, list(q.unit_id ORDER BY q.unit_id) AS disputed
-    FROM qrels q LEFT JOIN final_top f USING (case_id, unit_id)
-    WHERE q.max_grade - q.min_grade >= 2 AND (q.grade >= (SELECT t FROM threshold)) = (f.unit_id IS NULL)
+    FROM qrels q LEFT JOIN top_agg t USING (case_id)
+    WHERE q.max_grade - q.min_grade >= 2
+      AND (q.grade >= (SELECT t FROM threshold)) = NOT coalesce(list_contains(t.top_units, q.unit_id), false)
     GROUP BY q.case_id
 ),
 heading_hits AS (
     SELECT f.case_id, list(DISTINCT f.unit_id ORDER BY f.unit_id) AS heading_hits
-    FROM final_top f JOIN locations l ON l.case_id = f.case_id AND l.section = f.section
-    WHERE f.chunk_kind = 'heading' AND l.location <> 'final-top-k' AND coalesce(l.chunk_kind, '') <> 'heading'
+    FROM final_top f JOIN corpus c USING (unit_id)
+    JOIN locations l ON l.case_id = f.case_id AND l.section = coalesce(c.section, f.document_id)
+    WHERE c.chunk_kind = 'heading' AND l.location <> 'final-top-k' AND coalesce(l.chunk_kind, '') <> 'heading'
     GROUP BY f.case_id
 ),
 identifiers AS (
@@ -96,18 +130,24 @@ identifiers AS (
            AS ident
     FROM answerable
 ),
+identifier_top AS (
+    SELECT f.case_id, lower(concat_ws(' ', c.title, c.text, f.snippet)) AS haystack
+    FROM final_top f LEFT JOIN corpus c USING (unit_id) WHERE f.case_id IN (SELECT case_id FROM identifiers)
+),
 identifiers_missed AS (
     SELECT i.case_id, list(i.ident ORDER BY i.ident) AS identifiers_missed
     FROM identifiers i
-    WHERE NOT EXISTS (SELECT 1 FROM final_top f
-                      WHERE f.case_id = i.case_id AND contains(lower(f.haystack), lower(i.ident)))
+    WHERE NOT EXISTS (SELECT 1 FROM identifier_top f
+                      WHERE f.case_id = i.case_id AND contains(f.haystack, lower(i.ident)))
     GROUP BY i.case_id
 ),
+-- Rows with neither corpus text nor snippet have no tokens and can never be near-duplicates.
 tokens AS (
-    SELECT case_id, unit_id, pos,
-           list_distinct(list_filter(regexp_split_to_array(lower(body), '[^[:alnum:]]+'), lambda t: t <> ''))
+    SELECT f.case_id, f.unit_id, f.pos,
+           list_distinct(list_filter(regexp_split_to_array(lower(coalesce(c.text, f.snippet, '')), '[^[:alnum:]]+'),
+                                     lambda t: t <> ''))
            AS toks
-    FROM final_top
+    FROM final_top f LEFT JOIN corpus c USING (unit_id) WHERE c.text IS NOT NULL OR f.snippet IS NOT NULL
 ),
 duplicate_pairs AS (
     SELECT a.case_id, list([a.unit_id, b.unit_id] ORDER BY a.pos, b.pos) AS duplicate_pairs
@@ -116,10 +156,6 @@ duplicate_pairs AS (
       AND len(list_intersect(a.toks, b.toks)) / len(list_distinct(list_concat(a.toks, b.toks)))
           >= {NEAR_DUP_JACCARD}
     GROUP BY a.case_id
-),
-stale_cases AS (
-    SELECT case_id, first(detail ORDER BY stale_rank, family) AS stale_detail
-    FROM {STALE_FIRST} WHERE stage = 'final' AND stale_rank <= $k GROUP BY case_id
 ),
 version_mix AS (
     SELECT case_id, list(family ORDER BY family) AS version_mix

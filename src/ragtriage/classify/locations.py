@@ -41,21 +41,40 @@ label_ids AS (
            min(section_id) AS section_id
     FROM labels GROUP BY case_id, unit_id
 ),
-positions AS (
+-- Ranks are unique per list (the load refuses duplicates): in a run without repeats whose every list holds
+-- ranks 1..n, a unit's position is its rank, read with no window. Other runs are numbered by windows.
+plain_runs AS (
+    SELECT u.run_id FROM runs u JOIN (
+        SELECT run_key, sum(top_rank) = sum(n) AS contiguous
+        FROM (SELECT run_key, count(*) AS n, max(rank) AS top_rank FROM result_rows GROUP BY run_key, case_id, stage)
+        GROUP BY run_key) USING (run_key)
+    WHERE u.has_repeats IS false AND contiguous
+),
+irregular_positions AS MATERIALIZED (
     SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet,
            row_number() OVER (PARTITION BY run_id, case_id, stage ORDER BY rank, unit_id) AS pos
-    FROM results
+    FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs)
     QUALIFY row_number() OVER (PARTITION BY run_id, case_id, stage, unit_id ORDER BY rank) = 1
 ),
-this_run AS (
+positions AS NOT MATERIALIZED (
+    SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet, CAST(rank AS BIGINT) AS pos
+    FROM results WHERE run_id IN (SELECT run_id FROM plain_runs)
+    UNION ALL
+    SELECT * FROM irregular_positions
+),
+-- Only judged units' positions are ever needed, so the run's rows are cut to them before grouping.
+judged_run AS (
     SELECT case_id, unit_id, min(pos) FILTER (WHERE stage = 'final') AS final_rank,
            min(pos) FILTER (WHERE stage = 'candidate') AS candidate_rank
-    FROM positions WHERE run_id = $run_id GROUP BY case_id, unit_id
+    FROM positions SEMI JOIN qrels USING (case_id, unit_id) WHERE run_id = $run_id GROUP BY case_id, unit_id
+),
+this_run AS (
+    SELECT * FROM judged_run SEMI JOIN relevant USING (case_id, unit_id)
 ),
 other_runs AS (
     SELECT case_id, unit_id, min(pos) AS best_rank,
            first(run_id || ' (' || stage || ')' ORDER BY pos, run_id, stage) AS best_other
-    FROM positions WHERE run_id <> $run_id GROUP BY case_id, unit_id
+    FROM positions SEMI JOIN relevant USING (case_id, unit_id) WHERE run_id <> $run_id GROUP BY case_id, unit_id
 ),
 returned AS (
     SELECT DISTINCT unit_id FROM results
