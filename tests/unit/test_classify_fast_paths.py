@@ -101,3 +101,11 @@ def test_crowding_tie_goes_to_the_smaller_document_id(tmp_path: Path) -> None:
     con = build(tmp_path, [case("c")], [label("c", "F1#1", 3)], rows, k=6)
     facts = _by_case(con)["c"]["evidence"]["facts"]
     assert (facts["crowding_count"], facts["crowding_document"]) == (3, "A")
+
+
+def test_a_repeat_mid_list_is_not_counted_in_later_positions(tmp_path: Path) -> None:
+    # B#1 again at rank 3: de-duplicated, the list is B#1 F1#1 B#2 F5#1 B#3 F2#1, as metrics.ranking numbers it
+    rows = results("c", ["B#1", "F1#1", "B#1", "B#2", "F5#1", "B#3", "F2#1"])
+    con = build(tmp_path, [case("c")], [label("c", "F1#1", 3), label("c", "F2#1", 3)], rows, k=4)
+    ranks = {r["unit_id"]: r["final_rank"] for r in unit_locations(con, "r", "c").to_pylist()}
+    assert ranks == {"F1#1": 2, "F2#1": 6}  # counting the repeat would put F2#1 at 7

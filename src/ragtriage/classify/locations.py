@@ -50,11 +50,13 @@ plain_runs AS (
         GROUP BY run_key) USING (run_key)
     WHERE u.has_repeats IS false AND contiguous
 ),
+-- A repeat keeps its first occurrence and is not counted: positions are numbered after de-duplication, so a
+-- list A, B, A, C puts C at 3, as metrics.ranking does.
 irregular_positions AS MATERIALIZED (
-    SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet,
-           row_number() OVER (PARTITION BY run_id, case_id, stage ORDER BY rank, unit_id) AS pos
-    FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs)
-    QUALIFY row_number() OVER (PARTITION BY run_id, case_id, stage, unit_id ORDER BY rank) = 1
+    SELECT *, row_number() OVER (PARTITION BY run_id, case_id, stage ORDER BY rank, unit_id) AS pos
+    FROM (SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet
+          FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs)
+          QUALIFY row_number() OVER (PARTITION BY run_id, case_id, stage, unit_id ORDER BY rank) = 1)
 ),
 positions AS NOT MATERIALIZED (
     SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet, CAST(rank AS BIGINT) AS pos
