@@ -40,7 +40,15 @@ leaks AS (
         SELECT 1 FROM direct_leaks d WHERE d.case_id = r.case_id AND d.stage = r.stage AND d.rank = r.rank)
 )"""
 
-LEAKAGE_SQL = with_query(RUN_RESULTS, MATCHED, PRINCIPALS, LEAKS) + """
+# Only cases with a principal can leak, so the run's rows are cut to them before the manifest join: a store whose
+# cases carry no principal (or few) is checked without matching all of its result rows.
+_PRINCIPAL_RESULTS = RUN_RESULTS.replace(
+    "FROM results r WHERE r.run_id = $run_id",
+    "FROM results r SEMI JOIN principals p USING (case_id) WHERE r.run_id = $run_id",
+)
+assert _PRINCIPAL_RESULTS != RUN_RESULTS
+
+LEAKAGE_SQL = with_query(PRINCIPALS, _PRINCIPAL_RESULTS, MATCHED, LEAKS) + """
 SELECT run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule, detail, forbidden_units
 FROM leaks ORDER BY case_id, stage, rank, rule
 """
