@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from ragtriage.arrays import non_null_values
 from ragtriage.contract.errors import Finding
 from ragtriage.contract.fields import Table
 from ragtriage.contract.staging import Staged, qident, sql_str
@@ -171,11 +172,7 @@ def _row_rules(
 
 
 def _repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> npt.NDArray[np.uint64]:
-    col = con.sql(sql).to_arrow_table().column("h").combine_chunks()
-    if len(col) == 0:
-        return np.empty(0, dtype=np.uint64)
-    # straight from the Arrow buffer (the column has no nulls): pyarrow's to_numpy would import pandas
-    h = np.sort(np.frombuffer(col.buffers()[1], dtype=np.uint64, count=len(col), offset=col.offset * 8))
+    h = np.sort(non_null_values(con.sql(sql).to_arrow_table().column("h"), np.uint64))
     return np.unique(h[1:][h[1:] == h[:-1]])
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragtriage.arrays import non_null_values
 from ragtriage.metrics import summary_cache
 from ragtriage.notes import NotesStore
 from ragtriage.notes.export import ExportError, as_arrow, core_function, first_column, wide_per_case
@@ -137,7 +138,7 @@ def distribution(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -
     col = ndcg_column(per_case)
     if col is None:
         raise ViewError(f"metrics.per_case has no nDCG column ({', '.join(per_case.column_names)})")
-    values = per_case.column(col).drop_null().to_numpy(zero_copy_only=False)
+    values = non_null_values(per_case.column(col), np.float64)
     counts = np.histogram(values, bins=10, range=(0.0, 1.0))[0].tolist()
     return counts, f"{col} per case, 10 bins 0..1, n={len(values)}"
 

@@ -1,0 +1,34 @@
+"""Arrow → numpy without pyarrow's to_numpy: nulls dropped, sliced chunks read at their offset."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+
+from ragtriage.arrays import non_null_values
+
+
+def test_values_skip_nulls_and_respect_chunk_offsets() -> None:
+    sliced = pa.array([9.0, 1.5, None, 2.5]).slice(1)
+    col = pa.chunked_array([sliced, pa.array([], pa.float64()), pa.array([4.0, None])])
+    got = non_null_values(col, np.float64)
+    assert got.dtype == np.float64 and got.tolist() == [1.5, 2.5, 4.0]
+    hashes = pa.array([2**64 - 1, None, 7], pa.uint64())
+    assert non_null_values(hashes, np.uint64).tolist() == [2**64 - 1, 7]
+    assert non_null_values(pa.chunked_array([], pa.float64()), np.float64).tolist() == []
+
+
+def test_reading_values_does_not_import_pandas() -> None:
+    code = (
+        "import sys, numpy as np, pyarrow as pa\n"
+        "from ragtriage.arrays import non_null_values\n"
+        # from_buffers: converting a Python list would itself import pandas
+        "col = pa.Array.from_buffers(pa.float64(), 2, [None, pa.py_buffer(np.array([1.0, 2.0]).tobytes())])\n"
+        "assert 'pandas' not in sys.modules\n"
+        "print(non_null_values(col, np.float64).tolist(), 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[1.0, 2.0] False"
