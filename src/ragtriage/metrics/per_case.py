@@ -21,13 +21,28 @@ MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
 NEEDS_RELEVANT = ("R", "nDCG", "AP")
 
 
+def hits_sql(k: int) -> str:
+    """Relevant results within k, over rows (pos, rel, g) of a cut list; shared with trec-compat."""
+    return f"count(*) FILTER (WHERE rel AND pos <= {k})"
+
+
+def dcg_sql(k: int) -> str:
+    """DCG@k: gain g discounted by log2(position + 1), the one definition both modes use."""
+    return f"sum(g / log2(pos + 1)) FILTER (WHERE pos <= {k})"
+
+
+def ideal_dcg_sql(k: int) -> str:
+    """The ideal DCG@k from ``n.gains``, a case's positive gains sorted descending."""
+    return f"list_sum(list_transform(n.gains[1:{k}], lambda x, j: x / log2(j + 1)))"
+
+
 def _per_k_aggregates(ks: Sequence[int]) -> str:
     parts = []
     for k in ks:
         parts += [
-            f"count(*) FILTER (WHERE rel AND pos <= {k}) AS hits_{k}",
+            f"{hits_sql(k)} AS hits_{k}",
             f"count(*) FILTER (WHERE judged AND pos <= {k}) AS judged_{k}",
-            f"coalesce(sum(g / log2(pos + 1)) FILTER (WHERE pos <= {k}), 0) AS dcg_{k}",
+            f"coalesce({dcg_sql(k)}, 0) AS dcg_{k}",
         ]
     return ",\n".join(parts)
 
@@ -36,7 +51,7 @@ def _per_k_columns(ks: Sequence[int]) -> str:
     parts = []
     for k in ks:
         hits = f"coalesce(a.hits_{k}, 0)"
-        idcg = f"list_sum(list_transform(n.gains[1:{k}], lambda x, j: x / log2(j + 1)))"
+        idcg = ideal_dcg_sql(k)
         # AP: the j-th relevant result at position p contributes precision j / p
         ap = f"list_sum(list_transform(list_filter(a.rel_pos, lambda p: p <= {k}), lambda p, j: j / p))"
         parts += [

@@ -33,6 +33,10 @@ class MetricRow:
     ci_high: float | None
     n: int
 
+    @classmethod
+    def of(cls, measure: str, k: int, name: str, d: Distribution) -> MetricRow:
+        return cls(measure, k, name, d.mean, d.median, d.p10, d.min, d.ci_low, d.ci_high, d.n)
+
 
 @dataclass
 class MetricReport:
@@ -84,7 +88,7 @@ def distributions(
     for m in measures:
         for k in ks:
             d: Distribution = describe(column_values(table, f"{m}@{k}"), seed=seed)
-            rows.append(MetricRow(m, k, f"{m}@{k}", d.mean, d.median, d.p10, d.min, d.ci_low, d.ci_high, d.n))
+            rows.append(MetricRow.of(m, k, f"{m}@{k}", d))
     return rows
 
 

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
 from ragtriage.metrics.distribution import describe
+from ragtriage.metrics.per_case import dcg_sql, hits_sql, ideal_dcg_sql
 from ragtriage.metrics.summary import MetricReport, MetricRow, column_values
 
 TREC_MEASURES = ("P", "recall", "ndcg_cut", "map_cut")
@@ -28,7 +29,7 @@ def _columns(ks: Sequence[int]) -> str:
     parts = []
     for k in ks:
         hits = f"coalesce(a.hits_{k}, 0)"
-        idcg = f"list_sum(list_transform(n.gains[1:{k}], lambda x, j: x / log2(j + 1)))"
+        idcg = ideal_dcg_sql(k)
         parts += [
             f'{hits} / {k}.0 AS "P_{k}"',
             f'CASE WHEN n.num_rel > 0 THEN {hits} / n.num_rel ELSE 0.0 END AS "recall_{k}"',
@@ -42,8 +43,8 @@ def _aggregates(ks: Sequence[int]) -> str:
     parts = []
     for k in ks:
         parts += [
-            f"count(*) FILTER (WHERE rel AND pos <= {k}) AS hits_{k}",
-            f"sum(g / log2(pos + 1)) FILTER (WHERE pos <= {k}) AS dcg_{k}",
+            f"{hits_sql(k)} AS hits_{k}",
+            f"{dcg_sql(k)} AS dcg_{k}",
             f"sum(cum_rel / pos) FILTER (WHERE rel AND pos <= {k}) AS ap_{k}",
         ]
     return ",\n".join(parts)
@@ -141,4 +142,4 @@ def trec_summary(
 
 def _row(table: pa.Table, measure: str, k: int, column: str, seed: int) -> MetricRow:
     d = describe(column_values(table, column), seed=seed)
-    return MetricRow(measure, k, column, d.mean, d.median, d.p10, d.min, d.ci_low, d.ci_high, d.n)
+    return MetricRow.of(measure, k, column, d)
