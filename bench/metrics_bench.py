@@ -32,8 +32,9 @@ def generate(root: Path, cases: int, depth: int, unit: str = "chunk") -> None:
     ds, run = root / "dataset", root / "run"
     ds.mkdir(parents=True, exist_ok=True)
     run.mkdir(parents=True, exist_ok=True)
-    (ds / "dataset.json").write_text(json.dumps(
-        {"name": "bench", "version": "1", "unit": unit, "relevance_threshold": THRESHOLD}))
+    (ds / "dataset.json").write_text(
+        json.dumps({"name": "bench", "version": "1", "unit": unit, "relevance_threshold": THRESHOLD})
+    )
     # document mode: unit u<n> belongs to document d<n // 8>, so a list (units 2 apart) shows each document 4 times
     doc = "'u' ||" if unit == "chunk" else "'d' || (("
     end = "" if unit == "chunk" else ") // 8)"
@@ -109,13 +110,20 @@ def phase_pytrec(root: Path) -> dict[str, Any]:
     t = time.perf_counter()
     qrels, run = _dicts(root)
     t_build = time.perf_counter() - t
-    measures = {f"P.{','.join(map(str, KS))}", f"recall.{','.join(map(str, KS))}",
-                f"ndcg_cut.{','.join(map(str, KS))}", "recip_rank"}
+    measures = {
+        f"P.{','.join(map(str, KS))}",
+        f"recall.{','.join(map(str, KS))}",
+        f"ndcg_cut.{','.join(map(str, KS))}",
+        "recip_rank",
+    }
     t = time.perf_counter()
     res = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=THRESHOLD).evaluate(run)
     t_eval = time.perf_counter() - t
-    return {"pytrec_build_s": t_build, "pytrec_eval_s": t_eval,
-            "pytrec_ndcg_cut_10": sum(v["ndcg_cut_10"] for v in res.values()) / len(qrels)}
+    return {
+        "pytrec_build_s": t_build,
+        "pytrec_eval_s": t_eval,
+        "pytrec_ndcg_cut_10": sum(v["ndcg_cut_10"] for v in res.values()) / len(qrels),
+    }
 
 
 def phase_ranx(root: Path) -> dict[str, Any]:
@@ -140,8 +148,9 @@ PHASES = {"load": phase_load, "metrics": phase_metrics, "pytrec": phase_pytrec, 
 
 
 def run_phase(name: str, root: Path) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, __file__, "--phase", name, "--dir", str(root)],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--phase", name, "--dir", str(root)], capture_output=True, text=True, check=False
+    )
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1:] or ["failed"]}
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -164,13 +173,21 @@ def main() -> None:
         return
     t = time.perf_counter()
     generate(a.dir, a.cases, a.depth, a.unit)
-    print(f"generated {a.cases} cases x {a.depth} results = {a.cases * a.depth:,} rows in "
-          f"{time.perf_counter() - t:.1f}s under {a.dir}")
+    print(
+        f"generated {a.cases} cases x {a.depth} results = {a.cases * a.depth:,} rows in "
+        f"{time.perf_counter() - t:.1f}s under {a.dir}"
+    )
     phases = ["load", "metrics"] + ([] if a.skip_reference else ["pytrec", "ranx"])
     res = {p: run_phase(p, a.dir) for p in phases}
     for p, r in res.items():
-        print(f"{p:8s} " + "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
-                                    for k, v in r.items() if k not in ("means", "zero_hit_rate")))
+        print(
+            f"{p:8s} "
+            + "  ".join(
+                f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+                for k, v in r.items()
+                if k not in ("means", "zero_hit_rate")
+            )
+        )
     m = res["metrics"].get("metrics_warm_s")
     if m:
         print(f"metrics means: {json.dumps({k: round(v, 4) for k, v in res['metrics']['means'].items()})}")
@@ -180,8 +197,10 @@ def main() -> None:
             print(f"pytrec_eval (build+eval) / ragtriage metrics: {total / m:.1f}x")
         if "ranx_warm_s" in res.get("ranx", {}):
             r = res["ranx"]
-            print(f"ranx build / ragtriage metrics: {r['ranx_build_s'] / m:.1f}x; "
-                  f"ranx warm evaluation / ragtriage metrics: {r['ranx_warm_s'] / m:.1f}x")
+            print(
+                f"ranx build / ragtriage metrics: {r['ranx_build_s'] / m:.1f}x; "
+                f"ranx warm evaluation / ragtriage metrics: {r['ranx_warm_s'] / m:.1f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,11 @@ HOLDOUT_FAMILIES = frozenset(
 )
 PRIMARY, SECOND = "a.keller", "j.moreau"
 # Dataset defects, by query: the label was made on an older chunking of the document ...
-STALE_LABEL_QUERIES = ("What does a solid red LINK LED mean?", "When do personal API tokens expire?",
-                       "What is the 401(k) match?")
+STALE_LABEL_QUERIES = (
+    "What does a solid red LINK LED mean?",
+    "When do personal API tokens expire?",
+    "What is the 401(k) match?",
+)
 # ... or the annotator skipped the case (no relevant label at all, or only the heading).
 UNLABELLED_QUERIES = ("How often are laptops replaced?", "Is there a bike leasing benefit?")
 
@@ -45,21 +48,23 @@ def case_rows(specs: tuple[Spec, ...] = SPECS) -> list[dict[str, object]]:
             tags.append("negative")
         if s.qtype not in tags:
             tags.append(s.qtype)
-        rows.append({
-            "id": case_id(n),
-            "query": s.query,
-            "answerable": s.negative is None,
-            "expected_behavior": s.negative or "evidence",
-            "principal": PRINCIPALS[s.who] if s.who else None,
-            "filters": dict(s.filters) or None,
-            "split": "holdout" if s.family in HOLDOUT_FAMILIES else "dev",
-            "source_family": s.family,
-            "query_type": s.qtype,
-            "language": s.language,
-            "tags": tags,
-            "critical": s.critical,
-            "expected_scope": s.scope,
-        })
+        rows.append(
+            {
+                "id": case_id(n),
+                "query": s.query,
+                "answerable": s.negative is None,
+                "expected_behavior": s.negative or "evidence",
+                "principal": PRINCIPALS[s.who] if s.who else None,
+                "filters": dict(s.filters) or None,
+                "split": "holdout" if s.family in HOLDOUT_FAMILIES else "dev",
+                "source_family": s.family,
+                "query_type": s.qtype,
+                "language": s.language,
+                "tags": tags,
+                "critical": s.critical,
+                "expected_scope": s.scope,
+            }
+        )
     return rows
 
 
@@ -97,19 +102,41 @@ def primary_labels(corpus: Corpus, specs: tuple[Spec, ...] = SPECS) -> list[dict
         for chunk_id, (grade, key) in graded.items():
             chunk = corpus.by_key.get(key)
             note = _note(corpus, s, key, grade) if chunk is not None and chunk.chunk_id == chunk_id else None
-            out.append({"case_id": case_id(n), "document_id": chunk_id.split("#")[0], "chunk_id": chunk_id,
-                        "grade": grade, "annotator": PRIMARY, "note": note})
+            out.append(
+                {
+                    "case_id": case_id(n),
+                    "document_id": chunk_id.split("#")[0],
+                    "chunk_id": chunk_id,
+                    "grade": grade,
+                    "annotator": PRIMARY,
+                    "note": note,
+                }
+            )
         if s.query in stale_left:
             stale_left.discard(s.query)
             doc = corpus.doc_of[corpus.chunk(s.g3[0]).document_id]
             ghost = f"{doc.document_id}#{len(doc.chunks) + 3:02d}"
-            out.append({"case_id": case_id(n), "document_id": doc.document_id, "chunk_id": ghost, "grade": 3,
-                        "annotator": PRIMARY, "note": f"labelled on manual version {doc.version} before re-chunking"})
+            out.append(
+                {
+                    "case_id": case_id(n),
+                    "document_id": doc.document_id,
+                    "chunk_id": ghost,
+                    "grade": 3,
+                    "annotator": PRIMARY,
+                    "note": f"labelled on manual version {doc.version} before re-chunking",
+                }
+            )
     return out
 
 
-def second_labels(primary: list[dict[str, object]], cases: list[dict[str, object]], known: set[str], seed: int,
-                  share: float = 0.25, strong: int = 3) -> list[dict[str, object]]:
+def second_labels(
+    primary: list[dict[str, object]],
+    cases: list[dict[str, object]],
+    known: set[str],
+    seed: int,
+    share: float = 0.25,
+    strong: int = 3,
+) -> list[dict[str, object]]:
     """A second annotator on ``share`` of the answerable cases: mostly agreeing, some ±1, ``strong`` by 2.
 
     The second pass was done later in the current snapshot, so it only re-judges units in ``known``.

@@ -30,11 +30,21 @@ def build_corpus(seed: int) -> Corpus:
 
 def retired_faq() -> Doc:
     """A help page deleted from the knowledge base but still in the index (the index was not rebuilt)."""
-    d = Doc(alias="legacy", document_id="faq-legacy-vpn", title="Legacy VPN FAQ (retired)", doc_type="faq",
-            source_system="zendesk-guide", acl=["all-staff"], updated_at="2022-06-01T12:00:00", version="2022")
+    d = Doc(
+        alias="legacy",
+        document_id="faq-legacy-vpn",
+        title="Legacy VPN FAQ (retired)",
+        doc_type="faq",
+        source_system="zendesk-guide",
+        acl=["all-staff"],
+        updated_at="2022-06-01T12:00:00",
+        version="2022",
+    )
     d.section("How do I connect to the VPN?").body(
         "Q: How do I connect to the VPN? A: Use the Cisco AnyConnect client and connect to "
-        "legacy-vpn.halvorsen.example with your Windows password and an RSA token code.", "vpn")
+        "legacy-vpn.halvorsen.example with your Windows password and an RSA token code.",
+        "vpn",
+    )
     return d
 
 

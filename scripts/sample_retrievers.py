@@ -50,8 +50,10 @@ class Index:
         self.acl = [frozenset(m["acl"] or ()) for m in self.meta]  # type: ignore[arg-type]
         self.start = np.array([str(m["effective_from"] or "0000-00-00") for m in self.meta])
         self.end = np.array([str(m["effective_to"] or "9999-12-31") for m in self.meta])
-        self.texts = [f"{c.title}. {h}. {c.text}" if h != c.text else f"{c.title}. {c.text}"
-                      for c, h in zip(self.chunks, self.headings, strict=True)]
+        self.texts = [
+            f"{c.title}. {h}. {c.text}" if h != c.text else f"{c.title}. {c.text}"
+            for c, h in zip(self.chunks, self.headings, strict=True)
+        ]
 
     def mask(self, case: dict[str, object], applied: dict[str, bool], as_of: str | None = None) -> np.ndarray:
         """Which chunks the system may return for ``case`` under the filters this run applies.
@@ -123,7 +125,7 @@ class LSA:
         x /= np.linalg.norm(x, axis=1, keepdims=True) + 1e-12
         u, s, vt = np.linalg.svd(x, full_matrices=False)
         sign = np.sign(vt[np.arange(dims), np.abs(vt[:dims]).argmax(axis=1)])  # fix SVD sign ambiguity
-        self.proj = (vt[:dims].T * sign)  # terms x dims
+        self.proj = vt[:dims].T * sign  # terms x dims
         docs_vec = x @ self.proj
         self.docs = docs_vec / (np.linalg.norm(docs_vec, axis=1, keepdims=True) + 1e-12)
         self.dims = dims

@@ -18,8 +18,15 @@ from sample_retrievers import BM25, LSA, Index, Reranker, rrf, top
 
 RUN_DATE = "2024-12-01"
 RERANKER = "feature-reranker-v1 (coverage 0.45, heading 0.15, identifier 0.25, fusion prior 0.15)"
-ALL = {"acl": True, "tenant": True, "language": True, "region": True, "product": True, "doc_type": True,
-       "effective_on": True}
+ALL = {
+    "acl": True,
+    "tenant": True,
+    "language": True,
+    "region": True,
+    "product": True,
+    "doc_type": True,
+    "effective_on": True,
+}
 
 
 @dataclass(frozen=True)
@@ -37,16 +44,41 @@ class System:
 
 
 SYSTEMS = (
-    System("bm25", "bm25", 10, {**ALL, "effective_on": False},
-           notes={"description": "BM25 over chunks; metadata filters except effective_on"}),
-    System("dense", "dense", 10, {**ALL, "language": False, "region": False},
-           notes={"description": "LSA vectors (TF-IDF + truncated SVD, 96 dims), cosine; no language/region filter"}),
-    System("hybrid-rerank", "hybrid", 8, ALL, candidate_k=50, abstain_below=0.42, stall_rate=0.012,
-           as_of=RUN_DATE,
-           notes={"description": "RRF(bm25, dense) to depth 50, feature reranker, abstains on low top score"}),
-    System("no-acl-filter", "hybrid", 8, {**ALL, "acl": False, "tenant": False}, candidate_k=50, abstain_below=0.42,
-           as_of=RUN_DATE,
-           notes={"description": "hybrid-rerank with the ACL and tenant filter switched off (misconfiguration)"}),
+    System(
+        "bm25",
+        "bm25",
+        10,
+        {**ALL, "effective_on": False},
+        notes={"description": "BM25 over chunks; metadata filters except effective_on"},
+    ),
+    System(
+        "dense",
+        "dense",
+        10,
+        {**ALL, "language": False, "region": False},
+        notes={"description": "LSA vectors (TF-IDF + truncated SVD, 96 dims), cosine; no language/region filter"},
+    ),
+    System(
+        "hybrid-rerank",
+        "hybrid",
+        8,
+        ALL,
+        candidate_k=50,
+        abstain_below=0.42,
+        stall_rate=0.012,
+        as_of=RUN_DATE,
+        notes={"description": "RRF(bm25, dense) to depth 50, feature reranker, abstains on low top score"},
+    ),
+    System(
+        "no-acl-filter",
+        "hybrid",
+        8,
+        {**ALL, "acl": False, "tenant": False},
+        candidate_k=50,
+        abstain_below=0.42,
+        as_of=RUN_DATE,
+        notes={"description": "hybrid-rerank with the ACL and tenant filter switched off (misconfiguration)"},
+    ),
 )
 
 
@@ -64,18 +96,26 @@ def _noise(seed: int, run_id: str, case_id: str) -> random.Random:
     return random.Random(f"{seed}:{run_id}:{case_id}")
 
 
-def _result(case_id: str, stage: str, rank: int, chunk: Chunk, score: float, meta: dict[str, object] | None,
-            snippet: bool) -> dict[str, object]:
-    row: dict[str, object] = {"case_id": case_id, "stage": stage, "rank": rank, "document_id": chunk.document_id,
-                              "chunk_id": chunk.chunk_id, "score": round(float(score), 6)}
+def _result(
+    case_id: str, stage: str, rank: int, chunk: Chunk, score: float, meta: dict[str, object] | None, snippet: bool
+) -> dict[str, object]:
+    row: dict[str, object] = {
+        "case_id": case_id,
+        "stage": stage,
+        "rank": rank,
+        "document_id": chunk.document_id,
+        "chunk_id": chunk.chunk_id,
+        "score": round(float(score), 6),
+    }
     if snippet:
         row["snippet"] = chunk.text[:160]
         row["metadata"] = meta or {}
     return row
 
 
-def run_case(sys: System, eng: Engines, case: dict[str, object], seed: int) -> tuple[list[dict[str, object]],
-                                                                                     dict[str, object]]:
+def run_case(
+    sys: System, eng: Engines, case: dict[str, object], seed: int
+) -> tuple[list[dict[str, object]], dict[str, object]]:
     """Rank one case with one system: its result rows (every stage) and its serving event."""
     idx, cid, query = eng.index, str(case["id"]), str(case["query"])
     keep = idx.mask(case, sys.applied, sys.as_of)
@@ -105,8 +145,10 @@ def run_case(sys: System, eng: Engines, case: dict[str, object], seed: int) -> t
         b_order, _ = top(eng.bm25.scores(query), keep, depth)
         d_order, _ = top(eng.lsa.scores(query), keep, depth)
         cand, fused = rrf([b_order, d_order], idx.n, depth)
-        rows += [_result(cid, "candidate", r, idx.chunks[p], s, None, snippet=False)
-                 for r, (p, s) in enumerate(zip(cand, fused, strict=True), 1)]
+        rows += [
+            _result(cid, "candidate", r, idx.chunks[p], s, None, snippet=False)
+            for r, (p, s) in enumerate(zip(cand, fused, strict=True), 1)
+        ]
         rerank_ms = 0.9 * len(cand) * rng.lognormvariate(0, 0.3)
         stall = rng.uniform(380, 900) if rng.random() < sys.stall_rate else 0.0
         latency = max(bm25_ms, dense_ms) + rerank_ms + stall
@@ -126,13 +168,21 @@ def run_case(sys: System, eng: Engines, case: dict[str, object], seed: int) -> t
         else:
             status = "insufficient_evidence"
     n_final = sum(1 for r in rows if r["stage"] == "final")
-    event = {"case_id": cid, "latency_ms": round(latency, 2), "timed_out": timed_out, "empty": n_final == 0,
-             "fallback": fallback, "status": status, "error": error}
+    event = {
+        "case_id": cid,
+        "latency_ms": round(latency, 2),
+        "timed_out": timed_out,
+        "empty": n_final == 0,
+        "fallback": fallback,
+        "status": status,
+        "error": error,
+    }
     return rows, event
 
 
-def run_manifest(sys: System, dataset_version: str, corpus_version: str, index: Index,
-                 manifest_chunks: int) -> dict[str, object]:
+def run_manifest(
+    sys: System, dataset_version: str, corpus_version: str, index: Index, manifest_chunks: int
+) -> dict[str, object]:
     embedding = {"bm25": None, "dense": "lsa-tfidf-svd96 (trained on the index)", "hybrid": "lsa-tfidf-svd96"}
     return {
         "run_id": sys.run_id,

@@ -19,8 +19,6 @@ def non_null_values(col: pa.ChunkedArray | pa.Array, dtype: type[np.float64] | t
     cast = pc.cast(chunked.drop_null(), _TYPES[dtype])
     width = np.dtype(dtype).itemsize
     parts = [
-        np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * width)
-        for c in cast.chunks
-        if len(c)
+        np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * width) for c in cast.chunks if len(c)
     ]
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)

@@ -72,9 +72,7 @@ async def test_keys_typed_while_the_failures_list_loads_act_once_it_is_there(
 
 
 @pilot_test
-async def test_overview_shows_the_metric_table_while_heavier_sections_load(
-    db_path: Path, slow_failures: None
-) -> None:
+async def test_overview_shows_the_metric_table_while_heavier_sections_load(db_path: Path, slow_failures: None) -> None:
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(lambda: "loading" not in static_text(app, "#sec-summary"))

@@ -26,8 +26,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return pa.Table.from_pylist(ROWS)
 
     real = data.core_function
-    monkeypatch.setattr(data, "core_function",
-                        lambda m, n: summarize if (m, n) == ("metrics", "summarize") else real(m, n))
+    monkeypatch.setattr(
+        data, "core_function", lambda m, n: summarize if (m, n) == ("metrics", "summarize") else real(m, n)
+    )
     return calls
 
 
@@ -49,8 +50,9 @@ def test_hit_skips_the_core_and_a_changed_store_recomputes(db_path: Path, counte
     con.close()
 
 
-def test_off_and_unwritable_cache_still_answer(db_path: Path, counted: list[str], tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_off_and_unwritable_cache_still_answer(
+    db_path: Path, counted: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     con = connect(db_path, read_only=True)
     monkeypatch.setenv(summary_cache.CACHE_ENV, "off")
     assert summary_cache.cache_dir() is None

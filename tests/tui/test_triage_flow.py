@@ -94,25 +94,55 @@ async def test_assign_note_next_and_export_csv(db_path: Path, fake_core: object,
     assert [h.category for h in store.history("bm25", "q2")] == ["ingestion", None, None]
     with out.open(encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["case_id", "run_id", "query", "auto_category", "auto_rule", "user_category", "status",
-                             "note", "author", "updated_at", "nDCG@10", "P@5", "zero_hit@2"]
+    assert list(rows[0]) == [
+        "case_id",
+        "run_id",
+        "query",
+        "auto_category",
+        "auto_rule",
+        "user_category",
+        "status",
+        "note",
+        "author",
+        "updated_at",
+        "nDCG@10",
+        "P@5",
+        "zero_hit@2",
+    ]
     got = {r["case_id"]: r for r in rows}
     assert sorted(got) == ["q1", "q2", "q3", "q4"]
     q1, q2, q3, q4 = (got[c] for c in ("q1", "q2", "q3", "q4"))
     n1 = store.get("bm25", "q1")
     assert n1 is not None
     assert q1 == {
-        "case_id": "q1", "run_id": "bm25", "query": "reset password [red]now[/red]", "auto_category": "ranking",
-        "auto_rule": "relevant-below-k", "user_category": "ranking", "status": "confirmed",
-        "note": "'=HYPERLINK(x) [b]heading[/b] ranks; ok", "author": "ann", "updated_at": n1.updated_at,
-        "nDCG@10": "0.63", "P@5": "0.2", "zero_hit@2": "false",
+        "case_id": "q1",
+        "run_id": "bm25",
+        "query": "reset password [red]now[/red]",
+        "auto_category": "ranking",
+        "auto_rule": "relevant-below-k",
+        "user_category": "ranking",
+        "status": "confirmed",
+        "note": "'=HYPERLINK(x) [b]heading[/b] ranks; ok",
+        "author": "ann",
+        "updated_at": n1.updated_at,
+        "nDCG@10": "0.63",
+        "P@5": "0.2",
+        "zero_hit@2": "false",
     }
     assert (q2["auto_category"], q2["user_category"], q2["status"], q2["note"]) == ("ingestion", "", "wont-fix", "")
     assert (q3["auto_category"], q3["auto_rule"], q3["author"]) == (
-        "dataset; security", "acl-no-overlap; label-on-forbidden-unit", "")
+        "dataset; security",
+        "acl-no-overlap; label-on-forbidden-unit",
+        "",
+    )
     # q4 is not a failure but was triaged; its query starts with '=' and is neutralised
     assert (q4["query"], q4["auto_category"], q4["user_category"], q4["status"], q4["nDCG@10"]) == (
-        "'=cmd|' /C calc'!A0", "", "dataset", "open", "")
+        "'=cmd|' /C calc'!A0",
+        "",
+        "dataset",
+        "open",
+        "",
+    )
 
 
 @pilot_test

@@ -62,10 +62,14 @@ def _label(case: str, chunk: str, grade: int, who: str) -> dict[str, object]:
 
 def test_agreement_over_store(tmp_path: Path) -> None:
     labels = [
-        _label("q1", "d1#1", 3, "ann"), _label("q1", "d1#1", 3, "bob"),  # agree
-        _label("q1", "d1#2", 0, "ann"), _label("q1", "d1#2", 2, "bob"),  # differ by 2
-        _label("q2", "d2#1", 1, "ann"), _label("q2", "d2#1", 2, "bob"),  # differ by 1
-        _label("q3", "d3#1", 3, "ann"), _label("q3", "d3#1", 0, "bob"),  # differ by 3
+        _label("q1", "d1#1", 3, "ann"),
+        _label("q1", "d1#1", 3, "bob"),  # agree
+        _label("q1", "d1#2", 0, "ann"),
+        _label("q1", "d1#2", 2, "bob"),  # differ by 2
+        _label("q2", "d2#1", 1, "ann"),
+        _label("q2", "d2#1", 2, "bob"),  # differ by 1
+        _label("q3", "d3#1", 3, "ann"),
+        _label("q3", "d3#1", 0, "bob"),  # differ by 3
         _label("q3", "d3#2", 2, "ann"),  # single-labelled: not counted
     ]
     con = make_store(tmp_path, cases=CASES, labels=labels)

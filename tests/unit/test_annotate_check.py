@@ -12,32 +12,71 @@ from ragtriage.annotate import dataset_check, import_labels
 from ragtriage.cli import app
 from tests.factory import make_store
 
-DATASET = {"name": "t", "version": "1", "unit": "chunk", "relevance_threshold": 2,
-           "created_at": "2024-06-01T00:00:00Z"}
+DATASET = {"name": "t", "version": "1", "unit": "chunk", "relevance_threshold": 2, "created_at": "2024-06-01T00:00:00Z"}
 CASES = [
     {"id": "c1", "query": "How do I reset my password?", "split": "dev", "source_family": "it"},
     {"id": "c2", "query": "how do I   reset my PASSWORD", "split": "holdout", "source_family": "it"},
-    {"id": "c3", "query": "What is the refund policy for annual plans in Europe", "split": "dev",
-     "source_family": "billing"},
-    {"id": "c4", "query": "Europe: what is the refund policy for annual plans in?", "split": "holdout",
-     "source_family": "sales"},
-    {"id": "c5", "query": "What is the refund policy for monthly plans in Asia", "split": "holdout",
-     "source_family": "asia"},
-    {"id": "c6", "query": "Explain why the quarterly report must be filed before the tenth business day",
-     "split": "dev", "source_family": "finance"},
-    {"id": "c7", "query": "Explain why the annual audit must be signed by two directors", "split": "dev",
-     "source_family": "finance"},
+    {
+        "id": "c3",
+        "query": "What is the refund policy for annual plans in Europe",
+        "split": "dev",
+        "source_family": "billing",
+    },
+    {
+        "id": "c4",
+        "query": "Europe: what is the refund policy for annual plans in?",
+        "split": "holdout",
+        "source_family": "sales",
+    },
+    {
+        "id": "c5",
+        "query": "What is the refund policy for monthly plans in Asia",
+        "split": "holdout",
+        "source_family": "asia",
+    },
+    {
+        "id": "c6",
+        "query": "Explain why the quarterly report must be filed before the tenth business day",
+        "split": "dev",
+        "source_family": "finance",
+    },
+    {
+        "id": "c7",
+        "query": "Explain why the annual audit must be signed by two directors",
+        "split": "dev",
+        "source_family": "finance",
+    },
 ]
 DOCS = [
-    {"document_id": "fin", "chunk_id": "fin#1", "acl": ["all"], "updated_at": "2024-01-01T00:00:00",
-     "text": "Reminder: the quarterly report must be filed before the tenth business day of each month."},
+    {
+        "document_id": "fin",
+        "chunk_id": "fin#1",
+        "acl": ["all"],
+        "updated_at": "2024-01-01T00:00:00",
+        "text": "Reminder: the quarterly report must be filed before the tenth business day of each month.",
+    },
     # shares 7 consecutive tokens with c7 ("the annual audit must be signed by"), not 8
-    {"document_id": "aud", "chunk_id": "aud#1", "acl": ["all"], "updated_at": "2024-01-01T00:00:00",
-     "text": "By law the annual audit must be signed by the board."},
-    {"document_id": "pw", "chunk_id": "pw#1", "acl": ["all"], "updated_at": "2024-07-01T00:00:00",
-     "text": "Open settings and choose reset."},
-    {"document_id": "pw", "chunk_id": "pw#2", "acl": ["all"], "updated_at": "2024-05-01T00:00:00",
-     "text": "Call the help desk."},
+    {
+        "document_id": "aud",
+        "chunk_id": "aud#1",
+        "acl": ["all"],
+        "updated_at": "2024-01-01T00:00:00",
+        "text": "By law the annual audit must be signed by the board.",
+    },
+    {
+        "document_id": "pw",
+        "chunk_id": "pw#1",
+        "acl": ["all"],
+        "updated_at": "2024-07-01T00:00:00",
+        "text": "Open settings and choose reset.",
+    },
+    {
+        "document_id": "pw",
+        "chunk_id": "pw#2",
+        "acl": ["all"],
+        "updated_at": "2024-05-01T00:00:00",
+        "text": "Call the help desk.",
+    },
 ]
 LABELS = [
     {"case_id": "c6", "document_id": "fin", "chunk_id": "fin#1", "grade": 3},
@@ -104,8 +143,11 @@ def test_near_duplicates_match_brute_force(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     vocab = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota"]
     cases = [
-        {"id": f"c{i:02d}", "query": " ".join(rng.choice(vocab, size=int(rng.integers(2, 9)))),
-         "split": "dev" if i % 2 else "holdout"}
+        {
+            "id": f"c{i:02d}",
+            "query": " ".join(rng.choice(vocab, size=int(rng.integers(2, 9)))),
+            "split": "dev" if i % 2 else "holdout",
+        }
         for i in range(70)
     ]
     one_label = [{"case_id": "c00", "document_id": "d", "chunk_id": "d#1", "grade": 0}]
@@ -114,7 +156,8 @@ def test_near_duplicates_match_brute_force(tmp_path: Path) -> None:
     for t in (0.5, 0.6, 0.75, 0.9, 1.0):
         expected = {
             tuple(sorted((a, b), key=lambda x: sets[x][1]))
-            for a, (sa, pa) in sets.items() for b, (sb, pb) in sets.items()
+            for a, (sa, pa) in sets.items()
+            for b, (sb, pb) in sets.items()
             if pa < pb and len(sa & sb) / len(sa | sb) >= t - 1e-12
         }
         got = dataset_check(con, jaccard=t).filter(pc.equal(pc.field("check"), "near-duplicate-query"))

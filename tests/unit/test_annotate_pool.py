@@ -29,10 +29,14 @@ def _res(case: str, chunk: str) -> dict[str, str]:
 
 
 RUNS = [
-    {"run": {"run_id": "r1", "k": 3}, "results": [_res("q1", "d1#1"), _res("q1", "d1#2"), _res("q1", "d2#1"),
-                                                   _res("q2", "d1#3"), _res("q2", "d1#2")]},
-    {"run": {"run_id": "r2", "k": 3}, "results": [_res("q1", "d1#2"), _res("q1", "d1#2"), _res("q1", "d2#1"),
-                                                   _res("q1", "d1#3"), _res("q2", "d2#1")]},
+    {
+        "run": {"run_id": "r1", "k": 3},
+        "results": [_res("q1", "d1#1"), _res("q1", "d1#2"), _res("q1", "d2#1"), _res("q2", "d1#3"), _res("q2", "d1#2")],
+    },
+    {
+        "run": {"run_id": "r2", "k": 3},
+        "results": [_res("q1", "d1#2"), _res("q1", "d1#2"), _res("q1", "d2#1"), _res("q1", "d1#3"), _res("q2", "d2#1")],
+    },
 ]
 
 
@@ -103,18 +107,25 @@ def test_jsonl_pool_and_regrade_replaces_same_annotator(con, tmp_path: Path) -> 
     rep = import_labels(con, tmp_path / "l.jsonl", annotator="ignored")
     assert (rep.imported, rep.replaced, rep.unjudged) == (2, 1, 0)
     assert sorted(con.execute("SELECT unit_id, grade, annotator FROM labels").fetchall()) == [
-        ("d1#1", 1, "alice"), ("d1#3", 1, "carol")]
+        ("d1#1", 1, "alice"),
+        ("d1#3", 1, "carol"),
+    ]
 
 
 def test_invalid_rows_name_line_and_field_and_write_nothing(con, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     bad = tmp_path / "bad.csv"
-    bad.write_text("case_id,document_id,chunk_id,grade\nq1,d1,d1#2,7\nqX,d1,d1#2,1\nq1,d1,d1#3,two\n"
-                   "q2,d1,d1#2,2\nq2,d1,d1#2,3\n")
+    bad.write_text(
+        "case_id,document_id,chunk_id,grade\nq1,d1,d1#2,7\nqX,d1,d1#2,1\nq1,d1,d1#3,two\nq2,d1,d1#2,2\nq2,d1,d1#2,3\n"
+    )
     with pytest.raises(ValidationFailed) as exc:
         import_labels(con, bad, annotator="bob")
     got = {(e.line, e.field, e.code) for e in exc.value.errors}
-    assert got == {(2, "grade", "grade-out-of-scale"), (3, "case_id", "unknown-case-id"), (4, "grade", "wrong-type"),
-                   (6, "grade", "duplicate")}
+    assert got == {
+        (2, "grade", "grade-out-of-scale"),
+        (3, "case_id", "unknown-case-id"),
+        (4, "grade", "wrong-type"),
+        (6, "grade", "duplicate"),
+    }
     assert con.execute("SELECT count(*) FROM datasets").fetchall() == [(1,)]
     warn = tmp_path / "warn.csv"
     warn.write_text("case_id,document_id,chunk_id,grade\nq1,d9,d9#1,2\n")

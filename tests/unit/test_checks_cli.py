@@ -33,13 +33,21 @@ CASES = [
 
 
 def res(case: str, doc_id: str, score: float, rank: int = 1, stage: str = "final") -> dict:
-    return {"case_id": case, "stage": stage, "rank": rank, "document_id": doc_id, "chunk_id": f"{doc_id}#1",
-            "score": score}
+    return {
+        "case_id": case,
+        "stage": stage,
+        "rank": rank,
+        "document_id": doc_id,
+        "chunk_id": f"{doc_id}#1",
+        "score": score,
+    }
 
 
 RUNS = [
-    {"run": {"run_id": "clean", "k": 5}, "results": [res("q1", "OPEN", 3.0), res("q2", "OPEN", 2.0),
-                                                      res("n1", "OPEN", 1.0)]},
+    {
+        "run": {"run_id": "clean", "k": 5},
+        "results": [res("q1", "OPEN", 3.0), res("q2", "OPEN", 2.0), res("n1", "OPEN", 1.0)],
+    },
     {"run": {"run_id": "leaky", "k": 5}, "results": [res("q1", "OPEN", 3.0), res("q1", "HR", 2.0, 1, "candidate")]},
 ]
 
@@ -47,9 +55,13 @@ RUNS = [
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("cli")
-    make_store(tmp, cases=CASES, documents=DOCS, runs=RUNS,
-               labels=[{"case_id": q, "document_id": "OPEN", "chunk_id": "OPEN#1", "grade": 3} for q in ("q1", "q2")]
-               ).close()
+    make_store(
+        tmp,
+        cases=CASES,
+        documents=DOCS,
+        runs=RUNS,
+        labels=[{"case_id": q, "document_id": "OPEN", "chunk_id": "OPEN#1", "grade": 3} for q in ("q1", "q2")],
+    ).close()
     return tmp / "store.duckdb"
 
 
@@ -74,7 +86,8 @@ def test_check_json_and_csv(db: Path) -> None:
     out = runner.invoke(app, ["check", "--db", str(db), "--run", "leaky", "--format", "csv"])
     rows = list(csv.DictReader(io.StringIO(out.output)))
     assert [(r["check"], r["rule"], r["chunk_id"]) for r in rows if r["check"] == "leakage"] == [
-        ("leakage", "acl-no-overlap", "HR#1")]
+        ("leakage", "acl-no-overlap", "HR#1")
+    ]
 
 
 def test_calibrate_dry_run_then_store(db: Path) -> None:
@@ -88,8 +101,9 @@ def test_calibrate_dry_run_then_store(db: Path) -> None:
     done = runner.invoke(app, ["calibrate", "--db", str(db), "--run", "clean", "--target-recall", "0.5"])
     assert done.exit_code == 0 and "stored score_threshold 3 for run clean" in done.output
     assert runner.invoke(app, ["check", "--db", str(db), "--run", "clean", "--strict"]).exit_code == 0
-    both = runner.invoke(app, ["calibrate", "--db", str(db), "--run", "clean", "--threshold", "1",
-                               "--target-recall", "0.9"])
+    both = runner.invoke(
+        app, ["calibrate", "--db", str(db), "--run", "clean", "--threshold", "1", "--target-recall", "0.9"]
+    )
     assert both.exit_code == 2
 
 

@@ -52,35 +52,48 @@ CASES = [
 
 
 def res(case: str, doc_id: str, rank: int, stage: str = "final", **extra: object) -> dict:
-    return {"case_id": case, "stage": stage, "rank": rank, "document_id": doc_id, "chunk_id": f"{doc_id}#01",
-            **extra}
+    return {"case_id": case, "stage": stage, "rank": rank, "document_id": doc_id, "chunk_id": f"{doc_id}#01", **extra}
 
 
 RESULTS = [
-    res("multi", "HAL-POL-1", 1), res("multi", "HAL-ENG-3", 2),                    # 'support' overlaps: fine
-    res("no-group", "HAL-ENG-3", 1),                                                # acl-no-overlap
-    res("tenant", "KST-POL-1", 1), res("tenant", "HAL-POL-1", 2),                  # 2: tenant + acl
-    res("tenant-only", "HAL-FAQ-2", 1), res("tenant-only", "KST-FAQ-1", 2),        # 2: tenant only
-    res("candidate", "HAL-POL-1", 1), res("candidate", "HAL-POL-1", 1, "candidate"),
-    res("candidate", "HAL-HR-9", 2, "candidate"),                                   # candidate-only leak
-    res("snippet", "HAL-POL-1", 1, snippet="Note: Salary bands for grade seven engineers range from sixty to "
-        "eighty thousand euros"),                                                   # 13 words of HR text
+    res("multi", "HAL-POL-1", 1),
+    res("multi", "HAL-ENG-3", 2),  # 'support' overlaps: fine
+    res("no-group", "HAL-ENG-3", 1),  # acl-no-overlap
+    res("tenant", "KST-POL-1", 1),
+    res("tenant", "HAL-POL-1", 2),  # 2: tenant + acl
+    res("tenant-only", "HAL-FAQ-2", 1),
+    res("tenant-only", "KST-FAQ-1", 2),  # 2: tenant only
+    res("candidate", "HAL-POL-1", 1),
+    res("candidate", "HAL-POL-1", 1, "candidate"),
+    res("candidate", "HAL-HR-9", 2, "candidate"),  # candidate-only leak
+    res(
+        "snippet",
+        "HAL-POL-1",
+        1,
+        snippet="Note: Salary bands for grade seven engineers range from sixty to eighty thousand euros",
+    ),  # 13 words of HR text
     res("snippet", "HAL-POL-1", 2, snippet="salary bands for grade seven engineers range from sixty"),  # 9 words
-    res("snippet", "HAL-FAQ-2", 3, snippet=BOILER),                                 # also in a visible unit
-    res("metadata", "HAL-FAQ-2", 1, metadata={"see_also": ["HAL-HR-9"]}),          # names a forbidden id
+    res("snippet", "HAL-FAQ-2", 3, snippet=BOILER),  # also in a visible unit
+    res("metadata", "HAL-FAQ-2", 1, metadata={"see_also": ["HAL-HR-9"]}),  # names a forbidden id
     res("metadata", "HAL-FAQ-2", 2, metadata={"see_also": "HAL-HR-90", "self": "HAL-FAQ-2"}),  # no such id
-    res("metadata", "HAL-FAQ-2", 3, metadata={"parent": "HAL-POL-1"}),             # permitted id
-    res("open", "HAL-OPEN", 1),                                                     # no acl, not required
-    res("nobody", "HAL-HR-9", 1),                                                   # unchecked, not passing
-    res("open", "GONE-DOC", 2),                                                     # not in the manifest
+    res("metadata", "HAL-FAQ-2", 3, metadata={"parent": "HAL-POL-1"}),  # permitted id
+    res("open", "HAL-OPEN", 1),  # no acl, not required
+    res("nobody", "HAL-HR-9", 1),  # unchecked, not passing
+    res("open", "GONE-DOC", 2),  # not in the manifest
 ]
 LABELS = [{"case_id": "multi", "document_id": "HAL-POL-1", "chunk_id": "HAL-POL-1#01", "grade": 3}]
 
 
 def store(tmp_path: Path, **dataset: object) -> duckdb.DuckDBPyConnection:
     ds = {"name": "t", "version": "1", "unit": "chunk", "relevance_threshold": 2, **dataset}
-    return make_store(tmp_path, dataset=ds, cases=CASES, labels=LABELS, documents=DOCS,
-                      runs=[{"run": {"run_id": "r", "k": 10}, "results": RESULTS}])
+    return make_store(
+        tmp_path,
+        dataset=ds,
+        cases=CASES,
+        labels=LABELS,
+        documents=DOCS,
+        runs=[{"run": {"run_id": "r", "k": 10}, "results": RESULTS}],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +123,8 @@ def test_leak_rows_name_principal_unit_and_reason(con: duckdb.DuckDBPyConnection
     assert (t["principal_id"], t["document_id"], t["chunk_id"]) == ("emma", "KST-FAQ-1", "KST-FAQ-1#01")
     assert t["detail"] == "KST-FAQ-1#01: unit tenant kestrel, principal tenant halvorsen"
     assert rows[("no-group", 1, "acl-no-overlap")]["detail"] == (
-        "HAL-ENG-3#01: unit acl [eng, support], principal groups [all-staff]")
+        "HAL-ENG-3#01: unit acl [eng, support], principal groups [all-staff]"
+    )
     snip = rows[("snippet", 1, "snippet-of-forbidden-unit")]
     assert snip["forbidden_units"] == ["HAL-HR-9#01"]
     assert snip["detail"].startswith("quotes 2 run(s) of 12 words of forbidden unit HAL-HR-9#01")
@@ -127,7 +141,8 @@ def test_candidate_only_leak_fails_the_run(con: duckdb.DuckDBPyConnection) -> No
 
 def test_case_without_principal_is_unchecked_not_passing(con: duckdb.DuckDBPyConnection) -> None:
     assert unchecked_cases(con, "r").to_pylist() == [
-        {"case_id": "nobody", "reason": "no principal: leakage cannot be checked", "has_results": True}]
+        {"case_id": "nobody", "reason": "no principal: leakage cannot be checked", "has_results": True}
+    ]
     assert "nobody" not in {r["case_id"] for r in leakage(con, "r").to_pylist()}
 
 
@@ -157,13 +172,20 @@ def test_document_mode_is_strict_when_chunks_differ_in_acl(tmp_path: Path) -> No
         {"document_id": "MIX", "chunk_id": "MIX#2", "acl": ["hr"]},
     ]
     con = make_store(
-        tmp_path, dataset={"name": "t", "version": "1", "unit": "document"},
+        tmp_path,
+        dataset={"name": "t", "version": "1", "unit": "document"},
         cases=[{"id": "d", "query": "q", "principal": EMMA}, {"id": "c", "query": "q", "principal": EMMA}],
-        labels=[{"case_id": "d", "document_id": "MIX", "grade": 3}], documents=docs,
-        runs=[{"run": {"run_id": "r", "k": 10}, "results": [
-            {"case_id": "d", "rank": 1, "document_id": "MIX"},
-            {"case_id": "c", "rank": 1, "document_id": "MIX", "chunk_id": "MIX#1"},
-        ]}],
+        labels=[{"case_id": "d", "document_id": "MIX", "grade": 3}],
+        documents=docs,
+        runs=[
+            {
+                "run": {"run_id": "r", "k": 10},
+                "results": [
+                    {"case_id": "d", "rank": 1, "document_id": "MIX"},
+                    {"case_id": "c", "rank": 1, "document_id": "MIX", "chunk_id": "MIX#1"},
+                ],
+            }
+        ],
     )
     rows = leakage(con, "r").to_pylist()
     assert [(r["case_id"], r["rule"], r["forbidden_units"]) for r in rows] == [("d", "acl-no-overlap", ["MIX#2"])]
@@ -175,32 +197,50 @@ principal_st = st.tuples(st.sampled_from(("t1", "t2")), st.lists(st.sampled_from
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(units=st.lists(unit_st, min_size=1, max_size=5), principals=st.lists(principal_st, min_size=1, max_size=3),
-       picks=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4), st.booleans()), min_size=1, max_size=8))
+@given(
+    units=st.lists(unit_st, min_size=1, max_size=5),
+    principals=st.lists(principal_st, min_size=1, max_size=3),
+    picks=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4), st.booleans()), min_size=1, max_size=8),
+)
 def test_leaks_match_an_independent_oracle(
-    units: list[tuple[str, list[str]]], principals: list[tuple[str, list[str]]],
+    units: list[tuple[str, list[str]]],
+    principals: list[tuple[str, list[str]]],
     picks: list[tuple[int, int, bool]],
 ) -> None:
     """Rows leak exactly when tenants differ or acl and groups are disjoint, whatever the stage."""
-    docs = [{"document_id": f"U{i}", "chunk_id": f"U{i}#1", "tenant": t, "acl": acl}
-            for i, (t, acl) in enumerate(units)]
-    cases = [{"id": f"c{j}", "query": "q", "principal": {"id": f"p{j}", "groups": g, "tenant": t}}
-             for j, (t, g) in enumerate(principals)]
+    docs = [
+        {"document_id": f"U{i}", "chunk_id": f"U{i}#1", "tenant": t, "acl": acl} for i, (t, acl) in enumerate(units)
+    ]
+    cases = [
+        {"id": f"c{j}", "query": "q", "principal": {"id": f"p{j}", "groups": g, "tenant": t}}
+        for j, (t, g) in enumerate(principals)
+    ]
     rows, ranks, expected = [], {}, set()
     for case_i, unit_i, candidate in picks:
         case_i, unit_i = case_i % len(principals), unit_i % len(units)
         stage = "candidate" if candidate else "final"
         rank = ranks[(case_i, stage)] = ranks.get((case_i, stage), 0) + 1
-        rows.append({"case_id": f"c{case_i}", "stage": stage, "rank": rank, "document_id": f"U{unit_i}",
-                     "chunk_id": f"U{unit_i}#1"})
+        rows.append(
+            {
+                "case_id": f"c{case_i}",
+                "stage": stage,
+                "rank": rank,
+                "document_id": f"U{unit_i}",
+                "chunk_id": f"U{unit_i}#1",
+            }
+        )
         (ut, acl), (pt, groups) = units[unit_i], principals[case_i]
         if ut != pt:
             expected.add((f"c{case_i}", stage, rank, "tenant-mismatch"))
         if not set(acl) & set(groups):
             expected.add((f"c{case_i}", stage, rank, "acl-no-overlap"))
     with tempfile.TemporaryDirectory() as tmp:
-        con = make_store(Path(tmp), cases=cases, documents=docs,
-                         labels=[{"case_id": "c0", "document_id": "U0", "chunk_id": "U0#1", "grade": 1}],
-                         runs=[{"run": {"run_id": "r", "k": 10}, "results": rows}])
+        con = make_store(
+            Path(tmp),
+            cases=cases,
+            documents=docs,
+            labels=[{"case_id": "c0", "document_id": "U0", "chunk_id": "U0#1", "grade": 1}],
+            runs=[{"run": {"run_id": "r", "k": 10}, "results": rows}],
+        )
         assert found(leakage(con, "r")) == expected
         con.close()

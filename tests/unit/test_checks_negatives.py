@@ -13,7 +13,9 @@ from tests.factory import make_store
 DOCS = [{"document_id": f"D{i}", "chunk_id": f"D{i}#1", "acl": ["all"]} for i in range(5)]
 NEG = {"answerable": False}
 CASES = [
-    {"id": "a0", "query": "q", "split": "dev"}, {"id": "a1", "query": "q"}, {"id": "a2", "query": "q"},
+    {"id": "a0", "query": "q", "split": "dev"},
+    {"id": "a1", "query": "q"},
+    {"id": "a2", "query": "q"},
     {"id": "a3", "query": "q"},  # its top result is not relevant: left out of calibration
     {"id": "below", "query": "q", "expected_behavior": "below_threshold", "split": "dev", **NEG},
     {"id": "below-eq", "query": "q", "expected_behavior": "below_threshold", **NEG},
@@ -31,8 +33,15 @@ def res(case: str, d: int, score: float, rank: int = 1) -> dict:
 
 
 RESULTS = [
-    res("a0", 0, 9.0), res("a1", 1, 5.0), res("a1", 4, 1.0, rank=2), res("a2", 2, 2.0), res("a3", 4, 7.0),
-    res("below", 4, 4.0), res("below-eq", 4, 5.0), res("empty-results", 4, 1.0), res("insuff", 4, 6.0),
+    res("a0", 0, 9.0),
+    res("a1", 1, 5.0),
+    res("a1", 4, 1.0, rank=2),
+    res("a2", 2, 2.0),
+    res("a3", 4, 7.0),
+    res("below", 4, 4.0),
+    res("below-eq", 4, 5.0),
+    res("empty-results", 4, 1.0),
+    res("insuff", 4, 6.0),
     res("insuff-bad", 4, 3.0),
 ]
 EVENTS = [
@@ -45,8 +54,13 @@ EVENTS = [
 
 @pytest.fixture
 def con(tmp_path_factory: pytest.TempPathFactory) -> duckdb.DuckDBPyConnection:
-    return make_store(tmp_path_factory.mktemp("neg"), cases=CASES, labels=LABELS, documents=DOCS,
-                      runs=[{"run": {"run_id": "r", "k": 10}, "results": RESULTS, "events": EVENTS}])
+    return make_store(
+        tmp_path_factory.mktemp("neg"),
+        cases=CASES,
+        labels=LABELS,
+        documents=DOCS,
+        runs=[{"run": {"run_id": "r", "k": 10}, "results": RESULTS, "events": EVENTS}],
+    )
 
 
 def outcomes(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[bool, str]]:
@@ -73,8 +87,9 @@ def test_trade_off_table(con: duckdb.DuckDBPyConnection) -> None:
     assert (cal.answerable_total, cal.negatives_total, cal.excluded) == (3, 7, 1)
 
 
-@pytest.mark.parametrize(("target", "chosen", "kept", "abstained"), [
-    (0.95, 2.0, 3, 3), (0.6, 5.0, 2, 5), (0.3, 9.0, 1, 7), (1.0, 2.0, 3, 3)])
+@pytest.mark.parametrize(
+    ("target", "chosen", "kept", "abstained"), [(0.95, 2.0, 3, 3), (0.6, 5.0, 2, 5), (0.3, 9.0, 1, 7), (1.0, 2.0, 3, 3)]
+)
 def test_target_recall_picks_highest_threshold_keeping_enough(
     con: duckdb.DuckDBPyConnection, target: float, chosen: float, kept: int, abstained: int
 ) -> None:
@@ -97,9 +112,17 @@ def test_stored_threshold_judges_below_threshold_cases(con: duckdb.DuckDBPyConne
 
 def test_split_restricts_both_populations(con: duckdb.DuckDBPyConnection) -> None:
     cal = calibrate(con, "r", split="dev")
-    assert cal.table.to_pylist() == [{
-        "threshold": 9.0, "answerable_kept": 1, "answerable_total": 1, "kept_rate": 1.0,
-        "negatives_abstained": 1, "negatives_total": 1, "abstained_rate": 1.0}]
+    assert cal.table.to_pylist() == [
+        {
+            "threshold": 9.0,
+            "answerable_kept": 1,
+            "answerable_total": 1,
+            "kept_rate": 1.0,
+            "negatives_abstained": 1,
+            "negatives_total": 1,
+            "abstained_rate": 1.0,
+        }
+    ]
 
 
 def test_nothing_to_calibrate_against_is_an_error(con: duckdb.DuckDBPyConnection) -> None:

@@ -18,11 +18,18 @@ from ragtriage.classify import classify_run, unit_locations
 from tests.unit.test_classify_locations import build, case, label, results
 
 CASES = [case("c"), case("d"), case("e")]
-LABELS = [label("c", "F1#1", 3), label("c", "F2#1", 3), label("d", "F3#1", 3), label("e", "B#6", 3),
-          label("e", "F9#1", 0)]
-ROWS = (results("c", ["B#1", "F1#1", "B#2", "F5#1", "B#3", "F2#1"])
-        + results("d", ["D#1", "B#1", "D#2", "B#2", "F6#1"])
-        + results("e", ["F9#1", "F7#1", "F8#1", "B#1"]))
+LABELS = [
+    label("c", "F1#1", 3),
+    label("c", "F2#1", 3),
+    label("d", "F3#1", 3),
+    label("e", "B#6", 3),
+    label("e", "F9#1", 0),
+]
+ROWS = (
+    results("c", ["B#1", "F1#1", "B#2", "F5#1", "B#3", "F2#1"])
+    + results("d", ["D#1", "B#1", "D#2", "B#2", "F6#1"])
+    + results("e", ["F9#1", "F7#1", "F8#1", "B#1"])
+)
 
 
 def _by_case(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
@@ -86,8 +93,9 @@ def test_window_path_agrees_with_the_plain_path(plain: duckdb.DuckDBPyConnection
 
 
 def test_rank_gaps_without_repeats_take_the_window_path(plain: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
-    rows = [{**r, "rank": 10 * (i + 1)} for c in ("c", "d", "e")
-            for i, r in enumerate(r for r in ROWS if r["case_id"] == c)]
+    rows = [
+        {**r, "rank": 10 * (i + 1)} for c in ("c", "d", "e") for i, r in enumerate(r for r in ROWS if r["case_id"] == c)
+    ]
     con = build(tmp_path, CASES, LABELS, rows, k=4)
     (repeats,) = con.execute("SELECT has_repeats FROM runs WHERE run_id = 'r'").fetchone()  # type: ignore[misc]
     assert repeats is False

@@ -17,8 +17,16 @@ FILLER_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf",
 
 def _doc(chunk: str, text: str, **extra: Any) -> dict[str, Any]:
     doc_id, _, n = chunk.partition("#")
-    row = {"document_id": doc_id, "chunk_id": chunk, "section_id": f"{doc_id}/s1", "text": text,
-           "chunk_kind": "body", "tenant": "t1", "acl": ["staff"], "status": "current"}
+    row = {
+        "document_id": doc_id,
+        "chunk_id": chunk,
+        "section_id": f"{doc_id}/s1",
+        "text": text,
+        "chunk_kind": "body",
+        "tenant": "t1",
+        "acl": ["staff"],
+        "status": "current",
+    }
     row.update(extra)
     return row
 
@@ -33,8 +41,14 @@ DOCUMENTS = [
     _doc("D#1", "Error E4012 means the device certificate expired"),
     _doc("D#2", "Seen E4012 again after renewing; ticket closed"),
     *[_doc(f"F{i}#1", f"Filler text number {i} on the topic of {FILLER_WORDS[i - 1]}") for i in range(1, 11)],
-    _doc("pol-x-2023#1", POLICY + " 2023", doc_type="policy", status="archived", effective_from="2023-01-01",
-         effective_to="2023-12-31"),
+    _doc(
+        "pol-x-2023#1",
+        POLICY + " 2023",
+        doc_type="policy",
+        status="archived",
+        effective_from="2023-01-01",
+        effective_to="2023-12-31",
+    ),
     _doc("pol-x-2024#1", POLICY + " 2024", doc_type="policy", effective_from="2024-01-01"),
 ]
 PRINCIPAL = {"id": "u1", "groups": ["staff"], "tenant": "t1"}
@@ -47,13 +61,26 @@ def case(case_id: str, query: str = "a question", **extra: Any) -> dict[str, Any
 
 
 def label(case_id: str, chunk: str, grade: int, annotator: str = "a") -> dict[str, Any]:
-    return {"case_id": case_id, "document_id": chunk.partition("#")[0], "chunk_id": chunk, "grade": grade,
-            "annotator": annotator}
+    return {
+        "case_id": case_id,
+        "document_id": chunk.partition("#")[0],
+        "chunk_id": chunk,
+        "grade": grade,
+        "annotator": annotator,
+    }
 
 
 def results(case_id: str, chunks: list[str], stage: str = "final", score: float | None = None) -> list[dict[str, Any]]:
-    return [{"case_id": case_id, "stage": stage, "document_id": c.partition("#")[0], "chunk_id": c,
-             **({"score": score - i * 0.01} if score is not None else {})} for i, c in enumerate(chunks)]
+    return [
+        {
+            "case_id": case_id,
+            "stage": stage,
+            "document_id": c.partition("#")[0],
+            "chunk_id": c,
+            **({"score": score - i * 0.01} if score is not None else {}),
+        }
+        for i, c in enumerate(chunks)
+    ]
 
 
 def build(
@@ -68,8 +95,7 @@ def build(
     dataset: dict[str, Any] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A store with run ``r`` (cutoff ``k``) and, when ``other`` is given, a second run ``o``."""
-    runs = [{"run": {"run_id": "r", "k": k, "created_at": "2024-06-01T10:00:00Z"}, "results": rows,
-             "events": events}]
+    runs = [{"run": {"run_id": "r", "k": k, "created_at": "2024-06-01T10:00:00Z"}, "results": rows, "events": events}]
     if other is not None:
         runs.append({"run": {"run_id": "o", "k": k, "created_at": "2024-06-01T10:00:00Z"}, "results": other})
     return make_store(tmp_path, dataset=dataset, cases=cases, labels=labels, documents=DOCUMENTS, runs=runs)
@@ -95,13 +121,13 @@ def located(tmp_path_factory: pytest.TempPathFactory) -> duckdb.DuckDBPyConnecti
 def test_every_relevant_unit_gets_one_location(located: duckdb.DuckDBPyConnection) -> None:
     rows = {r["unit_id"]: r for r in unit_locations(located, "r").to_pylist()}
     assert {u: r["location"] for u, r in rows.items()} == {
-        "F1#1": "final-top-k",        # final rank 2 <= k 4
-        "F2#1": "final-below-k",      # final rank 5
-        "F3#1": "candidate",          # candidate rank 1 only
+        "F1#1": "final-top-k",  # final rank 2 <= k 4
+        "F2#1": "final-below-k",  # final rank 5
+        "F3#1": "candidate",  # candidate rank 1 only
         "A#9": "absent-from-corpus",  # not in the snapshot (its document is)
-        "F4#1": "other-run",          # run o, rank 2
+        "F4#1": "other-run",  # run o, rank 2
         "F5#1": "absent-from-runs",
-        "C#1": "absent-from-runs",   # in the snapshot, in no run; not permitted for the principal
+        "C#1": "absent-from-runs",  # in the snapshot, in no run; not permitted for the principal
     }  # F6#1 is graded 1: not relevant, not listed
     assert (rows["F1#1"]["final_rank"], rows["F1#1"]["candidate_rank"]) == (2, 2)
     assert (rows["F2#1"]["final_rank"], rows["F3#1"]["candidate_rank"]) == (5, 1)

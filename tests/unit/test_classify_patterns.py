@@ -23,8 +23,9 @@ def test_every_pattern_has_an_experiment() -> None:
 def test_heading_only(tmp_path: Path) -> None:
     # c: the heading A#1 of section A/s1 ranks, its body A#2 does not; d: no heading in the top k
     labels = [label("c", "A#2", 3), label("d", "A#2", 3)]
-    got = classified(build(tmp_path, [case("c"), case("d")], labels,
-                           results("c", ["A#1", *FILL[:3]]) + results("d", FILL)))
+    got = classified(
+        build(tmp_path, [case("c"), case("d")], labels, results("c", ["A#1", *FILL[:3]]) + results("d", FILL))
+    )
     assert patterns_of(got, "c") == ["heading-only"]
     assert got[("c", "no-relevant-in-top-k")]["evidence"]["facts"]["heading_hits"] == ["A#1"]
     assert patterns_of(got, "d") == []
@@ -61,8 +62,9 @@ def test_table_answer(tmp_path: Path) -> None:
 def test_current_archived_mixed_and_near_duplicates(tmp_path: Path) -> None:
     # c: both policy versions (near-identical text) in the top k; d: only the current one
     labels = [label("c", "F1#1", 3), label("d", "F1#1", 3)]
-    rows = (results("c", ["pol-x-2024#1", "pol-x-2023#1", "F5#1", "F6#1"])
-            + results("d", ["pol-x-2024#1", "F5#1", "F6#1", "F7#1"]))
+    rows = results("c", ["pol-x-2024#1", "pol-x-2023#1", "F5#1", "F6#1"]) + results(
+        "d", ["pol-x-2024#1", "F5#1", "F6#1", "F7#1"]
+    )
     got = classified(build(tmp_path, [case("c"), case("d")], labels, rows))
     assert patterns_of(got, "c") == ["current-archived-mixed", "near-duplicates"]
     facts = got[("c", "no-relevant-in-top-k")]["evidence"]["facts"]
@@ -88,8 +90,11 @@ def test_multi_part_partial(tmp_path: Path) -> None:
 
 def test_one_document_dominates(tmp_path: Path) -> None:
     labels = [label("c", "F1#1", 3), label("d", "F1#1", 3), label("e", "B#6", 3)]
-    rows = (results("c", ["B#1", "B#2", "B#3", "B#4"]) + results("d", ["B#1", "F5#1", "F6#1", "F7#1"])
-            + results("e", ["B#1", "B#2", "B#3", "B#4"]))
+    rows = (
+        results("c", ["B#1", "B#2", "B#3", "B#4"])
+        + results("d", ["B#1", "F5#1", "F6#1", "F7#1"])
+        + results("e", ["B#1", "B#2", "B#3", "B#4"])
+    )
     got = classified(build(tmp_path, [case("c"), case("d"), case("e")], labels, rows))
     assert patterns_of(got, "c") == ["one-document-dominates"]
     assert patterns_of(got, "d") == []

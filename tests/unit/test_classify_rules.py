@@ -19,8 +19,12 @@ def test_rule_names_are_unique_and_categorised() -> None:
 
 
 def test_no_relevant_label(tmp_path: Path) -> None:
-    con = build(tmp_path, [case("c"), case("d")], [label("c", "F1#1", 1), label("d", "F1#1", 2)],
-                results("c", FILL) + results("d", [*FILL, "F1#1"]))
+    con = build(
+        tmp_path,
+        [case("c"), case("d")],
+        [label("c", "F1#1", 1), label("d", "F1#1", 2)],
+        results("c", FILL) + results("d", [*FILL, "F1#1"]),
+    )
     got = classified(con)
     assert got[("c", "no-relevant-in-top-k")]["rule"] == "dataset.no-relevant-label"
     assert got[("c", "no-relevant-in-top-k")]["confidence"] == 0.95
@@ -29,8 +33,12 @@ def test_no_relevant_label(tmp_path: Path) -> None:
 
 def test_label_not_in_snapshot_versus_absent_from_corpus(tmp_path: Path) -> None:
     # A#9: its document A is in the snapshot (re-chunked: a dataset defect); Z#1: document Z is not (ingestion)
-    con = build(tmp_path, [case("c"), case("d")], [label("c", "A#9", 3), label("d", "Z#1", 3)],
-                results("c", FILL) + results("d", FILL))
+    con = build(
+        tmp_path,
+        [case("c"), case("d")],
+        [label("c", "A#9", 3), label("d", "Z#1", 3)],
+        results("c", FILL) + results("d", FILL),
+    )
     got = classified(con)
     assert got[("c", "no-relevant-in-top-k")]["rule"] == "dataset.label-not-in-snapshot"
     assert got[("d", "no-relevant-in-top-k")]["rule"] == "ingestion.absent-from-corpus"
@@ -41,8 +49,14 @@ def test_label_not_in_snapshot_versus_absent_from_corpus(tmp_path: Path) -> None
 def test_disputed_grade(tmp_path: Path) -> None:
     # c: F5#1 graded 3 and 0 -> effective grade 1 (not relevant) although it is at rank 1
     # d: F5#1 graded 3 and 2 -> effective 2, relevant and found; F2#1 missing below k
-    labels = [label("c", "F5#1", 3, "a"), label("c", "F5#1", 0, "b"), label("c", "F2#1", 3),
-              label("d", "F5#1", 3, "a"), label("d", "F5#1", 2, "b"), label("d", "F2#1", 3)]
+    labels = [
+        label("c", "F5#1", 3, "a"),
+        label("c", "F5#1", 0, "b"),
+        label("c", "F2#1", 3),
+        label("d", "F5#1", 3, "a"),
+        label("d", "F5#1", 2, "b"),
+        label("d", "F2#1", 3),
+    ]
     con = build(tmp_path, [case("c"), case("d")], labels, results("c", [*FILL, "F2#1"]) + results("d", [*FILL, "F2#1"]))
     got = classified(con)
     c = got[("c", "no-relevant-in-top-k")]
@@ -54,8 +68,12 @@ def test_disputed_grade(tmp_path: Path) -> None:
 
 def test_unpermitted_evidence_versus_absent_from_runs(tmp_path: Path) -> None:
     hr = {"id": "u2", "groups": ["staff", "hr"], "tenant": "t1"}
-    con = build(tmp_path, [case("c"), case("d", principal=hr)], [label("c", "C#1", 3), label("d", "C#1", 3)],
-                results("c", FILL) + results("d", FILL))
+    con = build(
+        tmp_path,
+        [case("c"), case("d", principal=hr)],
+        [label("c", "C#1", 3), label("d", "C#1", 3)],
+        results("c", FILL) + results("d", FILL),
+    )
     got = classified(con)
     assert got[("c", "no-relevant-in-top-k")]["rule"] == "dataset.unpermitted-evidence"
     d = got[("d", "no-relevant-in-top-k")]
@@ -64,8 +82,13 @@ def test_unpermitted_evidence_versus_absent_from_runs(tmp_path: Path) -> None:
 
 
 def test_absent_from_runs_versus_found_by_other_run(tmp_path: Path) -> None:
-    con = build(tmp_path, [case("c"), case("d")], [label("c", "F1#1", 3), label("d", "F2#1", 3)],
-                results("c", FILL) + results("d", FILL), other=results("d", ["F9#1", "F2#1"]))
+    con = build(
+        tmp_path,
+        [case("c"), case("d")],
+        [label("c", "F1#1", 3), label("d", "F2#1", 3)],
+        results("c", FILL) + results("d", FILL),
+        other=results("d", ["F9#1", "F2#1"]),
+    )
     got = classified(con)
     assert got[("c", "no-relevant-in-top-k")]["rule"] == "ingestion.absent-from-runs"
     d = got[("d", "no-relevant-in-top-k")]
@@ -87,13 +110,17 @@ def test_one_document_crowds_top_k(tmp_path: Path) -> None:
 def test_archived_outranks_current(tmp_path: Path) -> None:
     cases = [case("c"), case("d")]
     labels = [label("c", "F1#1", 3), label("d", "F1#1", 3)]
-    rows = (results("c", ["pol-x-2023#1", "pol-x-2024#1", "F5#1", "F6#1", "F1#1"])
-            + results("d", ["pol-x-2024#1", "pol-x-2023#1", "F5#1", "F6#1", "F1#1"]))
+    rows = results("c", ["pol-x-2023#1", "pol-x-2024#1", "F5#1", "F6#1", "F1#1"]) + results(
+        "d", ["pol-x-2024#1", "pol-x-2023#1", "F5#1", "F6#1", "F1#1"]
+    )
     got = classified(build(tmp_path, cases, labels, rows))
     assert got[("c", "no-relevant-in-top-k")]["rule"] == "ranking.archived-outranks-current"
     stale = got[("c", "stale-first")]
-    assert (stale["category"], stale["rule"], stale["confidence"]) == ("ranking", "ranking.archived-outranks-current",
-                                                                        0.9)
+    assert (stale["category"], stale["rule"], stale["confidence"]) == (
+        "ranking",
+        "ranking.archived-outranks-current",
+        0.9,
+    )
     assert ("d", "stale-first") not in got
     assert got[("d", "no-relevant-in-top-k")]["rule"] == "ranking.below-k"
 
@@ -139,15 +166,21 @@ def test_negative_confident_scores_needs_a_threshold(tmp_path: Path) -> None:
     got = classified(con)
     c = got[("c", "negative-not-abstained")]
     assert (c["rule"], c["confidence"], c["evidence"]["facts"]["top_score"]) == (
-        "ranking.negative-confident-scores", 0.85, 0.9)
+        "ranking.negative-confident-scores",
+        0.85,
+        0.9,
+    )
     assert ("d", "negative-not-abstained") not in got  # top score 0.3 < 0.5: abstained as expected
 
 
 def test_negative_not_abstained_fallback(tmp_path: Path) -> None:
     neg = {"answerable": False, "expected_behavior": "insufficient_evidence"}
     cases = [case("c", **neg), case("d", **neg), case("e", **neg)]
-    events = [{"case_id": "c", "status": "ok"}, {"case_id": "d", "status": "ok"},
-              {"case_id": "e", "status": "insufficient_evidence"}]
+    events = [
+        {"case_id": "c", "status": "ok"},
+        {"case_id": "d", "status": "ok"},
+        {"case_id": "e", "status": "insufficient_evidence"},
+    ]
     got = classified(build(tmp_path, cases, [label("c", "F9#1", 0)], results("d", FILL), events=events))
     c = got[("c", "negative-not-abstained")]
     assert c["rule"] == "ranking.negative-not-abstained" and c["confidence"] == 0.4
@@ -162,8 +195,9 @@ def test_leakage_is_security(tmp_path: Path) -> None:
     got = classified(build(tmp_path, [case("c"), case("d", principal=hr)], labels, rows))
     leak = got[("c", "leakage")]
     assert (leak["category"], leak["rule"], leak["confidence"]) == ("security", "security.leaked-result", 1.0)
-    assert leak["evidence"]["facts"]["leaks"] == [{"stage": "final", "rank": 2, "unit_id": "C#1",
-                                                   "rule": "acl-no-overlap"}]
+    assert leak["evidence"]["facts"]["leaks"] == [
+        {"stage": "final", "rank": 2, "unit_id": "C#1", "rule": "acl-no-overlap"}
+    ]
     assert set(got) == {("c", "leakage")}  # both answered; d may see C#1
 
 

@@ -23,10 +23,19 @@ def store(tmp_path: Path) -> duckdb.DuckDBPyConnection:
     # c: relevant F1#1 below k (ranking); d: heading A#1 ranks, body A#2 absent (ingestion, heading-only);
     # e: 1 of 2 relevant found (recall-below-bar); f: found, no failure
     cases = [case("c"), case("d"), case("e"), case("f")]
-    labels = [label("c", "F1#1", 3), label("d", "A#2", 3), label("e", "F1#1", 3), label("e", "F2#1", 2),
-              label("f", "F1#1", 3)]
-    rows = (results("c", [*FILL, "F1#1"]) + results("d", ["A#1", *FILL[:3]]) + results("e", ["F1#1", *FILL[:3]])
-            + results("f", ["F1#1"]))
+    labels = [
+        label("c", "F1#1", 3),
+        label("d", "A#2", 3),
+        label("e", "F1#1", 3),
+        label("e", "F2#1", 2),
+        label("f", "F1#1", 3),
+    ]
+    rows = (
+        results("c", [*FILL, "F1#1"])
+        + results("d", ["A#1", *FILL[:3]])
+        + results("e", ["F1#1", *FILL[:3]])
+        + results("f", ["F1#1"])
+    )
     return build(tmp_path, cases, labels, rows)
 
 
@@ -95,7 +104,10 @@ def test_cli_summary_filters_and_notes(store: duckdb.DuckDBPyConnection, tmp_pat
     out = runner.invoke(app, ["failures", "--db", str(db), "--run", "r", "--format", "json", "--reclassify"])
     rows = json.loads(out.output)
     assert [(r["case_id"], r["user_category"], r["status"]) for r in rows] == [
-        ("c", "dataset", "confirmed"), ("d", None, None), ("e", None, None)]
+        ("c", "dataset", "confirmed"),
+        ("d", None, None),
+        ("e", None, None),
+    ]
     assert rows[0]["category"] == "ranking"  # the note overrides in view only; the automatic verdict stays
     out = runner.invoke(app, ["failures", "--db", str(db), "--run", "r", "--format", "csv", "--category", "ranking"])
     assert out.exit_code == 0 and out.output.count("\n") == 2  # header + case c

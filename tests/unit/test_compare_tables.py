@@ -9,20 +9,35 @@ from ragtriage.gate.compare import compare_tables, metric_names, parse_metric
 
 
 def _per_case(rows: list[tuple[str, int, float, float]]) -> pa.Table:
-    return pa.table({
-        "case_id": [r[0] for r in rows], "n_relevant": [r[1] for r in rows], "n_retrieved": [10] * len(rows),
-        "R@10": [r[2] for r in rows], "nDCG@5": [r[3] for r in rows],
-    })
+    return pa.table(
+        {
+            "case_id": [r[0] for r in rows],
+            "n_relevant": [r[1] for r in rows],
+            "n_retrieved": [10] * len(rows),
+            "R@10": [r[2] for r in rows],
+            "nDCG@5": [r[3] for r in rows],
+        }
+    )
 
 
-CAND = _per_case([("a", 1, 1.0, 0.9), ("b", 2, 0.5, 0.4), ("c", 1, 0.0, 0.0), ("d", 1, 1.0, 1.0),
-                  ("e", 0, 0.0, 0.0), ("x", 1, 1.0, 1.0)])
-BASE = _per_case([("a", 1, 0.0, 0.1), ("b", 2, 1.0, 0.8), ("c", 1, 0.0, 0.5), ("d", 1, 1.0, 1.0),
-                  ("e", 0, 0.0, 0.0)])
-CASES = pa.table({
-    "case_id": ["a", "b", "c", "d", "e"], "split": ["holdout", "holdout", "dev", "holdout", "holdout"],
-    "slice": ["faq", "table", "table", "faq", "faq"],
-})
+CAND = _per_case(
+    [
+        ("a", 1, 1.0, 0.9),
+        ("b", 2, 0.5, 0.4),
+        ("c", 1, 0.0, 0.0),
+        ("d", 1, 1.0, 1.0),
+        ("e", 0, 0.0, 0.0),
+        ("x", 1, 1.0, 1.0),
+    ]
+)
+BASE = _per_case([("a", 1, 0.0, 0.1), ("b", 2, 1.0, 0.8), ("c", 1, 0.0, 0.5), ("d", 1, 1.0, 1.0), ("e", 0, 0.0, 0.0)])
+CASES = pa.table(
+    {
+        "case_id": ["a", "b", "c", "d", "e"],
+        "split": ["holdout", "holdout", "dev", "holdout", "holdout"],
+        "slice": ["faq", "table", "table", "faq", "faq"],
+    }
+)
 
 
 def test_overall_pairs_only_cases_in_both_runs_with_relevant_units() -> None:

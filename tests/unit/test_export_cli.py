@@ -16,9 +16,14 @@ runner = CliRunner()
 
 
 def test_export_notes_cli(tmp_path: Path) -> None:
-    con = make_store(tmp_path, cases=CASES, labels=LABELS, documents=DOCS,
-                     runs=[{"run": {"run_id": "bm25", "k": 2, "candidate_k": 5}, "results": _results("d1#2")}],
-                     db="t.duckdb")
+    con = make_store(
+        tmp_path,
+        cases=CASES,
+        labels=LABELS,
+        documents=DOCS,
+        runs=[{"run": {"run_id": "bm25", "k": 2, "candidate_k": 5}, "results": _results("d1#2")}],
+        db="t.duckdb",
+    )
     from ragtriage.classify import failures
     from ragtriage.metrics import per_case
 
@@ -29,7 +34,7 @@ def test_export_notes_cli(tmp_path: Path) -> None:
     con.close()
     db = tmp_path / "t.duckdb"
     store = NotesStore(notes_path_for(db))
-    note = store.set("bm25", "q3", category="security", status="confirmed", note="+leak, \"quoted\"", author="ann")
+    note = store.set("bm25", "q3", category="security", status="confirmed", note='+leak, "quoted"', author="ann")
     out = tmp_path / "n.csv"
     res = runner.invoke(app, ["export-notes", "--db", str(db), "--csv", str(out), "--run", "bm25"])
     assert res.exit_code == 0, res.output
@@ -38,7 +43,13 @@ def test_export_notes_cli(tmp_path: Path) -> None:
     assert set(rows) == set(auto) | {"q3"}
     q3 = rows["q3"]
     assert (q3["run_id"], q3["query"], q3["user_category"], q3["status"], q3["note"], q3["author"]) == (
-        "bm25", "salary bands", "security", "confirmed", "'+leak, \"quoted\"", "ann")
+        "bm25",
+        "salary bands",
+        "security",
+        "confirmed",
+        '\'+leak, "quoted"',
+        "ann",
+    )
     assert q3["updated_at"] == note.updated_at
     assert "security" in q3["auto_category"].split("; ")
     assert q3["auto_rule"].split("; ") == sorted(auto["q3"])

@@ -14,13 +14,24 @@ from ragtriage.store import connect
 
 
 def test_neutralise_prefixes_formula_starts_only_in_strings() -> None:
-    table = pa.table({
-        "s": ["=1+1", "+x", "-y", "@SUM(A1)", "\tz", "\rw", "plain", "a=b", None, "ünï"],
-        "n": [-1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0],
-    })
+    table = pa.table(
+        {
+            "s": ["=1+1", "+x", "-y", "@SUM(A1)", "\tz", "\rw", "plain", "a=b", None, "ünï"],
+            "n": [-1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0],
+        }
+    )
     out = neutralise(table)
     assert out.column("s").to_pylist() == [
-        "'=1+1", "'+x", "'-y", "'@SUM(A1)", "'\tz", "'\rw", "plain", "a=b", None, "ünï"
+        "'=1+1",
+        "'+x",
+        "'-y",
+        "'@SUM(A1)",
+        "'\tz",
+        "'\rw",
+        "plain",
+        "a=b",
+        None,
+        "ünï",
     ]
     assert out.column("n").to_pylist()[0] == -1.5
 

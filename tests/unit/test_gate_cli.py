@@ -55,21 +55,51 @@ def _invoke(*args: str | Path) -> tuple[int, str, str]:
 def test_failing_gate_exits_1_and_writes_three_reports(tmp_path: Path, db: Path) -> None:
     gate = _gate(tmp_path, FAILING)
     junit, md, js = tmp_path / "g.xml", tmp_path / "g.md", tmp_path / "g.json"
-    code, out, _ = _invoke("gate", "--db", db, "--gate", gate, "--run", "cand", "--baseline", "base",
-                           "--junit", junit, "--markdown", md, "--json", js)
+    code, out, _ = _invoke(
+        "gate",
+        "--db",
+        db,
+        "--gate",
+        gate,
+        "--run",
+        "cand",
+        "--baseline",
+        "base",
+        "--junit",
+        junit,
+        "--markdown",
+        md,
+        "--json",
+        js,
+    )
     assert code == 1
     assert "FAIL  regression:R@10:holdout" in out and "h2 [query_type=direct] ranking" in out
 
     data = json.loads(js.read_text())
     assert data["passed"] is False and data["run_id"] == "cand"
     assert [(r["rule"], r["passed"]) for r in data["rules"]] == [
-        ("leakage", True), ("regression:R@10:holdout", False), ("slice_minimum:doc_type=table:nDCG@5", False),
-        ("latency", True), ("reproducibility", True)]
+        ("leakage", True),
+        ("regression:R@10:holdout", False),
+        ("slice_minimum:doc_type=table:nDCG@5", False),
+        ("latency", True),
+        ("reproducibility", True),
+    ]
     assert data["failing_cases"] == [
-        {"rule": "regression:R@10:holdout", "case_id": "h2", "slice": "query_type=direct", "category": "ranking",
-         "detail": "R@10 1.000 → 0.000"},
-        {"rule": "slice_minimum:doc_type=table:nDCG@5", "case_id": "h4", "slice": "doc_type=table",
-         "category": "ingestion", "detail": "nDCG@5 0.300 < 0.6"}]
+        {
+            "rule": "regression:R@10:holdout",
+            "case_id": "h2",
+            "slice": "query_type=direct",
+            "category": "ranking",
+            "detail": "R@10 1.000 → 0.000",
+        },
+        {
+            "rule": "slice_minimum:doc_type=table:nDCG@5",
+            "case_id": "h4",
+            "slice": "doc_type=table",
+            "category": "ingestion",
+            "detail": "nDCG@5 0.300 < 0.6",
+        },
+    ]
     assert len(data["gate"]["sha256"]) == 64
 
     root = ET.parse(junit).getroot()
@@ -103,20 +133,20 @@ def test_passing_gate_exits_0_and_records_the_verdict(tmp_path: Path, db: Path) 
 
 def test_leaking_run_fails_even_when_relevance_passes(tmp_path: Path, db: Path) -> None:
     gate = _gate(tmp_path, "[reproducibility]\nrequire = []\n")
-    code, out, _ = _invoke("gate", "--db", db, "--gate", gate, "--run", "leaky", "--baseline", "base",
-                           "--no-record")
+    code, out, _ = _invoke("gate", "--db", db, "--gate", gate, "--run", "leaky", "--baseline", "base", "--no-record")
     assert code == 1 and "h1 [query_type=direct] security" in out
 
 
 @pytest.mark.parametrize(
     ("text", "needle"),
-    [("[[regression]]\nmetric = 'R@10'\ntolerence = 0.1\n", "gate.toml:3: unknown key 'tolerence'"),
-     ("[gate\n", "gate.toml:1: not valid TOML"),
-     ("[leakage]\nenabled = false\n", "gate.toml:2: [leakage] takes no keys")],
+    [
+        ("[[regression]]\nmetric = 'R@10'\ntolerence = 0.1\n", "gate.toml:3: unknown key 'tolerence'"),
+        ("[gate\n", "gate.toml:1: not valid TOML"),
+        ("[leakage]\nenabled = false\n", "gate.toml:2: [leakage] takes no keys"),
+    ],
 )
 def test_bad_gate_file_exits_2_naming_file_line_and_key(tmp_path: Path, db: Path, text: str, needle: str) -> None:
-    code, _, err = _invoke("gate", "--db", db, "--gate", _gate(tmp_path, text), "--run", "cand", "--baseline",
-                           "base")
+    code, _, err = _invoke("gate", "--db", db, "--gate", _gate(tmp_path, text), "--run", "cand", "--baseline", "base")
     assert code == 2 and needle in err
 
 
@@ -126,8 +156,23 @@ def test_unknown_run_exits_2(tmp_path: Path, db: Path) -> None:
 
 
 def test_compare_formats(db: Path) -> None:
-    base = ["compare", "--db", db, "--run", "cand", "--baseline", "base", "--k", "10", "--metric", "R@10",
-            "--split", "holdout", "--resamples", "1000"]
+    base = [
+        "compare",
+        "--db",
+        db,
+        "--run",
+        "cand",
+        "--baseline",
+        "base",
+        "--k",
+        "10",
+        "--metric",
+        "R@10",
+        "--split",
+        "holdout",
+        "--resamples",
+        "1000",
+    ]
     code, out, _ = _invoke(*base, "--format", "json")
     assert code == 0
     data = json.loads(out)
@@ -137,8 +182,11 @@ def test_compare_formats(db: Path) -> None:
 
     code, out, _ = _invoke(*base, "--format", "csv", "--by", "query_type")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert [(r["slice"], r["n"], r["mean_diff"]) for r in rows] == [("all", "4", "-0.25"), ("direct", "2", "-0.5"),
-                                                                      ("lookup", "2", "0.0")]
+    assert [(r["slice"], r["n"], r["mean_diff"]) for r in rows] == [
+        ("all", "4", "-0.25"),
+        ("direct", "2", "-0.5"),
+        ("lookup", "2", "0.0"),
+    ]
     code, out, _ = _invoke(*base, "--format", "markdown")
     assert code == 0 and "| all | R@10 | 4 | 0/3/1 | 1.0000 | 0.7500 | -0.2500 |" in out
     code, out, _ = _invoke(*base)
@@ -157,10 +205,13 @@ def test_runs_on_different_dataset_versions_exit_2(tmp_path: Path, db: Path) -> 
 
     con = connect(db)
     extra = [{"case_id": "h3", "document_id": "T3", "chunk_id": "T3#1", "grade": 2}]
-    load_dataset(con, write_dataset(tmp_path / "v2", dataset=DATASET, cases=CASES, labels=LABELS + extra,
-                                    documents=DOCS))
-    load_run(con, write_run(tmp_path / "late", {"run_id": "late", **GOOD_META},
-                            [{**r, "rank": 1} for r in BASE_RESULTS], None))
+    load_dataset(
+        con, write_dataset(tmp_path / "v2", dataset=DATASET, cases=CASES, labels=LABELS + extra, documents=DOCS)
+    )
+    load_run(
+        con,
+        write_run(tmp_path / "late", {"run_id": "late", **GOOD_META}, [{**r, "rank": 1} for r in BASE_RESULTS], None),
+    )
     con.close()
     code, _, err = _invoke("gate", "--db", db, "--gate", _gate(tmp_path, ""), "--run", "late", "--baseline", "base")
     assert code == 2 and "dataset version" in err

@@ -62,8 +62,13 @@ def test_full_file_is_read_as_written(tmp_path: Path) -> None:
     assert cfg.name == "release"
     assert cfg.sha256 == hashlib.sha256(FULL.encode()).hexdigest()
     r1, r2 = cfg.regressions
-    assert (r1.metric, r1.tolerance, r1.require_significance, r1.alpha, r1.split) == ("R@10", 0.02, True, 0.01,
-                                                                                       "holdout")
+    assert (r1.metric, r1.tolerance, r1.require_significance, r1.alpha, r1.split) == (
+        "R@10",
+        0.02,
+        True,
+        0.01,
+        "holdout",
+    )
     assert (r2.metric, r2.tolerance, r2.require_significance, r2.split) == ("nDCG@5", 0.0, False, None)
     (s,) = cfg.slice_minima
     assert (s.column, s.value, s.metric, s.min, s.split) == ("doc_type", "table", "nDCG@5", 0.6, "holdout")

@@ -14,8 +14,9 @@ from ragtriage.gate.verdict import evaluate_gate, record_verdict
 from tests.unit.test_gate_store import backdate, gate_store_fixture  # noqa: F401  (fixture)
 
 
-def _run(tmp_path: Path, con: duckdb.DuckDBPyConnection, text: str, run: str = "cand",
-         baseline: str = "base") -> Verdict:
+def _run(
+    tmp_path: Path, con: duckdb.DuckDBPyConnection, text: str, run: str = "cand", baseline: str = "base"
+) -> Verdict:
     path = tmp_path / "gate.toml"
     path.write_text(text, encoding="utf-8")
     return evaluate_gate(con, parse_gate(backdate(path)), run, baseline)
@@ -46,8 +47,9 @@ def test_regression_beyond_tolerance_fails_with_the_losing_case(
     assert f.detail == "R@10 1.000 → 0.000"
 
 
-def test_regression_within_tolerance_or_not_significant_passes(tmp_path: Path,
-                                                               gate_store: duckdb.DuckDBPyConnection) -> None:
+def test_regression_within_tolerance_or_not_significant_passes(
+    tmp_path: Path, gate_store: duckdb.DuckDBPyConnection
+) -> None:
     assert _rule(_run(tmp_path, gate_store, REG + "tolerance = 0.25\n"), "regression:R@10:holdout").passed
     r = _rule(_run(tmp_path, gate_store, REG + "require_significance = true\n"), "regression:R@10:holdout")
     assert r.passed and r.notes == ("drop exceeds tolerance but is not significant",)
@@ -117,8 +119,9 @@ def test_latency_without_events_fails(tmp_path: Path, gate_store: duckdb.DuckDBP
     assert not r.passed and r.figure == "no events recorded for the run"
 
 
-def test_leakage_always_runs_and_fails_on_a_candidate_stage_leak(tmp_path: Path,
-                                                                 gate_store: duckdb.DuckDBPyConnection) -> None:
+def test_leakage_always_runs_and_fails_on_a_candidate_stage_leak(
+    tmp_path: Path, gate_store: duckdb.DuckDBPyConnection
+) -> None:
     v = _run(tmp_path, gate_store, REG + "tolerance = 1.0\n", run="leaky")
     r = _rule(v, "leakage")
     assert not r.passed and not v.passed
@@ -140,8 +143,9 @@ def test_reproducibility(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) 
     assert r.passed and any(n.startswith("not required: configuration") for n in r.notes)
 
 
-def test_gate_file_edited_after_the_run_was_loaded_is_reported(tmp_path: Path,
-                                                               gate_store: duckdb.DuckDBPyConnection) -> None:
+def test_gate_file_edited_after_the_run_was_loaded_is_reported(
+    tmp_path: Path, gate_store: duckdb.DuckDBPyConnection
+) -> None:
     path = tmp_path / "late.toml"
     path.write_text("", encoding="utf-8")
     future = path.stat().st_mtime + 3600
@@ -156,5 +160,6 @@ def test_verdict_is_recorded_with_the_gate_hash(tmp_path: Path, gate_store: duck
     assert (first, second) == (1, 2)
     row = gate_store.execute(
         "SELECT run_id, baseline, gate_sha256, passed, n_rules, n_failed, report->>'$.passed' FROM gate_verdicts "
-        "WHERE verdict_id = 2").fetchall()[0]
+        "WHERE verdict_id = 2"
+    ).fetchall()[0]
     assert row == ("cand", "base", v.gate_sha256, False, 3, 1, "false")

@@ -36,22 +36,52 @@ def _failed(junit: Path) -> set[str]:
 
 def test_release_gate_fails_the_best_run_for_its_real_defects(db: Path, tmp_path: Path) -> None:
     junit = tmp_path / "gate.xml"
-    res = runner.invoke(app, ["gate", "--db", str(db), "--gate", str(SAMPLE / "gate.toml"), "--run",
-                              "hybrid-rerank", "--baseline", "bm25", "--junit", str(junit), "--no-record"])
+    res = runner.invoke(
+        app,
+        [
+            "gate",
+            "--db",
+            str(db),
+            "--gate",
+            str(SAMPLE / "gate.toml"),
+            "--run",
+            "hybrid-rerank",
+            "--baseline",
+            "bm25",
+            "--junit",
+            str(junit),
+            "--no-record",
+        ],
+    )
     assert res.exit_code == 1, res.output
     assert _failed(junit) == {"slice_minimum:query_type=date:nDCG@10", "negative_cases", "latency"}
     assert "q094 [query_type=direct]" in res.output and "timed out" in res.output
     assert "q020 [query_type=date]" in res.output
 
 
-def test_ranking_gate_passes_the_best_run_and_fails_the_leaking_one_on_leakage_only(db: Path, tmp_path: Path
-                                                                                     ) -> None:
+def test_ranking_gate_passes_the_best_run_and_fails_the_leaking_one_on_leakage_only(db: Path, tmp_path: Path) -> None:
     gate = str(SAMPLE / "gate-pass.toml")
-    ok = runner.invoke(app, ["gate", "--db", str(db), "--gate", gate, "--run", "hybrid-rerank", "--baseline",
-                             "bm25", "--no-record"])
+    ok = runner.invoke(
+        app, ["gate", "--db", str(db), "--gate", gate, "--run", "hybrid-rerank", "--baseline", "bm25", "--no-record"]
+    )
     assert ok.exit_code == 0, ok.output
     junit = tmp_path / "leak.xml"
-    bad = runner.invoke(app, ["gate", "--db", str(db), "--gate", gate, "--run", "no-acl-filter", "--baseline",
-                              "bm25", "--junit", str(junit), "--no-record"])
+    bad = runner.invoke(
+        app,
+        [
+            "gate",
+            "--db",
+            str(db),
+            "--gate",
+            gate,
+            "--run",
+            "no-acl-filter",
+            "--baseline",
+            "bm25",
+            "--junit",
+            str(junit),
+            "--no-record",
+        ],
+    )
     assert bad.exit_code == 1
     assert _failed(junit) == {"leakage"}

@@ -49,8 +49,15 @@ def _trec_run(rng: random.Random, n_cases: int, distinct: bool = False) -> list[
         ranks = list(range(1, len(units) + 1))
         rng.shuffle(ranks)
         for u, r in zip(units, ranks, strict=True):
-            rows.append({"case_id": f"q{i:03d}", "document_id": f"d{u:02d}", "chunk_id": f"d{u:02d}", "rank": r,
-                         "score": round(rng.random(), 1)})
+            rows.append(
+                {
+                    "case_id": f"q{i:03d}",
+                    "document_id": f"d{u:02d}",
+                    "chunk_id": f"d{u:02d}",
+                    "rank": r,
+                    "score": round(rng.random(), 1),
+                }
+            )
     return rows
 
 
@@ -58,8 +65,13 @@ def _store(tmp_path: Path, seed: int, results_fn):
     rng = random.Random(seed)
     cases, labels = _dataset(rng, 60)
     results = results_fn(rng, 60)
-    con = make_store(tmp_path, dataset={"name": "t", "version": "1", "unit": "chunk", "relevance_threshold": THRESHOLD},
-                     cases=cases, labels=labels, runs=[{"run": {"run_id": "r", "k": 25}, "results": results}])
+    con = make_store(
+        tmp_path,
+        dataset={"name": "t", "version": "1", "unit": "chunk", "relevance_threshold": THRESHOLD},
+        cases=cases,
+        labels=labels,
+        runs=[{"run": {"run_id": "r", "k": 25}, "results": results}],
+    )
     return con, labels, results
 
 
@@ -100,8 +112,15 @@ def _ranx_run(rng: random.Random, n_cases: int) -> list[dict[str, Any]]:
     for i in range(n_cases):
         units = rng.sample(range(40), rng.randint(1, 15))
         for r, u in enumerate(units, start=1):
-            rows.append({"case_id": f"q{i:03d}", "document_id": f"d{u:02d}", "chunk_id": f"d{u:02d}", "rank": r,
-                         "score": 1.0 / r})
+            rows.append(
+                {
+                    "case_id": f"q{i:03d}",
+                    "document_id": f"d{u:02d}",
+                    "chunk_id": f"d{u:02d}",
+                    "rank": r,
+                    "score": 1.0 / r,
+                }
+            )
     return rows
 
 

@@ -116,15 +116,24 @@ def test_summary_means_zero_hit_and_counts(con) -> None:
 
 def test_document_mode_dedupes_chunks_to_first_occurrence(tmp_path: Path) -> None:
     ds = {"name": "t", "version": "1", "unit": "document", "relevance_threshold": 2}
-    labels = [{"case_id": "a", "document_id": "D1", "chunk_id": "c1", "grade": 1},
-              {"case_id": "a", "document_id": "D1", "chunk_id": "c1b", "grade": 3},  # rolls up to max = 3
-              {"case_id": "a", "document_id": "D2", "chunk_id": "c2", "grade": 2}]
-    results = [{"case_id": "a", "document_id": "D1", "chunk_id": "c1"},
-               {"case_id": "a", "document_id": "D1", "chunk_id": "c1b"},
-               {"case_id": "a", "document_id": "D1", "chunk_id": "c1c"},
-               {"case_id": "a", "document_id": "D2", "chunk_id": "c2"}]
-    con = make_store(tmp_path, dataset=ds, cases=[{"id": "a", "query": "q"}], labels=labels,
-                     runs=[{"run": {"run_id": "r", "k": 10}, "results": results}])
+    labels = [
+        {"case_id": "a", "document_id": "D1", "chunk_id": "c1", "grade": 1},
+        {"case_id": "a", "document_id": "D1", "chunk_id": "c1b", "grade": 3},  # rolls up to max = 3
+        {"case_id": "a", "document_id": "D2", "chunk_id": "c2", "grade": 2},
+    ]
+    results = [
+        {"case_id": "a", "document_id": "D1", "chunk_id": "c1"},
+        {"case_id": "a", "document_id": "D1", "chunk_id": "c1b"},
+        {"case_id": "a", "document_id": "D1", "chunk_id": "c1c"},
+        {"case_id": "a", "document_id": "D2", "chunk_id": "c2"},
+    ]
+    con = make_store(
+        tmp_path,
+        dataset=ds,
+        cases=[{"id": "a", "query": "q"}],
+        labels=labels,
+        runs=[{"run": {"run_id": "r", "k": 10}, "results": results}],
+    )
     a = per_case(con, "r", (2,)).to_pylist()[0]
     assert a["n_retrieved"] == 2 and a["P@2"] == 1.0 and a["R@2"] == 1.0 and a["nDCG@2"] == pytest.approx(1.0)
 
@@ -134,9 +143,13 @@ def test_deep_duplicates_are_read_past_the_cutoff(tmp_path: Path) -> None:
     ds = {"name": "t", "version": "1", "unit": "document", "relevance_threshold": 1}
     results = [{"case_id": "a", "document_id": "D1", "chunk_id": f"c{i}"} for i in range(5)]
     results.append({"case_id": "a", "document_id": "D2", "chunk_id": "x"})
-    con = make_store(tmp_path, dataset=ds, cases=[{"id": "a", "query": "q"}],
-                     labels=[{"case_id": "a", "document_id": "D2", "chunk_id": "x", "grade": 1}],
-                     runs=[{"run": {"run_id": "r", "k": 10}, "results": results}])
+    con = make_store(
+        tmp_path,
+        dataset=ds,
+        cases=[{"id": "a", "query": "q"}],
+        labels=[{"case_id": "a", "document_id": "D2", "chunk_id": "x", "grade": 1}],
+        runs=[{"run": {"run_id": "r", "k": 10}, "results": results}],
+    )
     a = per_case(con, "r", (2,)).to_pylist()[0]
     assert a["RR@2"] == 0.5 and a["P@2"] == 0.5 and a["n_retrieved"] == 2
 

@@ -102,8 +102,9 @@ def test_split_by_source_family_never_crosses(cases: list[dict]) -> None:
     assert counts["dev"] > counts["holdout"] >= 30
 
 
-def test_labels_double_labelled_sample_and_defects(cases: list[dict], labels: list[dict],
-                                                   documents: list[dict]) -> None:
+def test_labels_double_labelled_sample_and_defects(
+    cases: list[dict], labels: list[dict], documents: list[dict]
+) -> None:
     assert {lab["grade"] for lab in labels} == {0, 1, 2, 3}
     annotators = Counter(lab["annotator"] for lab in labels)
     assert len(annotators) == 2
@@ -182,8 +183,12 @@ def test_ingestion_gap_hides_labelled_evidence_from_every_run(store) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("bm25s") is None, reason="needs the 'sample' extra (bm25s)")
 def test_generator_reproduces_the_shipped_files(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_sample_runs.py"), "--out", str(tmp_path)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_sample_runs.py"), "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
+
     def files(root: Path) -> list[Path]:
         return sorted(p.relative_to(root) for sub in ("dataset", "runs") for p in (root / sub).rglob("*.json*"))
 

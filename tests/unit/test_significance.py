@@ -22,7 +22,11 @@ def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
 def test_exact_sign_flip_p_value_equals_scipy() -> None:
     ours, exact = sign_flip_test(CAND - BASE, n_resamples=10_000)
     ref = stats.permutation_test(
-        (CAND, BASE), _mean_diff, permutation_type="samples", vectorized=True, n_resamples=10_000,
+        (CAND, BASE),
+        _mean_diff,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=10_000,
         alternative="two-sided",
     )
     assert exact is True
@@ -38,7 +42,11 @@ def test_monte_carlo_sign_flip_close_to_scipy() -> None:
     cand = np.clip(base + rng.normal(0.05, 0.2, 40), 0, 1)
     ours, exact = sign_flip_test(cand - base, n_resamples=20_000, seed=3)
     ref = stats.permutation_test(
-        (cand, base), _mean_diff, permutation_type="samples", vectorized=True, n_resamples=20_000,
+        (cand, base),
+        _mean_diff,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=20_000,
         rng=np.random.default_rng(11),
     )
     assert exact is False
@@ -49,8 +57,14 @@ def test_monte_carlo_sign_flip_close_to_scipy() -> None:
 def test_bootstrap_interval_close_to_scipy_percentile() -> None:
     low, high = bootstrap_ci(CAND - BASE, n_resamples=40_000, seed=1)
     ref = stats.bootstrap(
-        (CAND, BASE), _mean_diff, paired=True, vectorized=True, n_resamples=40_000, method="percentile",
-        confidence_level=0.95, rng=np.random.default_rng(5),
+        (CAND, BASE),
+        _mean_diff,
+        paired=True,
+        vectorized=True,
+        n_resamples=40_000,
+        method="percentile",
+        confidence_level=0.95,
+        rng=np.random.default_rng(5),
     )
     assert low == pytest.approx(ref.confidence_interval.low, abs=0.01)
     assert high == pytest.approx(ref.confidence_interval.high, abs=0.01)

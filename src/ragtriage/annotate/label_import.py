@@ -55,7 +55,8 @@ def unit_expr(unit: str, alias: str = "") -> str:
 def _file_findings(staged: Staged) -> list[Finding]:
     """The staging findings that are about the file itself; row type errors are re-derived over every row."""
     return [
-        f for f in staged.findings
+        f
+        for f in staged.findings
         if f.code != "wrong-type" and not (f.code == "missing-field" and f.message.startswith("missing required"))
     ]
 
@@ -91,20 +92,32 @@ def _rules(ds: DatasetRow, has_documents: bool) -> list[Rule]:
             f"s.grade < {ds.grade_min} OR s.grade > {ds.grade_max}",
             f"'grade ' || s.grade || ' is outside the scale {ds.grade_min}..{ds.grade_max}'",
         ),
-        duplicate_rule([], "grade", "label for case / unit / annotator",
-                       key_exprs=["case_id", unit_expr(ds.unit), "coalesce(annotator, '')"]),
+        duplicate_rule(
+            [],
+            "grade",
+            "label for case / unit / annotator",
+            key_exprs=["case_id", unit_expr(ds.unit), "coalesce(annotator, '')"],
+        ),
     ]
     if ds.unit == "chunk":
-        rules.append(Rule("chunk_id", "missing-field", "s.chunk_id IS NULL AND s.section_id IS NULL",
-                          "'the dataset unit is chunk: a label needs chunk_id or section_id'"))
+        rules.append(
+            Rule(
+                "chunk_id",
+                "missing-field",
+                "s.chunk_id IS NULL AND s.section_id IS NULL",
+                "'the dataset unit is chunk: a label needs chunk_id or section_id'",
+            )
+        )
     if has_documents:
-        rules.append(Rule(
-            "chunk_id" if ds.unit == "chunk" else "document_id",
-            "label-unit-not-in-snapshot",
-            f"{u} IS NOT NULL AND {u} NOT IN (SELECT unit_id FROM documents)",
-            f"'label on unit ' || {u} || ' which is not in the corpus snapshot'",
-            "warning",
-        ))
+        rules.append(
+            Rule(
+                "chunk_id" if ds.unit == "chunk" else "document_id",
+                "label-unit-not-in-snapshot",
+                f"{u} IS NOT NULL AND {u} NOT IN (SELECT unit_id FROM documents)",
+                f"'label on unit ' || {u} || ' which is not in the corpus snapshot'",
+                "warning",
+            )
+        )
     return rules
 
 
@@ -117,8 +130,9 @@ def _validate(
         raise ValidationFailed([f for f in findings if f.severity == "error"])
     findings += _row_type_findings(con, staged)
     bad = " OR ".join(qident("__bad_" + f.name) for f in LABELS.fields)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {GRADED} AS SELECT * FROM {staged.name} WHERE grade IS NOT NULL "
-                f"AND NOT ({bad})")
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {GRADED} AS SELECT * FROM {staged.name} WHERE grade IS NOT NULL AND NOT ({bad})"
+    )
     graded = Staged(GRADED, staged.path, staged.fmt, 0, [], staged.line_label)
     has_docs = scalar(con, "SELECT count(*) FROM documents") > 0
     findings += apply_rules(con, graded, _rules(ds, has_docs))
@@ -159,11 +173,15 @@ def _record(con: duckdb.DuckDBPyConnection, path: Path, parent: str, report: Imp
     )
     if report.unchanged:
         return
-    con.execute("INSERT INTO load_warnings SELECT ? AS target, * EXCLUDE (target) FROM load_warnings WHERE target = ?",
-                [report.version, parent])
+    con.execute(
+        "INSERT INTO load_warnings SELECT ? AS target, * EXCLUDE (target) FROM load_warnings WHERE target = ?",
+        [report.version, parent],
+    )
     if report.warnings:
-        con.executemany("INSERT INTO load_warnings VALUES (?, ?, ?, ?, ?, ?)",
-                        [[report.version, w.file, w.line, w.field, w.code, w.message] for w in report.warnings])
+        con.executemany(
+            "INSERT INTO load_warnings VALUES (?, ?, ?, ?, ?, ?)",
+            [[report.version, w.file, w.line, w.field, w.code, w.message] for w in report.warnings],
+        )
 
 
 def import_labels(
@@ -190,8 +208,13 @@ def import_labels(
         blank = int(scalar(con, f"SELECT count(*) FROM {staged.name} WHERE grade IS NULL"))
         imported, replaced = _build_labels(con, parent, ds, annotator)
         if imported == 0:
-            raise ValidationFailed([Finding(str(p), None, "grade", "no-labels",
-                                            "no row has a grade; fill the grade column before importing")])
+            raise ValidationFailed(
+                [
+                    Finding(
+                        str(p), None, "grade", "no-labels", "no row has a grade; fill the grade column before importing"
+                    )
+                ]
+            )
         version, unchanged = fork_version(con, parent, NEW_LABELS)
         file_units, unjudged = con.execute(
             f"""SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
@@ -199,8 +222,9 @@ def import_labels(
                 FROM (SELECT DISTINCT case_id, {unit_expr(ds.unit)} AS unit_id FROM {staged.name}
                       WHERE case_id IS NOT NULL) f"""
         ).fetchall()[0]
-        report = ImportReport(version, parent, unchanged, imported, replaced, blank, int(file_units), int(unjudged),
-                              warnings=warnings)
+        report = ImportReport(
+            version, parent, unchanged, imported, replaced, blank, int(file_units), int(unjudged), warnings=warnings
+        )
         if pool_runs:
             report.pool_units, report.pool_unjudged = _pool_counts(con, pool_runs, depth, stage_name)
         _record(con, p, parent, report, staged.rows)

@@ -92,9 +92,7 @@ def rubric_text(rubric: dict[str, str]) -> str:
     return "; ".join(f"{k} = {v}" for k, v in items)
 
 
-def build_pool(
-    con: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10, *, stage: str = "final"
-) -> pa.Table:
+def build_pool(con: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10, *, stage: str = "final") -> pa.Table:
     """The unjudged pool of ``runs`` at ``depth`` for the current dataset version, one row per (case, unit)."""
     if not runs:
         raise ValueError("no runs given; pass --runs a,b,c")

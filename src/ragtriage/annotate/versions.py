@@ -24,8 +24,21 @@ from ragtriage.store.connection import set_current_dataset
 from ragtriage.store.versioning import combine, relation_digest
 
 CASE_COLUMNS = [
-    "case_id", "query", "answerable", "expected_behavior", "principal_id", "principal_groups", "principal_tenant",
-    "filters", "split", "source_family", "query_type", "language", "tags", "critical", "expected_scope",
+    "case_id",
+    "query",
+    "answerable",
+    "expected_behavior",
+    "principal_id",
+    "principal_groups",
+    "principal_tenant",
+    "filters",
+    "split",
+    "source_family",
+    "query_type",
+    "language",
+    "tags",
+    "critical",
+    "expected_scope",
 ]
 LABEL_COLUMNS = ["case_id", "document_id", "chunk_id", "section_id", "unit_id", "grade", "annotator", "note"]
 
@@ -113,7 +126,7 @@ def fork_version(con: duckdb.DuckDBPyConnection, parent: str, labels_relation: s
         )
         con.execute(
             f"""INSERT INTO all_labels BY NAME
-                SELECT {sql_str(version)} AS dataset_version, {', '.join(LABEL_COLUMNS)}, line FROM {labels_relation}"""
+                SELECT {sql_str(version)} AS dataset_version, {", ".join(LABEL_COLUMNS)}, line FROM {labels_relation}"""
         )
     set_current_dataset(con, version)
     return version, exists

@@ -55,7 +55,10 @@ class Calibration:
         return self.negatives_abstained / self.negatives_total if self.negatives_total else math.nan
 
 
-_POPULATIONS_SQL = "WITH " + TOP_SCORES + """,
+_POPULATIONS_SQL = (
+    "WITH "
+    + TOP_SCORES
+    + """,
 scored AS (
     SELECT c.case_id, c.expected_behavior <> 'evidence' AS negative, f.top_score,
            coalesce(q.grade >= (SELECT relevance_threshold FROM current_dataset), false) AS top_relevant
@@ -66,11 +69,10 @@ scored AS (
 )
 SELECT negative, top_relevant AND top_score IS NOT NULL AS usable, top_score FROM scored
 """
+)
 
 
-def _populations(
-    con: duckdb.DuckDBPyConnection, run_id: str, split: str | None
-) -> tuple[np.ndarray, np.ndarray, int]:
+def _populations(con: duckdb.DuckDBPyConnection, run_id: str, split: str | None) -> tuple[np.ndarray, np.ndarray, int]:
     """(answerable top scores, negative top scores with NaN for no results, answerable cases excluded)."""
     t = con.sql(_POPULATIONS_SQL, params={"run_id": run_id, "split": split}).to_arrow_table()
     negative = t["negative"].to_numpy().astype(bool)
@@ -110,15 +112,17 @@ def calibrate(
         )
     candidates = np.unique(positives)[::-1]
     kept, abstained = _counts(positives, negatives, candidates)
-    table = pa.table({
-        "threshold": candidates,
-        "answerable_kept": kept,
-        "answerable_total": np.full(len(candidates), len(positives)),
-        "kept_rate": kept / len(positives),
-        "negatives_abstained": abstained,
-        "negatives_total": np.full(len(candidates), len(negatives)),
-        "abstained_rate": abstained / len(negatives) if len(negatives) else np.full(len(candidates), np.nan),
-    })
+    table = pa.table(
+        {
+            "threshold": candidates,
+            "answerable_kept": kept,
+            "answerable_total": np.full(len(candidates), len(positives)),
+            "kept_rate": kept / len(positives),
+            "negatives_abstained": abstained,
+            "negatives_total": np.full(len(candidates), len(negatives)),
+            "abstained_rate": abstained / len(negatives) if len(negatives) else np.full(len(candidates), np.nan),
+        }
+    )
     if threshold is None:
         goal = target_recall if target_recall is not None else DEFAULT_TARGET_RECALL
         # kept grows as the threshold falls: the first candidate reaching the goal is the highest such threshold
@@ -127,9 +131,16 @@ def calibrate(
         chosen, goal = float(threshold), None
     k, a = _counts(positives, negatives, np.asarray([chosen]))
     return Calibration(
-        run_id=run_id, table=table, threshold=chosen, target_recall=goal if threshold is None else None,
-        answerable_kept=int(k[0]), answerable_total=len(positives), negatives_abstained=int(a[0]),
-        negatives_total=len(negatives), excluded=excluded, split=split,
+        run_id=run_id,
+        table=table,
+        threshold=chosen,
+        target_recall=goal if threshold is None else None,
+        answerable_kept=int(k[0]),
+        answerable_total=len(positives),
+        negatives_abstained=int(a[0]),
+        negatives_total=len(negatives),
+        excluded=excluded,
+        split=split,
     )
 
 

@@ -32,13 +32,24 @@ direct_leaks AS (
     GROUP BY run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule
 )"""
 
-LEAKS = _DIRECT + "," + TEXTS + "," + ID_HITS + "," + SPAN_HITS + "," + REFERENCE_LEAKS + """,
+LEAKS = (
+    _DIRECT
+    + ","
+    + TEXTS
+    + ","
+    + ID_HITS
+    + ","
+    + SPAN_HITS
+    + ","
+    + REFERENCE_LEAKS
+    + """,
 leaks AS (
     SELECT * FROM direct_leaks
     UNION ALL
     SELECT * FROM reference_leaks r WHERE NOT EXISTS (
         SELECT 1 FROM direct_leaks d WHERE d.case_id = r.case_id AND d.stage = r.stage AND d.rank = r.rank)
 )"""
+)
 
 # Only cases with a principal can leak, so the run's rows are cut to them before the manifest join: a store whose
 # cases carry no principal (or few) is checked without matching all of its result rows.
@@ -48,10 +59,13 @@ _PRINCIPAL_RESULTS = RUN_RESULTS.replace(
 )
 assert _PRINCIPAL_RESULTS != RUN_RESULTS
 
-LEAKAGE_SQL = with_query(PRINCIPALS, _PRINCIPAL_RESULTS, MATCHED, LEAKS) + """
+LEAKAGE_SQL = (
+    with_query(PRINCIPALS, _PRINCIPAL_RESULTS, MATCHED, LEAKS)
+    + """
 SELECT run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule, detail, forbidden_units
 FROM leaks ORDER BY case_id, stage, rank, rule
 """
+)
 
 
 def leakage(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
@@ -73,11 +87,14 @@ def unchecked_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return run_query(con, run_id, _UNCHECKED_SQL)
 
 
-_UNVERIFIABLE_SQL = with_query(RUN_RESULTS, MATCHED) + """
+_UNVERIFIABLE_SQL = (
+    with_query(RUN_RESULTS, MATCHED)
+    + """
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id,
        'unit not in the corpus manifest' AS reason
 FROM unknown_units ORDER BY case_id, stage, rank
 """
+)
 
 
 def unverifiable_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:

@@ -22,7 +22,10 @@ final_lists AS (
     FROM results WHERE run_id = $run_id AND stage = 'final' GROUP BY case_id
 )"""
 
-_NEGATIVES_SQL = "WITH " + TOP_SCORES + """,
+_NEGATIVES_SQL = (
+    "WITH "
+    + TOP_SCORES
+    + """,
 run_events AS (
     SELECT case_id, bool_or(coalesce(timed_out, false)) AS timed_out, bool_or(status = 'error') AS errored,
            bool_or(status = 'insufficient_evidence') AS insufficient, string_agg(DISTINCT status, ',') AS statuses
@@ -64,6 +67,7 @@ SELECT case_id, expected_behavior,
     top_score, threshold, n_results
 FROM judged ORDER BY case_id
 """
+)
 
 
 def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:

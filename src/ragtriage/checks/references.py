@@ -35,9 +35,11 @@ texts AS (
     WHERE f.hay IS NOT NULL AND f.hay <> ''
 )"""
 
+
 # Not the result row's own manifest unit(s): those are judged by the direct rules.
 def _not_own(unit: str) -> str:
     return f"NOT ({unit}m_document_id = t.document_id AND (t.chunk_id IS NULL OR {unit}m_chunk_id = t.chunk_id))"
+
 
 _ID_RUN = r"[\pL\pN_-]+"  # letters, digits, _ and - continue an id
 _NOT_ID = r"[^\pL\pN_-]"
@@ -65,8 +67,9 @@ id_candidates AS (
 ),
 id_hits AS (
     SELECT {_KEY}, field, m_label, rule,
-           'mentions id ' || ref || ' of forbidden unit ' || {denial_detail("rule", "principal_groups",
-                                                                                 "principal_tenant")} AS detail
+           'mentions id ' || ref || ' of forbidden unit ' || {
+    denial_detail("rule", "principal_groups", "principal_tenant")
+} AS detail
     FROM (SELECT *, unnest(rules) AS rule FROM id_candidates WHERE len(rules) > 0)
 )"""
 

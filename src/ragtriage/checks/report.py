@@ -78,13 +78,22 @@ class CheckReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: verdicts, counts and every table as a list of records."""
         tables = {
-            "leakage": self.leakage, "unchecked_cases": self.unchecked, "unverifiable_results": self.unverifiable,
-            "scope_violations": self.scope, "filter_pairs": self.pairs, "unchecked_filters": self.unchecked_filters,
-            "negative_outcomes": self.negatives, "stale_results": self.stale, "stale_first": self.stale_first,
+            "leakage": self.leakage,
+            "unchecked_cases": self.unchecked,
+            "unverifiable_results": self.unverifiable,
+            "scope_violations": self.scope,
+            "filter_pairs": self.pairs,
+            "unchecked_filters": self.unchecked_filters,
+            "negative_outcomes": self.negatives,
+            "stale_results": self.stale,
+            "stale_first": self.stale_first,
         }
         return {
-            "run_id": self.run_id, "passed": self.passed, "strict_passed": self.strict_passed,
-            "counts": self.counts(), **{name: t.to_pylist() for name, t in tables.items()},
+            "run_id": self.run_id,
+            "passed": self.passed,
+            "strict_passed": self.strict_passed,
+            "counts": self.counts(),
+            **{name: t.to_pylist() for name, t in tables.items()},
         }
 
     def findings(self) -> pa.Table:
@@ -117,17 +126,20 @@ def _shape(t: pa.Table, check: str, *, rule: str | None, detail: str, rule_text:
             return pa.nulls(n, typ)
         return t[name].combine_chunks().cast(typ)
 
-    return pa.table({
-        "check": pa.array([check] * n, pa.string()),
-        "case_id": col("case_id", pa.string()),
-        "stage": col("stage", pa.string()),
-        "rank": col("rank", pa.int64()) if "rank" in t.column_names else col("stale_rank", pa.int64()),
-        "document_id": col("document_id", pa.string()) if "document_id" in t.column_names
-        else col("stale_document_id", pa.string()),
-        "chunk_id": col("chunk_id", pa.string()),
-        "rule": pa.array([rule_text] * n, pa.string()) if rule_text else col(rule, pa.string()),
-        "detail": col(detail, pa.string()),
-    })
+    return pa.table(
+        {
+            "check": pa.array([check] * n, pa.string()),
+            "case_id": col("case_id", pa.string()),
+            "stage": col("stage", pa.string()),
+            "rank": col("rank", pa.int64()) if "rank" in t.column_names else col("stale_rank", pa.int64()),
+            "document_id": col("document_id", pa.string())
+            if "document_id" in t.column_names
+            else col("stale_document_id", pa.string()),
+            "chunk_id": col("chunk_id", pa.string()),
+            "rule": pa.array([rule_text] * n, pa.string()) if rule_text else col(rule, pa.string()),
+            "detail": col(detail, pa.string()),
+        }
+    )
 
 
 def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> CheckReport:

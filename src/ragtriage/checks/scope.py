@@ -31,7 +31,15 @@ from ragtriage.checks.units import (
 )
 
 SCOPE_ATTRIBUTES = (
-    "tenant", "language", "region", "product", "doc_type", "source_system", "chunk_kind", "version", "status",
+    "tenant",
+    "language",
+    "region",
+    "product",
+    "doc_type",
+    "source_system",
+    "chunk_kind",
+    "version",
+    "status",
 )
 _FILTER_COLUMNS = ("tenant", "language", "region", "product", "doc_type", "effective_on")
 _ATTR_LIST = ", ".join(f"'{a}'" for a in SCOPE_ATTRIBUTES)
@@ -117,11 +125,14 @@ pair_violations AS (
     GROUP BY run_id, case_id, stage, rank, document_id, chunk_id, optional_filters, principal_id, with_case
 )"""
 
-_SCOPE_SQL = with_query(RUN_RESULTS, MATCHED, PRINCIPALS, FILTERS, _SCOPE, PAIRS + PAIR_VIOLATIONS) + """
+_SCOPE_SQL = (
+    with_query(RUN_RESULTS, MATCHED, PRINCIPALS, FILTERS, _SCOPE, PAIRS + PAIR_VIOLATIONS)
+    + """
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, filter, expected, actual, rule, detail
 FROM (SELECT * FROM filter_violations UNION ALL SELECT * FROM pair_violations)
 ORDER BY case_id, stage, rank, filter
 """
+)
 
 
 def scope_violations(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
@@ -132,7 +143,9 @@ def scope_violations(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return run_query(con, run_id, _SCOPE_SQL)
 
 
-_PAIRS_SQL = with_query(RUN_RESULTS, MATCHED, PRINCIPALS, FILTERS, PAIRS + PAIR_VIOLATIONS) + """
+_PAIRS_SQL = (
+    with_query(RUN_RESULTS, MATCHED, PRINCIPALS, FILTERS, PAIRS + PAIR_VIOLATIONS)
+    + """
 SELECT p.with_case, p.without_case, p.query, p.optional_filters, p.principal_id, p.checked,
        count(v.rank) AS n_violations, bool_and(p.checked) AND count(v.rank) = 0 AS passed
 FROM pairs p LEFT JOIN pair_violations v ON v.case_id = p.without_case
@@ -140,6 +153,7 @@ FROM pairs p LEFT JOIN pair_violations v ON v.case_id = p.without_case
 GROUP BY p.with_case, p.without_case, p.query, p.optional_filters, p.principal_id, p.checked
 ORDER BY p.with_case, p.without_case
 """
+)
 
 
 def filter_pairs(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
@@ -150,7 +164,9 @@ def filter_pairs(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return run_query(con, run_id, _PAIRS_SQL)
 
 
-_UNCHECKED_FILTERS_SQL = with_query(FILTERS) + f"""
+_UNCHECKED_FILTERS_SQL = (
+    with_query(FILTERS)
+    + f"""
 SELECT case_id, filter, array_to_string(allowed, '|') AS value,
        'no manifest attribute of this name: the filter cannot be checked' AS reason
 FROM filter_entries WHERE filter NOT IN ({_ATTR_LIST}, 'effective_on')
@@ -159,6 +175,7 @@ SELECT case_id, filter, allowed[1], 'not a date: the filter cannot be checked'
 FROM filter_entries WHERE filter = 'effective_on' AND try_cast(allowed[1] AS DATE) IS NULL
 ORDER BY case_id, filter
 """
+)
 
 
 def unchecked_filters(con: duckdb.DuckDBPyConnection) -> pa.Table:

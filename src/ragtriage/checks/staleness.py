@@ -39,7 +39,9 @@ judged AS (
     FROM matched m LEFT JOIN as_of a USING (case_id)
 )"""
 
-_STALE_SQL = with_query(RUN_RESULTS, MATCHED, STALE) + """
+_STALE_SQL = (
+    with_query(RUN_RESULTS, MATCHED, STALE)
+    + """
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason,
        string_agg(DISTINCT m_label, ', ' ORDER BY m_label) AS stale_units, any_value(status) AS status,
        min(effective_from) AS effective_from, max(effective_to) AS effective_to, any_value(as_of) AS as_of,
@@ -50,6 +52,7 @@ FROM judged WHERE reason IS NOT NULL
 GROUP BY run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason
 ORDER BY case_id, stage, rank, reason
 """
+)
 
 
 def stale_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
@@ -57,7 +60,9 @@ def stale_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return run_query(con, run_id, _STALE_SQL)
 
 
-_PAIRS_SQL = with_query(RUN_RESULTS, MATCHED, STALE) + f"""
+_PAIRS_SQL = (
+    with_query(RUN_RESULTS, MATCHED, STALE)
+    + f"""
 , families AS (
     SELECT document_id, concat_ws('|', tenant, doc_type, {_STEM}) AS family FROM documents GROUP BY ALL
 ),
@@ -80,6 +85,7 @@ SELECT run_id, case_id, stage, family, current_document_id, current_rank, stale_
        || ' at rank ' || current_rank AS detail
 FROM per_family WHERE current_rank IS NOT NULL AND stale_rank IS NOT NULL
 """
+)
 
 
 def version_pairs(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:

@@ -40,8 +40,19 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     classified_at TIMESTAMP NOT NULL
 )"""
 
-COLUMNS = ("run_id", "case_id", "failure", "category", "rule", "confidence", "evidence", "patterns",
-           "experiments", "dataset_version", "k")
+COLUMNS = (
+    "run_id",
+    "case_id",
+    "failure",
+    "category",
+    "rule",
+    "confidence",
+    "evidence",
+    "patterns",
+    "experiments",
+    "dataset_version",
+    "k",
+)
 
 
 def _cutoffs(con: duckdb.DuckDBPyConnection, run_id: str, ks: int | Sequence[int] | None) -> list[int]:
@@ -145,8 +156,9 @@ def _stored(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table | None:
     ).fetchall()
     if fresh[1] == 0 or fresh[0] != fresh[1]:
         return None
-    return cur.sql(f"SELECT {', '.join(COLUMNS)} FROM {TABLE} WHERE run_id = $run_id",
-                   params={"run_id": run_id}).to_arrow_table()
+    return cur.sql(
+        f"SELECT {', '.join(COLUMNS)} FROM {TABLE} WHERE run_id = $run_id", params={"run_id": run_id}
+    ).to_arrow_table()
 
 
 def failures(

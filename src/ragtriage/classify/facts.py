@@ -212,19 +212,40 @@ leak_facts AS (
     FROM {LEAKS} GROUP BY case_id
 )"""
 
-FACTS_SQL = "WITH " + LOCATION_CTES + "," + _ANSWERABLE_CTES + "," + _OTHER_CTES + """
+FACTS_SQL = (
+    "WITH "
+    + LOCATION_CTES
+    + ","
+    + _ANSWERABLE_CTES
+    + ","
+    + _OTHER_CTES
+    + """
 SELECT * FROM answerable_facts
 UNION ALL BY NAME SELECT * FROM negative_facts
 UNION ALL BY NAME SELECT * FROM stale_facts
 UNION ALL BY NAME SELECT * FROM leak_facts
 """
+)
 
 # The facts each failure kind carries into its evidence JSON (besides k, rules and patterns).
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "answerable": (
-        "n_relevant", "n_found", "missing", "top_units", "n_top", "n_judged", "crowding_document",
-        "crowding_count", "disputed", "heading_hits", "identifiers_missed", "table_units", "multi_part",
-        "version_mix", "duplicate_pairs", "stale_detail",
+        "n_relevant",
+        "n_found",
+        "missing",
+        "top_units",
+        "n_top",
+        "n_judged",
+        "crowding_document",
+        "crowding_count",
+        "disputed",
+        "heading_hits",
+        "identifiers_missed",
+        "table_units",
+        "multi_part",
+        "version_mix",
+        "duplicate_pairs",
+        "stale_detail",
     ),
     "negative-not-abstained": ("n_relevant", "expected_behavior", "reason", "top_score", "threshold", "n_results"),
     "stale-first": ("stale_detail", "version_mix", "duplicate_pairs"),

@@ -124,11 +124,15 @@ locations AS (
     LEFT JOIN returned rt USING (unit_id)
 )"""
 
-_LOCATIONS_SQL = "WITH " + LOCATION_CTES + """
+_LOCATIONS_SQL = (
+    "WITH "
+    + LOCATION_CTES
+    + """
 SELECT * FROM locations WHERE $case_id IS NULL OR case_id = $case_id
 ORDER BY case_id, list_position(['final-top-k', 'final-below-k', 'candidate', 'absent-from-corpus', 'other-run',
                                  'absent-from-runs'], location), final_rank NULLS LAST, unit_id
 """
+)
 
 
 def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:

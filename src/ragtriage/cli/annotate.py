@@ -63,15 +63,19 @@ def pool(
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     cases = pc.count_distinct(table.column("case_id")).as_py()
-    _say(f"{table.num_rows} unjudged unit(s) over {cases} case(s) from {runs} at depth {depth} written to {out} "
-         f"({fmt}); fill grade (and annotator, note) and run `ragtriage import-labels {out} --annotator NAME`")
+    _say(
+        f"{table.num_rows} unjudged unit(s) over {cases} case(s) from {runs} at depth {depth} written to {out} "
+        f"({fmt}); fill grade (and annotator, note) and run `ragtriage import-labels {out} --annotator NAME`"
+    )
 
 
 @app.command("import-labels")
 def import_labels_cmd(
     path: Annotated[Path, typer.Argument(help="Labelled pool or adjudication file (csv, tsv, jsonl, parquet).")],
-    annotator: Annotated[str, typer.Option(help="Annotator for rows whose annotator column is empty; "
-                                                "'adjudicated' makes these grades win.")],
+    annotator: Annotated[
+        str,
+        typer.Option(help="Annotator for rows whose annotator column is empty; 'adjudicated' makes these grades win."),
+    ],
     db: DbOpt = Path(DEFAULT_DB),
     fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet if not by extension.")] = None,
     runs: Annotated[str | None, typer.Option("--runs", help="Also count the unjudged in these runs' pool.")] = None,
@@ -81,15 +85,18 @@ def import_labels_cmd(
     try:
         con = _open(db, read_only=False)
         try:
-            rep = import_labels(con, path, annotator=annotator, fmt=fmt, pool_runs=_runs(runs) if runs else None,
-                                depth=depth)
+            rep = import_labels(
+                con, path, annotator=annotator, fmt=fmt, pool_runs=_runs(runs) if runs else None, depth=depth
+            )
         finally:
             con.close()
     except (StoreError, ValidationFailed, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     state = "unchanged (already present), now current" if rep.unchanged else f"created from {rep.parent}"
-    _say(f"dataset version {rep.version} {state}: {rep.imported} label(s) imported, {rep.replaced} earlier "
-         f"label(s) of the same annotator replaced, {rep.blank} row(s) without a grade skipped")
+    _say(
+        f"dataset version {rep.version} {state}: {rep.imported} label(s) imported, {rep.replaced} earlier "
+        f"label(s) of the same annotator replaced, {rep.blank} row(s) without a grade skipped"
+    )
     _say(f"still unjudged: {rep.unjudged} of the file's {rep.file_units} unit(s)")
     if rep.pool_units is not None:
         _say(f"still unjudged in the pool of {runs} at depth {depth}: {rep.pool_unjudged} of {rep.pool_units}")
@@ -102,13 +109,22 @@ def _fmt(x: float) -> str:
 
 
 def _agreement_json(rows: list[Agreement]) -> str:
-    return json.dumps([
-        {"slice": a.slice, "pairs": a.pairs, "units": a.units, "raw_agreement": None if math.isnan(a.raw) else a.raw,
-         "kappa": None if math.isnan(a.kappa) else a.kappa,
-         "kappa_quadratic": None if math.isnan(a.kappa_quadratic) else a.kappa_quadratic,
-         "grades": list(a.grades), "confusion": a.confusion.tolist()}
-        for a in rows
-    ], indent=2)
+    return json.dumps(
+        [
+            {
+                "slice": a.slice,
+                "pairs": a.pairs,
+                "units": a.units,
+                "raw_agreement": None if math.isnan(a.raw) else a.raw,
+                "kappa": None if math.isnan(a.kappa) else a.kappa,
+                "kappa_quadratic": None if math.isnan(a.kappa_quadratic) else a.kappa_quadratic,
+                "grades": list(a.grades),
+                "confusion": a.confusion.tolist(),
+            }
+            for a in rows
+        ],
+        indent=2,
+    )
 
 
 @app.command("agreement")
@@ -131,20 +147,35 @@ def agreement_cmd(
     if as_json:
         console.print_json(_agreement_json(rows))
         return
-    t = Table(by or "slice", "pairs", "units", "raw agreement", "kappa", "kappa (quadratic)",
-              title="agreement of double-labelled units (pairs of annotators)", title_justify="left")
+    t = Table(
+        by or "slice",
+        "pairs",
+        "units",
+        "raw agreement",
+        "kappa",
+        "kappa (quadratic)",
+        title="agreement of double-labelled units (pairs of annotators)",
+        title_justify="left",
+    )
     for a in rows:
-        t.add_row(Text(a.slice or "all"), str(a.pairs), str(a.units), _fmt(a.raw), _fmt(a.kappa),
-                  _fmt(a.kappa_quadratic))
+        t.add_row(
+            Text(a.slice or "all"), str(a.pairs), str(a.units), _fmt(a.raw), _fmt(a.kappa), _fmt(a.kappa_quadratic)
+        )
     console.print(t)
     overall = rows[0]
-    m = Table("A \\ B", *[str(g) for g in overall.grades], title="confusion matrix (rows: first annotator "
-              "alphabetically, columns: second)", title_justify="left")
+    m = Table(
+        "A \\ B",
+        *[str(g) for g in overall.grades],
+        title="confusion matrix (rows: first annotator alphabetically, columns: second)",
+        title_justify="left",
+    )
     for g, row in zip(overall.grades, overall.confusion.tolist(), strict=True):
         m.add_row(str(g), *[str(v) for v in row])
     console.print(m)
-    _say(f"{diff.num_rows} unit(s) with grades {min_diff} or more apart"
-         + (" (`ragtriage adjudicate --out FILE` writes them)" if diff.num_rows else ""))
+    _say(
+        f"{diff.num_rows} unit(s) with grades {min_diff} or more apart"
+        + (" (`ragtriage adjudicate --out FILE` writes them)" if diff.num_rows else "")
+    )
     for r in diff.select(["case_id", "unit_id", "grades", "adjudicated"]).to_pylist():
         _say(f"  {r['case_id']} {r['unit_id']}: {r['grades']}" + (" (adjudicated)" if r["adjudicated"] else ""))
 
@@ -166,8 +197,10 @@ def adjudicate(
             con.close()
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
-    _say(f"{table.num_rows} disagreement(s) written to {out}; fill grade and run "
-         f"`ragtriage import-labels {out} --annotator adjudicated`")
+    _say(
+        f"{table.num_rows} disagreement(s) written to {out}; fill grade and run "
+        f"`ragtriage import-labels {out} --annotator adjudicated`"
+    )
 
 
 @dataset_app.command("check")
@@ -196,7 +229,9 @@ def dataset_check_cmd(
         counts: dict[str, int] = {}
         for r in rows:
             counts[r["check"]] = counts.get(r["check"], 0) + 1
-        _say(f"{len(rows)} warning(s)" + (": " + ", ".join(f"{n} {c}" for c, n in sorted(counts.items()))
-                                          if counts else ""))
+        _say(
+            f"{len(rows)} warning(s)"
+            + (": " + ", ".join(f"{n} {c}" for c, n in sorted(counts.items())) if counts else "")
+        )
     if strict and rows:
         raise typer.Exit(1)

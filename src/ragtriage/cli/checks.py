@@ -67,8 +67,12 @@ def _print_report(report: CheckReport, limit: int) -> None:
             table.add_column(name, overflow="fold")
         for r in rows:
             unit = r["chunk_id"] or r["document_id"] or ""
-            table.add_row(*("" if v is None else str(v) for v in (
-                r["case_id"], r["stage"], r["rank"], unit, r["rule"], r["detail"])))
+            table.add_row(
+                *(
+                    "" if v is None else str(v)
+                    for v in (r["case_id"], r["stage"], r["rank"], unit, r["rule"], r["detail"])
+                )
+            )
         console.print(table, markup=False)
         if len(rows) < len(part):
             console.print(f"… {len(part) - len(rows)} more {check_name} rows: --limit 0 or --format csv for all")
@@ -112,15 +116,24 @@ def check(
 
 
 def _print_calibration(cal: Calibration) -> None:
-    table = Table("threshold", "answerable kept", "negatives abstained", "", title=f"run {cal.run_id}: trade-off "
-                  "(kept: top score >= threshold; abstained: top score < threshold or no results)",
-                  title_justify="left")
+    table = Table(
+        "threshold",
+        "answerable kept",
+        "negatives abstained",
+        "",
+        title=f"run {cal.run_id}: trade-off "
+        "(kept: top score >= threshold; abstained: top score < threshold or no results)",
+        title_justify="left",
+    )
     for row in cal.table.to_pylist():
         mark = "<- chosen" if math.isclose(row["threshold"], cal.threshold) else ""
         abst = "n/a" if not row["negatives_total"] else f"{row['abstained_rate']:.1%}"
-        table.add_row(f"{row['threshold']:.6g}", f"{row['answerable_kept']}/{row['answerable_total']} "
-                      f"({row['kept_rate']:.1%})", f"{row['negatives_abstained']}/{row['negatives_total']} ({abst})",
-                      mark)
+        table.add_row(
+            f"{row['threshold']:.6g}",
+            f"{row['answerable_kept']}/{row['answerable_total']} ({row['kept_rate']:.1%})",
+            f"{row['negatives_abstained']}/{row['negatives_total']} ({abst})",
+            mark,
+        )
     console.print(table)
     how = f"highest threshold keeping >= {cal.target_recall:.0%} of answerable cases" if cal.target_recall else "given"
     scope = f" (split {cal.split})" if cal.split else ""
@@ -128,7 +141,8 @@ def _print_calibration(cal: Calibration) -> None:
         f"threshold {cal.threshold:.6g} ({how}){scope}: keeps {cal.answerable_kept}/{cal.answerable_total} answerable, "
         f"abstains on {cal.negatives_abstained}/{cal.negatives_total} negatives; "
         f"{cal.excluded} answerable case(s) left out (top result not relevant or unscored)",
-        markup=False, highlight=False,
+        markup=False,
+        highlight=False,
     )
 
 
@@ -136,8 +150,9 @@ def _print_calibration(cal: Calibration) -> None:
 def calibrate_cmd(
     run: RunOpt,
     db: DbOpt = Path(DEFAULT_DB),
-    target_recall: Annotated[float | None, typer.Option(
-        help=f"Share of answerable cases to keep (default {DEFAULT_TARGET_RECALL}).")] = None,
+    target_recall: Annotated[
+        float | None, typer.Option(help=f"Share of answerable cases to keep (default {DEFAULT_TARGET_RECALL}).")
+    ] = None,
     threshold: Annotated[float | None, typer.Option(help="Store this threshold instead of choosing one.")] = None,
     split: Annotated[str | None, typer.Option(help="Calibrate on one split only (e.g. dev).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the trade-off table; store nothing.")] = False,
@@ -148,8 +163,9 @@ def calibrate_cmd(
     con = None
     try:
         con = _open(db, read_only=dry_run)
-        cal = calibrate(con, run, target_recall=target_recall or DEFAULT_TARGET_RECALL, threshold=threshold,
-                        split=split)
+        cal = calibrate(
+            con, run, target_recall=target_recall or DEFAULT_TARGET_RECALL, threshold=threshold, split=split
+        )
         _print_calibration(cal)
         if dry_run:
             console.print("dry run: nothing stored")

@@ -56,13 +56,21 @@ def _summary(rows: pa.Table) -> dict[str, Any]:
     cur = duckdb.connect()
     cur.register("f", rows)
     by_category = dict(cur.sql("SELECT category, count(*) FROM f GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
-    by_pattern = dict(cur.sql(
-        "SELECT p, count(*) FROM (SELECT unnest(patterns) AS p FROM f) GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
+    by_pattern = dict(
+        cur.sql(
+            "SELECT p, count(*) FROM (SELECT unnest(patterns) AS p FROM f) GROUP BY 1 ORDER BY 2 DESC, 1"
+        ).fetchall()
+    )
     by_failure = dict(cur.sql("SELECT failure, count(*) FROM f GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
     cases = cur.sql("SELECT count(DISTINCT case_id) FROM f").fetchall()[0][0]
     cur.close()
-    return {"failures": rows.num_rows, "cases": cases, "by_category": by_category,
-            "by_failure": by_failure, "by_pattern": by_pattern}
+    return {
+        "failures": rows.num_rows,
+        "cases": cases,
+        "by_category": by_category,
+        "by_failure": by_failure,
+        "by_pattern": by_pattern,
+    }
 
 
 def _print_summary(run: str, summary: dict[str, Any]) -> None:
@@ -86,8 +94,7 @@ def _print_rows(rows: pa.Table) -> None:
         table.add_column(name, overflow="fold", no_wrap=name in ("case", "conf"))
     for r in rows.to_pylist():
         mine = "/".join(v for v in (r["user_category"], r["status"]) if v)
-        table.add_row(r["case_id"], r["failure"], r["rule"], f"{r['confidence']:.2f}", ", ".join(r["patterns"]),
-                      mine)
+        table.add_row(r["case_id"], r["failure"], r["rule"], f"{r['confidence']:.2f}", ", ".join(r["patterns"]), mine)
     console.print(table, markup=False)
 
 
@@ -105,11 +112,13 @@ def failures_cmd(
     run: Annotated[str, typer.Option("--run", help="run_id whose failures to show (see `ragtriage info`).")],
     db: Annotated[Path, typer.Option("--db", help="DuckDB store file.")] = Path(DEFAULT_DB),
     category: Annotated[str | None, typer.Option(help=f"Only this category: {', '.join(CATEGORIES)}.")] = None,
-    pattern: Annotated[str | None, typer.Option(
-        help=f"Only failures with this pattern hint: {', '.join(p.name for p in PATTERNS)}.")] = None,
+    pattern: Annotated[
+        str | None, typer.Option(help=f"Only failures with this pattern hint: {', '.join(p.name for p in PATTERNS)}.")
+    ] = None,
     summary: Annotated[bool, typer.Option("--summary", help="Counts per category, failure and pattern.")] = False,
-    reclassify: Annotated[bool, typer.Option(
-        "--reclassify", help="Classify the run again and store the result (needs write access).")] = False,
+    reclassify: Annotated[
+        bool, typer.Option("--reclassify", help="Classify the run again and store the result (needs write access).")
+    ] = False,
     fmt: Annotated[Format, typer.Option("--format", help="Output: table, json or csv.")] = Format.table,
 ) -> None:
     """Each failure of a run with its defect category, the rule that decided it and the evidence.
@@ -141,8 +150,10 @@ def failures_cmd(
             typer.echo(json.dumps({"run_id": run, **stats}, indent=2))
         elif fmt is Format.csv:
             lines = ["kind,name,failures"] + [
-                f"{kind},{name},{count}" for kind in ("category", "failure", "pattern")
-                for name, count in stats[f"by_{kind}"].items()]
+                f"{kind},{name},{count}"
+                for kind in ("category", "failure", "pattern")
+                for name, count in stats[f"by_{kind}"].items()
+            ]
             typer.echo("\n".join(lines))
         else:
             _print_summary(run, stats)

@@ -60,8 +60,17 @@ def compare(
     except (StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
-        result = run_compare(con, run, baseline, tuple(k or (3, 5, 10)), by=by, split=split, seed=seed,
-                             n_resamples=resamples, metrics=metric or None)
+        result = run_compare(
+            con,
+            run,
+            baseline,
+            tuple(k or (3, 5, 10)),
+            by=by,
+            split=split,
+            seed=seed,
+            n_resamples=resamples,
+            metrics=metric or None,
+        )
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     finally:
@@ -84,8 +93,11 @@ def compare(
         if worst:
             console.print("worst regressions:", markup=False)
             for w in worst:
-                console.print(f"  {w['metric']}  {w['case_id']} [{w['slice']}]  {w['baseline']:.3f} → "
-                              f"{w['candidate']:.3f} ({w['diff']:+.3f})", markup=False)
+                console.print(
+                    f"  {w['metric']}  {w['case_id']} [{w['slice']}]  {w['baseline']:.3f} → "
+                    f"{w['candidate']:.3f} ({w['diff']:+.3f})",
+                    markup=False,
+                )
 
 
 @app.command()

@@ -82,8 +82,12 @@ def _emit(table: pa.Table, fmt: Format, context: dict[str, Any], notes: list[str
         return
     rows = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
     if fmt is Format.markdown:
-        lines = [f"**{head}**", "", "| " + " | ".join(table.column_names) + " |",
-                 "|" + "---|" * len(table.column_names)]
+        lines = [
+            f"**{head}**",
+            "",
+            "| " + " | ".join(table.column_names) + " |",
+            "|" + "---|" * len(table.column_names),
+        ]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         typer.echo("\n".join(lines + [""] + [f"- {n}" for n in notes]))
         return
@@ -143,8 +147,9 @@ def metrics_cmd(
         err.print(str(exc), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     try:
-        table, context, notes = _compute(con, run, k, by, split, stage.value, gain.value, trec_compat,
-                                         per_case_rows, view, seed)
+        table, context, notes = _compute(
+            con, run, k, by, split, stage.value, gain.value, trec_compat, per_case_rows, view, seed
+        )
     except (MetricsError, StoreError, duckdb.Error) as exc:
         err.print(str(exc), markup=False, highlight=False)
         raise typer.Exit(2) from exc
@@ -154,20 +159,36 @@ def metrics_cmd(
 
 
 def _compute(
-    con: duckdb.DuckDBPyConnection, run: str, k: str, by: str | None, split: str | None, stage: str, gain: str,
-    trec: bool, rows: bool, view: View, seed: int,
+    con: duckdb.DuckDBPyConnection,
+    run: str,
+    k: str,
+    by: str | None,
+    split: str | None,
+    stage: str,
+    gain: str,
+    trec: bool,
+    rows: bool,
+    view: View,
+    seed: int,
 ) -> tuple[pa.Table, dict[str, Any], list[str]]:
     threshold = con.execute("SELECT relevance_threshold, unit FROM current_dataset").fetchone()
-    base: dict[str, Any] = {"run": run, "stage": stage, "split": split,
-                            "unit": threshold[1] if threshold else None,
-                            "relevance threshold": f"grade >= {threshold[0]}" if threshold else None,
-                            "gain": "linear" if trec else gain, "mode": "trec-compat" if trec else "default"}
+    base: dict[str, Any] = {
+        "run": run,
+        "stage": stage,
+        "split": split,
+        "unit": threshold[1] if threshold else None,
+        "relevance threshold": f"grade >= {threshold[0]}" if threshold else None,
+        "gain": "linear" if trec else gain,
+        "mode": "trec-compat" if trec else "default",
+    }
     if view is View.latency:
         return latency_report(con, run), _context({"run": run}), ["latency in ms from events"]
     if view is View.judged:
         depth = max(int(x) for x in k.split(",") if x.strip())
-        notes = [f"Judged@{depth} = judged results in the top {depth} / {depth}; mostly_unjudged: more than half "
-                 "of the returned top k has no label."]
+        notes = [
+            f"Judged@{depth} = judged results in the top {depth} / {depth}; mostly_unjudged: more than half "
+            "of the returned top k has no label."
+        ]
         return judged_report(con, run, depth, stage=stage, split=split), _context(base), notes
     if view is View.stages:
         rep = stages(con, run, k, gain=gain, split=split)

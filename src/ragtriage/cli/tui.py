@@ -42,8 +42,9 @@ def tui(
     db: DbOpt = Path("ragtriage.duckdb"),
     run: RunOpt = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Run to compare against.")] = None,
-    author: Annotated[str | None, typer.Option("--author", help="Name on your notes (default $RAGTRIAGE_AUTHOR "
-                                                                 "or login).")] = None,
+    author: Annotated[
+        str | None, typer.Option("--author", help="Name on your notes (default $RAGTRIAGE_AUTHOR or login).")
+    ] = None,
 ) -> None:
     """Open the triage TUI on a store; notes are saved beside it in DB.notes.sqlite."""
     _run_app(db, run, baseline, author)

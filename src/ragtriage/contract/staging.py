@@ -326,8 +326,8 @@ def _type_findings(
         return []
     rows = con.execute(
         f"""SELECT line, h.field, h.code FROM (
-                SELECT line, unnest(list_filter([{', '.join(hits)}], lambda x: x IS NOT NULL)) AS h
-                FROM {name} WHERE {' OR '.join(tests)})
+                SELECT line, unnest(list_filter([{", ".join(hits)}], lambda x: x IS NOT NULL)) AS h
+                FROM {name} WHERE {" OR ".join(tests)})
             ORDER BY line, h.field LIMIT 50"""
     ).fetchall()
     out = []

@@ -107,13 +107,23 @@ def _summarise(pairs: pa.Table, slice_col: str, seed: int, n_resamples: int) -> 
         c, b = cand[s:e], base[s:e]
         d = c - b
         test = paired_test(c, b, n_resamples=n_resamples, seed=seed)
-        out.append({
-            "slice": str(slices[s]), "metric": str(metric[s]), "n": int(e - s),
-            "wins": int(np.count_nonzero(d > TIE)), "ties": int(np.count_nonzero(np.abs(d) <= TIE)),
-            "losses": int(np.count_nonzero(d < -TIE)),
-            "candidate": float(c.mean()), "baseline": float(b.mean()), "mean_diff": test.mean_diff,
-            "ci_low": test.ci_low, "ci_high": test.ci_high, "p_value": test.p_value, "exact": test.exact,
-        })
+        out.append(
+            {
+                "slice": str(slices[s]),
+                "metric": str(metric[s]),
+                "n": int(e - s),
+                "wins": int(np.count_nonzero(d > TIE)),
+                "ties": int(np.count_nonzero(np.abs(d) <= TIE)),
+                "losses": int(np.count_nonzero(d < -TIE)),
+                "candidate": float(c.mean()),
+                "baseline": float(b.mean()),
+                "mean_diff": test.mean_diff,
+                "ci_low": test.ci_low,
+                "ci_high": test.ci_high,
+                "p_value": test.p_value,
+                "exact": test.exact,
+            }
+        )
     return out
 
 
@@ -132,12 +142,23 @@ def _worst(pairs: pa.Table, n: int) -> pa.Table:
     ).to_arrow_table()
 
 
-SUMMARY_SCHEMA = pa.schema([
-    ("slice", pa.string()), ("metric", pa.string()), ("n", pa.int64()), ("wins", pa.int64()),
-    ("ties", pa.int64()), ("losses", pa.int64()), ("candidate", pa.float64()), ("baseline", pa.float64()),
-    ("mean_diff", pa.float64()), ("ci_low", pa.float64()), ("ci_high", pa.float64()), ("p_value", pa.float64()),
-    ("exact", pa.bool_()),
-])
+SUMMARY_SCHEMA = pa.schema(
+    [
+        ("slice", pa.string()),
+        ("metric", pa.string()),
+        ("n", pa.int64()),
+        ("wins", pa.int64()),
+        ("ties", pa.int64()),
+        ("losses", pa.int64()),
+        ("candidate", pa.float64()),
+        ("baseline", pa.float64()),
+        ("mean_diff", pa.float64()),
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("p_value", pa.float64()),
+        ("exact", pa.bool_()),
+    ]
+)
 
 
 def compare_tables(
@@ -196,5 +217,4 @@ def compare(
     )
     cand_ids, base_ids = set(cand.column("case_id").to_pylist()), set(base.column("case_id").to_pylist())
     unpaired = {"candidate_only": len(cand_ids - base_ids), "baseline_only": len(base_ids - cand_ids)}
-    return Comparison(run_id, baseline, version, cutoffs, by, split, seed, n_resamples, summary, pairs, worst,
-                      unpaired)
+    return Comparison(run_id, baseline, version, cutoffs, by, split, seed, n_resamples, summary, pairs, worst, unpaired)

@@ -14,8 +14,20 @@ from typing import Any
 
 from ragtriage.gate.compare import Comparison
 
-COLUMNS = ("slice", "metric", "n", "wins", "ties", "losses", "baseline", "candidate", "mean_diff", "ci_low",
-           "ci_high", "p_value")
+COLUMNS = (
+    "slice",
+    "metric",
+    "n",
+    "wins",
+    "ties",
+    "losses",
+    "baseline",
+    "candidate",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+)
 
 
 def _num(v: Any) -> Any:
@@ -24,14 +36,23 @@ def _num(v: Any) -> Any:
 
 def header(c: Comparison) -> str:
     split = c.split or "all splits"
-    return (f"{c.run_id} vs {c.baseline} · dataset {c.dataset_version[:12]} · {split} · stage final · "
-            f"paired bootstrap 95% CI and sign-flip p ({c.n_resamples} resamples, seed {c.seed})")
+    return (
+        f"{c.run_id} vs {c.baseline} · dataset {c.dataset_version[:12]} · {split} · stage final · "
+        f"paired bootstrap 95% CI and sign-flip p ({c.n_resamples} resamples, seed {c.seed})"
+    )
 
 
 def to_dict(c: Comparison) -> dict[str, Any]:
     return {
-        "run_id": c.run_id, "baseline": c.baseline, "dataset_version": c.dataset_version, "ks": list(c.ks),
-        "by": c.by, "split": c.split, "seed": c.seed, "n_resamples": c.n_resamples, "unpaired": c.unpaired,
+        "run_id": c.run_id,
+        "baseline": c.baseline,
+        "dataset_version": c.dataset_version,
+        "ks": list(c.ks),
+        "by": c.by,
+        "split": c.split,
+        "seed": c.seed,
+        "n_resamples": c.n_resamples,
+        "unpaired": c.unpaired,
         "summary": [{k: _num(v) for k, v in r.items()} for r in c.summary.to_pylist()],
         "worst": c.worst.to_pylist(),
     }
@@ -56,9 +77,19 @@ def text_rows(c: Comparison, digits: int = 4) -> list[list[str]]:
     for r in c.summary.to_pylist():
         ci = "n/a" if _num(r["ci_low"]) is None else f"[{r['ci_low']:+.{digits}f}, {r['ci_high']:+.{digits}f}]"
         p = "n/a" if _num(r["p_value"]) is None else f"{r['p_value']:.{digits}g}"
-        out.append([str(r["slice"]), str(r["metric"]), str(r["n"]), f"{r['wins']}/{r['ties']}/{r['losses']}",
-                    f"{r['baseline']:.{digits}f}", f"{r['candidate']:.{digits}f}", f"{r['mean_diff']:+.{digits}f}",
-                    ci, p])
+        out.append(
+            [
+                str(r["slice"]),
+                str(r["metric"]),
+                str(r["n"]),
+                f"{r['wins']}/{r['ties']}/{r['losses']}",
+                f"{r['baseline']:.{digits}f}",
+                f"{r['candidate']:.{digits}f}",
+                f"{r['mean_diff']:+.{digits}f}",
+                ci,
+                p,
+            ]
+        )
     return out
 
 
@@ -66,13 +97,20 @@ TEXT_HEADERS = ["slice", "metric", "n", "W/T/L", "base", "cand", "Δ mean", "95%
 
 
 def to_markdown(c: Comparison) -> str:
-    lines = [f"**{header(c)}**", "", "| " + " | ".join(TEXT_HEADERS) + " |",
-             "|" + "---|" * len(TEXT_HEADERS)]
+    lines = [f"**{header(c)}**", "", "| " + " | ".join(TEXT_HEADERS) + " |", "|" + "---|" * len(TEXT_HEADERS)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in text_rows(c)]
     worst = c.worst.to_pylist()
     if worst:
-        lines += ["", "Worst regressions:", "", "| metric | case | slice | baseline | candidate | Δ |",
-                  "|---|---|---|---|---|---|"]
-        lines += [f"| {w['metric']} | `{w['case_id']}` | {w['slice']} | {w['baseline']:.3f} | {w['candidate']:.3f} "
-                  f"| {w['diff']:+.3f} |" for w in worst]
+        lines += [
+            "",
+            "Worst regressions:",
+            "",
+            "| metric | case | slice | baseline | candidate | Δ |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {w['metric']} | `{w['case_id']}` | {w['slice']} | {w['baseline']:.3f} | {w['candidate']:.3f} "
+            f"| {w['diff']:+.3f} |"
+            for w in worst
+        ]
     return "\n".join(lines) + "\n"

@@ -18,8 +18,14 @@ from typing import Any
 from ragtriage.gate.compare import parse_metric
 from ragtriage.gate.sources import SLICE_COLUMNS
 
-REPRO_ITEMS = ("dataset_version", "corpus_snapshot", "configuration", "raw_results", "evaluator_version",
-               "gate_file_predates_run")
+REPRO_ITEMS = (
+    "dataset_version",
+    "corpus_snapshot",
+    "configuration",
+    "raw_results",
+    "evaluator_version",
+    "gate_file_predates_run",
+)
 
 
 class GateFileError(ValueError):
@@ -105,8 +111,13 @@ class GateConfig:
 _SPECS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "gate": {"name": str, "split": str, "report_by": str, "seed": int, "n_resamples": int},
     "leakage": {},
-    "regression": {"metric": str, "tolerance": (int, float), "require_significance": bool, "alpha": (int, float),
-                   "split": str},
+    "regression": {
+        "metric": str,
+        "tolerance": (int, float),
+        "require_significance": bool,
+        "alpha": (int, float),
+        "split": str,
+    },
     "slice_minimum": {"slice": dict, "metric": str, "min": (int, float), "split": str},
     "critical_cases": {"metric": str, "min": (int, float), "split": str},
     "zero_hit": {"k": int, "max_rate": (int, float), "split": str},
@@ -114,8 +125,12 @@ _SPECS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "latency": {"p95_ms": (int, float), "max_timeouts": int},
     "reproducibility": {"require": list},
 }
-_REQUIRED = {"regression": ("metric",), "slice_minimum": ("slice", "metric", "min"),
-             "critical_cases": ("metric", "min"), "zero_hit": ("k", "max_rate")}
+_REQUIRED = {
+    "regression": ("metric",),
+    "slice_minimum": ("slice", "metric", "min"),
+    "critical_cases": ("metric", "min"),
+    "zero_hit": ("k", "max_rate"),
+}
 _ARRAYS = ("regression", "slice_minimum")
 _COLUMNS = ", ".join(SLICE_COLUMNS)
 
@@ -162,8 +177,13 @@ class _Reader:
         for key, value in body.items():
             if key not in spec:
                 if table == "leakage":
-                    raise self.fail(table, index, key, f"[leakage] takes no keys: leakage is always checked and "
-                                                       f"cannot be disabled or relaxed (remove {key!r})")
+                    raise self.fail(
+                        table,
+                        index,
+                        key,
+                        f"[leakage] takes no keys: leakage is always checked and "
+                        f"cannot be disabled or relaxed (remove {key!r})",
+                    )
                 allowed = ", ".join(spec)
                 raise self.fail(table, index, key, f"unknown key {key!r} in {label}; allowed: {allowed}")
             kind = spec[key]
@@ -201,8 +221,12 @@ def parse_gate(path: Path) -> GateConfig:
     r = _Reader(path, text)
     for top in doc:
         if top not in _SPECS:
-            raise GateFileError(path, _key_line(text, top, 0, None) or _key_line(text, "", 0, top), top,
-                                f"unknown table {top!r}; allowed: {', '.join(_SPECS)}")
+            raise GateFileError(
+                path,
+                _key_line(text, top, 0, None) or _key_line(text, "", 0, top),
+                top,
+                f"unknown table {top!r}; allowed: {', '.join(_SPECS)}",
+            )
     gate = r.check("gate", 0, doc.get("gate", {}))
     default_split = _split(gate.get("split", "holdout"))
     report_by = gate.get("report_by", "query_type")
@@ -217,9 +241,13 @@ def parse_gate(path: Path) -> GateConfig:
         for i, item in enumerate(items):
             r.check(table, i, item)
     kw["regressions"] = tuple(
-        Regression(r.metric("regression", i, b["metric"]), float(b.get("tolerance", 0.0)),
-                   bool(b.get("require_significance", False)), float(b.get("alpha", 0.05)),
-                   _split(b.get("split", default_split)))
+        Regression(
+            r.metric("regression", i, b["metric"]),
+            float(b.get("tolerance", 0.0)),
+            bool(b.get("require_significance", False)),
+            float(b.get("alpha", 0.05)),
+            _split(b.get("split", default_split)),
+        )
         for i, b in enumerate(doc.get("regression", []))
     )
     minima = []
@@ -231,13 +259,21 @@ def parse_gate(path: Path) -> GateConfig:
         if column not in SLICE_COLUMNS:
             raise r.fail("slice_minimum", i, column, f"cannot slice by {column!r}; use one of {_COLUMNS}")
         text_value = str(value).lower() if isinstance(value, bool) else str(value)
-        minima.append(SliceMinimum(column, text_value, r.metric("slice_minimum", i, b["metric"]), float(b["min"]),
-                                   _split(b.get("split", default_split))))
+        minima.append(
+            SliceMinimum(
+                column,
+                text_value,
+                r.metric("slice_minimum", i, b["metric"]),
+                float(b["min"]),
+                _split(b.get("split", default_split)),
+            )
+        )
     kw["slice_minima"] = tuple(minima)
     if "critical_cases" in doc:
         b = r.check("critical_cases", 0, doc["critical_cases"])
-        kw["critical"] = CriticalCases(r.metric("critical_cases", 0, b["metric"]), float(b["min"]),
-                                       _split(b.get("split", "all")))
+        kw["critical"] = CriticalCases(
+            r.metric("critical_cases", 0, b["metric"]), float(b["min"]), _split(b.get("split", "all"))
+        )
     if "zero_hit" in doc:
         b = r.check("zero_hit", 0, doc["zero_hit"])
         kw["zero_hit"] = ZeroHit(int(b["k"]), float(b["max_rate"]), _split(b.get("split", default_split)))
@@ -254,16 +290,25 @@ def parse_gate(path: Path) -> GateConfig:
         req = b.get("require", list(REPRO_ITEMS))
         bad = [x for x in req if x not in REPRO_ITEMS]
         if bad:
-            raise r.fail("reproducibility", 0, "require", f"unknown reproducibility item(s) {bad}; "
-                                                          f"allowed: {', '.join(REPRO_ITEMS)}")
+            raise r.fail(
+                "reproducibility",
+                0,
+                "require",
+                f"unknown reproducibility item(s) {bad}; allowed: {', '.join(REPRO_ITEMS)}",
+            )
         kw["reproducibility"] = tuple(req)
     metrics = {x.metric for x in kw["regressions"]} | {x.metric for x in kw["slice_minima"]}
     if "critical" in kw:
         metrics.add(kw["critical"].metric)
     return GateConfig(
-        path=path, sha256=hashlib.sha256(raw).hexdigest(),
+        path=path,
+        sha256=hashlib.sha256(raw).hexdigest(),
         mtime=datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None),
-        name=str(gate.get("name", path.stem)), split=default_split, report_by=report_by,
-        seed=int(gate.get("seed", 0)), n_resamples=int(gate.get("n_resamples", 10_000)),
-        metrics=tuple(sorted(metrics)), **kw,
+        name=str(gate.get("name", path.stem)),
+        split=default_split,
+        report_by=report_by,
+        seed=int(gate.get("seed", 0)),
+        n_resamples=int(gate.get("n_resamples", 10_000)),
+        metrics=tuple(sorted(metrics)),
+        **kw,
     )

@@ -21,7 +21,7 @@ class FailingCase:
 class RuleResult:
     """One rule's pass/fail with its figure beside the threshold it was held to."""
 
-    rule: str            # stable name, e.g. "leakage", "regression:R@10", "slice_minimum:doc_type=table:nDCG@5"
+    rule: str  # stable name, e.g. "leakage", "regression:R@10", "slice_minimum:doc_type=table:nDCG@5"
     kind: str
     passed: bool
     figure: str
@@ -55,13 +55,22 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "gate": {"name": self.gate_name, "path": self.gate_path, "sha256": self.gate_sha256,
-                     "mtime": self.gate_mtime.isoformat()},
-            "run_id": self.run_id, "baseline": self.baseline, "dataset_version": self.dataset_version,
-            "evaluator_version": self.evaluator_version, "evaluated_at": self.evaluated_at.isoformat(),
+            "gate": {
+                "name": self.gate_name,
+                "path": self.gate_path,
+                "sha256": self.gate_sha256,
+                "mtime": self.gate_mtime.isoformat(),
+            },
+            "run_id": self.run_id,
+            "baseline": self.baseline,
+            "dataset_version": self.dataset_version,
+            "evaluator_version": self.evaluator_version,
+            "evaluated_at": self.evaluated_at.isoformat(),
             "passed": self.passed,
-            "rules": [{**{k: v for k, v in asdict(r).items() if k != "failures"},
-                       "failures": [asdict(f) for f in r.failures]} for r in self.rules],
+            "rules": [
+                {**{k: v for k, v in asdict(r).items() if k != "failures"}, "failures": [asdict(f) for f in r.failures]}
+                for r in self.rules
+            ],
             "failing_cases": self.failing_cases(),
             "notes": list(self.notes),
         }

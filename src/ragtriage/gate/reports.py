@@ -24,16 +24,20 @@ def to_json(verdict: Verdict) -> str:
 def to_text(verdict: Verdict) -> str:
     """The terminal summary: one line per rule, then every failing case under its rule."""
     head = "PASS" if verdict.passed else "FAIL"
-    lines = [f"gate {verdict.gate_name} ({verdict.gate_path}, sha256 {verdict.gate_sha256[:12]}): {head}",
-             f"candidate {verdict.run_id} vs baseline {verdict.baseline}, dataset {verdict.dataset_version[:12]}, "
-             f"ragtriage {verdict.evaluator_version}"]
+    lines = [
+        f"gate {verdict.gate_name} ({verdict.gate_path}, sha256 {verdict.gate_sha256[:12]}): {head}",
+        f"candidate {verdict.run_id} vs baseline {verdict.baseline}, dataset {verdict.dataset_version[:12]}, "
+        f"ragtriage {verdict.evaluator_version}",
+    ]
     for r in verdict.rules:
         lines.append(f"  {'pass' if r.passed else 'FAIL'}  {r.rule}: {r.figure}  (needs {r.threshold})")
         lines += [f"        note: {n}" for n in r.notes]
         lines += [f"        {_case_line(f)}" for f in r.failures]
     failed = [r for r in verdict.rules if not r.passed]
-    lines.append(f"{len(verdict.rules) - len(failed)}/{len(verdict.rules)} rules passed"
-                 + (f"; {len(verdict.failing_cases())} failing case(s)" if failed else ""))
+    lines.append(
+        f"{len(verdict.rules) - len(failed)}/{len(verdict.rules)} rules passed"
+        + (f"; {len(verdict.failing_cases())} failing case(s)" if failed else "")
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -53,17 +57,27 @@ def to_markdown(verdict: Verdict) -> str:
         "| Rule | Result | Figure | Threshold |",
         "|---|---|---|---|",
     ]
-    out += [f"| `{_md(r.rule)}` | {'pass' if r.passed else '**FAIL**'} | {_md(r.figure)} | {_md(r.threshold)} |"
-            for r in verdict.rules]
+    out += [
+        f"| `{_md(r.rule)}` | {'pass' if r.passed else '**FAIL**'} | {_md(r.figure)} | {_md(r.threshold)} |"
+        for r in verdict.rules
+    ]
     notes = [(r.rule, n) for r in verdict.rules for n in r.notes]
     if notes:
         out += ["", *[f"- `{_md(rule)}`: {_md(n)}" for rule, n in notes]]
     cases = verdict.failing_cases()
     if cases:
-        out += ["", f"<details open><summary>{len(cases)} failing case(s)</summary>", "",
-                "| Rule | Case | Slice | Category | Detail |", "|---|---|---|---|---|"]
-        out += [f"| `{_md(c['rule'])}` | `{_md(c['case_id'])}` | {_md(c['slice'])} | {_md(c['category'])} | "
-                f"{_md(c['detail'])} |" for c in cases]
+        out += [
+            "",
+            f"<details open><summary>{len(cases)} failing case(s)</summary>",
+            "",
+            "| Rule | Case | Slice | Category | Detail |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            f"| `{_md(c['rule'])}` | `{_md(c['case_id'])}` | {_md(c['slice'])} | {_md(c['category'])} | "
+            f"{_md(c['detail'])} |"
+            for c in cases
+        ]
         out += ["", "</details>"]
     return "\n".join(out) + "\n"
 
@@ -83,13 +97,24 @@ def to_junit(verdict: Verdict) -> str:
     """JUnit XML: one testsuite per gate, one testcase per rule; a failure lists its failing cases."""
     failed = sum(not r.passed for r in verdict.rules)
     root = ET.Element("testsuites", name="ragtriage gate", tests=str(len(verdict.rules)), failures=str(failed))
-    suite = ET.SubElement(root, "testsuite", name=verdict.gate_name, tests=str(len(verdict.rules)),
-                          failures=str(failed), errors="0", skipped="0",
-                          timestamp=verdict.evaluated_at.isoformat(timespec="seconds"))
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name=verdict.gate_name,
+        tests=str(len(verdict.rules)),
+        failures=str(failed),
+        errors="0",
+        skipped="0",
+        timestamp=verdict.evaluated_at.isoformat(timespec="seconds"),
+    )
     props = ET.SubElement(suite, "properties")
-    for key, value in (("run_id", verdict.run_id), ("baseline", verdict.baseline),
-                       ("dataset_version", verdict.dataset_version), ("gate_sha256", verdict.gate_sha256),
-                       ("evaluator_version", verdict.evaluator_version)):
+    for key, value in (
+        ("run_id", verdict.run_id),
+        ("baseline", verdict.baseline),
+        ("dataset_version", verdict.dataset_version),
+        ("gate_sha256", verdict.gate_sha256),
+        ("evaluator_version", verdict.evaluator_version),
+    ):
         ET.SubElement(props, "property", name=key, value=value)
     for r in verdict.rules:
         _testcase(suite, verdict.gate_name, r)

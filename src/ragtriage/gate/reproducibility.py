@@ -51,8 +51,10 @@ def _problems(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: str) -
     if not by:
         out["evaluator_version"] = "no evaluator version recorded with the run's load"
     if isinstance(loaded_at, datetime) and config.mtime > loaded_at:
-        out["gate_file_predates_run"] = (f"gate file modified {config.mtime:%Y-%m-%d %H:%M:%S} UTC, after the run "
-                                         f"was loaded {loaded_at:%Y-%m-%d %H:%M:%S} UTC")
+        out["gate_file_predates_run"] = (
+            f"gate file modified {config.mtime:%Y-%m-%d %H:%M:%S} UTC, after the run "
+            f"was loaded {loaded_at:%Y-%m-%d %H:%M:%S} UTC"
+        )
     return out
 
 
@@ -60,13 +62,20 @@ def reproducibility_rule(con: duckdb.DuckDBPyConnection, config: GateConfig, run
     problems = _problems(con, config, run_id)
     failed = [k for k in config.reproducibility if k in problems]
     ignored = [f"not required: {k}: {problems[k]}" for k in problems if k not in config.reproducibility]
-    figure = ("all recorded" if not failed else "; ".join(f"{k}: {problems[k]}" for k in failed))
+    figure = "all recorded" if not failed else "; ".join(f"{k}: {problems[k]}" for k in failed)
     row = first_row(
         con, "SELECT string_agg(DISTINCT ragtriage_version, ',') FROM loads WHERE kind = 'run' AND target = ?", [run_id]
     )
     notes = list(ignored)
     if row and row[0] and row[0] != evaluator:
         notes.append(f"run loaded by ragtriage {row[0]}, evaluated by {evaluator}")
-    return RuleResult("reproducibility", "reproducibility", not failed, figure,
-                      "recorded: " + (", ".join(config.reproducibility) or "nothing required"),
-                      float(len(failed)), (), tuple(notes))
+    return RuleResult(
+        "reproducibility",
+        "reproducibility",
+        not failed,
+        figure,
+        "recorded: " + (", ".join(config.reproducibility) or "nothing required"),
+        float(len(failed)),
+        (),
+        tuple(notes),
+    )

@@ -30,7 +30,7 @@ class Context:
     dataset_version: str
     candidate: pa.Table
     base: pa.Table
-    report_slices: pa.Table      # case_id, split, critical, answerable, slice (config.report_by)
+    report_slices: pa.Table  # case_id, split, critical, answerable, slice (config.report_by)
     categories: dict[str, str]
 
     def slice_of(self, case_id: str) -> str:
@@ -45,10 +45,12 @@ class Context:
             old, value = self._slices.get(row["case_id"]), row["slice"]
             self._slices[row["case_id"]] = f"{old}, {value}" if old else f"{self.config.report_by}={value}"
 
-    def failing(self, case_id: str, detail: str, *, slice_label: str | None = None,
-                category: str | None = None) -> FailingCase:
-        return FailingCase(case_id, slice_label or self.slice_of(case_id), category or self.category_of(case_id),
-                           detail)
+    def failing(
+        self, case_id: str, detail: str, *, slice_label: str | None = None, category: str | None = None
+    ) -> FailingCase:
+        return FailingCase(
+            case_id, slice_label or self.slice_of(case_id), category or self.category_of(case_id), detail
+        )
 
 
 def _split_label(split: str | None) -> str:
@@ -88,13 +90,27 @@ def leakage_rule(ctx: Context) -> RuleResult:
         unit = r.get("chunk_id") or r.get("document_id")
         per_case.setdefault(r["case_id"], []).append(f"{r['stage']} rank {r['rank']} {unit}: {r['rule']}")
     failures = tuple(ctx.failing(c, _first(d), category="security") for c, d in per_case.items())
-    return RuleResult("leakage", "leakage", not rows, f"{len(rows)} leaked result row(s) in {len(per_case)} case(s), "
-                      "any stage", "no leaked rows (always on)", float(len(rows)), failures)
+    return RuleResult(
+        "leakage",
+        "leakage",
+        not rows,
+        f"{len(rows)} leaked result row(s) in {len(per_case)} case(s), any stage",
+        "no leaked rows (always on)",
+        float(len(rows)),
+        failures,
+    )
 
 
 def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
-    summary, pairs, _ = compare_tables(ctx.candidate, ctx.base, ctx.report_slices, [rule.metric], split=rule.split,
-                                       seed=ctx.config.seed, n_resamples=ctx.config.n_resamples)
+    summary, pairs, _ = compare_tables(
+        ctx.candidate,
+        ctx.base,
+        ctx.report_slices,
+        [rule.metric],
+        split=rule.split,
+        seed=ctx.config.seed,
+        n_resamples=ctx.config.n_resamples,
+    )
     name = f"regression:{rule.metric}:{_split_label(rule.split)}"
     sig = f", significant at p < {rule.alpha:g}" if rule.require_significance else ""
     threshold = f"mean Δ{rule.metric} ≥ -{rule.tolerance:g}{sig}"
@@ -105,18 +121,22 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
     drop = o["mean_diff"] < -rule.tolerance - TIE
     significant = o["p_value"] < rule.alpha
     passed = not (drop and (significant or not rule.require_significance))
-    figure = (f"{rule.metric} {o['baseline']:.4f} → {o['candidate']:.4f}, Δ {o['mean_diff']:+.4f} "
-              f"[95% CI {o['ci_low']:+.4f}, {o['ci_high']:+.4f}], p = {o['p_value']:.4g}, "
-              f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {_cases_on(o['n'], rule.split)}")
+    figure = (
+        f"{rule.metric} {o['baseline']:.4f} → {o['candidate']:.4f}, Δ {o['mean_diff']:+.4f} "
+        f"[95% CI {o['ci_low']:+.4f}, {o['ci_high']:+.4f}], p = {o['p_value']:.4g}, "
+        f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {_cases_on(o['n'], rule.split)}"
+    )
     notes = ("drop exceeds tolerance but is not significant",) if drop and passed else ()
-    losses = pairs.filter(pc.less(pairs.column("diff"), -TIE)).sort_by([("diff", "ascending"),
-                                                                                 ("case_id", "ascending")])
+    losses = pairs.filter(pc.less(pairs.column("diff"), -TIE)).sort_by(
+        [("diff", "ascending"), ("case_id", "ascending")]
+    )
     seen: dict[str, FailingCase] = {}
     if not passed:
         for r in losses.to_pylist():
             if r["case_id"] not in seen:
-                seen[r["case_id"]] = ctx.failing(r["case_id"], f"{rule.metric} {r['baseline']:.3f} → "
-                                                                 f"{r['candidate']:.3f}")
+                seen[r["case_id"]] = ctx.failing(
+                    r["case_id"], f"{rule.metric} {r['baseline']:.3f} → {r['candidate']:.3f}"
+                )
     return RuleResult(name, "regression", passed, figure, threshold, o["mean_diff"], tuple(seen.values()), notes)
 
 
@@ -128,13 +148,21 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
     name = f"slice_minimum:{label}:{rule.metric}"
     threshold = f"mean {rule.metric} ≥ {rule.min:g}"
     if not rows:
-        return RuleResult(name, "slice_minimum", False, f"no cases with relevant units in slice {label} on "
-                          f"{_split_label(rule.split)}", threshold)
+        return RuleResult(
+            name,
+            "slice_minimum",
+            False,
+            f"no cases with relevant units in slice {label} on {_split_label(rule.split)}",
+            threshold,
+        )
     mean = sum(v for _, v in rows) / len(rows)
     passed = mean >= rule.min - TIE
     below = [(c, v) for c, v in rows if v < rule.min - TIE]
-    failures = () if passed else tuple(
-        ctx.failing(c, f"{rule.metric} {v:.3f} < {rule.min:g}", slice_label=label) for c, v in below)
+    failures = (
+        ()
+        if passed
+        else tuple(ctx.failing(c, f"{rule.metric} {v:.3f} < {rule.min:g}", slice_label=label) for c, v in below)
+    )
     figure = f"mean {rule.metric} {mean:.4f} over {_cases_on(len(rows), rule.split)} in {label}"
     return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures)
 
@@ -146,8 +174,16 @@ def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
     failures = tuple(ctx.failing(c, f"critical case: {rule.metric} {v:.3f} < {rule.min:g}") for c, v in below)
     figure = f"{len(below)} of {len(rows)} critical cases below {rule.min:g} on {rule.metric}"
     notes = ("no critical cases with relevant units",) if not rows else ()
-    return RuleResult(f"critical_cases:{rule.metric}", "critical_cases", not below, figure,
-                      f"every critical case {rule.metric} ≥ {rule.min:g}", float(len(below)), failures, notes)
+    return RuleResult(
+        f"critical_cases:{rule.metric}",
+        "critical_cases",
+        not below,
+        figure,
+        f"every critical case {rule.metric} ≥ {rule.min:g}",
+        float(len(below)),
+        failures,
+        notes,
+    )
 
 
 def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
@@ -161,8 +197,10 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
     rate = len(zero) / len(rows)
     passed = rate <= rule.max_rate + TIE
     failures = () if passed else tuple(ctx.failing(c, f"no relevant unit in the top {rule.k}") for c in zero)
-    figure = f"{len(zero)} of {_cases_on(len(rows), rule.split, 'answerable cases')} with no relevant unit in " \
-             f"the top {rule.k} ({rate:.1%})"
+    figure = (
+        f"{len(zero)} of {_cases_on(len(rows), rule.split, 'answerable cases')} with no relevant unit in "
+        f"the top {rule.k} ({rate:.1%})"
+    )
     return RuleResult(name, "zero_hit", passed, figure, threshold, rate, failures)
 
 
@@ -170,13 +208,22 @@ def negative_rule(ctx: Context, rule: NegativeCases) -> RuleResult:
     rows = sources.negative_outcomes(ctx.con, ctx.run_id).to_pylist()
     threshold = "all behave as expected" if rule.min_share >= 1.0 else f"share behaving ≥ {rule.min_share:g}"
     if not rows:
-        return RuleResult("negative_cases", "negative_cases", True, "no negative cases in the dataset", threshold,
-                          notes=("no negative cases to check",))
+        return RuleResult(
+            "negative_cases",
+            "negative_cases",
+            True,
+            "no negative cases in the dataset",
+            threshold,
+            notes=("no negative cases to check",),
+        )
     bad = [r for r in rows if not r["passed"]]
     share = 1.0 - len(bad) / len(rows)
     passed = share >= rule.min_share - TIE
-    failures = () if passed else tuple(
-        ctx.failing(r["case_id"], f"expected {r['expected_behavior']}: {r['reason']}") for r in bad)
+    failures = (
+        ()
+        if passed
+        else tuple(ctx.failing(r["case_id"], f"expected {r['expected_behavior']}: {r['reason']}") for r in bad)
+    )
     figure = f"{len(rows) - len(bad)} of {len(rows)} negative cases behave as expected ({share:.1%})"
     return RuleResult("negative_cases", "negative_cases", passed, figure, threshold, share, failures)
 
@@ -219,4 +266,3 @@ def relevance_rules(ctx: Context) -> list[RuleResult]:
     if cfg.latency:
         out.append(latency_rule(ctx, cfg.latency))
     return out
-

@@ -100,9 +100,7 @@ def sign_flip_test(diffs: FloatArray, *, n_resamples: int = 10_000, seed: int = 
     return (float(min(1.0, 2.0 * min(p_less, p_greater))), exact)
 
 
-def paired_test(
-    candidate: FloatArray, baseline: FloatArray, *, n_resamples: int = 10_000, seed: int = 0
-) -> PairedTest:
+def paired_test(candidate: FloatArray, baseline: FloatArray, *, n_resamples: int = 10_000, seed: int = 0) -> PairedTest:
     """Bootstrap interval and randomization p-value of ``mean(candidate - baseline)`` over paired cases."""
     d = np.asarray(candidate, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
     low, high = bootstrap_ci(d, n_resamples=n_resamples, seed=seed)

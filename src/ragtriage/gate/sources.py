@@ -18,8 +18,19 @@ from ragtriage.store import StoreError, current_dataset_version, require_run
 # Case columns a comparison or a slice rule may group by; ``doc_type`` is the doc_type of a case's relevant
 # evidence units (a case with relevant units of two types belongs to both slices).
 CASE_COLUMNS = (
-    "query_type", "source_family", "language", "split", "expected_scope", "expected_behavior", "critical",
-    "answerable", "principal_tenant", "filter_tenant", "filter_language", "filter_region", "filter_product",
+    "query_type",
+    "source_family",
+    "language",
+    "split",
+    "expected_scope",
+    "expected_behavior",
+    "critical",
+    "answerable",
+    "principal_tenant",
+    "filter_tenant",
+    "filter_language",
+    "filter_region",
+    "filter_product",
     "filter_doc_type",
 )
 EVIDENCE_COLUMNS = ("doc_type", "source_system", "chunk_kind", "region", "product", "tenant")
@@ -135,11 +146,16 @@ def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | in
         [run_id],
     )
     assert row is not None
-    return {"cases": int(row[0]), "p95_ms": None if row[1] is None else float(row[1]),
-            "timeouts": int(row[2]), "with_latency": int(row[3])}
+    return {
+        "cases": int(row[0]),
+        "p95_ms": None if row[1] is None else float(row[1]),
+        "timeouts": int(row[2]),
+        "with_latency": int(row[3]),
+    }
 
 
 def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
-    rows = query(con, "SELECT DISTINCT case_id FROM events WHERE run_id = $r AND timed_out ORDER BY case_id",
-                 {"r": run_id})
+    rows = query(
+        con, "SELECT DISTINCT case_id FROM events WHERE run_id = $r AND timed_out ORDER BY case_id", {"r": run_id}
+    )
     return [str(c) for c in rows.column("case_id").to_pylist()]

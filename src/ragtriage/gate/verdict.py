@@ -45,16 +45,29 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         r["case_id"]: r["category"] for r in sources.defect_categories(con, run_id).to_pylist() if r["category"]
     }
     ctx = Context(
-        con=con, config=config, run_id=run_id, baseline=baseline, dataset_version=version,
-        candidate=sources.per_case(con, run_id, ks), base=sources.per_case(con, baseline, ks),
-        report_slices=sources.case_slices(con, version, config.report_by), categories=categories,
+        con=con,
+        config=config,
+        run_id=run_id,
+        baseline=baseline,
+        dataset_version=version,
+        candidate=sources.per_case(con, run_id, ks),
+        base=sources.per_case(con, baseline, ks),
+        report_slices=sources.case_slices(con, version, config.report_by),
+        categories=categories,
     )
     rules = relevance_rules(ctx)
     rules.append(reproducibility_rule(con, config, run_id, __version__))
     return Verdict(
-        gate_name=config.name, gate_path=str(config.path), gate_sha256=config.sha256, gate_mtime=config.mtime,
-        run_id=run_id, baseline=baseline, dataset_version=version, evaluator_version=__version__,
-        evaluated_at=datetime.now(UTC).replace(tzinfo=None), rules=tuple(rules),
+        gate_name=config.name,
+        gate_path=str(config.path),
+        gate_sha256=config.sha256,
+        gate_mtime=config.mtime,
+        run_id=run_id,
+        baseline=baseline,
+        dataset_version=version,
+        evaluator_version=__version__,
+        evaluated_at=datetime.now(UTC).replace(tzinfo=None),
+        rules=tuple(rules),
     )
 
 
@@ -67,9 +80,21 @@ def record_verdict(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> int:
     failed = sum(not r.passed for r in verdict.rules)
     con.execute(
         "INSERT INTO gate_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [verdict_id, verdict.run_id, verdict.baseline, verdict.dataset_version, verdict.gate_name,
-         verdict.gate_path, verdict.gate_sha256, verdict.gate_mtime, verdict.evaluated_at,
-         verdict.evaluator_version, verdict.passed, len(verdict.rules), failed,
-         json.dumps(verdict.to_dict(), default=str)],
+        [
+            verdict_id,
+            verdict.run_id,
+            verdict.baseline,
+            verdict.dataset_version,
+            verdict.gate_name,
+            verdict.gate_path,
+            verdict.gate_sha256,
+            verdict.gate_mtime,
+            verdict.evaluated_at,
+            verdict.evaluator_version,
+            verdict.passed,
+            len(verdict.rules),
+            failed,
+            json.dumps(verdict.to_dict(), default=str),
+        ],
     )
     return verdict_id

@@ -73,7 +73,7 @@ def per_case_sql(ctx: EvalContext) -> tuple[str, list[object]]:
     sql = f"""
     WITH pop AS MATERIALIZED ({pop}),
     q AS MATERIALIZED (
-        SELECT q.case_id, q.unit_id, q.grade >= {ctx.threshold} AS rel, {ctx.gain_sql('q.grade')} AS g
+        SELECT q.case_id, q.unit_id, q.grade >= {ctx.threshold} AS rel, {ctx.gain_sql("q.grade")} AS g
         FROM qrels q SEMI JOIN pop USING (case_id)
     ),
     n AS (

@@ -47,8 +47,7 @@ def cut_lists(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, depth: in
     top = arrow(con, _TOP, [run_id, stage, depth])
     irregular = arrow(con, _IRREGULAR, [depth], _top=top)
     if irregular.num_rows == 0:
-        return pa.table({"case_id": top["case_id"], "unit_id": top["unit_id"],
-                         "pos": pc.cast(top["rank"], pa.int32())})
+        return pa.table({"case_id": top["case_id"], "unit_id": top["unit_id"], "pos": pc.cast(top["rank"], pa.int32())})
     deeper = top.schema.empty_table()
     if pc.any(irregular["short"]).as_py():
         deeper = arrow(con, _DEEPER, [run_id, stage, depth], _irregular=irregular)

@@ -95,10 +95,21 @@ def _with_distributions(
     for g in grouped.to_pylist():
         part = per_case.take([index[c] for c in g.pop("case_ids")])
         d = describe(column_values(part, name), seed=seed)
-        head = {"dimension": by, "slice_value": g.pop("slice_value"), "n": g.pop("n"),
-                "n_without_relevant": g.pop("n_without_relevant"), "measure": name, "threshold": threshold,
-                "gain": gain, "mean": d.mean, "median": d.median, "p10": d.p10, "min": d.min,
-                "ci_low": d.ci_low, "ci_high": d.ci_high}
+        head = {
+            "dimension": by,
+            "slice_value": g.pop("slice_value"),
+            "n": g.pop("n"),
+            "n_without_relevant": g.pop("n_without_relevant"),
+            "measure": name,
+            "threshold": threshold,
+            "gain": gain,
+            "mean": d.mean,
+            "median": d.median,
+            "p10": d.p10,
+            "min": d.min,
+            "ci_low": d.ci_low,
+            "ci_high": d.ci_high,
+        }
         rows.append({**head, **g})
     rows.sort(key=lambda r: (r["mean"] is not None, r["mean"] or 0.0, str(r["slice_value"])))
     return pa.Table.from_pylist(rows)

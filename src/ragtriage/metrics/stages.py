@@ -24,7 +24,7 @@ class StagesReport:
     candidate_k: int
     ks: tuple[int, ...]
     per_case: pa.Table  # case_id, n_relevant, "candidate R@ck", "R@k"/"nDCG@k" of the final stage, lost_in_rerank
-    summary: pa.Table   # stage, measure, mean, n
+    summary: pa.Table  # stage, measure, mean, n
 
     def to_arrow(self) -> pa.Table:
         return self.summary
@@ -73,6 +73,10 @@ def stages(
                    avg("{c}") AS mean, count("{c}") AS n FROM _p"""
         for i, c in enumerate(cols)
     )
-    summary = arrow(con, unions + " UNION ALL SELECT 'final', 'lost_in_rerank', avg(CAST(lost_in_rerank AS DOUBLE)), "
-                    "count(lost_in_rerank) FROM _p", _p=per_case)
+    summary = arrow(
+        con,
+        unions + " UNION ALL SELECT 'final', 'lost_in_rerank', avg(CAST(lost_in_rerank AS DOUBLE)), "
+        "count(lost_in_rerank) FROM _p",
+        _p=per_case,
+    )
     return StagesReport(run_id, final_ctx.threshold, ck, final_ctx.ks, per_case, summary)

@@ -60,18 +60,41 @@ class MetricReport:
     def to_arrow(self) -> pa.Table:
         """One row per (measure, k) with the context columns repeated, so an exported row stands alone."""
         rows = [
-            {**asdict(r), "zero_hit_rate": self.zero_hit_rate.get(r.k), "threshold": self.threshold,
-             "gain": self.gain, "unit": self.unit, "stage": self.stage, "split": self.split, "mode": self.mode,
-             "run_id": self.run_id}
+            {
+                **asdict(r),
+                "zero_hit_rate": self.zero_hit_rate.get(r.k),
+                "threshold": self.threshold,
+                "gain": self.gain,
+                "unit": self.unit,
+                "stage": self.stage,
+                "split": self.split,
+                "mode": self.mode,
+                "run_id": self.run_id,
+            }
             for r in self.rows
         ]
-        schema = pa.schema([
-            ("run_id", pa.string()), ("measure", pa.string()), ("k", pa.int64()), ("name", pa.string()),
-            ("mean", pa.float64()), ("median", pa.float64()), ("p10", pa.float64()), ("min", pa.float64()),
-            ("ci_low", pa.float64()), ("ci_high", pa.float64()), ("n", pa.int64()), ("zero_hit_rate", pa.float64()),
-            ("threshold", pa.int64()), ("gain", pa.string()), ("unit", pa.string()), ("stage", pa.string()),
-            ("split", pa.string()), ("mode", pa.string()),
-        ])
+        schema = pa.schema(
+            [
+                ("run_id", pa.string()),
+                ("measure", pa.string()),
+                ("k", pa.int64()),
+                ("name", pa.string()),
+                ("mean", pa.float64()),
+                ("median", pa.float64()),
+                ("p10", pa.float64()),
+                ("min", pa.float64()),
+                ("ci_low", pa.float64()),
+                ("ci_high", pa.float64()),
+                ("n", pa.int64()),
+                ("zero_hit_rate", pa.float64()),
+                ("threshold", pa.int64()),
+                ("gain", pa.string()),
+                ("unit", pa.string()),
+                ("stage", pa.string()),
+                ("split", pa.string()),
+                ("mode", pa.string()),
+            ]
+        )
         return pa.Table.from_pylist(rows, schema=schema)
 
     to_arrow_table = to_arrow
@@ -81,9 +104,7 @@ def column_values(table: pa.Table, name: str) -> np.ndarray:
     return non_null_values(table.column(name), np.float64)
 
 
-def distributions(
-    table: pa.Table, measures: Sequence[str], ks: Sequence[int], seed: int
-) -> list[MetricRow]:
+def distributions(table: pa.Table, measures: Sequence[str], ks: Sequence[int], seed: int) -> list[MetricRow]:
     rows = []
     for m in measures:
         for k in ks:
@@ -97,15 +118,20 @@ def zero_hit_rates(table: pa.Table, ks: Sequence[int]) -> dict[int, float | None
     return {k: (pc.sum(pc.cast(table[f"zero_hit@{k}"], pa.int64())).as_py() or 0) / n if n else None for k in ks}
 
 
-def report_from_table(
-    ctx: EvalContext, table: pa.Table, measures: Sequence[str], seed: int
-) -> MetricReport:
+def report_from_table(ctx: EvalContext, table: pa.Table, measures: Sequence[str], seed: int) -> MetricReport:
     n_without = int(np.count_nonzero(column_values(table, "n_relevant") == 0))
     return MetricReport(
-        run_id=ctx.run_id, threshold=ctx.threshold, gain=ctx.gain, unit=ctx.unit, ks=ctx.ks,
-        n_cases=table.num_rows, n_without_relevant=int(n_without),
-        rows=distributions(table, measures, ctx.ks, seed), zero_hit_rate=zero_hit_rates(table, ctx.ks),
-        stage=ctx.stage, split=ctx.split,
+        run_id=ctx.run_id,
+        threshold=ctx.threshold,
+        gain=ctx.gain,
+        unit=ctx.unit,
+        ks=ctx.ks,
+        n_cases=table.num_rows,
+        n_without_relevant=int(n_without),
+        rows=distributions(table, measures, ctx.ks, seed),
+        zero_hit_rate=zero_hit_rates(table, ctx.ks),
+        stage=ctx.stage,
+        split=ctx.split,
     )
 
 

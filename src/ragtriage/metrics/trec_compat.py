@@ -133,10 +133,18 @@ def trec_summary(
     rows.append(_row(table, "recip_rank", 0, "recip_rank", seed))
     hits = {k: column_values(table, f"P_{k}") for k in ctx.ks}
     return MetricReport(
-        run_id=ctx.run_id, threshold=ctx.threshold, gain="linear", unit=ctx.unit, ks=ctx.ks,
-        n_cases=table.num_rows, n_without_relevant=int(np.sum(column_values(table, "num_rel") == 0)),
-        rows=rows, zero_hit_rate={k: float(np.mean(v == 0)) if len(v) else None for k, v in hits.items()},
-        stage=ctx.stage, split=ctx.split, mode="trec-compat",
+        run_id=ctx.run_id,
+        threshold=ctx.threshold,
+        gain="linear",
+        unit=ctx.unit,
+        ks=ctx.ks,
+        n_cases=table.num_rows,
+        n_without_relevant=int(np.sum(column_values(table, "num_rel") == 0)),
+        rows=rows,
+        zero_hit_rate={k: float(np.mean(v == 0)) if len(v) else None for k, v in hits.items()},
+        stage=ctx.stage,
+        split=ctx.split,
+        mode="trec-compat",
     )
 
 

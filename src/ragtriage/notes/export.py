@@ -140,8 +140,9 @@ def _export_run(cur: duckdb.DuckDBPyConnection, store: NotesStore, run_id: str) 
         return cur.sql(
             "WITH keys AS (SELECT case_id FROM _f UNION SELECT case_id FROM _n)"
             " SELECT k.case_id, ? AS run_id, c.query, _f.auto_category, _f.auto_rule,"
-            " _n.category AS user_category, _n.status, _n.note, _n.author, _n.updated_at" + select_metrics +
-            " FROM keys k LEFT JOIN cases c USING (case_id) LEFT JOIN _f USING (case_id)"
+            " _n.category AS user_category, _n.status, _n.note, _n.author, _n.updated_at"
+            + select_metrics
+            + " FROM keys k LEFT JOIN cases c USING (case_id) LEFT JOIN _f USING (case_id)"
             " LEFT JOIN _n USING (case_id) LEFT JOIN _m USING (case_id) ORDER BY k.case_id",
             params=[run_id],
         ).to_arrow_table()

@@ -244,8 +244,9 @@ class TriageApp(App[None]):
             if path:
                 self._export(path, self.run_id)
 
-        self.push_screen(PathPrompt(f"Export triage of run {self.run_id} to CSV (Enter, Escape cancels)", default),
-                         chosen)
+        self.push_screen(
+            PathPrompt(f"Export triage of run {self.run_id} to CSV (Enter, Escape cancels)", default), chosen
+        )
 
     @work(thread=True, exclusive=True, group="export", exit_on_error=False)
     def _export(self, path: str, run_id: str) -> None:

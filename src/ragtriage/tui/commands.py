@@ -21,8 +21,7 @@ class TriageCommands(Provider):
     def commands(self) -> list[tuple[str, Callable[[], object], str]]:
         app: TriageApp = self.app  # type: ignore[assignment]
         out: list[tuple[str, Callable[[], object], str]] = [
-            (f"View: {label}", partial(app.switch_mode, mode), f"key {key}")
-            for key, mode, label in app.view_keys()
+            (f"View: {label}", partial(app.switch_mode, mode), f"key {key}") for key, mode, label in app.view_keys()
         ]
         out += [
             ("Export triage CSV", app.action_export, "key E"),
@@ -47,8 +46,13 @@ class TriageCommands(Provider):
         for case_id in app.case_index:
             score = matcher.match(case_id)
             if score > 0:
-                yield Hit(score, matcher.highlight(case_id), partial(app.open_case, case_id, []), text=case_id,
-                          help="open case detail")
+                yield Hit(
+                    score,
+                    matcher.highlight(case_id),
+                    partial(app.open_case, case_id, []),
+                    text=case_id,
+                    help="open case detail",
+                )
                 shown += 1
                 if shown >= MAX_CASE_HITS:
                     break

@@ -93,8 +93,9 @@ def ndcg_column(per_case: pa.Table, k: int = 10) -> str | None:
     exact = next((c for c in names if c.lower() == f"ndcg@{k}"), None)
     if exact:
         return exact
-    deepest: str | None = max(names, key=lambda c: int(c.split("@")[1]) if c.split("@")[1].isdigit() else 0,
-                              default=None)
+    deepest: str | None = max(
+        names, key=lambda c: int(c.split("@")[1]) if c.split("@")[1].isdigit() else 0, default=None
+    )
     return deepest
 
 
@@ -103,12 +104,15 @@ def identity(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[dict[str, Any
     run = one_row(cur, "SELECT * EXCLUDE (manifest, system) FROM runs WHERE run_id = ?", [run_id])
     if run is None:
         raise ViewError(f"unknown run {run_id!r}; loaded runs: {', '.join(run_ids(cur)) or 'none'}")
-    dataset = one_row(
-        cur,
-        "SELECT name, version, dataset_version, unit, relevance_threshold, grade_min, grade_max, corpus_snapshot"
-        " FROM current_dataset",
-        [],
-    ) or {}
+    dataset = (
+        one_row(
+            cur,
+            "SELECT name, version, dataset_version, unit, relevance_threshold, grade_min, grade_max, corpus_snapshot"
+            " FROM current_dataset",
+            [],
+        )
+        or {}
+    )
     return run, dataset
 
 
@@ -222,7 +226,8 @@ def triage_table(cur: duckdb.DuckDBPyConnection, fail: pa.Table, run_id: str, st
     if pattern and pa.types.is_list(fail.schema.field(pattern).type):
         fail = fail.set_column(fail.column_names.index(pattern), pattern, pc.binary_join(fail.column(pattern), "; "))
         fail = fail.set_column(
-            fail.column_names.index(pattern), pattern,
+            fail.column_names.index(pattern),
+            pattern,
             pc.if_else(pc.equal(fail.column(pattern), ""), pa.scalar(None, pa.string()), fail.column(pattern)),
         )
     if "case_id" not in fail.column_names or cat is None:

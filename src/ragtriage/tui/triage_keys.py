@@ -17,14 +17,20 @@ STATUS_KEYS = dict(zip("5678", STATUSES, strict=True))
 
 TRIAGE_BINDINGS: list[BindingType] = [
     *(
-        Binding(k, f"set_category('{c}')", "category" if k == "1" else c, key_display="1-4" if k == "1" else k,
-                show=k == "1")
+        Binding(
+            k,
+            f"set_category('{c}')",
+            "category" if k == "1" else c,
+            key_display="1-4" if k == "1" else k,
+            show=k == "1",
+        )
         for k, c in CATEGORY_KEYS.items()
     ),
     Binding("0", "set_category('')", "clear category", show=False),
     *(
-        Binding(k, f"set_status('{s}')", "status" if k == "5" else s, key_display="5-8" if k == "5" else k,
-                show=k == "5")
+        Binding(
+            k, f"set_status('{s}')", "status" if k == "5" else s, key_display="5-8" if k == "5" else k, show=k == "5"
+        )
         for k, s in STATUS_KEYS.items()
     ),
     Binding("e", "edit_note", "Note"),
@@ -49,8 +55,11 @@ class TriageKeys:
         """The current case, or None with a word on screen: a triage key is never silently lost."""
         case_id = self.triage_case()
         if not case_id:
-            self.app.notify("no case selected yet (the list is still loading): nothing saved",  # type: ignore[attr-defined]
-                            severity="warning", timeout=3)
+            self.app.notify(
+                "no case selected yet (the list is still loading): nothing saved",  # type: ignore[attr-defined]
+                severity="warning",
+                timeout=3,
+            )
         return case_id
 
     def action_set_category(self, category: str) -> None:

@@ -51,8 +51,11 @@ def case_block(d: CaseDetail) -> RenderableType:
         ("principal", principal),
         ("filters", c.get("filters") or "(none)"),
         ("expected", f"{c.get('expected_behavior')} (answerable={c.get('answerable')})"),
-        ("case", f"split={c.get('split')} type={c.get('query_type')} lang={c.get('language')} "
-                 f"critical={c.get('critical')} tags={c.get('tags')}"),
+        (
+            "case",
+            f"split={c.get('split')} type={c.get('query_type')} lang={c.get('language')} "
+            f"critical={c.get('critical')} tags={c.get('tags')}",
+        ),
     ]
     for k, v in rows:
         grid.add_row(k, lit(v))
@@ -70,8 +73,21 @@ def triage_block(d: CaseDetail) -> RenderableType:
     return grid
 
 
-SHOWN_ELSEWHERE = {"case_id", "run_id", "query", "split", "query_type", "dataset_version", "k", "category", "rule",
-                   "confidence", "pattern", "patterns", "evidence"}
+SHOWN_ELSEWHERE = {
+    "case_id",
+    "run_id",
+    "query",
+    "split",
+    "query_type",
+    "dataset_version",
+    "k",
+    "category",
+    "rule",
+    "confidence",
+    "pattern",
+    "patterns",
+    "evidence",
+}
 EVIDENCE_LINE = 110
 
 
@@ -116,8 +132,14 @@ def classification_block(d: CaseDetail) -> RenderableType:
 
 
 RESULT_COLUMNS = (
-    Column("stg"), Column("#", right=True), Column("gr", right=True), Column("unit", flex=True), Column("type"),
-    Column("doc"), Column("ACL"), Column("score", right=True),
+    Column("stg"),
+    Column("#", right=True),
+    Column("gr", right=True),
+    Column("unit", flex=True),
+    Column("type"),
+    Column("doc"),
+    Column("ACL"),
+    Column("score", right=True),
 )
 
 
@@ -132,8 +154,9 @@ def results_block(d: CaseDetail) -> RenderableType:
         doc = "absent" if r["not_in_corpus"] else (r["doc_status"] or "")
         score = "" if r["score"] is None else f"{r['score']:.3f}"
         stage = "fin" if r["stage"] == "final" else "cand"
-        rows.append([lit(stage), lit(r["rank"]), grade, lit(r["unit_id"]), lit(r["doc_type"]), lit(doc), acl,
-                     lit(score)])
+        rows.append(
+            [lit(stage), lit(r["rank"]), grade, lit(r["unit_id"]), lit(r["doc_type"]), lit(doc), acl, lit(score)]
+        )
     return LineTable(RESULT_COLUMNS, rows)
 
 
@@ -187,8 +210,15 @@ def prerender(renderable: RenderableType, width: int) -> Text:
     its height and again to paint it); done here, in the worker that fetched the case, the UI thread only copies
     lines. The result keeps every style and prints data literally, as the renderable did.
     """
-    console = Console(width=width, file=io.StringIO(), color_system="truecolor", force_terminal=True,
-                      highlight=False, emoji=False, markup=False)
+    console = Console(
+        width=width,
+        file=io.StringIO(),
+        color_system="truecolor",
+        force_terminal=True,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
     out = Text(no_wrap=True, overflow="crop", end="")
     for i, line in enumerate(console.render_lines(renderable, console.options.update_width(width), pad=False)):
         if i:

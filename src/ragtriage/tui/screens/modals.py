@@ -43,10 +43,14 @@ class HelpScreen(ModalScreen[None]):
         with Vertical():
             yield Label(Text(f"Keys: {self.title_text}", style="bold"))
             yield Static(t, markup=False)
-            yield Static(Text(f"\nViews: {views}\n{KEY_HELP}\n"
-                              "j/k/g/G move, / search, t/T sort column, Enter open, Escape back,\n"
-                              "ctrl+p command palette (commands, case ids), E export CSV, R next run, q quit"),
-                         markup=False)
+            yield Static(
+                Text(
+                    f"\nViews: {views}\n{KEY_HELP}\n"
+                    "j/k/g/G move, / search, t/T sort column, Enter open, Escape back,\n"
+                    "ctrl+p command palette (commands, case ids), E export CSV, R next run, q quit"
+                ),
+                markup=False,
+            )
 
 
 class NoteEditor(ModalScreen[str | None]):

@@ -55,14 +55,24 @@ def identity_block(run: dict[str, Any], ds: dict[str, Any]) -> RenderableType:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
-    grid.add_row("dataset", Text(
-        f"{ds.get('name')} {ds.get('version')} ({str(ds.get('dataset_version'))[:12]}) unit={ds.get('unit')} "
-        f"relevant: grade>={ds.get('relevance_threshold')} on {ds.get('grade_min')}..{ds.get('grade_max')}"))
-    grid.add_row("run", Text(
-        f"{run.get('run_id')} k={run.get('k')} candidate_k={run.get('candidate_k')} "
-        f"index={run.get('index_version')} corpus={run.get('corpus_version')}"))
-    grid.add_row("config", Text(
-        f"embedding={run.get('embedding_model')} chunking={run.get('chunking')} reranker={run.get('reranker')}"))
+    grid.add_row(
+        "dataset",
+        Text(
+            f"{ds.get('name')} {ds.get('version')} ({str(ds.get('dataset_version'))[:12]}) unit={ds.get('unit')} "
+            f"relevant: grade>={ds.get('relevance_threshold')} on {ds.get('grade_min')}..{ds.get('grade_max')}"
+        ),
+    )
+    grid.add_row(
+        "run",
+        Text(
+            f"{run.get('run_id')} k={run.get('k')} candidate_k={run.get('candidate_k')} "
+            f"index={run.get('index_version')} corpus={run.get('corpus_version')}"
+        ),
+    )
+    grid.add_row(
+        "config",
+        Text(f"embedding={run.get('embedding_model')} chunking={run.get('chunking')} reranker={run.get('reranker')}"),
+    )
     return grid
 
 

@@ -20,16 +20,26 @@ from ragtriage.tui.widgets.arrow_table import ArrowTable
 
 SEARCHABLE = ("case_id", "query", "unit_id", "document_id", "chunk_id", "run_id")
 MOVE_KEYS = (
-    ("j,down", "down"), ("k,up", "up"), ("g,home", "top"), ("G,end", "bottom"),
-    ("ctrl+f,pagedown", "pagedown"), ("ctrl+b,pageup", "pageup"),
+    ("j,down", "down"),
+    ("k,up", "up"),
+    ("g,home", "top"),
+    ("G,end", "bottom"),
+    ("ctrl+f,pagedown", "pagedown"),
+    ("ctrl+b,pageup", "pageup"),
 )
 
 
 def replay(moves: list[str], row: int, n_rows: int, page: int) -> int:
     """The cursor row after the moves typed while the list was loading, clamped to the rows there are."""
     for move in moves:
-        row = {"down": row + 1, "up": row - 1, "top": 0, "bottom": n_rows - 1,
-               "pagedown": row + page, "pageup": row - page}.get(move, row)
+        row = {
+            "down": row + 1,
+            "up": row - 1,
+            "top": 0,
+            "bottom": n_rows - 1,
+            "pagedown": row + page,
+            "pageup": row - page,
+        }.get(move, row)
         row = max(0, min(row, n_rows - 1))
     return max(row, 0)
 
