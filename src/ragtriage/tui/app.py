@@ -1,16 +1,17 @@
 """The triage app: one mode per top-level view, a read-only DuckDB connection, and one ordered notes writer.
 
-- The analysis connection is read-only so several people (and CLI reports) can open one database; each worker
-  takes its own cursor from it.
+- The store is read through short-lived read-only connections (:class:`ragtriage.tui.data.StoreReader`), one
+  per worker call, so several people, CLI reports and a `ragtriage load` can use one database while it is open.
+- Notes written by another process (a second triager) show within a second: the app polls the notes file's
+  SQLite ``data_version`` (a cheap pragma) and reloads the view when it changes.
 - Notes go through one queue to one writer worker, so two quick keys on one case are stored in the order
   pressed; the footer says "saved" only once SQLite has committed the change. Quitting drains the queue.
 """
 
 from __future__ import annotations
 
-import importlib
 import queue
-from collections.abc import Callable
+import sqlite3
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,28 +19,83 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
 from ragtriage.notes import Note, NotesError, NotesStore, default_author, notes_path_for
+from ragtriage.safe_text import visible
 from ragtriage.store import StoreError, connect
 from ragtriage.tui.commands import TriageCommands
-from ragtriage.tui.data import RunCache
+from ragtriage.tui.data import RunCache, StoreReader
 from ragtriage.tui.screens.base import VIEW_KEYS
 from ragtriage.tui.screens.overview import OverviewScreen
+from ragtriage.tui.text import natural_order
 
 _STOP = object()
+NOTES_POLL_S = 1.0
 
 
-def lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
-    """A view made on first use: the modules of the views not shown at start-up are imported then, not before
-    the overview's first paint (the note editor alone pulls in TextArea)."""
+class NotesWatch:
+    """Tells whether another connection committed to the notes file since the last look: SQLite's
+    ``PRAGMA data_version`` on one connection kept for this, a microsecond read with no table scan."""
 
-    def make() -> Screen[Any]:
-        cls: type[Screen[Any]] = getattr(importlib.import_module(f"ragtriage.tui.screens.{module}"), name)
-        return cls()
+    def __init__(self, path: Path) -> None:
+        self._con: sqlite3.Connection | None = None
+        try:
+            self._con = sqlite3.connect(path, check_same_thread=False)
+            self._seen = self._version()
+        except sqlite3.Error:
+            self._con = None
 
-    return make
+    def _version(self) -> int:
+        assert self._con is not None
+        row = self._con.execute("PRAGMA data_version").fetchone()
+        return int(row[0])
+
+    def changed(self) -> bool:
+        if self._con is None:
+            return False
+        try:
+            now = self._version()
+        except sqlite3.Error:
+            return False
+        seen, self._seen = self._seen, now
+        return now != seen
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+
+
+def _slices() -> Screen[Any]:
+    """Views other than the overview are imported on first use, not before the overview's first paint."""
+    from ragtriage.tui.screens.lists import SlicesScreen
+
+    return SlicesScreen()
+
+
+def _zerohit() -> Screen[Any]:
+    from ragtriage.tui.screens.lists import ZeroHitScreen
+
+    return ZeroHitScreen()
+
+
+def _leakage() -> Screen[Any]:
+    from ragtriage.tui.screens.lists import LeakageScreen
+
+    return LeakageScreen()
+
+
+def _failures() -> Screen[Any]:
+    from ragtriage.tui.screens.failures import FailuresScreen
+
+    return FailuresScreen()
+
+
+def _compare() -> Screen[Any]:
+    from ragtriage.tui.screens.lists import CompareScreen
+
+    return CompareScreen()
 
 
 class NoteSaved(Message):
@@ -59,17 +115,14 @@ class TriageApp(App[None]):
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {TriageCommands}
     MODES: ClassVar[dict[str, Any]] = {
         "overview": OverviewScreen,
-        "slices": lazy("lists", "SlicesScreen"),
-        "zerohit": lazy("lists", "ZeroHitScreen"),
-        "leakage": lazy("lists", "LeakageScreen"),
-        "failures": lazy("failures", "FailuresScreen"),
-        "compare": lazy("lists", "CompareScreen"),
+        "slices": _slices,
+        "zerohit": _zerohit,
+        "leakage": _leakage,
+        "failures": _failures,
+        "compare": _compare,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(
-            Binding(key, f"switch_mode('{mode}')", label, show=False, id=f"view-{mode}")
-            for key, mode, label in VIEW_KEYS
-        ),
+        *(Binding(key, f"show_view('{mode}')", label, show=False, id=f"view-{mode}") for key, mode, label in VIEW_KEYS),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("E", "export", "Export", id="export"),
         Binding("R", "next_run", "Run", show=False, id="next-run"),
@@ -91,16 +144,20 @@ class TriageApp(App[None]):
         export_dir: str | Path | None = None,
     ) -> None:
         self.db_path = Path(db_path)
-        self.con = connect(db_path, read_only=True)
-        self.runs = [r[0] for r in self.con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        self.reader = StoreReader(db_path)
+        con = connect(db_path, read_only=True)
+        try:
+            self.runs = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+            newest = con.execute(
+                "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
+            ).fetchone()
+        finally:
+            con.close()
         if not self.runs:
             raise StoreError(f"{db_path}: no run loaded; load one with `ragtriage load --db {db_path} --run DIR`")
         for name, value in (("run", run_id), ("baseline", baseline)):
             if value is not None and value not in self.runs:
                 raise StoreError(f"unknown {name} {value!r}; loaded runs: {', '.join(self.runs)}")
-        newest = self.con.execute(
-            "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
-        ).fetchone()
         self.run_id = run_id or (newest[0] if newest else self.runs[-1])
         self.baseline = baseline or next((r for r in self.runs if r != self.run_id), None)
         self.store = NotesStore(notes_path or notes_path_for(db_path))
@@ -120,9 +177,22 @@ class TriageApp(App[None]):
         self._writer_running = True
         self._notes_writer()
         self.switch_mode("overview")
+        self._notes_watch = NotesWatch(self.store.path)
+        self.set_interval(NOTES_POLL_S, self._poll_notes)
+
+    def _poll_notes(self) -> None:
+        """Another process saved a note: refresh what shows notes (our own saves refresh on NoteSaved too)."""
+        if self._notes_watch.changed():
+            self.notes_version += 1
+            handler = getattr(self.screen, "on_note_saved", None)
+            if handler:
+                handler()
 
     def on_unmount(self) -> None:
         self.drain_notes()
+        watch = getattr(self, "_notes_watch", None)
+        if watch is not None:
+            watch.close()
 
     def drain_notes(self) -> None:
         """Block until every queued note is committed, then stop the writer (idempotent)."""
@@ -144,11 +214,9 @@ class TriageApp(App[None]):
 
     @work(thread=True, exclusive=True, group="case-index", exit_on_error=False)
     def _load_case_index(self) -> None:
-        cur = self.con.cursor()
-        try:
-            ids = cur.sql("SELECT case_id FROM cases ORDER BY case_id").to_arrow_table().column(0).to_pylist()
-        finally:
-            cur.close()
+        with self.reader.cursor() as cur:
+            table = cur.sql("SELECT case_id FROM cases").to_arrow_table()
+        ids = [str(c) for c in natural_order(table, "case_id").column(0).to_pylist()]
         self.call_from_thread(setattr, self, "case_index", ids)
 
     # notes -----------------------------------------------------------------------------------------------------
@@ -205,9 +273,23 @@ class TriageApp(App[None]):
         return VIEW_KEYS
 
     def open_case(self, case_id: str, case_list: list[str]) -> None:
+        """The case screen on top of the list it came from (one case screen at a time: opening another from the
+        palette replaces it, so Escape always goes back to the list)."""
         from ragtriage.tui.screens.case_detail import CaseScreen
 
+        if isinstance(self.screen, CaseScreen):
+            self.pop_screen()
         self.push_screen(CaseScreen(case_id, case_list, self.current_mode or "failures"))
+
+    def show_view(self, mode: str) -> None:
+        """Switch to a top-level view from anywhere (palette, keys): what was stacked on the current view is
+        closed first, so views never pile up."""
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, ModalScreen):
+            self.pop_screen()
+        self.switch_mode(mode)
+
+    def action_show_view(self, mode: str) -> None:
+        self.show_view(mode)
 
     def use_run(self, run_id: str) -> None:
         self.run_id = run_id
@@ -225,14 +307,10 @@ class TriageApp(App[None]):
         self.use_run(self.runs[(self.runs.index(self.run_id) + 1) % len(self.runs)])
 
     def action_help(self) -> None:
-        from ragtriage.tui.screens.modals import HelpScreen
+        from ragtriage.tui.screens.modals import HelpScreen, screen_keys
 
-        seen: list[tuple[str, str]] = []
-        for key, active in self.screen.active_bindings.items():
-            b = active.binding
-            if b.description:
-                seen.append((b.key_display or self.get_key_display(b) or key, b.description))
-        self.push_screen(HelpScreen(seen, type(self.screen).__name__.replace("Screen", "")))
+        screen = self.screen
+        self.push_screen(HelpScreen(screen_keys(screen, self), type(screen).__name__.replace("Screen", "")))
 
     # export ----------------------------------------------------------------------------------------------------
     def action_export(self) -> None:
@@ -241,23 +319,36 @@ class TriageApp(App[None]):
         default = str(self.export_dir / f"ragtriage-notes-{self.run_id}.csv")
 
         def chosen(path: str | None) -> None:
-            if path:
+            if not path:
+                return
+            if Path(path).exists():
+                self.confirm_overwrite(path)
+            else:
                 self._export(path, self.run_id)
 
         self.push_screen(
-            PathPrompt(f"Export triage of run {self.run_id} to CSV (Enter, Escape cancels)", default), chosen
+            PathPrompt(f"Export triage of run {visible(self.run_id)} to CSV (Enter, Escape cancels)", default), chosen
         )
+
+    def confirm_overwrite(self, path: str) -> None:
+        from ragtriage.tui.screens.modals import Confirm
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._export(path, self.run_id)
+            else:
+                self.notify("export cancelled: nothing written", timeout=3)
+
+        self.push_screen(Confirm(f"{visible(path)} exists. Overwrite it? (y / n)"), answered)
 
     @work(thread=True, exclusive=True, group="export", exit_on_error=False)
     def _export(self, path: str, run_id: str) -> None:
         from ragtriage.notes.export import ExportError, export_table, write_csv
 
-        cur = self.con.cursor()
         try:
-            rows = write_csv(export_table(cur, self.store, run_id), path)
-        except (ExportError, OSError) as exc:
-            self.post_message(NoteFailed(f"export failed: {exc}"))
+            with self.reader.cursor() as cur:
+                rows = write_csv(export_table(cur, self.store, run_id), path)
+        except (ExportError, OSError, StoreError) as exc:
+            self.post_message(NoteFailed(f"export failed: {visible(exc)}"))
             return
-        finally:
-            cur.close()
-        self.call_from_thread(self.notify, f"exported {rows} rows to {path}", timeout=5)
+        self.call_from_thread(self.notify, f"exported {rows} rows to {visible(path)}", timeout=5)

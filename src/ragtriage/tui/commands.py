@@ -21,12 +21,12 @@ class TriageCommands(Provider):
     def commands(self) -> list[tuple[str, Callable[[], object], str]]:
         app: TriageApp = self.app  # type: ignore[assignment]
         out: list[tuple[str, Callable[[], object], str]] = [
-            (f"View: {label}", partial(app.switch_mode, mode), f"key {key}") for key, mode, label in app.view_keys()
+            (f"View: {label}", partial(app.show_view, mode), f"key {key}") for key, mode, label in app.view_keys()
         ]
         out += [
             ("Export triage CSV", app.action_export, "key E"),
             ("Next run", app.action_next_run, f"key R (now {app.run_id})"),
-            ("Help: keys of this view", app.action_help, "key ?"),
+            ("Help: every key of this view and the app", app.action_help, "key ?"),
         ]
         out += [(f"Use run: {r}", partial(app.use_run, r), "analyse this run") for r in app.runs if r != app.run_id]
         return out

@@ -1,15 +1,21 @@
-"""What each TUI view shows, fetched through the core API (no textual here, no figure computed here).
+"""What each TUI list shows, read from the core functions imported directly (no textual here, no figure computed
+here).
 
-Every function takes its own DuckDB cursor (one per worker thread) and returns Arrow tables or plain dicts. A
-core function that is missing or fails raises :class:`ViewError` with a sentence the view prints in place of
-its table, so one broken layer never takes the whole TUI down.
+Each function takes a DuckDB cursor (one per worker thread) and returns an Arrow table whose columns are named
+in this module. The core's answers have declared columns (``classify.failures``, ``checks.leakage``,
+``metrics.per_case``, ``metrics.slices``, ``gate.compare``); :func:`require` checks the ones read here, so a
+changed core schema is a clear message, not a guessed column. A core error is raised as :class:`ViewError` with
+the core's words, which the view prints in place of its table.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import numpy as np
@@ -17,37 +23,68 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.arrays import non_null_values
+from ragtriage.checks.leakage import leakage as core_leakage
+from ragtriage.checks.staleness import stale_results
+from ragtriage.classify.classify_run import failures as core_failures
+from ragtriage.classify.locations import run_k, unit_locations
+from ragtriage.gate.compare import Comparison
+from ragtriage.gate.compare import compare as core_compare
 from ragtriage.metrics import summary_cache
+from ragtriage.metrics.per_case import per_case as core_per_case
+from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, NONE, membership_sql
+from ragtriage.metrics.slices import slices as core_slices
+from ragtriage.metrics.summary import summarize
 from ragtriage.notes import NotesStore
-from ragtriage.notes.export import ExportError, as_arrow, core_function, first_column, wide_per_case
+from ragtriage.store import connect
+from ragtriage.tui.text import natural_order
 
-CASE_DIMENSIONS = ("query_type", "language", "split", "source_family", "critical", "tags")
-EVIDENCE_DIMENSIONS = ("doc_type", "source_system", "chunk_kind")
+DIMENSIONS = CASE_FIELDS + EVIDENCE_FIELDS
+#: Measures a case screen, the Compare view and the overview histogram offer, all at the run's own k.
+CASE_MEASURES = ("nDCG", "P", "R", "RR", "AP")
 DEFAULT_KS = (3, 5, 10)
+T = TypeVar("T")
 
 
 class ViewError(Exception):
     """A view cannot be filled: the sentence says which core function and why."""
 
 
-def call(module: str, name: str, *args: Any, **kwargs: Any) -> Any:
-    try:
-        fn = core_function(module, name)
-    except ExportError as exc:
-        raise ViewError(str(exc)) from exc
+def core(name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call a core function; its error becomes a ViewError naming it (the view shows it, the app goes on)."""
     try:
         return fn(*args, **kwargs)
     except ViewError:
         raise
     except Exception as exc:  # the core said no (bad run, missing data): show its words
-        raise ViewError(f"ragtriage.{module}.{name}: {type(exc).__name__}: {exc}") from exc
+        raise ViewError(f"{name}: {type(exc).__name__}: {exc}") from exc
 
 
-def table(module: str, name: str, *args: Any, **kwargs: Any) -> pa.Table:
-    try:
-        return as_arrow(call(module, name, *args, **kwargs))
-    except ExportError as exc:
-        raise ViewError(f"ragtriage.{module}.{name}: {exc}") from exc
+def require(table: pa.Table, columns: Sequence[str], source: str) -> pa.Table:
+    """``table`` if it has ``columns`` (the core's declared schema), else a ViewError naming what is missing."""
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise ViewError(f"{source} returned no {', '.join(missing)} (columns: {', '.join(table.column_names)})")
+    return table
+
+
+class StoreReader:
+    """Short-lived read-only connections to the store, one per piece of work, closed straight after.
+
+    Holding no connection between reads lets ``ragtriage load`` write the store while the TUI is open (DuckDB
+    admits one writing process and no reader while it writes); whole-run answers are kept in :class:`RunCache`,
+    so a case move costs one open (a few ms) and the case's own queries.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        con = connect(self.path, read_only=True)
+        try:
+            yield con
+        finally:
+            con.close()
 
 
 def one_row(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> dict[str, Any] | None:
@@ -55,48 +92,97 @@ def one_row(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> dict
     return rows[0] if rows else None
 
 
-class RunCache:
-    """Whole-run core answers (failures, leakage, per-case metrics), fetched once per run, shared by workers.
+def measure_ks(k: int) -> tuple[int, ...]:
+    """The cutoffs a run is read at: the usual 3, 5, 10 and the run's own k."""
+    return tuple(sorted({*DEFAULT_KS, k}))
 
-    A failure is cached too, so a missing core function is reported once, not retried on every case move.
-    """
+
+class RunCache:
+    """Whole-run core answers (failures, leakage, per-case metrics, unit locations, k), fetched once per run and
+    shared by workers. A failure is cached too, so a core error is reported once, not retried on every case."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[str, str], threading.Lock] = {}
-        self._tables: dict[tuple[str, str], pa.Table | ViewError] = {}
+        self._values: dict[tuple[str, str], Any] = {}
 
-    def get(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> pa.Table:
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+
+    def _get(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> Any:
         key = (kind, run_id)
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:  # a second asker waits for the first instead of computing the same answer again
-            hit = self._tables.get(key)
+            hit = self._values.get(key)
             if hit is None:
                 try:
-                    hit = FETCHERS[kind](cur, run_id)
+                    hit = FETCHERS[kind](cur, run_id, self)
                 except ViewError as exc:
                     hit = exc
-                self._tables[key] = hit
+                self._values[key] = hit
         if isinstance(hit, ViewError):
             raise hit
         return hit
 
+    def table(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> pa.Table:
+        value = self._get(kind, run_id, cur)
+        assert isinstance(value, pa.Table)
+        return value
+
+    def k(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> int:
+        value = self._get("k", run_id, cur)
+        assert isinstance(value, int)
+        return value
+
+
+FAILURE_COLUMNS = ("case_id", "failure", "category", "rule", "evidence", "patterns", "k")
+LEAK_COLUMNS = ("case_id", "stage", "rank", "unit_id", "rule", "detail")
+LOCATION_COLUMNS = ("case_id", "unit_id", "grade", "location", "final_rank", "candidate_rank", "permitted")
+
+
+def _k(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> int:
+    return core("classify.locations.run_k", run_k, cur, run_id)
+
+
+def _failures(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
+    return require(core("classify.failures", core_failures, cur, run_id), FAILURE_COLUMNS, "classify.failures")
+
+
+def _leakage(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
+    return require(core("checks.leakage", core_leakage, cur, run_id), LEAK_COLUMNS, "checks.leakage")
+
+
+def _per_case(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
+    """At 3, 5, 10 and every loaded run's k, so a baseline has figures at the candidate's k too."""
+    ks = tuple(sorted({*DEFAULT_KS, *(int(r[0]) for r in cur.execute("SELECT DISTINCT k FROM runs").fetchall())}))
+    return require(core("metrics.per_case", core_per_case, cur, run_id, ks), ("case_id",), "metrics.per_case")
+
+
+def _stale(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
+    stale = core("checks.stale_results", stale_results, cur, run_id)
+    return require(stale, ("case_id", "stage", "rank", "reason"), "checks.stale_results")
+
+
+def _locations(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
+    """Where every labelled unit of every case is (one call per run: per case it costs as much as per run)."""
+    located = core("classify.unit_locations", unit_locations, cur, run_id)
+    return require(located, LOCATION_COLUMNS, "classify.unit_locations")
+
+
+FETCHERS: dict[str, Callable[[duckdb.DuckDBPyConnection, str, RunCache], Any]] = {
+    "k": _k,
+    "failures": _failures,
+    "leakage": _leakage,
+    "per_case": _per_case,
+    "unit_locations": _locations,
+    "stale": _stale,
+}
+
 
 def run_ids(cur: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
-
-
-def ndcg_column(per_case: pa.Table, k: int = 10) -> str | None:
-    """The per-case nDCG column to draw: nDCG@k when present, else the deepest nDCG cutoff."""
-    names: list[str] = [c for c in per_case.column_names if c.lower().startswith("ndcg@")]
-    exact = next((c for c in names if c.lower() == f"ndcg@{k}"), None)
-    if exact:
-        return exact
-    deepest: str | None = max(
-        names, key=lambda c: int(c.split("@")[1]) if c.split("@")[1].isdigit() else 0, default=None
-    )
-    return deepest
 
 
 def identity(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -117,169 +203,212 @@ def identity(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[dict[str, Any
 
 
 SUMMARY_COLUMNS = ("name", "mean", "median", "p10", "min", "ci_low", "ci_high", "zero_hit_rate", "n")
-SUMMARY_CONTEXT = ("threshold", "gain", "unit", "stage", "mode")
+SUMMARY_CONTEXT = ("threshold", "gain", "unit", "stage")
 
 
-def summary(cur: duckdb.DuckDBPyConnection, run_id: str, db_path: str | Path | None = None) -> tuple[pa.Table, str]:
-    """metrics.summarize's table (the columns that fit 80 wide) and the context every figure needs (threshold,
-    gain, unit, stage). With ``db_path`` the full table is read from / written to :mod:`summary_cache`."""
+@dataclass(frozen=True)
+class Summary:
+    """``metrics.summarize`` as the overview shows it: the columns that fit 80 wide and the context every figure
+    needs (threshold, gain, unit, stage), which is the same on every row and so goes to the title."""
+
+    table: pa.Table
+    context: str
+
+
+def summary(cur: duckdb.DuckDBPyConnection, run_id: str, db_path: str | Path | None = None) -> Summary:
+    """With ``db_path`` the full table is read from / written to :mod:`summary_cache`."""
     full = summary_cache.load(db_path, run_id) if db_path is not None else None
     if full is None:
-        full = table("metrics", "summarize", cur, run_id)
+        full = core("metrics.summarize", summarize, cur, run_id).to_arrow()
         if db_path is not None:
             summary_cache.save(db_path, run_id, full)
-    keep = [c for c in SUMMARY_COLUMNS if c in full.column_names] or full.column_names
+    require(full, SUMMARY_COLUMNS, "metrics.summarize")
     context = ""
     if full.num_rows:
         first = full.slice(0, 1).to_pylist()[0]
         context = " ".join(f"{c}={first[c]}" for c in SUMMARY_CONTEXT if c in first)
-    return full.select(keep), context
+    return Summary(full.select(list(SUMMARY_COLUMNS)), context)
 
 
-def distribution(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> tuple[list[int], str]:
-    """Counts of per-case nDCG in ten bins of 0.1 (drawing input only; the values are metrics.per_case's)."""
-    per_case = cache.get("per_case", run_id, cur)
-    col = ndcg_column(per_case)
-    if col is None:
-        raise ViewError(f"metrics.per_case has no nDCG column ({', '.join(per_case.column_names)})")
-    values = non_null_values(per_case.column(col), np.float64)
+@dataclass(frozen=True)
+class Distribution:
+    """Per-case values of one measure (``metrics.per_case``), binned for drawing only."""
+
+    measure: str
+    counts: list[int]
+    n: int
+
+
+def distribution(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache, family: str = "nDCG") -> Distribution:
+    k = cache.k(run_id, cur)
+    name = f"{family}@{k}"
+    per_case = require(cache.table("per_case", run_id, cur), (name,), "metrics.per_case")
+    values = non_null_values(per_case.column(name), np.float64)
     counts = np.histogram(values, bins=10, range=(0.0, 1.0))[0].tolist()
-    return counts, f"{col} per case, 10 bins 0..1, n={len(values)}"
+    return Distribution(name, [int(c) for c in counts], len(values))
 
 
 def category_counts(fail: pa.Table) -> pa.Table:
-    cat = first_column(fail, "category", "auto_category", "defect")
-    if cat is None:
-        raise ViewError(f"classify.failures has no category column ({', '.join(fail.column_names)})")
-    counts = fail.group_by(cat).aggregate([("case_id", "count_distinct")])
-    return counts.rename_columns(["category", "cases"]).sort_by([("cases", "descending")])
-
-
-def failures(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    return table("classify", "failures", cur, run_id)
-
-
-def leakage(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    return table("checks", "leakage", cur, run_id)
-
-
-def per_case(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    return wide_per_case(table("metrics", "per_case", cur, run_id), cur)
-
-
-def unit_locations(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """Where every labelled unit of every case is (one call per run: per case it costs as much as per run)."""
-    return table("classify", "unit_locations", cur, run_id)
-
-
-FETCHERS = {"failures": failures, "leakage": leakage, "per_case": per_case, "unit_locations": unit_locations}
-
-
-def lead(rows: pa.Table, first: tuple[str, ...], last: tuple[str, ...] = ()) -> pa.Table:
-    """The columns a reader compares placed first, so they are on screen at 80 columns; columns constant in a
-    view (already named in its status line) moved to the end."""
-    names = rows.column_names
-    head = [c for c in first if c in names]
-    tail = [c for c in last if c in names and c not in head]
-    return rows.select(head + [c for c in names if c not in head and c not in tail] + tail)
-
-
-def slices(cur: duckdb.DuckDBPyConnection, run_id: str, dimension: str) -> pa.Table:
-    return lead(
-        table("metrics", "slices", cur, run_id, by=dimension),
-        ("slice_value", "n", "mean", "median", "p10", "zero_hit_rate", "n_without_relevant"),
-        ("dimension", "measure", "threshold", "gain"),
-    )
-
-
-def zero_hit(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
-    """Answerable cases with no relevant result in the top k, as the metrics layer flags them, with the query."""
-    per_case = cache.get("per_case", run_id, cur)
-    flags = [c for c in per_case.column_names if c.lower().startswith("zero_hit")]
-    flag = max(flags, key=lambda c: int(c.split("@")[1]) if c.split("@")[-1].isdigit() else 0, default=None)
-    if flag is None:
-        raise ViewError(f"metrics.per_case has no zero_hit column ({', '.join(per_case.column_names)})")
-    hits = per_case.filter(pc.fill_null(pc.cast(per_case.column(flag), pa.bool_()), False))
-    return with_query(cur, hits.drop_columns([c for c in flags if c != flag]))
+    """Failing cases per automatic category (a case with two categories counts in both)."""
+    counts = fail.group_by("category").aggregate([("case_id", "count_distinct")])
+    return counts.rename_columns(["category", "cases"]).sort_by([("cases", "descending"), ("category", "ascending")])
 
 
 def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:
-    """Rows keyed by case_id, with the case's query placed second (for reading and for `/` search)."""
-    if "case_id" not in rows.column_names:
-        return rows
+    """Rows keyed by case_id with the case's query as the last column (free text takes the width left)."""
     cur.register("_rows", rows)
     try:
-        keep = [c for c in rows.column_names if c not in ("case_id", "query")]
-        cols = "".join(f', r."{c}"' for c in keep)
-        return cur.sql(
-            f"SELECT r.case_id, c.query{cols} FROM _rows r LEFT JOIN cases c USING (case_id)"
-        ).to_arrow_table()
+        keep = [c for c in rows.column_names if c != "query"]
+        cols = ", ".join(f'r."{c}"' for c in keep)
+        return cur.sql(f"SELECT {cols}, c.query FROM _rows r LEFT JOIN cases c USING (case_id)").to_arrow_table()
     finally:
         cur.unregister("_rows")
 
 
 def triage_table(cur: duckdb.DuckDBPyConnection, fail: pa.Table, run_id: str, store: NotesStore) -> pa.Table:
-    """The failures list (``fail`` from classify.failures): one row per failing case, auto and human triage."""
-    cat = first_column(fail, "category", "auto_category", "defect")
-    rule = first_column(fail, "rule", "rule_name", "auto_rule")
-    pattern = first_column(fail, "pattern", "patterns", "hint")
-    if pattern and pa.types.is_list(fail.schema.field(pattern).type):
-        fail = fail.set_column(fail.column_names.index(pattern), pattern, pc.binary_join(fail.column(pattern), "; "))
-        fail = fail.set_column(
-            fail.column_names.index(pattern),
-            pattern,
-            pc.if_else(pc.equal(fail.column(pattern), ""), pa.scalar(None, pa.string()), fail.column(pattern)),
-        )
-    if "case_id" not in fail.column_names or cat is None:
-        raise ViewError(f"classify.failures returned {', '.join(fail.column_names)}; need case_id and category")
+    """The failures list: one row per failing case, its automatic categories and rules beside the person's
+    triage, ids in natural order."""
     notes = store.to_arrow(run_id)
     cur.register("_fail", fail)
     cur.register("_notes", notes)
-    agg = "string_agg(DISTINCT CAST({0} AS VARCHAR), '; ' ORDER BY CAST({0} AS VARCHAR))"
+    agg = "string_agg(DISTINCT {0}, '; ' ORDER BY {0})"
     try:
-        return cur.sql(
-            f"SELECT f.case_id, any_value(c.query) AS query, {agg.format('f.' + cat)} AS auto,"
-            f" {agg.format('f.' + rule) if rule else 'NULL'} AS rule,"
-            f" {agg.format('f.' + pattern) if pattern else 'NULL'} AS pattern,"
-            " any_value(n.category) AS mine, any_value(n.status) AS status, any_value(n.note) AS note"
-            " FROM _fail f LEFT JOIN cases c USING (case_id) LEFT JOIN _notes n USING (case_id)"
-            " GROUP BY f.case_id ORDER BY f.case_id"
+        rows = cur.sql(
+            f"""SELECT f.case_id, any_value(n.status) AS status, any_value(n.category) AS mine,
+                       {agg.format("f.rule")} AS rule, any_value(c.query) AS query,
+                       nullif(string_agg(DISTINCT p.pattern, '; ' ORDER BY p.pattern), '') AS pattern,
+                       any_value(n.note) AS note, {agg.format("f.category")} AS _auto,
+                       string_agg(CAST(f.evidence AS VARCHAR), ' ') AS _units
+                FROM _fail f LEFT JOIN cases c USING (case_id) LEFT JOIN _notes n USING (case_id)
+                LEFT JOIN (SELECT case_id, unnest(patterns) AS pattern FROM _fail) p USING (case_id)
+                GROUP BY f.case_id"""
         ).to_arrow_table()
     finally:
         cur.unregister("_fail")
         cur.unregister("_notes")
+    return natural_order(rows, "case_id")
 
 
-def slice_case_ids(cur: duckdb.DuckDBPyConnection, dimension: str, value: Any) -> list[str]:
-    """Cases of one slice of a case field (list fields such as tags match by membership)."""
-    if dimension not in CASE_DIMENSIONS:
-        raise ViewError(f"slice {dimension}={value}: only case fields ({', '.join(CASE_DIMENSIONS)}) drill down")
-    if dimension == "tags":
-        sql = "SELECT case_id FROM cases WHERE list_contains(tags, ?) ORDER BY case_id"
-    else:
-        sql = f"SELECT case_id FROM cases WHERE CAST({dimension} AS VARCHAR) IS NOT DISTINCT FROM ? ORDER BY case_id"
-    return [r[0] for r in cur.execute(sql, [None if value is None else str(value)]).fetchall()]
-
-
-def compare(
-    cur: duckdb.DuckDBPyConnection, run_id: str, baseline: str, ks: tuple[int, ...] = DEFAULT_KS
-) -> tuple[pa.Table, str]:
-    """Per-case deltas from gate.compare, worst regression first, and its wins/losses line per metric."""
-    result = call("gate", "compare", cur, run_id, baseline, ks)
+def leakage_by_case(cur: duckdb.DuckDBPyConnection, leaks: pa.Table) -> pa.Table:
+    """One row per leaking case: leaked units in the final list and in the candidates, the rules broken; cases
+    with a final-stage leak first (what a user is shown), then natural id order."""
+    cur.register("_leaks", leaks)
     try:
-        found = [getattr(result, a) for a in ("pairs", "per_case") if getattr(result, a, None) is not None]
-        inner = found[0] if found else result
-        deltas = as_arrow(inner)
-    except ExportError as exc:
-        raise ViewError(f"gate.compare: {exc}") from exc
-    deltas = deltas.drop_columns([c for c in ("metric_order",) if c in deltas.column_names])
-    delta = next((c for c in deltas.column_names if c in ("diff", "delta") or "delta" in c.lower()), None)
-    if delta is not None:
-        deltas = deltas.sort_by([(delta, "ascending"), ("case_id", "ascending")])
-    summary = getattr(result, "summary", None)
-    line = ""
-    if isinstance(summary, pa.Table) and {"metric", "wins", "losses"} <= set(summary.column_names):
-        rows = summary.to_pylist()
-        overall = [r for r in rows if r.get("slice") in (None, rows[0].get("slice"))]
-        line = "  ".join(f"{r['metric']} +{r['wins']}/-{r['losses']}" for r in overall)
-    return lead(with_query(cur, deltas), ("case_id", "metric", "diff", "candidate", "baseline")), line
+        rows = cur.sql(
+            """SELECT case_id,
+                      count(DISTINCT unit_id) FILTER (WHERE stage = 'final') AS final,
+                      count(DISTINCT unit_id) FILTER (WHERE stage <> 'final') AS candidate,
+                      string_agg(DISTINCT rule, ', ' ORDER BY rule) AS rules,
+                      string_agg(DISTINCT unit_id, ' ') AS _units
+               FROM _leaks GROUP BY case_id"""
+        ).to_arrow_table()
+    finally:
+        cur.unregister("_leaks")
+    rows = natural_order(with_query(cur, rows), "case_id")
+    has_final = pc.greater(rows.column("final"), 0)
+    return rows.append_column("__f", has_final).sort_by([("__f", "descending")]).drop_columns(["__f"])
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One leaked result of a case: where it is, and every reason (rule and the check's sentence) in full."""
+
+    stage: str
+    rank: int
+    unit_id: str
+    reasons: list[str]
+
+
+def case_leaks(leaks: pa.Table, case_id: str) -> list[Leak]:
+    """The case's leaked results, final stage first, by rank (a handful per case)."""
+    mine = leaks.filter(pc.equal(leaks.column("case_id"), case_id))
+    grouped: dict[tuple[str, int, str], list[str]] = {}
+    for r in mine.select(["stage", "rank", "unit_id", "rule", "detail"]).to_pylist():
+        unit, detail = str(r["unit_id"]), str(r["detail"])
+        detail = detail.removeprefix(f"{unit}: ")  # the unit is on the line already
+        grouped.setdefault((str(r["stage"]), int(r["rank"]), unit), []).append(f"{r['rule']}: {detail}")
+    keys = sorted(grouped, key=lambda key: (key[0] != "final", key[1]))
+    return [Leak(s, rank, unit, grouped[(s, rank, unit)]) for s, rank, unit in keys]
+
+
+def zero_hit(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> tuple[pa.Table, int]:
+    """Answerable cases with no relevant result in the run's top k (``zero_hit@k`` of metrics.per_case)."""
+    k = cache.k(run_id, cur)
+    flag = f"zero_hit@{k}"
+    per_case = require(cache.table("per_case", run_id, cur), (flag, "n_relevant", "n_retrieved"), "metrics.per_case")
+    hits = per_case.filter(pc.fill_null(per_case.column(flag), False))
+    rows = with_query(cur, hits.select(["case_id", "n_relevant", "n_retrieved"]))
+    rows = rows.rename_columns(["case_id", "relevant", "retrieved", "query"])
+    return natural_order(rows, "case_id"), k
+
+
+@dataclass(frozen=True)
+class Slices:
+    """``metrics.slices`` for one dimension with the columns that are the same on every row lifted out."""
+
+    table: pa.Table
+    measure: str
+    threshold: int | None
+
+
+SLICE_LEAD = ("slice_value", "n", "mean", "median", "p10", "zero_hit_rate", "ci_low", "ci_high", "n_without_relevant")
+
+
+def slices(cur: duckdb.DuckDBPyConnection, run_id: str, dimension: str, cache: RunCache) -> Slices:
+    k = cache.k(run_id, cur)
+    table = core("metrics.slices", core_slices, cur, run_id, by=dimension, ks=measure_ks(k), k=k)
+    require(table, (*SLICE_LEAD, "measure", "threshold", "gain"), "metrics.slices")
+    first = table.slice(0, 1).to_pylist()
+    measure = f"{first[0]['measure']} grade>={first[0]['threshold']} {first[0]['gain']}" if first else ""
+    threshold = int(first[0]["threshold"]) if first else None
+    rest = [c for c in table.column_names if c not in SLICE_LEAD and c not in ("dimension", "measure", "threshold")]
+    rest = [c for c in rest if c not in ("gain", "case_ids")]
+    return Slices(table.select([*SLICE_LEAD, *rest]), measure, threshold)
+
+
+def slice_case_ids(cur: duckdb.DuckDBPyConnection, dimension: str, value: Any, threshold: int) -> list[str]:
+    """Cases of one slice, by the metrics layer's own membership rule (tags by membership, evidence fields by
+    the relevant units' values, ``(none)`` for no value)."""
+    if dimension not in DIMENSIONS:
+        raise ViewError(f"slice {dimension}: use one of {', '.join(DIMENSIONS)}")
+    sql = f"SELECT DISTINCT case_id FROM ({membership_sql(dimension, threshold)}) WHERE coalesce(v, ?) = ?"
+    return [str(r[0]) for r in cur.execute(sql, [NONE, str(value)]).fetchall()]
+
+
+@dataclass(frozen=True)
+class CompareView:
+    """One measure of ``gate.compare`` as a list: one row per paired case, worst regression first."""
+
+    table: pa.Table
+    measure: str
+    wins: int
+    losses: int
+    ties: int
+    deltas: list[float]
+
+
+def comparison(cur: duckdb.DuckDBPyConnection, run_id: str, baseline: str, cache: RunCache) -> Comparison:
+    """gate.compare of every case measure at the run's k (one call; the measure key only re-selects)."""
+    k = cache.k(run_id, cur)
+    metrics = [f"{m}@{k}" for m in CASE_MEASURES]
+    result = core("gate.compare", core_compare, cur, run_id, baseline, metrics=metrics, n_resamples=1000)
+    require(result.pairs, ("case_id", "metric", "candidate", "baseline", "diff"), "gate.compare")
+    return result
+
+
+def compare_view(cur: duckdb.DuckDBPyConnection, result: Comparison, family: str) -> CompareView:
+    measure = f"{family}@{result.ks[-1]}"  # every measure was compared at the run's k
+    pairs = result.pairs.filter(pc.equal(result.pairs.column("metric"), measure))
+    rows = pairs.select(["case_id", "baseline", "candidate", "diff"])
+    rows = natural_order(with_query(cur, rows), "case_id").sort_by([("diff", "ascending")])
+    diff = non_null_values(rows.column("diff"), np.float64)
+    wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
+    return CompareView(rows, measure, wins, losses, int(len(diff)) - wins - losses, diff.tolist())
+
+
+def leak_counts(leaks: pa.Table) -> tuple[int, int]:
+    """(leaking cases, leaked final-stage results) for the overview's banner."""
+    final = leaks.filter(pc.equal(leaks.column("stage"), "final"))
+    cases = pc.count_distinct(leaks.column("case_id")).as_py()
+    keys = final.group_by(["case_id", "rank"]).aggregate([]).num_rows if final.num_rows else 0
+    return int(cases or 0), int(keys)

@@ -55,8 +55,8 @@ class TriageKeys:
         """The current case, or None with a word on screen: a triage key is never silently lost."""
         case_id = self.triage_case()
         if not case_id:
-            self.app.notify(
-                "no case selected yet (the list is still loading): nothing saved",  # type: ignore[attr-defined]
+            self.app.notify(  # type: ignore[attr-defined]
+                "no case selected yet (the list is still loading): nothing saved",
                 severity="warning",
                 timeout=3,
             )

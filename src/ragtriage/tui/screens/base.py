@@ -116,11 +116,8 @@ class DataScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group=LOAD_GROUP, exit_on_error=False)
     def load(self, fn: Callable[[Any], Any]) -> Any:
-        cur = self.triage.con.cursor()
-        try:
+        with self.triage.reader.cursor() as cur:
             return fn(cur)
-        finally:
-            cur.close()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != LOAD_GROUP or event.worker.node is not self:

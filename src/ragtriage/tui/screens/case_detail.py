@@ -1,7 +1,10 @@
-"""Case detail: everything a person needs to agree or disagree with the automatic classification, and the
-triage keys to record it; `n`/`p` move to the next/previous case of the list it was opened from.
+"""Case detail: why the case failed at the top, then its ranked list, the labelled evidence it did not retrieve,
+its leaked results with full reasons, the triage keys to record a verdict; `n`/`p` move to the next/previous
+case of the list it was opened from.
 
-Every data string is wrapped in ``rich.text.Text`` so brackets in a query or passage print as typed.
+The "why" header fits the top of an 80×24 screen: the query (two lines at most), each failure with category,
+rule and one evidence sentence, the case's P/R/RR/nDCG at the run's k beside the baseline's with Δ, and the
+run's events for the case. Every data string goes through the one sanitiser and is shown as plain text.
 """
 
 from __future__ import annotations
@@ -21,45 +24,185 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from ragtriage.safe_text import visible
 from ragtriage.tui.detail_data import CaseDetail, case_detail
 from ragtriage.tui.screens.base import LOAD_GROUP, DataScreen
+from ragtriage.tui.text import delta, lit, middle, num, wrap_lines
 from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
 from ragtriage.tui.widgets.line_table import Column, LineTable
 
-PASSAGE_CHARS = 400
+PASSAGE_CHARS = 300
 PREFETCH_KEEP = 8
-
-
-def lit(value: Any) -> Text:
-    return Text("" if value is None else str(value))
+HEADER_MEASURES = ("P", "R", "RR", "nDCG")
+SHOWN_FAILURES = 3
 
 
 def heading(title: str) -> Text:
     return Text(title, style="bold underline")
 
 
-def case_block(d: CaseDetail) -> RenderableType:
-    c = d.case
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column()
-    groups = ", ".join(c.get("principal_groups") or [])
-    who = c.get("principal_id") or "(none: ACL unchecked)"
-    principal = f"{who} groups [{groups}] tenant {c.get('principal_tenant')}"
-    rows = [
-        ("query", c.get("query")),
-        ("principal", principal),
-        ("filters", c.get("filters") or "(none)"),
-        ("expected", f"{c.get('expected_behavior')} (answerable={c.get('answerable')})"),
-        (
-            "case",
-            f"split={c.get('split')} type={c.get('query_type')} lang={c.get('language')} "
-            f"critical={c.get('critical')} tags={c.get('tags')}",
-        ),
-    ]
-    for k, v in rows:
-        grid.add_row(k, lit(v))
-    return grid
+def where(m: dict[str, Any], k: int) -> str:
+    """Where a labelled unit is, in words (from classify.unit_locations' location and ranks)."""
+    loc = m.get("location")
+    if loc == "final-top-k":
+        text = f"at final rank {m.get('final_rank')}"
+    elif loc == "final-below-k":
+        text = f"at final rank {m.get('final_rank')}, below k={k}"
+    elif loc == "candidate":
+        text = f"at candidate rank {m.get('candidate_rank')}"
+    elif loc == "absent-from-corpus":
+        text = "not in the corpus"
+    elif loc == "other-run":
+        text = f"only in another run: {visible(m.get('best_other_run'))} rank {m.get('best_rank_other_runs')}"
+    elif loc == "absent-from-runs":
+        text = "never retrieved by any run"
+    else:
+        text = visible(loc)
+    if m.get("permitted") is False:
+        text += ", not permitted to the principal"
+    return text
+
+
+def failure_sentence(failure: dict[str, Any], k: int) -> str:
+    """One sentence of evidence for a failure, from the classifier's stored facts."""
+    try:
+        facts = json.loads(failure.get("evidence") or "{}").get("facts", {})
+    except (ValueError, AttributeError):
+        facts = {}
+    missing = facts.get("missing") or []
+    if missing:
+        m = missing[0]
+        more = f" (+{len(missing) - 1} more)" if len(missing) > 1 else ""
+        return f"{visible(m.get('unit_id'))} grade {m.get('grade')} is {where(m, k)}{more}; k={k}"
+    if facts.get("leaks") is not None:
+        return f"{facts.get('n_leaked_final')} leak findings in the final list ({facts.get('n_leaked_rows')} in all)"
+    for key in ("stale_detail", "reason"):
+        if facts.get(key):
+            return f"{visible(facts[key])}; k={k}"
+    if facts.get("n_relevant") == 0:
+        return f"no relevant label for this case; k={k}"
+    return f"k={k}"
+
+
+def metrics_block(d: CaseDetail) -> LineTable:
+    """The case's P/R/RR/nDCG at the run's k; with a baseline open, its row and the Δ row (run − baseline)."""
+    names = [f"{m}@{d.k}" for m in HEADER_MEASURES]
+    columns = [Column("case"), *(Column(n, right=True) for n in names)]
+    rows = [[Text(middle(visible(d.run_id), 16)), *(Text(num(d.metrics.get(n))) for n in names)]]
+    if d.baseline:
+        base = [d.baseline_metrics.get(n) for n in names]
+        rows.append([Text(middle(visible(d.baseline), 16)), *(Text(num(v)) for v in base)])
+        diffs = []
+        for n, b in zip(names, base, strict=True):
+            mine = d.metrics.get(n)
+            diff = None if mine is None or b is None else float(mine) - float(b)
+            style = "" if not diff else ("red" if diff < 0 else "green")
+            diffs.append(Text(delta(diff), style=style))
+        rows.append([Text("Δ"), *diffs])
+    return LineTable(columns, rows)
+
+
+def events_line(d: CaseDetail) -> Text:
+    e = d.events
+    if not e:
+        return Text("run events: none recorded", style="dim")
+    latency = e.get("latency_ms")
+    took = "—" if latency is None else f"{latency:.0f} ms"
+    line = Text.assemble(("events ", "bold"), f"latency {took} · status ", lit(e.get("status")))
+    for flag, word in (("timed_out", "TIMEOUT"), ("fallback", "FALLBACK"), ("empty", "EMPTY")):
+        if e.get(flag):
+            line.append(f" · {word}", style="bold red")
+    if e.get("error"):
+        line.append(" · error ")
+        line.append_text(lit(e["error"]))
+    return line
+
+
+def why_block(d: CaseDetail, width: int) -> RenderableType:
+    """The header: query, failures, per-case metrics and events, each line fitting ``width``."""
+    lines: list[Text] = []
+    query = visible(d.case.get("query"))
+    for i, part in enumerate(wrap_lines(query, width - 2, 2)):
+        lines.append(Text.assemble(("Q " if i == 0 else "  ", "bold"), part))
+    if "classification" in d.errors:
+        lines.append(Text(d.errors["classification"], style="red"))
+    elif not d.failures:
+        lines.append(Text("not a failure of this run (no rule fired)", style="green"))
+    for f in d.failures[:SHOWN_FAILURES]:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(f"{visible(f.get('category'))} ", style="bold magenta")
+        line.append_text(lit(f.get("rule"), "bold"))
+        line.append(f"  ({visible(f.get('failure'))})", style="dim")
+        lines.append(line)
+        lines.append(Text("  " + failure_sentence(f, d.k), no_wrap=True, overflow="ellipsis"))
+    if len(d.failures) > SHOWN_FAILURES:
+        lines.append(Text(f"… {len(d.failures) - SHOWN_FAILURES} more failures below", style="dim"))
+    if "metrics" in d.errors:
+        lines.append(Text(d.errors["metrics"], style="red"))
+    elif not d.metrics:
+        lines.append(Text(f"no metrics at k={d.k}: the case has no relevant label (not averaged)", style="dim"))
+    lines.append(events_line(d))
+    if d.metrics and "metrics" not in d.errors:
+        return Group(*lines, metrics_block(d))
+    return Group(*lines)
+
+
+RESULT_COLUMNS = (Column("#", right=True), Column("unit", flex=True), Column("grade", right=True), Column("flags"))
+
+
+def flags(d: CaseDetail, r: dict[str, Any]) -> Text:
+    out = Text()
+    key = (str(r["stage"]), int(r["rank"]))
+    if key in d.leaked_at():
+        out.append("LEAK ", style="bold white on red")
+    if key in d.stale:
+        out.append(f"stale({d.stale[key]}) ", style="yellow")
+    if r["duplicate"]:
+        out.append("dup ", style="dim")
+    if r["not_in_corpus"]:
+        out.append("not-in-corpus ", style="yellow")
+    if str(r["unit_id"]) in d.relevant:
+        out.append("relevant", style="bold green")
+    return out
+
+
+def results_block(d: CaseDetail, stage: str, width: int) -> RenderableType:
+    rows = []
+    for r in d.results:
+        if r["stage"] != stage:
+            continue
+        grade = Text("unjudged", style="yellow") if r["grade"] is None else Text(str(r["grade"]))
+        rows.append([Text(str(r["rank"])), lit(r["unit_id"]), grade, flags(d, r)])
+    if not rows:
+        return Text(f"no {stage} results recorded for this case", style="yellow")
+    return LineTable(RESULT_COLUMNS, rows, middle_cut=True)
+
+
+def missing_block(d: CaseDetail, width: int) -> RenderableType:
+    if "missing" in d.errors:
+        return Text(d.errors["missing"], style="red")
+    missing = [m for m in d.locations if m.get("location") != "final-top-k"]
+    if not missing:
+        return Text(f"every labelled relevant unit is in the final top {d.k}", style="green")
+    unit_w = max(12, min(max(len(visible(m["unit_id"])) for m in missing), width // 2))
+    lines = []
+    for m in missing:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(middle(visible(m["unit_id"]), unit_w).ljust(unit_w), style="bold")
+        line.append(f"  grade {m.get('grade')}  ")
+        line.append(where(m, d.k))
+        lines.append(line)
+    return Group(*lines)
+
+
+def leaks_block(d: CaseDetail) -> RenderableType:
+    if "leaks" in d.errors:
+        return Text(d.errors["leaks"], style="red")
+    out: list[Text] = []
+    for leak in d.leaks:
+        out.append(Text.assemble((f"{leak.stage} #{leak.rank} ", "bold red"), lit(leak.unit_id, "bold")))
+        out.extend(Text.assemble("  ", lit(reason)) for reason in leak.reasons)
+    return Group(*out)
 
 
 def triage_block(d: CaseDetail) -> RenderableType:
@@ -69,137 +212,67 @@ def triage_block(d: CaseDetail) -> RenderableType:
     n = d.note
     mine = f"{n.category or '-'} / {n.status or '-'} by {n.author} at {n.updated_at[:19]}" if n else "not triaged"
     grid.add_row("mine", lit(mine))
-    grid.add_row("note", lit(n.note if n and n.note else "(none: press e)"))
+    grid.add_row("note", Text(visible(n.note, keep_newlines=True)) if n and n.note else Text("(none: press e)"))
+    c = d.case
+    who = c.get("principal_id") or "(none: ACL unchecked)"
+    grid.add_row("principal", lit(f"{who} groups {c.get('principal_groups')} tenant {c.get('principal_tenant')}"))
+    grid.add_row("expected", lit(f"{c.get('expected_behavior')} (answerable={c.get('answerable')})"))
+    grid.add_row("case", lit(f"split={c.get('split')} type={c.get('query_type')} lang={c.get('language')}"))
     return grid
 
 
-SHOWN_ELSEWHERE = {
-    "case_id",
-    "run_id",
-    "query",
-    "split",
-    "query_type",
-    "dataset_version",
-    "k",
-    "category",
-    "rule",
-    "confidence",
-    "pattern",
-    "patterns",
-    "evidence",
-}
-EVIDENCE_LINE = 110
-
-
-def evidence_lines(raw: Any) -> list[Text]:
-    """The classifier's evidence: its ``facts`` one per line (JSON text as the store holds it)."""
-    if raw in (None, ""):
-        return []
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return [Text(f"  evidence: {raw}"[:EVIDENCE_LINE])]
-    facts = parsed.get("facts", parsed) if isinstance(parsed, dict) else {"evidence": parsed}
-    out = []
-    for k, v in facts.items():
-        text = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
-        line = f"  {k}: {text}"
-        out.append(Text(line if len(line) <= EVIDENCE_LINE else line[: EVIDENCE_LINE - 1] + "…"))
-    return out
-
-
 def classification_block(d: CaseDetail) -> RenderableType:
-    if "classification" in d.errors:
-        return Text(d.errors["classification"], style="red")
-    if d.classification is None or d.classification.num_rows == 0:
-        return Text("not a failure of this run (no rule fired)")
     out: list[RenderableType] = []
-    for r in d.classification.to_pylist():
-        head = Text()
-        head.append(str(r.get("category", "?")), style="bold")
-        head.append(f"  rule {r.get('rule', '?')}")
-        if r.get("confidence") is not None:
-            head.append(f"  confidence {r['confidence']}")
-        patterns = r.get("patterns", r.get("pattern"))
-        if patterns:
-            head.append(f"  pattern {'; '.join(patterns) if isinstance(patterns, list) else patterns}")
-        out.append(head)
-        for k, v in r.items():
-            if k not in SHOWN_ELSEWHERE and v not in (None, "", []):
-                out.append(Text(f"  {k}: {'; '.join(map(str, v)) if isinstance(v, list) else v}"))
-        out.extend(evidence_lines(r.get("evidence")))
-    return Group(*out)
-
-
-RESULT_COLUMNS = (
-    Column("stg"),
-    Column("#", right=True),
-    Column("gr", right=True),
-    Column("unit", flex=True),
-    Column("type"),
-    Column("doc"),
-    Column("ACL"),
-    Column("score", right=True),
-)
-
-
-def results_block(d: CaseDetail) -> RenderableType:
-    if d.results.num_rows == 0:
-        return Text("no results recorded for this case")
-    rows = []
-    for r in d.results.to_pylist():
-        verdict = d.verdicts.get((r["stage"], r["rank"]))
-        acl = Text(f"LEAK {verdict}", style="bold red") if verdict else Text("ok" if "acl" not in d.errors else "?")
-        grade = Text("?", style="yellow") if r["unjudged"] else lit(r["grade"])
-        doc = "absent" if r["not_in_corpus"] else (r["doc_status"] or "")
-        score = "" if r["score"] is None else f"{r['score']:.3f}"
-        stage = "fin" if r["stage"] == "final" else "cand"
-        rows.append(
-            [lit(stage), lit(r["rank"]), grade, lit(r["unit_id"]), lit(r["doc_type"]), lit(doc), acl, lit(score)]
+    for f in d.failures:
+        out.append(
+            Text.assemble(
+                (f"{f.get('failure')} ", "bold"),
+                lit(f"{f.get('category')} · {f.get('rule')} · confidence {num(f.get('confidence'))}"),
+            )
         )
-    return LineTable(RESULT_COLUMNS, rows)
+        for step in f.get("experiments") or []:
+            out.append(Text.assemble("  try: ", lit(step)))
+        patterns = f.get("patterns") or []
+        if patterns:
+            out.append(Text.assemble("  patterns: ", lit(", ".join(map(str, patterns)))))
+    return Group(*out) if out else Text("no automatic classification (not a failure)")
 
 
 def passages_block(d: CaseDetail) -> RenderableType:
     out = []
-    for r in d.results.to_pylist():
+    for r in d.results:
         if r["stage"] != "final":
             continue
-        text = (r["passage"] or "(no passage text in the manifest)").replace("\n", " ")
+        text = visible(r["passage"] or "(no passage text in the manifest)")
         line = Text()
-        line.append(f"#{r['rank']} {r['unit_id']} ", style="bold")
-        line.append(lit(r["title"] or ""))
+        line.append(f"#{r['rank']} ", style="bold")
+        line.append_text(lit(r["unit_id"], "bold"))
+        line.append(" ")
+        line.append_text(lit(r["title"] or ""))
         line.append("\n   ")
         line.append(text[:PASSAGE_CHARS] + ("…" if len(text) > PASSAGE_CHARS else ""))
         out.append(line)
     return Group(*out) if out else Text("(no final-stage results)")
 
 
-def missing_block(d: CaseDetail) -> RenderableType:
-    if "missing" in d.errors:
-        return Text(d.errors["missing"], style="red")
-    if d.missing is None or d.missing.num_rows == 0:
-        return Text("every labelled relevant unit is in the final top k")
-    t = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for name in d.missing.column_names:
-        if name not in ("case_id", "run_id"):
-            t.add_column(name, overflow="fold")
-    for r in d.missing.to_pylist():
-        t.add_row(*(lit(v) for k, v in r.items() if k not in ("case_id", "run_id")))
-    return t
+SECTIONS = ("why", "results", "leaks", "missing", "triage", "classification", "candidates", "passages")
 
 
-SECTIONS = ("case", "triage", "classification", "results", "passages", "missing")
-
-
-def sections(d: CaseDetail) -> dict[str, RenderableType]:
+def sections(d: CaseDetail, width: int) -> dict[str, RenderableType]:
+    n_final = sum(1 for r in d.results if r["stage"] == "final")
+    n_cand = len(d.results) - n_final
+    leaks: RenderableType = Text("")
+    if d.leaks or "leaks" in d.errors:
+        leaks = Group(Text("Leaked results (final first), full reasons", style="bold underline red"), leaks_block(d))
     return {
-        "case": Group(heading("Case"), case_block(d)),
+        "why": why_block(d, width),
+        "results": Group(heading(f"Final list ({n_final}; k={d.k})"), results_block(d, "final", width)),
+        "missing": Group(heading("Labelled evidence not in the final top k"), missing_block(d, width)),
+        "leaks": leaks,
         "triage": Group(heading("Triage (1-4 category, 5-8 status, e note)"), triage_block(d)),
         "classification": Group(heading("Automatic classification"), classification_block(d)),
-        "results": Group(heading("Ranked results (gr ? = unjudged)"), results_block(d)),
+        "candidates": Group(heading(f"Candidate stage ({n_cand})"), results_block(d, "candidate", width)),
         "passages": Group(heading("Final passages"), passages_block(d)),
-        "missing": Group(heading("Labelled evidence not retrieved in the top k"), missing_block(d)),
     }
 
 
@@ -239,7 +312,7 @@ class Rendered:
 
 
 def rendered(d: CaseDetail, width: int) -> Rendered:
-    return Rendered(d, width, {name: prerender(body, width) for name, body in sections(d).items()})
+    return Rendered(d, width, {name: prerender(body, width) for name, body in sections(d, width).items()})
 
 
 class CaseScreen(TriageKeys, DataScreen):
@@ -256,6 +329,7 @@ class CaseScreen(TriageKeys, DataScreen):
     DEFAULT_CSS = """
     CaseScreen #body { height: 1fr; padding: 0 1; }
     CaseScreen .section { margin-top: 1; }
+    CaseScreen #sec-why { margin-top: 0; }
     """
 
     def __init__(self, case_id: str, case_list: list[str], mode: str) -> None:
@@ -275,16 +349,19 @@ class CaseScreen(TriageKeys, DataScreen):
         yield from self.compose_footer()
 
     def bar_detail(self) -> str:
-        return f"case {self.case_id} ({self.pos + 1}/{len(self.case_list)}) · run {self.triage.run_id}"
+        return (
+            f"case {visible(self.case_id)} ({self.pos + 1}/{len(self.case_list)}) · run {visible(self.triage.run_id)}"
+        )
 
     def section_width(self) -> int:
         """Cells a section has: the body less its padding and scrollbar (known after the first layout)."""
-        width = self.query_one("#sec-case", Static).content_region.width
+        width = self.query_one("#sec-why", Static).content_region.width
         return width if width > 0 else max(20, self.app.size.width - 4)
 
     def fetch(self, cur: Any) -> Rendered:
         width = self.width_for_workers
-        return rendered(case_detail(cur, self.triage.run_id, self.case_id, self.triage.store, self.triage.cache), width)
+        app = self.triage
+        return rendered(case_detail(cur, app.run_id, self.case_id, app.store, app.cache, app.baseline), width)
 
     width_for_workers = 76
 
@@ -307,8 +384,12 @@ class CaseScreen(TriageKeys, DataScreen):
         self.detail = d
         for name in SECTIONS:
             self.query_one(f"#sec-{name}", Static).update(result.sections[name])
-        errs = [v for k, v in d.errors.items() if k == "acl"]
-        self.set_status(f"{len(d.results)} result rows" + (f" · ACL: {errs[0]}" if errs else ""), error=bool(errs))
+        self.query_one("#sec-leaks", Static).display = bool(d.leaks or "leaks" in d.errors)
+        if d.leaks:
+            final = sum(1 for leak in d.leaks if leak.stage == "final")
+            self.set_status(f"LEAKS: {final} final, {len(d.leaks) - final} candidate results", error=True)
+        else:
+            self.set_status("")
         self.call_after_refresh(self.prefetch_neighbours)  # after the paint: its Python work would slow the paint
 
     def prefetch_neighbours(self) -> None:
@@ -322,15 +403,13 @@ class CaseScreen(TriageKeys, DataScreen):
 
     @work(thread=True, exclusive=True, group="case-prefetch", exit_on_error=False)
     def prefetch(self, case_ids: list[str], key: tuple[Any, ...], width: int) -> None:
-        app, cur = self.triage, self.triage.con.cursor()
-        try:
+        app = self.triage
+        with app.reader.cursor() as cur:
             for case_id in case_ids:
                 if get_current_worker().is_cancelled:
                     return
-                found = rendered(case_detail(cur, key[0], case_id, app.store, app.cache), width)
+                found = rendered(case_detail(cur, key[0], case_id, app.store, app.cache, key[1]), width)
                 self.app.call_from_thread(self.keep_prefetched, (*key, case_id), found)
-        finally:
-            cur.close()
 
     def keep_prefetched(self, key: tuple[Any, ...], found: Rendered) -> None:
         if key[:-1] != self.stale_key():

@@ -12,11 +12,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from textual.binding import Binding, BindingType
 
+from ragtriage.safe_text import visible
 from ragtriage.tui import data
 from ragtriage.tui.screens.table_view import TableScreen
 from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
 
-FILTERS = {"auto": "a", "pattern": "p", "status": "u"}
+FILTERS = {"_auto": "a", "pattern": "p", "status": "u"}
 
 
 def cycle(values: list[str], current: str | None) -> str | None:
@@ -36,15 +37,16 @@ def distinct_parts(column: pa.ChunkedArray) -> list[str]:
 
 class FailuresScreen(TriageKeys, TableScreen):
     MODE = "failures"
+    FREE_TEXT = ("rule", "query")  # the rule names the category too (ranking.…), so it is the column shown
     BINDINGS: ClassVar[list[BindingType]] = [
         *TRIAGE_BINDINGS,
-        Binding("a", "filter('auto')", "Category"),
+        Binding("a", "filter('_auto')", "Category"),
         Binding("p", "filter('pattern')", "Pattern"),
         Binding("u", "filter('status')", "Status"),
         Binding("x", "clear_filters", "Clear", show=False),
     ]
 
-    def __init__(self, slice_filter: tuple[str, Any] | None = None) -> None:
+    def __init__(self, slice_filter: tuple[str, Any, int] | None = None) -> None:
         super().__init__()
         self.filters: dict[str, str | None] = dict.fromkeys(FILTERS)
         self.slice_filter = slice_filter
@@ -52,11 +54,11 @@ class FailuresScreen(TriageKeys, TableScreen):
 
     def bar_detail(self) -> str:
         if self.slice_filter:
-            return f"run {self.triage.run_id} · slice {self.slice_filter[0]}={self.slice_filter[1]}"
+            return f"run {self.triage.run_id} · slice {self.slice_filter[0]}={visible(self.slice_filter[1])}"
         return f"run {self.triage.run_id}"
 
     def fetch(self, cur: Any) -> tuple[pa.Table, set[str] | None]:
-        fail = self.triage.cache.get("failures", self.triage.run_id, cur)
+        fail = self.triage.cache.table("failures", self.triage.run_id, cur)
         rows = data.triage_table(cur, fail, self.triage.run_id, self.triage.store)
         cases = None
         if self.slice_filter:
@@ -82,7 +84,7 @@ class FailuresScreen(TriageKeys, TableScreen):
         return table
 
     def describe(self) -> str:
-        active = [f"{k}={v}" for k, v in self.filters.items() if v]
+        active = [f"{k.lstrip('_')}={visible(v)}" for k, v in self.filters.items() if v]
         return " · ".join([super().describe(), *active])
 
     def action_filter(self, column: str) -> None:

@@ -1,52 +1,111 @@
-"""The list views: Slices, Zero-hit, Leakage and Compare (Failures has its own module for its filters)."""
+"""The list views: Slices, Zero-hit, Leakage and Compare (Failures has its own module for its filters).
+
+Every list has one row per case (Slices one per slice value, whose Enter lists its failing cases); Enter opens
+the case and `n`/`p` there follow this list's order.
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 import pyarrow as pa
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import Static
 
+from ragtriage.gate.compare import Comparison
+from ragtriage.safe_text import visible
 from ragtriage.tui import data
 from ragtriage.tui.screens.table_view import TableScreen
-
-DIMENSIONS = data.CASE_DIMENSIONS + data.EVIDENCE_DIMENSIONS
+from ragtriage.tui.text import lit
+from ragtriage.tui.widgets.plots import DeltaHistogram
 
 
 class ZeroHitScreen(TableScreen):
-    """Answerable cases with no relevant unit in the final top k."""
+    """Answerable cases with no relevant unit in the run's final top k (the k is in the title)."""
 
     MODE = "zerohit"
 
-    def fetch(self, cur: Any) -> pa.Table:
+    def __init__(self) -> None:
+        super().__init__()
+        self.k: int | None = None
+
+    def bar_detail(self) -> str:
+        at = f"k={self.k}" if self.k is not None else "the run's k"
+        return f"run {self.triage.run_id} · no relevant unit in the final top {at}"
+
+    def fetch(self, cur: Any) -> tuple[pa.Table, int]:
         return data.zero_hit(cur, self.triage.run_id, self.triage.cache)
+
+    def show(self, result: tuple[pa.Table, int]) -> None:
+        self.source, self.k = result
+        self.set_bar()
+        self.render_table()
 
 
 class LeakageScreen(TableScreen):
-    """Every leaked result row: a hard failure, never averaged away, drawn in the error colour."""
+    """One row per leaking case, final-stage leaks first; below the list, the highlighted case's leaked results
+    with every reason in full (wrapped, never cut). A hard failure, drawn in the error colour."""
 
     MODE = "leakage"
     TABLE_CLASSES = "hard-failure"
     DEFAULT_CSS = """
+    LeakageScreen #tablebox { height: 1fr; }
+    LeakageScreen #reasons { height: 1fr; border-top: solid $error; padding: 0 1; }
     LeakageScreen ArrowTable.hard-failure { color: $text-error; }
     LeakageScreen ArrowTable.hard-failure > .datatable--header { background: $error; color: $text; }
     LeakageScreen #status { color: $text-error; text-style: bold; }
     """
 
-    def fetch(self, cur: Any) -> pa.Table:
-        return data.with_query(cur, self.triage.cache.get("leakage", self.triage.run_id, cur))
+    def __init__(self) -> None:
+        super().__init__()
+        self.leaks: pa.Table | None = None
+
+    def compose_below(self) -> ComposeResult:
+        with VerticalScroll(id="reasons"):
+            yield Static(id="reason-text", markup=False)
+
+    def fetch(self, cur: Any) -> tuple[pa.Table, pa.Table]:
+        leaks = self.triage.cache.table("leakage", self.triage.run_id, cur)
+        return data.leakage_by_case(cur, leaks), leaks
+
+    def show(self, result: tuple[pa.Table, pa.Table]) -> None:
+        self.source, self.leaks = result
+        self.render_table()
+        self.show_reasons()
 
     def describe(self) -> str:
         assert self.source is not None
         n = self.source.num_rows
-        head = f"LEAKAGE: {n} result rows the principal may not see" if n else "no leaked rows in this run"
+        head = f"LEAKAGE in {n} cases, final-stage leaks first" if n else "no leaked results in this run"
         return f"{head} · {super().describe()}"
+
+    def on_data_table_row_highlighted(self, event: Any) -> None:
+        self.show_reasons()
+
+    def show_reasons(self) -> None:
+        case_id = self.cursor_case()
+        body = self.query_one("#reason-text", Static)
+        if case_id is None or self.leaks is None:
+            body.update(Text(""))
+            return
+        lines: list[Text] = [Text.assemble(("leaked results of ", "bold"), lit(case_id, "bold"), " (final first)")]
+        for leak in data.case_leaks(self.leaks, case_id):
+            head = Text.assemble((f"{leak.stage} #{leak.rank} ", "bold red"), lit(leak.unit_id, "bold"))
+            lines.append(head)
+            lines.extend(Text.assemble("  ", lit(reason)) for reason in leak.reasons)
+        body.update(Group(*lines))
 
 
 class SlicesScreen(TableScreen):
     """Slices worst first by one dimension; `d` picks the dimension, Enter lists the slice's failing cases."""
 
     MODE = "slices"
+    ROW_NOUN = "slices"
+    FREE_TEXT = ("slice_value",)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "dimension", "Dimension"),
         Binding("enter", "open", "Failing cases"),
@@ -54,66 +113,92 @@ class SlicesScreen(TableScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.dimension = DIMENSIONS[0]
-        self.measure = ""  # "nDCG@10 grade>=2 exponential": the columns that are the same on every row
+        self.dimension = data.DIMENSIONS[0]
+        self.measure = ""  # "nDCG@8 grade>=2 exponential": the columns that are the same on every row
+        self.threshold: int | None = None
 
     def bar_detail(self) -> str:
         return f"run {self.triage.run_id} · by {self.dimension}" + (f" · {self.measure}" if self.measure else "")
 
-    def fetch(self, cur: Any) -> pa.Table:
-        return data.slices(cur, self.triage.run_id, self.dimension)
+    def fetch(self, cur: Any) -> data.Slices:
+        return data.slices(cur, self.triage.run_id, self.dimension, self.triage.cache)
 
-    def show(self, result: pa.Table) -> None:
-        first = result.slice(0, 1).to_pylist()
-        if first and {"measure", "threshold", "gain"} <= set(first[0]):
-            row = first[0]
-            self.measure = f"{row['measure']} grade>={row['threshold']} {row['gain']}"
-        super().show(result)
+    def show(self, result: data.Slices) -> None:
+        self.measure, self.threshold = result.measure, result.threshold
+        self.set_bar()
+        super().show(result.table)
 
     def action_dimension(self) -> None:
-        self.dimension = DIMENSIONS[(DIMENSIONS.index(self.dimension) + 1) % len(DIMENSIONS)]
+        dims = data.DIMENSIONS
+        self.dimension = dims[(dims.index(self.dimension) + 1) % len(dims)]
         self.sort_column = None
         self.reload()
 
-    def slice_value(self, row: dict[str, Any]) -> Any:
-        for key in ("slice_value", self.dimension, "value", "slice"):
-            if key in row:
-                return row[key]
-        return next(iter(row.values()))
-
     def action_open(self) -> None:
         row = self.current_row()
-        if row is None:
+        if row is None or self.threshold is None:
             return
         from ragtriage.tui.screens.failures import FailuresScreen
 
-        self.app.push_screen(FailuresScreen(slice_filter=(self.dimension, self.slice_value(row))))
+        self.app.push_screen(FailuresScreen(slice_filter=(self.dimension, row["slice_value"], self.threshold)))
 
 
 class CompareScreen(TableScreen):
-    """Per-case deltas of the run against the baseline, worst regression first; `b` picks the baseline."""
+    """One row per paired case: the measure for the baseline and the run and Δ, worst regression first; `m`
+    cycles the measure, `b` the baseline; the Δ distribution is drawn below."""
 
     MODE = "compare"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("b", "baseline", "Baseline")]
-
-    def bar_detail(self) -> str:
-        return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'}"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("m", "measure", "Measure"),
+        Binding("b", "baseline", "Baseline"),
+    ]
+    DEFAULT_CSS = """
+    CompareScreen #tablebox { height: 1fr; }
+    CompareScreen DeltaHistogram { height: 9; }
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self.wins_losses = ""
+        self.family = data.CASE_MEASURES[0]
+        self.result: Comparison | None = None
+        self.view: data.CompareView | None = None
 
-    def fetch(self, cur: Any) -> tuple[pa.Table, str]:
+    def compose_below(self) -> ComposeResult:
+        yield DeltaHistogram()
+
+    def bar_detail(self) -> str:
+        measure = self.view.measure if self.view else self.family
+        return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'} · {measure}"
+
+    def fetch(self, cur: Any) -> data.CompareView:
         if not self.triage.baseline:
             raise data.ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
-        return data.compare(cur, self.triage.run_id, self.triage.baseline)
+        if self.result is None or (self.result.run_id, self.result.baseline) != (
+            self.triage.run_id,
+            self.triage.baseline,
+        ):
+            self.result = data.comparison(cur, self.triage.run_id, self.triage.baseline, self.triage.cache)
+        return data.compare_view(cur, self.result, self.family)
 
-    def show(self, result: tuple[pa.Table, str]) -> None:
-        self.source, self.wins_losses = result
+    def show(self, result: data.CompareView) -> None:
+        self.view = result
+        self.set_bar()
+        runs = [visible(self.triage.baseline or "baseline"), visible(self.triage.run_id)]
+        self.source = result.table.rename_columns(["case_id", *runs, "Δ", "query"])
         self.render_table()
+        self.query_one(DeltaHistogram).show(result.deltas, f"Δ {result.measure} per case ({self.triage.run_id} − base)")
 
     def describe(self) -> str:
-        return " · ".join(p for p in (self.wins_losses and f"wins/losses {self.wins_losses}", super().describe()) if p)
+        v = self.view
+        if v is None:
+            return super().describe()
+        return f"+{v.wins} / -{v.losses} / ={v.ties} · {super().describe()}"
+
+    def action_measure(self) -> None:
+        fams = data.CASE_MEASURES
+        self.family = fams[(fams.index(self.family) + 1) % len(fams)]
+        self.sort_column = None
+        self.reload()
 
     def action_baseline(self) -> None:
         others = [r for r in self.triage.runs if r != self.triage.run_id]

@@ -1,56 +1,105 @@
-"""Modal screens: the help list of the current view's keys, the note editor and the export path prompt."""
+"""Modal screens: the help (every key of the view underneath and of the app, scrollable), the note editor, the
+export path prompt and the overwrite question."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
-from textual.screen import ModalScreen
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, Static, TextArea
 
-from ragtriage.tui.screens.base import VIEW_KEYS
+from ragtriage.safe_text import visible
 from ragtriage.tui.triage_keys import KEY_HELP
 from ragtriage.tui.widgets.footer import FittingFooter
 
+if TYPE_CHECKING:
+    from textual.app import App
+
+GENERAL_KEYS = (
+    ("j k ↓ ↑", "move (lists) / scroll (overview, case)"),
+    ("g G Home End", "first / last"),
+    ("ctrl+f ctrl+b PgDn PgUp", "page"),
+    ("/", "search ids (case, unit) and query text; Escape clears"),
+    ("t T", "sort by the next column / reverse (ids sort naturally: q2 before q10)"),
+    ("Enter", "open the case (Slices: the slice's failing cases)"),
+    ("n p", "case screen: next / previous case of the list it came from"),
+    ("Escape", "back (closes search, the case screen, then goes to Overview)"),
+    ("ctrl+p", "command palette: views, runs, export, every case id"),
+)
+
+
+def screen_keys(screen: Screen[Any], app: App[Any]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(keys of the screen, keys of the app), each as (keys as shown, what they do), from the live bindings of
+    the screen and the app (not the focused widget's scrolling keys, which "Moving around" lists); keys bound to
+    one action are one row."""
+    rows: dict[tuple[bool, str], list[str]] = {}
+    for key, active in screen.active_bindings.items():
+        b = active.binding
+        if active.node not in (screen, app) or not b.description:
+            continue
+        shown = b.key_display or app.get_key_display(b) or key
+        keys = rows.setdefault((active.node is app, b.action), [])
+        if shown not in keys:
+            keys.append(shown)
+    described = {
+        (active.node is app, active.binding.action): active.binding for active in screen.active_bindings.values()
+    }
+    view = [(" ".join(keys), described[k].description) for k, keys in rows.items() if not k[0]]
+    whole = [(" ".join(keys), described[k].description) for k, keys in rows.items() if k[0]]
+    return view, whole
+
+
+def key_table(rows: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> Table:
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column()
+    for key, desc in rows:
+        t.add_row(Text(key), Text(desc))
+    return t
+
 
 class HelpScreen(ModalScreen[None]):
-    """Every key of the view underneath, the view keys and the triage keys; any of ? Escape q closes."""
+    """Every key of the view underneath, then the app's; scrolls with j/k/arrows/PgUp/PgDn; ? Escape q close."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,q", "dismiss", "Close"),
+        Binding("j,down", "scroll(1)", "Down", show=False),
+        Binding("k,up", "scroll(-1)", "Up", show=False),
+        Binding("pagedown,ctrl+f,space", "scroll(10)", "Page down", show=False),
+        Binding("pageup,ctrl+b", "scroll(-10)", "Page up", show=False),
+        Binding("g,home", "scroll(-100000)", "Top", show=False),
+        Binding("G,end", "scroll(100000)", "Bottom", show=False),
     ]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 78; max-height: 22; border: round $accent; background: $surface; padding: 0 1; }
+    HelpScreen > VerticalScroll { width: 78; max-width: 100%; height: 90%; border: round $accent;
+                                   background: $surface; padding: 0 1; }
     """
 
-    def __init__(self, keys: list[tuple[str, str]], title: str) -> None:
+    def __init__(self, keys: tuple[list[tuple[str, str]], list[tuple[str, str]]], title: str) -> None:
         super().__init__()
-        self.keys = keys
+        self.view_keys, self.app_keys = keys
         self.title_text = title
 
     def compose(self) -> ComposeResult:
-        t = Table(box=None, show_header=False, pad_edge=False)
-        t.add_column(style="bold", no_wrap=True)
-        t.add_column()
-        for key, desc in self.keys:
-            t.add_row(Text(key), Text(desc))
-        views = "  ".join(f"{k} {label}" for k, _, label in VIEW_KEYS)
-        with Vertical():
-            yield Label(Text(f"Keys: {self.title_text}", style="bold"))
-            yield Static(t, markup=False)
-            yield Static(
-                Text(
-                    f"\nViews: {views}\n{KEY_HELP}\n"
-                    "j/k/g/G move, / search, t/T sort column, Enter open, Escape back,\n"
-                    "ctrl+p command palette (commands, case ids), E export CSV, R next run, q quit"
-                ),
-                markup=False,
-            )
+        with VerticalScroll(id="help-body") as body:
+            body.border_title = "Help (j/k scroll, Escape closes)"
+            yield Label(Text(f"Keys of this view: {self.title_text}", style="bold underline"))
+            yield Static(key_table(self.view_keys), markup=False)
+            yield Label(Text("\nKeys everywhere", style="bold underline"))
+            yield Static(key_table(self.app_keys), markup=False)
+            yield Label(Text("\nMoving around", style="bold underline"))
+            yield Static(key_table(GENERAL_KEYS), markup=False)
+            yield Label(Text("\nTriage (Failures list and case screen)", style="bold underline"))
+            yield Static(Text(KEY_HELP), markup=False)
+
+    def action_scroll(self, lines: int) -> None:
+        self.query_one("#help-body", VerticalScroll).scroll_relative(y=lines, animate=False, immediate=True)
 
 
 class NoteEditor(ModalScreen[str | None]):
@@ -73,7 +122,7 @@ class NoteEditor(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(Text(f"Note for {self.case_id}  (ctrl+s save, Escape cancel)"))
+            yield Label(Text(f"Note for {visible(self.case_id)}  (ctrl+s save, Escape cancel)"))
             yield TextArea(self.text, id="note", soft_wrap=True, show_line_numbers=False)
             yield FittingFooter()
 
@@ -113,3 +162,28 @@ class PathPrompt(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class Confirm(ModalScreen[bool]):
+    """A yes/no question (overwrite an existing export): y answers yes; n or Escape no."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+    DEFAULT_CSS = """
+    Confirm { align: center middle; }
+    Confirm > Vertical { width: 76; height: 5; border: round $warning; background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text(self.question, style="bold"))
+            yield FittingFooter()
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)

@@ -1,5 +1,6 @@
-"""Overview: which dataset and run, the metric table, the per-case nDCG distribution, failures per category and
-the leak count (red when non-zero)."""
+"""Overview: which dataset and run, the leak banner (red when non-zero), the metric table, the per-case
+distribution of a measure at the run's k (histogram; `m` cycles the measure), the per-slice means (bars) and
+failures per category."""
 
 from __future__ import annotations
 
@@ -18,37 +19,50 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
+from ragtriage.safe_text import visible
 from ragtriage.tui import data
 from ragtriage.tui.screens.base import DataScreen
+from ragtriage.tui.text import lit, num
+from ragtriage.tui.widgets.line_table import Column, LineTable
+from ragtriage.tui.widgets.plots import Histogram, SliceBars
 
-BARS = " ▁▂▃▄▅▆▇█"
 SUMMARY_MAX_ROWS = 40
-
-
-def fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return "" if v is None else str(v)
+SLICE_DIMENSION = "query_type"
 
 
 def arrow_rich(table: pa.Table, limit: int = SUMMARY_MAX_ROWS) -> RenderableType:
     t = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for name in table.column_names:
-        t.add_column(name, justify="right" if pa.types.is_floating(table.schema.field(name).type) else "left")
+        kind = table.schema.field(name).type
+        numeric = pa.types.is_floating(kind) or pa.types.is_integer(kind)
+        t.add_column(visible(name), justify="right" if numeric else "left", no_wrap=True)
     for row in table.slice(0, limit).to_pylist():
-        t.add_row(*(Text(fmt(v)) for v in row.values()))
+        t.add_row(*(Text(num(v)) for v in row.values()))
     if table.num_rows > limit:
         t.add_row(Text(f"… {table.num_rows - limit} more"))
     return t
 
 
-def histogram_line(counts: list[int]) -> Text:
-    top = max(counts) or 1
-    bars = "".join(BARS[round(c / top * (len(BARS) - 1))] for c in counts)
-    line = Text("0 ")
-    line.append(bars, style="bold cyan")
-    line.append(" 1   counts " + " ".join(str(c) for c in counts))
-    return line
+SUMMARY_COLUMNS = (
+    Column("measure"),
+    Column("mean", right=True),
+    Column("median", right=True),
+    Column("p10", right=True),
+    Column("min", right=True),
+    Column("95% CI", right=True),
+    Column("zero-hit", right=True),
+    Column("n", right=True),
+)
+
+
+def summary_table(table: pa.Table) -> RenderableType:
+    """metrics.summarize's rows in 68 columns: the interval as one cell, every number with 4 decimals."""
+    rows = []
+    for r in table.to_pylist():
+        ci = f"{num(r['ci_low'])}–{num(r['ci_high'])}"
+        cells = [r["name"], num(r["mean"]), num(r["median"]), num(r["p10"]), num(r["min"]), ci]
+        rows.append([lit(c) for c in cells] + [lit(num(r["zero_hit_rate"])), lit(num(r["n"]))])
+    return LineTable(SUMMARY_COLUMNS, rows)
 
 
 def identity_block(run: dict[str, Any], ds: dict[str, Any]) -> RenderableType:
@@ -57,29 +71,27 @@ def identity_block(run: dict[str, Any], ds: dict[str, Any]) -> RenderableType:
     grid.add_column()
     grid.add_row(
         "dataset",
-        Text(
-            f"{ds.get('name')} {ds.get('version')} ({str(ds.get('dataset_version'))[:12]}) unit={ds.get('unit')} "
+        lit(
+            f"{ds.get('name')} {ds.get('version')} unit={ds.get('unit')} "
             f"relevant: grade>={ds.get('relevance_threshold')} on {ds.get('grade_min')}..{ds.get('grade_max')}"
         ),
     )
-    grid.add_row(
-        "run",
-        Text(
-            f"{run.get('run_id')} k={run.get('k')} candidate_k={run.get('candidate_k')} "
-            f"index={run.get('index_version')} corpus={run.get('corpus_version')}"
-        ),
-    )
-    grid.add_row(
-        "config",
-        Text(f"embedding={run.get('embedding_model')} chunking={run.get('chunking')} reranker={run.get('reranker')}"),
-    )
+    depth = f" candidates to {run['candidate_k']}" if run.get("candidate_k") is not None else ""
+    grid.add_row("run", lit(f"{run.get('run_id')} k={run.get('k')}{depth} index={run.get('index_version')}"))
+    config = [f"{key}={run[key]}" for key in ("embedding_model", "chunking", "reranker") if run.get(key) is not None]
+    if config:
+        grid.add_row("config", Text(visible(" ".join(config)), no_wrap=True, overflow="ellipsis"))
     return grid
 
 
-def leaks_block(n: int) -> RenderableType:
-    if n:
-        return Text(f"LEAKAGE: {n} result rows the principal may not see (press l)", style="bold white on red")
-    return Text("leakage: none (0 rows)", style="green")
+def leaks_block(counts: tuple[int, int]) -> RenderableType:
+    cases, final = counts
+    if cases:
+        return Text(
+            f" LEAKAGE: {cases} cases, {final} final results the principal may not see (press l) ",
+            style="bold white on red",
+        )
+    return Text("leakage: none", style="green")
 
 
 def titled(title: str, body: RenderableType) -> RenderableType:
@@ -87,34 +99,51 @@ def titled(title: str, body: RenderableType) -> RenderableType:
 
 
 class OverviewScreen(DataScreen):
-    """Each section has its own worker, so the identity paints at once and slow core answers fill in later."""
+    """One worker fills the sections in turn, so the identity paints at once and slow core answers fill in."""
 
     MODE = "overview"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("m", "measure", "Measure"),
         Binding("j", "scroll(1)", "Down", show=False),
         Binding("k", "scroll(-1)", "Up", show=False),
         Binding("g", "scroll_to(0)", "Top", show=False),
         Binding("G", "scroll_to(-1)", "Bottom", show=False),
     ]
-    SECTIONS = ("identity", "summary", "leaks", "dist", "categories")
+    #: The order sections are fetched in (the metric table first: it is what a person reads first).
+    SECTIONS = ("identity", "summary", "leaks", "dist", "slices", "categories")
+    #: The order they are shown in: the leak banner right under the identity, never below the fold.
+    SHOWN = ("identity", "leaks", "summary", "dist", "slices", "categories")
+    PLOTS: ClassVar[dict[str, type[Histogram] | type[SliceBars]]] = {"dist": Histogram, "slices": SliceBars}
     LOADING: ClassVar[dict[str, str]] = {
         "identity": "loading the run's identity…",
         "summary": "loading metrics.summarize…",
         "leaks": "loading checks.leakage…",
         "dist": "loading metrics.per_case…",
+        "slices": "loading metrics.slices…",
         "categories": "loading classify.failures…",
     }
     PAINT_WAIT = 2.0
     DEFAULT_CSS = """
     OverviewScreen #body { height: 1fr; padding: 0 1; }
     OverviewScreen .section { margin-top: 1; }
+    OverviewScreen #sec-identity { margin-top: 0; }
+    OverviewScreen #sec-leaks { margin-top: 0; }
+    OverviewScreen .plot { height: 14; margin-top: 1; }
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.family = data.CASE_MEASURES[0]
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
         with VerticalScroll(id="body"):
-            for name in self.SECTIONS:
+            for name in self.SHOWN:
                 yield Static(id=f"sec-{name}", classes="section", markup=False)
+                if name in self.PLOTS:
+                    plot = self.PLOTS[name](id=f"plot-{name}", classes="plot")
+                    plot.display = False
+                    yield plot
         yield from self.compose_footer()
 
     class SectionLoaded(Message):
@@ -129,16 +158,16 @@ class OverviewScreen(DataScreen):
         for name in self.SECTIONS:
             self.section(name, Text(self.LOADING[name], style="dim"))
         self.set_status("")
-        self.load_sections(self.triage.run_id)
+        self.load_sections(self.triage.run_id, self.SECTIONS)
 
     @work(thread=True, exclusive=True, group="overview", exit_on_error=False)
-    def load_sections(self, run_id: str) -> None:
+    def load_sections(self, run_id: str, names: tuple[str, ...]) -> None:
         """One worker, sections one after another, each posted as soon as it is ready: running the core calls in
         parallel on two cores made every section late instead of the first ones early. The metric table comes
         right after the (cheap) identity, and the heavier sections wait until it is on screen, because a DuckDB
         query running while the UI thread paints slows both."""
         worker = get_current_worker()
-        for name in self.SECTIONS:
+        for name in names:
             if worker.is_cancelled:
                 return
             painted = threading.Event()
@@ -150,20 +179,20 @@ class OverviewScreen(DataScreen):
                 painted.wait(self.PAINT_WAIT)
 
     def fetch_section(self, name: str, run_id: str) -> Any:
-        """Worker body: one core call on its own cursor; returns, never touches a widget."""
-        app, cur = self.triage, self.triage.con.cursor()
-        try:
+        """Worker body: one core call on a short-lived connection; returns, never touches a widget."""
+        app = self.triage
+        with app.reader.cursor() as cur:
             if name == "identity":
                 return data.identity(cur, run_id)
             if name == "leaks":
-                return app.cache.get("leakage", run_id, cur).num_rows
+                return data.leak_counts(app.cache.table("leakage", run_id, cur))
             if name == "summary":
                 return data.summary(cur, run_id, app.db_path)
             if name == "dist":
-                return data.distribution(cur, run_id, app.cache)
-            return data.category_counts(app.cache.get("failures", run_id, cur))
-        finally:
-            cur.close()
+                return data.distribution(cur, run_id, app.cache, self.family)
+            if name == "slices":
+                return data.slices(cur, run_id, SLICE_DIMENSION, app.cache)
+            return data.category_counts(app.cache.table("failures", run_id, cur))
 
     def on_overview_screen_section_loaded(self, message: SectionLoaded) -> None:
         self.call_after_refresh(message.painted.set)
@@ -183,12 +212,27 @@ class OverviewScreen(DataScreen):
         if name == "leaks":
             return leaks_block(result)
         if name == "summary":
-            table, context = result
-            return titled(f"Metrics ({context})" if context else "Metrics", arrow_rich(table))
+            s: data.Summary = result
+            return titled(f"Metrics ({s.context})" if s.context else "Metrics", summary_table(s.table))
         if name == "dist":
-            counts, label = result
-            return titled(f"Distribution of {label}", histogram_line(counts))
+            d: data.Distribution = result
+            self.query_one("#plot-dist", Histogram).show(d.counts, f"cases per {d.measure} bin (n={d.n})")
+            self.query_one("#plot-dist").display = True
+            return Text(f"Distribution of {d.measure} per case (m: next measure)", style="bold underline")
+        if name == "slices":
+            sl: data.Slices = result
+            table = sl.table
+            labels = table.column("slice_value").to_pylist()
+            self.query_one("#plot-slices", SliceBars).show(labels, table.column("mean").to_pylist(), "")
+            self.query_one("#plot-slices").display = True
+            return Text(f"Mean {sl.measure} by {SLICE_DIMENSION}, worst first (press s)", style="bold underline")
         return titled("Failures per category (press f)", arrow_rich(result))
+
+    def action_measure(self) -> None:
+        fams = data.CASE_MEASURES
+        self.family = fams[(fams.index(self.family) + 1) % len(fams)]
+        self.section("dist", Text(self.LOADING["dist"], style="dim"))
+        self.load_sections(self.triage.run_id, ("dist",))
 
     def action_scroll(self, lines: int) -> None:
         # immediate: a deferred scroll starts from the old position, so a burst of keys would move one line

@@ -16,9 +16,11 @@ from textual.containers import Container
 from textual.widgets import Input
 
 from ragtriage.tui.screens.base import DataScreen
-from ragtriage.tui.widgets.arrow_table import ArrowTable
+from ragtriage.tui.text import sort_table
+from ragtriage.tui.widgets.arrow_table import FREE_TEXT, ArrowTable
 
-SEARCHABLE = ("case_id", "query", "unit_id", "document_id", "chunk_id", "run_id")
+#: Columns `/` searches; ``_units`` is a hidden column of the unit ids a row's case involves.
+SEARCHABLE = ("case_id", "query", "unit_id", "document_id", "chunk_id", "run_id", "slice_value", "_units")
 MOVE_KEYS = (
     ("j,down", "down"),
     ("k,up", "up"),
@@ -63,7 +65,7 @@ class TableScreen(DataScreen):
         Binding("enter", "open", "Open"),
         Binding("slash", "search", "Search"),
         Binding("t", "sort", "Sort"),
-        Binding("T", "reverse", "Rev", show=False),
+        Binding("T", "reverse", "Reverse sort", show=False),
         *(Binding(keys, f"move('{move}')", move, show=False) for keys, move in MOVE_KEYS),
     ]
     AUTO_FOCUS = "ArrowTable"
@@ -73,6 +75,7 @@ class TableScreen(DataScreen):
     TableScreen ArrowTable { height: 1fr; max-height: 100%; }
     """
     TABLE_CLASSES: ClassVar[str] = ""
+    FREE_TEXT: ClassVar[tuple[str, ...]] = FREE_TEXT
 
     def __init__(self) -> None:
         super().__init__()
@@ -86,11 +89,16 @@ class TableScreen(DataScreen):
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
-        search = Input(placeholder="search case id, unit id or query text; Enter keeps, Escape clears", id="search")
+        search = Input(placeholder="search ids (case, unit) and query text; Enter keeps, Escape clears", id="search")
         search.display = False
         yield search
         yield Container(id="tablebox")
+        yield from self.compose_below()
         yield from self.compose_footer()
+
+    def compose_below(self) -> ComposeResult:
+        """What a view shows under its list (Leakage: the case's reasons; Compare: the Δ histogram)."""
+        yield from ()
 
     def show(self, result: pa.Table) -> None:
         self.source = result
@@ -120,10 +128,12 @@ class TableScreen(DataScreen):
             widget.move_cursor(row=replay([move], widget.cursor_row, self.shown.num_rows, page))
         widget.focus()
 
+    ROW_NOUN: ClassVar[str] = "cases"
+
     def describe(self) -> str:
         """The status line: row counts, sort and search; views add their filters."""
         assert self.source is not None and self.shown is not None
-        parts = [f"{self.shown.num_rows} of {self.source.num_rows} rows"]
+        parts = [f"{self.shown.num_rows} of {self.source.num_rows} {self.ROW_NOUN}"]
         if self.sort_column:
             parts.append(f"sorted by {self.sort_column} {'desc' if self.descending else 'asc'}")
         if self.search_text:
@@ -138,12 +148,13 @@ class TableScreen(DataScreen):
         if self.source is None:
             return
         shown = search_rows(self.transform(self.source), self.search_text)
-        if self.sort_column in shown.column_names:
-            shown = shown.sort_by([(self.sort_column, "descending" if self.descending else "ascending")])
+        if self.sort_column is not None and self.sort_column in shown.column_names:
+            shown = sort_table(shown, self.sort_column, descending=self.descending)
         self.shown = shown
         box = self.query_one("#tablebox", Container)
         box.remove_children()
-        widget = ArrowTable(shown, classes=self.TABLE_CLASSES)
+        self._rendered_width = self.app.size.width
+        widget = ArrowTable(shown, self._rendered_width, self.FREE_TEXT, classes=self.TABLE_CLASSES)
         box.mount(widget)
         if keep_case and "case_id" in shown.column_names:
             ids = shown.column("case_id").to_pylist()
@@ -154,6 +165,12 @@ class TableScreen(DataScreen):
         self._table = widget
         self.set_status(self.describe())
         self.replay_pending()
+
+    _rendered_width = 0
+
+    def on_resize(self) -> None:
+        if self.source is not None and self.app.size.width != self._rendered_width:
+            self.render_table(self.cursor_case())  # free text takes the new width
 
     def table_widget(self) -> ArrowTable | None:
         """The table now shown (the one being replaced may still be in the DOM for a frame)."""

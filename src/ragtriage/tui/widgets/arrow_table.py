@@ -1,34 +1,112 @@
-"""A virtualised table over an Arrow table (textual-fastdatatable), with vim keys, sort and literal text.
+"""A virtualised table over an Arrow table (textual-fastdatatable), with vim keys and literal, legible cells.
 
-fastdatatable renders only the visible rows, so a 100k-row failures list paints as fast as a 10-row one; the
-widget is rebuilt on every new table because the backend is fixed at construction.
+fastdatatable renders only the visible rows, so a 100k-row list paints as fast as a 10-row one; the widget is
+rebuilt on every new table because the backend is fixed at construction. What it is given is made legible
+first (:func:`displayable`): every string through the one sanitiser, ids cut in the middle, numbers as
+right-aligned fixed-width text with 4 decimals (never ``0.…``), and the free-text column given the width left.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from textual.binding import Binding, BindingType
 from textual_fastdatatable import ArrowBackend, DataTable
 
-MAX_CELL_WIDTH = 36
+from ragtriage.safe_text import is_string_type, visible_array
+
+ID_WIDTH = 24
+LABEL_WIDTH = 40
+MIN_TEXT = 20
+GAP = 2
+#: Columns holding free text: they take the width the other columns leave (a view may name its own).
+FREE_TEXT = ("query", "rules")
 
 
-def displayable(table: pa.Table) -> pa.Table:
-    """Nested and JSON columns as text so that every cell renders on one line; floats rounded to 4 decimals (the
-    precision the CLI prints), still numbers, so they stay right-aligned and sortable."""
-    cols = []
-    for col in table.columns:
+def middle_cut(column: pa.ChunkedArray, width: int) -> pa.ChunkedArray:
+    """Strings longer than ``width`` cut in the middle (``pol-trav…2024#06``), vectorised."""
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    long = pc.fill_null(pc.greater(pc.utf8_length(column), width), False)
+    cut = pc.binary_join_element_wise(
+        pc.utf8_slice_codeunits(column, 0, head), pc.utf8_slice_codeunits(column, -tail) if tail else "", "…"
+    )
+    return pc.if_else(long, cut, column)
+
+
+def end_cut(column: pa.ChunkedArray, width: int) -> pa.ChunkedArray:
+    long = pc.fill_null(pc.greater(pc.utf8_length(column), width), False)
+    return pc.if_else(long, pc.binary_join_element_wise(pc.utf8_slice_codeunits(column, 0, width - 1), "…", ""), column)
+
+
+def fixed4(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Floats as ``0.1250`` text (4 decimals, compact past 1e6), right-aligned by padding to the widest."""
+    values = pc.fill_null(pc.cast(col, pa.float64()), float("nan")).to_numpy()
+    finite = np.nan_to_num(values)
+    out = np.where(np.isnan(values), "—", np.char.mod("%.4f", finite))
+    big = np.abs(finite) >= 1e6
+    if big.any():
+        out = np.where(big, np.char.mod("%.4g", finite), out)
+    width = max((len(s) for s in out), default=1)
+    return pa.chunked_array([pa.array(np.char.rjust(out.astype(str), width))], pa.string())
+
+
+def displayable(table: pa.Table, width: int, free_text: tuple[str, ...] = FREE_TEXT) -> pa.Table:
+    """``table`` as the cells a person reads at ``width`` columns (see the module docstring); columns whose name
+    starts with ``_`` are for search only and not shown."""
+    table = table.select([n for n in table.column_names if not n.startswith("_")])
+    cols: list[Any] = []
+    fixed = 0
+    # columns after the last free-text one are for wide screens: they do not take width from the free text
+    last_free = max((i for i, n in enumerate(table.column_names) if n in free_text), default=len(table.columns))
+    for i, (name, col) in enumerate(zip(table.column_names, table.columns, strict=True)):
         if pa.types.is_floating(col.type):
-            col = pc.round(col, 4)
+            col = fixed4(col)
         elif pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
             col = pc.binary_join(pc.cast(col, pa.list_(pa.string())), ", ")
         elif pa.types.is_struct(col.type) or pa.types.is_map(col.type):
             col = pa.array([None if v is None else str(v) for v in col.to_pylist()], pa.string())
+        if is_string_type(col.type):
+            col = visible_array(col)
+            if name.endswith("id"):
+                col = middle_cut(col, ID_WIDTH)  # ids differ at both ends
+            elif name not in free_text:
+                col = end_cut(col, LABEL_WIDTH)
         cols.append(col)
+        if name not in free_text and i < last_free:
+            fixed += max(len(name), column_width(col)) + GAP
+    free = {n: column_width(c) for n, c in zip(table.column_names, cols, strict=True) if n in free_text}
+    if free:
+        rooms = share(free, width - fixed - 2)
+        cols = [end_cut(c, rooms[n]) if n in rooms else c for n, c in zip(table.column_names, cols, strict=True)]
     return pa.table(cols, names=table.column_names)
+
+
+def share(natural: dict[str, int], room: int) -> dict[str, int]:
+    """Split ``room`` cells between free-text columns: narrow ones keep their natural width, the widest take
+    what is left in equal parts (never below MIN_TEXT)."""
+    out: dict[str, int] = {}
+    left = dict(natural)
+    while left:
+        each = max(MIN_TEXT, room // len(left) - GAP)
+        fits = {n: w for n, w in left.items() if max(w, len(n)) <= each}
+        if not fits:
+            return {**out, **dict.fromkeys(left, each)}
+        for n, w in fits.items():
+            out[n] = max(w, len(n))
+            room -= out[n] + GAP
+            del left[n]
+    return out
+
+
+def column_width(col: Any) -> int:
+    if is_string_type(col.type):
+        longest = pc.max(pc.utf8_length(col)).as_py()
+        return int(longest or 0)
+    return max((len(str(v)) for v in (pc.min(col).as_py(), pc.max(col).as_py())), default=1)
 
 
 class ArrowTable(DataTable):
@@ -44,12 +122,12 @@ class ArrowTable(DataTable):
         Binding("ctrl+b", "page_up", "Page up", show=False),
     ]
 
-    def __init__(self, table: pa.Table, **kwargs: Any) -> None:
+    def __init__(self, table: pa.Table, width: int = 80, free_text: tuple[str, ...] = FREE_TEXT, **kwargs: Any) -> None:
         self.arrow = table
         super().__init__(
-            backend=ArrowBackend(displayable(table)),
+            backend=ArrowBackend(displayable(table, width, free_text)),
             cursor_type="row",
-            max_column_content_width=MAX_CELL_WIDTH,
+            max_column_content_width=max(width, MIN_TEXT),
             render_markup=False,
             show_row_labels=False,
             zebra_stripes=True,

@@ -16,6 +16,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
+from ragtriage.tui.text import middle
+
 GAP = 2
 MIN_FLEX = 8
 
@@ -30,8 +32,9 @@ class Column:
 class LineTable:
     """Columns with a bold header line; ``rows`` are ``Text`` cells, one list per row."""
 
-    def __init__(self, columns: Sequence[Column], rows: Iterable[Sequence[Text]]) -> None:
+    def __init__(self, columns: Sequence[Column], rows: Iterable[Sequence[Text]], *, middle_cut: bool = False) -> None:
         self.columns = list(columns)
+        self.middle_cut = middle_cut  # ids differ at both ends: cut the flexible column in the middle
         self.rows = [list(r) for r in rows]
         self.natural = [
             max([cell_len(c.name), *(cell_len(r[i].plain) for r in self.rows)]) for i, c in enumerate(self.columns)
@@ -53,7 +56,10 @@ class LineTable:
                 out.append(" " * GAP)
             cell = cell.copy()
             if cell_len(cell.plain) > width:
-                cell.truncate(width, overflow="ellipsis")
+                if self.middle_cut and col.flex:
+                    cell = Text(middle(cell.plain, width), style=cell.style)
+                else:
+                    cell.truncate(width, overflow="ellipsis")
             pad = " " * (width - cell_len(cell.plain))
             if col.right:
                 out.append(pad)
