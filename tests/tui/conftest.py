@@ -1,4 +1,6 @@
-"""A small store for the TUI tests: four cases (one with markup in its query), a leak, a zero-hit, two runs."""
+"""A small store for the TUI tests, loaded through the real loader and read through the real core: five cases
+(markup in one query, a hostile one with terminal escapes, bidi and a 10,000-character unit id), a leak, a
+zero-hit, a dataset defect (a label on a unit missing from the corpus), two runs."""
 
 from __future__ import annotations
 
@@ -68,10 +70,28 @@ CASES = [
         "query_type": "negative",
     },
 ]
+HOSTILE_QUERY = "\x1b[2J\x1b]8;;http://evil.example\x07link\x1b]8;;\x07 \x1b]52;c;ZXZpbA==\x07 \u202eevil [bold]x[/]"
+LONG_UNIT = "d9#" + "x" * 9997  # a 10,000-character unit id
+CASES.append({"id": "q10", "query": HOSTILE_QUERY, "principal": PRINCIPAL, "query_type": "lookup"})
+DOCS.append(
+    {
+        "document_id": "d9",
+        "chunk_id": LONG_UNIT,
+        "title": "\x1b[31mred title",
+        "text": "long id",
+        "doc_type": "faq",
+        "tenant": "acme",
+        "acl": ["eng"],
+        "status": "current",
+        "chunk_kind": "body",
+    }
+)
 LABELS = [
     {"case_id": "q1", "document_id": "d1", "chunk_id": "d1#1", "grade": 3},
     {"case_id": "q2", "document_id": "d3", "chunk_id": "d3#1", "grade": 2},
     {"case_id": "q3", "document_id": "d1", "chunk_id": "d1#2", "grade": 2},
+    {"case_id": "q10", "document_id": "d9", "chunk_id": LONG_UNIT, "grade": 3},
+    {"case_id": "q10", "document_id": "d1", "chunk_id": "d1#9", "grade": 2},  # a chunk the snapshot lacks
 ]
 
 
@@ -84,6 +104,7 @@ def _results(q1_first: str) -> list[dict[str, object]]:
         {"case_id": "q3", "document_id": "d1", "chunk_id": "d1#2", "score": 0.3},
         {"case_id": "q4", "document_id": "d3", "chunk_id": "d3#1", "score": 0.2},
         {"case_id": "q2", "stage": "candidate", "document_id": "d3", "chunk_id": "d3#1", "score": 0.1},
+        {"case_id": "q10", "document_id": "d9", "chunk_id": LONG_UNIT, "score": 0.7},
     ]
 
 
@@ -102,46 +123,3 @@ def db_path(tmp_path: Path) -> Path:
     )
     con.close()
     return tmp_path / "t.duckdb"
-
-
-FAILURES = [
-    {"case_id": "q1", "category": "ranking", "rule": "relevant-below-k", "pattern": "heading-only"},
-    {"case_id": "q2", "category": "ingestion", "rule": "absent-from-final", "pattern": None},
-    {"case_id": "q3", "category": "security", "rule": "acl-no-overlap", "pattern": None},
-    {"case_id": "q3", "category": "dataset", "rule": "label-on-forbidden-unit", "pattern": None},
-]
-PER_CASE = [
-    {"case_id": "q1", "nDCG@10": 0.63, "P@5": 0.2, "zero_hit@2": False},
-    {"case_id": "q2", "nDCG@10": 0.0, "P@5": 0.0, "zero_hit@2": True},
-    {"case_id": "q3", "nDCG@10": 0.39, "P@5": 0.2, "zero_hit@2": False},
-]
-
-
-SUMMARY = [
-    {"metric": "nDCG", "k": 10, "mean": 0.34, "median": 0.39, "p10": 0.0, "zero_hit": 0.333, "n": 3},
-    {"metric": "P", "k": 5, "mean": 0.133, "median": 0.2, "p10": 0.0, "zero_hit": 0.333, "n": 3},
-]
-
-
-@pytest.fixture
-def fake_core(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
-    """Stand-ins for classify.failures and metrics.per_case with fixed answers, so these tests check the TUI
-    and the export, not the classifier (tested in tests/unit)."""
-    import pyarrow as pa
-
-    import ragtriage.notes.export as export
-    import ragtriage.tui.data as data
-
-    real = export.core_function
-    fakes = {
-        ("classify", "failures"): lambda con, run_id, **_: pa.Table.from_pylist(FAILURES),
-        ("metrics", "per_case"): lambda con, run_id, **_: pa.Table.from_pylist(PER_CASE),
-        ("metrics", "summarize"): lambda con, run_id, **_: pa.Table.from_pylist(SUMMARY),
-    }
-
-    def core_function(module: str, name: str) -> object:
-        return fakes.get((module, name)) or real(module, name)
-
-    monkeypatch.setattr(export, "core_function", core_function)
-    monkeypatch.setattr(data, "core_function", core_function)
-    return {"failures": FAILURES, "per_case": PER_CASE}

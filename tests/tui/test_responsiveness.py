@@ -4,6 +4,7 @@ moving between cases uses the prefetched neighbour, and the footer never overflo
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -18,26 +19,22 @@ from ragtriage.tui.screens.table_view import replay
 from ragtriage.tui.widgets.footer import FittingFooter, FooterKey, key_width
 from tests.tui.helpers import pilot_test, settle, static_text
 
-SLOW = 1.5
+SLOW = 20.0
 
 
 @pytest.fixture
-def slow_failures(fake_core: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    """classify.failures (the fake of conftest.py) takes SLOW seconds, like a large run."""
-    fast = data.core_function
+def slow_failures(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """The real classify.failures, held back until the test sets the event (at most SLOW seconds), like a
+    large run."""
+    fast = data.FETCHERS["failures"]
+    release = threading.Event()
 
-    def core_function(module: str, name: str) -> Any:
-        fn = fast(module, name)
-        if (module, name) != ("classify", "failures"):
-            return fn
+    def slow(*args: Any) -> Any:
+        release.wait(SLOW)
+        return fast(*args)
 
-        def slow(*args: Any, **kwargs: Any) -> Any:
-            time.sleep(SLOW)
-            return fn(*args, **kwargs)
-
-        return slow
-
-    monkeypatch.setattr(data, "core_function", core_function)
+    monkeypatch.setitem(data.FETCHERS, "failures", slow)
+    return release
 
 
 def make_app(db_path: Path) -> TriageApp:
@@ -54,7 +51,7 @@ async def until(predicate: Any, timeout: float = 5.0) -> None:
 
 @pilot_test
 async def test_keys_typed_while_the_failures_list_loads_act_once_it_is_there(
-    db_path: Path, slow_failures: None
+    db_path: Path, slow_failures: threading.Event
 ) -> None:
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -65,26 +62,33 @@ async def test_keys_typed_while_the_failures_list_loads_act_once_it_is_there(
         assert screen.table_widget() is None  # still loading: nothing to move on yet
         await pilot.press("j", "j", "enter")
         assert screen.table_widget() is None and screen.pending == ["down", "down", "open"]
+        slow_failures.set()
         await settle(pilot)
         assert isinstance(app.screen, CaseScreen)
-        assert app.screen.case_id == "q3"  # third failing case: q1, q2, q3
+        assert app.screen.case_id == "q4"  # third failing case of bm25, in natural order: q2, q3, q4, q10
         assert app.screen.pos == 2
+        assert app.screen.case_list == ["q2", "q3", "q4", "q10"]
 
 
 @pilot_test
-async def test_overview_shows_the_metric_table_while_heavier_sections_load(db_path: Path, slow_failures: None) -> None:
+async def test_overview_shows_the_metric_table_while_heavier_sections_load(
+    db_path: Path, slow_failures: threading.Event
+) -> None:
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(lambda: "loading" not in static_text(app, "#sec-summary"))
         summary = static_text(app, "#sec-summary")
-        assert "0.340   0.390  0.000  3" in summary  # nDCG row of the fake summarize
+        # nDCG@3 of bm25, exponential gain: q1 7/log2(3)/7 = 0.6309, q2 0, q3 (grade 2 at rank 2) 0.6309,
+        # q10 (grade 3 at rank 1; ideal adds a grade-2 unit at rank 2) 7/(7 + 3/log2(3)) = 0.7872 → mean 0.5123
+        assert "nDCG@3      0.5123" in summary
         assert static_text(app, "#sec-categories").strip() == "loading classify.failures…"
+        slow_failures.set()
         await settle(pilot)
         assert "ranking" in static_text(app, "#sec-categories")
 
 
 @pilot_test
-async def test_next_case_comes_from_the_prefetch_and_notes_invalidate_it(db_path: Path, fake_core: object) -> None:
+async def test_next_case_comes_from_the_prefetch_and_notes_invalidate_it(db_path: Path) -> None:
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
         app.open_case("q1", ["q1", "q2", "q3"])
@@ -94,7 +98,7 @@ async def test_next_case_comes_from_the_prefetch_and_notes_invalidate_it(db_path
         assert screen.detail_key("q2") in screen.prefetched
         await pilot.press("n")  # shown at once from the prefetch: no settle needed
         assert screen.detail is not None and screen.detail.case["case_id"] == "q2"
-        assert "vpn setup" in static_text(app, "#sec-case")
+        assert "vpn setup" in static_text(app, "#sec-why")
         await pilot.press("3")  # a note on q2 bumps the notes version: q1's prefetched detail is stale now
         await settle(pilot)
         assert "ranking / - by tester" in static_text(app, "#sec-triage")
@@ -126,7 +130,7 @@ def footer_fits(app: TriageApp) -> list[str]:
 
 
 @pilot_test
-async def test_footer_keeps_help_and_never_overflows_at_80_columns(db_path: Path, fake_core: object) -> None:
+async def test_footer_keeps_help_and_never_overflows_at_80_columns(db_path: Path) -> None:
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -141,7 +145,33 @@ async def test_footer_keeps_help_and_never_overflows_at_80_columns(db_path: Path
 
 
 @pilot_test
-async def test_footer_shows_every_key_at_200_columns(db_path: Path, fake_core: object) -> None:
+async def test_n_and_p_follow_the_order_of_the_list_the_case_came_from(db_path: Path) -> None:
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")  # Compare: one row per paired case, worst Δ first
+        await settle(pilot)
+        order = app.screen.case_ids()  # type: ignore[attr-defined]
+        # bm25 − hybrid at k=2: q1 loses (hybrid has d1#1 grade 3 first), q2 q3 q10 tie, in natural id order
+        assert order == ["q1", "q2", "q3", "q10"]
+        await pilot.press("enter")
+        await settle(pilot)
+        seen = [app.screen.case_id]  # type: ignore[attr-defined]
+        for _ in range(3):
+            await pilot.press("n")
+            await settle(pilot)
+            seen.append(app.screen.case_id)  # type: ignore[attr-defined]
+        assert seen == order
+        await pilot.press("p")
+        await settle(pilot)
+        assert app.screen.case_id == "q3"  # type: ignore[attr-defined]
+        await pilot.press("escape", "l")  # Leakage: one row per leaking case
+        await settle(pilot)
+        assert app.screen.case_ids() == ["q3"]  # type: ignore[attr-defined]
+
+
+@pilot_test
+async def test_footer_shows_every_key_at_200_columns(db_path: Path) -> None:
     app = make_app(db_path)
     async with app.run_test(size=(200, 50)) as pilot:
         await settle(pilot)
@@ -168,7 +198,7 @@ def burst(app: TriageApp, *keys: str) -> None:
 
 
 @pilot_test
-async def test_a_burst_of_scroll_keys_scrolls_by_each_key(db_path: Path, fake_core: object) -> None:
+async def test_a_burst_of_scroll_keys_scrolls_by_each_key(db_path: Path) -> None:
     app = make_app(db_path)
     async with app.run_test(size=(80, 12)) as pilot:
         await settle(pilot)

@@ -1,13 +1,17 @@
-"""SVG snapshots of the main views at 80×24 (regenerate with `pytest tests/tui --snapshot-update`).
+"""SVG snapshots at 80×24 of every view, the help screen, and the case screen of a leaking case (q3), a zero-hit
+case (q2) and a dataset-defect case with hostile text (q10), on the conftest store read through the real core.
 
-The classifier and per-case metrics are the fixed stand-ins of conftest.py, so these pictures change only when
-the TUI's rendering does.
+Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update`, then look at the pictures
+(`tests/tui/__snapshots__/test_snapshots/*.svg`) before committing them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ragtriage.tui.app import TriageApp
 from tests.tui.helpers import settle
@@ -19,49 +23,34 @@ def app_for(db_path: Path) -> TriageApp:
     return TriageApp(db_path, "bm25", "hybrid", author="snap")
 
 
-async def _settle(pilot: Any) -> None:
-    await settle(pilot)
-
-
-def test_overview(snap_compare: Any, db_path: Path, fake_core: object) -> None:
-    assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=_settle)
-
-
-def test_leakage(snap_compare: Any, db_path: Path, fake_core: object) -> None:
+def pressing(*keys: str) -> Callable[[Any], Awaitable[None]]:
     async def go(pilot: Any) -> None:
         await settle(pilot)
-        await pilot.press("l")
-        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
 
-    assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=go)
+    return go
 
 
-def test_failures(snap_compare: Any, db_path: Path, fake_core: object) -> None:
+def opening(case_id: str) -> Callable[[Any], Awaitable[None]]:
     async def go(pilot: Any) -> None:
         await settle(pilot)
-        await pilot.press("f")
+        pilot.app.open_case(case_id, [case_id])
         await settle(pilot)
 
-    assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=go)
+    return go
 
 
-def test_case_detail(snap_compare: Any, db_path: Path, fake_core: object) -> None:
-    async def go(pilot: Any) -> None:
-        await settle(pilot)
-        await pilot.press("f")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
-
-    assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=go)
+@pytest.mark.parametrize(
+    "keys",
+    [(), ("s",), ("z",), ("l",), ("f",), ("c",), ("f", "question_mark")],
+    ids=["overview", "slices", "zerohit", "leakage", "failures", "compare", "help"],
+)
+def test_view(snap_compare: Any, db_path: Path, keys: tuple[str, ...]) -> None:
+    assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=pressing(*keys))
 
 
-def test_help(snap_compare: Any, db_path: Path, fake_core: object) -> None:
-    async def go(pilot: Any) -> None:
-        await settle(pilot)
-        await pilot.press("f")
-        await settle(pilot)
-        await pilot.press("question_mark")
-        await settle(pilot)
-
-    assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=go)
+@pytest.mark.parametrize("case_id", ["q3", "q2", "q10"], ids=["leaking", "zero_hit", "dataset_defect_hostile"])
+def test_case_screen(snap_compare: Any, db_path: Path, case_id: str) -> None:
+    assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=opening(case_id))

@@ -14,21 +14,20 @@ import ragtriage.tui.data as data
 from ragtriage.metrics import summary_cache
 from ragtriage.store import connect
 
-ROWS = [{"name": "nDCG@10", "mean": 0.25, "median": 0.5, "p10": 0.0, "n": 4, "threshold": 2, "gain": "exponential"}]
+N_ROWS = 21  # metrics.summarize's default: 7 measures at k = 3, 5, 10
 
 
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The real metrics.summarize, counting its calls."""
     calls: list[str] = []
+    real = data.summarize
 
-    def summarize(con: Any, run_id: str, **_: Any) -> pa.Table:
+    def summarize(con: Any, run_id: str, **kw: Any) -> Any:
         calls.append(run_id)
-        return pa.Table.from_pylist(ROWS)
+        return real(con, run_id, **kw)
 
-    real = data.core_function
-    monkeypatch.setattr(
-        data, "core_function", lambda m, n: summarize if (m, n) == ("metrics", "summarize") else real(m, n)
-    )
+    monkeypatch.setattr(data, "summarize", summarize)
     return calls
 
 
@@ -37,8 +36,11 @@ def test_hit_skips_the_core_and_a_changed_store_recomputes(db_path: Path, counte
     first = data.summary(con, "bm25", db_path)
     second = data.summary(con, "bm25", db_path)
     assert counted == ["bm25"]
-    assert first[0].equals(second[0]) and first[1] == second[1] == "threshold=2 gain=exponential"
-    assert second[0].to_pylist() == [{"name": "nDCG@10", "mean": 0.25, "median": 0.5, "p10": 0.0, "n": 4}]
+    assert first.table.equals(second.table)
+    assert first.context == second.context == "threshold=2 gain=exponential unit=chunk stage=final"
+    ndcg = [r for r in second.table.to_pylist() if r["name"] == "nDCG@10"]
+    # bm25 per case at 10: q1 0.6309, q2 0, q3 0.6309, q10 0.7872 (hand-derived in test_responsiveness.py)
+    assert ndcg[0]["n"] == 4 and ndcg[0]["mean"] == pytest.approx(0.51225, abs=1e-5)
     data.summary(con, "hybrid", db_path)
     assert counted == ["bm25", "hybrid"]  # the run id is part of the key
     con.close()
@@ -62,8 +64,8 @@ def test_off_and_unwritable_cache_still_answer(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv(summary_cache.CACHE_ENV, str(blocker / "cache"))
-    assert not summary_cache.save(db_path, "bm25", pa.Table.from_pylist(ROWS))
-    assert data.summary(con, "bm25", db_path)[0].num_rows == 1
+    assert not summary_cache.save(db_path, "bm25", pa.table({"name": ["nDCG@10"]}))
+    assert data.summary(con, "bm25", db_path).table.num_rows == N_ROWS
     assert counted == ["bm25", "bm25", "bm25"]
     con.close()
 
@@ -73,6 +75,6 @@ def test_a_corrupt_entry_is_a_miss(db_path: Path, counted: list[str], summary_ca
     data.summary(con, "bm25", db_path)
     (entry,) = summary_cache_dir.iterdir()
     entry.write_bytes(b"truncated")
-    assert data.summary(con, "bm25", db_path)[0].num_rows == 1
+    assert data.summary(con, "bm25", db_path).table.num_rows == N_ROWS
     assert counted == ["bm25", "bm25"]
     con.close()

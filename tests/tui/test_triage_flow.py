@@ -5,18 +5,19 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, TextArea
 
 from ragtriage.notes import NotesStore, notes_path_for
 from ragtriage.tui.app import TriageApp
 from ragtriage.tui.screens.case_detail import CaseScreen
 from ragtriage.tui.screens.failures import FailuresScreen
-from ragtriage.tui.screens.modals import NoteEditor, PathPrompt
+from ragtriage.tui.screens.modals import Confirm, NoteEditor, PathPrompt
 from tests.tui.helpers import pilot_test, settle, static_text
 
 
 @pilot_test
-async def test_failures_list_filters_by_category_and_status(db_path: Path, fake_core: object) -> None:
+async def test_failures_list_filters_by_category_and_status(db_path: Path) -> None:
     app = TriageApp(db_path, "bm25", "hybrid", author="ann")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -25,30 +26,32 @@ async def test_failures_list_filters_by_category_and_status(db_path: Path, fake_
         screen = app.screen
         assert isinstance(screen, FailuresScreen)
         rows = screen.shown.to_pylist()  # type: ignore[union-attr]
-        assert [(r["case_id"], r["auto"], r["rule"], r["pattern"]) for r in rows] == [
-            ("q1", "ranking", "relevant-below-k", "heading-only"),
-            ("q2", "ingestion", "absent-from-final", None),
-            ("q3", "dataset; security", "acl-no-overlap; label-on-forbidden-unit", None),
+        # classify.failures of bm25 on the conftest store, one row per case, ids in natural order
+        assert [(r["case_id"], r["_auto"], r["rule"]) for r in rows] == [
+            ("q2", "ranking", "ranking.candidate-not-promoted"),
+            ("q3", "security", "security.leaked-result"),
+            ("q4", "ranking", "ranking.negative-answered"),
+            ("q10", "dataset", "dataset.label-not-in-snapshot"),
         ]
         await pilot.press("a")  # first category value: dataset
-        assert screen.case_ids() == ["q3"]
-        await pilot.press("a")  # ingestion
-        assert screen.case_ids() == ["q2"]
-        await pilot.press("x")
-        assert screen.cursor_case() == "q2"  # clearing filters keeps the cursor on its case
+        assert screen.case_ids() == ["q10"]
+        await pilot.press("a")  # ranking
+        assert screen.case_ids() == ["q2", "q4"]
+        await pilot.press("j", "x")
+        assert screen.cursor_case() == "q4"  # clearing filters keeps the cursor on its case
         await pilot.press("3", "7")  # ranking, fixed
         await settle(pilot)
-        note = NotesStore(notes_path_for(db_path)).get("bm25", "q2")
+        note = NotesStore(notes_path_for(db_path)).get("bm25", "q4")
         assert note is not None and (note.category, note.status, note.author) == ("ranking", "fixed", "ann")
-        assert screen.cursor_case() == "q2"  # the list refreshed in place
+        assert screen.cursor_case() == "q4"  # the list refreshed in place
         await pilot.press("u")  # status filter: fixed
-        assert screen.case_ids() == ["q2"]
+        assert screen.case_ids() == ["q4"]
         await pilot.press("u")  # (untriaged)
-        assert screen.case_ids() == ["q1", "q3"]
+        assert screen.case_ids() == ["q2", "q3", "q10"]
 
 
 @pilot_test
-async def test_assign_note_next_and_export_csv(db_path: Path, fake_core: object, tmp_path: Path) -> None:
+async def test_assign_note_next_and_export_csv(db_path: Path, tmp_path: Path) -> None:
     app = TriageApp(db_path, "bm25", "hybrid", author="ann")
     out = tmp_path / "export.csv"
     async with app.run_test(size=(80, 24)) as pilot:
@@ -57,8 +60,10 @@ async def test_assign_note_next_and_export_csv(db_path: Path, fake_core: object,
         await settle(pilot)
         await pilot.press("enter")
         await settle(pilot)
-        assert isinstance(app.screen, CaseScreen) and app.screen.case_id == "q1"
-        assert "ranking  rule relevant-below-k  pattern heading-only" in static_text(app, "#sec-classification")
+        assert isinstance(app.screen, CaseScreen) and app.screen.case_id == "q2"
+        why = static_text(app, "#sec-why")
+        assert "ranking ranking.candidate-not-promoted  (no-relevant-in-top-k)" in why
+        assert "d3#1 grade 2 is at candidate rank 1; k=2" in why
         await pilot.press("3", "6")
         await settle(pilot)
         assert "ranking / confirmed by ann" in static_text(app, "#sec-triage")
@@ -75,12 +80,12 @@ async def test_assign_note_next_and_export_csv(db_path: Path, fake_core: object,
         assert "=HYPERLINK(x) [b]heading[/b] ranks; ok" in static_text(app, "#sec-triage")
         await pilot.press("n")
         await settle(pilot)
-        assert app.screen.case_id == "q2"  # type: ignore[attr-defined]
+        assert app.screen.case_id == "q3"  # type: ignore[attr-defined]
         await pilot.press("2", "0", "8")  # set then clear the category, status wont-fix
         await settle(pilot)
         await pilot.press("escape")
         await settle(pilot)
-        app.open_case("q4", ["q4"])
+        app.open_case("q1", ["q1"])
         await settle(pilot)
         await pilot.press("1", "5")
         await settle(pilot)
@@ -90,11 +95,23 @@ async def test_assign_note_next_and_export_csv(db_path: Path, fake_core: object,
         app.screen.query_one(Input).value = str(out)
         await pilot.press("enter")
         await settle(pilot)
+        assert out.exists()
+        written = out.read_bytes()
+        await pilot.press("E")  # again, to the same file: asks first; n keeps the file as it was
+        await settle(pilot)
+        app.screen.query_one(Input).value = str(out)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, Confirm)
+        assert "exists. Overwrite it?" in str(app.screen.question)
+        await pilot.press("n")
+        await settle(pilot)
+        assert out.read_bytes() == written
     store = NotesStore(notes_path_for(db_path))
-    assert [h.category for h in store.history("bm25", "q2")] == ["ingestion", None, None]
+    assert [h.category for h in store.history("bm25", "q3")] == ["ingestion", None, None]
     with out.open(encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == [
+    assert list(rows[0])[:10] == [
         "case_id",
         "run_id",
         "query",
@@ -105,58 +122,51 @@ async def test_assign_note_next_and_export_csv(db_path: Path, fake_core: object,
         "note",
         "author",
         "updated_at",
-        "nDCG@10",
-        "P@5",
-        "zero_hit@2",
     ]
     got = {r["case_id"]: r for r in rows}
-    assert sorted(got) == ["q1", "q2", "q3", "q4"]
-    q1, q2, q3, q4 = (got[c] for c in ("q1", "q2", "q3", "q4"))
-    n1 = store.get("bm25", "q1")
-    assert n1 is not None
-    assert q1 == {
-        "case_id": "q1",
+    assert sorted(got) == ["q1", "q10", "q2", "q3", "q4"]
+    n2 = store.get("bm25", "q2")
+    assert n2 is not None
+    q2 = {
+        k: v
+        for k, v in got["q2"].items()
+        if k in ("nDCG@10", "P@10", "zero_hit@10") or not ("@" in k or k.startswith("n_"))
+    }
+    assert q2 == {
+        "case_id": "q2",
         "run_id": "bm25",
-        "query": "reset password [red]now[/red]",
+        "query": "vpn setup",
         "auto_category": "ranking",
-        "auto_rule": "relevant-below-k",
+        "auto_rule": "ranking.candidate-not-promoted",
         "user_category": "ranking",
         "status": "confirmed",
         "note": "'=HYPERLINK(x) [b]heading[/b] ranks; ok",
         "author": "ann",
-        "updated_at": n1.updated_at,
-        "nDCG@10": "0.63",
-        "P@5": "0.2",
-        "zero_hit@2": "false",
+        "updated_at": n2.updated_at,
+        "nDCG@10": "0",
+        "P@10": "0",
+        "zero_hit@10": "true",
     }
-    assert (q2["auto_category"], q2["user_category"], q2["status"], q2["note"]) == ("ingestion", "", "wont-fix", "")
-    assert (q3["auto_category"], q3["auto_rule"], q3["author"]) == (
-        "dataset; security",
-        "acl-no-overlap; label-on-forbidden-unit",
-        "",
-    )
-    # q4 is not a failure but was triaged; its query starts with '=' and is neutralised
-    assert (q4["query"], q4["auto_category"], q4["user_category"], q4["status"], q4["nDCG@10"]) == (
-        "'=cmd|' /C calc'!A0",
-        "",
-        "dataset",
-        "open",
-        "",
-    )
+    q3 = got["q3"]
+    assert (q3["auto_category"], q3["user_category"], q3["status"], q3["note"]) == ("security", "", "wont-fix", "")
+    # q1 is not a failure but was triaged; bm25 has its grade-3 unit at rank 2: nDCG@10 = 1/log2(3)
+    q1 = got["q1"]
+    assert (q1["auto_category"], q1["user_category"], q1["status"]) == ("", "dataset", "open")
+    assert float(q1["nDCG@10"]) == pytest.approx(0.6309297535714575)
 
 
 @pilot_test
-async def test_slice_enter_lists_the_slice_failing_cases(db_path: Path, fake_core: object) -> None:
+async def test_slice_enter_lists_the_slice_failing_cases(db_path: Path) -> None:
     app = TriageApp(db_path, "bm25", "hybrid", author="ann")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("s")
         await settle(pilot)
         row = app.screen.current_row()  # type: ignore[attr-defined]
-        assert row is not None and row["dimension"] == "query_type"
+        assert row is not None and "by query_type" in static_text(app, "#status")
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, FailuresScreen)
-        by_type = {"q1": "lookup", "q2": "howto", "q3": "lookup"}
-        assert app.screen.case_ids() == [c for c, t in by_type.items() if t == row["slice_value"]]
+        failing_type = {"q2": "howto", "q3": "lookup", "q4": "negative", "q10": "lookup"}
+        assert app.screen.case_ids() == [c for c, t in failing_type.items() if t == row["slice_value"]]
         assert f"slice query_type={row['slice_value']}" in static_text(app, "#status")

@@ -183,10 +183,11 @@ class CompareScreen(TableScreen):
     def show(self, result: data.CompareView) -> None:
         self.view = result
         self.set_bar()
-        runs = [visible(self.triage.baseline or "baseline"), visible(self.triage.run_id)]
-        self.source = result.table.rename_columns(["case_id", *runs, "Δ", "query"])
+        names = [visible(self.triage.baseline or "baseline"), visible(self.triage.run_id)]
+        self.source = result.table.rename_columns(["case_id", *names, "Δ", "query"])
         self.render_table()
-        self.query_one(DeltaHistogram).show(result.deltas, f"Δ {result.measure} per case ({self.triage.run_id} − base)")
+        runs = f"{self.triage.run_id} − {self.triage.baseline}"
+        self.query_one(DeltaHistogram).show(result.deltas, f"cases per Δ {result.measure} ({runs})")
 
     def describe(self) -> str:
         v = self.view

@@ -15,6 +15,7 @@ from textual_plotext import PlotextPlot
 from ragtriage.safe_text import visible
 
 LABEL = 14
+BINS = 20
 
 
 def _label(value: object) -> str:
@@ -29,10 +30,12 @@ class Histogram(PlotextPlot):
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        labels = [f"{i / 10:.1f}" for i in range(len(counts))]
-        plt.bar(labels, list(counts), marker="sd")
+        centers = [(i + 0.5) / len(counts) for i in range(len(counts))]
+        plt.bar(centers, list(counts), marker="sd", width=0.9 / len(counts))
+        plt.xlim(0.0, 1.0)
+        plt.xticks([0.0, 0.25, 0.5, 0.75, 1.0])
+        plt.yticks(integer_ticks(counts))
         plt.title(visible(title))
-        plt.ylabel("cases")
         self.refresh()
 
 
@@ -52,14 +55,25 @@ class SliceBars(PlotextPlot):
 
 
 class DeltaHistogram(PlotextPlot):
-    """How many cases moved by how much: Δ of one measure per paired case, in bins of 0.1 from -1 to 1."""
+    """How many cases moved by how much: Δ of one measure per paired case, in 20 bins of 0.1 from -1 to 1 (a
+    tie, Δ = 0, falls in the bin right of 0)."""
 
     def show(self, deltas: Sequence[float], title: str) -> None:
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        counts = np.histogram(np.asarray(deltas, dtype=np.float64), bins=20, range=(-1.0, 1.0))[0].tolist()
-        labels = [f"{-1 + i / 10:+.1f}" for i in range(20)]
-        plt.bar(labels, counts, marker="sd")
+        counts = np.histogram(np.asarray(deltas, dtype=np.float64), bins=BINS, range=(-1.0, 1.0))[0].tolist()
+        centers = [-1.0 + (i + 0.5) * 2 / BINS for i in range(BINS)]
+        plt.bar(centers, counts, marker="sd", width=1.8 / BINS)
+        plt.xlim(-1.0, 1.0)
+        plt.xticks([-1.0, -0.5, 0.0, 0.5, 1.0])
+        plt.yticks(integer_ticks(counts))
         plt.title(visible(title))
         self.refresh()
+
+
+def integer_ticks(counts: Sequence[int]) -> list[float]:
+    """A few whole-number ticks for a count axis (plotext would print 0.00, 0.50, ...)."""
+    top = max(counts, default=0)
+    step = max(1, -(-top // 4))
+    return [float(t) for t in range(0, top + step, step)]
