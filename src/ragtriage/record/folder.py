@@ -39,6 +39,7 @@ class RunFolder:
         self.root = root
         self.journal = root / JOURNAL
         self._fh: TextIO | None = None
+        self.created = False
 
     def open_new(self, header: dict[str, Any], *, force: bool) -> None:
         """Start a fresh recording; an existing run folder is replaced only with ``force``, and only when the new
@@ -49,6 +50,7 @@ class RunFolder:
                 f"{self.root} already holds a run ({', '.join(existing)}); pass --resume to continue it "
                 "or --force to record it again"
             )
+        self.created = not self.root.exists()
         self.root.mkdir(parents=True, exist_ok=True)
         write_atomic(self.journal, [_line({"header": header})])
         self._fh = self.journal.open("a", encoding="utf-8", newline="\n")
@@ -90,6 +92,8 @@ class RunFolder:
             self._fh.close()
             self._fh = None
         self.journal.unlink(missing_ok=True)
+        if self.created and not any(self.root.iterdir()):
+            self.root.rmdir()
 
     def append(self, entry: dict[str, Any]) -> None:
         assert self._fh is not None

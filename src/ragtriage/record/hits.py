@@ -28,7 +28,7 @@ def _keys(*names: str) -> tuple[Path, ...]:
 
 HIT_LISTS = _keys("final", "hits", "results", "documents", "nodes", "data")
 CANDIDATE_LISTS = _keys("candidates", "candidate")
-IDS = _keys("chunk_id", "id", "_id", "node_id", "doc_id", "document_id", "docid", "docno")
+IDS = _keys("chunk_id", "id", "_id", "node_id")
 DOCUMENT_IDS = _keys("document_id", "doc_id", "docid", "docno", "ref_doc_id", "source")
 SCORES = _keys("score", "relevance_score", "_score", "similarity")
 SNIPPETS = _keys("snippet", "page_content", "text")
@@ -194,10 +194,10 @@ def _status(value: Any) -> str | None:
     return str(value)
 
 
-def show(raw: Any, limit: int = 1500) -> str:
+def show(raw: Any, limit: int = 2000) -> str:
     """A response as a person may see it: JSON (or repr), cut to ``limit``, controls made visible."""
     try:
-        text = json.dumps(raw, ensure_ascii=False, indent=1, default=repr)
+        text = json.dumps(raw, ensure_ascii=False, default=repr)
     except (TypeError, ValueError):
         text = repr(raw)
     cut = text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
