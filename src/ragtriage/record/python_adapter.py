@@ -66,6 +66,9 @@ def _import(name: str) -> Any:
         # Like running the file as a script: its folder is importable, so its sibling modules are found.
         if str(path.parent) not in sys.path:
             sys.path.insert(0, str(path.parent))
+        loaded = sys.modules.get(path.stem)
+        if loaded is not None and getattr(loaded, "__file__", None) == str(path):
+            return loaded
         spec = importlib.util.spec_from_file_location(path.stem, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
