@@ -1,5 +1,5 @@
-"""The sample's bm25 retriever, served over HTTP by scripts/sample_retriever.py and recorded with `ragtriage record`,
-gives the bundled sample_runs/runs/bm25 back: the same result rows and the same metrics (its latency is now measured)."""
+"""The sample's bm25 retriever, served over HTTP by scripts/sample_retriever.py and recorded with
+`ragtriage record`, gives the bundled sample_runs/runs/bm25 back: the same result rows and the same metrics."""
 
 from __future__ import annotations
 
