@@ -43,8 +43,12 @@ def test_template_substitutes_values_not_text() -> None:
 
 
 def test_placeholder_inside_a_longer_string_gets_the_json_text_of_a_non_string() -> None:
-    t = parse_template('{"text": "k={k} p={principal}", "nested": [{"x": "{k}"}]}')
-    assert t.render(req()) == {"text": 'k=10 p={"id": "u1", "groups": ["all-staff"]}', "nested": [{"x": 10}]}
+    t = parse_template('{"text": "k={k} p={principal}", "nested": [{"x": "{k}"}], "by-{case_id}": {"{k}": 1}}')
+    assert t.render(req()) == {
+        "text": 'k=10 p={"id": "u1", "groups": ["all-staff"]}',
+        "nested": [{"x": 10}],
+        "by-q1": {"10": 1},
+    }
 
 
 @pytest.mark.parametrize(

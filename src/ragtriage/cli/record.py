@@ -186,5 +186,7 @@ def _summary(result: RecordResult, out: Path) -> None:
         f"{p} over {lat['requests']} requests, {o.errors} error(s), {o.timeouts} timeout(s)",
         markup=False,
     )
-    if not result.complete:
+    if not o.recorded:
+        err.print("stopped before the first case was recorded: nothing was written", markup=False)
+    elif not result.complete:
         err.print(f"stopped early: the run is marked incomplete; continue with --resume --out {out}", markup=False)

@@ -35,6 +35,7 @@ SNIPPETS = _keys("snippet", "page_content", "text")
 STAGE_KEYS = _keys("stage")
 FALLBACKS = _keys("fallback")
 STATUSES = _keys("status")
+VERSIONS = parse_path("versions")
 
 
 @dataclass(frozen=True)
@@ -74,13 +75,15 @@ class ResponseShape:
             candidates=candidates if cand_raw is not None or candidates else None,
             fallback=_flag(first_of(raw, (self.fallback,) if self.fallback else FALLBACKS)),
             status=_status(first_of(raw, (self.status,) if self.status else STATUSES)),
-            versions={
-                k: str(v) for k, p in self.versions.items() if (v := p.get(raw)) is not MISSING and v is not None
-            },
+            versions=self._versions(raw),
         )
 
     def _versions(self, raw: Any) -> dict[str, str]:
-        found = {k: p.get(raw) for k, p in self.versions.items()}
+        if self.versions:
+            found = {k: p.get(raw) for k, p in self.versions.items()}
+        else:
+            stated = VERSIONS.get(raw)
+            found = {str(k): v for k, v in stated.items()} if isinstance(stated, dict) else {}
         return {k: str(v) for k, v in found.items() if v is not MISSING and v is not None}
 
     def check_first(self, raw: Any) -> Response:

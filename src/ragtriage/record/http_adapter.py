@@ -114,7 +114,7 @@ class HttpRetriever:
             raw = await self.fetch(request)
         except httpx.TimeoutException:
             raise TimeoutError from None  # the runner records it as a timeout, like its own deadline
-        except httpx.TransportError as exc:
+        except httpx.HTTPError as exc:
             raise RetrieverError(f"{type(exc).__name__}: {exc}") from None
         return self.spec.shape.read(raw)
 
@@ -127,6 +127,8 @@ class HttpRetriever:
             raise RecordError(f"{url} did not answer within {self.spec.timeout_s:g} s (the first request)") from None
         except httpx.TransportError as exc:
             raise RecordError(f"cannot reach {url}: {visible(exc)}; is the server running?") from None
+        except httpx.HTTPError as exc:
+            raise RecordError(f"{url}: the first request failed: {type(exc).__name__}: {visible(exc)}") from None
         except RetrieverError as exc:
             raise RecordError(f"{url}: the first request failed: {visible(exc, keep_newlines=True)}") from None
         if not isinstance(raw, dict | list):

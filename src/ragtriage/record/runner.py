@@ -164,6 +164,8 @@ async def ask(retriever: Retriever, request: Request, timeout_s: float) -> Attem
         return Attempt(ms, error=f"timed out after {timeout_s:g} s", timed_out=True)
     except RetrieverError as exc:
         return Attempt((time.perf_counter() - t0) * 1000, error=str(exc))
+    except Exception as exc:  # an adapter's unforeseen failure is still one case's error, not the run's end
+        return Attempt((time.perf_counter() - t0) * 1000, error=f"{type(exc).__name__}: {exc}")
     return Attempt((time.perf_counter() - t0) * 1000, response)
 
 

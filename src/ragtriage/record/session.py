@@ -156,5 +156,8 @@ def record_run(
             folder.abandon()
         raise
     manifest = build_manifest(plan, header, cases, outcome, (started, _now()))
+    if not entries:  # stopped before the first case: there is no run to write
+        folder.abandon()
+        return RecordResult(outcome, manifest, False)
     folder.finish(entries.values(), manifest, complete=not outcome.interrupted)
     return RecordResult(outcome, manifest, not outcome.interrupted)

@@ -92,7 +92,7 @@ def _mark_bare(text: str) -> str:
 
 def _fill(node: Any, values: dict[str, Any]) -> Any:
     if isinstance(node, dict):
-        return {_HOLE.sub(lambda m: _text(values[m.group(1)]), k): _fill(v, values) for k, v in node.items()}
+        return {_text(_fill(k, values)): _fill(v, values) for k, v in node.items()}
     if isinstance(node, list):
         return [_fill(v, values) for v in node]
     if not isinstance(node, str):
