@@ -155,3 +155,46 @@ def test_cli_exit_2_without_traceback_and_the_gate_prints_the_concurrency(server
     gate.write_text('[gate]\nname = "latency"\n\n[latency]\np95_ms = 60000\nmax_timeouts = 0\n')
     out = runner.invoke(app, ["gate", "--db", db, "--gate", str(gate), "--run", "live", "--baseline", "live"])
     assert "events at concurrency 5, 0 timeout(s)" in out.output, out.output
+
+
+def test_connection_errors_are_retried_by_the_transport(tmp_path: Path) -> None:
+    """The server starts listening 0.2 s after the first attempt: httpx's transport retries (after 0, 0.5, 1 s)
+    reach it; without retries the recorder stops at once with "cannot reach"."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            data = json.dumps(answer(body)).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/search"
+    ds = write_dataset(tmp_path / "ds", n=3)
+    with pytest.raises(RecordError, match="cannot reach"):
+        record_run(plan(ds, tmp_path / "run"), http(url, request=TEMPLATE, retries=0))
+    servers: list[ThreadingHTTPServer] = []
+
+    def start_late() -> None:
+        time.sleep(0.2)
+        servers.append(ThreadingHTTPServer(("127.0.0.1", port), Handler))
+        servers[0].serve_forever()
+
+    threading.Thread(target=start_late, daemon=True).start()
+    try:
+        result = record_run(plan(ds, tmp_path / "run"), http(url, request=TEMPLATE, retries=3))
+        assert result.complete and result.outcome.errors == 0
+    finally:
+        for srv in servers:
+            srv.shutdown()
+            srv.server_close()

@@ -139,11 +139,11 @@ def record_run(
         started = _now()
         folder.open_new({**header, "started_at": started}, force=plan.force)
         done = {}
-    entries = dict(done)
+    recorded = set(done)
 
     def keep(entry: dict[str, Any]) -> None:
         folder.append(entry)
-        entries[entry["case_id"]] = entry
+        recorded.add(entry["case_id"])
 
     if on_start:
         on_start()
@@ -152,12 +152,12 @@ def record_run(
         outcome = asyncio.run(recorder.run(cases.cases, done))
     except BaseException:
         # Nothing recorded yet (a pre-flight failure) leaves no run behind; otherwise keep what was journaled.
-        if not entries and not plan.resume:
+        if not recorded and not plan.resume:
             folder.abandon()
         raise
     manifest = build_manifest(plan, header, cases, outcome, (started, _now()))
-    if not entries:  # stopped before the first case: there is no run to write
+    if not recorded:  # stopped before the first case: there is no run to write
         folder.abandon()
         return RecordResult(outcome, manifest, False)
-    folder.finish(entries.values(), manifest, complete=not outcome.interrupted)
+    folder.finish(manifest, complete=not outcome.interrupted)
     return RecordResult(outcome, manifest, not outcome.interrupted)
