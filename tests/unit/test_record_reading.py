@@ -9,7 +9,7 @@ import pytest
 
 from ragtriage.record import RecordError, Request, RetrieverError
 from ragtriage.record.build import filters_applied, pairs, response_shape
-from ragtriage.record.http_adapter import strip_url
+from ragtriage.record.http_adapter import strip_template, strip_url
 from ragtriage.record.paths import MISSING, parse_path
 from ragtriage.record.template import parse_template
 
@@ -161,4 +161,7 @@ def test_option_parsers_and_secret_stripping() -> None:
     assert filters_applied("acl, tenant,effective_on=false") == {"acl": True, "tenant": True, "effective_on": False}
     assert strip_url("https://bob:hunter2@search.local:8443/q?api_key=s3cret&lang=en#x") == (
         "https://bob:<redacted>@search.local:8443/q?api_key=<redacted>&lang=en"
+    )
+    assert strip_template('{"q": "{query}", "api_key": "sk-\\"1", "Auth_Token": "t", "k": {k}}') == (
+        '{"q": "{query}", "api_key": "<redacted>", "Auth_Token": "<redacted>", "k": {k}}'
     )

@@ -2,14 +2,15 @@
 
 Connection failures are retried by httpx's own transport (``retries``: connect errors only, never a request the
 server may have acted on). Header values (``--header``, ``--header-env``, ``--token-env``) are sent but never
-described: run.json records header names and the environment variable names, not their values, and the URL
-loses its password and any secret-looking query parameter.
+described: run.json records header names and the environment variable names, not their values; the URL loses
+its password and any secret-looking query parameter, and the template the string values of secret-looking keys.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -49,6 +50,14 @@ def header_values(spec: HttpSpec) -> dict[str, str]:
     return out
 
 
+_SECRET_VALUE = re.compile(r'("[^"]*(?:' + "|".join(SECRET_WORDS) + r')[^"]*"\s*:\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE)
+
+
+def strip_template(text: str) -> str:
+    """The request template with the string value of every secret-looking key (``"api_key": "..."``) redacted."""
+    return _SECRET_VALUE.sub(lambda m: f'{m.group(1)}"{REDACTED}"', text)
+
+
 def strip_url(url: str) -> str:
     """The URL without its password and with secret-looking query values redacted."""
     parts = urlsplit(url)
@@ -85,7 +94,7 @@ class HttpRetriever:
             "kind": "http",
             "url": strip_url(s.url),
             "method": s.method,
-            "request_template": s.template.text,
+            "request_template": strip_template(s.template.text),
             "headers": {**dict.fromkeys(s.headers, REDACTED), **{k: f"${v}" for k, v in s.env_headers.items()}},
             "response": s.shape.describe(),
             "retries_on_connect_error": s.retries,
