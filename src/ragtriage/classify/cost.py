@@ -99,7 +99,8 @@ WITH failing AS (
     FROM _cost_facts WHERE failure IN ({answerable}) AND n_relevant > 0 GROUP BY case_id
 ),
 g AS (
-    SELECT q.case_id, q.unit_id, q.grade >= $threshold AS rel, {gain} AS g FROM qrels q SEMI JOIN failing USING (case_id)
+    SELECT q.case_id, q.unit_id, q.grade >= $threshold AS rel, {gain} AS g
+    FROM qrels q SEMI JOIN failing USING (case_id)
 ),
 top AS (
     SELECT case_id, unnest(top_units) AS unit_id, generate_subscripts(top_units, 1) AS pos FROM failing

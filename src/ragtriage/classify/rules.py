@@ -363,8 +363,7 @@ RULES: tuple[Rule, ...] = (
             ),
             Advice(
                 "NOT has_reranker",
-                "Raise the abstention threshold; no reranker is declared, so add a relevance check before "
-                "answering.",
+                "Raise the abstention threshold; no reranker is declared, so add a relevance check before answering.",
                 "reranker",
             ),
         ),

@@ -109,8 +109,11 @@ def load(
                 try:
                     refresh(con)
                 except Exception as exc:  # noqa: BLE001 - the data is loaded; readers classify on the fly
-                    console.print(f"classification not stored ({exc}); `failures` will classify on each call",
-                                  markup=False, highlight=False)
+                    console.print(
+                        f"classification not stored ({exc}); `failures` will classify on each call",
+                        markup=False,
+                        highlight=False,
+                    )
     except (ValidationFailed, StoreError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
