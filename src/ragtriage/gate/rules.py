@@ -34,6 +34,7 @@ class Context:
     categories: dict[str, str]  # at the run's own k
     run_k: int = 0
     categories_at: dict[int, dict[str, str]] = field(default_factory=dict)  # at the k a rule's measure names
+    classified: dict[str, str] = field(default_factory=dict)  # cases with a classified failure at the run's k
 
     def slice_of(self, case_id: str) -> str:
         return self._slices.get(case_id, "(unknown)")
@@ -214,9 +215,7 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
         return RuleResult(name, "zero_hit", False, f"no answerable cases on {_split_label(rule.split)}", threshold)
     rate = len(zero) / len(rows)
     passed = rate <= rule.max_rate + TIE
-    failures = (
-        () if passed else tuple(ctx.failing(c, f"no relevant unit in the top {rule.k}", k=rule.k) for c in zero)
-    )
+    failures = () if passed else tuple(ctx.failing(c, f"no relevant unit in the top {rule.k}", k=rule.k) for c in zero)
     figure = (
         f"{len(zero)} of {_cases_on(len(rows), rule.split, 'answerable cases')} with no relevant unit in "
         f"the top {rule.k} ({rate:.1%})"
@@ -267,7 +266,7 @@ def latency_rule(ctx: Context, rule: Latency) -> RuleResult:
         ok = False
         # a timed-out case whose lists are fine is the serving system's, not a retrieval defect
         failures = tuple(
-            ctx.failing(c, "timed out", category=ctx.category_of(c, default="serving"))
+            ctx.failing(c, "timed out", category=ctx.classified.get(c, "serving"))
             for c in sources.timed_out_cases(ctx.con, ctx.run_id)
         )
     p95_text = "no latency recorded" if p95 is None else f"p95 {p95:.1f} ms"

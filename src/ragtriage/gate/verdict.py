@@ -43,7 +43,9 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     version = sources.paired_version(con, run_id, baseline)
     ks = config.ks()
     run_k = int(sources.first_row(con, "SELECT k FROM runs WHERE run_id = ?", [run_id])[0])  # type: ignore[index]
-    at = {k: _categories(sources.defect_categories(con, run_id, k)) for k in sorted({*ks, run_k})}
+    tables = {k: sources.defect_categories(con, run_id, k) for k in sorted({*ks, run_k})}
+    at = {k: _categories(t) for k, t in tables.items()}
+    classified = _categories(tables[run_k], basis="classified failure")
     costs = sources.category_costs(con, run_id)
     ctx = Context(
         con=con,
@@ -57,6 +59,7 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         categories=at[run_k],
         run_k=run_k,
         categories_at=at,
+        classified=classified,
     )
     rules = relevance_rules(ctx)
     rules.append(reproducibility_rule(con, config, run_id, __version__))
@@ -72,15 +75,18 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         evaluated_at=datetime.now(UTC).replace(tzinfo=None),
         rules=tuple(rules),
         category_costs=tuple(
-            {"category": c.category, "cost": c.cost, "cases": c.cases, "measure": costs.measure}
-            for c in costs.costs
+            {"category": c.category, "cost": c.cost, "cases": c.cases, "measure": costs.measure} for c in costs.costs
         ),
         cost_summary=costs.sentence(),
     )
 
 
-def _categories(table: Any) -> dict[str, str]:
-    return {r["case_id"]: r["category"] for r in table.to_pylist() if r["category"]}
+def _categories(table: Any, basis: str | None = None) -> dict[str, str]:
+    return {
+        r["case_id"]: r["category"]
+        for r in table.to_pylist()
+        if r["category"] and (basis is None or r.get("basis", basis) == basis)
+    }
 
 
 def record_verdict(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> int:
