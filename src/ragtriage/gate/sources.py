@@ -79,16 +79,19 @@ def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return table
 
 
-def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """case_id → the classifier's defect categories for the run, joined with ', ' (one row per failing case)."""
-    from ragtriage.classify import failures
+def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str, k: int | None = None) -> pa.Table:
+    """case_id → the classifier's defect categories for the run at ``k`` (default: the run's own k), joined with
+    ', '; every case with a failure or a relevant label has one (``classify.case_categories``)."""
+    from ragtriage.classify.case_categories import case_categories
 
-    cur = con.cursor()
-    cur.register("failure_rows", failures(con, run_id))
-    return cur.sql(
-        """SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category
-           FROM failure_rows GROUP BY case_id"""
-    ).to_arrow_table()
+    return case_categories(con, run_id, k=k)
+
+
+def category_costs(con: duckdb.DuckDBPyConnection, run_id: str) -> Any:
+    """What each defect category costs the run at its own k (``classify.CostReport``)."""
+    from ragtriage.classify import run_classification
+
+    return run_classification(con, run_id).costs
 
 
 def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
