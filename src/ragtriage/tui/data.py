@@ -25,8 +25,7 @@ import pyarrow.compute as pc
 from ragtriage.arrays import non_null_values
 from ragtriage.checks.leakage import leakage as core_leakage
 from ragtriage.checks.staleness import stale_results
-from ragtriage.classify.classify_run import failures as core_failures
-from ragtriage.classify.locations import run_k, unit_locations
+from ragtriage.classify import CostReport, RunClassification, judging_k, run_classification, unit_locations
 from ragtriage.gate.compare import Comparison
 from ragtriage.gate.compare import compare as core_compare
 from ragtriage.metrics import summary_cache
@@ -136,6 +135,11 @@ class RunCache:
         assert isinstance(value, int)
         return value
 
+    def classification(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> RunClassification:
+        value = self._get("classification", run_id, cur)
+        assert isinstance(value, RunClassification)
+        return value
+
 
 FAILURE_COLUMNS = ("case_id", "failure", "category", "rule", "evidence", "patterns", "k")
 LEAK_COLUMNS = ("case_id", "stage", "rank", "unit_id", "rule", "detail")
@@ -143,11 +147,19 @@ LOCATION_COLUMNS = ("case_id", "unit_id", "grade", "location", "final_rank", "ca
 
 
 def _k(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> int:
-    return core("classify.locations.run_k", run_k, cur, run_id)
+    """The k the run is judged at (the classifier's, the run's own): every per-case figure is read at it."""
+    return core("classify.judging_k", judging_k, cur, run_id)
+
+
+def _classification(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> RunClassification:
+    """The stored classification (failures and cost per category) when fresh, else computed once here."""
+    found = core("classify.run_classification", run_classification, cur, run_id, k=cache.k(run_id, cur))
+    require(found.rows, FAILURE_COLUMNS, "classify.run_classification")
+    return found
 
 
 def _failures(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
-    return require(core("classify.failures", core_failures, cur, run_id), FAILURE_COLUMNS, "classify.failures")
+    return cache.classification(run_id, cur).rows
 
 
 def _leakage(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
@@ -173,6 +185,7 @@ def _locations(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> 
 
 FETCHERS: dict[str, Callable[[duckdb.DuckDBPyConnection, str, RunCache], Any]] = {
     "k": _k,
+    "classification": _classification,
     "failures": _failures,
     "leakage": _leakage,
     "per_case": _per_case,
@@ -248,10 +261,24 @@ def distribution(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache, f
     return Distribution(name, [int(c) for c in counts], len(values))
 
 
-def category_counts(fail: pa.Table) -> pa.Table:
-    """Failing cases per automatic category (a case with two categories counts in both)."""
-    counts = fail.group_by("category").aggregate([("case_id", "count_distinct")])
-    return counts.rename_columns(["category", "cases"]).sort_by([("cases", "descending"), ("category", "ascending")])
+@dataclass(frozen=True)
+class Categories:
+    """Failing cases per automatic category and what each costs the run (``CostReport``, classify.cost)."""
+
+    counts: pa.Table  # category, cases, cost (NULL for security: a hard failure, never a measure)
+    costs: CostReport
+
+
+def categories(found: RunClassification) -> Categories:
+    """Failing cases per category (a case with two categories counts in both) beside the category's cost."""
+    counts = found.rows.group_by("category").aggregate([("case_id", "count_distinct")])
+    counts = counts.rename_columns(["category", "cases"])
+    cost = pa.table(
+        {"category": [c.category for c in found.costs.costs], "cost": [c.cost for c in found.costs.costs]},
+        schema=pa.schema([("category", pa.string()), ("cost", pa.float64())]),
+    )
+    joined = counts.join(cost, "category", join_type="left outer")
+    return Categories(joined.sort_by([("cases", "descending"), ("category", "ascending")]), found.costs)
 
 
 def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:

@@ -121,7 +121,7 @@ class OverviewScreen(DataScreen):
         "leaks": "loading checks.leakage…",
         "dist": "loading metrics.per_case…",
         "slices": "loading metrics.slices…",
-        "categories": "loading classify.failures…",
+        "categories": "loading classify.run_classification…",
     }
     PAINT_WAIT = 2.0
     DEFAULT_CSS = """
@@ -193,7 +193,7 @@ class OverviewScreen(DataScreen):
                 return data.distribution(cur, run_id, app.cache, self.family)
             if name == "slices":
                 return data.slices(cur, run_id, SLICE_DIMENSION, app.cache)
-            return data.category_counts(app.cache.table("failures", run_id, cur))
+            return data.categories(app.cache.classification(run_id, cur))
 
     def on_overview_screen_section_loaded(self, message: SectionLoaded) -> None:
         self.call_after_refresh(message.painted.set)
@@ -227,7 +227,9 @@ class OverviewScreen(DataScreen):
             self.query_one("#plot-slices", SliceBars).show(labels, table.column("mean").to_pylist(), "")
             self.query_one("#plot-slices").display = True
             return Text(f"Mean {sl.measure} by {SLICE_DIMENSION}, worst first (press s)", style="bold underline")
-        return titled("Failures per category (press f)", arrow_rich(result))
+        cats: data.Categories = result
+        body = Group(arrow_rich(cats.counts), Text(visible(cats.costs.sentence()), style="italic"))
+        return titled(f"Failures per category, cost in {cats.costs.measure} (press f)", body)
 
     def action_measure(self) -> None:
         fams = data.CASE_MEASURES
