@@ -5,7 +5,7 @@
 
 ``first-paint`` prints seconds from launching ``ragtriage tui`` until the overview's metric table header (mean,
 median, p10) is on screen; ``case-move`` opens the Failures list, enters the first case and prints the time from
-each ``n``/``p`` key until the status line shows the new position and the Case section a different query.
+each ``n``/``p`` key until the status line shows the new position and the header a different query (``Q …``).
 Set ``RAGTRIAGE_TUI_CACHE=off`` to time an overview without the summary ``ragtriage load`` precomputes. Needs
 tmux. A benchmark, not a test: it prints figures and asserts nothing.
 """
@@ -25,7 +25,8 @@ RAGTRIAGE = str(Path(sys.executable).with_name("ragtriage"))
 
 
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
+    # its own tmux server (-L), so the benchmark never touches a person's sessions
+    return subprocess.run(["tmux", "-L", "ragtriage-bench", *args], capture_output=True, text=True, check=False).stdout
 
 
 def pane(session: str) -> list[str]:
@@ -53,7 +54,7 @@ def first_paint(db: str, run: str, repeat: int) -> list[float]:
 
 
 def _query_line(lines: list[str]) -> str:
-    return next((x for x in lines if x.startswith(" query ")), "")
+    return next((x for x in lines if x.startswith(" Q ")), "")  # the case screen's first header line
 
 
 def case_move(db: str, run: str, presses: int, gap: float) -> list[float]:

@@ -166,15 +166,19 @@ def flags(d: CaseDetail, r: dict[str, Any]) -> Text:
     return out
 
 
-def results_block(d: CaseDetail, stage: str, width: int) -> RenderableType:
+def results_block(d: CaseDetail, stage: str, width: int, flagged_only: bool = False) -> RenderableType:
+    """One line per result of ``stage``; ``flagged_only`` keeps the rows with a flag (the candidate list is long
+    and only its relevant, leaked or stale rows explain anything)."""
     rows = []
     for r in d.results:
         if r["stage"] != stage:
             continue
+        if flagged_only and not flags(d, r).plain:
+            continue
         grade = Text("unjudged", style="yellow") if r["grade"] is None else Text(str(r["grade"]))
         rows.append([Text(str(r["rank"])), lit(r["unit_id"]), grade, flags(d, r)])
     if not rows:
-        return Text(f"no {stage} results recorded for this case", style="yellow")
+        return Text(f"no {'flagged ' if flagged_only else ''}{stage} results", style="yellow")
     return LineTable(RESULT_COLUMNS, rows, middle_cut=True)
 
 
@@ -271,7 +275,10 @@ def sections(d: CaseDetail, width: int) -> dict[str, RenderableType]:
         "leaks": leaks,
         "triage": Group(heading("Triage (1-4 category, 5-8 status, e note)"), triage_block(d)),
         "classification": Group(heading("Automatic classification"), classification_block(d)),
-        "candidates": Group(heading(f"Candidate stage ({n_cand})"), results_block(d, "candidate", width)),
+        "candidates": Group(
+            heading(f"Candidate stage: {n_cand} results, those flagged"),
+            results_block(d, "candidate", width, flagged_only=True),
+        ),
         "passages": Group(heading("Final passages"), passages_block(d)),
     }
 

@@ -5,7 +5,7 @@ failures per category."""
 from __future__ import annotations
 
 import threading
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 from rich.console import Group, RenderableType
@@ -24,7 +24,9 @@ from ragtriage.tui import data
 from ragtriage.tui.screens.base import DataScreen
 from ragtriage.tui.text import lit, num
 from ragtriage.tui.widgets.line_table import Column, LineTable
-from ragtriage.tui.widgets.plots import Histogram, SliceBars
+
+if TYPE_CHECKING:
+    from ragtriage.tui.widgets.plots import Histogram, SliceBars
 
 SUMMARY_MAX_ROWS = 40
 SLICE_DIMENSION = "query_type"
@@ -114,7 +116,6 @@ class OverviewScreen(DataScreen):
     SECTIONS = ("identity", "summary", "leaks", "dist", "slices", "categories")
     #: The order they are shown in: the leak banner right under the identity, never below the fold.
     SHOWN = ("identity", "leaks", "summary", "dist", "slices", "categories")
-    PLOTS: ClassVar[dict[str, type[Histogram] | type[SliceBars]]] = {"dist": Histogram, "slices": SliceBars}
     LOADING: ClassVar[dict[str, str]] = {
         "identity": "loading the run's identity…",
         "summary": "loading metrics.summarize…",
@@ -141,10 +142,6 @@ class OverviewScreen(DataScreen):
         with VerticalScroll(id="body"):
             for name in self.SHOWN:
                 yield Static(id=f"sec-{name}", classes="section", markup=False)
-                if name in self.PLOTS:
-                    plot = self.PLOTS[name](id=f"plot-{name}", classes="plot")
-                    plot.display = False
-                    yield plot
         yield from self.compose_footer()
 
     class SectionLoaded(Message):
@@ -217,19 +214,29 @@ class OverviewScreen(DataScreen):
             return titled(f"Metrics ({s.context})" if s.context else "Metrics", summary_table(s.table))
         if name == "dist":
             d: data.Distribution = result
-            self.query_one("#plot-dist", Histogram).show(d.counts, f"cases per {d.measure} bin (n={d.n})")
-            self.query_one("#plot-dist").display = True
+            self.plot("dist").show(d.counts, f"cases per {d.measure} bin (n={d.n})")
             return Text(f"Distribution of {d.measure} per case (m: next measure)", style="bold underline")
         if name == "slices":
             sl: data.Slices = result
             table = sl.table
             labels = table.column("slice_value").to_pylist()
-            self.query_one("#plot-slices", SliceBars).show(labels, table.column("mean").to_pylist(), "")
-            self.query_one("#plot-slices").display = True
+            self.plot("slices").show(labels, table.column("mean").to_pylist(), "")
             return Text(f"Mean {sl.measure} by {SLICE_DIMENSION}, worst first (press s)", style="bold underline")
         cats: data.Categories = result
         body = Group(arrow_rich(cats.counts), Text(visible(cats.costs.sentence()), style="italic"))
         return titled(f"Failures per category, cost in {cats.costs.measure} (press f)", body)
+
+    def plot(self, name: str) -> Any:
+        """The section's picture, made when its data first arrives: plotext is imported then, not before the
+        metric table's first paint."""
+        from ragtriage.tui.widgets.plots import Histogram, SliceBars
+
+        found = self.query(f"#plot-{name}")
+        if found:
+            return found.first()
+        widget: Histogram | SliceBars = (Histogram if name == "dist" else SliceBars)(id=f"plot-{name}", classes="plot")
+        self.query_one("#body", VerticalScroll).mount(widget, after=self.query_one(f"#sec-{name}"))
+        return widget
 
     def action_measure(self) -> None:
         fams = data.CASE_MEASURES
