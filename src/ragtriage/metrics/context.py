@@ -20,6 +20,14 @@ GAINS = ("exponential", "linear")
 DEFAULT_KS = (3, 5, 10)
 
 
+def gain_sql(gain: str, grade: str) -> str:
+    """Gain of a grade (``linear``: the grade, ``exponential``: 2^grade - 1); grades at or below zero never add to
+    DCG (trec_eval skips them too)."""
+    if gain == "linear":
+        return f"CAST(greatest({grade}, 0) AS DOUBLE)"
+    return f"(CASE WHEN {grade} > 0 THEN pow(2.0, {grade}) - 1.0 ELSE 0.0 END)"
+
+
 class MetricsError(ValueError):
     """A metrics request that cannot be answered as asked (bad k, unknown stage, split or gain)."""
 
@@ -39,10 +47,7 @@ class EvalContext:
         return max(self.ks)
 
     def gain_sql(self, grade: str) -> str:
-        """Gain of a grade; grades at or below zero never add to DCG."""
-        if self.gain == "linear":
-            return f"CAST(greatest({grade}, 0) AS DOUBLE)"
-        return f"(CASE WHEN {grade} > 0 THEN pow(2.0, {grade}) - 1.0 ELSE 0.0 END)"
+        return gain_sql(self.gain, grade)
 
     def population_sql(self) -> tuple[str, list[Any]]:
         """Answerable cases of the current dataset (one split when asked): the cases every mean is taken over."""
