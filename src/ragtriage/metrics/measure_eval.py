@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.metrics.context import EvalContext, arrow, gain_sql, resolve
+from ragtriage.metrics.context import EvalContext, arrow, gain_sql, population_counts, population_header, resolve
 from ragtriage.metrics.measures import NEEDS_RELEVANT, Measure, parse_measures
 from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql
 from ragtriage.metrics.ranking import judged_positions_sql
@@ -71,6 +71,37 @@ class MeasureResult:
             rows["trec"].append(m.trec_name(self.threshold))
         types = [pa.string(), pa.float64(), pa.int64(), pa.string(), pa.string(), pa.string()]
         return pa.table({k: pa.array(v, t) for (k, v), t in zip(rows.items(), types, strict=True)})
+
+    def name_of(self, m: Measure) -> str:
+        """trec_eval's name where trec_eval has the measure (``ndcg_cut_10``), else ir_measures' (``RR@10``)."""
+        return m.trec_name(self.threshold) or str(m)
+
+    def trec_tables(self, *, per_query: bool) -> tuple[pa.Table | None, pa.Table]:
+        """What :func:`ragtriage.trec_out.trec_text` prints: per-query rows (trec_eval -q; num_q only in the
+        ``all`` block) and the ``all`` rows, names as :meth:`name_of` gives them."""
+        agg = self.aggregate
+        summary = pa.table(
+            {
+                "name": pa.array([self.name_of(m) for m in self.measures], pa.string()),
+                "value": agg.column("value"),
+                "integer": pa.array([m.summed for m in self.measures], pa.bool_()),
+            }
+        )
+        if not per_query:
+            return None, summary
+        shown = [(i, m) for i, m in enumerate(self.measures) if m.name != "NumQ"]
+        n = self.wide.num_rows
+        case_ids = self.wide.column("case_id").combine_chunks()
+        table = pa.table(
+            {
+                "qid": pa.chunked_array([case_ids] * len(shown), pa.string()),
+                "name": pa.chunked_array([pa.repeat(self.name_of(m), n) for _, m in shown], pa.string()),
+                "value": pa.chunked_array([self.wide.column(str(m)).combine_chunks() for _, m in shown], pa.float64()),
+                "integer": pa.chunked_array([pa.repeat(m.summed, n) for _, m in shown], pa.bool_()),
+                "idx": pa.chunked_array([pa.repeat(i, n) for i, _ in shown], pa.int64()),
+            }
+        )
+        return table, summary
 
 
 def _agg(col: pa.ChunkedArray, summed: bool) -> float | None:
@@ -192,11 +223,11 @@ def measures_sql(
     """The per-case query: one row per evaluated case, column ``m{i}`` = value of ``measures[i]`` (resolved)."""
     b = _Sql(ctx.threshold, trec)
     exprs = [f"CAST({b.expr(m)} AS DOUBLE) AS m{i}" for i, m in enumerate(measures)]
-    base, params = _base_population(ctx, trec)
+    pop, params = ctx.population_sql(trec=trec)
     stats = ",\n".join(f"{v} AS {k}" for k, v in b.stats.items()) or "count(*) AS n_labels"
     agg = ",\n".join(f"{v} AS {k}" for k, v in b.agg.items()) or "count(*) AS n_judged"
     sql = f"""
-    WITH pop AS MATERIALIZED ({base} SEMI JOIN qrels USING (case_id)),
+    WITH pop AS MATERIALIZED ({pop}),
     q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM qrels SEMI JOIN pop USING (case_id)),
     r AS (SELECT case_id, unit_id, rank, score FROM results WHERE run_id = ? AND stage = ?
           AND case_id IN (SELECT case_id FROM pop)),
@@ -209,38 +240,12 @@ def measures_sql(
     return sql, [*params, ctx.run_id, ctx.stage]
 
 
-def _base_population(ctx: EvalContext, trec: bool) -> tuple[str, list[Any]]:
-    """Default: answerable cases (of one split); trec-compat: every case (trec_eval knows no answerability)."""
-    if not trec:
-        sql, params = ctx.population_sql()
-        return f"SELECT case_id FROM ({sql})", params
-    if ctx.split is None:
-        return "SELECT case_id FROM cases", []
-    return "SELECT case_id FROM cases WHERE split = ?", [ctx.split]
-
-
 def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[bool, bool]:
     """(has repeats, recorded rank is trec_eval's order): a TREC run file is ranked by score then docno at load."""
     rows = con.execute("SELECT has_repeats, source_format FROM runs WHERE run_id = ?", [run_id]).fetchall()
     if not rows:
         return True, False
     return rows[0][0] is not False, rows[0][1] == "trec"
-
-
-def _population_counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext, trec: bool) -> dict[str, int]:
-    base, params = _base_population(ctx, trec)
-    row = arrow(
-        con,
-        f"""WITH b AS ({base}),
-                l AS (SELECT case_id FROM b SEMI JOIN qrels USING (case_id)),
-                rel AS (SELECT DISTINCT case_id FROM qrels WHERE grade >= {ctx.threshold})
-            SELECT (SELECT count(*) FROM b) - (SELECT count(*) FROM l) AS unlabelled,
-                   (SELECT count(*) FROM l ANTI JOIN rel USING (case_id)) AS without_relevant,
-                   (SELECT count(*) FROM l WHERE case_id NOT IN
-                        (SELECT case_id FROM results WHERE run_id = ? AND stage = ?)) AS absent""",
-        [*params, ctx.run_id, ctx.stage],
-    ).to_pylist()[0]
-    return {k: int(v) for k, v in row.items()}
 
 
 def evaluate_run(
@@ -256,9 +261,11 @@ def evaluate_run(
     """Values of ``measures`` (ir_measures names or parsed :class:`Measure`) per case and aggregated.
 
     A left-out ``rel`` takes the dataset's relevance threshold, a left-out nDCG ``dcg`` the ``gain``
-    (``exponential`` = ``exp-log2``, ``linear`` = ``log2``). ``trec_compat`` orders lists as trec_eval does
-    (score descending, docno descending) and scores cases without relevant labels 0 instead of leaving them out.
+    (``exponential`` = ``exp-log2``, ``linear`` = ``log2``). ``trec_compat`` does what trec_eval does: lists
+    ordered by score descending then docno descending, linear gain, every case with a label evaluated
+    (answerable or not) and a case without relevant labels scored 0 instead of left out.
     """
+    gain = "linear" if trec_compat else gain
     parsed = parse_measures(measures)
     cut = sorted({m.cutoff for m in parsed if m.cutoff is not None}) or [1]
     ctx = resolve(con, run_id, cut, stage=stage, gain=gain, split=split)
@@ -269,7 +276,7 @@ def evaluate_run(
     )
     table = arrow(con, sql, params)
     table = table.rename_columns(["case_id", *(str(m) for m in resolved)])
-    counts = _population_counts(con, ctx, trec_compat)
+    counts = population_counts(con, ctx, trec=trec_compat)
     mode = "trec-compat" if trec_compat else "default"
     context = {
         "run": run_id,
@@ -279,10 +286,7 @@ def evaluate_run(
         "relevance threshold": f"grade >= {ctx.threshold} (dataset)",
         "gain": f"{gain} (--gain; nDCG without dcg=)",
         "mode": mode,
-        "cases": table.num_rows,
-        "excluded, no labels": counts["unlabelled"],
-        "without relevant label": counts["without_relevant"],
-        "absent from run (score 0)": counts["absent"],
+        **population_header(counts),
     }
     return MeasureResult(resolved, table, context, ctx.threshold, mode, population_notes(trec_compat))
 
