@@ -59,3 +59,24 @@ def test_same_lines_as_trec_eval(tmp_path: Path, qrels: str, results: str, thres
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines() == lines
+
+
+@pytest.mark.parametrize(
+    ("qrels", "results", "threshold", "expected"),
+    [
+        ("qrels.test.gz", "results.test.gz", None, "out.test.aq"),
+        ("qrels.test.gz", "results.trunc.gz", None, "out.test.aqc"),
+        ("qrels.rel_level.gz", "results.test.gz", 2, "out.test.aql"),
+    ],
+)
+def test_store_less_same_lines_as_trec_eval(qrels: str, results: str, threshold: int | None, expected: str) -> None:
+    """``metrics --qrels F --run F`` reads the gzipped files themselves (in-memory store, no --db)."""
+    lines = (DATA / expected).read_text().splitlines()
+    names = list(dict.fromkeys(line.split()[0] for line in lines if "\tall\t" in line))
+    args = ["metrics", "--qrels", str(DATA / qrels), "--run", str(DATA / results), "--trec-compat"]
+    args += ["--format", "trec", "--per-case", *(["--threshold", str(threshold)] if threshold else [])]
+    for name in names:
+        args += ["-m", name]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines() == lines

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ragtriage.cli._app import app, open_existing
+from ragtriage.contract.errors import ValidationFailed
 from ragtriage.csv_out import csv_text
 from ragtriage.metrics import (
     MetricReport,
@@ -142,6 +143,9 @@ def metrics_cmd(
     qrels: Annotated[
         Path | None, typer.Option("--qrels", help="Evaluate a qrels FILE against --run FILE, without a store.")
     ] = None,
+    threshold: Annotated[
+        int | None, typer.Option("--threshold", help="With --qrels: grade >= THRESHOLD is relevant (default 1).")
+    ] = None,
     by: Annotated[str | None, typer.Option("--by", help="Slice by a case or evidence field.")] = None,
     split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,
     stage: Annotated[Stage, typer.Option("--stage", help="Result stage to evaluate.")] = Stage.final,
@@ -162,8 +166,8 @@ def metrics_cmd(
         raise typer.Exit(2)
     by_name = measure or (fmt is Format.trec) or qrels is not None
     try:
-        con, run_id = _open(db, qrels, run)
-    except (StoreError, MetricsError, duckdb.Error) as exc:
+        con, run_id, load_notes = _open(db, qrels, run, threshold)
+    except (StoreError, ValueError, ValidationFailed, OSError, duckdb.Error) as exc:
         err.print(str(exc), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     try:
@@ -172,7 +176,7 @@ def metrics_cmd(
             res = evaluate_run(
                 con, run_id, names, stage=stage.value, split=split, gain=gain.value, trec_compat=trec_compat
             )
-            _emit_measures(res, fmt, per_case_rows)
+            _emit_measures(res, fmt, per_case_rows, load_notes)
             return
         table, context, notes = _compute(
             con, run_id, k, by, split, stage.value, gain.value, trec_compat, per_case_rows, view, seed
@@ -185,22 +189,26 @@ def metrics_cmd(
     _emit(table, fmt, context, notes)
 
 
-def _open(db: Path, qrels: Path | None, run: str) -> tuple[duckdb.DuckDBPyConnection, str]:
-    """The store and run id to evaluate: the store file, or (``--qrels``) an in-memory store of the two files."""
+def _open(
+    db: Path, qrels: Path | None, run: str, threshold: int | None
+) -> tuple[duckdb.DuckDBPyConnection, str, list[str]]:
+    """The store, run id and load notes: the store file, or (``--qrels``) an in-memory store of the two files."""
     if qrels is None:
-        return open_existing(db, read_only=True), run
-    from ragtriage.evaluate import memory_store
+        return open_existing(db, read_only=True), run, []
+    from ragtriage.evaluation import memory_store
 
-    return memory_store(qrels, Path(run))
+    return memory_store(qrels, Path(run), threshold=threshold)
 
 
-def _emit_measures(res: MeasureResult, fmt: Format, rows: bool) -> None:
+def _emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[str]) -> None:
     """Measures by name: trec_eval's layout (header on stderr, as comments), or a table of the aggregates or of
     one column per measure and case, with the header and the parameters each figure was made with."""
     if fmt is Format.trec:
         for name, value in res.context.items():
             if value is not None:
                 err.print(f"# {name}: {value}", markup=False, highlight=False)
+        for note in [*res.notes, *load_notes]:
+            err.print(f"# {note}", markup=False, highlight=False)
         typer.echo(trec_text(*res.trec_tables(per_query=rows)), nl=False)
         return
     table = res.wide if rows else res.aggregate

@@ -240,12 +240,17 @@ def measures_sql(
     return sql, [*params, ctx.run_id, ctx.stage]
 
 
+#: run formats whose loader ranks each list in trec_eval's order (score descending, docno descending; MS MARCO's
+#: score is 1/rank), so trec-compat can take the recorded rank instead of numbering every list again
+RANKED_AS_TREC = frozenset({"trec", "msmarco", "json"})
+
+
 def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[bool, bool]:
-    """(has repeats, recorded rank is trec_eval's order): a TREC run file is ranked by score then docno at load."""
+    """(has repeats, recorded rank is trec_eval's order)."""
     rows = con.execute("SELECT has_repeats, source_format FROM runs WHERE run_id = ?", [run_id]).fetchall()
     if not rows:
         return True, False
-    return rows[0][0] is not False, rows[0][1] == "trec"
+    return rows[0][0] is not False, rows[0][1] in RANKED_AS_TREC
 
 
 def evaluate_run(
