@@ -270,7 +270,9 @@ def latency_rule(ctx: Context, rule: Latency) -> RuleResult:
             for c in sources.timed_out_cases(ctx.con, ctx.run_id)
         )
     p95_text = "no latency recorded" if p95 is None else f"p95 {p95:.1f} ms"
-    figure = f"{p95_text} over {lat['with_latency']} events, {timeouts} timeout(s)"
+    conc = lat["concurrency"]
+    at = "at an unstated concurrency" if conc is None else f"at concurrency {conc}"
+    figure = f"{p95_text} over {lat['with_latency']} events {at}, {timeouts} timeout(s)"
     return RuleResult("latency", "latency", ok, figure, threshold, p95, failures)
 
 

@@ -140,7 +140,8 @@ def case_slices(con: duckdb.DuckDBPyConnection, dataset_version: str, by: str | 
 
 
 def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | int | None]:
-    """Serving figures from ``events``: cases with events, p95 latency (linear interpolation), timeouts."""
+    """Serving figures from ``events``: cases with events, p95 latency (linear interpolation), timeouts, and
+    the concurrency they were measured at."""
     row = first_row(
         con,
         """SELECT count(DISTINCT case_id), quantile_cont(latency_ms, 0.95), count(*) FILTER (WHERE timed_out),
@@ -154,7 +155,21 @@ def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | in
         "p95_ms": None if row[1] is None else float(row[1]),
         "timeouts": int(row[2]),
         "with_latency": int(row[3]),
+        "concurrency": measured_concurrency(con, run_id),
     }
+
+
+def measured_concurrency(con: duckdb.DuckDBPyConnection, run_id: str) -> int | None:
+    """The concurrency a run's latencies were measured at, as run.json states it (``ragtriage record`` writes
+    ``concurrency``; a hand-written run.json may keep it under ``system``), or None when it does not say."""
+    row = first_row(
+        con,
+        """SELECT coalesce(TRY_CAST(json_extract_string(manifest, '$.concurrency') AS INTEGER),
+                          TRY_CAST(json_extract_string(manifest, '$.system.concurrency') AS INTEGER))
+           FROM runs WHERE run_id = ?""",
+        [run_id],
+    )
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
