@@ -179,36 +179,71 @@ def _median(times: list[float]) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def _timed(fn: Any, repeats: int) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return _median(times), out
+
+
 def phase_failures(root: Path, repeats: int = 5) -> dict[str, Any]:
-    """Reading the stored classification: `failures --summary` (the command, start-up included) and the TUI's
-    Failures list (classify.failures + tui.data.triage_table, as the view fills it); medians of ``repeats``."""
+    """Reading the stored classification, medians of ``repeats``: `failures --summary` as a command (Python and
+    CLI start-up included) and as the core call it makes; the Failures list as classify.failure_list (one row per
+    failing case, what the view shows) with the notes overlay, and the TUI's current path (classify.failures with
+    the evidence, then tui.data.triage_table)."""
     import shutil
 
-    from ragtriage.classify import failures
+    from ragtriage.classify import failure_list, failure_summary, failures
     from ragtriage.notes import NotesStore
     from ragtriage.store import connect
     from ragtriage.tui.data import triage_table
 
     db = root / "bench.duckdb"
     exe = shutil.which("ragtriage") or str(Path(sys.executable).parent / "ragtriage")
-    cli = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        subprocess.run(
-            [exe, "failures", "--db", str(db), "--run", "bench", "--summary"], capture_output=True, check=True
-        )
-        cli.append(time.perf_counter() - t)
+    argv = [exe, "failures", "--db", str(db), "--run", "bench", "--summary"]
+    cli, _ = _timed(lambda: subprocess.run(argv, capture_output=True, check=True), repeats)
+
+    def summary_core() -> Any:
+        con = connect(db, read_only=True)
+        try:
+            return failure_summary(con, "bench")
+        finally:
+            con.close()
+
+    core, summary = _timed(summary_core, repeats)
     con = connect(db, read_only=True)
     notes = NotesStore.open(db)
-    listing, n = [], 0
-    for _ in range(repeats):
-        t = time.perf_counter()
+
+    def listing() -> int:
         cur = con.cursor()
-        n = triage_table(cur, failures(cur, "bench"), "bench", notes).num_rows
-        cur.close()
-        listing.append(time.perf_counter() - t)
+        try:
+            rows = failure_list(cur, "bench")
+            cur.register("_n", notes.to_arrow("bench"))
+            cur.register("_l", rows)
+            return int(cur.sql("SELECT count(*) FROM _l LEFT JOIN _n USING (case_id)").fetchall()[0][0])
+        finally:
+            cur.close()
+
+    def tui_path() -> int:
+        cur = con.cursor()
+        try:
+            return int(triage_table(cur, failures(cur, "bench"), "bench", notes).num_rows)
+        finally:
+            cur.close()
+
+    list_s, n = _timed(listing, repeats)
+    tui_s, _ = _timed(tui_path, repeats)
     con.close()
-    return {"failures_summary_cli_s": _median(cli), "failures_list_filled_s": _median(listing), "failing_cases": n}
+    return {
+        "failures_summary_cli_s": cli,
+        "failures_summary_core_s": core,
+        "failures_list_filled_s": list_s,
+        "tui_current_failures_path_s": tui_s,
+        "failing_cases": n,
+        "cost": summary.costs.sentence(),
+    }
 
 
 PHASES = {
@@ -261,9 +296,11 @@ def main() -> None:
             + "  ".join(
                 f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
                 for k, v in r.items()
-                if k not in ("means", "zero_hit_rate")
+                if k not in ("means", "zero_hit_rate", "cost")
             )
         )
+    if "cost" in res.get("failures", {}):
+        print(f"what each category costs: {res['failures']['cost']}")
     m = res["metrics"].get("metrics_warm_s")
     if m:
         print(f"metrics means: {json.dumps({k: round(v, 4) for k, v in res['metrics']['means'].items()})}")
