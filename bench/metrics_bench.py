@@ -89,6 +89,21 @@ def phase_metrics(root: Path) -> dict[str, Any]:
     return out
 
 
+def phase_measures(root: Path) -> dict[str, Any]:
+    """Measures by name (``metrics --measure``): trec_eval's set at KS in both modes, on the loaded store."""
+    from ragtriage.metrics import evaluate_run
+    from ragtriage.metrics.measures import measures_for_ks
+    from ragtriage.store import connect
+
+    con = connect(root / "bench.duckdb", read_only=True)
+    out: dict[str, Any] = {}
+    for trec in (False, True):
+        t = time.perf_counter()
+        evaluate_run(con, "bench", measures_for_ks(KS, trec=True), trec_compat=trec)
+        out[f"measures_{'trec' if trec else 'default'}_s"] = time.perf_counter() - t
+    return out
+
+
 def _dicts(root: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
     import pyarrow.parquet as pq
 
@@ -234,6 +249,7 @@ def phase_failures(root: Path, repeats: int = 5) -> dict[str, Any]:
 PHASES = {
     "load": phase_load,
     "metrics": phase_metrics,
+    "measures": phase_measures,
     "pytrec": phase_pytrec,
     "ranx": phase_ranx,
     "classify": phase_classify,
@@ -271,7 +287,8 @@ def main() -> None:
         f"generated {a.cases} cases x {a.depth} results = {a.cases * a.depth:,} rows in "
         f"{time.perf_counter() - t:.1f}s under {a.dir}"
     )
-    phases = ["load", "metrics", "classify", "failures"] + ([] if a.skip_reference else ["pytrec", "ranx"])
+    phases = ["load", "metrics", "measures", "classify", "failures"]
+    phases += [] if a.skip_reference else ["pytrec", "ranx"]
     res = {p: run_phase(p, a.dir) for p in phases}
     for p, r in res.items():
         print(
