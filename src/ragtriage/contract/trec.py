@@ -68,10 +68,40 @@ def split_lines(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, commen
             f"FROM ({lines_sql(path, 't')}) WHERE t IS NOT NULL AND trim(t, ' ' || chr(9) || chr(13)) <> '' {skip}"
         )
     except duckdb.Error as exc:
-        msg = str(exc).splitlines()[0]
-        code = "encoding" if "unicode" in msg.lower() or "utf" in msg.lower() else "unreadable"
-        return [*findings, Finding(str(path), None, None, code, f"cannot read: {msg}")]
+        return [*findings, _unreadable(path, exc)]
     return findings
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One kind of bad row: a predicate over a staged relation and the finding it becomes."""
+
+    where: str
+    value: str  # SQL for the value quoted in the message (``{v}``), taken from the first such row
+    field: str | None
+    code: str
+    message: str
+    severity: str = "error"
+
+
+def counted_causes(con: duckdb.DuckDBPyConnection, relation: str, path: Path, causes: list[Cause]) -> list[Finding]:
+    """All causes in one scan: each becomes one finding with its count, its first lines and the first value."""
+    if not causes:
+        return []
+    aggs = ", ".join(
+        f"count(*) FILTER (WHERE {c.where}), min(line, {FIRST_LINES}) FILTER (WHERE {c.where}), "
+        f"arg_min({c.value}, line) FILTER (WHERE {c.where})"
+        for c in causes
+    )
+    row = con.execute(f"SELECT {aggs} FROM {relation}").fetchall()[0]
+    out = []
+    for i, c in enumerate(causes):
+        n, lines, first = row[3 * i : 3 * i + 3]
+        if n:
+            text = c.message.replace("{v}", repr(first))
+            lines_t = tuple(int(x) for x in lines)
+            out.append(Finding(str(path), lines_t[0], c.field, c.code, text, c.severity, int(n), lines_t))
+    return out
 
 
 def counted(
@@ -85,15 +115,8 @@ def counted(
     message: str,
     severity: str = "error",
 ) -> list[Finding]:
-    """One finding for every row of ``relation`` matching ``where``: the count, the first lines, and ``message``
-    with ``{v}`` replaced by ``value`` on the first such line."""
-    n, lines, first = con.execute(
-        f"SELECT count(*), min(line, {FIRST_LINES}), arg_min({value}, line) FROM {relation} WHERE {where}"
-    ).fetchall()[0]
-    if not n:
-        return []
-    text = message.replace("{v}", repr(first)) if "{v}" in message else message
-    return [Finding(str(path), int(lines[0]), fld, code, text, severity, int(n), tuple(int(x) for x in lines))]
+    """One finding for every row of ``relation`` matching ``where`` (see ``counted_causes``)."""
+    return counted_causes(con, relation, path, [Cause(where, value, fld, code, message, severity)])
 
 
 def _columns(
@@ -117,48 +140,77 @@ def _bad(findings: list[Finding]) -> bool:
     return any(f.severity == "error" for f in findings)
 
 
-def _score_findings(con: duckdb.DuckDBPyConnection, name: str, path: Path, col: str, ok: str) -> list[Finding]:
-    d = f"TRY_CAST({col} AS DOUBLE)"
-    return counted(
-        con,
-        f"{name}__raw",
-        f"{ok} AND ({d} IS NULL OR isnan({d}) OR isinf({d}))",
-        col,
-        path,
-        "score",
-        "bad-score",
-        "score {v} is not a finite number",
-    )
+def _trec_columns_sql(path: Path) -> str:
+    """The non-blank, non-comment lines of a TREC run as columns, with two facts read from each line's
+    predecessor by streaming windows (no sort): whether the line starts a new query, and whether it breaks
+    trec_eval's order (score descending, docno descending) within its query."""
+    keep = "t IS NOT NULL AND trim(t, ' ' || chr(9) || chr(13)) <> '' AND NOT starts_with(ltrim(t), '#')"
+    cols = f"""SELECT line, p[1] AS case_id, p[3] AS document_id, TRY_CAST(p[5] AS DOUBLE) AS score,
+                      p[5] AS score_text, p[6] AS tag, len(p) AS n
+               FROM (SELECT line, {_SPLIT} AS p FROM ({lines_sql(path, "t")}) WHERE {keep})"""
+    prev = "lag({0}) OVER ()"
+    flags = f"""SELECT *, case_id IS DISTINCT FROM {prev.format("case_id")} AS start,
+                       coalesce(case_id = {prev.format("case_id")} AND NOT (score < {prev.format("score")}
+                           OR (score = {prev.format("score")} AND document_id < {prev.format("document_id")})), FALSE)
+                           AS out_of_order
+                FROM ({cols})"""
+    return f"""SELECT line, case_id, 'final' AS stage,
+                      line - max(CASE WHEN start THEN line END) OVER (ROWS UNBOUNDED PRECEDING) + 1 AS rank,
+                      document_id, score, {RESULT_COLUMNS}, tag, score_text, n, start, out_of_order
+               FROM ({flags})"""
 
 
 def stage_trec_run(
     con: duckdb.DuckDBPyConnection, path: Path, name: str, *, by_tag: bool = False
 ) -> tuple[Staged, RunFacts]:
     """Stage ``qid Q0 docno rank score tag`` lines as final-stage results (columns after the sixth are ignored
-    and counted). ``by_tag`` ranks each tag's lines apart, for loading one run per tag."""
+    and counted). ``by_tag`` ranks each tag's lines apart, for loading one run per tag.
+
+    A file already in trec_eval's order with each query's lines together (what most systems write) is ranked
+    by position in one streaming pass; any other file is ranked by a sort over (query, score, docno)."""
     facts = RunFacts()
-    findings = split_lines(con, path, name)
+    findings = encoding_findings(path)
     if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line"), facts
-    findings += _columns(con, name, path, 6, "qid Q0 docno rank score tag", at_least=True)
-    findings += _score_findings(con, name, path, "p[5]", "len(p) >= 6")
-    extra = counted(
-        con, f"{name}__raw", "len(p) > 6", "len(p)", path, None, "extra-columns",
-        "{v} columns where TREC has 6; the columns after the sixth (tag) were ignored", "warning",
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {_trec_columns_sql(path)}")
+    except duckdb.Error as exc:
+        return Staged(name, path, "trec", 0, [*findings, _unreadable(path, exc)], "line"), facts
+    d = "score"
+    findings += counted_causes(
+        con,
+        name,
+        path,
+        [
+            Cause("n < 6", "n", None, "bad-columns", "expected 6 columns (qid Q0 docno rank score tag), found {v}"),
+            Cause(f"n >= 6 AND ({d} IS NULL OR isnan({d}) OR isinf({d}))", "score_text", "score", "bad-score",
+                  "score {v} is not a finite number"),
+            Cause("n > 6", "n", None, "extra-columns",
+                  "{v} columns where TREC has 6; the columns after the sixth (tag) were ignored", "warning"),
+        ],
     )  # fmt: skip
-    facts.extra_column_lines = extra[0].count if extra else 0
-    findings += extra
-    part = "p[6], p[1]" if by_tag else "p[1]"
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {name} AS
-            SELECT line, p[1] AS case_id, 'final' AS stage,
-                   CAST(row_number() OVER (PARTITION BY {part} ORDER BY TRY_CAST(p[5] AS DOUBLE) DESC, p[3] DESC)
-                        AS BIGINT) AS rank,
-                   p[3] AS document_id, TRY_CAST(p[5] AS DOUBLE) AS score, {RESULT_COLUMNS}, p[6] AS tag
-            FROM {name}__raw WHERE len(p) >= 6"""
-    )
+    facts.extra_column_lines = next((f.count for f in findings if f.code == "extra-columns"), 0)
+    if _bad(findings):
+        return _finish(con, name, path, "trec", findings), facts
+    starts, queries, disorder = con.execute(
+        f"SELECT count(*) FILTER (WHERE start), count(DISTINCT case_id), count(*) FILTER (WHERE out_of_order) "
+        f"FROM {name}"
+    ).fetchall()[0]
+    if by_tag or disorder or starts != queries:
+        part = "tag, case_id" if by_tag else "case_id"
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE {name} AS SELECT * REPLACE (
+                    row_number() OVER (PARTITION BY {part} ORDER BY score DESC, document_id DESC) AS rank)
+                FROM {name}"""
+        )
     facts.tags = _tag_counts(con, name)
     return _finish(con, name, path, "trec", findings), facts
+
+
+def _unreadable(path: Path, exc: duckdb.Error) -> Finding:
+    msg = str(exc).splitlines()[0]
+    code = "encoding" if "unicode" in msg.lower() or "utf" in msg.lower() else "unreadable"
+    return Finding(str(path), None, None, code, f"cannot read: {msg}")
 
 
 def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> tuple[Staged, RunFacts]:

@@ -233,7 +233,7 @@ def write_run(
     existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchall()
     if existing and not replace:
         msg = f"run {rid!r} is already loaded; pass --replace (or --run-id to load it under another name)"
-        raise ValidationFailed([Finding(source, None, "run_id", "duplicate-run", msg)])
+        findings = [*findings, Finding(source, None, "run_id", "duplicate-run", msg)]
     progress("checking rules")
     contract = source_format in CONTRACT_FORMATS
     if any(f.severity == "error" for f in findings):
