@@ -284,3 +284,114 @@ def test_extra_columns_are_one_warning_with_a_count(tmp_path: Path) -> None:
     (w,) = [w for w in rep.warnings if w.code == "extra-columns"]
     assert (w.count, w.lines) == (7, (1, 2, 3, 4, 5))
     assert rep.extra_column_lines == 7
+
+
+# --- one transaction, one message per cause --------------------------------------------------------------
+
+
+def _snapshot(con: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's full contents (sorted), so 'unchanged' is checked row by row."""
+    tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()]
+    return {t: sorted(con.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr) for t in tables}
+
+
+def test_a_failing_second_run_leaves_the_store_exactly_as_it_was(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    con = connect(db)
+    load_inputs(con, LoadRequest(qrels=QRELS, runs=[RunSource(RESULTS, "before")]))
+    before = _snapshot(con)
+    bad = _text(tmp_path / "bad.trec", ["301 Q0 d1 1 1.5 t", "301 Q0 d2 2 oops t", "302 Q0 d3"])
+    gmap = "4:1,3:1,2:1,1:1"  # a new dataset version too: it must be rolled back with the runs
+    with pytest.raises(Exception) as exc:
+        load_inputs(con, LoadRequest(qrels=QRELS, grade_map=gmap, runs=[RunSource(RESULTS, "good"), bad]))
+    assert "nothing was loaded, the store is unchanged" in str(exc.value)
+    assert _snapshot(con) == before
+    con.close()
+    con = connect(db)  # and on disk
+    assert _snapshot(con) == before
+
+
+def test_two_runs_with_one_id_are_refused_before_anything_is_stored(tmp_path: Path) -> None:
+    con = connect(":memory:")
+    before = _snapshot(con)
+    with pytest.raises(Exception) as exc:
+        load_inputs(con, LoadRequest(qrels=QRELS, runs=[RESULTS, run_trec_sorted(tmp_path), RESULTS]))
+    msg = str(exc.value)
+    assert f"run 'STANDARD' is also the id of {RESULTS} in this load; give each run its own --run-id" in msg
+    assert _snapshot(con) == before
+
+
+def test_bad_lines_are_reported_once_per_cause_with_count_and_first_lines(tmp_path: Path) -> None:
+    from ragtriage.contract.errors import ValidationFailed
+
+    lines = [f"1 Q0 d{i} {i} {'x' if i % 2 else i} t" for i in range(1, 101)] + ["1 Q0 short"]
+    run = _text(tmp_path / "bad.run", lines)
+    con = connect(":memory:")
+    with pytest.raises(ValidationFailed) as exc:
+        load_inputs(con, LoadRequest(qrels=QRELS, runs=[run]))
+    errs = [str(e) for e in exc.value.errors]
+    assert errs == [
+        f"{run}:1: score: score 'x' is not a finite number (50 lines of this kind; first: 1, 3, 5, 7, 9)",
+        f"{run}:101: expected 6 columns (qid Q0 docno rank score tag), found 3",
+    ]
+    assert str(exc.value).startswith("51 validation error(s) of 2 kind(s); nothing was loaded, the store is unchanged")
+
+
+# --- the CLI: load and validate ---------------------------------------------------------------------------
+
+
+def test_cli_loads_compressed_qrels_and_runs_and_exits_2_once_per_cause(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ragtriage.cli import app
+
+    runner = CliRunner()
+    db = tmp_path / "t.duckdb"
+    q = qrels_trec(tmp_path, "gz")
+    mm, _ = run_msmarco(tmp_path)
+    args = ["load", "--db", str(db), "--qrels", str(q), "--run", str(RESULTS), "--run", str(mm), "--no-precompute"]
+    res = runner.invoke(app, [*args, "--run-id", "bm25", "--run-id", "mm"])
+    assert res.exit_code == 0, res.output
+    assert "run bm25 loaded: 75 results rows" in res.output
+    assert "note: the run file has no scores: score = 1 / rank" in res.output
+    res = runner.invoke(app, [*args, "--run-id", "only-one"])
+    assert res.exit_code == 2 and "--run-id was given 1 time(s) for 2 --run" in res.output
+    bad = _text(tmp_path / "bad.trec", [f"301 Q0 d{i} {i} nan t" for i in range(9)])
+    res = runner.invoke(app, ["load", "--db", str(db), "--run", str(bad), "--no-precompute"])
+    assert res.exit_code == 2
+    assert (
+        res.output.count("is not a finite number") == 1 and "(9 lines of this kind; first: 1, 2, 3, 4, 5)" in res.output
+    )
+    assert "nothing was loaded, the store is unchanged" in res.output
+
+
+def test_validate_checks_trec_beir_json_qrels_runs_and_topics(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ragtriage.cli import app
+
+    runner = CliRunner()
+    good = [
+        ["validate", str(QRELS), "--table", "qrels"],
+        ["validate", str(RESULTS)],  # 6 columns: a run
+        ["validate", str(qrels_beir(tmp_path, header=False)), "--table", "qrels"],
+        ["validate", str(qrels_json(tmp_path)), "--table", "qrels"],
+        ["validate", str(run_trec_sorted(tmp_path, "bz2"))],
+        ["validate", str(_text(tmp_path / "queries.tsv", ["1\tone", "2\ttwo"]))],
+    ]
+    for args in good:
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0 and "valid" in res.output, (args, res.output)
+    bad_qrels = _text(tmp_path / "my.qrels", ["1 0 a 1", "1 0 b x", "1 0 a 2"])
+    res = runner.invoke(app, ["validate", str(bad_qrels)])
+    assert res.exit_code == 2
+    assert f"{bad_qrels}:2: grade: relevance 'x' is not an integer" in res.output
+    assert f"{bad_qrels}:3: document_id: duplicate judgement for (qid, docno) 1 / a" in res.output
+    bad_topics = _text(tmp_path / "topics.tsv", ["1\tone", "1\tagain", "no tab here"])
+    res = runner.invoke(app, ["validate", str(bad_topics)])
+    assert res.exit_code == 2
+    assert f"{bad_topics}:2: id: duplicate topic id 1" in res.output
+    assert f"{bad_topics}:3: expected 'id<TAB>query'" in res.output
+    dup_run = _text(tmp_path / "x.run", ["1 Q0 a 1 2 t", "1 Q0 a 2 1 t"])
+    res = runner.invoke(app, ["validate", str(dup_run)])
+    assert res.exit_code == 0 and "appears more than once in this ranked list" in res.output

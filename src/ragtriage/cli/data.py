@@ -223,12 +223,16 @@ def validate(
     path: Annotated[
         Path,
         typer.Argument(
-            help="A contract file: cases/labels/documents/results/events table, "
-            "dataset.json, run.json, or a dataset or run folder."
+            help="A contract file (cases/labels/documents/results/events table, dataset.json, run.json), a dataset "
+            "or run folder, or a qrels, topics or run file in TREC/BEIR/MS MARCO/JSON form (.gz/.bz2 too)."
         ),
     ],
-    table: Annotated[str | None, typer.Option(help="Table kind when the file name does not say.")] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet.")] = None,
+    table: Annotated[
+        str | None, typer.Option(help="What the file holds when its name does not say: qrels|topics|run|cases|...")
+    ] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet, or trec|beir|msmarco|json|trec-topics.")
+    ] = None,
 ) -> None:
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
     try:

@@ -141,9 +141,9 @@ def _byo_dataset(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: di
     manifest, findings = parse_dataset_manifest(None, default_name=name, unit=req.unit, threshold=req.threshold)
     if manifest is None:
         raise ValidationFailed(findings)
-    staged = {"labels": _stage_qrels(con, req.qrels, req.qrels_fmt)}
+    staged = {"labels": stage_qrels(con, req.qrels, req.qrels_fmt)}
     if req.topics is not None:
-        staged["cases"] = _stage_topics(con, req.topics, req.topics_fmt)
+        staged["cases"] = stage_topics(con, req.topics, req.topics_fmt)
     elif not _unreadable(staged["labels"].findings):
         # Without topics, the cases are the qrels' queries and each query is shown as its id.
         con.execute(
@@ -179,7 +179,8 @@ def _write_dataset(
     return write_dataset(con, manifest, staged, findings, extra_files)
 
 
-def _stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None) -> Staged:
+def stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
+    """Stage qrels of any sniffed format (or a dict, or a frame) as ``stg_labels``."""
     if isinstance(source, dict):
         return stage_json_dicts(con, source, "stg_labels", "qrels")[0]
     if is_frame(source):
@@ -195,7 +196,8 @@ def _stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None)
     return stage(con, path, LABELS, "stg_labels", fmt=kind.fmt)
 
 
-def _stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None) -> Staged:
+def stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
+    """Stage topics of any sniffed format (or a frame) as ``stg_cases``."""
     if is_frame(source):
         return stage_frame(con, source, "stg_cases", "topics")[0]
     if isinstance(source, dict):
@@ -260,6 +262,20 @@ def _claim(rid: str, source: str, seen: dict[str, str]) -> None:
     seen[rid] = source
 
 
+def stage_run_file(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None = None, *, by_tag: bool = False
+) -> tuple[Staged, RunFacts]:
+    """Stage one run file of any sniffed format as ``stg_results`` (``Staged.fmt`` says which format)."""
+    kind = _sniff(path, "run", fmt)
+    if kind.fmt == "trec":
+        return stage_trec_run(con, path, "stg_results", by_tag=by_tag)
+    if kind.fmt == "msmarco":
+        return stage_msmarco_run(con, path, "stg_results")
+    if kind.fmt == "json":
+        return stage_json_dicts(con, path, "stg_results", "run")
+    return stage(con, path, RESULTS, "stg_results", fmt=kind.fmt, materialize=False), RunFacts()
+
+
 def _load_run(
     con: duckdb.DuckDBPyConnection, src: RunSource, req: LoadRequest, seen: dict[str, str], progress: Progress
 ) -> list[LoadReport]:
@@ -282,18 +298,9 @@ def _load_run(
             manifest = _run_manifest(rf.manifest)
             files = [(rf.manifest, 1)] if rf.manifest else []
             path = rf.results
-        kind = _sniff(path, "run", src.fmt)
-        fmt = kind.fmt
+        staged, facts = stage_run_file(con, path, src.fmt, by_tag=src.split_by_tag)
+        fmt = staged.fmt
         default_id = _stem(path)
-        if fmt == "trec":
-            staged, facts = stage_trec_run(con, path, "stg_results", by_tag=src.split_by_tag)
-        elif fmt == "msmarco":
-            staged, facts = stage_msmarco_run(con, path, "stg_results")
-        elif fmt == "json":
-            staged, facts = stage_json_dicts(con, path, "stg_results", "run")
-        else:
-            staged = stage(con, path, RESULTS, "stg_results", fmt=fmt, materialize=False)
-            facts = RunFacts()
         parts = {"results": staged}
         files = [*files, (path, staged.rows)]
     if _unreadable(staged.findings):
