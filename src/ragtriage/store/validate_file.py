@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import TABLES
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
-from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.rules import apply_rules, duplicate_rule, enum_rules
 from ragtriage.contract.staging import stage
 from ragtriage.store.byo import load_dataset, stage_qrels, stage_run_file, stage_topics
