@@ -1,6 +1,6 @@
 """Bring-your-own-data loading: every qrels and run format gives trec_eval's figures (pytrec_eval as reference).
 
-The data are excerpts of trec_eval's own test files (tests/data/trec_eval, NIST notice kept there): grades -1..4,
+The data are excerpts of trec_eval's own test files (tests/data/trec_eval_excerpt, NIST notice kept there): grades -1..4,
 tab-separated runs with space-padded scores. Each test writes the same judgements and rankings in another
 format (gzip, bzip2, BEIR with and without header, JSON, MS MARCO, dicts, DataFrames, the contract's JSONL) and
 checks the per-query trec_eval figures the store then gives.
@@ -24,7 +24,7 @@ from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
-DATA = Path(__file__).parent.parent / "data" / "trec_eval"
+DATA = Path(__file__).parent.parent / "data" / "trec_eval_excerpt"
 QRELS, RESULTS = DATA / "qrels.rel_level.excerpt", DATA / "results.excerpt"
 KS = (5, 10)
 NAMES = [f"{m}_{k}" for m in ("P", "recall", "ndcg_cut", "map_cut") for k in KS] + ["recip_rank"]
