@@ -395,3 +395,24 @@ def test_validate_checks_trec_beir_json_qrels_runs_and_topics(tmp_path: Path) ->
     dup_run = _text(tmp_path / "x.run", ["1 Q0 a 1 2 t", "1 Q0 a 2 1 t"])
     res = runner.invoke(app, ["validate", str(dup_run)])
     assert res.exit_code == 0 and "appears more than once in this ranked list" in res.output
+
+
+def test_compressed_files_are_found_in_dataset_and_run_folders(tmp_path: Path) -> None:
+    ds = tmp_path / "scifact"
+    (ds / "qrels").mkdir(parents=True)
+    topics = [json.dumps({"_id": q, "text": f"t{q}"}) for q in ("301", "302", "303")]
+    _text(ds / "queries.jsonl.gz", topics, "gz")
+    docs = {d for docs in read_qrels().values() for d in docs} | {d for docs in read_run().values() for d in docs}
+    _text(ds / "corpus.jsonl.bz2", [json.dumps({"_id": d, "title": d, "text": ""}) for d in sorted(docs)], "bz2")
+    beir = qrels_beir(tmp_path, header=False).read_text().splitlines()
+    _text(ds / "qrels" / "test.tsv.gz", beir, "gz")
+    run = tmp_path / "bm25"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "bm25", "k": 25}))
+    _text(run / "bm25.trec.gz", RESULTS.read_text().splitlines(), "gz")
+    con = connect(":memory:")
+    summary = load_inputs(con, LoadRequest(dataset=ds, runs=[run]))
+    assert summary.dataset is not None and summary.dataset.rows == {"cases": 3, "labels": 98, "documents": len(docs)}
+    assert con.execute("SELECT query FROM cases ORDER BY case_id").fetchall() == [("t301",), ("t302",), ("t303",)]
+    assert con.execute("SELECT run_id, k FROM runs").fetchall() == [("bm25", 25)]
+    assert_agrees(con, "bm25", read_qrels(), read_run())
