@@ -1,7 +1,7 @@
 """Bring-your-own-data loading: every qrels and run format gives trec_eval's figures (pytrec_eval as reference).
 
-The data are excerpts of trec_eval's own test files (tests/data/trec_eval_excerpt, NIST notice kept there): grades -1..4,
-tab-separated runs with space-padded scores. Each test writes the same judgements and rankings in another
+The data are excerpts of trec_eval's own test files (tests/data/trec_eval_excerpt, NIST notice kept there):
+grades -1..4, tab-separated runs with space-padded scores. Each test writes the same judgements and rankings in another
 format (gzip, bzip2, BEIR with and without header, JSON, MS MARCO, dicts, DataFrames, the contract's JSONL) and
 checks the per-query trec_eval figures the store then gives.
 """
