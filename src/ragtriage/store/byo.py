@@ -266,6 +266,7 @@ def stage_run_file(
     con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None = None, *, by_tag: bool = False
 ) -> tuple[Staged, RunFacts]:
     """Stage one run file of any sniffed format as ``stg_results`` (``Staged.fmt`` says which format)."""
+    drop_staged(con, "stg_results")  # a view (TREC) or a table (the others), whichever the last run left
     kind = _sniff(path, "run", fmt)
     if kind.fmt == "trec":
         return stage_trec_run(con, path, "stg_results", by_tag=by_tag)
@@ -284,6 +285,7 @@ def _load_run(
     files: list[tuple[Path, int]] = []
     label: str
     if isinstance(src.source, dict) or is_frame(src.source):
+        drop_staged(con, "stg_results")
         role_fn = stage_json_dicts if isinstance(src.source, dict) else stage_frame
         staged, facts = role_fn(con, src.source, "stg_results", "run")
         label, default_id, fmt = str(staged.path), "run", staged.fmt
@@ -306,7 +308,7 @@ def _load_run(
     if _unreadable(staged.findings):
         raise ValidationFailed([f for f in staged.findings if f.severity == "error"])
     if fmt in ("trec", "msmarco", "json", "frame") and unit == "chunk":
-        docno_is_chunk(con)
+        docno_is_chunk(con, facts.base_table or "stg_results")
     tags = facts.tags
     if src.split_by_tag and len(tags) > 1:
         out = []
@@ -314,7 +316,7 @@ def _load_run(
             _claim(tag, label, seen)
             con.execute(f"CREATE OR REPLACE TEMP VIEW stg_tag AS SELECT * FROM stg_results WHERE tag = {sql_str(tag)}")
             part = Staged("stg_tag", staged.path, staged.fmt, tags[tag], staged.findings, staged.line_label)
-            one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)
+            one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)  # depth: per tag
             out.append(
                 write_run(
                     con, tag, dict(manifest), {"results": part}, unit, fmt, one, req.replace, files, label, progress

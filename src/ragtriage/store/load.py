@@ -227,7 +227,10 @@ def write_run(
     res = staged["results"]
     findings = [f for s in staged.values() for f in s.findings]
     if not manifest.get("k"):
-        depth = con.execute(f"SELECT max(n) FROM (SELECT count(*) n FROM {res.name} GROUP BY case_id)").fetchall()[0][0]
+        depth = facts.depth
+        if depth is None:
+            sql = f"SELECT max(n) FROM (SELECT count(*) n FROM {res.name} GROUP BY case_id)"
+            depth = con.execute(sql).fetchall()[0][0]
         manifest["k"] = int(depth or 1)
     manifest["run_id"] = rid
     existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchall()
