@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from ragtriage.contract.compression import plain_name, scratch
+from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import CASES, LABELS, RESULTS
 from ragtriage.contract.frames import is_frame, stage_frame
@@ -37,10 +37,17 @@ from ragtriage.contract.trec import (
     stage_msmarco_run,
     stage_trec_qrels,
     stage_trec_run,
-    stage_tsv_queries,
 )
 from ragtriage.contract.trec_topics import stage_trec_topics
-from ragtriage.store.discover import discover_dataset, discover_run, docno_is_chunk, stage_dataset, stage_run
+from ragtriage.store.discover import (
+    Source,
+    discover_dataset,
+    discover_run,
+    docno_is_chunk,
+    stage_cases,
+    stage_dataset,
+    stage_run,
+)
 from ragtriage.store.grades import apply_grade_map, derived_scale, parse_grade_map
 from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, write_run
 
@@ -207,15 +214,13 @@ def stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None 
     if kind.fmt == "trec-topics":
         return stage_trec_topics(con, path, "stg_cases")
     if kind.fmt == "tsv":
-        return stage_tsv_queries(con, path, "stg_cases")
-    if kind.fmt == "beir" or (kind.fmt == "jsonl" and _has_key(con, path, "_id")):
-        return stage(con, path, CASES, "stg_cases", fmt="jsonl", aliases={"id": "_id", "query": "text"})
+        return stage_cases(con, Source(path, "tsv"), None)
+    if kind.fmt == "beir" or (kind.fmt == "jsonl" and _has_key(path, "_id")):
+        return stage_cases(con, Source(path, "beir"), None)
     return stage(con, path, CASES, "stg_cases", fmt=kind.fmt)
 
 
-def _has_key(con: duckdb.DuckDBPyConnection, path: Path, key: str) -> bool:
-    from ragtriage.contract.compression import head_bytes
-
+def _has_key(path: Path, key: str) -> bool:
     first = head_bytes(path, 4096).decode("utf-8", errors="replace").lstrip("\ufeff").split("\n", 1)[0]
     return f'"{key}"' in first
 
