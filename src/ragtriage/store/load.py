@@ -253,6 +253,8 @@ def _load_run_tx(
         manifest, findings = parse_run_manifest(files.manifest)
         if manifest is None:
             raise ValidationFailed(findings)
+        if manifest.get("incomplete") is True:  # `ragtriage record` stopped early: missing cases score zero
+            findings.append(_incomplete(str(files.manifest), manifest))
     else:
         manifest = {}
     staged, tag = stage_run(con, files, unit)
@@ -300,6 +302,21 @@ def _load_run_tx(
     _record_loads(con, "run", rid, manifest_files + [(s.path, s.rows) for s in staged.values()])
     _record_warnings(con, rid, warnings)
     return LoadReport("run", rid, {k_: s.rows for k_, s in staged.items()}, warnings)
+
+
+def _incomplete(path: str, manifest: dict[str, Any]) -> Finding:
+    rec = manifest.get("record") if isinstance(manifest.get("record"), dict) else {}
+    done, total = rec.get("cases_recorded"), rec.get("cases_total")
+    counted = f" ({done} of {total} cases)" if done is not None and total is not None else ""
+    return Finding(
+        path,
+        None,
+        "incomplete",
+        "incomplete-run",
+        f"the recording stopped early{counted}; cases without results score 0: continue it with "
+        "`ragtriage record --resume`",
+        "warning",
+    )
 
 
 def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged) -> Staged:
