@@ -305,7 +305,8 @@ def _load_run_tx(
 
 
 def _incomplete(path: str, manifest: dict[str, Any]) -> Finding:
-    rec = manifest.get("record") if isinstance(manifest.get("record"), dict) else {}
+    rec = manifest.get("record")
+    rec = rec if isinstance(rec, dict) else {}
     done, total = rec.get("cases_recorded"), rec.get("cases_total")
     counted = f" ({done} of {total} cases)" if done is not None and total is not None else ""
     return Finding(
