@@ -226,6 +226,8 @@ def write_run(
     out, as trec_eval leaves them out, and counted on the run and in one warning."""
     res = staged["results"]
     findings = [f for s in staged.values() for f in s.findings]
+    if manifest.get("incomplete") is True:  # `ragtriage record` stopped early: missing cases score zero
+        findings.append(_incomplete(source, manifest))
     if not manifest.get("k"):
         depth = facts.depth
         if depth is None:
@@ -287,6 +289,22 @@ def write_run(
 
 
 CONTRACT_FORMATS = ("folder", "jsonl", "csv", "tsv", "parquet")
+
+
+def _incomplete(source: str, manifest: dict[str, Any]) -> Finding:
+    rec = manifest.get("record")
+    rec = rec if isinstance(rec, dict) else {}
+    done, total = rec.get("cases_recorded"), rec.get("cases_total")
+    counted = f" ({done} of {total} cases)" if done is not None and total is not None else ""
+    return Finding(
+        source,
+        None,
+        "incomplete",
+        "incomplete-run",
+        f"the recording stopped early{counted}; cases without results score 0: continue it with "
+        "`ragtriage record --resume`",
+        "warning",
+    )
 
 
 def con_version(con: duckdb.DuckDBPyConnection) -> str:
