@@ -114,7 +114,9 @@ def paired_matrix(
     for i, run in enumerate(runs):
         cur.register(f"r{i}", sources.per_case(con, run, cutoffs))
     cur.register("cs", sources.case_slices(con, dataset_version, None))
-    cols = ", ".join(f'CAST(r{i}."{m}" AS DOUBLE) AS c{i}_{j}' for i in range(len(runs)) for j, m in enumerate(measures))
+    cols = ", ".join(
+        f'CAST(r{i}."{m}" AS DOUBLE) AS c{i}_{j}' for i in range(len(runs)) for j, m in enumerate(measures)
+    )
     joins = " ".join(f"JOIN r{i} USING (case_id)" for i in range(1, len(runs)))
     table = cur.sql(
         f"""SELECT case_id, {cols} FROM r0 {joins} JOIN cs USING (case_id)

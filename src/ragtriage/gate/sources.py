@@ -79,16 +79,30 @@ def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return table
 
 
-def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """case_id → the classifier's defect categories for the run, joined with ', ' (one row per failing case)."""
+def case_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Distinct (case_id, category) of the run's failures, from the classifier's public ``failures``."""
     from ragtriage.classify import failures
 
     cur = con.cursor()
-    cur.register("failure_rows", failures(con, run_id))
-    return cur.sql(
-        """SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category
-           FROM failure_rows GROUP BY case_id"""
-    ).to_arrow_table()
+    try:
+        cur.register("failure_rows", failures(con, run_id))
+        sql = "SELECT DISTINCT case_id, category FROM failure_rows ORDER BY case_id, category"
+        return cur.sql(sql).to_arrow_table()
+    finally:
+        cur.close()
+
+
+def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """case_id → the classifier's defect categories for the run, joined with ', ' (one row per failing case)."""
+    cur = con.cursor()
+    try:
+        cur.register("case_rows", case_categories(con, run_id))
+        return cur.sql(
+            """SELECT case_id, string_agg(category, ', ' ORDER BY category) AS category
+               FROM case_rows GROUP BY case_id"""
+        ).to_arrow_table()
+    finally:
+        cur.close()
 
 
 def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
