@@ -23,7 +23,6 @@ console = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
-RunOpt = Annotated[str, typer.Option("--run", help="Candidate run id.")]
 BaseOpt = Annotated[str, typer.Option("--baseline", help="Baseline run id.")]
 
 
@@ -160,7 +159,7 @@ def _compare_one(
 @app.command()
 def gate(
     gate_file: Annotated[Path, typer.Option("--gate", help="Gate file (TOML), see docs/gate.md.")],
-    run: RunOpt,
+    run: Annotated[list[str], typer.Option("--run", help="Candidate run id; repeat (or comma-separate) for several.")],
     baseline: BaseOpt,
     db: DbOpt = Path(DEFAULT_DB),
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
@@ -168,7 +167,8 @@ def gate(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the verdict as JSON here.")] = None,
     record: Annotated[bool, typer.Option(help="Store the verdict in the gate_verdicts table.")] = True,
 ) -> None:
-    """Release gate: exit 0 when every rule passes, 1 when any fails, 2 on unusable input."""
+    """Release gate: exit 0 when every rule passes for every candidate, 1 when any fails, 2 on unusable input."""
+    from ragtriage.cli.experiments import split_runs
     from ragtriage.gate import reports
     from ragtriage.gate.config import GateFileError, parse_gate
     from ragtriage.gate.verdict import evaluate_gate, record_verdict
@@ -179,15 +179,16 @@ def gate(
     except (GateFileError, StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
-        verdict = evaluate_gate(con, config, run, baseline)
+        verdicts = [evaluate_gate(con, config, r, baseline) for r in split_runs(run)]
         if record:
-            record_verdict(con, verdict)
+            for verdict in verdicts:
+                record_verdict(con, verdict)
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     finally:
         con.close()
     for path, text in ((junit, reports.to_junit), (markdown, reports.to_markdown), (json_out, reports.to_json)):
         if path is not None:
-            path.write_text(text(verdict), encoding="utf-8")
-    console.print(reports.to_text(verdict), markup=False, end="")
-    raise typer.Exit(0 if verdict.passed else 1)
+            path.write_text(text(verdicts), encoding="utf-8")
+    console.print(reports.to_text(verdicts), markup=False, end="")
+    raise typer.Exit(0 if all(v.passed for v in verdicts) else 1)
