@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from ragtriage.safe_text import visible
 INSTALL_HINT = "pip install 'ragtriage[report]'"
 _RC: Any = {"text.parse_math": False, "svg.fonttype": "path", "svg.hashsalt": "ragtriage", "font.size": 9}
 _SVG = re.compile(r"<svg.*</svg>", re.DOTALL)
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)  # RDF boilerplate naming creator and licence
 
 
 def available() -> bool:
@@ -40,9 +42,12 @@ def _label(text: str, width: int = 28) -> str:
 
 def _svg(fig: object) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")  # type: ignore[attr-defined]
+    with warnings.catch_warnings():
+        # a control picture (␛) missing from the default font is drawn as a box; that is all the warning says
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")  # type: ignore[attr-defined]
     match = _SVG.search(buf.getvalue())
-    return match.group(0) if match else ""
+    return _METADATA.sub("", match.group(0)) if match else ""
 
 
 def distribution(rc: RunsComparison) -> str:
