@@ -26,14 +26,15 @@ def hits_sql(k: int) -> str:
     return f"count(*) FILTER (WHERE rel AND pos <= {k})"
 
 
-def dcg_sql(k: int) -> str:
-    """DCG@k: gain g discounted by log2(position + 1), the one definition both modes use."""
-    return f"sum(g / log2(pos + 1)) FILTER (WHERE pos <= {k})"
+def dcg_sql(k: int | None, g: str = "g") -> str:
+    """DCG@k: gain g discounted by log2(position + 1), the one definition every mode uses (k None: whole list)."""
+    return f"sum({g} / log2(pos + 1))" + (f" FILTER (WHERE pos <= {k})" if k is not None else "")
 
 
-def ideal_dcg_sql(k: int) -> str:
-    """The ideal DCG@k from ``n.gains``, a case's positive gains sorted descending."""
-    return f"list_sum(list_transform(n.gains[1:{k}], lambda x, j: x / log2(j + 1)))"
+def ideal_dcg_sql(k: int | None, gains: str = "n.gains") -> str:
+    """The ideal DCG@k from ``gains``, a case's positive gains sorted descending (k None: all of them)."""
+    cut = f"{gains}[1:{k}]" if k is not None else gains
+    return f"list_sum(list_transform({cut}, lambda x, j: x / log2(j + 1)))"
 
 
 def _per_k_aggregates(ks: Sequence[int]) -> str:

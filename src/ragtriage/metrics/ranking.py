@@ -33,11 +33,22 @@ _DEEPER = """SELECT r.case_id, r.unit_id, r.rank FROM results r
              SEMI JOIN (SELECT case_id FROM _irregular WHERE short) s USING (case_id)
              WHERE r.run_id = ? AND r.stage = ? AND r.rank > ?"""
 
-_CUT = """WITH rows AS (SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper),
-          first AS (SELECT case_id, unit_id, rank FROM rows
-                    QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1)
-          SELECT case_id, unit_id, CAST(row_number() OVER (PARTITION BY case_id ORDER BY rank) AS INTEGER) AS pos
-          FROM first QUALIFY pos <= ?
+#: trec_eval's order of a list: scored before unscored, score descending, docno (unit id) descending, byte order
+TREC_ORDER = "score IS NULL, score DESC, unit_id DESC"
+
+
+def positions_sql(rows: str, order: str = "rank", *, dedupe: bool = True) -> str:
+    """The one de-duplication: a unit repeated in a list keeps its first occurrence (lowest recorded rank, and
+    that row's score); positions 1..n are then numbered over the de-duplicated list in ``order``.
+    ``dedupe=False`` is for rows known to hold no repeat (``runs.has_repeats`` false)."""
+    first = "QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1" if dedupe else ""
+    return f"""SELECT case_id, unit_id,
+                      CAST(row_number() OVER (PARTITION BY case_id ORDER BY {order}) AS INTEGER) AS pos
+               FROM (SELECT * FROM {rows} {first})"""
+
+
+_CUT = f"""WITH rows AS (SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper)
+          SELECT case_id, unit_id, pos FROM ({positions_sql("rows")}) WHERE pos <= ?
           UNION ALL
           SELECT case_id, unit_id, rank AS pos FROM _top ANTI JOIN _irregular USING (case_id)"""
 
@@ -52,3 +63,27 @@ def cut_lists(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, depth: in
     if pc.any(irregular["short"]).as_py():
         deeper = arrow(con, _DEEPER, [run_id, stage, depth], _irregular=irregular)
     return arrow(con, _CUT, [depth], _top=top, _irregular=irregular, _deeper=deeper)
+
+
+def judged_positions_sql(*, by_score: bool, repeats: bool) -> str:
+    """CTEs ``jp(case_id, pos, grade)``: every judged unit of each list at its de-duplicated position, and
+    ``nret(case_id, num_ret)``: the de-duplicated list length; over CTEs ``r(case_id, unit_id, rank, score)`` (the
+    lists) and ``q(case_id, unit_id, grade)`` (the qrels).
+
+    Every measure here depends only on where the judged units sit and on the list length, so no list is
+    materialised. By recorded rank, a case whose rows are ranks 1..n with n distinct units has position = rank and
+    needs no window; only the other cases are numbered. By score (trec_eval's order) every list is numbered.
+    """
+    if by_score:
+        return f"""d AS ({positions_sql("r", TREC_ORDER, dedupe=repeats)}),
+        jp AS (SELECT d.case_id, d.pos, q.grade FROM d JOIN q USING (case_id, unit_id)),
+        nret AS (SELECT case_id, count(*) AS num_ret FROM d GROUP BY case_id)"""
+    distinct = "count(DISTINCT unit_id)" if repeats else "count(*)"
+    return f"""st AS (SELECT case_id, count(*) AS n, max(rank) AS top, {distinct} AS nd FROM r GROUP BY case_id),
+        irr AS (SELECT case_id FROM st WHERE n <> top OR nd <> n),
+        ir AS (SELECT * FROM r SEMI JOIN irr USING (case_id)),
+        jp AS (SELECT r.case_id, CAST(r.rank AS INTEGER) AS pos, q.grade
+               FROM r JOIN q USING (case_id, unit_id) ANTI JOIN irr USING (case_id)
+               UNION ALL
+               SELECT p.case_id, p.pos, q.grade FROM ({positions_sql("ir")}) p JOIN q USING (case_id, unit_id)),
+        nret AS (SELECT case_id, nd AS num_ret FROM st)"""

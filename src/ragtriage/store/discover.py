@@ -131,17 +131,23 @@ def discover_run(path: Path, fmt: str | None) -> RunFiles:
     return RunFiles(path, manifest, results, _first(path, "events"), trec=False, fmt=fmt)
 
 
+def docno_is_chunk(con: duckdb.DuckDBPyConnection, name: str = "stg_results") -> None:
+    """In chunk mode a foreign run's docno names the evaluated unit, a chunk id; its document comes from the
+    corpus manifest when there is one."""
+    con.execute(
+        f"""UPDATE {name} SET chunk_id = document_id,
+               document_id = coalesce((SELECT any_value(d.document_id) FROM documents d
+                                       WHERE d.chunk_id = {name}.document_id), document_id)"""
+    )
+
+
 def stage_run(con: duckdb.DuckDBPyConnection, files: RunFiles, unit: str) -> tuple[dict[str, Staged], str | None]:
     tag = None
     if files.trec:
-        results, tag = stage_trec_run(con, files.results, "stg_results")
+        results, facts = stage_trec_run(con, files.results, "stg_results")
+        tag = next(iter(facts.tags), None)
         if unit == "chunk" and results.rows:
-            # A TREC docno names the evaluated unit: in chunk mode that is a chunk id.
-            con.execute(
-                """UPDATE stg_results SET chunk_id = document_id,
-                       document_id = coalesce((SELECT any_value(d.document_id) FROM documents d
-                                               WHERE d.chunk_id = stg_results.document_id), document_id)"""
-            )
+            docno_is_chunk(con)
     else:
         results = stage(con, files.results, RESULTS, "stg_results", fmt=files.fmt, materialize=False)
     out = {"results": results}

@@ -13,9 +13,10 @@ from ragtriage.contract.fields import TABLES
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
 from ragtriage.contract.rules import apply_rules, enum_rules
 from ragtriage.contract.staging import stage
+from ragtriage.store.byo import load_dataset
 from ragtriage.store.connection import connect
 from ragtriage.store.discover import discover_run, stage_run
-from ragtriage.store.load import UNREADABLE, load_dataset
+from ragtriage.store.load import UNREADABLE
 from ragtriage.store.run_rules import run_findings
 
 DATASET_TABLES = ("cases", "labels", "documents")
