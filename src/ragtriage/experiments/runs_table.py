@@ -23,7 +23,7 @@ from ragtriage.arrays import non_null_values
 from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
 from ragtriage.experiments.paired import CORRECTIONS, TESTS, adjust, paired_pvalues
 from ragtriage.gate import sources
-from ragtriage.gate.compare import TIE, parse_metric
+from ragtriage.gate.compare import TIE
 from ragtriage.gate.significance import bootstrap_means
 
 BOOTSTRAP_RESAMPLES = 1000  # as ``ragtriage metrics`` draws for the interval of a mean
@@ -101,30 +101,33 @@ def _ordered_runs(runs: Sequence[str], baseline: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def measure_names(measures: Sequence[str]) -> tuple[str, ...]:
+    """Canonical ir_measures names of ``measures`` (``MRR@10`` → ``RR@10``), duplicates dropped, order kept."""
+    from ragtriage.metrics.measures import parse_measures
+
+    return tuple(dict.fromkeys(str(m) for m in parse_measures(measures)))
+
+
 def paired_matrix(
-    con: duckdb.DuckDBPyConnection,
-    runs: Sequence[str],
-    measures: Sequence[str],
-    dataset_version: str,
-    split: str | None,
+    con: duckdb.DuckDBPyConnection, runs: Sequence[str], measures: Sequence[str], split: str | None
 ) -> tuple[pa.Array, npt.NDArray[np.float64]]:
-    """(case_ids, values n x runs x measures) over the cases with relevant units on ``split``, sorted by case."""
-    cutoffs = sorted({parse_metric(m)[1] for m in measures})
+    """(case_ids, values n x runs x measures) over the cases with relevant units on ``split``, sorted by case.
+
+    Values come from ``metrics.measure_eval`` (the one per-case definition of every ir_measures measure), with
+    ``NumRel`` alongside to keep the cases that have relevant units, as the one-pair compare does.
+    """
     cur = duckdb.connect()
     for i, run in enumerate(runs):
-        cur.register(f"r{i}", sources.per_case(con, run, cutoffs))
-    cur.register("cs", sources.case_slices(con, dataset_version, None))
-    cols = ", ".join(
-        f'CAST(r{i}."{m}" AS DOUBLE) AS c{i}_{j}' for i in range(len(runs)) for j, m in enumerate(measures)
-    )
+        wide = sources.measure_values(con, run, [*measures, "NumRel"], split)
+        cur.register(f"r{i}", wide.rename_columns(["case_id", *(f"c{i}_{j}" for j in range(len(measures))), "nrel"]))
+    cols = [f"c{i}_{j}" for i in range(len(runs)) for j in range(len(measures))]
     joins = " ".join(f"JOIN r{i} USING (case_id)" for i in range(1, len(runs)))
+    defined = " AND ".join(f"{c} IS NOT NULL" for c in cols)
     table = cur.sql(
-        f"""SELECT case_id, {cols} FROM r0 {joins} JOIN cs USING (case_id)
-            WHERE r0.n_relevant > 0 AND ($split IS NULL OR cs.split = $split) ORDER BY case_id""",
-        params={"split": split},
+        f"""SELECT case_id, {", ".join(f"CAST({c} AS DOUBLE) AS {c}" for c in cols)}
+            FROM r0 {joins} WHERE r0.nrel > 0 AND {defined} ORDER BY case_id"""
     ).to_arrow_table()
-    n = table.num_rows
-    values = np.empty((n, len(runs), len(measures)))
+    values = np.empty((table.num_rows, len(runs), len(measures)))
     for i in range(len(runs)):
         for j in range(len(measures)):
             values[:, i, j] = non_null_values(table.column(f"c{i}_{j}"), np.float64)
@@ -222,21 +225,20 @@ def compare_runs(
     seed: int = 0,
     n_resamples: int = 10_000,
 ) -> RunsComparison:
-    """Compare every run of ``runs`` with ``baseline`` on every measure (ir_measures names such as ``nDCG@10``).
+    """Compare every run of ``runs`` with ``baseline`` on every measure (ir_measures names such as ``nDCG@10``,
+    ``AP``, ``P(rel=3)@5``; trec_eval names such as ``ndcg_cut_10`` too).
 
-    Raises StoreError for an unknown run or runs of different dataset versions, ValueError for an unknown
-    measure, test or correction.
+    Raises StoreError for an unknown run or runs of different dataset versions, ValueError (MeasureError) for an
+    unknown measure, test or correction.
     """
     if test not in TESTS:
         raise ValueError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
-    names = tuple(dict.fromkeys(measures))
-    for name in names:
-        parse_metric(name)
+    names = measure_names(measures)
     ordered = _ordered_runs(runs, baseline)
     version = ""
     for run in ordered[1:]:
         version = sources.paired_version(con, run, baseline)
-    case_ids, values = paired_matrix(con, ordered, names, version, split)
+    case_ids, values = paired_matrix(con, ordered, names, split)
     table, n_comparisons = table_from_values(
         ordered, names, values, test=test, correction=correction, alpha=alpha, seed=seed, n_resamples=n_resamples
     )

@@ -63,6 +63,17 @@ def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> 
     return table
 
 
+def measure_values(
+    con: duckdb.DuckDBPyConnection, run_id: str, measures: Sequence[str], split: str | None = None
+) -> pa.Table:
+    """Per-case values of ir_measures-named ``measures`` on the final stage (``metrics.measure_eval``): case_id, then
+    one column per measure in the order given (NULL where a measure is undefined for a case)."""
+    from ragtriage.metrics.measure_eval import evaluate_run
+
+    table: pa.Table = evaluate_run(con, run_id, measures, split=split).wide
+    return table
+
+
 def leaks(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Every leaked result row of the run, in any stage (case_id, stage, rank, rule, detail, ...)."""
     from ragtriage.checks.leakage import leakage
