@@ -152,12 +152,21 @@ def phase_ranx(root: Path, repeat: int) -> dict[str, Any]:
 PHASES = {"sample": phase_sample, "load": phase_load, "compare": phase_compare, "ranx": phase_ranx}
 
 
-def run_phase(name: str, root: Path, repeat: int) -> dict[str, Any]:
+def run_phase(name: str, root: Path, repeat: int, timeout: float | None = None) -> dict[str, Any]:
+    """One phase in a fresh process; its figures are printed as soon as it ends."""
     cmd = [sys.executable, __file__, "--phase", name, "--dir", str(root), "--repeat", str(repeat)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1:] or ["failed"]}
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        result: dict[str, Any] = {"error": f"did not finish in {timeout:.0f}s"}
+    else:
+        if proc.returncode != 0:
+            result = {"error": proc.stderr.strip().splitlines()[-1:] or ["failed"]}
+        else:
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+    shown = {k: v for k, v in result.items() if not k.endswith("means")}
+    print(f"{name:8s} " + "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
+    sys.stdout.flush()
     return result
 
 
@@ -169,6 +178,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--skip-reference", action="store_true")
+    ap.add_argument("--ranx-timeout", type=float, default=1800.0, help="give up on ranx after this many seconds")
     a = ap.parse_args()
     if a.phase:
         out = PHASES[a.phase](a.dir, a.repeat)
@@ -181,12 +191,9 @@ def main() -> None:
     write_alternatives(a.dir, a.cases, a.depth)
     total = a.cases * a.depth * len(BIG_RUNS)
     took = time.perf_counter() - t
-    print(f"generated {len(BIG_RUNS)} runs x {a.cases} cases x {a.depth} = {total:,} rows in {took:.1f}s")
+    print(f"generated {len(BIG_RUNS)} runs x {a.cases} cases x {a.depth} = {total:,} rows in {took:.1f}s", flush=True)
     phases = ["sample", "load", "compare"] + ([] if a.skip_reference else ["ranx"])
-    res = {p: run_phase(p, a.dir, a.repeat) for p in phases}
-    for p, r in res.items():
-        shown = {k: v for k, v in r.items() if not k.endswith("means")}
-        print(f"{p:8s} " + "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
+    res = {p: run_phase(p, a.dir, a.repeat, a.ranx_timeout if p == "ranx" else None) for p in phases}
     c, x = res["compare"], res.get("ranx", {})
     print(f"medians of {a.repeat} (shared machine: noisy)")
     print(

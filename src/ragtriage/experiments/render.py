@@ -12,8 +12,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
+from ragtriage.arrays import table_of
 from ragtriage.csv_out import csv_text
 from ragtriage.experiments.runs_table import RunsComparison
 from ragtriage.safe_text import visible
@@ -223,7 +225,6 @@ def to_json(rc: RunsComparison, changes: Changes | None = None) -> str:
 def to_csv(rc: RunsComparison) -> str:
     """The main table with each run's changed variables, through the one CSV writer."""
     summary = {c.run_id: c.summary() for c in rc.configs}
-    table = rc.table.append_column(
-        "configuration_changes", pa.array([summary[r] for r in rc.table.column("run_id").to_pylist()], pa.string())
-    )
-    return csv_text(table)
+    changes = np.array([summary[r] for r in rc.table.column("run_id").to_pylist()], dtype=object)
+    column = table_of({"configuration_changes": changes}, pa.schema([("configuration_changes", pa.string())]))
+    return csv_text(rc.table.append_column("configuration_changes", column.column(0)))

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ragtriage.arrays import non_null_values
+from ragtriage.arrays import non_null_values, table_of
 from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
 from ragtriage.experiments.paired import CORRECTIONS, TESTS, adjust, paired_pvalues
 from ragtriage.gate import sources
@@ -79,16 +80,15 @@ class RunsComparison:
         """Long per-case table: case_id, run_id, measure, value, delta (against the baseline on that case)."""
         n, r, m = self.values.shape
         delta = self.values - self.values[:, :1, :]
-        idx = np.repeat(np.arange(n), r * m)
-        return pa.table(
-            {
-                "case_id": self.case_ids.take(pa.array(idx)),
-                "run_id": pa.array(np.tile(np.repeat(np.array(self.runs, dtype=object), m), n), pa.string()),
-                "measure": pa.array(np.tile(np.array(self.measures, dtype=object), n * r), pa.string()),
-                "value": pa.array(self.values.reshape(-1)),
-                "delta": pa.array(delta.reshape(-1)),
-            }
-        )
+        ids = np.asarray(self.case_ids.to_pylist(), dtype=object)
+        columns = {
+            "case_id": np.repeat(ids, r * m),
+            "run_id": np.tile(np.repeat(np.array(self.runs, dtype=object), m), n),
+            "measure": np.tile(np.array(self.measures, dtype=object), n * r),
+            "value": self.values.reshape(-1),
+            "delta": delta.reshape(-1),
+        }
+        return table_of(columns, PER_CASE_SCHEMA)
 
 
 def _ordered_runs(runs: Sequence[str], baseline: str) -> tuple[str, ...]:
@@ -134,13 +134,16 @@ def paired_matrix(
     return table.column("case_id").combine_chunks(), values
 
 
-def _intervals(x: npt.NDArray[np.float64], boot: npt.NDArray[np.float64]) -> tuple[list[float], list[float]]:
+def _intervals(
+    x: npt.NDArray[np.float64], boot: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Percentile interval of each column's bootstrapped means (NaN for fewer than two cases)."""
     if x.shape[0] < 2:
-        nan = [float("nan")] * x.shape[1]
+        nan = np.full(x.shape[1], np.nan)
         return nan, nan
     tail = (1.0 - CONFIDENCE) / 2.0
     low, high = np.quantile(boot, [tail, 1.0 - tail], axis=0)
-    return [float(v) for v in low], [float(v) for v in high]
+    return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
 
 
 def table_from_values(
@@ -167,29 +170,41 @@ def table_from_values(
     d_low, d_high = _intervals(d, boot[:, m:] - np.tile(boot[:, :m], (1, r - 1)) if n >= 2 else boot)
     p, exact = paired_pvalues(cand, base, test, n_resamples=n_resamples, seed=seed)
     p_adj = adjust(p, correction)
-    rows = []
-    for i, run in enumerate(runs):
-        for j, measure in enumerate(measures):
-            col, row = i * m + j, {"run_id": run, "measure": measure, "n": n}
-            row |= {"mean": float(x[:, col].mean()) if n else None, "ci_low": low[col], "ci_high": high[col]}
-            if i > 0:
-                c = col - m
-                row |= {
-                    "delta": float(d[:, c].mean()) if n else None,
-                    "delta_ci_low": d_low[c],
-                    "delta_ci_high": d_high[c],
-                    "wins": int(np.count_nonzero(d[:, c] > TIE)),
-                    "ties": int(np.count_nonzero(np.abs(d[:, c]) <= TIE)),
-                    "losses": int(np.count_nonzero(d[:, c] < -TIE)),
-                    "p_value": float(p[c]),
-                    "p_adjusted": float(p_adj[c]),
-                    "significant": bool(p_adj[c] < alpha),
-                    "exact": bool(exact[c]),
-                }
-            rows.append(row)
-    return pa.Table.from_pylist(rows, schema=TABLE_SCHEMA), int(np.count_nonzero(~np.isnan(p)))
+    nan = np.full(m, np.nan)  # the baseline's rows have no comparison
+
+    def with_base(v: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+        return np.concatenate([nan, np.asarray(v, dtype=np.float64)])
+
+    columns: dict[str, npt.NDArray[Any]] = {
+        "run_id": np.repeat(np.array(runs, dtype=object), m),
+        "measure": np.tile(np.array(measures, dtype=object), r),
+        "n": np.full(r * m, float(n)),
+        "mean": x.mean(axis=0) if n else np.full(r * m, np.nan),
+        "ci_low": low,
+        "ci_high": high,
+        "delta": with_base(d.mean(axis=0) if n else np.full(d.shape[1], np.nan)),
+        "delta_ci_low": with_base(d_low),
+        "delta_ci_high": with_base(d_high),
+        "wins": with_base(np.count_nonzero(d > TIE, axis=0)),
+        "ties": with_base(np.count_nonzero(np.abs(d) <= TIE, axis=0)),
+        "losses": with_base(np.count_nonzero(d < -TIE, axis=0)),
+        "p_value": with_base(p),
+        "p_adjusted": with_base(p_adj),
+        "significant": with_base(np.where(np.isnan(p_adj), np.nan, p_adj < alpha)),
+        "exact": with_base(exact),
+    }
+    return table_of(columns, TABLE_SCHEMA), int(np.count_nonzero(~np.isnan(p)))
 
 
+PER_CASE_SCHEMA = pa.schema(
+    [
+        ("case_id", pa.string()),
+        ("run_id", pa.string()),
+        ("measure", pa.string()),
+        ("value", pa.float64()),
+        ("delta", pa.float64()),
+    ]
+)
 TABLE_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),

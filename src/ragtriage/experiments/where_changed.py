@@ -9,11 +9,14 @@ listed as moved.
 
 from __future__ import annotations
 
+from typing import Any
+
 import duckdb
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
-from ragtriage.arrays import non_null_values
+from ragtriage.arrays import non_null_values, table_of
 from ragtriage.experiments.runs_table import RunsComparison
 from ragtriage.gate import sources
 
@@ -36,9 +39,12 @@ def slice_table(rc: RunsComparison, memberships: pa.Table) -> pa.Table:
     within a slice the baseline comes first, then the runs in table order.
     """
     cur = duckdb.connect()
-    cur.register("ids", pa.table({"case_id": rc.case_ids, "i": pa.array(np.arange(rc.n_cases))}))
+    cur.register("ids", pa.Table.from_arrays([rc.case_ids], names=["case_id"]))
     cur.register("mem", memberships)
-    joined = cur.sql("SELECT DISTINCT i, slice FROM ids JOIN mem USING (case_id) ORDER BY slice, i").to_arrow_table()
+    joined = cur.sql(
+        """WITH numbered AS (SELECT case_id, row_number() OVER (ORDER BY case_id) - 1 AS i FROM ids)
+           SELECT DISTINCT i, slice FROM numbered JOIN mem USING (case_id) ORDER BY slice, i"""
+    ).to_arrow_table()
     if joined.num_rows == 0:
         return SLICE_SCHEMA.empty_table()
     rows = non_null_values(joined.column("i"), np.uint64).astype(np.int64)
@@ -51,21 +57,21 @@ def slice_table(rc: RunsComparison, memberships: pa.Table) -> pa.Table:
     counts = np.bincount(inverse, minlength=len(names))
     means = (sums / counts[:, None]).reshape(len(names), r, m)
     deltas = means - means[:, :1, :]
-    out: dict[str, list[object]] = {f.name: [] for f in SLICE_SCHEMA}
+    parts: list[dict[str, npt.NDArray[Any]]] = []
     for j, measure in enumerate(rc.measures):
         worst = deltas[:, 1:, j].min(axis=1) if r > 1 else np.zeros(len(names))
-        for s in sorted(range(len(names)), key=lambda s: (worst[s], names[s])):
-            for i, run in enumerate(rc.runs):
-                for key, value in (
-                    ("measure", measure),
-                    ("slice", str(names[s])),
-                    ("n", int(counts[s])),
-                    ("run_id", run),
-                    ("mean", float(means[s, i, j])),
-                    ("delta", float(deltas[s, i, j])),
-                ):
-                    out[key].append(value)
-    return pa.table(out, schema=SLICE_SCHEMA)
+        order = np.lexsort((names, worst))  # worst difference first, then by name
+        parts.append(
+            {
+                "measure": np.full(len(order) * r, measure, dtype=object),
+                "slice": np.repeat(names[order].astype(object), r),
+                "n": np.repeat(counts[order], r).astype(np.float64),
+                "run_id": np.tile(np.array(rc.runs, dtype=object), len(order)),
+                "mean": means[order, :, j].reshape(-1),
+                "delta": deltas[order, :, j].reshape(-1),
+            }
+        )
+    return table_of({k: np.concatenate([p[k] for p in parts]) for k in SLICE_SCHEMA.names}, SLICE_SCHEMA)
 
 
 def slice_deltas(con: duckdb.DuckDBPyConnection, rc: RunsComparison, by: str) -> pa.Table:
@@ -112,12 +118,12 @@ def category_tables(failing: pa.Table, runs: list[str], baseline: str) -> tuple[
 def category_changes(con: duckdb.DuckDBPyConnection, rc: RunsComparison) -> tuple[pa.Table, pa.Table]:
     """``category_tables`` for the runs of ``rc``, over the cases of its split (every failing case, answerable or
     not: a negative case that stops abstaining is a failure the run adds)."""
-    tables = []
-    for run in rc.runs:
-        t = sources.case_categories(con, run)
-        tables.append(t.append_column("run_id", pa.repeat(pa.scalar(run), t.num_rows)))
     cur = duckdb.connect()
-    cur.register("f", pa.concat_tables(tables))
+    parts = []
+    for i, run in enumerate(rc.runs):
+        cur.register(f"f{i}", sources.failure_categories(con, run))
+        parts.append(f"SELECT $r{i} AS run_id, case_id, category FROM f{i}")
+    cur.execute(f"CREATE TEMP TABLE f AS {' UNION ALL '.join(parts)}", {f"r{i}": run for i, run in enumerate(rc.runs)})
     cur.register("cs", sources.case_slices(con, rc.dataset_version, None))
     failing = cur.sql(
         """SELECT DISTINCT f.run_id, f.case_id, f.category FROM f JOIN cs USING (case_id)

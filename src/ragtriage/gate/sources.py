@@ -90,30 +90,16 @@ def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return table
 
 
-def case_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """Distinct (case_id, category) of the run's failures, from the classifier's public ``failures``."""
+def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """case_id → the classifier's defect categories for the run, joined with ', ' (one row per failing case)."""
     from ragtriage.classify import failures
 
     cur = con.cursor()
-    try:
-        cur.register("failure_rows", failures(con, run_id))
-        sql = "SELECT DISTINCT case_id, category FROM failure_rows ORDER BY case_id, category"
-        return cur.sql(sql).to_arrow_table()
-    finally:
-        cur.close()
-
-
-def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """case_id → the classifier's defect categories for the run, joined with ', ' (one row per failing case)."""
-    cur = con.cursor()
-    try:
-        cur.register("case_rows", case_categories(con, run_id))
-        return cur.sql(
-            """SELECT case_id, string_agg(category, ', ' ORDER BY category) AS category
-               FROM case_rows GROUP BY case_id"""
-        ).to_arrow_table()
-    finally:
-        cur.close()
+    cur.register("failure_rows", failures(con, run_id))
+    return cur.sql(
+        """SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category
+           FROM failure_rows GROUP BY case_id"""
+    ).to_arrow_table()
 
 
 def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
@@ -184,3 +170,16 @@ def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
         con, "SELECT DISTINCT case_id FROM events WHERE run_id = $r AND timed_out ORDER BY case_id", {"r": run_id}
     )
     return [str(c) for c in rows.column("case_id").to_pylist()]
+
+
+def failure_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Distinct (case_id, category) of the run's classified failures, from the classifier's public ``failures``."""
+    from ragtriage.classify import failures
+
+    cur = con.cursor()
+    try:
+        cur.register("failure_rows", failures(con, run_id))
+        sql = "SELECT DISTINCT case_id, category FROM failure_rows ORDER BY case_id, category"
+        return cur.sql(sql).to_arrow_table()
+    finally:
+        cur.close()
