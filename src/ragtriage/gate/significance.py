@@ -116,7 +116,7 @@ def sign_flip_tests(
         return p, exact
     observed = d.mean(axis=0)
     nonzero = np.count_nonzero(d, axis=0)
-    exact = 2.0**nonzero <= n_resamples
+    exact = nonzero <= int(n_resamples).bit_length() - 1  # 2**nonzero <= n_resamples, without overflow
     for j in np.flatnonzero(exact):
         col = d[:, j]
         p[j] = p_from_null(_exact_null(col[col != 0.0], n)[:, None], observed[j : j + 1], 0)[0]
