@@ -81,9 +81,11 @@ def _exact_null(nonzero: FloatArray, n: int) -> FloatArray:
 
 
 def _sign_blocks(n: int, n_resamples: int, rng: np.random.Generator) -> Iterator[FloatArray]:
-    """Random sign-flip indicators (1 = flip), ``n_resamples`` rows of n in memory-bounded blocks."""
+    """Random sign-flip indicators (1 = flip), ``n_resamples`` rows of n in memory-bounded blocks; drawn as random
+    bytes split into bits (half the CPU of drawing one small integer per cell)."""
     for b in _blocks(n_resamples, n):
-        yield rng.integers(0, 2, size=(b, n), dtype=np.int8).astype(np.float64)
+        raw = np.frombuffer(rng.bytes((b * n + 7) // 8), dtype=np.uint8)
+        yield np.unpackbits(raw, count=b * n).reshape(b, n).astype(np.float64)
 
 
 def p_from_null(null: FloatArray, observed: FloatArray, adjustment: int) -> FloatArray:
