@@ -93,6 +93,7 @@ def heatmap(rc: RunsComparison, by: str, slices: pa.Table) -> str:
     measure = rc.measures[0]
     recs = [r for r in slices.to_pylist() if r["measure"] == measure and r["run_id"] != rc.baseline]
     names = list(dict.fromkeys(r["slice"] for r in recs))
+    sizes = {r["slice"]: r["n"] for r in recs}
     if not names:
         return ""
     grid = np.array([r["delta"] for r in recs], dtype=np.float64).reshape(len(names), len(rc.runs) - 1)
@@ -102,9 +103,10 @@ def heatmap(rc: RunsComparison, by: str, slices: pa.Table) -> str:
         ax = fig.add_subplot()
         image = ax.imshow(grid, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
         ax.set_xticks(range(grid.shape[1]), [_label(r, 16) for r in rc.runs[1:]], rotation=20, ha="right")
-        ax.set_yticks(range(len(names)), [_label(n) for n in names])
+        ax.set_yticks(range(len(names)), [f"{_label(n)} (n={sizes[n]})" for n in names])
         for (y, x), v in np.ndenumerate(grid):
-            ax.text(x, y, f"{v:+.3f}", ha="center", va="center", fontsize=7)
+            colour = "white" if abs(v) > 0.6 * limit else "black"
+            ax.text(x, y, f"{v:+.3f}", ha="center", va="center", fontsize=7, color=colour)
         fig.colorbar(image, ax=ax, label=f"Δ {measure}")
         ax.set_title(f"Δ {measure} by {_label(by, 20)} vs {_label(rc.baseline, 20)}")
         return _svg(fig)
