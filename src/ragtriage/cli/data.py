@@ -74,7 +74,10 @@ def load(
     ] = None,
     precompute: Annotated[
         bool,
-        typer.Option(help="Precompute each run's overview summary for the TUI (about 1 s per 10M result rows)."),
+        typer.Option(
+            help="Classify each run and store it, and precompute its overview summary for the TUI "
+            "(seconds per 10M result rows; without it `failures` classifies on every call)."
+        ),
     ] = True,
 ) -> None:
     """Load a dataset and/or runs. Each load is one transaction: on any error nothing is written."""
@@ -98,6 +101,19 @@ def load(
             counts = ", ".join(f"{v} {k} rows" for k, v in rep.rows.items())
             console.print(f"run {rep.target} loaded: {counts}", markup=False, highlight=False)
             _print_warnings(rep.warnings)
+        if precompute:
+            from ragtriage.classify import refresh
+
+            with _LazyProgress("classifying each run (stored for failures, the gate and the TUI)") as prog:
+                prog("classify.refresh")
+                try:
+                    refresh(con)
+                except Exception as exc:  # noqa: BLE001 - the data is loaded; readers classify on the fly
+                    console.print(
+                        f"classification not stored ({exc}); `failures` will classify on each call",
+                        markup=False,
+                        highlight=False,
+                    )
     except (ValidationFailed, StoreError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:

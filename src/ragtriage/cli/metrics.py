@@ -251,8 +251,8 @@ def _compute(
     if view is View.judged:
         depth = max(int(x) for x in k.split(",") if x.strip())
         notes = [
-            f"Judged@{depth} = judged results in the top {depth} / {depth}; mostly_unjudged: more than half "
-            "of the returned top k has no label."
+            f"Judged@{depth} = judged results in the top {depth} / results there (ir_measures); "
+            "mostly_unjudged: more than half of the returned top k has no label."
         ]
         return judged_report(con, run, depth, stage=stage, split=split), _context(base), notes
     if view is View.stages:

@@ -118,23 +118,28 @@ def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = N
         cur.close()
 
 
+def unlabelled_count(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> int:
+    """Cases of the mode's base population that have no label at all (excluded from every measure)."""
+    base, params = ctx.base_population_sql(trec=trec)
+    row = arrow(con, f"SELECT count(*) AS n FROM ({base}) ANTI JOIN qrels USING (case_id)", params).to_pylist()
+    return int(row[0]["n"])
+
+
 def population_counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> dict[str, int]:
     """The header's population figures: evaluated cases, cases excluded for having no label, evaluated cases with
     no relevant label, evaluated cases absent from the run (they score 0, as with trec_eval -c)."""
-    base, params = ctx.base_population_sql(trec=trec)
+    pop, params = ctx.population_sql(trec=trec)
     row = arrow(
         con,
-        f"""WITH b AS ({base}),
-                l AS (SELECT case_id FROM b SEMI JOIN qrels USING (case_id)),
-                rel AS (SELECT DISTINCT case_id FROM qrels WHERE grade >= {ctx.threshold})
+        f"""WITH l AS ({pop}),
+                rel AS (SELECT DISTINCT case_id FROM qrels WHERE grade >= {ctx.threshold}),
+                ran AS (SELECT DISTINCT case_id FROM results WHERE run_id = ? AND stage = ?)
             SELECT (SELECT count(*) FROM l) AS cases,
-                   (SELECT count(*) FROM b) - (SELECT count(*) FROM l) AS unlabelled,
                    (SELECT count(*) FROM l ANTI JOIN rel USING (case_id)) AS without_relevant,
-                   (SELECT count(*) FROM l WHERE case_id NOT IN
-                        (SELECT case_id FROM results WHERE run_id = ? AND stage = ?)) AS absent""",
+                   (SELECT count(*) FROM l ANTI JOIN ran USING (case_id)) AS absent""",
         [*params, ctx.run_id, ctx.stage],
     ).to_pylist()[0]
-    return {k: int(v) for k, v in row.items()}
+    return {"unlabelled": unlabelled_count(con, ctx, trec=trec), **{k: int(v) for k, v in row.items()}}
 
 
 def population_header(counts: dict[str, int]) -> dict[str, int]:

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.metrics.context import EvalContext, arrow, gain_sql, population_counts, population_header, resolve
+from ragtriage.metrics.context import EvalContext, arrow, gain_sql, population_header, resolve, unlabelled_count
 from ragtriage.metrics.measures import NEEDS_RELEVANT, Measure, parse_measures
 from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql
 from ragtriage.metrics.ranking import judged_positions_sql
@@ -220,21 +220,23 @@ class _Sql:
 def measures_sql(
     measures: Sequence[Measure], ctx: EvalContext, *, trec: bool, repeats: bool, by_score: bool
 ) -> tuple[str, list[object]]:
-    """The per-case query: one row per evaluated case, column ``m{i}`` = value of ``measures[i]`` (resolved)."""
+    """The per-case query: one row per evaluated case, ``_n_relevant`` (at the dataset threshold), ``_in_run``
+    and column ``m{i}`` = value of ``measures[i]`` (resolved)."""
     b = _Sql(ctx.threshold, trec)
     exprs = [f"CAST({b.expr(m)} AS DOUBLE) AS m{i}" for i, m in enumerate(measures)]
+    b.nrel(ctx.threshold)
     pop, params = ctx.population_sql(trec=trec)
     stats = ",\n".join(f"{v} AS {k}" for k, v in b.stats.items()) or "count(*) AS n_labels"
     agg = ",\n".join(f"{v} AS {k}" for k, v in b.agg.items()) or "count(*) AS n_judged"
     sql = f"""
     WITH pop AS MATERIALIZED ({pop}),
     q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM qrels SEMI JOIN pop USING (case_id)),
-    r AS (SELECT case_id, unit_id, rank, score FROM results WHERE run_id = ? AND stage = ?
+    r AS NOT MATERIALIZED (SELECT case_id, unit_id, rank, score FROM results WHERE run_id = ? AND stage = ?
           AND case_id IN (SELECT case_id FROM pop)),
     {judged_positions_sql(by_score=by_score, repeats=repeats)},
     n AS (SELECT pop.case_id, {stats} FROM pop JOIN q USING (case_id) GROUP BY pop.case_id),
     a AS (SELECT case_id, {agg} FROM {b.hit_rows()} GROUP BY case_id)
-    SELECT n.case_id, {", ".join(exprs)}
+    SELECT n.case_id, {b.nrel(ctx.threshold)} AS _n_relevant, nret.case_id IS NOT NULL AS _in_run, {", ".join(exprs)}
     FROM n LEFT JOIN a USING (case_id) LEFT JOIN nret USING (case_id) ORDER BY n.case_id
     """
     return sql, [*params, ctx.run_id, ctx.stage]
@@ -280,8 +282,14 @@ def evaluate_run(
         resolved, ctx, trec=trec_compat, repeats=repeats, by_score=trec_compat and not rank_is_trec_order
     )
     table = arrow(con, sql, params)
+    counts = {
+        "cases": table.num_rows,
+        "unlabelled": unlabelled_count(con, ctx, trec=trec_compat),
+        "without_relevant": int(pc.sum(pc.equal(table.column("_n_relevant"), 0)).as_py() or 0),
+        "absent": int(pc.sum(pc.invert(table.column("_in_run"))).as_py() or 0),
+    }
+    table = table.drop_columns(["_n_relevant", "_in_run"])
     table = table.rename_columns(["case_id", *(str(m) for m in resolved)])
-    counts = population_counts(con, ctx, trec=trec_compat)
     mode = "trec-compat" if trec_compat else "default"
     context = {
         "run": run_id,
