@@ -63,6 +63,17 @@ def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> 
     return table
 
 
+def measure_values(
+    con: duckdb.DuckDBPyConnection, run_id: str, measures: Sequence[str], split: str | None = None
+) -> pa.Table:
+    """Per-case values of ir_measures-named ``measures`` on the final stage (``metrics.measure_eval``): case_id, then
+    one column per measure in the order given (NULL where a measure is undefined for a case)."""
+    from ragtriage.metrics.measure_eval import evaluate_run
+
+    table: pa.Table = evaluate_run(con, run_id, measures, split=split).wide
+    return table
+
+
 def leaks(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Every leaked result row of the run, in any stage (case_id, stage, rank, rule, detail, ...)."""
     from ragtriage.checks.leakage import leakage
@@ -177,3 +188,16 @@ def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
         con, "SELECT DISTINCT case_id FROM events WHERE run_id = $r AND timed_out ORDER BY case_id", {"r": run_id}
     )
     return [str(c) for c in rows.column("case_id").to_pylist()]
+
+
+def failure_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Distinct (case_id, category) of the run's classified failures, from the classifier's public ``failures``."""
+    from ragtriage.classify import failures
+
+    cur = con.cursor()
+    try:
+        cur.register("failure_rows", failures(con, run_id))
+        sql = "SELECT DISTINCT case_id, category FROM failure_rows ORDER BY case_id, category"
+        return cur.sql(sql).to_arrow_table()
+    finally:
+        cur.close()
