@@ -220,7 +220,8 @@ def main() -> None:
     c, x = res["compare"], res.get("ranx", {})
     load = os.getloadavg()[0]
     print(
-        f"medians of {a.repeat}; load average {load:.1f} on {os.cpu_count()} cores (shared machine: noisy; CPU = user+sys)"
+        f"medians of {a.repeat}; load average {load:.1f} on {os.cpu_count()} cores "
+        "(shared machine: noisy; CPU = user + system of all threads)"
     )
     smp, nan = res["sample"], float("nan")
     print(
