@@ -198,3 +198,23 @@ def test_connection_errors_are_retried_by_the_transport(tmp_path: Path) -> None:
         for srv in servers:
             srv.shutdown()
             srv.server_close()
+
+
+def test_get_sends_the_template_as_query_parameters(server: HTTPServer, tmp_path: Path) -> None:
+    seen: list[dict[str, str]] = []
+
+    def handle(request: Request) -> Response:
+        seen.append(dict(request.args))
+        i = int(request.args["q"].split()[-1])
+        return Response(json.dumps({"hits": [{"doc": f"d{i}", "cid": f"d{i}#1"}]}), content_type="application/json")
+
+    server.expect_request("/search", method="GET").respond_with_handler(handle)
+    ds = write_dataset(tmp_path / "ds", n=3)
+    shape = response_shape("chunk", {"hits": "hits", "id": "cid", "document_id": "doc"})
+    template = '{"q": "{query}", "k": {k}, "user": {principal}, "f": {filters}}'
+    retriever = make_retriever(server.url_for("/search"), shape, HttpOptions(request=template, method="get"))
+    assert record_run(plan(ds, tmp_path / "run"), retriever).complete
+    assert {"q": "question 3", "k": "3", "user": '{"id": "u3", "groups": ["g"]}', "f": '{"language": "de"}'} in seen
+    assert {"q": "question 1", "k": "3", "user": '{"id": "u1", "groups": ["g"]}'} in seen  # null filters: left out
+    with pytest.raises(RecordError, match="must be a JSON object"):
+        make_retriever(server.url_for("/search"), shape, HttpOptions(request="[{query}]", method="GET"))

@@ -241,7 +241,10 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path: Path) -> None:
     assert manifest["incomplete"] is True and manifest["record"]["cases_recorded"] == first.outcome.recorded
     con = connect(tmp_path / "t.duckdb")  # the partial run is a valid run
     load_dataset(con, ds)
-    assert load_run(con, part).rows["events"] == first.outcome.recorded
+    report = load_run(con, part)
+    assert report.rows["events"] == first.outcome.recorded
+    incomplete = [w for w in report.warnings if w.code == "incomplete-run"]
+    assert len(incomplete) == 1 and f"({first.outcome.recorded} of 20 cases)" in str(incomplete[0])
     with (part / ".record-journal.jsonl").open("a") as fh:
         fh.write('{"case_id": "q19", "torn')  # a crash mid-line: dropped, the case is asked again
     second = record_run(plan(ds, part, run_id="r", concurrency=3, resume=True), python_retriever(ranked))

@@ -145,7 +145,6 @@ def test_langchain_documents_and_llamaindex_nodes_by_their_shape() -> None:
         ({"hits": [{"chunk_id": "c1"}]}, "no document id"),
         ({"hits": [{"chunk_id": "c1", "document_id": "d", "stage": "rerank"}]}, "stage 'rerank'"),
         ({"hits": [{"chunk_id": "c1", "document_id": "d", "score": float("nan")}]}, "not a finite number"),
-        ({"hits": [], "status": "maybe"}, "status 'maybe'"),
         ({"nothing": 1}, "no hit list"),
     ],
 )
@@ -165,3 +164,13 @@ def test_option_parsers_and_secret_stripping() -> None:
     assert strip_template('{"q": "{query}", "api_key": "sk-\\"1", "Auth_Token": "t", "k": {k}}') == (
         '{"q": "{query}", "api_key": "<redacted>", "Auth_Token": "<redacted>", "k": {k}}'
     )
+
+
+def test_status_named_must_be_the_contracts_found_by_default_is_ignored_otherwise() -> None:
+    raw = {"hits": [], "status": "success"}
+    assert response_shape("chunk", {}).read(raw).status is None
+    assert response_shape("chunk", {}).read({"hits": [], "status": "insufficient_evidence"}).status == (
+        "insufficient_evidence"
+    )
+    with pytest.raises(RetrieverError, match="status 'success' is not one of ok|insufficient_evidence|error"):
+        response_shape("chunk", {"status": "status"}).read(raw)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,11 +10,9 @@ import duckdb
 import pyarrow as pa
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ragtriage.cli._app import app, open_existing
+from ragtriage.cli._app import FormatOpt, app, open_existing, show
 from ragtriage.contract.errors import ValidationFailed
-from ragtriage.csv_out import csv_text
 from ragtriage.metrics import (
     MetricReport,
     MetricsError,
@@ -32,19 +28,11 @@ from ragtriage.metrics import (
 from ragtriage.metrics.context import parse_ks, population_counts, population_header, resolve
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
 from ragtriage.metrics.measures import measures_for_ks
+from ragtriage.output import Format, Output
 from ragtriage.store import StoreError
-from ragtriage.trec_out import trec_text
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
-
-
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
-    trec = "trec"
 
 
 class View(StrEnum):
@@ -62,48 +50,6 @@ class Stage(StrEnum):
 class Gain(StrEnum):
     exponential = "exponential"
     linear = "linear"
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.4f}"
-    return str(v)
-
-
-def _emit(table: pa.Table, fmt: Format, context: dict[str, Any], notes: list[str]) -> None:
-    head = " · ".join(f"{k} {v}" for k, v in context.items() if v is not None)
-    if fmt is Format.json:
-        typer.echo(json.dumps({"context": context, "notes": notes, "rows": table.to_pylist()}, default=str, indent=2))
-        return
-    if fmt is Format.csv:
-        # the context repeated on every row, so an exported row stands alone; values may be numbers
-        for name, value in reversed(list(context.items())):
-            if name not in table.column_names:
-                table = table.add_column(0, name, pa.array([str(value)] * table.num_rows, pa.string()))
-        typer.echo(csv_text(table), nl=False)
-        return
-    rows = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
-    if fmt is Format.markdown:
-        lines = [
-            f"**{head}**",
-            "",
-            "| " + " | ".join(table.column_names) + " |",
-            "|" + "---|" * len(table.column_names),
-        ]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        typer.echo("\n".join(lines + [""] + [f"- {n}" for n in notes]))
-        return
-    out = Table(*table.column_names, title=head, title_justify="left")
-    for r in rows:
-        out.add_row(*r)
-    # a metric name cut to "nD…" is unreadable: let wide tables be as wide as their cells
-    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(table.column_names)]
-    wide = Console(soft_wrap=True, width=max(console.width, sum(widths) + 3 * len(widths) + 1))
-    wide.print(out)
-    for n in notes:
-        wide.print(n, markup=False, highlight=False)
 
 
 def _report_table(rep: MetricReport) -> pa.Table:
@@ -154,7 +100,7 @@ def metrics_cmd(
     per_case_rows: Annotated[bool, typer.Option("--per-case", help="One row per case instead of aggregates.")] = False,
     view: Annotated[View, typer.Option("--view", help="summary|stages|judged|latency.")] = View.summary,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
-    fmt: Annotated[Format, typer.Option("--format", help="table|json|csv|markdown|trec.")] = Format.table,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate, or any
     measure named in ir_measures' syntax (--measure); trec_eval's layout with --format trec."""
@@ -186,7 +132,7 @@ def metrics_cmd(
         raise typer.Exit(2) from exc
     finally:
         con.close()
-    _emit(table, fmt, context, notes)
+    show(Output(table, context, notes), fmt)
 
 
 def _open(
@@ -201,25 +147,26 @@ def _open(
 
 
 def _emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[str]) -> None:
-    """Measures by name: trec_eval's layout (header on stderr, as comments), or a table of the aggregates or of
-    one column per measure and case, with the header and the parameters each figure was made with."""
+    """Measures by name: trec_eval's layout (the header on stderr as ``#`` lines, so stdout parses as
+    trec_eval's), or the aggregates (one row per measure, with the parameters each figure was made with) or one
+    column per measure and case, under the population header."""
+    notes = [*res.notes, *load_notes]
     if fmt is Format.trec:
         for name, value in res.context.items():
             if value is not None:
                 err.print(f"# {name}: {value}", markup=False, highlight=False)
-        for note in [*res.notes, *load_notes]:
+        for note in notes:
             err.print(f"# {note}", markup=False, highlight=False)
-        typer.echo(trec_text(*res.trec_tables(per_query=rows)), nl=False)
+        show(Output(res.trec_rows(per_query=rows)), fmt)
         return
     table = res.wide if rows else res.aggregate
     if not rows and res.mode != "trec-compat":
         table = table.drop_columns(["trec"])
-    notes = [
-        *res.notes,
-        "A parameter left out takes the dataset's threshold (rel) or --gain (dcg); "
-        "'parameters' says which. Sums for NumQ/NumRet/NumRel/NumRelRet, means elsewhere.",
-    ]
-    _emit(table, fmt, res.context, notes)
+    notes.append(
+        "A parameter left out takes the dataset's threshold (rel) or --gain (dcg); 'parameters' says which. "
+        "Sums for NumQ/NumRet/NumRel/NumRelRet, means elsewhere."
+    )
+    show(Output(table, res.context, notes), fmt)
 
 
 def _compute(

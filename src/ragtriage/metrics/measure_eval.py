@@ -76,32 +76,35 @@ class MeasureResult:
         """trec_eval's name where trec_eval has the measure (``ndcg_cut_10``), else ir_measures' (``RR@10``)."""
         return m.trec_name(self.threshold) or str(m)
 
-    def trec_tables(self, *, per_query: bool) -> tuple[pa.Table | None, pa.Table]:
-        """What :func:`ragtriage.trec_out.trec_text` prints: per-query rows (trec_eval -q; num_q only in the
-        ``all`` block) and the ``all`` rows, names as :meth:`name_of` gives them."""
-        agg = self.aggregate
+    def trec_rows(self, *, per_query: bool) -> pa.Table:
+        """What trec_eval prints, in its order: with ``per_query`` (trec_eval -q) each query's measures (queries
+        in byte order; num_q only in the ``all`` block), then the ``all`` rows (case_id NULL); names as
+        :meth:`name_of` gives them; ``integer`` marks the counts."""
+        names = [self.name_of(m) for m in self.measures]
         summary = pa.table(
             {
-                "name": pa.array([self.name_of(m) for m in self.measures], pa.string()),
-                "value": agg.column("value"),
+                "case_id": pa.nulls(len(names), pa.string()),
+                "measure": pa.array(names, pa.string()),
+                "value": self.aggregate.column("value"),
                 "integer": pa.array([m.summed for m in self.measures], pa.bool_()),
             }
         )
         if not per_query:
-            return None, summary
+            return summary
         shown = [(i, m) for i, m in enumerate(self.measures) if m.name != "NumQ"]
         n = self.wide.num_rows
         case_ids = self.wide.column("case_id").combine_chunks()
         table = pa.table(
             {
-                "qid": pa.chunked_array([case_ids] * len(shown), pa.string()),
-                "name": pa.chunked_array([pa.repeat(self.name_of(m), n) for _, m in shown], pa.string()),
+                "case_id": pa.chunked_array([case_ids] * len(shown), pa.string()),
+                "measure": pa.chunked_array([pa.repeat(names[i], n) for i, _ in shown], pa.string()),
                 "value": pa.chunked_array([self.wide.column(str(m)).combine_chunks() for _, m in shown], pa.float64()),
                 "integer": pa.chunked_array([pa.repeat(m.summed, n) for _, m in shown], pa.bool_()),
                 "idx": pa.chunked_array([pa.repeat(i, n) for i, _ in shown], pa.int64()),
             }
         )
-        return table, summary
+        table = table.sort_by([("case_id", "ascending"), ("idx", "ascending")]).drop_columns(["idx"])
+        return pa.concat_tables([table, summary])
 
 
 def _agg(col: pa.ChunkedArray, summed: bool) -> float | None:

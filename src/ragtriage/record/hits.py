@@ -74,9 +74,19 @@ class ResponseShape:
             final=[h for h, s in final_items if s != "candidate"],
             candidates=candidates if cand_raw is not None or candidates else None,
             fallback=_flag(first_of(raw, (self.fallback,) if self.fallback else FALLBACKS)),
-            status=_status(first_of(raw, (self.status,) if self.status else STATUSES)),
+            status=self._status(raw),
             versions=self._versions(raw),
         )
+
+    def _status(self, raw: Any) -> str | None:
+        """The event status the response states: a named ``--status`` must hold one of the contract's values;
+        a ``status`` key found by default counts only when it does (``"status": "success"`` is not ours)."""
+        value = first_of(raw, (self.status,) if self.status else STATUSES)
+        if value is MISSING or value is None or (self.status is None and value not in EVENT_STATUSES):
+            return None
+        if value not in EVENT_STATUSES:
+            raise RetrieverError(f"status {value!r} is not one of {'|'.join(EVENT_STATUSES)}")
+        return str(value)
 
     def _versions(self, raw: Any) -> dict[str, str]:
         if self.versions:
@@ -187,14 +197,6 @@ def _score(value: Any, position: int) -> float | None:
 
 def _flag(value: Any) -> bool:
     return value is not MISSING and value not in (None, False, 0, "", "false", "False", "no")
-
-
-def _status(value: Any) -> str | None:
-    if value is MISSING or value is None:
-        return None
-    if value not in EVENT_STATUSES:
-        raise RetrieverError(f"status {value!r} is not one of {'|'.join(EVENT_STATUSES)}")
-    return str(value)
 
 
 def show(raw: Any, limit: int = 2000) -> str:

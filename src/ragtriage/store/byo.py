@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from ragtriage.contract.compression import plain_name, scratch
+from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import CASES, LABELS, RESULTS
 from ragtriage.contract.frames import is_frame, stage_frame
@@ -37,10 +37,17 @@ from ragtriage.contract.trec import (
     stage_msmarco_run,
     stage_trec_qrels,
     stage_trec_run,
-    stage_tsv_queries,
 )
 from ragtriage.contract.trec_topics import stage_trec_topics
-from ragtriage.store.discover import discover_dataset, discover_run, docno_is_chunk, stage_dataset, stage_run
+from ragtriage.store.discover import (
+    Source,
+    discover_dataset,
+    discover_run,
+    docno_is_chunk,
+    stage_cases,
+    stage_dataset,
+    stage_run,
+)
 from ragtriage.store.grades import apply_grade_map, derived_scale, parse_grade_map
 from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, write_run
 
@@ -141,9 +148,9 @@ def _byo_dataset(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: di
     manifest, findings = parse_dataset_manifest(None, default_name=name, unit=req.unit, threshold=req.threshold)
     if manifest is None:
         raise ValidationFailed(findings)
-    staged = {"labels": _stage_qrels(con, req.qrels, req.qrels_fmt)}
+    staged = {"labels": stage_qrels(con, req.qrels, req.qrels_fmt)}
     if req.topics is not None:
-        staged["cases"] = _stage_topics(con, req.topics, req.topics_fmt)
+        staged["cases"] = stage_topics(con, req.topics, req.topics_fmt)
     elif not _unreadable(staged["labels"].findings):
         # Without topics, the cases are the qrels' queries and each query is shown as its id.
         con.execute(
@@ -179,7 +186,8 @@ def _write_dataset(
     return write_dataset(con, manifest, staged, findings, extra_files)
 
 
-def _stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None) -> Staged:
+def stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
+    """Stage qrels of any sniffed format (or a dict, or a frame) as ``stg_labels``."""
     if isinstance(source, dict):
         return stage_json_dicts(con, source, "stg_labels", "qrels")[0]
     if is_frame(source):
@@ -195,7 +203,8 @@ def _stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None)
     return stage(con, path, LABELS, "stg_labels", fmt=kind.fmt)
 
 
-def _stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None) -> Staged:
+def stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
+    """Stage topics of any sniffed format (or a frame) as ``stg_cases``."""
     if is_frame(source):
         return stage_frame(con, source, "stg_cases", "topics")[0]
     if isinstance(source, dict):
@@ -205,15 +214,13 @@ def _stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None
     if kind.fmt == "trec-topics":
         return stage_trec_topics(con, path, "stg_cases")
     if kind.fmt == "tsv":
-        return stage_tsv_queries(con, path, "stg_cases")
-    if kind.fmt == "beir" or (kind.fmt == "jsonl" and _has_key(con, path, "_id")):
-        return stage(con, path, CASES, "stg_cases", fmt="jsonl", aliases={"id": "_id", "query": "text"})
+        return stage_cases(con, Source(path, "tsv"), None)
+    if kind.fmt == "beir" or (kind.fmt == "jsonl" and _has_key(path, "_id")):
+        return stage_cases(con, Source(path, "beir"), None)
     return stage(con, path, CASES, "stg_cases", fmt=kind.fmt)
 
 
-def _has_key(con: duckdb.DuckDBPyConnection, path: Path, key: str) -> bool:
-    from ragtriage.contract.compression import head_bytes
-
+def _has_key(path: Path, key: str) -> bool:
     first = head_bytes(path, 4096).decode("utf-8", errors="replace").lstrip("\ufeff").split("\n", 1)[0]
     return f'"{key}"' in first
 
@@ -260,6 +267,21 @@ def _claim(rid: str, source: str, seen: dict[str, str]) -> None:
     seen[rid] = source
 
 
+def stage_run_file(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None = None, *, by_tag: bool = False
+) -> tuple[Staged, RunFacts]:
+    """Stage one run file of any sniffed format as ``stg_results`` (``Staged.fmt`` says which format)."""
+    drop_staged(con, "stg_results")  # a view (TREC) or a table (the others), whichever the last run left
+    kind = _sniff(path, "run", fmt)
+    if kind.fmt == "trec":
+        return stage_trec_run(con, path, "stg_results", by_tag=by_tag)
+    if kind.fmt == "msmarco":
+        return stage_msmarco_run(con, path, "stg_results")
+    if kind.fmt == "json":
+        return stage_json_dicts(con, path, "stg_results", "run")
+    return stage(con, path, RESULTS, "stg_results", fmt=kind.fmt, materialize=False), RunFacts()
+
+
 def _load_run(
     con: duckdb.DuckDBPyConnection, src: RunSource, req: LoadRequest, seen: dict[str, str], progress: Progress
 ) -> list[LoadReport]:
@@ -268,6 +290,7 @@ def _load_run(
     files: list[tuple[Path, int]] = []
     label: str
     if isinstance(src.source, dict) or is_frame(src.source):
+        drop_staged(con, "stg_results")
         role_fn = stage_json_dicts if isinstance(src.source, dict) else stage_frame
         staged, facts = role_fn(con, src.source, "stg_results", "run")
         label, default_id, fmt = str(staged.path), "run", staged.fmt
@@ -282,24 +305,15 @@ def _load_run(
             manifest = _run_manifest(rf.manifest)
             files = [(rf.manifest, 1)] if rf.manifest else []
             path = rf.results
-        kind = _sniff(path, "run", src.fmt)
-        fmt = kind.fmt
+        staged, facts = stage_run_file(con, path, src.fmt, by_tag=src.split_by_tag)
+        fmt = staged.fmt
         default_id = _stem(path)
-        if fmt == "trec":
-            staged, facts = stage_trec_run(con, path, "stg_results", by_tag=src.split_by_tag)
-        elif fmt == "msmarco":
-            staged, facts = stage_msmarco_run(con, path, "stg_results")
-        elif fmt == "json":
-            staged, facts = stage_json_dicts(con, path, "stg_results", "run")
-        else:
-            staged = stage(con, path, RESULTS, "stg_results", fmt=fmt, materialize=False)
-            facts = RunFacts()
         parts = {"results": staged}
         files = [*files, (path, staged.rows)]
     if _unreadable(staged.findings):
         raise ValidationFailed([f for f in staged.findings if f.severity == "error"])
     if fmt in ("trec", "msmarco", "json", "frame") and unit == "chunk":
-        docno_is_chunk(con)
+        docno_is_chunk(con, facts.base_table or "stg_results")
     tags = facts.tags
     if src.split_by_tag and len(tags) > 1:
         out = []
@@ -307,7 +321,7 @@ def _load_run(
             _claim(tag, label, seen)
             con.execute(f"CREATE OR REPLACE TEMP VIEW stg_tag AS SELECT * FROM stg_results WHERE tag = {sql_str(tag)}")
             part = Staged("stg_tag", staged.path, staged.fmt, tags[tag], staged.findings, staged.line_label)
-            one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)
+            one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)  # depth: per tag
             out.append(
                 write_run(
                     con, tag, dict(manifest), {"results": part}, unit, fmt, one, req.replace, files, label, progress

@@ -40,10 +40,21 @@ class RunFiles:
     fmt: str | None = None
 
 
+COMPRESSED = ("", ".gz", ".bz2")
+
+
+def _file(root: Path, name: str) -> Path | None:
+    """``root/name``, or its ``.gz`` / ``.bz2`` form: compressed files are found under their plain name."""
+    return next((p for c in COMPRESSED if (p := root / f"{name}{c}").is_file()), None)
+
+
+def _glob(root: Path, pattern: str) -> list[Path]:
+    return sorted(p for c in COMPRESSED for p in root.glob(f"{pattern}{c}") if p.is_file())
+
+
 def _first(root: Path, stem: str) -> Path | None:
     for ext in TABLE_EXTS:
-        p = root / f"{stem}{ext}"
-        if p.exists():
+        if p := _file(root, f"{stem}{ext}"):
             return p
     return None
 
@@ -61,12 +72,12 @@ def discover_dataset(root: Path) -> DatasetFiles:
     cases: Source | None = None
     if p := _first(root, "cases"):
         cases = Source(p, "native")
-    elif (root / "queries.jsonl").exists():
-        cases = Source(root / "queries.jsonl", "beir")
+    elif p := _file(root, "queries.jsonl"):
+        cases = Source(p, "beir")
     else:
         for name in ("queries.tsv", "topics.tsv"):
-            if (root / name).exists():
-                cases = Source(root / name, "tsv")
+            if p := _file(root, name):
+                cases = Source(p, "tsv")
                 break
     if cases is None:
         raise _missing(root, "cases", "cases.jsonl|csv|parquet, BEIR queries.jsonl, queries.tsv")
@@ -74,18 +85,18 @@ def discover_dataset(root: Path) -> DatasetFiles:
     if p := _first(root, "labels"):
         labels = Source(p, "native")
     else:
-        trec = [root / "qrels.txt", root / "qrels", *sorted(root.glob("*.qrels"))]
-        beir = [root / "qrels" / "test.tsv", root / "qrels.tsv", *sorted(root.glob("qrels/*.tsv"))]
-        labels = next((Source(p, "trec") for p in trec if p.is_file()), None) or next(
-            (Source(p, "beir") for p in beir if p.is_file()), None
+        trec = [_file(root, "qrels.txt"), _file(root, "qrels"), *_glob(root, "*.qrels")]
+        beir = [_file(root / "qrels", "test.tsv"), _file(root, "qrels.tsv"), *_glob(root, "qrels/*.tsv")]
+        labels = next((Source(p, "trec") for p in trec if p is not None), None) or next(
+            (Source(p, "beir") for p in beir if p is not None), None
         )
     if labels is None:
         raise _missing(root, "labels", "labels.jsonl|csv|parquet, TREC qrels.txt / *.qrels, BEIR qrels/test.tsv")
     documents: Source | None = None
     if p := _first(root, "documents"):
         documents = Source(p, "native")
-    elif (root / "corpus.jsonl").exists():
-        documents = Source(root / "corpus.jsonl", "beir")
+    elif p := _file(root, "corpus.jsonl"):
+        documents = Source(p, "beir")
     return DatasetFiles(root, manifest if manifest.exists() else None, cases, labels, documents)
 
 
@@ -126,7 +137,7 @@ def discover_run(path: Path, fmt: str | None) -> RunFiles:
     if not manifest.exists():
         raise _missing(path, "run manifest", "run.json")
     if results is None:
-        trec = next(iter(sorted(path.glob("*.trec")) + sorted(path.glob("*.run"))), None)
+        trec = next(iter(_glob(path, "*.trec") + _glob(path, "*.run")), None)
         if trec is None:
             raise _missing(path, "results", "results.jsonl|csv|parquet or a *.trec / *.run file")
         return RunFiles(path, manifest, trec, _first(path, "events"), trec=True)
@@ -149,7 +160,7 @@ def stage_run(con: duckdb.DuckDBPyConnection, files: RunFiles, unit: str) -> tup
         results, facts = stage_trec_run(con, files.results, "stg_results")
         tag = next(iter(facts.tags), None)
         if unit == "chunk" and results.rows:
-            docno_is_chunk(con)
+            docno_is_chunk(con, facts.base_table or "stg_results")
     else:
         results = stage(con, files.results, RESULTS, "stg_results", fmt=files.fmt, materialize=False)
     out = {"results": results}

@@ -226,19 +226,24 @@ def write_run(
     out, as trec_eval leaves them out, and counted on the run and in one warning."""
     res = staged["results"]
     findings = [f for s in staged.values() for f in s.findings]
+    if manifest.get("incomplete") is True:  # `ragtriage record` stopped early: missing cases score zero
+        findings.append(_incomplete(source, manifest))
     if not manifest.get("k"):
-        depth = con.execute(f"SELECT max(n) FROM (SELECT count(*) n FROM {res.name} GROUP BY case_id)").fetchall()[0][0]
+        depth = facts.depth
+        if depth is None:
+            sql = f"SELECT max(n) FROM (SELECT count(*) n FROM {res.name} GROUP BY case_id)"
+            depth = con.execute(sql).fetchall()[0][0]
         manifest["k"] = int(depth or 1)
     manifest["run_id"] = rid
     existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchall()
     if existing and not replace:
         msg = f"run {rid!r} is already loaded; pass --replace (or --run-id to load it under another name)"
-        raise ValidationFailed([Finding(source, None, "run_id", "duplicate-run", msg)])
+        findings = [*findings, Finding(source, None, "run_id", "duplicate-run", msg)]
     progress("checking rules")
     contract = source_format in CONTRACT_FORMATS
     if any(f.severity == "error" for f in findings):
         # Type errors: rows cannot be written, so report them together with every rule over the staged rows.
-        _fail_if_errors(findings + run_findings(con, staged, unit, check_refs=False, computed_ranks=not contract))
+        _fail_if_errors(findings + run_findings(con, staged, unit, check_refs=False, reader_checked=not contract))
     if contract:
         # A stage outside the enum cannot even be written: check it on the staged rows first.
         _fail_if_errors(findings + apply_rules(con, res, enum_rules(RESULTS)))
@@ -255,7 +260,7 @@ def write_run(
     loaded = _loaded_view(con, rid, res)
     checked = {**staged, "results": loaded}
     warnings = _fail_if_errors(
-        findings + ignored + run_findings(con, checked, unit, check_enums=False, computed_ranks=not contract)
+        findings + ignored + run_findings(con, checked, unit, check_enums=False, reader_checked=not contract)
     )
     # Lists without repeats need no de-duplication pass at evaluation time (trec-compat ranks whole lists).
     repeats = any(w.code == "duplicate-in-list" for w in warnings)
@@ -286,6 +291,22 @@ def write_run(
 CONTRACT_FORMATS = ("folder", "jsonl", "csv", "tsv", "parquet")
 
 
+def _incomplete(source: str, manifest: dict[str, Any]) -> Finding:
+    rec = manifest.get("record")
+    rec = rec if isinstance(rec, dict) else {}
+    done, total = rec.get("cases_recorded"), rec.get("cases_total")
+    counted = f" ({done} of {total} cases)" if done is not None and total is not None else ""
+    return Finding(
+        source,
+        None,
+        "incomplete",
+        "incomplete-run",
+        f"the recording stopped early{counted}; cases without results score 0: continue it with "
+        "`ragtriage record --resume`",
+        "warning",
+    )
+
+
 def con_version(con: duckdb.DuckDBPyConnection) -> str:
     return current_dataset_version(con)
 
@@ -312,7 +333,7 @@ def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged) -> St
         f"""CREATE OR REPLACE TEMP VIEW stg_loaded_results AS
             SELECT line, case_id, stage, rank, document_id, chunk_id, score
             FROM results WHERE run_id = {sql_str(rid)}"""
-    )
+    ).fetchall()
     return Staged("stg_loaded_results", source.path, source.fmt, source.rows, [], source.line_label)
 
 
@@ -363,7 +384,7 @@ def _insert_run(
                    document_id, chunk_id, score, snippet, CAST(metadata AS JSON) AS metadata, line
             FROM {r} WHERE case_id IN (SELECT case_id FROM cases)"""
     ).fetchall()[0][0]
-    con.execute("RESET preserve_insertion_order")
+    con.execute("RESET preserve_insertion_order").fetchall()
     if "events" in staged:
         e = staged["events"].name
         con.execute(
