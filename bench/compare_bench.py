@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -56,14 +57,21 @@ def _cli(db: Path, runs: tuple[str, ...]) -> list[str]:
     return args + ["--baseline", runs[0], *(a for m in MEASURES for a in ("--measure", m)), "--format", "json"]
 
 
-def _timed_cli(db: Path, runs: tuple[str, ...], repeat: int) -> tuple[float, dict[str, Any]]:
-    times, out = [], {}
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed_cli(db: Path, runs: tuple[str, ...], repeat: int) -> tuple[float, float, dict[str, Any]]:
+    """Median wall and CPU (user + system, all threads) seconds of the command as a whole process."""
+    times, cpu, out = [], [], {}
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _child_cpu()
         proc = subprocess.run(_cli(db, runs), capture_output=True, text=True, check=True)
         times.append(time.perf_counter() - t)
+        cpu.append(_child_cpu() - c)
         out = json.loads(proc.stdout)
-    return statistics.median(times), out
+    return statistics.median(times), statistics.median(cpu), out
 
 
 def phase_sample(root: Path, repeat: int) -> dict[str, Any]:
@@ -76,8 +84,13 @@ def phase_sample(root: Path, repeat: int) -> dict[str, Any]:
     for run in SAMPLE_RUNS:
         load_run(con, ROOT / "sample_runs" / "runs" / run)
     con.close()
-    wall, out = _timed_cli(db, SAMPLE_RUNS, repeat)
-    return {"sample_compare_cli_s": wall, "sample_cases": out["n_cases"], "comparisons": out["n_comparisons"]}
+    wall, cpu, out = _timed_cli(db, SAMPLE_RUNS, repeat)
+    return {
+        "sample_compare_cli_s": wall,
+        "sample_compare_cli_cpu_s": cpu,
+        "sample_cases": out["n_cases"],
+        "comparisons": out["n_comparisons"],
+    }
 
 
 def phase_load(root: Path, repeat: int) -> dict[str, Any]:
@@ -100,15 +113,23 @@ def phase_compare(root: Path, repeat: int) -> dict[str, Any]:
     from ragtriage.store import connect
 
     con = connect(root / "bench.duckdb", read_only=True)
-    times = []
+    times, cpu = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         rc = compare_runs(con, BIG_RUNS, "bench", MEASURES)
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
     con.close()
-    wall, _ = _timed_cli(root / "bench.duckdb", BIG_RUNS, repeat)
+    wall, cli_cpu, _ = _timed_cli(root / "bench.duckdb", BIG_RUNS, repeat)
     means = {f"{r['run_id']} {r['measure']}": round(r["mean"], 4) for r in rc.table.to_pylist()}
-    return {"compare_core_s": statistics.median(times), "compare_cli_s": wall, "cases": rc.n_cases, "means": means}
+    return {
+        "compare_core_s": statistics.median(times),
+        "compare_core_cpu_s": statistics.median(cpu),
+        "compare_cli_s": wall,
+        "compare_cli_cpu_s": cli_cpu,
+        "cases": rc.n_cases,
+        "means": means,
+    }
 
 
 def _ranx_inputs(root: Path) -> tuple[Any, list[Any]]:
@@ -119,6 +140,8 @@ def _ranx_inputs(root: Path) -> tuple[Any, list[Any]]:
     lab = pq.read_table(root / "dataset" / "labels.parquet", columns=["case_id", "chunk_id", "grade"])
     for c, u, g in zip(*(lab.column(i).to_pylist() for i in range(3)), strict=True):
         qrels.setdefault(c, {})[u] = max(g, qrels.get(c, {}).get(u, 0))
+    # ragtriage compares over the cases with a relevant unit; ranx would average the others in as zeros
+    qrels = {c: units for c, units in qrels.items() if max(units.values()) >= THRESHOLD}
     runs = []
     for name in BIG_RUNS:
         res = pq.read_table(root / ("run" if name == "bench" else name) / "results.parquet")
@@ -195,13 +218,20 @@ def main() -> None:
     phases = ["sample", "load", "compare"] + ([] if a.skip_reference else ["ranx"])
     res = {p: run_phase(p, a.dir, a.repeat, a.ranx_timeout if p == "ranx" else None) for p in phases}
     c, x = res["compare"], res.get("ranx", {})
-    print(f"medians of {a.repeat} (shared machine: noisy)")
+    load = os.getloadavg()[0]
     print(
-        f"sample, 4 runs x 3 measures, CLI end to end: {res['sample'].get('sample_compare_cli_s', float('nan')):.2f}s"
+        f"medians of {a.repeat}; load average {load:.1f} on {os.cpu_count()} cores "
+        "(shared machine: noisy; CPU = user + system of all threads)"
+    )
+    smp, nan = res["sample"], float("nan")
+    print(
+        f"sample, 4 runs x 3 measures, CLI end to end: {smp.get('sample_compare_cli_s', nan):.2f}s wall, "
+        f"{smp.get('sample_compare_cli_cpu_s', nan):.2f}s CPU"
     )
     print(
-        f"{total:,} rows, 4 runs x 3 measures: core {c.get('compare_core_s', float('nan')):.2f}s, CLI end to end "
-        f"{c.get('compare_cli_s', float('nan')):.2f}s"
+        f"{total:,} rows, 4 runs x 3 measures (10,000 sign-flip resamples, 1,000 bootstrap): core "
+        f"{c.get('compare_core_s', nan):.2f}s wall, {c.get('compare_core_cpu_s', nan):.2f}s CPU; CLI end to end "
+        f"{c.get('compare_cli_s', nan):.2f}s wall, {c.get('compare_cli_cpu_s', nan):.2f}s CPU"
     )
     if "ranx_warm_s" in x and "compare_core_s" in c:
         print(

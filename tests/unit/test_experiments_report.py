@@ -96,7 +96,7 @@ def test_html_tables_parse_back_to_the_hand_figures(store: Path, tmp_path: Path)
     text, parser = _parsed(out)
     main, config, by_slice, categories = parser.tables[:4]
     header = main[0]
-    rows = {(r[0], r[1]): dict(zip(header, r, strict=True)) for r in main[1:]}
+    rows = {(r[0], r[2]): dict(zip(header, r, strict=True)) for r in main[1:]}
     # R@10 and P@1: base 1, 1, 0, 0 (mean 0.5); cand 1 on every case (Δ +0.5, W/T/L 2/2/0). Two non-zero
     # differences: exact test over 4 sign vectors, only the identity reaches +0.5: p = 2 * 1/4 = 0.5;
     # Holm over 2 comparisons: 0.5 * 2 = 1.
@@ -106,7 +106,7 @@ def test_html_tables_parse_back_to_the_hand_figures(store: Path, tmp_path: Path)
     assert rows[("cand", "P@1")]["W/T/L"] == "2/2/0"
     assert rows[("cand", "R@10")]["p"] == "0.5000"
     assert rows[("cand", "R@10")]["p (Holm)"] == "1.0000"
-    assert rows[("cand", "R@10")]["changed"] == "1"
+    assert rows[("cand", "R@10")]["changed"] == "system.retriever"  # one variable: no warning
     assert config[1] == ["cand", "system.retriever", "bm25", "<img src=x onerror=alert(1)>\\u202e|x|"]
     # per slice, worst first: the hostile slice gains +1 (0 -> 1), direct gains nothing, so direct comes first
     assert [r[:2] for r in by_slice[1:3]] == [["R@10", "direct"], ["R@10", "␛[2J<script>alert(1)</script>"]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -62,14 +62,14 @@ def print_sections(parts: list[Section]) -> None:
         console.print(Text(visible(s.title), style="bold"))
         if not s.rows:
             console.print(Text("  (none)"))
+        elif s.transitions:  # long values: one line each rather than a table squeezed into 80 columns
+            for run, key, before, after in s.rows:
+                console.print(Text(f"  {visible(run)}  {visible(key)}: {visible(before)} → {visible(after)}"))
         else:
             table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold")
             for i, h in enumerate(s.headers):
-                table.add_column(
-                    Text(visible(h)),
-                    no_wrap=i == 0 or i >= s.text_columns,
-                    justify="left" if i < s.text_columns else "right",
-                )
+                justify: Literal["left", "right"] = "left" if i < s.text_columns else "right"
+                table.add_column(Text(visible(h)), no_wrap=True, justify=justify)
             for row in s.rows:
                 table.add_row(*(Text(visible(c)) for c in row))
             console.print(table)

@@ -38,6 +38,7 @@ class Section:
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
     text_columns: int = 2  # the first columns are left-aligned text, the rest figures
+    transitions: bool = False  # rows are (run, key, before, after): a terminal prints "run  key: before → after"
 
 
 def _f(v: Any, digits: int = 4, sign: bool = False) -> str:
@@ -62,13 +63,18 @@ def main_section(rc: RunsComparison, *, compact: bool = False) -> Section:
     """One row per run and measure. ``compact`` (a terminal) keeps 3 digits and drops the raw p and Δ interval."""
     corr = {"holm": "Holm", "bh": "BH"}[rc.correction]
     digits = 3 if compact else 4
-    headers = ["run", "measure", "mean", "95% CI", "Δ", "Δ 95% CI", "W/T/L", "p", f"p ({corr})", "sig", "changed"]
+    headers = ["run", "changed", "measure", "mean", "95% CI", "Δ", "Δ 95% CI", "W/T/L", "p", f"p ({corr})", "sig"]
     rows = []
     for r in rc.table.to_pylist():
         base = r["run_id"] == rc.baseline
         cfg = rc.config_of(r["run_id"])
         first = r["measure"] == rc.measures[0]
-        changed = "baseline" if base else f"{len(cfg.changes)}" + (" ⚠" if cfg.warning else "")
+        if base:
+            changed = "base" if compact else "baseline"
+        elif compact:
+            changed = f"{len(cfg.changes)}" + (" ⚠" if cfg.warning else "")
+        else:
+            changed = (", ".join(c.variable for c in cfg.changes) or "nothing") + (" ⚠" if cfg.warning else "")
         cells = {
             "run": r["run_id"],
             "measure": r["measure"],
@@ -83,15 +89,22 @@ def main_section(rc: RunsComparison, *, compact: bool = False) -> Section:
             "changed": changed if first else "",
         }
         rows.append(cells)
-    if compact:
-        headers = [h for h in headers if h not in ("Δ 95% CI", "p")]
+    if compact:  # 80 columns: the configuration count moves into the run cell, details follow the table
+        headers = [h for h in headers if h not in ("Δ 95% CI", "p", "changed")]
+        for c in rows:
+            c["run"] += " ⚠" if c["changed"].endswith("⚠") else ""
+            c["95% CI"] = c["95% CI"].replace(", ", ",")
+        headers[headers.index(f"p ({corr})")] = f"p({corr})"
+        for c in rows:
+            c[f"p({corr})"] = c[f"p ({corr})"]
     split = rc.split or "all splits"
     notes = [
         f"baseline {rc.baseline} · dataset {rc.dataset_version[:12]} · {split} · stage final",
         rc.method(),
-        "changed: configuration variables that differ from the baseline's run.json (⚠: more than one)",
+        "changed: configuration variables that differ from the baseline's run.json (⚠: more than one changed, so "
+        "the difference cannot be attributed to one variable)",
     ]
-    return Section("Runs against the baseline", headers, [[c[h] for h in headers] for c in rows], notes)
+    return Section("Runs against the baseline", headers, [[c[h] for h in headers] for c in rows], notes, 3)
 
 
 def config_section(rc: RunsComparison) -> Section:
@@ -103,9 +116,8 @@ def config_section(rc: RunsComparison) -> Section:
             rows.append([cfg.run_id, "(none)", "", ""])
         rows += [[cfg.run_id, c.variable, c.baseline, c.run] for c in cfg.changes]
     notes = [f"{c.run_id}: {c.warning}" for c in rc.configs if c.warning]
-    return Section(
-        f"Configuration against {rc.baseline} (run.json)", ["run", "variable", "baseline", "run"], rows, notes, 4
-    )
+    title = f"Configuration against {rc.baseline} (run.json)"
+    return Section(title, ["run", "variable", rc.baseline, "run"], rows, notes, 4, transitions=True)
 
 
 def slice_section(rc: RunsComparison, by: str, slices: pa.Table, *, compact: bool = False) -> Section:
@@ -147,6 +159,7 @@ def category_sections(rc: RunsComparison, categories: pa.Table, moved: pa.Table)
         ["run", "case", f"{rc.baseline} categories", "run categories"],
         [[m["run_id"], m["case_id"], m["baseline_categories"], m["run_categories"]] for m in moved.to_pylist()],
         text_columns=4,
+        transitions=True,
     )
     return [counts, moves]
 
