@@ -445,3 +445,19 @@ def test_trec_ranks_are_trec_evals_whatever_the_line_order(run: Run, rnd: Any, i
         load_inputs(con, LoadRequest(qrels=qrels, runs=[path]))
         got = con.execute("SELECT case_id, unit_id FROM results ORDER BY case_id, rank").fetchall()
     assert got == [(q, d) for q, d, _ in sorted(trec_order(run), key=lambda r: r[0])]
+
+
+def test_grade_map_parsing_and_a_bad_map_leaves_no_store(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ragtriage.cli import app
+    from ragtriage.store.grades import parse_grade_map
+
+    assert parse_grade_map("4:3, 3:2,-2:0") == {4: 3, 3: 2, -2: 0}
+    assert parse_grade_map({1: 0}) == {1: 0} and parse_grade_map(None) == {}
+    with pytest.raises(ValueError, match="grade 4 is mapped twice"):
+        parse_grade_map("4:3,4:2")
+    db = tmp_path / "t.duckdb"
+    res = CliRunner().invoke(app, ["load", "--db", str(db), "--qrels", str(QRELS), "--grade-map", "4:x"])
+    assert res.exit_code == 2 and "'4:x' is not FROM:TO with integers" in res.output
+    assert not db.exists()

@@ -103,6 +103,7 @@ def load(
 ) -> None:
     """Load a dataset and/or runs as one transaction: everything named is stored, or nothing is."""
     from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
+    from ragtriage.store.grades import parse_grade_map
 
     runs = run or []
     ids = run_id or []
@@ -112,6 +113,12 @@ def load(
         raise _fail(ValueError(f"--run-id was given {len(ids)} time(s) for {len(runs)} --run; give one per run"))
     if split_by_tag and ids:
         raise _fail(ValueError("--split-by-tag names each run by its tag; leave out --run-id"))
+    if dataset is not None and qrels is not None:
+        raise _fail(ValueError("pass either --dataset DIR or --qrels FILE, not both"))
+    try:
+        parse_grade_map(grade_map)  # before the store is opened: a bad option leaves no file behind
+    except ValueError as exc:
+        raise _fail(exc) from exc
     sources = [
         RunSource(r, run_id=ids[i] if ids else None, fmt="trec" if fmt == "trec" else None, split_by_tag=split_by_tag)
         for i, r in enumerate(runs)
