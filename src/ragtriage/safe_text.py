@@ -60,6 +60,16 @@ def visible(value: object, *, keep_newlines: bool = False) -> str:
     return pattern.sub(lambda m: _PICTURES[m.group(0)], text)
 
 
+def markdown_cell(value: object) -> str:
+    """``value`` for a Markdown table cell or inline text: controls visible, then ``\\``, ``|``, backticks and
+    HTML's ``<``, ``>`` and ``&`` escaped, so a query can neither end the cell, nor break out of a code span, nor
+    inject HTML into a pull-request comment."""
+    text = visible(value)
+    for raw, escaped in (("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"), ("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
+        text = text.replace(raw, escaped)
+    return text
+
+
 def has_controls(value: str) -> bool:
     """Whether ``value`` holds any character :func:`visible` would rewrite."""
     return _CONTROL_RE.search(value) is not None

@@ -23,6 +23,7 @@ from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import LABELS
 from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, unknown_ref_rule
 from ragtriage.contract.staging import Staged, qident, sql_str, stage
+from ragtriage.csv_out import restore_sql
 from ragtriage.store.connection import current_dataset_version
 from ragtriage.store.load import file_sha256
 
@@ -121,10 +122,20 @@ def _rules(ds: DatasetRow, has_documents: bool) -> list[Rule]:
     return rules
 
 
+def _restore_neutralised(con: duckdb.DuckDBPyConnection, staged: Staged) -> None:
+    """A pool written as CSV went through the one CSV writer, which apostrophe-leads formula-like cells (a case
+    id ``=q1``); undo that so the ids match the store again."""
+    cols = [f.name for f in LABELS.fields if f.kind == "string"]
+    sets = ", ".join(f"{qident(c)} = {restore_sql(qident(c))}" for c in cols)
+    con.execute(f"UPDATE {staged.name} SET {sets}")
+
+
 def _validate(
     con: duckdb.DuckDBPyConnection, path: Path, ds: DatasetRow, fmt: str | None
 ) -> tuple[Staged, list[Finding]]:
     staged = stage(con, path, LABELS, STAGED, fmt=fmt)
+    if staged.fmt in ("csv", "tsv") and staged.rows:
+        _restore_neutralised(con, staged)
     findings = _file_findings(staged)
     if any(f.code in _UNREADABLE and f.severity == "error" for f in findings) or not staged.rows:
         raise ValidationFailed([f for f in findings if f.severity == "error"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from enum import StrEnum
 from pathlib import Path
@@ -10,15 +9,16 @@ from typing import Annotated, Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from ragtriage.classify import CATEGORIES, PATTERNS, classify_run, failures
-from ragtriage.cli._app import app
+from ragtriage.cli._app import app, open_existing, shown
 from ragtriage.cli._app import fail as _fail
-from ragtriage.store import DEFAULT_DB, StoreError, connect
+from ragtriage.csv_out import csv_text
+from ragtriage.safe_text import visible
+from ragtriage.store import DEFAULT_DB, StoreError
 
 try:  # the notes store is optional: without it the automatic classification is all there is
     from ragtriage.notes import NotesError, NotesStore, notes_path_for
@@ -45,7 +45,7 @@ def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
             for n in NotesStore.open(db).to_arrow(run).to_pylist():
                 notes[n["case_id"]] = n
         except NotesError as exc:
-            err.print(f"notes not shown: {exc}", markup=False, highlight=False)
+            err.print(visible(f"notes not shown: {exc}"), markup=False, highlight=False)
     ids = rows.column("case_id").to_pylist()
     for name, key in zip(OVERLAY, ("category", "status", "note"), strict=True):
         rows = rows.append_column(name, pa.array([notes.get(c, {}).get(key) for c in ids], pa.string()))
@@ -74,11 +74,11 @@ def _summary(rows: pa.Table) -> dict[str, Any]:
 
 
 def _print_summary(run: str, summary: dict[str, Any]) -> None:
-    console.print(f"run {run}: {summary['failures']} failure(s) in {summary['cases']} case(s)", markup=False)
+    console.print(visible(f"run {run}: {summary['failures']} failure(s) in {summary['cases']} case(s)"), markup=False)
     for title, key in (("category", "by_category"), ("failure", "by_failure"), ("pattern", "by_pattern")):
         table = Table(title, "failures", title=f"per {title}", title_justify="left")
         for name, count in summary[key].items():
-            table.add_row(str(name), str(count))
+            table.add_row(shown(name), str(count))
         if not summary[key]:
             table.add_row("(none)", "0")
         console.print(table)
@@ -94,8 +94,9 @@ def _print_rows(rows: pa.Table) -> None:
         table.add_column(name, overflow="fold", no_wrap=name in ("case", "conf"))
     for r in rows.to_pylist():
         mine = "/".join(v for v in (r["user_category"], r["status"]) if v)
-        table.add_row(r["case_id"], r["failure"], r["rule"], f"{r['confidence']:.2f}", ", ".join(r["patterns"]), mine)
-    console.print(table, markup=False)
+        cells = (r["case_id"], r["failure"], r["rule"], f"{r['confidence']:.2f}", ", ".join(r["patterns"]), mine)
+        table.add_row(*(shown(c) for c in cells))
+    console.print(table)
 
 
 def _flat(rows: pa.Table) -> pa.Table:
@@ -130,11 +131,9 @@ def failures_cmd(
     names = [p.name for p in PATTERNS]
     if pattern is not None and pattern not in names:
         raise _fail(ValueError(f"unknown pattern {pattern!r}; use one of: {', '.join(names)}"))
-    if not db.exists():
-        raise _fail(StoreError(f"{db}: no such database; create it with `ragtriage load --db {db} ...`"))
     con = None
     try:
-        con = connect(db, read_only=not reclassify)
+        con = open_existing(db, read_only=not reclassify)
         if reclassify:
             classify_run(con, run, store=True)
         rows = failures(con, run, category=category, pattern=pattern)
@@ -149,12 +148,13 @@ def failures_cmd(
         if fmt is Format.json:
             typer.echo(json.dumps({"run_id": run, **stats}, indent=2))
         elif fmt is Format.csv:
-            lines = ["kind,name,failures"] + [
-                f"{kind},{name},{count}"
+            counts = [
+                {"kind": kind, "name": name, "failures": count}
                 for kind in ("category", "failure", "pattern")
                 for name, count in stats[f"by_{kind}"].items()
             ]
-            typer.echo("\n".join(lines))
+            schema = pa.schema([("kind", pa.string()), ("name", pa.string()), ("failures", pa.int64())])
+            typer.echo(csv_text(pa.Table.from_pylist(counts, schema)), nl=False)
         else:
             _print_summary(run, stats)
         return
@@ -164,8 +164,6 @@ def failures_cmd(
             r["evidence"] = json.loads(r["evidence"])
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
     elif fmt is Format.csv:
-        buf = io.BytesIO()
-        pacsv.write_csv(_flat(rows), buf)
-        typer.echo(buf.getvalue().decode("utf-8"), nl=False)
+        typer.echo(csv_text(_flat(rows)), nl=False)
     else:
         _print_rows(rows)

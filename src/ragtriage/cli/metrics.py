@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from enum import StrEnum
@@ -11,12 +10,12 @@ from typing import Annotated, Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from ragtriage.cli._app import app, open_existing
+from ragtriage.cli._app import app, open_existing, shown
+from ragtriage.csv_out import csv_text
 from ragtriage.metrics import (
     MetricReport,
     MetricsError,
@@ -29,6 +28,7 @@ from ragtriage.metrics import (
     trec_per_query,
     trec_summary,
 )
+from ragtriage.safe_text import markdown_cell, visible
 from ragtriage.store import StoreError
 
 console = Console(soft_wrap=True)
@@ -76,30 +76,28 @@ def _emit(table: pa.Table, fmt: Format, context: dict[str, Any], notes: list[str
         for name, value in reversed(list(context.items())):
             if name not in table.column_names:
                 table = table.add_column(0, name, pa.array([value] * table.num_rows, pa.string()))
-        buf = io.BytesIO()
-        pacsv.write_csv(table, buf)
-        typer.echo(buf.getvalue().decode(), nl=False)
+        typer.echo(csv_text(table), nl=False)
         return
     rows = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
     if fmt is Format.markdown:
         lines = [
-            f"**{head}**",
+            f"**{markdown_cell(head)}**",
             "",
-            "| " + " | ".join(table.column_names) + " |",
+            "| " + " | ".join(markdown_cell(c) for c in table.column_names) + " |",
             "|" + "---|" * len(table.column_names),
         ]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        typer.echo("\n".join(lines + [""] + [f"- {n}" for n in notes]))
+        lines += ["| " + " | ".join(markdown_cell(c) for c in r) + " |" for r in rows]
+        typer.echo("\n".join(lines + [""] + [f"- {markdown_cell(n)}" for n in notes]))
         return
-    out = Table(*table.column_names, title=head, title_justify="left")
+    out = Table(*(shown(c) for c in table.column_names), title=shown(head), title_justify="left")
     for r in rows:
-        out.add_row(*r)
+        out.add_row(*(shown(c) for c in r))
     # a metric name cut to "nD…" is unreadable: let wide tables be as wide as their cells
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(table.column_names)]
     wide = Console(soft_wrap=True, width=max(console.width, sum(widths) + 3 * len(widths) + 1))
     wide.print(out)
     for n in notes:
-        wide.print(n, markup=False, highlight=False)
+        wide.print(visible(n), markup=False, highlight=False)
 
 
 def _report_table(rep: MetricReport) -> pa.Table:
@@ -144,14 +142,14 @@ def metrics_cmd(
     try:
         con = open_existing(db, read_only=True)
     except (StoreError, duckdb.Error) as exc:
-        err.print(str(exc), markup=False, highlight=False)
+        err.print(visible(str(exc)), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     try:
         table, context, notes = _compute(
             con, run, k, by, split, stage.value, gain.value, trec_compat, per_case_rows, view, seed
         )
     except (MetricsError, StoreError, duckdb.Error) as exc:
-        err.print(str(exc), markup=False, highlight=False)
+        err.print(visible(str(exc)), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     finally:
         con.close()

@@ -10,6 +10,8 @@ import json
 import xml.etree.ElementTree as ET
 
 from ragtriage.gate.outcome import RuleResult, Verdict
+from ragtriage.safe_text import markdown_cell as md
+from ragtriage.safe_text import visible
 
 
 def _case_line(f: dict[str, str] | object) -> str:
@@ -41,29 +43,25 @@ def to_text(verdict: Verdict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md(text: object) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
 def to_markdown(verdict: Verdict) -> str:
     icon = "✅ passed" if verdict.passed else "❌ failed"
     out = [
-        f"### ragtriage gate `{_md(verdict.gate_name)}`: {icon}",
+        f"### ragtriage gate {md(verdict.gate_name)}: {icon}",
         "",
-        f"Candidate `{_md(verdict.run_id)}` vs baseline `{_md(verdict.baseline)}` · dataset "
-        f"`{verdict.dataset_version[:12]}` · gate sha256 `{verdict.gate_sha256[:12]}` · ragtriage "
-        f"{_md(verdict.evaluator_version)}",
+        f"Candidate {md(verdict.run_id)} vs baseline {md(verdict.baseline)} · dataset "
+        f"`{md(verdict.dataset_version[:12])}` · gate sha256 `{verdict.gate_sha256[:12]}` · ragtriage "
+        f"{md(verdict.evaluator_version)}",
         "",
         "| Rule | Result | Figure | Threshold |",
         "|---|---|---|---|",
     ]
     out += [
-        f"| `{_md(r.rule)}` | {'pass' if r.passed else '**FAIL**'} | {_md(r.figure)} | {_md(r.threshold)} |"
+        f"| {md(r.rule)} | {'pass' if r.passed else '**FAIL**'} | {md(r.figure)} | {md(r.threshold)} |"
         for r in verdict.rules
     ]
     notes = [(r.rule, n) for r in verdict.rules for n in r.notes]
     if notes:
-        out += ["", *[f"- `{_md(rule)}`: {_md(n)}" for rule, n in notes]]
+        out += ["", *[f"- {md(rule)}: {md(n)}" for rule, n in notes]]
     cases = verdict.failing_cases()
     if cases:
         out += [
@@ -74,23 +72,29 @@ def to_markdown(verdict: Verdict) -> str:
             "|---|---|---|---|---|",
         ]
         out += [
-            f"| `{_md(c['rule'])}` | `{_md(c['case_id'])}` | {_md(c['slice'])} | {_md(c['category'])} | "
-            f"{_md(c['detail'])} |"
+            f"| {md(c['rule'])} | {md(c['case_id'])} | {md(c['slice'])} | {md(c['category'])} | {md(c['detail'])} |"
             for c in cases
         ]
         out += ["", "</details>"]
     return "\n".join(out) + "\n"
 
 
+def _xml(text: object) -> str:
+    """Text for XML: control characters are not even legal in XML 1.0, so they are made visible first
+    (ElementTree then escapes ``<`` and ``&``)."""
+    return visible(text, keep_newlines=True)
+
+
 def _testcase(parent: ET.Element, suite: str, r: RuleResult) -> None:
-    case = ET.SubElement(parent, "testcase", classname=f"ragtriage.gate.{suite}", name=r.rule, time="0")
+    case = ET.SubElement(parent, "testcase", classname=_xml(f"ragtriage.gate.{suite}"), name=_xml(r.rule), time="0")
     if r.passed:
         if r.notes:
-            ET.SubElement(case, "system-out").text = "\n".join(r.notes)
+            ET.SubElement(case, "system-out").text = _xml("\n".join(r.notes))
         return
     body = [f"{r.figure} (needs {r.threshold})", *r.notes, *(_case_line(f) for f in r.failures)]
-    fail = ET.SubElement(case, "failure", message=f"{r.figure} (needs {r.threshold})", type=r.kind)
-    fail.text = "\n".join(body)
+    message = _xml(f"{r.figure} (needs {r.threshold})")
+    fail = ET.SubElement(case, "failure", message=message, type=_xml(r.kind))
+    fail.text = _xml("\n".join(body))
 
 
 def to_junit(verdict: Verdict) -> str:
@@ -100,7 +104,7 @@ def to_junit(verdict: Verdict) -> str:
     suite = ET.SubElement(
         root,
         "testsuite",
-        name=verdict.gate_name,
+        name=_xml(verdict.gate_name),
         tests=str(len(verdict.rules)),
         failures=str(failed),
         errors="0",
@@ -115,7 +119,7 @@ def to_junit(verdict: Verdict) -> str:
         ("gate_sha256", verdict.gate_sha256),
         ("evaluator_version", verdict.evaluator_version),
     ):
-        ET.SubElement(props, "property", name=key, value=value)
+        ET.SubElement(props, "property", name=key, value=_xml(value))
     for r in verdict.rules:
         _testcase(suite, verdict.gate_name, r)
     ET.indent(root)
