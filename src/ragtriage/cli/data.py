@@ -78,6 +78,9 @@ def load(
         bool,
         typer.Option(help="Precompute each run's overview summary for the TUI (about 1 s per 10M result rows)."),
     ] = True,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
+    ] = False,
 ) -> None:
     """Load a dataset and/or runs. Each load is one transaction: on any error nothing is written."""
     if dataset is None and not run:
@@ -90,14 +93,14 @@ def load(
     try:
         if dataset is not None:
             with _LazyProgress(f"dataset {dataset}") as prog:
-                rep = load_dataset(con, dataset, fmt=fmt, unit=unit, threshold=threshold, progress=prog)
+                rep = load_dataset(con, dataset, fmt=fmt, unit=unit, threshold=threshold, progress=prog, strict=strict)
             counts = ", ".join(f"{v} {k}" for k, v in rep.rows.items())
             state = "unchanged (already loaded)" if rep.unchanged else "loaded"
             console.print(visible(f"dataset {rep.target} {state}: {counts}"), markup=False, highlight=False)
             _print_warnings(rep.warnings)
         for r in run or []:
             with _LazyProgress(f"run {r}") as prog:
-                rep = load_run(con, r, replace=replace, fmt=fmt, progress=prog)
+                rep = load_run(con, r, replace=replace, fmt=fmt, progress=prog, strict=strict)
             counts = ", ".join(f"{v} {k} rows" for k, v in rep.rows.items())
             console.print(visible(f"run {rep.target} loaded: {counts}"), markup=False, highlight=False)
             _print_warnings(rep.warnings)
@@ -202,10 +205,13 @@ def validate(
     ],
     table: Annotated[str | None, typer.Option(help="Table kind when the file name does not say.")] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet.")] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
+    ] = False,
 ) -> None:
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
     try:
-        findings = validate_file(path, table=table, fmt=fmt)
+        findings = validate_file(path, table=table, fmt=fmt, strict=strict)
     except ValueError as exc:
         raise _fail(exc) from exc
     errors = [f for f in findings if f.severity == "error"]

@@ -20,12 +20,13 @@ from ragtriage import __version__
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import CASES, DOCUMENTS, EVENTS, LABELS, RESULTS
 from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
-from ragtriage.contract.rules import apply_rules, enum_rules
+from ragtriage.contract.rules import apply_rules
 from ragtriage.contract.staging import Staged, sql_str
+from ragtriage.safe_text import has_controls
 from ragtriage.store.connection import current_dataset_version, set_current_dataset
 from ragtriage.store.dataset_rules import dataset_findings
 from ragtriage.store.discover import DatasetFiles, RunFiles, discover_dataset, discover_run, stage_dataset, stage_run
-from ragtriage.store.run_rules import run_findings
+from ragtriage.store.run_rules import pre_write_rules, run_findings
 from ragtriage.store.versioning import dataset_hash
 
 Progress = Callable[[str], None]
@@ -101,12 +102,14 @@ def load_dataset(
     unit: str | None = None,
     threshold: int | None = None,
     progress: Progress = _noop,
+    strict: bool = False,
 ) -> LoadReport:
-    """Load a dataset folder (dataset.json + cases + labels + documents, or a TREC/BEIR layout)."""
+    """Load a dataset folder (dataset.json + cases + labels + documents, or a TREC/BEIR layout).
+    ``strict`` refuses ids holding control characters (otherwise a warning with counts)."""
     files = discover_dataset(Path(path))
     con.execute("BEGIN TRANSACTION")
     try:
-        report = _load_dataset_tx(con, files, fmt=fmt, unit=unit, threshold=threshold, progress=progress)
+        report = _load_dataset_tx(con, files, fmt=fmt, unit=unit, threshold=threshold, progress=progress, strict=strict)
         con.execute("COMMIT")
         return report
     except BaseException:
@@ -122,6 +125,7 @@ def _load_dataset_tx(
     unit: str | None,
     threshold: int | None,
     progress: Progress,
+    strict: bool = False,
 ) -> LoadReport:
     progress("reading manifest")
     manifest, findings = parse_dataset_manifest(
@@ -135,7 +139,7 @@ def _load_dataset_tx(
         findings += s.findings
     _fail_if_unreadable(findings)
     progress("checking rules")
-    warnings = _fail_if_errors(findings + dataset_findings(con, staged, manifest))
+    warnings = _fail_if_errors(findings + dataset_findings(con, staged, manifest, strict=strict))
     progress("writing")
     version = dataset_hash(con, manifest, staged)
     exists = con.execute("SELECT 1 FROM datasets WHERE dataset_version = ?", [version]).fetchone()
@@ -222,12 +226,14 @@ def load_run(
     run_id: str | None = None,
     k: int | None = None,
     progress: Progress = _noop,
+    strict: bool = False,
 ) -> LoadReport:
-    """Load one run (a folder with run.json + results + optional events, or a TREC run file)."""
+    """Load one run (a folder with run.json + results + optional events, or a TREC run file).
+    ``strict`` refuses ids holding control characters (otherwise a warning with counts)."""
     files = discover_run(Path(path), fmt)
     con.execute("BEGIN TRANSACTION")
     try:
-        report = _load_run_tx(con, files, replace=replace, run_id=run_id, k=k, progress=progress)
+        report = _load_run_tx(con, files, replace=replace, run_id=run_id, k=k, progress=progress, strict=strict)
         con.execute("COMMIT")
         return report
     except BaseException:
@@ -243,6 +249,7 @@ def _load_run_tx(
     run_id: str | None,
     k: int | None,
     progress: Progress,
+    strict: bool = False,
 ) -> LoadReport:
     version = current_dataset_version(con)
     unit = con.execute("SELECT unit FROM datasets WHERE dataset_version = ?", [version]).fetchone()[0]  # type: ignore[index]
@@ -266,6 +273,7 @@ def _load_run_tx(
         ).fetchone()[0]  # type: ignore[index]
         manifest["k"] = k or int(depth or 1)
     manifest["run_id"] = rid
+    findings += _run_id_findings(files, str(rid), strict)
     existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchone()
     if existing and not replace:
         raise ValidationFailed(
@@ -279,8 +287,9 @@ def _load_run_tx(
     if any(f.severity == "error" for f in findings):
         # Type errors: rows cannot be written, so report them together with every rule over the staged rows.
         _fail_if_errors(findings + run_findings(con, staged, unit))
-    # A stage outside the enum cannot even be written: check it on the staged rows first.
-    _fail_if_errors(findings + apply_rules(con, staged["results"], enum_rules(RESULTS)))
+    # A stage outside the enum or a rank beyond INTEGER cannot even be written: check the staged rows first.
+    pre = apply_rules(con, staged["results"], pre_write_rules())
+    _fail_if_errors(findings + pre)
     if existing:
         con.execute("DELETE FROM result_rows WHERE run_key = (SELECT run_key FROM runs WHERE run_id = ?)", [rid])
         for table in ("events", "runs"):
@@ -292,7 +301,7 @@ def _load_run_tx(
     # and any error still rolls the whole load back.
     loaded = _loaded_view(con, rid, staged["results"])
     checked = {**staged, "results": loaded}
-    warnings = _fail_if_errors(findings + run_findings(con, checked, unit, check_enums=False))
+    warnings = _fail_if_errors(findings + pre + run_findings(con, checked, unit, check_enums=False, strict=strict))
     # Lists without repeats need no de-duplication pass at evaluation time (trec-compat ranks whole lists).
     repeats = any(w.code == "duplicate-in-list" for w in warnings)
     con.execute("UPDATE runs SET has_repeats = ? WHERE run_id = ?", [repeats, rid])
@@ -300,6 +309,25 @@ def _load_run_tx(
     _record_loads(con, "run", rid, manifest_files + [(s.path, s.rows) for s in staged.values()])
     _record_warnings(con, rid, warnings)
     return LoadReport("run", rid, {k_: s.rows for k_, s in staged.items()}, warnings)
+
+
+def _run_id_findings(files: RunFiles, rid: str, strict: bool) -> list[Finding]:
+    """A run id is shown everywhere (info, gate, TUI title): controls in it are counted, or refused."""
+    if rid == "":
+        return [Finding(str(files.manifest or files.root), None, "run_id", "empty-id", "run_id is empty")]
+    if not has_controls(rid):
+        return []
+    msg = "run_id holds control characters (terminal escapes, bidi marks); they are shown escaped"
+    return [
+        Finding(
+            str(files.manifest or files.root),
+            None,
+            "run_id",
+            "control-in-id",
+            msg if strict else msg + "; --strict refuses them",
+            "error" if strict else "warning",
+        )
+    ]
 
 
 def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged) -> Staged:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from ragtriage.contract.errors import Finding
+from ragtriage.contract.field_rules import control_rule, empty_id_rule, field_rules, range_rules
 from ragtriage.contract.fields import EVENTS, RESULTS
 from ragtriage.contract.rules import (
     Rule,
@@ -25,12 +26,16 @@ def run_findings(
     *,
     check_refs: bool = True,
     check_enums: bool = True,
+    strict: bool = False,
 ) -> list[Finding]:
     """``check_refs=False`` (validating a run without a store) skips the rules that need the dataset;
-    ``check_enums=False`` those the loader has already checked before writing."""
+    ``check_enums=False`` those the loader has already checked before writing (:func:`pre_write_rules`);
+    ``strict`` makes control characters in ids errors."""
     res = staged["results"]
     rules = [
-        *(enum_rules(RESULTS) if check_enums else []),
+        *(pre_write_rules() if check_enums else []),
+        empty_id_rule("document_id"),
+        empty_id_rule("chunk_id"),
         Rule("rank", "bad-rank", "s.rank IS NOT NULL AND s.rank < 1", "'rank ' || s.rank || ' is below 1'"),
         Rule(
             "score",
@@ -56,6 +61,12 @@ def run_findings(
     # unit "auto" (validating a run without its dataset): a chunk id when given, else the document id.
     unit_expr = {"document": "s.document_id", "chunk": "s.chunk_id"}.get(unit, "coalesce(s.chunk_id, s.document_id)")
     doc_unit = "document_id" if unit == "document" else "chunk_id"
+    # Units the corpus knows had their ids checked when the dataset loaded: scan only the others (a regex over
+    # every id of 10M rows costs seconds).
+    unknown = (
+        f"{unit_expr} NOT IN (SELECT {doc_unit} FROM documents WHERE {doc_unit} IS NOT NULL)" if has_docs else "TRUE"
+    )
+    rules += [control_rule(name, strict=strict, where=unknown) for name in ("document_id", "chunk_id")]
     if has_docs:
         rules.append(
             Rule(
@@ -87,7 +98,7 @@ def run_findings(
             con,
             staged["events"],
             [
-                *enum_rules(EVENTS),
+                *field_rules(EVENTS, strict=strict),
                 *([unknown_ref_rule("case_id", "cases", "case_id", "case id")] if check_refs else []),
                 duplicate_rule(["case_id"], "case_id", "event row for case"),
                 Rule(
@@ -99,6 +110,12 @@ def run_findings(
             ],
         )
     return out
+
+
+def pre_write_rules() -> list[Rule]:
+    """The results rules that must hold before rows are written: a stage outside the enum cannot be stored,
+    and a rank beyond the 32-bit range cannot be cast."""
+    return [*enum_rules(RESULTS), *range_rules(RESULTS)]
 
 
 def _dup_rank_rule() -> Rule:
