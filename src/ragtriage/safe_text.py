@@ -60,12 +60,24 @@ def visible(value: object, *, keep_newlines: bool = False) -> str:
     return pattern.sub(lambda m: _PICTURES[m.group(0)], text)
 
 
+_MARKDOWN_ESCAPES = (
+    ("\\", "\\\\"),
+    ("|", "\\|"),
+    ("`", "\\`"),
+    ("[", "\\["),
+    ("]", "\\]"),
+    ("&", "&amp;"),
+    ("<", "&lt;"),
+    (">", "&gt;"),
+)
+
+
 def markdown_cell(value: object) -> str:
-    """``value`` for a Markdown table cell or inline text: controls visible, then ``\\``, ``|``, backticks and
-    HTML's ``<``, ``>`` and ``&`` escaped, so a query can neither end the cell, nor break out of a code span, nor
-    inject HTML into a pull-request comment."""
+    """``value`` for a Markdown table cell or inline text: controls visible, then ``\\``, ``|``, backticks,
+    brackets and HTML's ``<``, ``>`` and ``&`` escaped, so a query can neither end the cell, nor open a code span
+    or a link, nor inject HTML into a pull-request comment."""
     text = visible(value)
-    for raw, escaped in (("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"), ("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
+    for raw, escaped in _MARKDOWN_ESCAPES:
         text = text.replace(raw, escaped)
     return text
 

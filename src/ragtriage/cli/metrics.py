@@ -89,7 +89,9 @@ def _emit(table: pa.Table, fmt: Format, context: dict[str, Any], notes: list[str
         lines += ["| " + " | ".join(markdown_cell(c) for c in r) + " |" for r in rows]
         typer.echo("\n".join(lines + [""] + [f"- {markdown_cell(n)}" for n in notes]))
         return
-    out = Table(*(shown(c) for c in table.column_names), title=shown(head), title_justify="left")
+    out = Table(title=shown(head), title_justify="left")
+    for name in table.column_names:
+        out.add_column(shown(name))
     for r in rows:
         out.add_row(*(shown(c) for c in r))
     # a metric name cut to "nD…" is unreadable: let wide tables be as wide as their cells

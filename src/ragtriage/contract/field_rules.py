@@ -24,7 +24,8 @@ def _re2(char_class: str) -> str:
     return "".join(c if c in "[]-" else f"\\x{{{ord(c):x}}}" for c in char_class)
 
 
-_ID_CONTROLS = _re2(CONTROL_CLASS)
+#: RE2 pattern (for DuckDB's regexp functions) matching any character safe_text.visible rewrites.
+ID_CONTROLS = _re2(CONTROL_CLASS)
 # Controls without TAB, LF and CR, for text fields, which may hold line breaks.
 _TEXT_CONTROLS = _re2(CONTROL_CLASS.replace("\x00-\x1f", "\x00-\x08\x0b\x0c\x0e-\x1f"))
 
@@ -59,7 +60,7 @@ def control_rule(field: str, *, strict: bool, where: str = "TRUE") -> Rule:
     """Controls in ``field``: a warning, or for an id under ``--strict`` an error (``where`` narrows the rows)."""
     col = f"s.{qident(field)}"
     ident = is_id(field)
-    pattern = _ID_CONTROLS if ident else _TEXT_CONTROLS
+    pattern = ID_CONTROLS if ident else _TEXT_CONTROLS
     kind = "id" if ident else "text"
     return Rule(
         field,
