@@ -172,24 +172,8 @@ def test_gate_reports_are_inert_and_well_formed(db: Path, tmp_path: Path) -> Non
     gate = tmp_path / "g.toml"
     gate.write_text(GATE)
     junit, md, js = tmp_path / "g.xml", tmp_path / "g.md", tmp_path / "g.json"
-    out = _run(
-        "gate",
-        "--db",
-        db,
-        "--gate",
-        gate,
-        "--run",
-        "cand",
-        "--baseline",
-        "base",
-        "--no-record",
-        "--junit",
-        junit,
-        "--markdown",
-        md,
-        "--json",
-        js,
-    )
+    base = ["gate", "--db", db, "--gate", gate, "--run", "cand", "--baseline", "base", "--no-record"]
+    out = _run(*base, "--junit", junit, "--markdown", md, "--json", js)
     _assert_inert(out)
     root = ET.parse(junit).getroot()  # parses: no control character made it invalid XML
     text = ET.tostring(root, encoding="unicode")

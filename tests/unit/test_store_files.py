@@ -58,7 +58,8 @@ def test_file_kinds_by_magic_bytes(tmp_path: Path) -> None:
         for p in (_foreign_duckdb(tmp_path / "x.bin"), _sqlite(tmp_path / "x.csv"), text, tmp_path / "empty")
     ]
     assert kinds == ["duckdb", "sqlite", "other", "empty"]
-    assert (file_kind(tmp_path), file_kind(tmp_path / "nope"), file_kind(link)) == ("directory", "missing", "unreadable")
+    others = (file_kind(tmp_path), file_kind(tmp_path / "nope"), file_kind(link))
+    assert others == ("directory", "missing", "unreadable")
 
 
 @pytest.mark.parametrize("read_only", [True, False])
