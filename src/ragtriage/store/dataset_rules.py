@@ -144,9 +144,17 @@ def dataset_findings(
             Rule(
                 "acl",
                 "no-acl",
-                "s.acl IS NULL OR len(s.acl) = 0",
+                "s.acl IS NULL",
                 "'unit ' || coalesce(s.chunk_id, s.document_id) || ' has no acl'",
                 "error" if m.acl_required else "warning",
+            ),
+            # an empty acl is an acl: it admits nobody (every principal that sees the unit leaks it)
+            Rule(
+                "acl",
+                "empty-acl",
+                "len(s.acl) = 0",
+                "'unit ' || coalesce(s.chunk_id, s.document_id) || ' has an empty acl: visible to nobody'",
+                "warning",
             ),
         ]
         if m.unit == "chunk":
