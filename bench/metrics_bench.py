@@ -1,4 +1,6 @@
-"""Benchmark: 100,000 cases x 100 results (10M result rows, Parquet) through load, metrics, ranx and pytrec_eval.
+"""Benchmark: 100,000 cases x 100 results (10M result rows, Parquet) through load, metrics, ranx and pytrec_eval,
+and the stored classification: classifying at load, then `failures --summary` and the TUI's Failures list read
+from the store (medians of 5 on a shared machine).
 
 Each phase runs in its own process so that its peak memory (ru_maxrss) is its own. Usage:
 
@@ -144,7 +146,64 @@ def phase_ranx(root: Path) -> dict[str, Any]:
     return out
 
 
-PHASES = {"load": phase_load, "metrics": phase_metrics, "pytrec": phase_pytrec, "ranx": phase_ranx}
+def phase_classify(root: Path) -> dict[str, Any]:
+    """What `ragtriage load` adds: classify the run once and store it (classify.refresh)."""
+    from ragtriage.classify import refresh
+    from ragtriage.store import connect
+
+    con = connect(root / "bench.duckdb")
+    t = time.perf_counter()
+    refresh(con)
+    out = {"classify_and_store_s": time.perf_counter() - t}
+    out["failure_rows"] = con.execute("SELECT count(*) FROM classifications").fetchall()[0][0]
+    con.close()
+    return out
+
+
+def _median(times: list[float]) -> float:
+    return sorted(times)[len(times) // 2]
+
+
+def phase_failures(root: Path, repeats: int = 5) -> dict[str, Any]:
+    """Reading the stored classification: `failures --summary` (the command, start-up included) and the TUI's
+    Failures list (classify.failures + tui.data.triage_table, as the view fills it); medians of ``repeats``."""
+    import shutil
+
+    from ragtriage.classify import failures
+    from ragtriage.notes import NotesStore
+    from ragtriage.store import connect
+    from ragtriage.tui.data import triage_table
+
+    db = root / "bench.duckdb"
+    exe = shutil.which("ragtriage") or str(Path(sys.executable).parent / "ragtriage")
+    cli = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        subprocess.run(
+            [exe, "failures", "--db", str(db), "--run", "bench", "--summary"], capture_output=True, check=True
+        )
+        cli.append(time.perf_counter() - t)
+    con = connect(db, read_only=True)
+    notes = NotesStore.open(db)
+    listing, n = [], 0
+    for _ in range(repeats):
+        t = time.perf_counter()
+        cur = con.cursor()
+        n = triage_table(cur, failures(cur, "bench"), "bench", notes).num_rows
+        cur.close()
+        listing.append(time.perf_counter() - t)
+    con.close()
+    return {"failures_summary_cli_s": _median(cli), "failures_list_filled_s": _median(listing), "failing_cases": n}
+
+
+PHASES = {
+    "load": phase_load,
+    "metrics": phase_metrics,
+    "pytrec": phase_pytrec,
+    "ranx": phase_ranx,
+    "classify": phase_classify,
+    "failures": phase_failures,
+}
 
 
 def run_phase(name: str, root: Path) -> dict[str, Any]:
@@ -177,7 +236,7 @@ def main() -> None:
         f"generated {a.cases} cases x {a.depth} results = {a.cases * a.depth:,} rows in "
         f"{time.perf_counter() - t:.1f}s under {a.dir}"
     )
-    phases = ["load", "metrics"] + ([] if a.skip_reference else ["pytrec", "ranx"])
+    phases = ["load", "metrics", "classify", "failures"] + ([] if a.skip_reference else ["pytrec", "ranx"])
     res = {p: run_phase(p, a.dir) for p in phases}
     for p, r in res.items():
         print(

@@ -6,7 +6,7 @@ read alone. Nothing here imports textual; ``tui``/``demo`` import it lazily.
 
 from __future__ import annotations
 
-from ragtriage.cli import annotate, checks, data, failures, gate, metrics, tui  # noqa: F401  (register commands)
+from ragtriage.cli import annotate, checks, data, failures, gate, metrics, record, tui  # noqa: F401  (register commands)
 from ragtriage.cli._app import app
 
 

@@ -76,7 +76,10 @@ def load(
     ] = None,
     precompute: Annotated[
         bool,
-        typer.Option(help="Precompute each run's overview summary for the TUI (about 1 s per 10M result rows)."),
+        typer.Option(
+            help="Classify each run and store it, and precompute its overview summary for the TUI "
+            "(seconds per 10M result rows; without it `failures` classifies on every call)."
+        ),
     ] = True,
     strict: Annotated[
         bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
@@ -104,6 +107,19 @@ def load(
             counts = ", ".join(f"{v} {k} rows" for k, v in rep.rows.items())
             console.print(visible(f"run {rep.target} loaded: {counts}"), markup=False, highlight=False)
             _print_warnings(rep.warnings)
+        if precompute:
+            from ragtriage.classify import refresh
+
+            with _LazyProgress("classifying each run (stored for failures, the gate and the TUI)") as prog:
+                prog("classify.refresh")
+                try:
+                    refresh(con)
+                except Exception as exc:  # noqa: BLE001 - the data is loaded; readers classify on the fly
+                    console.print(
+                        visible(f"classification not stored ({exc}); `failures` will classify on each call"),
+                        markup=False,
+                        highlight=False,
+                    )
     except (ValidationFailed, StoreError, ValueError, OSError, duckdb.Error) as exc:
         con.close()
         if created:

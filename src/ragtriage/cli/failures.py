@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ragtriage.classify import CATEGORIES, PATTERNS, classify_run, failures
+from ragtriage.classify import CATEGORIES, PATTERNS, FailureSummary, classify_run, failure_summary, failures
 from ragtriage.cli._app import app, open_existing, shown
 from ragtriage.cli._app import fail as _fail
 from ragtriage.csv_out import csv_text
@@ -52,34 +52,37 @@ def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
     return rows
 
 
-def _summary(rows: pa.Table) -> dict[str, Any]:
-    cur = duckdb.connect()
-    cur.register("f", rows)
-    by_category = dict(cur.sql("SELECT category, count(*) FROM f GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
-    by_pattern = dict(
-        cur.sql(
-            "SELECT p, count(*) FROM (SELECT unnest(patterns) AS p FROM f) GROUP BY 1 ORDER BY 2 DESC, 1"
-        ).fetchall()
-    )
-    by_failure = dict(cur.sql("SELECT failure, count(*) FROM f GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
-    cases = cur.sql("SELECT count(DISTINCT case_id) FROM f").fetchall()[0][0]
-    cur.close()
+def _summary_dict(s: FailureSummary) -> dict[str, Any]:
     return {
-        "failures": rows.num_rows,
-        "cases": cases,
-        "by_category": by_category,
-        "by_failure": by_failure,
-        "by_pattern": by_pattern,
+        "k": s.k,
+        "failures": s.failures,
+        "cases": s.cases,
+        "by_category": s.by_category,
+        "by_failure": s.by_failure,
+        "by_pattern": s.by_pattern,
+        "cost": {
+            "measure": s.costs.measure,
+            "mean": s.costs.mean,
+            "gap": s.costs.gap,
+            "population": s.costs.population,
+            "by_category": {c.category: {"cost": c.cost, "cases": c.cases} for c in s.costs.costs},
+            "sentence": s.costs.sentence(),
+        },
     }
 
 
-def _print_summary(run: str, summary: dict[str, Any]) -> None:
-    console.print(visible(f"run {run}: {summary['failures']} failure(s) in {summary['cases']} case(s)"), markup=False)
-    for title, key in (("category", "by_category"), ("failure", "by_failure"), ("pattern", "by_pattern")):
+def _print_summary(run: str, s: FailureSummary) -> None:
+    console.print(visible(f"run {run}: {s.failures} failure(s) in {s.cases} case(s), judged at k={s.k}"), markup=False)
+    console.print(visible(s.costs.sentence()), markup=False, highlight=False)
+    cost = Table("category", f"{s.costs.measure} lost", "cases", title="cost per category", title_justify="left")
+    for c in s.costs.costs:
+        cost.add_row(shown(c.category), f"{c.cost:.4f}", str(c.cases))
+    console.print(cost)
+    for title, counts in (("category", s.by_category), ("failure", s.by_failure), ("pattern", s.by_pattern)):
         table = Table(title, "failures", title=f"per {title}", title_justify="left")
-        for name, count in summary[key].items():
+        for name, count in counts.items():
             table.add_row(shown(name), str(count))
-        if not summary[key]:
+        if not counts:
             table.add_row("(none)", "0")
         console.print(table)
 
@@ -121,6 +124,9 @@ def failures_cmd(
         bool, typer.Option("--reclassify", help="Classify the run again and store the result (needs write access).")
     ] = False,
     fmt: Annotated[Format, typer.Option("--format", help="Output: table, json or csv.")] = Format.table,
+    k: Annotated[
+        int | None, typer.Option("--k", help="Judge at this cutoff instead of the run's own k (run.json).")
+    ] = None,
 ) -> None:
     """Each failure of a run with its defect category, the rule that decided it and the evidence.
 
@@ -135,29 +141,33 @@ def failures_cmd(
     try:
         con = open_existing(db, read_only=not reclassify)
         if reclassify:
-            classify_run(con, run, store=True)
-        rows = failures(con, run, category=category, pattern=pattern)
+            classify_run(con, run, ks=k, store=True)
+        if summary:
+            stats = failure_summary(con, run, k=k)
+        else:
+            rows = failures(con, run, category=category, pattern=pattern, k=k)
     except (StoreError, duckdb.Error, OSError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
         if con is not None:
             con.close()
-    rows = _with_notes(rows, db, run)
     if summary:
-        stats = _summary(rows)
         if fmt is Format.json:
-            typer.echo(json.dumps({"run_id": run, **stats}, indent=2))
+            typer.echo(json.dumps({"run_id": run, **_summary_dict(stats)}, indent=2))
         elif fmt is Format.csv:
-            counts = [
-                {"kind": kind, "name": name, "failures": count}
-                for kind in ("category", "failure", "pattern")
-                for name, count in stats[f"by_{kind}"].items()
+            rows_out = [
+                {"kind": kind, "name": name, "value": float(count)}
+                for kind, counts in (("category", stats.by_category), ("failure", stats.by_failure))
+                + (("pattern", stats.by_pattern),)
+                for name, count in counts.items()
             ]
-            schema = pa.schema([("kind", pa.string()), ("name", pa.string()), ("failures", pa.int64())])
-            typer.echo(csv_text(pa.Table.from_pylist(counts, schema)), nl=False)
+            rows_out += [{"kind": "cost", "name": c.category, "value": round(c.cost, 6)} for c in stats.costs.costs]
+            schema = pa.schema([("kind", pa.string()), ("name", pa.string()), ("value", pa.float64())])
+            typer.echo(csv_text(pa.Table.from_pylist(rows_out, schema)), nl=False)
         else:
             _print_summary(run, stats)
         return
+    rows = _with_notes(rows, db, run)
     if fmt is Format.json:
         out = rows.to_pylist()
         for r in out:

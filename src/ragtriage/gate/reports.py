@@ -62,6 +62,7 @@ def to_markdown(verdict: Verdict) -> str:
     notes = [(r.rule, n) for r in verdict.rules for n in r.notes]
     if notes:
         out += ["", *[f"- {md(rule)}: {md(n)}" for rule, n in notes]]
+    out += _cost_markdown(verdict)
     cases = verdict.failing_cases()
     if cases:
         out += [
@@ -77,6 +78,18 @@ def to_markdown(verdict: Verdict) -> str:
         ]
         out += ["", "</details>"]
     return "\n".join(out) + "\n"
+
+
+def _cost_markdown(verdict: Verdict) -> list[str]:
+    """What each defect category costs the candidate: where triage starts."""
+    rows = [c for c in verdict.category_costs if c["cases"]]
+    if not verdict.cost_summary:
+        return []
+    out = ["", f"**What each category costs:** {md(verdict.cost_summary)}"]
+    if rows:
+        out += ["", f"| Category | {md(rows[0]['measure'])} lost | Failing cases |", "|---|---|---|"]
+        out += [f"| {md(c['category'])} | {c['cost']:.4f} | {c['cases']} |" for c in rows]
+    return out
 
 
 def _xml(text: object) -> str:

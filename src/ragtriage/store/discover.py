@@ -95,15 +95,17 @@ def discover_dataset(root: Path) -> DatasetFiles:
     return DatasetFiles(root, manifest if manifest.exists() else None, cases, labels, documents)
 
 
-def stage_dataset(con: duckdb.DuckDBPyConnection, files: DatasetFiles, fmt: str | None) -> dict[str, Staged]:
-    out: dict[str, Staged] = {}
-    c = files.cases
+def stage_cases(con: duckdb.DuckDBPyConnection, c: Source, fmt: str | None) -> Staged:
+    """Stage the cases file alone as ``stg_cases`` (the loader, and ``record``, which needs only the cases)."""
     if c.kind == "tsv":
-        out["cases"] = stage_tsv_queries(con, c.path, "stg_cases")
-    elif c.kind == "beir":
-        out["cases"] = stage(con, c.path, CASES, "stg_cases", fmt="jsonl", aliases={"id": "_id", "query": "text"})
-    else:
-        out["cases"] = stage(con, c.path, CASES, "stg_cases", fmt=fmt)
+        return stage_tsv_queries(con, c.path, "stg_cases")
+    if c.kind == "beir":
+        return stage(con, c.path, CASES, "stg_cases", fmt="jsonl", aliases={"id": "_id", "query": "text"})
+    return stage(con, c.path, CASES, "stg_cases", fmt=fmt)
+
+
+def stage_dataset(con: duckdb.DuckDBPyConnection, files: DatasetFiles, fmt: str | None) -> dict[str, Staged]:
+    out: dict[str, Staged] = {"cases": stage_cases(con, files.cases, fmt)}
     if _unreadable(out["cases"]):
         return out
     lab = files.labels
