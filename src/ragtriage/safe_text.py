@@ -17,6 +17,7 @@ Markup is a separate matter: this module makes text inert for a terminal; render
 
 from __future__ import annotations
 
+import html
 import re
 
 import pyarrow as pa
@@ -80,6 +81,12 @@ def markdown_cell(value: object) -> str:
     for raw, escaped in _MARKDOWN_ESCAPES:
         text = text.replace(raw, escaped)
     return text
+
+
+def html_text(value: object) -> str:
+    """``value`` for HTML text or an attribute: controls visible (line breaks kept), then ``& < > " '`` escaped.
+    The one way an HTML report shows untrusted text."""
+    return html.escape(visible(value, keep_newlines=True), quote=True)
 
 
 def has_controls(value: str) -> bool:

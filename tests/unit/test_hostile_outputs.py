@@ -247,3 +247,10 @@ def test_pool_round_trips_through_import_labels(tmp_path: Path) -> None:
     con.close()
     assert {c for c, _ in got} >= {"=q1", "+q5", "-q7"}
     assert all(u.startswith(("-c", "@c")) for _, u in got)
+
+
+def test_html_text_is_inert() -> None:
+    from ragtriage.safe_text import html_text
+
+    shown = html_text('<script>alert(1)</script>\x1b[2J"' + RLO + "\nnext")
+    assert shown == "&lt;script&gt;alert(1)&lt;/script&gt;␛[2J&quot;\\u202e\nnext"
