@@ -89,10 +89,13 @@ def apply(path: Path, kind: str, arg: Any) -> None:
 
 def _edit_field(path: Path, row: int, edit: tuple[str, str, Any]) -> None:
     op, field, value = edit
-    if path.suffix == ".json":
-        objs = [json.loads(path.read_text(encoding="utf-8"))]
-    else:
-        objs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    try:  # an earlier mutation may have left no JSON to edit: the file then stays as that one left it
+        text = path.read_text(encoding="utf-8")
+        objs = [json.loads(text)] if path.suffix == ".json" else [json.loads(ln) for ln in text.splitlines()]
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return
+    if not objs or not all(isinstance(o, dict) for o in objs):
+        return
     target = objs[row % len(objs)]
     if op == "set":
         target[field] = value

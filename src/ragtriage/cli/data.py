@@ -19,7 +19,7 @@ from ragtriage.cli._app import fail as _fail
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.metrics import summary_cache
 from ragtriage.safe_text import visible
-from ragtriage.store import DEFAULT_DB, StoreError, load_dataset, load_run
+from ragtriage.store import DEFAULT_DB, LoadSummary, StoreError
 from ragtriage.store.info import store_info
 from ragtriage.store.validate_file import validate_file
 
@@ -63,16 +63,36 @@ class _LazyProgress:
 def load(
     db: DbOpt = Path(DEFAULT_DB),
     dataset: Annotated[
-        Path | None, typer.Option(help="Dataset folder (dataset.json, cases, labels, documents).")
+        Path | None, typer.Option(help="Dataset folder: contract (dataset.json, cases, labels), TREC or BEIR layout.")
     ] = None,
-    run: Annotated[list[Path] | None, typer.Option(help="Run folder or TREC run file; repeat for several.")] = None,
+    qrels: Annotated[
+        Path | None,
+        typer.Option(help="Qrels file instead of a folder: TREC, BEIR TSV (header optional), JSON {qid: {doc: rel}}."),
+    ] = None,
+    topics: Annotated[
+        Path | None,
+        typer.Option(help="Topics for --qrels: TREC topic file, TSV (id, text) or JSONL; else cases come from qrels."),
+    ] = None,
+    run: Annotated[
+        list[Path] | None,
+        typer.Option(help="Run folder or file (TREC, MS MARCO, JSON, JSONL/CSV/Parquet); repeat for several."),
+    ] = None,
+    run_id: Annotated[
+        list[str] | None, typer.Option("--run-id", help="Name of each --run, in the same order; repeat per run.")
+    ] = None,
+    split_by_tag: Annotated[
+        bool, typer.Option("--split-by-tag", help="Load one run per tag of a TREC run file.")
+    ] = False,
     replace: Annotated[bool, typer.Option(help="Replace runs whose run_id is already loaded.")] = False,
     fmt: Annotated[
-        str | None, typer.Option("--format", help="Override the format: jsonl|csv|tsv|parquet|trec.")
+        str | None, typer.Option("--format", help="Format of folder tables: jsonl|csv|tsv|parquet (or trec for runs).")
     ] = None,
     unit: Annotated[str | None, typer.Option(help="Unit for a dataset without dataset.json: chunk|document.")] = None,
     threshold: Annotated[
-        int | None, typer.Option(help="Relevance threshold for a dataset without dataset.json.")
+        int | None, typer.Option(help="Relevance threshold: grade >= threshold is relevant (trec_eval -l).")
+    ] = None,
+    grade_map: Annotated[
+        str | None, typer.Option("--grade-map", help="Map grades at load, e.g. 4:3,3:2,2:1,1:0 (stored).")
     ] = None,
     precompute: Annotated[
         bool,
@@ -85,28 +105,41 @@ def load(
         bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
     ] = False,
 ) -> None:
-    """Load a dataset and/or runs. Each load is one transaction: on any error nothing is written."""
-    if dataset is None and not run:
-        raise _fail(ValueError("nothing to load: pass --dataset DIR and/or --run DIR"))
+    """Load a dataset and/or runs as one transaction: everything named is stored, or nothing is."""
+    from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
+
+    runs = run or []
+    ids = run_id or []
+    if dataset is None and qrels is None and not runs:
+        raise _fail(ValueError("nothing to load: pass --dataset DIR or --qrels FILE, and/or --run PATH"))
+    if ids and len(ids) != len(runs):
+        raise _fail(ValueError(f"--run-id was given {len(ids)} time(s) for {len(runs)} --run; give one per run"))
+    if split_by_tag and ids:
+        raise _fail(ValueError("--split-by-tag names each run by its tag; leave out --run-id"))
+    sources = [
+        RunSource(r, run_id=ids[i] if ids else None, fmt="trec" if fmt == "trec" else None, split_by_tag=split_by_tag)
+        for i, r in enumerate(runs)
+    ]
+    req = LoadRequest(
+        dataset=dataset,
+        qrels=qrels,
+        topics=topics,
+        runs=sources,
+        unit=unit,
+        threshold=threshold,
+        grade_map=grade_map,
+        replace=replace,
+        fmt=None if fmt == "trec" else fmt,
+        strict=strict,
+    )
     created = not db.exists()
     try:
         con = open_store(db, read_only=False)
     except (StoreError, duckdb.Error, OSError) as exc:
         raise _fail(exc) from exc
     try:
-        if dataset is not None:
-            with _LazyProgress(f"dataset {dataset}") as prog:
-                rep = load_dataset(con, dataset, fmt=fmt, unit=unit, threshold=threshold, progress=prog, strict=strict)
-            counts = ", ".join(f"{v} {k}" for k, v in rep.rows.items())
-            state = "unchanged (already loaded)" if rep.unchanged else "loaded"
-            console.print(visible(f"dataset {rep.target} {state}: {counts}"), markup=False, highlight=False)
-            _print_warnings(rep.warnings)
-        for r in run or []:
-            with _LazyProgress(f"run {r}") as prog:
-                rep = load_run(con, r, replace=replace, fmt=fmt, progress=prog, strict=strict)
-            counts = ", ".join(f"{v} {k} rows" for k, v in rep.rows.items())
-            console.print(visible(f"run {rep.target} loaded: {counts}"), markup=False, highlight=False)
-            _print_warnings(rep.warnings)
+        with _LazyProgress("load") as prog:
+            summary = load_inputs(con, req, prog)
         if precompute:
             from ragtriage.classify import refresh
 
@@ -126,6 +159,7 @@ def load(
             _remove_new_store(db)
         raise _fail(exc) from exc
     con.close()
+    _print_summary(summary)
     if precompute:
         with _LazyProgress("overview summaries for the TUI") as prog:
             prog("metrics.summarize per run")
@@ -138,6 +172,21 @@ def _remove_new_store(db: Path) -> None:
         Path(f"{db}.wal").unlink()
     if db.exists():
         db.unlink()
+
+
+def _print_summary(summary: LoadSummary) -> None:
+    rep = summary.dataset
+    if rep is not None:
+        counts = ", ".join(f"{v} {k}" for k, v in rep.rows.items())
+        state = "unchanged (already loaded)" if rep.unchanged else "loaded"
+        console.print(visible(f"dataset {rep.target} {state}: {counts}"), markup=False, highlight=False)
+        _print_warnings(rep.warnings)
+    for r in summary.runs:
+        counts = ", ".join(f"{v} {k} rows" for k, v in r.rows.items())
+        console.print(f"run {visible(r.target)} loaded: {counts}", markup=False, highlight=False)
+        for note in r.notes():
+            console.print(f"  note: {visible(note)}", markup=False, highlight=False)
+        _print_warnings(r.warnings)
 
 
 def _print_warnings(warnings: list) -> None:  # type: ignore[type-arg]
@@ -215,12 +264,16 @@ def validate(
     path: Annotated[
         Path,
         typer.Argument(
-            help="A contract file: cases/labels/documents/results/events table, "
-            "dataset.json, run.json, or a dataset or run folder."
+            help="A contract file (cases/labels/documents/results/events table, dataset.json, run.json), a dataset "
+            "or run folder, or a qrels, topics or run file in TREC/BEIR/MS MARCO/JSON form (.gz/.bz2 too)."
         ),
     ],
-    table: Annotated[str | None, typer.Option(help="Table kind when the file name does not say.")] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet.")] = None,
+    table: Annotated[
+        str | None, typer.Option(help="What the file holds when its name does not say: qrels|topics|run|cases|...")
+    ] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet, or trec|beir|msmarco|json|trec-topics.")
+    ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
     ] = False,
