@@ -84,8 +84,10 @@ def copy_case(base: Path, ds: Path, run: Path, into: Path) -> tuple[Path, Path, 
 
 
 def load(db: Path, *, dataset: Path | None = None, run: Path | None = None, strict: bool = False) -> Result:
+    """``ragtriage load`` of ``dataset`` and/or ``run`` (replacing the run) into ``db``, in this process."""
     args = ["load", "--db", str(db), "--no-precompute", *(["--strict"] if strict else [])]
-    args += ["--dataset", str(dataset)] if dataset is not None else ["--run", str(run), "--replace"]
+    args += ["--dataset", str(dataset)] if dataset is not None else []
+    args += ["--run", str(run), "--replace"] if run is not None else []
     return CliRunner().invoke(app, args)
 
 

@@ -257,3 +257,19 @@ def test_bad_input_is_refused_once_with_where(
         where += f": {variant.field}"
     assert where in res.output, res.output
     assert digest(db) == before
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v.target == "run"][:12], ids=lambda v: v.name)
+def test_a_good_dataset_with_a_bad_run_commits_nothing(
+    base: tuple[Path, Path, Path, dict[str, tuple[int, str]]], tmp_path: Path, variant: Variant
+) -> None:
+    """One command, one transaction: the new dataset version is not committed when a run of the same load is
+    refused, the loads history gains nothing, and the message says the store is unchanged."""
+    ds0, run0, db0, before = base
+    ds, run, db = copy_case(db0, ds0, run0, tmp_path)
+    _edit_row("cases", _set("query", "a new wording makes a new dataset version"))(ds, run)
+    variant.mutate(ds, run)
+    res = load(db, dataset=ds, run=run)
+    assert no_traceback(res), repr(res.exception)
+    assert res.exit_code == 2 and "nothing was loaded, the store is unchanged" in res.output
+    assert digest(db) == before

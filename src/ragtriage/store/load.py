@@ -231,6 +231,9 @@ def write_run(
     control characters (otherwise counted in a warning)."""
     res = staged["results"]
     findings = [f for s in staged.values() for f in s.findings]
+    if any(f.code in UNREADABLE and f.severity == "error" for f in findings):
+        # a file that could not be read left nothing (or a half-read table) to check: that is the one cause
+        raise ValidationFailed([f for f in findings if f.severity == "error"])
     if not manifest.get("k"):
         depth = con.execute(f"SELECT max(n) FROM (SELECT count(*) n FROM {res.name} GROUP BY case_id)").fetchall()[0][0]
         manifest["k"] = int(depth or 1)
