@@ -73,7 +73,7 @@ def apply(path: Path, kind: str, arg: Any) -> None:
     elif kind == "truncate":
         path.write_bytes(data[: arg % max(len(data), 1)])
     elif kind == "encoding":
-        path.write_bytes(data.decode("utf-8").encode(arg, errors="replace"))
+        path.write_bytes(data.decode("utf-8", errors="replace").encode(arg, errors="replace"))
     elif kind == "lines":
         lines = data.splitlines(keepends=True)
         changed = {
