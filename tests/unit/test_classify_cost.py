@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtriage.classify import classify_run, run_classification
+from ragtriage.classify import classify_run, failure_list, run_classification
 from ragtriage.classify.summary import failure_summary
 from ragtriage.metrics.per_case import per_case
 from tests.factory import make_store
@@ -77,6 +77,13 @@ def test_stored_costs_read_back_equal(con) -> None:  # type: ignore[no-untyped-d
     assert summary.from_store and summary.costs == computed.costs
     assert summary.by_category == {"dataset": 1, "ingestion": 1, "ranking": 1}
     assert (summary.failures, summary.cases, summary.k) == (3, 3, 2)
+    listed = failure_list(con, "r").to_pylist()
+    assert [(r["case_id"], r["category"], r["rule"], r["failures"]) for r in listed] == [
+        ("ingest", "ingestion", "ingestion.absent-from-runs", "no-relevant-in-top-k"),
+        ("label", "dataset", "dataset.unpermitted-evidence", "recall-below-bar"),
+        ("rank", "ranking", "ranking.below-k", "recall-below-bar"),
+    ]
+    assert failure_list(con, "r", k=3).to_pylist()[0]["case_id"] == "ingest"  # computed, not stored, at k=3
 
 
 def test_a_new_load_makes_the_stored_rows_stale(con, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -8,6 +8,7 @@ Rules, their order and the patterns are data (``rules.py``) and are documented i
 from ragtriage.classify.classify_run import (
     RunClassification,
     classify_run,
+    failure_list,
     failures,
     judging_k,
     refresh,
@@ -33,6 +34,7 @@ __all__ = [
     "Rule",
     "RunClassification",
     "classify_run",
+    "failure_list",
     "failure_summary",
     "failures",
     "judging_k",

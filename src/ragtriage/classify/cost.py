@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ragtriage.classify.locations import LOCATION_CTES
 from ragtriage.classify.rules import ANSWERABLE, UNIT_CATEGORY
 from ragtriage.metrics.context import resolve
-from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql, per_case
+from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql
 
 # Categories a measure can be lost to (security is a hard failure, never a measure).
 COST_CATEGORIES = ("ranking", "ingestion", "dataset", "undetermined")
@@ -92,6 +92,9 @@ def _ordered(costs: tuple[CategoryCost, ...]) -> tuple[CategoryCost, ...]:
 
 
 def _cost_sql(gain: str, k: int) -> str:
+    """One statement over the failing cases' facts. No list is unnested: a judged unit's position is looked up in
+    the case's top-k list, and the j-th free position is computed from the sorted positions of the relevant units
+    found (each found one at or before it pushes it one further), so the work grows with the labels, not with k."""
     answerable = ", ".join(f"'{f}'" for f in ANSWERABLE)
     return f"""
 WITH failing AS (
@@ -99,23 +102,20 @@ WITH failing AS (
     FROM _cost_facts WHERE failure IN ({answerable}) AND n_relevant > 0 GROUP BY case_id
 ),
 g AS (
-    SELECT q.case_id, q.unit_id, q.grade >= $threshold AS rel, {gain} AS g
-    FROM qrels q SEMI JOIN failing USING (case_id)
-),
-top AS (
-    SELECT case_id, unnest(top_units) AS unit_id, generate_subscripts(top_units, 1) AS pos FROM failing
-),
-slots AS (
-    SELECT s.case_id, s.pos, coalesce(g.g, 0.0) AS g, coalesce(g.rel, false) AS rel
-    FROM (SELECT case_id, unnest(range(1, {k} + 1)) AS pos FROM failing) s
-    LEFT JOIN top t USING (case_id, pos) LEFT JOIN g ON g.case_id = t.case_id AND g.unit_id = t.unit_id
+    SELECT q.case_id, q.unit_id, q.grade >= $threshold AS rel, {gain} AS g,
+           nullif(list_position(f.top_units, q.unit_id), 0) AS pos
+    FROM qrels q JOIN failing f USING (case_id)
 ),
 missing_units AS (
     SELECT case_id, u.unit_id AS unit_id, {UNIT_CATEGORY} AS category
     FROM (SELECT case_id, unnest(missing) AS u FROM failing)
 ),
+now AS (
+    SELECT case_id, coalesce({dcg_sql(k)}, 0.0) AS dcg,
+           coalesce(list_sort(list(pos) FILTER (WHERE rel AND pos <= {k})), []) AS found_pos
+    FROM g GROUP BY case_id
+),
 cats AS (SELECT DISTINCT case_id, category FROM missing_units),
-now AS (SELECT case_id, coalesce({dcg_sql(k)}, 0.0) AS dcg FROM slots GROUP BY case_id),
 ideal AS (
     SELECT c.case_id, c.category, list(g.g ORDER BY g.g DESC) FILTER (WHERE g.g > 0) AS gains,
            list(g.g ORDER BY g.g DESC) FILTER (WHERE g.g > 0 AND m.unit_id IS NULL) AS fixed_gains
@@ -124,18 +124,20 @@ ideal AS (
                              AND c.category = 'dataset'
     GROUP BY c.case_id, c.category
 ),
-free AS (
-    SELECT case_id, pos, g AS slot_g, row_number() OVER (PARTITION BY case_id ORDER BY pos) AS j
-    FROM slots WHERE NOT rel
-),
 placed AS (
     SELECT m.case_id, m.category, coalesce(g.g, 0.0) AS g,
            row_number() OVER (PARTITION BY m.case_id, m.category ORDER BY g.g DESC NULLS LAST, m.unit_id) AS j
     FROM missing_units m LEFT JOIN g USING (case_id, unit_id) WHERE m.category <> 'dataset'
 ),
+slotted AS (
+    SELECT p.case_id, p.category, p.g,
+           list_reduce(w.found_pos, lambda acc, r: CASE WHEN r <= acc THEN acc + 1 ELSE acc END, p.j) AS slot
+    FROM placed p JOIN now w USING (case_id)
+),
 moved AS (
-    SELECT p.case_id, p.category, sum((p.g - f.slot_g) / log2(f.pos + 1)) AS delta
-    FROM placed p JOIN free f USING (case_id, j) GROUP BY p.case_id, p.category
+    SELECT s.case_id, s.category, sum((s.g - coalesce(d.g, 0.0)) / log2(s.slot + 1)) AS delta
+    FROM slotted s LEFT JOIN g d ON d.case_id = s.case_id AND d.pos = s.slot
+    WHERE s.slot <= {k} GROUP BY s.case_id, s.category
 ),
 idcg AS (
     SELECT n.case_id, n.category, {ideal_dcg_sql(k)} AS idcg FROM ideal n
@@ -155,19 +157,45 @@ SELECT category, sum(least(fixed, 1.0) - ndcg) AS lost, count(*) AS cases FROM s
 """
 
 
+def _mean_sql(gain: str, k: int) -> str:
+    """The run's mean nDCG@k over answerable cases with a relevant label, from the positions of judged units
+    alone (only they carry gain): the metrics' definitions without cutting every list to k (at k=100 on 10M
+    rows that pass costs more than all of this). A test holds it equal to ``metrics.per_case``."""
+    return f"""
+WITH {LOCATION_CTES},
+pop AS (SELECT case_id FROM cases WHERE answerable),
+gq AS (
+    SELECT q.case_id, q.unit_id, {gain} AS g, q.grade >= $threshold AS rel FROM qrels q SEMI JOIN pop USING (case_id)
+),
+n AS (
+    SELECT case_id, count(*) FILTER (WHERE rel) AS n_relevant,
+           list(g ORDER BY g DESC) FILTER (WHERE g > 0) AS gains
+    FROM gq GROUP BY case_id
+),
+hits AS (
+    SELECT case_id, {dcg_sql(k)} AS dcg
+    FROM (SELECT j.case_id, j.final_rank AS pos, gq.g FROM judged_run j JOIN gq USING (case_id, unit_id))
+    GROUP BY case_id
+)
+SELECT count(*) AS population, sum(coalesce(h.dcg / nullif({ideal_dcg_sql(k)}, 0), 0.0)) AS total
+FROM n LEFT JOIN hits h USING (case_id) WHERE n.n_relevant > 0
+"""
+
+
 def category_costs(con: duckdb.DuckDBPyConnection, run_id: str, k: int, facts: pa.Table) -> CostReport:
     """The nDCG@k each category costs ``run_id``, from the classifier's facts of one cutoff (``facts.FACTS_SQL``
     rows: case_id, failure, n_relevant, top_units, missing)."""
     ctx = resolve(con, run_id, [k])
-    scores = per_case(con, run_id, [k], counts=False).column(f"nDCG@{k}")
-    population = len(scores) - scores.null_count
-    mean_value = pc.mean(scores).as_py() if population else None
     cur = con.cursor()
     try:
+        params = {"threshold": ctx.threshold, "run_id": run_id, "k": k}
+        mean_row = cur.execute(_mean_sql(ctx.gain_sql("q.grade"), k), params).fetchall()[0]
         cur.register("_cost_facts", facts.select(["case_id", "failure", "n_relevant", "top_units", "missing"]))
         rows = cur.sql(_cost_sql(ctx.gain_sql("q.grade"), k), params={"threshold": ctx.threshold}).fetchall()
     finally:
         cur.close()
+    population = int(mean_row[0])
+    mean_value = float(mean_row[1]) / population if population else None
     lost = {str(r[0]): (float(r[1]), int(r[2])) for r in rows}
     costs = tuple(
         CategoryCost(c, lost.get(c, (0.0, 0))[0] / population if population else 0.0, lost.get(c, (0.0, 0))[1])

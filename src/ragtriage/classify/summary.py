@@ -12,7 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.classify import stored
-from ragtriage.classify.classify_run import judging_k, run_classification
+from ragtriage.classify.classify_run import failure_source, judging_k, run_classification
 from ragtriage.classify.cost import CostReport
 
 
@@ -52,10 +52,7 @@ def failure_summary(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | Non
     cur = con.cursor()
     try:
         if stored.is_fresh(cur, run_id, cutoff):
-            src = (
-                f"(SELECT case_id, failure, category, patterns FROM {stored.TABLE} WHERE run_id = $run_id AND k = $k "
-                "AND dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset'))"
-            )
+            src = failure_source(cur, run_id, cutoff)
             rows = cur.execute(_COUNTS.format(src=src), {"run_id": run_id, "k": cutoff}).fetchall()
             costs = CostReport.from_table(run_id, cutoff, stored.cost_rows(cur, run_id, cutoff))
             return _summary(run_id, cutoff, _counts(rows), costs, True)

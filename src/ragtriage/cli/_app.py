@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
+from ragtriage.output import Format, Output, OutputError, emit
 from ragtriage.output_paths import OutputRefused, check_output_path
 from ragtriage.safe_text import visible
 from ragtriage.store import StoreError, StoreLocked, connect
@@ -76,6 +77,20 @@ def open_store(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     finally:
         for s in status:
             s.stop()
+
+
+#: The one ``--format`` option: every command that prints a result takes it (see ``ragtriage.output``).
+FormatOpt = Annotated[
+    Format, typer.Option("--format", help="Output: table, json, csv, markdown or trec (trec: metrics only).")
+]
+
+
+def show(out: Output, fmt: Format) -> None:
+    """Print ``out`` in ``fmt``; a format the result cannot take exits 2 with the reason."""
+    try:
+        emit(out, fmt)
+    except OutputError as exc:
+        raise fail(exc) from exc
 
 
 def open_existing(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:

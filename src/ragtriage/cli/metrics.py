@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,10 +10,9 @@ import duckdb
 import pyarrow as pa
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ragtriage.cli._app import app, open_existing, shown
-from ragtriage.csv_out import csv_text
+from ragtriage.cli._app import FormatOpt, app, open_existing, show
+from ragtriage.contract.errors import ValidationFailed
 from ragtriage.metrics import (
     MetricReport,
     MetricsError,
@@ -28,18 +25,15 @@ from ragtriage.metrics import (
     trec_per_query,
     trec_summary,
 )
-from ragtriage.safe_text import markdown_cell, visible
+from ragtriage.metrics.context import parse_ks, population_counts, population_header, resolve
+from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
+from ragtriage.metrics.measures import measures_for_ks
+from ragtriage.output import Format, Output
+from ragtriage.safe_text import visible
 from ragtriage.store import StoreError
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
-
-
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
 
 
 class View(StrEnum):
@@ -59,49 +53,6 @@ class Gain(StrEnum):
     linear = "linear"
 
 
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.4f}"
-    return str(v)
-
-
-def _emit(table: pa.Table, fmt: Format, context: dict[str, Any], notes: list[str]) -> None:
-    head = " · ".join(f"{k} {v}" for k, v in context.items() if v is not None)
-    if fmt is Format.json:
-        typer.echo(json.dumps({"context": context, "notes": notes, "rows": table.to_pylist()}, default=str, indent=2))
-        return
-    if fmt is Format.csv:
-        for name, value in reversed(list(context.items())):
-            if name not in table.column_names:
-                table = table.add_column(0, name, pa.array([value] * table.num_rows, pa.string()))
-        typer.echo(csv_text(table), nl=False)
-        return
-    rows = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
-    if fmt is Format.markdown:
-        lines = [
-            f"**{markdown_cell(head)}**",
-            "",
-            "| " + " | ".join(markdown_cell(c) for c in table.column_names) + " |",
-            "|" + "---|" * len(table.column_names),
-        ]
-        lines += ["| " + " | ".join(markdown_cell(c) for c in r) + " |" for r in rows]
-        typer.echo("\n".join(lines + [""] + [f"- {markdown_cell(n)}" for n in notes]))
-        return
-    out = Table(title=shown(head), title_justify="left")
-    for name in table.column_names:
-        out.add_column(shown(name))
-    for r in rows:
-        out.add_row(*(shown(c) for c in r))
-    # a metric name cut to "nD…" is unreadable: let wide tables be as wide as their cells
-    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(table.column_names)]
-    wide = Console(soft_wrap=True, width=max(console.width, sum(widths) + 3 * len(widths) + 1))
-    wide.print(out)
-    for n in notes:
-        wide.print(visible(n), markup=False, highlight=False)
-
-
 def _report_table(rep: MetricReport) -> pa.Table:
     cols = ["name", "mean", "median", "p10", "min", "ci_low", "ci_high", "n", "zero_hit_rate"]
     return rep.to_arrow().select(cols).rename_columns(["measure@k", *cols[1:]])
@@ -113,6 +64,7 @@ def _context(values: dict[str, Any]) -> dict[str, Any]:
 
 NOTES = [
     "P@k divides by k even when a list is shorter than k; R/nDCG/AP exclude cases without a relevant label.",
+    "Population: cases without any label are excluded and counted; cases absent from the run score 0.",
     "ci_low/ci_high: seeded 95% bootstrap interval of the mean (1000 resamples); zero_hit_rate: share of cases "
     "with no relevant result in the top k.",
 ]
@@ -125,8 +77,22 @@ TREC_NOTES = [
 @app.command("metrics")
 def metrics_cmd(
     db: Annotated[Path, typer.Option("--db", help="DuckDB store file.")] = Path("ragtriage.duckdb"),
-    run: Annotated[str, typer.Option("--run", help="run_id (see `ragtriage info`).")] = "",
-    k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "3,5,10",
+    run: Annotated[str, typer.Option("--run", help="run_id (see `ragtriage info`); a run FILE with --qrels.")] = "",
+    k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated (shorthand for measures).")] = "3,5,10",
+    measure: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--measure",
+            "-m",
+            help="A measure in ir_measures' syntax (nDCG@10, P(rel=2)@5, AP, ...); repeatable. Overrides --k.",
+        ),
+    ] = None,
+    qrels: Annotated[
+        Path | None, typer.Option("--qrels", help="Evaluate a qrels FILE against --run FILE, without a store.")
+    ] = None,
+    threshold: Annotated[
+        int | None, typer.Option("--threshold", help="With --qrels: grade >= THRESHOLD is relevant (default 1).")
+    ] = None,
     by: Annotated[str | None, typer.Option("--by", help="Slice by a case or evidence field.")] = None,
     split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,
     stage: Annotated[Stage, typer.Option("--stage", help="Result stage to evaluate.")] = Stage.final,
@@ -135,27 +101,73 @@ def metrics_cmd(
     per_case_rows: Annotated[bool, typer.Option("--per-case", help="One row per case instead of aggregates.")] = False,
     view: Annotated[View, typer.Option("--view", help="summary|stages|judged|latency.")] = View.summary,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
-    fmt: Annotated[Format, typer.Option("--format", help="table|json|csv|markdown.")] = Format.table,
+    fmt: FormatOpt = Format.table,
 ) -> None:
-    """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate."""
+    """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate, or any
+    measure named in ir_measures' syntax (--measure); trec_eval's layout with --format trec."""
     if not run:
         err.print("give --run RUN_ID (see `ragtriage info --db DB`)", markup=False, highlight=False)
         raise typer.Exit(2)
+    if fmt is Format.trec and (view is not View.summary or by):
+        err.print("--format trec prints measures: use it without --view/--by", markup=False, highlight=False)
+        raise typer.Exit(2)
+    by_name = measure or (fmt is Format.trec) or qrels is not None
     try:
-        con = open_existing(db, read_only=True)
-    except (StoreError, duckdb.Error) as exc:
+        con, run_id, load_notes = _open(db, qrels, run, threshold)
+    except (StoreError, ValueError, ValidationFailed, OSError, duckdb.Error) as exc:
         err.print(visible(str(exc)), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     try:
+        if by_name and not by and view is View.summary:
+            names = measure or measures_for_ks(parse_ks(k), trec=trec_compat or fmt is Format.trec)
+            res = evaluate_run(
+                con, run_id, names, stage=stage.value, split=split, gain=gain.value, trec_compat=trec_compat
+            )
+            _emit_measures(res, fmt, per_case_rows, load_notes)
+            return
         table, context, notes = _compute(
-            con, run, k, by, split, stage.value, gain.value, trec_compat, per_case_rows, view, seed
+            con, run_id, k, by, split, stage.value, gain.value, trec_compat, per_case_rows, view, seed
         )
     except (MetricsError, StoreError, duckdb.Error) as exc:
         err.print(visible(str(exc)), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     finally:
         con.close()
-    _emit(table, fmt, context, notes)
+    show(Output(table, context, notes), fmt)
+
+
+def _open(
+    db: Path, qrels: Path | None, run: str, threshold: int | None
+) -> tuple[duckdb.DuckDBPyConnection, str, list[str]]:
+    """The store, run id and load notes: the store file, or (``--qrels``) an in-memory store of the two files."""
+    if qrels is None:
+        return open_existing(db, read_only=True), run, []
+    from ragtriage.evaluation import memory_store
+
+    return memory_store(qrels, Path(run), threshold=threshold)
+
+
+def _emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[str]) -> None:
+    """Measures by name: trec_eval's layout (the header on stderr as ``#`` lines, so stdout parses as
+    trec_eval's), or the aggregates (one row per measure, with the parameters each figure was made with) or one
+    column per measure and case, under the population header."""
+    notes = [*res.notes, *load_notes]
+    if fmt is Format.trec:
+        for name, value in res.context.items():
+            if value is not None:
+                err.print(visible(f"# {name}: {value}"), markup=False, highlight=False)
+        for note in notes:
+            err.print(visible(f"# {note}"), markup=False, highlight=False)
+        show(Output(res.trec_rows(per_query=rows)), fmt)
+        return
+    table = res.wide if rows else res.aggregate
+    if not rows and res.mode != "trec-compat":
+        table = table.drop_columns(["trec"])
+    notes.append(
+        "A parameter left out takes the dataset's threshold (rel) or --gain (dcg); 'parameters' says which. "
+        "Sums for NumQ/NumRet/NumRel/NumRelRet, means elsewhere."
+    )
+    show(Output(table, res.context, notes), fmt)
 
 
 def _compute(
@@ -171,29 +183,30 @@ def _compute(
     view: View,
     seed: int,
 ) -> tuple[pa.Table, dict[str, Any], list[str]]:
-    threshold = con.execute("SELECT relevance_threshold, unit FROM current_dataset").fetchone()
+    ctx = resolve(con, run, k, stage=stage, gain=gain, split=split)
     base: dict[str, Any] = {
         "run": run,
         "stage": stage,
         "split": split,
-        "unit": threshold[1] if threshold else None,
-        "relevance threshold": f"grade >= {threshold[0]}" if threshold else None,
+        "unit": ctx.unit,
+        "relevance threshold": f"grade >= {ctx.threshold}",
         "gain": "linear" if trec else gain,
         "mode": "trec-compat" if trec else "default",
+        **population_header(population_counts(con, ctx, trec=trec)),
     }
     if view is View.latency:
         return latency_report(con, run), _context({"run": run}), ["latency in ms from events"]
     if view is View.judged:
         depth = max(int(x) for x in k.split(",") if x.strip())
         notes = [
-            f"Judged@{depth} = judged results in the top {depth} / {depth}; mostly_unjudged: more than half "
-            "of the returned top k has no label."
+            f"Judged@{depth} = judged results in the top {depth} / results there (ir_measures); "
+            "mostly_unjudged: more than half of the returned top k has no label."
         ]
         return judged_report(con, run, depth, stage=stage, split=split), _context(base), notes
     if view is View.stages:
-        rep = stages(con, run, k, gain=gain, split=split)
-        src = rep.per_case if rows else rep.summary
-        return src, _context({**base, "stage": "candidate vs final", "candidate_k": rep.candidate_k}), []
+        staged = stages(con, run, k, gain=gain, split=split)
+        src = staged.per_case if rows else staged.summary
+        return src, _context({**base, "stage": "candidate vs final", "candidate_k": staged.candidate_k}), []
     if trec:
         if rows:
             return trec_per_query(con, run, k, stage=stage, split=split), _context(base), TREC_NOTES
@@ -203,5 +216,4 @@ def _compute(
     if rows:
         return per_case(con, run, k, stage=stage, gain=gain, split=split), _context(base), NOTES
     rep = summarize(con, run, k, stage=stage, gain=gain, split=split, seed=seed)
-    ctx = {**base, "cases": rep.n_cases, "without relevant label": rep.n_without_relevant}
-    return _report_table(rep), _context(ctx), NOTES
+    return _report_table(rep), _context(base), NOTES

@@ -7,6 +7,7 @@ that lives as long as the load (``scratch()``), and DuckDB reads that copy.
 
 from __future__ import annotations
 
+import atexit
 import bz2
 import gzip
 import shutil
@@ -65,15 +66,18 @@ def plain_name(path: Path) -> str:
 def duckdb_source(path: Path) -> tuple[Path, str]:
     """A path DuckDB can read and the ``compression`` option to read it with.
 
-    bzip2 is decompressed into a scratch file; call inside ``scratch()`` so the copy is removed afterwards.
+    bzip2 is decompressed into a scratch file: inside ``scratch()`` the copy is removed when the load ends,
+    outside it when the process exits.
     """
     comp = compression_of(path)
     if comp == "gzip":
         return path, "gzip"
     if comp != "bz2":
         return path, "none"
-    if not _scratch:
-        raise RuntimeError("reading a bzip2 file needs an open ragtriage.contract.compression.scratch()")
+    if not _scratch:  # a caller outside a load (validate, record): a folder removed when the process exits
+        folder = Path(tempfile.mkdtemp(prefix="ragtriage-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _scratch.append(folder)
     out = _scratch[-1] / f"{len(list(_scratch[-1].iterdir()))}-{plain_name(path)}"
     with bz2.open(path, "rb") as src, out.open("wb") as dst:
         shutil.copyfileobj(src, dst, 1 << 22)
@@ -83,7 +87,7 @@ def duckdb_source(path: Path) -> tuple[Path, str]:
 @contextmanager
 def scratch() -> Iterator[Path]:
     """A scratch folder for decompressed copies, removed when the load ends (re-entrant: nested uses share it)."""
-    if _scratch:
+    if _scratch:  # nested, or after a use outside any scratch(): share the open folder
         yield _scratch[-1]
         return
     folder = Path(tempfile.mkdtemp(prefix="ragtriage-"))

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from ragtriage.contract.errors import FIRST_LINES, Finding
-from ragtriage.contract.staging import Staged, encoding_findings, lines_sql
+from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql
 
 # Lines made of single spaces (or single tabs) split with string_split; anything else goes through the regex.
 _PLAIN = "NOT (contains(t, '  ') OR contains(t, chr(9)) OR contains(t, chr(13)) OR starts_with(t, ' '))"
@@ -54,6 +54,8 @@ class RunFacts:
     tags: dict[str, int] = field(default_factory=dict)
     extra_column_lines: int = 0
     score_from_rank: bool = False
+    depth: int | None = None  # the longest ranked list, when the reader knows it
+    base_table: str | None = None  # the table behind a staged view (what a chunk-mode load updates)
 
 
 def split_lines(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, comments: bool = True) -> list[Finding]:
@@ -140,24 +142,34 @@ def _bad(findings: list[Finding]) -> bool:
     return any(f.severity == "error" for f in findings)
 
 
-def _trec_columns_sql(path: Path) -> str:
-    """The non-blank, non-comment lines of a TREC run as columns, with two facts read from each line's
-    predecessor by streaming windows (no sort): whether the line starts a new query, and whether it breaks
-    trec_eval's order (score descending, docno descending) within its query."""
-    keep = "t IS NOT NULL AND trim(t, ' ' || chr(9) || chr(13)) <> '' AND NOT starts_with(ltrim(t), '#')"
-    cols = f"""SELECT line, p[1] AS case_id, p[3] AS document_id, TRY_CAST(p[5] AS DOUBLE) AS score,
-                      p[5] AS score_text, p[6] AS tag, len(p) AS n
-               FROM (SELECT line, {_SPLIT} AS p FROM ({lines_sql(path, "t")}) WHERE {keep})"""
+def _trec_split_sql(path: Path) -> str:
+    """Every line of a TREC run as typed columns (``n`` = the line's field count). Blank and comment lines stay
+    (``KEEP`` leaves them out later): a WHERE here made DuckDB split every line twice (the filter is pushed below
+    the projection), doubling the cost of the whole read."""
+    return f"""SELECT line, p[1] AS case_id, p[3] AS document_id, CAST(NULL AS VARCHAR) AS chunk_id,
+                      TRY_CAST(p[5] AS DOUBLE) AS score, p[6] AS tag, len(p) AS n
+               FROM (SELECT line, {_SPLIT} AS p FROM ({lines_sql(path, "t")}))"""
+
+
+KEEP = "(case_id IS NOT NULL AND case_id <> '' AND NOT starts_with(case_id, '#'))"
+"""A TREC line that holds data: not blank, not a ``#`` comment."""
+
+
+def _in_trec_order(con: duckdb.DuckDBPyConnection, split: str, firsts: str) -> bool:
+    """Whether the file already lists each query's lines together, in trec_eval's order (score descending,
+    docno descending): then a line's rank is its position in its query's block. Contiguity comes from the
+    per-query line range; the order from each line's predecessor (a streaming window over the table scan)."""
+    contiguous = con.execute(f"SELECT coalesce(bool_and(last - first + 1 = n), TRUE) FROM {firsts}").fetchall()[0][0]
+    if not contiguous:
+        return False
     prev = "lag({0}) OVER ()"
-    flags = f"""SELECT *, case_id IS DISTINCT FROM {prev.format("case_id")} AS start,
-                       coalesce(case_id = {prev.format("case_id")} AND NOT (score < {prev.format("score")}
-                           OR (score = {prev.format("score")} AND document_id < {prev.format("document_id")})), FALSE)
-                           AS out_of_order
-                FROM ({cols})"""
-    return f"""SELECT line, case_id, 'final' AS stage,
-                      line - max(CASE WHEN start THEN line END) OVER (ROWS UNBOUNDED PRECEDING) + 1 AS rank,
-                      document_id, score, {RESULT_COLUMNS}, tag, score_text, n, start, out_of_order
-               FROM ({flags})"""
+    broken = con.execute(
+        f"""SELECT count(*) FROM (
+                SELECT case_id = {prev.format("case_id")} AND NOT (score < {prev.format("score")}
+                       OR (score = {prev.format("score")} AND document_id < {prev.format("document_id")})) AS bad
+                FROM (SELECT * FROM {split} WHERE {KEEP})) WHERE bad"""
+    ).fetchall()[0][0]
+    return not broken
 
 
 def stage_trec_run(
@@ -166,45 +178,74 @@ def stage_trec_run(
     """Stage ``qid Q0 docno rank score tag`` lines as final-stage results (columns after the sixth are ignored
     and counted). ``by_tag`` ranks each tag's lines apart, for loading one run per tag.
 
-    A file already in trec_eval's order with each query's lines together (what most systems write) is ranked
-    by position in one streaming pass; any other file is ranked by a sort over (query, score, docno)."""
+    The lines are split once into ``{name}__split`` (the table a chunk-mode load updates); ``{name}`` is a view
+    adding the rank, which the loader computes while writing. A file already in trec_eval's order with each
+    query's lines together (what most systems write) is ranked by position, through a join with each query's
+    first line; any other file by a sort over (query, score desc, docno desc)."""
     facts = RunFacts()
+    split = f"{name}__split"
     findings = encoding_findings(path)
+    drop_staged(con, name)
     if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line"), facts
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {_trec_columns_sql(path)}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {split} AS {_trec_split_sql(path)}")
     except duckdb.Error as exc:
         return Staged(name, path, "trec", 0, [*findings, _unreadable(path, exc)], "line"), facts
-    d = "score"
+    data = f"(SELECT * FROM {split} WHERE {KEEP})"
     findings += counted_causes(
         con,
-        name,
+        data,
         path,
         [
             Cause("n < 6", "n", None, "bad-columns", "expected 6 columns (qid Q0 docno rank score tag), found {v}"),
-            Cause(f"n >= 6 AND ({d} IS NULL OR isnan({d}) OR isinf({d}))", "score_text", "score", "bad-score",
+            Cause("n >= 6 AND (score IS NULL OR isnan(score) OR isinf(score))", "line", "score", "bad-score",
                   "score {v} is not a finite number"),
             Cause("n > 6", "n", None, "extra-columns",
                   "{v} columns where TREC has 6; the columns after the sixth (tag) were ignored", "warning"),
         ],
     )  # fmt: skip
+    findings = [_score_text(con, path, f) if f.code == "bad-score" else f for f in findings]
     facts.extra_column_lines = next((f.count for f in findings if f.code == "extra-columns"), 0)
-    if _bad(findings):
-        return _finish(con, name, path, "trec", findings), facts
-    starts, queries, disorder = con.execute(
-        f"SELECT count(*) FILTER (WHERE start), count(DISTINCT case_id), count(*) FILTER (WHERE out_of_order) "
-        f"FROM {name}"
+    facts.base_table = split
+    key = "tag, case_id" if by_tag else "case_id"
+    firsts = f"{name}__first"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {firsts} AS
+            SELECT {key}, min(line) AS first, max(line) AS last, count(*) AS n, min(tag) AS tag_lo,
+                   max(tag) AS tag_hi
+            FROM {data} GROUP BY {key}"""
+    )
+    rows, depth, one_tag, tag = con.execute(
+        f"SELECT coalesce(sum(n), 0), coalesce(max(n), 0), min(tag_lo) = max(tag_hi), min(tag_lo) FROM {firsts}"
     ).fetchall()[0]
-    if by_tag or disorder or starts != queries:
-        part = "tag, case_id" if by_tag else "case_id"
+    facts.depth = int(depth)
+    if rows == 0 and not _bad(findings):
+        findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
+    cols = "line, case_id, 'final' AS stage, document_id, chunk_id, score, snippet, metadata, tag"
+    nulls = "CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
+    if not by_tag and not _bad(findings) and _in_trec_order(con, split, firsts):
         con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE {name} AS SELECT * REPLACE (
-                    row_number() OVER (PARTITION BY {part} ORDER BY score DESC, document_id DESC) AS rank)
-                FROM {name}"""
+            f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(line - f.first + 1 AS BIGINT) AS rank
+                FROM (SELECT s.*, {nulls} FROM {data} s) JOIN {firsts} f USING (case_id)"""
         )
-    facts.tags = _tag_counts(con, name)
-    return _finish(con, name, path, "trec", findings), facts
+    else:
+        con.execute(
+            f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(row_number() OVER (PARTITION BY {key}
+                    ORDER BY score DESC, document_id DESC) AS BIGINT) AS rank
+                FROM (SELECT s.*, {nulls} FROM {data} s)"""
+        )
+    # one tag (the usual case) is known from the per-query ranges; only a file with several is grouped by tag
+    facts.tags = {str(tag): int(rows)} if one_tag else _tag_counts(con, data)
+    return Staged(name, path, "trec", int(rows), findings, "line"), facts
+
+
+def _score_text(con: duckdb.DuckDBPyConnection, path: Path, f: Finding) -> Finding:
+    """The bad score's text as written (read again from the file, on this error path only)."""
+    row = con.execute(f"SELECT ({_SPLIT})[5] FROM ({lines_sql(path, 't')}) WHERE line = {int(f.line or 0)}").fetchall()
+    text = repr(row[0][0]) if row else "?"
+    return Finding(f.file, f.line, f.field, f.code, f.message.replace(str(f.line), text, 1), f.severity, f.count,
+                   f.lines)  # fmt: skip
 
 
 def _unreadable(path: Path, exc: duckdb.Error) -> Finding:

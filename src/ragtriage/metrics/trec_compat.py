@@ -20,6 +20,7 @@ import pyarrow as pa
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
 from ragtriage.metrics.distribution import describe
 from ragtriage.metrics.per_case import dcg_sql, hits_sql, ideal_dcg_sql
+from ragtriage.metrics.ranking import FIRST_OCCURRENCE, trec_key
 from ragtriage.metrics.summary import MetricReport, MetricRow, column_values
 
 TREC_MEASURES = ("P", "recall", "ndcg_cut", "map_cut")
@@ -50,11 +51,6 @@ def _aggregates(ks: Sequence[int]) -> str:
     return ",\n".join(parts)
 
 
-def _key(alias: str) -> str:
-    """trec_eval's order as one comparable value: scored before unscored, score descending, docno descending."""
-    return f"{{'n': {alias}.score IS NOT NULL, 's': coalesce({alias}.score, 0.0), 'u': {alias}.unit_id}}"
-
-
 def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object]]:
     """Per-query trec_eval figures. Ranking whole lists by score with a window costs seconds at 10M rows, so the
     top ``depth`` of each list comes from a top-n aggregate, and a query whose first relevant result lies deeper
@@ -62,7 +58,7 @@ def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object
     runs known to hold no repeated unit (``runs.has_repeats``), which skip the de-duplicating window."""
     split = "WHERE case_id IN (SELECT case_id FROM cases WHERE split = ?)" if ctx.split else ""
     t = ctx.threshold
-    first = "QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1" if dedupe else ""
+    first = FIRST_OCCURRENCE if dedupe else ""
     sql = f"""
     WITH q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM qrels {split}),
     n AS (SELECT case_id, count(*) FILTER (WHERE grade >= {t}) AS num_rel,
@@ -71,7 +67,7 @@ def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object
     r AS NOT MATERIALIZED (SELECT case_id, unit_id, score FROM results WHERE run_id = ? AND stage = ?
                                           AND case_id IN (SELECT case_id FROM n)
           {first}),
-    top AS (SELECT case_id, max_by(unit_id, {_key("r")}, {ctx.depth}) AS l FROM r GROUP BY case_id),
+    top AS (SELECT case_id, max_by(unit_id, {trec_key("r")}, {ctx.depth}) AS l FROM r GROUP BY case_id),
     ranked AS (SELECT case_id, unnest(l) AS unit_id, unnest(range(1, len(l) + 1)) AS pos FROM top),
     hit AS (SELECT x.case_id, x.pos, coalesce(q.grade >= {t}, FALSE) AS rel,
                    CAST(greatest(coalesce(q.grade, 0), 0) AS DOUBLE) AS g,
@@ -79,11 +75,11 @@ def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object
                        OVER (PARTITION BY x.case_id ORDER BY x.pos) AS cum_rel
             FROM ranked x LEFT JOIN q USING (case_id, unit_id)),
     a AS (SELECT case_id, min(pos) FILTER (WHERE rel) AS first_rel, {_aggregates(ctx.ks)} FROM hit GROUP BY case_id),
-    best AS (SELECT r.case_id, max({_key("r")}) AS best_key
+    best AS (SELECT r.case_id, max({trec_key("r")}) AS best_key
              FROM r JOIN q USING (case_id, unit_id)
              WHERE q.grade >= {t} AND r.case_id IN (SELECT case_id FROM a WHERE first_rel IS NULL)
              GROUP BY r.case_id),
-    deep AS (SELECT r.case_id, 1 + count(*) FILTER (WHERE {_key("r")} > b.best_key) AS first_rel
+    deep AS (SELECT r.case_id, 1 + count(*) FILTER (WHERE {trec_key("r")} > b.best_key) AS first_rel
              FROM r JOIN best b USING (case_id) GROUP BY r.case_id)
     SELECT n.case_id, CAST(n.num_rel AS BIGINT) AS num_rel, {_columns(ctx.ks)},
            CASE WHEN coalesce(a.first_rel, d.first_rel) IS NOT NULL

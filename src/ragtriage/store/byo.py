@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from ragtriage.contract.compression import plain_name, scratch
+from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import CASES, LABELS, RESULTS
 from ragtriage.contract.frames import is_frame, stage_frame
@@ -37,10 +37,17 @@ from ragtriage.contract.trec import (
     stage_msmarco_run,
     stage_trec_qrels,
     stage_trec_run,
-    stage_tsv_queries,
 )
 from ragtriage.contract.trec_topics import stage_trec_topics
-from ragtriage.store.discover import discover_dataset, discover_run, docno_is_chunk, stage_dataset, stage_run
+from ragtriage.store.discover import (
+    Source,
+    discover_dataset,
+    discover_run,
+    docno_is_chunk,
+    stage_cases,
+    stage_dataset,
+    stage_run,
+)
 from ragtriage.store.grades import apply_grade_map, derived_scale, parse_grade_map
 from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, write_run
 
@@ -211,15 +218,13 @@ def stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None 
     if kind.fmt == "trec-topics":
         return stage_trec_topics(con, path, "stg_cases")
     if kind.fmt == "tsv":
-        return stage_tsv_queries(con, path, "stg_cases")
-    if kind.fmt == "beir" or (kind.fmt == "jsonl" and _has_key(con, path, "_id")):
-        return stage(con, path, CASES, "stg_cases", fmt="jsonl", aliases={"id": "_id", "query": "text"})
+        return stage_cases(con, Source(path, "tsv"), None)
+    if kind.fmt == "beir" or (kind.fmt == "jsonl" and _has_key(path, "_id")):
+        return stage_cases(con, Source(path, "beir"), None)
     return stage(con, path, CASES, "stg_cases", fmt=kind.fmt)
 
 
-def _has_key(con: duckdb.DuckDBPyConnection, path: Path, key: str) -> bool:
-    from ragtriage.contract.compression import head_bytes
-
+def _has_key(path: Path, key: str) -> bool:
     first = head_bytes(path, 4096).decode("utf-8", errors="replace").lstrip("\ufeff").split("\n", 1)[0]
     return f'"{key}"' in first
 
@@ -270,6 +275,7 @@ def stage_run_file(
     con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None = None, *, by_tag: bool = False
 ) -> tuple[Staged, RunFacts]:
     """Stage one run file of any sniffed format as ``stg_results`` (``Staged.fmt`` says which format)."""
+    drop_staged(con, "stg_results")  # a view (TREC) or a table (the others), whichever the last run left
     kind = _sniff(path, "run", fmt)
     if kind.fmt == "trec":
         return stage_trec_run(con, path, "stg_results", by_tag=by_tag)
@@ -288,6 +294,7 @@ def _load_run(
     files: list[tuple[Path, int]] = []
     label: str
     if isinstance(src.source, dict) or is_frame(src.source):
+        drop_staged(con, "stg_results")
         role_fn = stage_json_dicts if isinstance(src.source, dict) else stage_frame
         staged, facts = role_fn(con, src.source, "stg_results", "run")
         label, default_id, fmt = str(staged.path), "run", staged.fmt
@@ -310,7 +317,7 @@ def _load_run(
     if _unreadable(staged.findings):
         raise ValidationFailed([f for f in staged.findings if f.severity == "error"])
     if fmt in ("trec", "msmarco", "json", "frame") and unit == "chunk":
-        docno_is_chunk(con)
+        docno_is_chunk(con, facts.base_table or "stg_results")
     tags = facts.tags
     if src.split_by_tag and len(tags) > 1:
         out = []
@@ -318,7 +325,7 @@ def _load_run(
             _claim(tag, label, seen)
             con.execute(f"CREATE OR REPLACE TEMP VIEW stg_tag AS SELECT * FROM stg_results WHERE tag = {sql_str(tag)}")
             part = Staged("stg_tag", staged.path, staged.fmt, tags[tag], staged.findings, staged.line_label)
-            one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)
+            one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)  # depth: per tag
             out.append(
                 write_run(
                     con,

@@ -171,7 +171,7 @@ def stage_run(con: duckdb.DuckDBPyConnection, files: RunFiles, unit: str) -> tup
         results, facts = stage_trec_run(con, files.results, "stg_results")
         tag = next(iter(facts.tags), None)
         if unit == "chunk" and results.rows:
-            docno_is_chunk(con)
+            docno_is_chunk(con, facts.base_table or "stg_results")
     else:
         results = stage(con, files.results, RESULTS, "stg_results", fmt=files.fmt, materialize=False)
     out = {"results": results}

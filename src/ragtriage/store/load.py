@@ -235,7 +235,10 @@ def write_run(
         # a file that could not be read left nothing (or a half-read table) to check: that is the one cause
         raise ValidationFailed([f for f in findings if f.severity == "error"])
     if not manifest.get("k"):
-        depth = con.execute(f"SELECT max(n) FROM (SELECT count(*) n FROM {res.name} GROUP BY case_id)").fetchall()[0][0]
+        depth = facts.depth
+        if depth is None:
+            sql = f"SELECT max(n) FROM (SELECT count(*) n FROM {res.name} GROUP BY case_id)"
+            depth = con.execute(sql).fetchall()[0][0]
         manifest["k"] = int(depth or 1)
     manifest["run_id"] = rid
     findings = [*findings, *_run_id_findings(source, rid, strict)]

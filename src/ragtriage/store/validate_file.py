@@ -6,6 +6,7 @@ the snapshot are found) and only its own findings are shown; a lone file gets th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
@@ -88,8 +89,9 @@ def _validate_foreign(path: Path, kind: str, fmt: str | None, strict: bool = Fal
             if kind == "topics":
                 return findings + apply_rules(con, staged, [duplicate_rule(["id"], "id", "topic id")])
             if kind == "qrels":
+                # trec_eval refuses repeated (qid, docno) lines; ragtriage pools them (median), so a warning
                 rule = duplicate_rule(["case_id", "document_id"], "document_id", "judgement for (qid, docno)")
-                return findings + apply_rules(con, staged, [rule])
+                return findings + apply_rules(con, staged, [replace(rule, severity="warning")])
             computed = staged.fmt not in ("jsonl", "csv", "tsv", "parquet")
             return findings + run_findings(
                 con, {"results": staged}, "auto", check_refs=False, reader_checked=computed, strict=strict
