@@ -57,6 +57,17 @@ def restore_array(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedAr
     return pc.if_else(quoted, pc.utf8_slice_codeunits(column, 1), column)
 
 
+def restore_sql(column: str) -> str:
+    """:func:`restore_cell` as a DuckDB SQL expression over ``column`` (for files staged in SQL, e.g. a labelled
+    pool read back by ``import-labels``)."""
+    formula = "'^''" + FORMULA_START[1:].replace("'", "''") + "'"
+    number = "'^''" + NUMBER[1:].replace("'", "''") + "'"
+    return (
+        f"CASE WHEN regexp_matches({column}, {formula}) AND NOT regexp_matches({column}, {number}) "
+        f"THEN substr({column}, 2) ELSE {column} END"
+    )
+
+
 def neutralise_array(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """Control characters made visible, then formula-like cells apostrophe-led (see the module docstring)."""
     shown = visible_array(column)

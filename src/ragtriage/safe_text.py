@@ -17,6 +17,7 @@ Markup is a separate matter: this module makes text inert for a terminal; render
 
 from __future__ import annotations
 
+import html
 import re
 
 import pyarrow as pa
@@ -58,6 +59,34 @@ def visible(value: object, *, keep_newlines: bool = False) -> str:
     if pattern.search(text) is None:
         return text
     return pattern.sub(lambda m: _PICTURES[m.group(0)], text)
+
+
+_MARKDOWN_ESCAPES = (
+    ("\\", "\\\\"),
+    ("|", "\\|"),
+    ("`", "\\`"),
+    ("[", "\\["),
+    ("]", "\\]"),
+    ("&", "&amp;"),
+    ("<", "&lt;"),
+    (">", "&gt;"),
+)
+
+
+def markdown_cell(value: object) -> str:
+    """``value`` for a Markdown table cell or inline text: controls visible, then ``\\``, ``|``, backticks,
+    brackets and HTML's ``<``, ``>`` and ``&`` escaped, so a query can neither end the cell, nor open a code span
+    or a link, nor inject HTML into a pull-request comment."""
+    text = visible(value)
+    for raw, escaped in _MARKDOWN_ESCAPES:
+        text = text.replace(raw, escaped)
+    return text
+
+
+def html_text(value: object) -> str:
+    """``value`` for HTML text or an attribute: controls visible (line breaks kept), then ``& < > " '`` escaped.
+    The one way an HTML report shows untrusted text."""
+    return html.escape(visible(value, keep_newlines=True), quote=True)
 
 
 def has_controls(value: str) -> bool:

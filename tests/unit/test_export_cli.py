@@ -54,5 +54,5 @@ def test_export_notes_cli(tmp_path: Path) -> None:
     assert "security" in q3["auto_category"].split("; ")
     assert q3["auto_rule"].split("; ") == sorted(auto["q3"])
     assert float(q3["nDCG@10"]) == metrics["q3"]["nDCG@10"]
-    res = runner.invoke(app, ["export-notes", "--db", str(db), "--csv", str(out), "--run", "nope"])
+    res = runner.invoke(app, ["export-notes", "--db", str(db), "--csv", str(out), "--run", "nope", "--force"])
     assert res.exit_code == 2 and "unknown run 'nope'" in res.output

@@ -15,14 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from ragtriage import __version__
 from ragtriage.annotate.pool import pool_relation
 from ragtriage.annotate.versions import LABEL_COLUMNS, DatasetRow, dataset_row, fork_version, scalar
 from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.field_rules import ID_CONTROLS
 from ragtriage.contract.fields import LABELS
 from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, unknown_ref_rule
 from ragtriage.contract.staging import Staged, qident, sql_str, stage
+from ragtriage.csv_out import restore_sql
+from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
 from ragtriage.store.load import file_sha256
 
@@ -121,10 +125,42 @@ def _rules(ds: DatasetRow, has_documents: bool) -> list[Rule]:
     return rules
 
 
+_ID_SOURCES = {
+    "case_id": "SELECT case_id AS id FROM cases",
+    "document_id": "SELECT document_id AS id FROM documents UNION SELECT document_id FROM labels",
+    "chunk_id": "SELECT chunk_id AS id FROM documents UNION SELECT chunk_id FROM labels",
+    "section_id": "SELECT section_id AS id FROM documents UNION SELECT section_id FROM labels",
+}
+
+
+def _restore_neutralised(con: duckdb.DuckDBPyConnection, staged: Staged) -> None:
+    """A pool written as CSV went through the one CSV writer, which apostrophe-leads formula-like cells (a case
+    id ``=q1``) and shows control characters as visible escapes (``q2\x1b`` as ``q2␛``); undo both so the ids
+    match the store again. Only the store's ids holding controls (few, and warned about at load) are mapped
+    back from their shown form."""
+    cols = [f.name for f in LABELS.fields if f.kind == "string"]
+    sets = ", ".join(f"{qident(c)} = {restore_sql(qident(c))}" for c in cols)
+    con.execute(f"UPDATE {staged.name} SET {sets}")
+    for col, source in _ID_SOURCES.items():
+        found = con.execute(f"SELECT id FROM ({source}) WHERE regexp_matches(id, ?)", [ID_CONTROLS]).fetchall()
+        raw = [r[0] for r in found]
+        if not raw:
+            continue
+        con.register("_shown_ids", pa.table({"shown": [visible(v) for v in raw], "id": raw}))
+        try:
+            con.execute(
+                f"UPDATE {staged.name} SET {qident(col)} = m.id FROM _shown_ids m WHERE {qident(col)} = m.shown"
+            )
+        finally:
+            con.unregister("_shown_ids")
+
+
 def _validate(
     con: duckdb.DuckDBPyConnection, path: Path, ds: DatasetRow, fmt: str | None
 ) -> tuple[Staged, list[Finding]]:
     staged = stage(con, path, LABELS, STAGED, fmt=fmt)
+    if staged.fmt in ("csv", "tsv") and staged.rows:
+        _restore_neutralised(con, staged)
     findings = _file_findings(staged)
     if any(f.code in _UNREADABLE and f.severity == "error" for f in findings) or not staged.rows:
         raise ValidationFailed([f for f in findings if f.severity == "error"])

@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.staging import sql_str
+from ragtriage.csv_out import write_csv
 from ragtriage.store.connection import current_dataset_version, require_run
 
 POOL_FORMATS = ("csv", "jsonl")
@@ -118,10 +119,13 @@ def write_pool(con: duckdb.DuckDBPyConnection, table: pa.Table, out: str | Path)
     fmt = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"{path}: write the pool to a .csv or .jsonl file")
+    if fmt == "csv":
+        # annotators open this file in a spreadsheet: the one CSV writer (import-labels undoes its apostrophes)
+        write_csv(table, path)
+        return fmt
     con.register("_annotate_pool_out", table)
     try:
-        opts = "FORMAT csv, HEADER true" if fmt == "csv" else "FORMAT json"
-        con.execute(f"COPY (SELECT * FROM _annotate_pool_out) TO {sql_str(str(path))} ({opts})")
+        con.execute(f"COPY (SELECT * FROM _annotate_pool_out) TO {sql_str(str(path))} (FORMAT json)")
     finally:
         con.unregister("_annotate_pool_out")
     return fmt

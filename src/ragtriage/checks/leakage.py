@@ -73,6 +73,14 @@ def leakage(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return run_query(con, run_id, LEAKAGE_SQL)
 
 
+def leaked_result_rows(leaks: pa.Table) -> int:
+    """Distinct leaked result rows (case, stage, rank) in a :func:`leakage` table. One row breaking two rules
+    (another tenant *and* no shared group) is one leaked row and two rule findings: reports give both counts."""
+    if leaks.num_rows == 0:
+        return 0
+    return int(leaks.group_by(["case_id", "stage", "rank"]).aggregate([]).num_rows)
+
+
 _UNCHECKED_SQL = """
 SELECT c.case_id, 'no principal: leakage cannot be checked' AS reason,
        EXISTS (SELECT 1 FROM results r WHERE r.run_id = $run_id AND r.case_id = c.case_id) AS has_results

@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.checks.leakage import leakage, unchecked_cases, unverifiable_results
+from ragtriage.checks.leakage import leakage, leaked_result_rows, unchecked_cases, unverifiable_results
 from ragtriage.checks.negatives import negative_outcomes
 from ragtriage.checks.scope import filter_pairs, scope_violations, unchecked_filters
 from ragtriage.checks.staleness import stale_first, stale_results
@@ -60,7 +60,8 @@ class CheckReport:
 
     def counts(self) -> dict[str, int]:
         return {
-            "leaked_rows": self.leakage.num_rows,
+            "leaked_result_rows": leaked_result_rows(self.leakage),
+            "leak_findings": self.leakage.num_rows,
             "leaked_cases": len(set(self.leakage["case_id"].to_pylist())),
             "candidate_only_leaked_cases": _candidate_only(self.leakage),
             "unchecked_cases": self.unchecked.num_rows,

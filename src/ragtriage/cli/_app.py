@@ -1,16 +1,24 @@
-"""The typer application object shared by the command modules."""
+"""The typer application object shared by the command modules, and the few things every command does alike:
+open the store (waiting for its lock with ``--wait``), refuse output paths that would destroy an input, print an
+error literally and exit 2."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import duckdb
 import typer
 from rich.console import Console
+from rich.status import Status
+from rich.text import Text
 
 from ragtriage.output import Format, Output, OutputError, emit
-from ragtriage.store import StoreError, connect
+from ragtriage.output_paths import OutputRefused, check_output_path
+from ragtriage.safe_text import visible
+from ragtriage.store import StoreError, StoreLocked, connect
 
 app = typer.Typer(
     name="ragtriage",
@@ -24,11 +32,51 @@ app.add_typer(dataset_app, name="dataset")
 
 _err = Console(stderr=True, soft_wrap=True)
 
+#: Help text of every ``--force`` option.
+FORCE_HELP = "Overwrite an existing output file (never the store, its notes or any database)."
 
-def fail(exc: Exception) -> typer.Exit:
-    """Print an input error literally (paths and data may hold rich markup) and exit 2, as CI expects."""
-    _err.print(str(exc), markup=False, highlight=False)
+# Set by the callback below on every invocation: whether commands wait for a store another process holds.
+_WAIT: dict[str, bool] = {"wait": False}
+
+
+@app.callback()
+def _main(
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            envvar="RAGTRIAGE_WAIT",
+            help="When another process holds the store (a load), wait for it instead of failing.",
+        ),
+    ] = False,
+) -> None:
+    """Judge retrieval alone: metrics, leakage and scope checks, defect classification, release gate, triage TUI."""
+    _WAIT["wait"] = wait
+
+
+def fail(exc: Exception | str) -> typer.Exit:
+    """Print an input error literally (controls made visible, no markup) and exit 2, as CI expects."""
+    _err.print(visible(str(exc), keep_newlines=True), markup=False, highlight=False)
     return typer.Exit(2)
+
+
+def open_store(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open the store for a command; a lock held by another process ends in one line, or with ``--wait`` a
+    spinner until the lock is free. Raises StoreError for every other reason a store cannot be opened."""
+    if not _WAIT["wait"]:
+        return connect(db, read_only=read_only)
+    status: list[Status] = []
+
+    def spin(locked: StoreLocked) -> None:
+        who = f"PID {locked.pid} ({locked.holder})" if locked.pid is not None else "another process"
+        status.append(_err.status(f"waiting for {visible(str(db))}: in use by {who}"))
+        status[0].start()
+
+    try:
+        return connect(db, read_only=read_only, wait=float("inf"), on_wait=spin)
+    finally:
+        for s in status:
+            s.stop()
 
 
 #: The one ``--format`` option: every command that prints a result takes it (see ``ragtriage.output``).
@@ -49,4 +97,30 @@ def open_existing(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open an existing store; never create one (a typo in --db must not leave an empty database behind)."""
     if not db.exists():
         raise StoreError(f"{db}: no such database; create it with `ragtriage load --db {db} ...`")
-    return connect(db, read_only=read_only)
+    return open_store(db, read_only=read_only)
+
+
+@contextlib.contextmanager
+def store_for(db: Path, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An existing store for the length of a command; any reason it cannot be opened exits 2 with one line."""
+    try:
+        con = open_existing(db, read_only=read_only)
+    except (StoreError, duckdb.Error, OSError) as exc:
+        raise fail(exc) from exc
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def output_path(path: Path, db: Path | None, force: bool) -> Path:
+    """``path`` if writing there destroys no input (ragtriage.output_paths); else exit 2 saying why."""
+    try:
+        return check_output_path(path, store=db, force=force)
+    except OutputRefused as exc:
+        raise fail(exc) from exc
+
+
+def shown(value: object) -> Text:
+    """A data-derived cell or line for a rich table or console: controls visible, never read as markup."""
+    return Text(visible(value))

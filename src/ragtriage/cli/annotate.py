@@ -12,7 +12,6 @@ import pyarrow.compute as pc
 import typer
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from ragtriage.annotate import (
     Agreement,
@@ -24,10 +23,11 @@ from ragtriage.annotate import (
     write_pool,
 )
 from ragtriage.annotate.agreement import SLICE_COLUMNS
-from ragtriage.cli._app import app, dataset_app
+from ragtriage.cli._app import FORCE_HELP, app, dataset_app, output_path, shown
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli._app import open_existing as _open
 from ragtriage.contract.errors import ValidationFailed
+from ragtriage.safe_text import visible
 from ragtriage.store import DEFAULT_DB, StoreError
 
 console = Console(soft_wrap=True)
@@ -37,7 +37,7 @@ DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 
 
 def _say(text: str) -> None:
-    console.print(text, markup=False, highlight=False)
+    console.print(visible(text), markup=False, highlight=False)
 
 
 def _runs(value: str) -> list[str]:
@@ -51,8 +51,10 @@ def pool(
     db: DbOpt = Path(DEFAULT_DB),
     depth: Annotated[int, typer.Option(help="Pool each run's top DEPTH units (after de-duplication).")] = 10,
     stage: Annotated[str, typer.Option(help="Result stage to pool: final|candidate.")] = "final",
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Write the units the runs retrieve in their top DEPTH that nobody has judged yet, for annotators to grade."""
+    output_path(out, db, force)
     try:
         con = _open(db, read_only=True)
         try:
@@ -104,7 +106,7 @@ def import_labels_cmd(
     if rep.pool_units is not None:
         _say(f"still unjudged in the pool of {runs} at depth {depth}: {rep.pool_unjudged} of {rep.pool_units}")
     for w in rep.warnings:
-        err.print(f"warning: {w}", markup=False, highlight=False)
+        err.print(visible(f"warning: {w}"), markup=False, highlight=False)
 
 
 def _fmt(x: float) -> str:
@@ -162,7 +164,7 @@ def agreement_cmd(
     )
     for a in rows:
         t.add_row(
-            Text(a.slice or "all"), str(a.pairs), str(a.units), _fmt(a.raw), _fmt(a.kappa), _fmt(a.kappa_quadratic)
+            shown(a.slice or "all"), str(a.pairs), str(a.units), _fmt(a.raw), _fmt(a.kappa), _fmt(a.kappa_quadratic)
         )
     console.print(t)
     overall = rows[0]
@@ -189,8 +191,10 @@ def adjudicate(
     db: DbOpt = Path(DEFAULT_DB),
     min_diff: Annotated[int, typer.Option(help="Units whose grades differ by at least this much.")] = 2,
     include_done: Annotated[bool, typer.Option("--all", help="Include units already adjudicated.")] = False,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Write the disagreements for adjudication; import the filled file with `--annotator adjudicated`."""
+    output_path(out, db, force)
     try:
         con = _open(db, read_only=True)
         try:

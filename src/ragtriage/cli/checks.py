@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from enum import StrEnum
@@ -11,7 +10,6 @@ from typing import Annotated
 
 import duckdb
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -19,9 +17,11 @@ from rich.table import Table
 from ragtriage.checks import DEFAULT_TARGET_RECALL, CalibrationError, calibrate, check_run, store_threshold
 from ragtriage.checks.calibration import Calibration
 from ragtriage.checks.report import CheckReport
-from ragtriage.cli._app import app
+from ragtriage.cli._app import app, shown
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli._app import open_existing as _open
+from ragtriage.csv_out import csv_text
+from ragtriage.safe_text import visible
 from ragtriage.store import DEFAULT_DB, StoreError
 
 console = Console(soft_wrap=True)
@@ -46,13 +46,13 @@ def _print_report(report: CheckReport, limit: int) -> None:
     unchecked = report.unchecked["case_id"].to_pylist()
     if unchecked:
         verdict += f" ({len(unchecked)} case(s) unchecked: no principal)"
-    console.print(f"run {report.run_id}: {verdict}", markup=False, highlight=False)
+    console.print(visible(f"run {report.run_id}: {verdict}"), markup=False, highlight=False)
     summary = Table("check", "count", title="summary", title_justify="left")
     for name, value in report.counts().items():
         summary.add_row(name.replace("_", " "), str(value))
     console.print(summary)
     if unchecked:
-        console.print("unchecked (no principal): " + ", ".join(unchecked), markup=False, highlight=False)
+        console.print(visible("unchecked (no principal): " + ", ".join(unchecked)), markup=False, highlight=False)
     findings = report.findings()
     findings = findings.filter(pc.not_equal(findings["check"], "unchecked"))
     if findings.num_rows == 0:
@@ -67,13 +67,8 @@ def _print_report(report: CheckReport, limit: int) -> None:
             table.add_column(name, overflow="fold")
         for r in rows:
             unit = r["chunk_id"] or r["document_id"] or ""
-            table.add_row(
-                *(
-                    "" if v is None else str(v)
-                    for v in (r["case_id"], r["stage"], r["rank"], unit, r["rule"], r["detail"])
-                )
-            )
-        console.print(table, markup=False)
+            table.add_row(*(shown(v) for v in (r["case_id"], r["stage"], r["rank"], unit, r["rule"], r["detail"])))
+        console.print(table)
         if len(rows) < len(part):
             console.print(f"… {len(part) - len(rows)} more {check_name} rows: --limit 0 or --format csv for all")
 
@@ -105,9 +100,7 @@ def check(
     if fmt is Format.json:
         typer.echo(json.dumps(report.to_dict(), indent=2, default=str))
     elif fmt is Format.csv:
-        buf = io.BytesIO()
-        pacsv.write_csv(report.findings(), buf)
-        typer.echo(buf.getvalue().decode("utf-8"), nl=False)
+        typer.echo(csv_text(report.findings()), nl=False)
     else:
         _print_report(report, limit)
     ok = report.strict_passed if strict else report.passed
@@ -121,8 +114,10 @@ def _print_calibration(cal: Calibration) -> None:
         "answerable kept",
         "negatives abstained",
         "",
-        title=f"run {cal.run_id}: trade-off "
-        "(kept: top score >= threshold; abstained: top score < threshold or no results)",
+        title=shown(
+            f"run {cal.run_id}: trade-off "
+            "(kept: top score >= threshold; abstained: top score < threshold or no results)"
+        ),
         title_justify="left",
     )
     for row in cal.table.to_pylist():
@@ -175,4 +170,4 @@ def calibrate_cmd(
         raise _fail(exc) from exc
     finally:
         _close(con)
-    console.print(f"stored score_threshold {cal.threshold:.6g} for run {run}", markup=False, highlight=False)
+    console.print(visible(f"stored score_threshold {cal.threshold:.6g} for run {run}"), markup=False, highlight=False)

@@ -8,17 +8,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Annotated
 
+import duckdb
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragtriage.cli._app import app
+from ragtriage.cli._app import app, open_store, shown
 from ragtriage.cli._app import fail as _fail
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.metrics import summary_cache
 from ragtriage.safe_text import visible
-from ragtriage.store import DEFAULT_DB, LoadSummary, StoreError, connect
+from ragtriage.store import DEFAULT_DB, LoadSummary, StoreError
 from ragtriage.store.info import store_info
 from ragtriage.store.validate_file import validate_file
 
@@ -100,6 +101,9 @@ def load(
             "(seconds per 10M result rows; without it `failures` classifies on every call)."
         ),
     ] = True,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
+    ] = False,
 ) -> None:
     """Load a dataset and/or runs as one transaction: everything named is stored, or nothing is."""
     from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
@@ -133,15 +137,16 @@ def load(
         grade_map=grade_map,
         replace=replace,
         fmt=None if fmt == "trec" else fmt,
+        strict=strict,
     )
+    created = not db.exists()
     try:
-        con = connect(db)
-    except Exception as exc:  # duckdb raises IOException for a locked file
+        con = open_store(db, read_only=False)
+    except (StoreError, duckdb.Error, OSError) as exc:
         raise _fail(exc) from exc
     try:
         with _LazyProgress("load") as prog:
             summary = load_inputs(con, req, prog)
-        _print_summary(summary)
         if precompute:
             from ragtriage.classify import refresh
 
@@ -151,18 +156,29 @@ def load(
                     refresh(con)
                 except Exception as exc:  # noqa: BLE001 - the data is loaded; readers classify on the fly
                     console.print(
-                        f"classification not stored ({exc}); `failures` will classify on each call",
+                        visible(f"classification not stored ({exc}); `failures` will classify on each call"),
                         markup=False,
                         highlight=False,
                     )
-    except (ValidationFailed, StoreError, ValueError) as exc:
-        raise _fail(exc) from exc
-    finally:
+    except (ValidationFailed, StoreError, ValueError, OSError, duckdb.Error) as exc:
         con.close()
+        if created:
+            _remove_new_store(db)
+        raise _fail(exc) from exc
+    con.close()
+    _print_summary(summary)
     if precompute:
         with _LazyProgress("overview summaries for the TUI") as prog:
             prog("metrics.summarize per run")
             summary_cache.warm(db)
+
+
+def _remove_new_store(db: Path) -> None:
+    """A first load that failed leaves no file behind (an empty store would pass for a loaded one)."""
+    if Path(f"{db}.wal").exists():
+        Path(f"{db}.wal").unlink()
+    if db.exists():
+        db.unlink()
 
 
 def _print_summary(summary: LoadSummary) -> None:
@@ -170,7 +186,7 @@ def _print_summary(summary: LoadSummary) -> None:
     if rep is not None:
         counts = ", ".join(f"{v} {k}" for k, v in rep.rows.items())
         state = "unchanged (already loaded)" if rep.unchanged else "loaded"
-        console.print(f"dataset {rep.target} {state}: {counts}", markup=False, highlight=False)
+        console.print(visible(f"dataset {rep.target} {state}: {counts}"), markup=False, highlight=False)
         _print_warnings(rep.warnings)
     for r in summary.runs:
         counts = ", ".join(f"{v} {k} rows" for k, v in r.rows.items())
@@ -195,12 +211,16 @@ def info(
     db: DbOpt = Path(DEFAULT_DB),
     warnings: Annotated[bool, typer.Option("--warnings", help="List every load warning.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    limit: Annotated[int, typer.Option(help="Warnings listed by --warnings (0: all).")] = 50,
 ) -> None:
     """What the store holds: dataset identity and counts, runs, load history and warnings."""
     try:
-        con = connect(db, read_only=True)
-        data = store_info(con, with_warnings=warnings)
-    except (StoreError, ValueError) as exc:
+        con = open_store(db, read_only=True)
+        try:
+            data = store_info(con, with_warnings=warnings, limit=limit or None)
+        finally:
+            con.close()
+    except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     if as_json:
         console.print_json(json.dumps(data, default=str))
@@ -208,8 +228,8 @@ def info(
     ds = data["dataset"]
     if ds:
         console.print(
-            f"dataset {ds['name']} {ds['version']} ({ds['dataset_version']}), unit {ds['unit']}, "
-            f"relevance threshold {ds['relevance_threshold']}, grades {ds['grade_min']}..{ds['grade_max']}",
+            visible(f"dataset {ds['name']} {ds['version']} ({ds['dataset_version']}), unit {ds['unit']}, ")
+            + f"relevance threshold {ds['relevance_threshold']}, grades {ds['grade_min']}..{ds['grade_max']}",
             markup=False,
             highlight=False,
         )
@@ -223,22 +243,27 @@ def info(
     t = Table("run", "k", "cand. k", "final rows", "cand. rows", "events", "dataset", "loaded", title="runs")
     for r in data["runs"]:
         t.add_row(
-            r["run_id"],
+            shown(r["run_id"]),
             str(r["k"]),
             str(r["candidate_k"] or ""),
             str(r["final_rows"]),
             str(r["candidate_rows"]),
             str(r["events"]),
-            r["dataset_version"],
+            shown(r["dataset_version"]),
             str(r["loaded_at"])[:19],
         )
     console.print(t)
     wt = Table("target", "warning", "count", title="load warnings")
     for w in data["warning_counts"]:
-        wt.add_row(w["target"], w["code"], str(w["n"]))
+        wt.add_row(shown(w["target"]), w["code"], str(w["n"]))
     console.print(wt)
-    for w in data.get("warnings", []):
-        console.print(f"  {w['file']}:{w['line']}: {w['field']}: {w['message']}", markup=False, highlight=False)
+    listed = data.get("warnings", [])
+    for w in listed:
+        line = f"  {w['file']}:{w['line']}: {w['field']}: {w['message']}"
+        console.print(visible(line), markup=False, highlight=False)
+    total = data.get("warnings_total", 0)
+    if total > len(listed):
+        console.print(f"{len(listed):,} of {total:,} warnings shown; --limit 0 lists all", markup=False)
 
 
 @app.command()
@@ -256,16 +281,19 @@ def validate(
     fmt: Annotated[
         str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet, or trec|beir|msmarco|json|trec-topics.")
     ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
+    ] = False,
 ) -> None:
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
     try:
-        findings = validate_file(path, table=table, fmt=fmt)
+        findings = validate_file(path, table=table, fmt=fmt, strict=strict)
     except ValueError as exc:
         raise _fail(exc) from exc
     errors = [f for f in findings if f.severity == "error"]
     for f in findings:
-        (err if f.severity == "error" else console).print(f"{f.severity}: {f}", markup=False, highlight=False)
+        (err if f.severity == "error" else console).print(visible(f"{f.severity}: {f}"), markup=False, highlight=False)
     if errors:
         err.print(f"{len(errors)} error(s)", markup=False)
         raise typer.Exit(2)
-    console.print(f"{path}: valid ({len(findings)} warning(s))", markup=False, highlight=False)
+    console.print(visible(f"{path}: valid ({len(findings)} warning(s))"), markup=False, highlight=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from enum import StrEnum
 from pathlib import Path
@@ -10,15 +9,16 @@ from typing import Annotated, Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from ragtriage.classify import CATEGORIES, PATTERNS, FailureSummary, classify_run, failure_summary, failures
-from ragtriage.cli._app import app
+from ragtriage.cli._app import app, open_existing, shown
 from ragtriage.cli._app import fail as _fail
-from ragtriage.store import DEFAULT_DB, StoreError, connect
+from ragtriage.csv_out import csv_text
+from ragtriage.safe_text import visible
+from ragtriage.store import DEFAULT_DB, StoreError
 
 try:  # the notes store is optional: without it the automatic classification is all there is
     from ragtriage.notes import NotesError, NotesStore, notes_path_for
@@ -45,7 +45,7 @@ def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
             for n in NotesStore.open(db).to_arrow(run).to_pylist():
                 notes[n["case_id"]] = n
         except NotesError as exc:
-            err.print(f"notes not shown: {exc}", markup=False, highlight=False)
+            err.print(visible(f"notes not shown: {exc}"), markup=False, highlight=False)
     ids = rows.column("case_id").to_pylist()
     for name, key in zip(OVERLAY, ("category", "status", "note"), strict=True):
         rows = rows.append_column(name, pa.array([notes.get(c, {}).get(key) for c in ids], pa.string()))
@@ -72,16 +72,16 @@ def _summary_dict(s: FailureSummary) -> dict[str, Any]:
 
 
 def _print_summary(run: str, s: FailureSummary) -> None:
-    console.print(f"run {run}: {s.failures} failure(s) in {s.cases} case(s), judged at k={s.k}", markup=False)
-    console.print(s.costs.sentence(), markup=False, highlight=False)
+    console.print(visible(f"run {run}: {s.failures} failure(s) in {s.cases} case(s), judged at k={s.k}"), markup=False)
+    console.print(visible(s.costs.sentence()), markup=False, highlight=False)
     cost = Table("category", f"{s.costs.measure} lost", "cases", title="cost per category", title_justify="left")
     for c in s.costs.costs:
-        cost.add_row(c.category, f"{c.cost:.4f}", str(c.cases))
+        cost.add_row(shown(c.category), f"{c.cost:.4f}", str(c.cases))
     console.print(cost)
     for title, counts in (("category", s.by_category), ("failure", s.by_failure), ("pattern", s.by_pattern)):
         table = Table(title, "failures", title=f"per {title}", title_justify="left")
         for name, count in counts.items():
-            table.add_row(str(name), str(count))
+            table.add_row(shown(name), str(count))
         if not counts:
             table.add_row("(none)", "0")
         console.print(table)
@@ -97,8 +97,9 @@ def _print_rows(rows: pa.Table) -> None:
         table.add_column(name, overflow="fold", no_wrap=name in ("case", "conf"))
     for r in rows.to_pylist():
         mine = "/".join(v for v in (r["user_category"], r["status"]) if v)
-        table.add_row(r["case_id"], r["failure"], r["rule"], f"{r['confidence']:.2f}", ", ".join(r["patterns"]), mine)
-    console.print(table, markup=False)
+        cells = (r["case_id"], r["failure"], r["rule"], f"{r['confidence']:.2f}", ", ".join(r["patterns"]), mine)
+        table.add_row(*(shown(c) for c in cells))
+    console.print(table)
 
 
 def _flat(rows: pa.Table) -> pa.Table:
@@ -136,11 +137,9 @@ def failures_cmd(
     names = [p.name for p in PATTERNS]
     if pattern is not None and pattern not in names:
         raise _fail(ValueError(f"unknown pattern {pattern!r}; use one of: {', '.join(names)}"))
-    if not db.exists():
-        raise _fail(StoreError(f"{db}: no such database; create it with `ragtriage load --db {db} ...`"))
     con = None
     try:
-        con = connect(db, read_only=not reclassify)
+        con = open_existing(db, read_only=not reclassify)
         if reclassify:
             classify_run(con, run, ks=k, store=True)
         if summary:
@@ -156,14 +155,15 @@ def failures_cmd(
         if fmt is Format.json:
             typer.echo(json.dumps({"run_id": run, **_summary_dict(stats)}, indent=2))
         elif fmt is Format.csv:
-            lines = ["kind,name,value"] + [
-                f"{kind},{name},{count}"
+            rows_out = [
+                {"kind": kind, "name": name, "value": float(count)}
                 for kind, counts in (("category", stats.by_category), ("failure", stats.by_failure))
                 + (("pattern", stats.by_pattern),)
                 for name, count in counts.items()
             ]
-            lines += [f"cost,{c.category},{c.cost:.6f}" for c in stats.costs.costs]
-            typer.echo("\n".join(lines))
+            rows_out += [{"kind": "cost", "name": c.category, "value": round(c.cost, 6)} for c in stats.costs.costs]
+            schema = pa.schema([("kind", pa.string()), ("name", pa.string()), ("value", pa.float64())])
+            typer.echo(csv_text(pa.Table.from_pylist(rows_out, schema)), nl=False)
         else:
             _print_summary(run, stats)
         return
@@ -174,8 +174,6 @@ def failures_cmd(
             r["evidence"] = json.loads(r["evidence"])
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
     elif fmt is Format.csv:
-        buf = io.BytesIO()
-        pacsv.write_csv(_flat(rows), buf)
-        typer.echo(buf.getvalue().decode("utf-8"), nl=False)
+        typer.echo(csv_text(_flat(rows)), nl=False)
     else:
         _print_rows(rows)

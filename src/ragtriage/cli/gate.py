@@ -15,9 +15,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ragtriage.cli._app import app
+from ragtriage.cli._app import FORCE_HELP, app, open_existing, output_path, shown
+from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.experiments import Correction, CorrectionOpt, MeasureOpt, RunsOpt, Test, TestOpt
-from ragtriage.store import DEFAULT_DB, StoreError, connect
+from ragtriage.safe_text import visible
+from ragtriage.store import DEFAULT_DB, StoreError
 
 console = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -31,11 +33,6 @@ class CompareFormat(StrEnum):
     json = "json"
     csv = "csv"
     markdown = "markdown"
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    err.print(f"error: {exc}", markup=False)
-    return typer.Exit(2)
 
 
 @app.command()
@@ -112,7 +109,7 @@ def _compare_one(
     from ragtriage.gate.compare import compare as run_compare
 
     try:
-        con = connect(db, read_only=True)
+        con = open_existing(db, read_only=True)
     except (StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
@@ -138,20 +135,22 @@ def _compare_one(
     elif fmt is CompareFormat.markdown:
         typer.echo(rep.to_markdown(result), nl=False)
     else:
-        console.print(rep.header(result), markup=False)
+        console.print(visible(rep.header(result)), markup=False)
         table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold")
         for i, name in enumerate(rep.TEXT_HEADERS):
             table.add_column(name, no_wrap=True, justify="left" if i < 2 else "right")
         for row in rep.text_rows(result, digits=3):
-            table.add_row(*row)
+            table.add_row(*(shown(c) for c in row))
         Console(highlight=False).print(table)  # soft_wrap would hide the table's real width from rich
         worst = result.worst.to_pylist()
         if worst:
             console.print("worst regressions:", markup=False)
             for w in worst:
                 console.print(
-                    f"  {w['metric']}  {w['case_id']} [{w['slice']}]  {w['baseline']:.3f} → "
-                    f"{w['candidate']:.3f} ({w['diff']:+.3f})",
+                    visible(
+                        f"  {w['metric']}  {w['case_id']} [{w['slice']}]  {w['baseline']:.3f} → "
+                        f"{w['candidate']:.3f} ({w['diff']:+.3f})"
+                    ),
                     markup=False,
                 )
 
@@ -166,6 +165,7 @@ def gate(
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a Markdown summary here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the verdict as JSON here.")] = None,
     record: Annotated[bool, typer.Option(help="Store the verdict in the gate_verdicts table.")] = True,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Release gate: exit 0 when every rule passes for every candidate, 1 when any fails, 2 on unusable input."""
     from ragtriage.cli.experiments import split_runs
@@ -173,9 +173,16 @@ def gate(
     from ragtriage.gate.config import GateFileError, parse_gate
     from ragtriage.gate.verdict import evaluate_gate, record_verdict
 
+    outputs = [
+        (path, writer)
+        for path, writer in ((junit, reports.to_junit), (markdown, reports.to_markdown), (json_out, reports.to_json))
+        if path is not None
+    ]
+    for path, _ in outputs:
+        output_path(path, db, force)
     try:
         config = parse_gate(gate_file)
-        con = connect(db, read_only=not record or not db.exists())
+        con = open_existing(db, read_only=not record)
     except (GateFileError, StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
@@ -187,8 +194,7 @@ def gate(
         raise _fail(exc) from exc
     finally:
         con.close()
-    for path, text in ((junit, reports.to_junit), (markdown, reports.to_markdown), (json_out, reports.to_json)):
-        if path is not None:
-            path.write_text(text(verdicts), encoding="utf-8")
-    console.print(reports.to_text(verdicts), markup=False, end="")
+    for path, writer in outputs:
+        path.write_text(writer(verdicts), encoding="utf-8")
+    console.print(visible(reports.to_text(verdicts), keep_newlines=True), markup=False, end="")
     raise typer.Exit(0 if all(v.passed for v in verdicts) else 1)

@@ -29,6 +29,7 @@ from ragtriage.metrics.context import parse_ks, population_counts, population_he
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
 from ragtriage.metrics.measures import measures_for_ks
 from ragtriage.output import Format, Output
+from ragtriage.safe_text import visible
 from ragtriage.store import StoreError
 
 console = Console(soft_wrap=True)
@@ -114,7 +115,7 @@ def metrics_cmd(
     try:
         con, run_id, load_notes = _open(db, qrels, run, threshold)
     except (StoreError, ValueError, ValidationFailed, OSError, duckdb.Error) as exc:
-        err.print(str(exc), markup=False, highlight=False)
+        err.print(visible(str(exc)), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     try:
         if by_name and not by and view is View.summary:
@@ -128,7 +129,7 @@ def metrics_cmd(
             con, run_id, k, by, split, stage.value, gain.value, trec_compat, per_case_rows, view, seed
         )
     except (MetricsError, StoreError, duckdb.Error) as exc:
-        err.print(str(exc), markup=False, highlight=False)
+        err.print(visible(str(exc)), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     finally:
         con.close()
@@ -154,9 +155,9 @@ def _emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list
     if fmt is Format.trec:
         for name, value in res.context.items():
             if value is not None:
-                err.print(f"# {name}: {value}", markup=False, highlight=False)
+                err.print(visible(f"# {name}: {value}"), markup=False, highlight=False)
         for note in notes:
-            err.print(f"# {note}", markup=False, highlight=False)
+            err.print(visible(f"# {note}"), markup=False, highlight=False)
         show(Output(res.trec_rows(per_query=rows)), fmt)
         return
     table = res.wide if rows else res.aggregate

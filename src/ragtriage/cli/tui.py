@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import app
+from ragtriage.cli._app import FORCE_HELP, app, open_existing, output_path
+from ragtriage.safe_text import visible
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -21,7 +22,7 @@ RunOpt = Annotated[str | None, typer.Option("--run", help="Run to triage (defaul
 
 
 def _fail(message: str) -> typer.Exit:
-    err.print(message, markup=False, highlight=False)
+    err.print(visible(message, keep_newlines=True), markup=False, highlight=False)
     return typer.Exit(2)
 
 
@@ -32,7 +33,7 @@ def _run_app(db: Path, run: str | None, baseline: str | None, author: str | None
 
     try:
         triage = TriageApp(db, run, baseline, author=author)
-    except (StoreError, NotesError) as exc:
+    except (StoreError, NotesError, OSError) as exc:
         raise _fail(str(exc)) from exc
     triage.run()
 
@@ -93,16 +94,24 @@ def export_notes(
     db: DbOpt = Path("ragtriage.duckdb"),
     csv: Annotated[Path, typer.Option("--csv", help="CSV file to write (UTF-8).")] = Path("notes.csv"),
     run: Annotated[str | None, typer.Option("--run", help="Only this run (default: every run).")] = None,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Write every failing or annotated case with auto and human triage and its metrics to CSV."""
-    from ragtriage.notes import NotesError, NotesStore, notes_path_for
-    from ragtriage.notes.export import ExportError, export_table, write_csv
-    from ragtriage.store import StoreError, connect
+    import duckdb
 
+    from ragtriage.csv_out import write_csv
+    from ragtriage.notes import NotesError, NotesStore, notes_path_for
+    from ragtriage.notes.export import ExportError, export_table
+    from ragtriage.store import StoreError
+
+    output_path(csv, db, force)
     try:
-        con = connect(db, read_only=True)
-        store = NotesStore(notes_path_for(db))
-        rows = write_csv(export_table(con, store, run), csv)
-    except (StoreError, NotesError, ExportError, OSError) as exc:
+        con = open_existing(db, read_only=True)
+        try:
+            store = NotesStore(notes_path_for(db))
+            rows = write_csv(export_table(con, store, run), csv)
+        finally:
+            con.close()
+    except (StoreError, NotesError, ExportError, OSError, duckdb.Error) as exc:
         raise _fail(str(exc)) from exc
-    err.print(f"wrote {rows} rows to {csv}", markup=False)
+    err.print(visible(f"wrote {rows} rows to {csv}"), markup=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 MAX_REPORTED = 50
 
@@ -76,3 +77,20 @@ class ValidationFailed(Exception):
         super().__init__(
             f"{self.total:,} validation error(s){kinds}{more}; nothing was loaded, the store is unchanged:\n{lines}"
         )
+
+
+def path_findings(path: Path) -> list[Finding]:
+    """What keeps ``path`` from being read as a file, named for what it is (empty when it can be opened)."""
+    f = str(path)
+    if path.is_dir():
+        return [Finding(f, None, None, "unreadable", "is a directory, not a file")]
+    if not path.exists():
+        if path.is_symlink():
+            return [Finding(f, None, None, "unreadable", "is a broken or self-referencing symbolic link")]
+        return [Finding(f, None, None, "missing-file", "no such file")]
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        return [Finding(f, None, None, "unreadable", f"cannot be read ({exc.strerror or exc})")]
+    return []

@@ -49,6 +49,10 @@ class Table:
         return next((f for f in self.fields if f.name == name), None)
 
 
+#: The store keeps int fields (ranks, grades, k) as 32-bit INTEGER: values are checked against this range
+#: before any cast (``ragtriage.contract.field_rules``).
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+
 STAGES = ("candidate", "final")
 UNITS = ("chunk", "document")
 BEHAVIORS = ("evidence", "empty", "below_threshold", "insufficient_evidence")

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragtriage.contract.errors import Finding
-from ragtriage.contract.fields import DATASET, RUN, UNITS, Table
+from ragtriage.contract.errors import Finding, path_findings
+from ragtriage.contract.fields import DATASET, INT_MAX, RUN, UNITS, Table
 
 DEFAULT_RUBRIC = {"0": "irrelevant", "1": "related", "2": "useful", "3": "sufficient"}
 
@@ -32,10 +32,13 @@ class DatasetManifest:
 
 def read_json_object(path: Path) -> tuple[dict[str, Any] | None, list[Finding]]:
     f = str(path)
+    unreadable = path_findings(path)
+    if unreadable:
+        return None, unreadable
     try:
         text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        return None, [Finding(f, None, None, "missing-file", "no such file")]
+    except OSError as exc:
+        return None, [Finding(f, None, None, "unreadable", f"cannot be read ({exc.strerror or exc})")]
     except UnicodeDecodeError as exc:
         return None, [Finding(f, None, None, "encoding", f"not valid UTF-8 ({exc.reason} at byte {exc.start})")]
     if not text.strip():
@@ -139,4 +142,8 @@ def parse_run_manifest(path: Path) -> tuple[dict[str, Any] | None, list[Finding]
         v = obj.get(key)
         if isinstance(v, int) and not isinstance(v, bool) and v < 1:
             findings.append(Finding(f, None, key, "bad-value", f"{key} must be >= 1, got {v}"))
+        elif isinstance(v, int) and not isinstance(v, bool) and v > INT_MAX:
+            findings.append(Finding(f, None, key, "out-of-range", f"{key} {v} is out of range (at most {INT_MAX})"))
+    if isinstance(obj.get("run_id"), str) and not obj["run_id"].strip():
+        findings.append(Finding(f, None, "run_id", "empty-id", "run_id is empty"))
     return (obj if not findings else None), findings

@@ -7,13 +7,14 @@ read); CSV is read as text and cast; Parquet keeps its native types and is cast 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from ragtriage.contract.compression import duckdb_source, head_bytes, plain_name
-from ragtriage.contract.errors import Finding
+from ragtriage.contract.errors import Finding, path_findings
 from ragtriage.contract.fields import Field, Table
 
 FORMATS = ("jsonl", "csv", "tsv", "parquet")
@@ -62,8 +63,9 @@ def qident(name: str) -> str:
 def encoding_findings(path: Path) -> list[Finding]:
     """Empty files and byte-order marks are caught before DuckDB sees the file (looking through .gz/.bz2)."""
     f = str(path)
-    if not path.is_file():
-        return [Finding(f, None, None, "missing-file", "no such file" if not path.exists() else "not a file")]
+    unreadable = path_findings(path)
+    if unreadable:
+        return unreadable
     head = head_bytes(path, 4)
     if not head:
         return [Finding(f, None, None, "empty-file", "file is empty")]
@@ -222,9 +224,27 @@ def stage(
     try:
         return _stage(con, path, table, name, fmt, aliases or {}, findings, materialize or fmt != "parquet")
     except duckdb.Error as exc:
-        msg = str(exc).splitlines()[0]
-        code = "encoding" if "unicode" in msg.lower() or "utf" in msg.lower() else "unreadable"
-        return Staged(name, path, fmt, 0, [*findings, Finding(fname, None, None, code, f"cannot read: {msg}")], "line")
+        return Staged(name, path, fmt, 0, [*findings, read_error(fname, exc)], "line")
+
+
+_LINE_RE = re.compile(r"(?:Line|line):? ?(\d+)")
+
+
+def read_error(fname: str, exc: duckdb.Error) -> Finding:
+    """DuckDB's reader error as a finding with the line, saying what is wrong in the file's terms (its message
+    speaks of "CSV Error" even for a JSONL file, and of "sniffing" for a ragged CSV)."""
+    text = str(exc)
+    low = text.lower()
+    m = _LINE_RE.search(text)
+    line = int(m.group(1)) if m else None
+    if "unicode" in low or "utf-8" in low or "utf8" in low:
+        return Finding(fname, line, None, "encoding", "not valid UTF-8; save the file as UTF-8")
+    if "maximum line size" in low or "max_line_size" in low:
+        return Finding(fname, line, None, "unreadable", "line is longer than 64 MiB")
+    if "expected number of columns" in low or "too many columns" in low or "sniff" in low:
+        return Finding(fname, line, None, "unreadable", "a row has a different number of columns than the header")
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return Finding(fname, line, None, "unreadable", f"cannot read: {first}")
 
 
 def _stage(

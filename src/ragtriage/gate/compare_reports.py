@@ -6,13 +6,16 @@ and the resample count, so a reader can reproduce it.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragtriage.csv_out import csv_text
 from ragtriage.gate.compare import Comparison
+from ragtriage.safe_text import markdown_cell
 
 COLUMNS = (
     "slice",
@@ -63,12 +66,13 @@ def to_json(c: Comparison) -> str:
 
 
 def to_csv(c: Comparison) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for r in c.summary.to_pylist():
-        w.writerow(["" if _num(r[k]) is None else r[k] for k in COLUMNS])
-    return buf.getvalue()
+    """The summary through the one CSV writer (slice values are data); NaN figures are empty cells."""
+    table = c.summary.select(list(COLUMNS))
+    columns = [
+        pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col) if pa.types.is_floating(col.type) else col
+        for col in table.columns
+    ]
+    return csv_text(pa.table(columns, names=list(COLUMNS)))
 
 
 def text_rows(c: Comparison, digits: int = 4) -> list[list[str]]:
@@ -97,8 +101,13 @@ TEXT_HEADERS = ["slice", "metric", "n", "W/T/L", "base", "cand", "Δ mean", "95%
 
 
 def to_markdown(c: Comparison) -> str:
-    lines = [f"**{header(c)}**", "", "| " + " | ".join(TEXT_HEADERS) + " |", "|" + "---|" * len(TEXT_HEADERS)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in text_rows(c)]
+    lines = [
+        f"**{markdown_cell(header(c))}**",
+        "",
+        "| " + " | ".join(TEXT_HEADERS) + " |",
+        "|" + "---|" * len(TEXT_HEADERS),
+    ]
+    lines += ["| " + " | ".join(markdown_cell(cell) for cell in row) + " |" for row in text_rows(c)]
     worst = c.worst.to_pylist()
     if worst:
         lines += [
@@ -109,7 +118,8 @@ def to_markdown(c: Comparison) -> str:
             "|---|---|---|---|---|---|",
         ]
         lines += [
-            f"| {w['metric']} | `{w['case_id']}` | {w['slice']} | {w['baseline']:.3f} | {w['candidate']:.3f} "
+            f"| {markdown_cell(w['metric'])} | {markdown_cell(w['case_id'])} | {markdown_cell(w['slice'])} "
+            f"| {w['baseline']:.3f} | {w['candidate']:.3f} "
             f"| {w['diff']:+.3f} |"
             for w in worst
         ]

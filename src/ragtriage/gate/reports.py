@@ -11,6 +11,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from ragtriage.gate.outcome import RuleResult, Verdict
+from ragtriage.safe_text import markdown_cell as md
+from ragtriage.safe_text import visible
 
 Verdicts = Verdict | Sequence[Verdict]
 
@@ -70,36 +72,32 @@ def _text(verdict: Verdict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md(text: object) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
 def to_markdown(verdicts: Verdicts) -> str:
     """One section per candidate (several: preceded by a line naming each verdict)."""
     vs = _many(verdicts)
-    head = [] if len(vs) == 1 else [f"**{_md(candidates_line(vs))}**\n"]
+    head = [] if len(vs) == 1 else [f"**{md(candidates_line(vs))}**\n"]
     return "\n".join(head + [_markdown(v) for v in vs])
 
 
 def _markdown(verdict: Verdict) -> str:
     icon = "✅ passed" if verdict.passed else "❌ failed"
     out = [
-        f"### ragtriage gate `{_md(verdict.gate_name)}`: {icon}",
+        f"### ragtriage gate {md(verdict.gate_name)}: {icon}",
         "",
-        f"Candidate `{_md(verdict.run_id)}` vs baseline `{_md(verdict.baseline)}` · dataset "
-        f"`{verdict.dataset_version[:12]}` · gate sha256 `{verdict.gate_sha256[:12]}` · ragtriage "
-        f"{_md(verdict.evaluator_version)}",
+        f"Candidate {md(verdict.run_id)} vs baseline {md(verdict.baseline)} · dataset "
+        f"`{md(verdict.dataset_version[:12])}` · gate sha256 `{verdict.gate_sha256[:12]}` · ragtriage "
+        f"{md(verdict.evaluator_version)}",
         "",
         "| Rule | Result | Figure | Threshold |",
         "|---|---|---|---|",
     ]
     out += [
-        f"| `{_md(r.rule)}` | {'pass' if r.passed else '**FAIL**'} | {_md(r.figure)} | {_md(r.threshold)} |"
+        f"| {md(r.rule)} | {'pass' if r.passed else '**FAIL**'} | {md(r.figure)} | {md(r.threshold)} |"
         for r in verdict.rules
     ]
     notes = [(r.rule, n) for r in verdict.rules for n in r.notes]
     if notes:
-        out += ["", *[f"- `{_md(rule)}`: {_md(n)}" for rule, n in notes]]
+        out += ["", *[f"- {md(rule)}: {md(n)}" for rule, n in notes]]
     out += _cost_markdown(verdict)
     cases = verdict.failing_cases()
     if cases:
@@ -111,8 +109,7 @@ def _markdown(verdict: Verdict) -> str:
             "|---|---|---|---|---|",
         ]
         out += [
-            f"| `{_md(c['rule'])}` | `{_md(c['case_id'])}` | {_md(c['slice'])} | {_md(c['category'])} | "
-            f"{_md(c['detail'])} |"
+            f"| {md(c['rule'])} | {md(c['case_id'])} | {md(c['slice'])} | {md(c['category'])} | {md(c['detail'])} |"
             for c in cases
         ]
         out += ["", "</details>"]
@@ -124,22 +121,29 @@ def _cost_markdown(verdict: Verdict) -> list[str]:
     rows = [c for c in verdict.category_costs if c["cases"]]
     if not verdict.cost_summary:
         return []
-    out = ["", f"**What each category costs:** {_md(verdict.cost_summary)}"]
+    out = ["", f"**What each category costs:** {md(verdict.cost_summary)}"]
     if rows:
-        out += ["", f"| Category | {_md(rows[0]['measure'])} lost | Failing cases |", "|---|---|---|"]
-        out += [f"| {_md(c['category'])} | {c['cost']:.4f} | {c['cases']} |" for c in rows]
+        out += ["", f"| Category | {md(rows[0]['measure'])} lost | Failing cases |", "|---|---|---|"]
+        out += [f"| {md(c['category'])} | {c['cost']:.4f} | {c['cases']} |" for c in rows]
     return out
 
 
+def _xml(text: object) -> str:
+    """Text for XML: control characters are not even legal in XML 1.0, so they are made visible first
+    (ElementTree then escapes ``<`` and ``&``)."""
+    return visible(text, keep_newlines=True)
+
+
 def _testcase(parent: ET.Element, suite: str, r: RuleResult) -> None:
-    case = ET.SubElement(parent, "testcase", classname=f"ragtriage.gate.{suite}", name=r.rule, time="0")
+    case = ET.SubElement(parent, "testcase", classname=_xml(f"ragtriage.gate.{suite}"), name=_xml(r.rule), time="0")
     if r.passed:
         if r.notes:
-            ET.SubElement(case, "system-out").text = "\n".join(r.notes)
+            ET.SubElement(case, "system-out").text = _xml("\n".join(r.notes))
         return
     body = [f"{r.figure} (needs {r.threshold})", *r.notes, *(_case_line(f) for f in r.failures)]
-    fail = ET.SubElement(case, "failure", message=f"{r.figure} (needs {r.threshold})", type=r.kind)
-    fail.text = "\n".join(body)
+    message = _xml(f"{r.figure} (needs {r.threshold})")
+    fail = ET.SubElement(case, "failure", message=message, type=_xml(r.kind))
+    fail.text = _xml("\n".join(body))
 
 
 def to_junit(verdicts: Verdicts) -> str:
@@ -159,7 +163,7 @@ def _suite(root: ET.Element, verdict: Verdict, name: str) -> None:
     suite = ET.SubElement(
         root,
         "testsuite",
-        name=name,
+        name=_xml(name),
         tests=str(len(verdict.rules)),
         failures=str(failed),
         errors="0",
@@ -174,6 +178,6 @@ def _suite(root: ET.Element, verdict: Verdict, name: str) -> None:
         ("gate_sha256", verdict.gate_sha256),
         ("evaluator_version", verdict.evaluator_version),
     ):
-        ET.SubElement(props, "property", name=key, value=value)
+        ET.SubElement(props, "property", name=key, value=_xml(value))
     for r in verdict.rules:
         _testcase(suite, verdict.gate_name, r)

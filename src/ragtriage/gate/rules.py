@@ -95,7 +95,11 @@ def _scored(ctx: Context, metric: str, split: str | None, cases: pa.Table | None
 
 
 def leakage_rule(ctx: Context) -> RuleResult:
-    rows = sources.leaks(ctx.con, ctx.run_id).to_pylist()
+    from ragtriage.checks.leakage import leaked_result_rows, unchecked_cases
+
+    table = sources.leaks(ctx.con, ctx.run_id)
+    rows = table.to_pylist()
+    unchecked = unchecked_cases(ctx.con, ctx.run_id).column("case_id").to_pylist()
     per_case: dict[str, list[str]] = {}
     for r in rows:
         unit = r.get("chunk_id") or r.get("document_id")
@@ -105,10 +109,12 @@ def leakage_rule(ctx: Context) -> RuleResult:
         "leakage",
         "leakage",
         not rows,
-        f"{len(rows)} leaked result row(s) in {len(per_case)} case(s), any stage",
+        f"{leaked_result_rows(table)} leaked result row(s) ({len(rows)} rule finding(s)) in {len(per_case)} "
+        "case(s), any stage",
         "no leaked rows (always on)",
-        float(len(rows)),
+        float(leaked_result_rows(table)),
         failures,
+        notes=(f"{len(unchecked)} case(s) unchecked (no principal): {', '.join(unchecked)}",) if unchecked else (),
     )
 
 

@@ -1,25 +1,24 @@
 """CSV export of triage: each failing or annotated case with its automatic and its human classification.
 
 The TUI's export key and ``ragtriage export-notes`` both call :func:`export_table` then :func:`write_csv`, so the
-file is the same whichever wrote it. A cell a spreadsheet would run as a formula (leading ``= + - @``, tab or
-carriage return) gets a leading apostrophe; numbers stay numbers.
+file is the same whichever wrote it. It is written by the one CSV writer (:func:`ragtriage.csv_out.write_csv`,
+re-exported here): formula-like cells get a leading apostrophe and control characters are made visible.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import asdict, is_dataclass
-from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
+from ragtriage.csv_out import write_csv
 from ragtriage.notes.store import NotesStore
 
-FORMULA_START = r"^[=+\-@\t\r]"
+__all__ = ["ExportError", "export_table", "write_csv"]
+
 BASE_COLUMNS = (
     "case_id",
     "run_id",
@@ -149,21 +148,3 @@ def _export_run(cur: duckdb.DuckDBPyConnection, store: NotesStore, run_id: str) 
     finally:
         for name in ("_f", "_n", "_m"):
             cur.unregister(name)
-
-
-def neutralise(table: pa.Table) -> pa.Table:
-    """Prefix an apostrophe to string cells a spreadsheet would evaluate (``=``, ``+``, ``-``, ``@``, tab, CR)."""
-    columns = []
-    for col in table.columns:
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            risky = pc.fill_null(pc.match_substring_regex(col, FORMULA_START), False)
-            col = pc.if_else(risky, pc.binary_join_element_wise("'", col, ""), col)
-        columns.append(col)
-    return pa.table(columns, names=table.column_names)
-
-
-def write_csv(table: pa.Table, path: str | Path) -> int:
-    """Write the export as UTF-8 CSV with a header; returns the number of data rows."""
-    flat = neutralise(table)
-    pacsv.write_csv(flat, str(path))
-    return int(flat.num_rows)

@@ -85,6 +85,7 @@ class LoadRequest:
     fmt: str | None = None  # format of the tables of dataset/run folders (jsonl|csv|tsv|parquet)
     qrels_fmt: str | None = None
     topics_fmt: str | None = None
+    strict: bool = False  # refuse ids holding control characters (default: a warning with counts)
 
 
 @dataclass
@@ -140,7 +141,9 @@ def _dataset_folder(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map:
         raise ValidationFailed(findings)
     staged = stage_dataset(con, files, req.fmt)
     extra = [(files.manifest, 1)] if files.manifest else []
-    return _write_dataset(con, manifest, staged, findings, grade_map, extra, foreign=files.manifest is None)
+    return _write_dataset(
+        con, manifest, staged, findings, grade_map, extra, foreign=files.manifest is None, strict=req.strict
+    )
 
 
 def _byo_dataset(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: dict[int, int]) -> LoadReport:
@@ -160,7 +163,7 @@ def _byo_dataset(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: di
         )
         n = con.execute("SELECT count(*) FROM stg_cases").fetchall()[0][0]
         staged["cases"] = Staged("stg_cases", staged["labels"].path, "derived", int(n), [], "line")
-    return _write_dataset(con, manifest, staged, findings, grade_map, [], foreign=True)
+    return _write_dataset(con, manifest, staged, findings, grade_map, [], foreign=True, strict=req.strict)
 
 
 def _write_dataset(
@@ -172,6 +175,7 @@ def _write_dataset(
     extra_files: list[tuple[Path, int]],
     *,
     foreign: bool,
+    strict: bool = False,
 ) -> LoadReport:
     for s in staged.values():
         findings = findings + s.findings
@@ -183,7 +187,7 @@ def _write_dataset(
     if foreign:
         # No dataset.json: the scale is the one the (mapped) grades use, so 1..4 or -2..3 load as they are.
         manifest.grade_min, manifest.grade_max = derived_scale(con, staged["labels"].name, manifest)
-    return write_dataset(con, manifest, staged, findings, extra_files)
+    return write_dataset(con, manifest, staged, findings, extra_files, strict=strict)
 
 
 def stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
@@ -324,7 +328,18 @@ def _load_run(
             one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)  # depth: per tag
             out.append(
                 write_run(
-                    con, tag, dict(manifest), {"results": part}, unit, fmt, one, req.replace, files, label, progress
+                    con,
+                    tag,
+                    dict(manifest),
+                    {"results": part},
+                    unit,
+                    fmt,
+                    one,
+                    req.replace,
+                    files,
+                    label,
+                    progress,
+                    strict=req.strict,
                 )
             )
         return out
@@ -346,7 +361,9 @@ def _load_run(
             )
         )
     staged.findings = staged.findings + warnings
-    return [write_run(con, rid, manifest, parts, unit, fmt, facts, req.replace, files, label, progress)]
+    return [
+        write_run(con, rid, manifest, parts, unit, fmt, facts, req.replace, files, label, progress, strict=req.strict)
+    ]
 
 
 def _run_manifest(path: Path | None) -> dict[str, Any]:
@@ -372,7 +389,20 @@ def _write_folder_run(
     _claim(rid, str(rf.root), seen)
     staged, _ = stage_run(con, rf, unit)
     files = ([(rf.manifest, 1)] if rf.manifest else []) + [(s.path, s.rows) for s in staged.values()]
-    return write_run(con, rid, manifest, staged, unit, "folder", RunFacts(), req.replace, files, str(rf.root), progress)
+    return write_run(
+        con,
+        rid,
+        manifest,
+        staged,
+        unit,
+        "folder",
+        RunFacts(),
+        req.replace,
+        files,
+        str(rf.root),
+        progress,
+        strict=req.strict,
+    )
 
 
 def _current_unit(con: duckdb.DuckDBPyConnection) -> str:
@@ -391,9 +421,10 @@ def load_dataset(
     threshold: int | None = None,
     grade_map: str | dict[int, int] | None = None,
     progress: Progress = noop,
+    strict: bool = False,
 ) -> LoadReport:
     """Load a dataset folder (dataset.json + cases + labels + documents, or a TREC/BEIR layout)."""
-    req = LoadRequest(dataset=path, fmt=fmt, unit=unit, threshold=threshold, grade_map=grade_map)
+    req = LoadRequest(dataset=path, fmt=fmt, unit=unit, threshold=threshold, grade_map=grade_map, strict=strict)
     rep = load_inputs(con, req, progress).dataset
     assert rep is not None
     return rep
@@ -407,11 +438,14 @@ def load_run(
     fmt: str | None = None,
     run_id: str | None = None,
     progress: Progress = noop,
+    strict: bool = False,
 ) -> LoadReport:
     """Load one run (a folder with run.json + results + optional events, a run file, a dict or a DataFrame)."""
     folder_fmt = fmt if fmt in ("jsonl", "csv", "tsv", "parquet") else None
     run_fmt = None if fmt is None or (folder_fmt and Path(str(path)).is_dir()) else fmt
-    req = LoadRequest(runs=[RunSource(path, run_id=run_id, fmt=run_fmt)], replace=replace, fmt=folder_fmt)
+    req = LoadRequest(
+        runs=[RunSource(path, run_id=run_id, fmt=run_fmt)], replace=replace, fmt=folder_fmt, strict=strict
+    )
     return load_inputs(con, req, progress).runs[0]
 
 

@@ -1,55 +1,181 @@
-"""Opening a store: one DuckDB file, schema created on first write."""
+"""Opening a store: one DuckDB file, schema created on first write, refused when it is not a ragtriage store.
+
+A store is shared: a TUI, a CI report and a teammate's ``load`` may open it at once. DuckDB lets one process
+write, or several read, and refuses the rest with an IO error; :func:`connect` turns that into
+:class:`StoreLocked` (who holds it, one line) and can wait for the lock. Readers that stay open for long (the
+TUI) should hold no connection between reads: :func:`reading` opens a short-lived read connection per read, so
+a load can go through in between.
+"""
 
 from __future__ import annotations
 
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
+from ragtriage.store.file_kind import file_kind
 from ragtriage.store.schema import DDL, SCHEMA_VERSION
 
 DEFAULT_DB = "ragtriage.duckdb"
+_PID_RE = re.compile(r"\(PID (\d+)\)")
 
 
 class StoreError(Exception):
-    """The store cannot be used as asked (missing file, no dataset loaded, unknown run)."""
+    """The store cannot be used as asked (missing file, no dataset loaded, unknown run, not a store)."""
 
 
-def connect(path: str | Path = DEFAULT_DB, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+class StoreLocked(StoreError):
+    """Another process holds the store's lock (a ``load`` writing, or readers while this one wants to write)."""
+
+    def __init__(self, path: str, pid: int | None, holder: str) -> None:
+        self.path, self.pid, self.holder = path, pid, holder
+        who = f"PID {pid} ({holder})" if pid is not None else "another process"
+        super().__init__(f"{path}: store in use by {who}; retry or pass --wait")
+
+
+def process_label(pid: int) -> str:
+    """A short name for a process: the ragtriage command it runs (``load``), else its program's name."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "unknown program"
+    words = [a.decode(errors="replace") for a in args if a]
+    for i, word in enumerate(words):
+        if word.endswith("ragtriage") or word in ("ragtriage.cli", "ragtriage.cli:main"):
+            command = next((w for w in words[i + 1 :] if not w.startswith("-")), None)
+            return command or "ragtriage"
+    return Path(words[0]).name if words else "unknown program"
+
+
+def lock_error(exc: BaseException, path: str) -> StoreLocked | None:
+    """The :class:`StoreLocked` a DuckDB lock conflict means, or None for any other error."""
+    if not isinstance(exc, duckdb.IOException) or "Could not set lock" not in str(exc):
+        return None
+    match = _PID_RE.search(str(exc))
+    pid = int(match.group(1)) if match else None
+    return StoreLocked(path, pid, process_label(pid) if pid is not None else "unknown program")
+
+
+def _refuse_non_store_file(path: str, read_only: bool) -> None:
+    """One sentence for every path DuckDB would refuse with a traceback (or that it would wrongly accept)."""
+    kind = file_kind(path)
+    create = f"create it with `ragtriage load --db {path} ...`"
+    message = {
+        "directory": f"{path} is a directory, not a ragtriage store; pass the store file inside it",
+        "unreadable": f"{path}: cannot be read (permission denied or a broken link)",
+        "empty": f"{path} is an empty file, not a ragtriage store; remove it or pass another --db",
+        "sqlite": f"{path} is a SQLite database, not a ragtriage store (notes live in DB.notes.sqlite); "
+        "pass the .duckdb store",
+        "other": f"{path} is not a DuckDB database, so not a ragtriage store; pass the store or a new path",
+    }.get(kind)
+    if message is None and kind == "missing" and read_only:
+        message = f"{path}: no such database; {create}"
+    if message is not None:
+        raise StoreError(message)
+
+
+def _open(
+    path: str, read_only: bool, wait: float | None, on_wait: Callable[[StoreLocked], None] | None
+) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect``, with a lock conflict raised as :class:`StoreLocked` or waited out for ``wait`` seconds
+    (``float('inf')``: until it is free); ``on_wait`` is told once when the wait starts (to show a spinner)."""
+    deadline = None if wait is None else time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            return duckdb.connect(path, read_only=read_only)
+        except duckdb.IOException as exc:
+            locked = lock_error(exc, path)
+            if locked is None:
+                raise StoreError(f"{path}: {str(exc).splitlines()[0]}") from exc
+            if deadline is None or time.monotonic() >= deadline:
+                raise locked from exc
+            if on_wait is not None and not told:
+                on_wait(locked)
+                told = True
+            time.sleep(0.1)
+
+
+def connect(
+    path: str | Path = DEFAULT_DB,
+    *,
+    read_only: bool = False,
+    wait: float | None = None,
+    on_wait: Callable[[StoreLocked], None] | None = None,
+) -> duckdb.DuckDBPyConnection:
     """Open (and for writers, initialise) a store.
 
     Readers open read-only so that several processes (a TUI, a CLI report) can look at one database at once;
     DuckDB then refuses writers from other processes, which is why triage notes live in a separate file.
+    Raises :class:`StoreError` for a path that is not a store (a folder, a text file, a SQLite file, another
+    program's DuckDB file: nothing is created in it) and :class:`StoreLocked` when another process holds it
+    and ``wait`` (seconds) runs out.
     """
     p = str(path)
-    if p != ":memory:" and read_only and not Path(p).exists():
-        raise StoreError(f"{p}: no such database; create it with `ragtriage load --db {p} ...`")
-    con = duckdb.connect(p, read_only=read_only)
+    if p != ":memory:":
+        _refuse_non_store_file(p, read_only)
+    con = _open(p, read_only, wait, on_wait)
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
-    _check_schema_version(con, p)
+    _check_store_marker(con, p)
     if not read_only:
         con.execute(DDL)
         con.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING", [str(SCHEMA_VERSION)])
     return con
 
 
-def _check_schema_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
-    """A store written by another schema version is refused rather than half-read or silently migrated: a store
-    is derived from the input files, so reloading them is the migration."""
-    has_meta = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'meta' AND schema_name = 'main'"
-    ).fetchall()[0][0]
-    if not has_meta:
+@contextmanager
+def reading(path: str | Path, *, wait: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A short-lived read-only connection, closed on exit: a long-lived reader (the TUI) opens one per read
+    instead of holding the store, so other processes' loads are not locked out while it sits open."""
+    con = connect(path, read_only=True, wait=wait)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def _check_store_marker(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """A store is marked by ``meta.schema_version``. A DuckDB file holding other tables without that marker
+    belongs to another program and is refused before anything is created in it; a store written by another
+    schema version is refused rather than half-read or silently migrated (reloading the files is the
+    migration)."""
+    tables = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND NOT temporary "
+            "UNION ALL SELECT view_name FROM duckdb_views() WHERE schema_name = 'main' AND NOT internal"
+        ).fetchall()
+    }
+    rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall() if "meta" in tables else []
+    if not rows:
+        if tables:
+            con.close()
+            raise StoreError(
+                f"{path} is a DuckDB database of another program, not a ragtriage store (no schema marker); "
+                "nothing was written to it; pass a new --db path"
+            )
+        if con_is_read_only(con):
+            con.close()
+            raise StoreError(f"{path}: holds no ragtriage store yet; load a dataset into it first")
         return
-    rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-    if rows and rows[0][0] != str(SCHEMA_VERSION):
+    if rows[0][0] != str(SCHEMA_VERSION):
         con.close()
         raise StoreError(
             f"{path}: this store has schema version {rows[0][0]}, this ragtriage reads version {SCHEMA_VERSION}; "
             "load the dataset and runs again into a new database (triage notes live in <db>.notes.sqlite: "
             "rename that file to <new db>.notes.sqlite to keep them)"
         )
+
+
+def con_is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con`` was opened read-only (asked of DuckDB, so callers need not carry the flag)."""
+    rows = con.execute("SELECT current_setting('access_mode')").fetchall()
+    return str(rows[0][0]).lower() == "read_only"
 
 
 def current_dataset_version(con: duckdb.DuckDBPyConnection) -> str:

@@ -5,19 +5,82 @@ from __future__ import annotations
 import duckdb
 
 from ragtriage.contract.errors import Finding
-from ragtriage.contract.fields import CASES, DOCUMENTS
+from ragtriage.contract.field_rules import field_rules
+from ragtriage.contract.fields import CASES, DOCUMENTS, INT_MAX, INT_MIN, LABELS
 from ragtriage.contract.manifest import DatasetManifest
-from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, enum_rules, unknown_ref_rule
+from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, unknown_ref_rule
 from ragtriage.contract.staging import Staged
 
+_P = "CAST(s.principal AS JSON)"
+_F = "CAST(s.filters AS JSON)"
+_SCALAR_ID = "('VARCHAR', 'BIGINT', 'UBIGINT')"
 
-def dataset_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], m: DatasetManifest) -> list[Finding]:
+
+def principal_rules() -> list[Rule]:
+    """A principal's parts are read into typed columns; a wrongly typed part would become NULL (``groups:
+    "staff"`` read as no groups) and silently change what the leakage check sees, so it is refused instead."""
+    rules = []
+    for part in ("id", "tenant"):
+        t = f"json_type({_P}, '$.{part}')"
+        rules.append(
+            Rule(
+                "principal",
+                "wrong-type",
+                f"s.principal IS NOT NULL AND {t} IS NOT NULL AND {t} <> 'NULL' AND {t} NOT IN {_SCALAR_ID}",
+                f"'principal.{part}: wrong type: expected a string'",
+            )
+        )
+    groups = f"json_type({_P}, '$.groups')"
+    rules.append(
+        Rule(
+            "principal",
+            "wrong-type",
+            f"s.principal IS NOT NULL AND {groups} IS NOT NULL AND {groups} <> 'NULL' AND ({groups} <> 'ARRAY' OR "
+            f"len(list_filter(json_type({_P}, '$.groups[*]'), lambda t: t <> 'VARCHAR')) > 0)",
+            "'principal.groups: wrong type: expected a list of strings'",
+        )
+    )
+    return rules
+
+
+def filter_rules() -> list[Rule]:
+    """``filters.effective_on`` must be a date (an invalid one would drop the case's date filter from the scope
+    and staleness checks); the other filters are compared as strings, so they must be scalars."""
+    eff = f"json_type({_F}, '$.effective_on')"
+    rules = [
+        Rule(
+            "filters",
+            "wrong-type",
+            f"s.filters IS NOT NULL AND {eff} IS NOT NULL AND {eff} <> 'NULL' AND "
+            f"({eff} <> 'VARCHAR' OR TRY_CAST({_F}->>'effective_on' AS DATE) IS NULL)",
+            f"'filters.effective_on: ' || CAST({_F}->'effective_on' AS VARCHAR) || ' is not a date (YYYY-MM-DD)'",
+        )
+    ]
+    for key in ("tenant", "language", "region", "product", "doc_type"):
+        t = f"json_type({_F}, '$.{key}')"
+        rules.append(
+            Rule(
+                "filters",
+                "wrong-type",
+                f"s.filters IS NOT NULL AND {t} IN ('ARRAY', 'OBJECT')",
+                f"'filters.{key}: wrong type: expected a string'",
+            )
+        )
+    return rules
+
+
+def dataset_findings(
+    con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], m: DatasetManifest, *, strict: bool = False
+) -> list[Finding]:
+    """Every rule over the staged dataset; ``strict`` makes control characters in ids errors."""
     cases, labels = staged["cases"], staged["labels"]
     out = apply_rules(
         con,
         cases,
         [
-            *enum_rules(CASES),
+            *field_rules(CASES, strict=strict),
+            *principal_rules(),
+            *filter_rules(),
             duplicate_rule(["id"], "id", "case id"),
             Rule(
                 "expected_behavior",
@@ -35,11 +98,13 @@ def dataset_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], 
         ],
     )
     label_rules = [
+        *field_rules(LABELS, strict=strict),
         unknown_ref_rule("case_id", cases.name, "id", "case id"),
         Rule(
             "grade",
             "grade-out-of-scale",
-            f"s.grade IS NOT NULL AND (s.grade < {m.grade_min} OR s.grade > {m.grade_max})",
+            # a grade beyond INTEGER is reported once, by the range rule
+            f"s.grade BETWEEN {INT_MIN} AND {INT_MAX} AND (s.grade < {m.grade_min} OR s.grade > {m.grade_max})",
             f"'grade ' || s.grade || ' is outside the scale {m.grade_min}..{m.grade_max}'",
         ),
     ]
@@ -68,7 +133,7 @@ def dataset_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], 
     out += apply_rules(con, labels, label_rules)
     if docs is not None:
         doc_rules = [
-            *enum_rules(DOCUMENTS),
+            *field_rules(DOCUMENTS, strict=strict),
             duplicate_rule(["chunk_id"], "chunk_id", "chunk id"),
             Rule(
                 "effective_to",
@@ -79,9 +144,17 @@ def dataset_findings(con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], 
             Rule(
                 "acl",
                 "no-acl",
-                "s.acl IS NULL OR len(s.acl) = 0",
+                "s.acl IS NULL",
                 "'unit ' || coalesce(s.chunk_id, s.document_id) || ' has no acl'",
                 "error" if m.acl_required else "warning",
+            ),
+            # an empty acl is an acl: it admits nobody (every principal that sees the unit leaks it)
+            Rule(
+                "acl",
+                "empty-acl",
+                "len(s.acl) = 0",
+                "'unit ' || coalesce(s.chunk_id, s.document_id) || ' has an empty acl: visible to nobody'",
+                "warning",
             ),
         ]
         if m.unit == "chunk":

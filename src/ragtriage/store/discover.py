@@ -54,9 +54,18 @@ def _glob(root: Path, pattern: str) -> list[Path]:
 
 def _first(root: Path, stem: str) -> Path | None:
     for ext in TABLE_EXTS:
+        plain = root / f"{stem}{ext}"
+        if plain.is_dir() or (plain.is_symlink() and not plain.exists()):
+            return plain  # a folder or a broken link is reported as what it is, not as a missing file
         if p := _file(root, f"{stem}{ext}"):
             return p
     return None
+
+
+def _unreadable(staged: Staged) -> bool:
+    """A file DuckDB could not read aborts the load's transaction: stage nothing after it, so the user sees
+    that one cause and not a "transaction is aborted" error for every later (fine) file."""
+    return any(f.code in ("unreadable", "encoding") and f.severity == "error" for f in staged.findings)
 
 
 def _missing(root: Path, what: str, names: str) -> ValidationFailed:
@@ -111,6 +120,8 @@ def stage_cases(con: duckdb.DuckDBPyConnection, c: Source, fmt: str | None) -> S
 
 def stage_dataset(con: duckdb.DuckDBPyConnection, files: DatasetFiles, fmt: str | None) -> dict[str, Staged]:
     out: dict[str, Staged] = {"cases": stage_cases(con, files.cases, fmt)}
+    if _unreadable(out["cases"]):
+        return out
     lab = files.labels
     if lab.kind == "trec":
         out["labels"] = stage_trec_qrels(con, lab.path, "stg_labels")
@@ -118,7 +129,7 @@ def stage_dataset(con: duckdb.DuckDBPyConnection, files: DatasetFiles, fmt: str 
         out["labels"] = stage_beir_qrels(con, lab.path, "stg_labels")
     else:
         out["labels"] = stage(con, lab.path, LABELS, "stg_labels", fmt=fmt)
-    if files.documents is not None:
+    if files.documents is not None and not _unreadable(out["labels"]):
         d = files.documents
         aliases = {"document_id": "_id"} if d.kind == "beir" else None
         out["documents"] = stage(
@@ -134,7 +145,7 @@ def discover_run(path: Path, fmt: str | None) -> RunFiles:
         raise ValidationFailed([Finding(str(path), None, None, "missing-file", "no such run folder or file")])
     manifest = path / "run.json"
     results = _first(path, "results")
-    if not manifest.exists():
+    if not manifest.exists() and not manifest.is_symlink():
         raise _missing(path, "run manifest", "run.json")
     if results is None:
         trec = next(iter(_glob(path, "*.trec") + _glob(path, "*.run")), None)
@@ -164,6 +175,6 @@ def stage_run(con: duckdb.DuckDBPyConnection, files: RunFiles, unit: str) -> tup
     else:
         results = stage(con, files.results, RESULTS, "stg_results", fmt=files.fmt, materialize=False)
     out = {"results": results}
-    if files.events is not None:
+    if files.events is not None and not _unreadable(results):
         out["events"] = stage(con, files.events, EVENTS, "stg_events", fmt=files.fmt)
     return out, tag

@@ -13,7 +13,11 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = N
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
-def store_info(con: duckdb.DuckDBPyConnection, *, with_warnings: bool = False) -> dict[str, Any]:
+def store_info(
+    con: duckdb.DuckDBPyConnection, *, with_warnings: bool = False, limit: int | None = None
+) -> dict[str, Any]:
+    """Dataset, counts, runs, warning counts and loads; with ``with_warnings`` the first ``limit`` warnings
+    (all when None) and ``warnings_total``, so a capped list can say how much it left out."""
     ds = _rows(con, "SELECT * EXCLUDE (manifest, rubric) FROM current_dataset")
     counts = _rows(
         con,
@@ -44,5 +48,7 @@ def store_info(con: duckdb.DuckDBPyConnection, *, with_warnings: bool = False) -
         "loads": _rows(con, "SELECT * FROM loads ORDER BY load_id"),
     }
     if with_warnings:
-        out["warnings"] = _rows(con, "SELECT * FROM load_warnings ORDER BY target, file, line")
+        cap = "" if limit is None else f" LIMIT {int(limit)}"
+        out["warnings"] = _rows(con, f"SELECT * FROM load_warnings ORDER BY target, file, line{cap}")
+        out["warnings_total"] = sum(int(w["n"]) for w in warning_counts)
     return out

@@ -18,14 +18,14 @@ import duckdb
 
 from ragtriage import __version__
 from ragtriage.contract.errors import Finding, ValidationFailed
-from ragtriage.contract.fields import RESULTS
 from ragtriage.contract.manifest import DatasetManifest
-from ragtriage.contract.rules import apply_rules, enum_rules
+from ragtriage.contract.rules import apply_rules
 from ragtriage.contract.staging import Staged, sql_str
 from ragtriage.contract.trec import RunFacts
+from ragtriage.safe_text import has_controls
 from ragtriage.store.connection import current_dataset_version, set_current_dataset
 from ragtriage.store.dataset_rules import dataset_findings
-from ragtriage.store.run_rules import run_findings
+from ragtriage.store.run_rules import pre_write_rules, run_findings
 from ragtriage.store.versioning import dataset_hash, relation_digest
 
 Progress = Callable[[str], None]
@@ -129,10 +129,12 @@ def write_dataset(
     staged: dict[str, Staged],
     findings: list[Finding],
     extra_files: list[tuple[Path, int]],
+    *,
+    strict: bool = False,
 ) -> LoadReport:
     """Check the staged cases/labels/documents and write them as a dataset version made current (inside the
-    caller's transaction; ``store.byo.load_inputs`` owns it)."""
-    warnings = _fail_if_errors(findings + dataset_findings(con, staged, manifest))
+    caller's transaction; ``store.byo.load_inputs`` owns it). ``strict`` refuses ids holding controls."""
+    warnings = _fail_if_errors(findings + dataset_findings(con, staged, manifest, strict=strict))
     version = dataset_hash(con, manifest, staged)
     exists = con.execute("SELECT 1 FROM datasets WHERE dataset_version = ?", [version]).fetchall()
     report = LoadReport("dataset", version, {k: v.rows for k, v in staged.items()}, warnings, bool(exists))
@@ -221,13 +223,19 @@ def write_run(
     files: list[tuple[Path, int]],
     source: str,
     progress: Progress = noop,
+    *,
+    strict: bool = False,
 ) -> LoadReport:
     """Check and write one staged run (inside the caller's transaction). Run topics that are not cases are left
-    out, as trec_eval leaves them out, and counted on the run and in one warning."""
+    out, as trec_eval leaves them out, and counted on the run and in one warning. ``strict`` refuses ids holding
+    control characters (otherwise counted in a warning)."""
     res = staged["results"]
     findings = [f for s in staged.values() for f in s.findings]
     if manifest.get("incomplete") is True:  # `ragtriage record` stopped early: missing cases score zero
         findings.append(_incomplete(source, manifest))
+    if any(f.code in UNREADABLE and f.severity == "error" for f in findings):
+        # a file that could not be read left nothing (or a half-read table) to check: that is the one cause
+        raise ValidationFailed([f for f in findings if f.severity == "error"])
     if not manifest.get("k"):
         depth = facts.depth
         if depth is None:
@@ -235,6 +243,7 @@ def write_run(
             depth = con.execute(sql).fetchall()[0][0]
         manifest["k"] = int(depth or 1)
     manifest["run_id"] = rid
+    findings = [*findings, *_run_id_findings(source, rid, strict)]
     existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchall()
     if existing and not replace:
         msg = f"run {rid!r} is already loaded; pass --replace (or --run-id to load it under another name)"
@@ -243,10 +252,12 @@ def write_run(
     contract = source_format in CONTRACT_FORMATS
     if any(f.severity == "error" for f in findings):
         # Type errors: rows cannot be written, so report them together with every rule over the staged rows.
-        _fail_if_errors(findings + run_findings(con, staged, unit, check_refs=False, reader_checked=not contract))
-    if contract:
-        # A stage outside the enum cannot even be written: check it on the staged rows first.
-        _fail_if_errors(findings + apply_rules(con, res, enum_rules(RESULTS)))
+        _fail_if_errors(
+            findings + run_findings(con, staged, unit, check_refs=False, reader_checked=not contract, strict=strict)
+        )
+    # A stage outside the enum or a rank beyond INTEGER cannot even be written: check the staged rows first.
+    pre = apply_rules(con, res, pre_write_rules()) if contract else []
+    _fail_if_errors(findings + pre)
     if existing:
         con.execute("DELETE FROM result_rows WHERE run_key = (SELECT run_key FROM runs WHERE run_id = ?)", [rid])
         for table in ("events", "runs"):
@@ -260,7 +271,10 @@ def write_run(
     loaded = _loaded_view(con, rid, res)
     checked = {**staged, "results": loaded}
     warnings = _fail_if_errors(
-        findings + ignored + run_findings(con, checked, unit, check_enums=False, reader_checked=not contract)
+        findings
+        + pre
+        + ignored
+        + run_findings(con, checked, unit, check_enums=False, reader_checked=not contract, strict=strict)
     )
     # Lists without repeats need no de-duplication pass at evaluation time (trec-compat ranks whole lists).
     repeats = any(w.code == "duplicate-in-list" for w in warnings)
@@ -309,6 +323,19 @@ def _incomplete(source: str, manifest: dict[str, Any]) -> Finding:
 
 def con_version(con: duckdb.DuckDBPyConnection) -> str:
     return current_dataset_version(con)
+
+
+def _run_id_findings(source: str, rid: str, strict: bool) -> list[Finding]:
+    """A run id is shown everywhere (info, gate, TUI title): an empty one is refused, controls in it are
+    counted, or with ``strict`` refused."""
+    if rid == "":
+        return [Finding(source, None, "run_id", "empty-id", "run_id is empty")]
+    if not has_controls(rid):
+        return []
+    msg = "run_id holds control characters (terminal escapes, bidi marks); they are shown escaped"
+    if strict:
+        return [Finding(source, None, "run_id", "control-in-id", msg)]
+    return [Finding(source, None, "run_id", "control-in-id", msg + "; --strict refuses them", "warning")]
 
 
 def _ignored_topics(con: duckdb.DuckDBPyConnection, res: Staged, source: str, n_rows: int) -> list[Finding]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from ragtriage.contract.errors import Finding
+from ragtriage.contract.field_rules import control_rule, empty_id_rule, field_rules, range_rules
 from ragtriage.contract.fields import EVENTS, RESULTS
 from ragtriage.contract.rules import (
     Rule,
@@ -26,14 +27,18 @@ def run_findings(
     check_refs: bool = True,
     check_enums: bool = True,
     reader_checked: bool = False,
+    strict: bool = False,
 ) -> list[Finding]:
     """``check_refs=False`` (validating a run without a store) skips the rules that need the dataset;
-    ``check_enums=False`` those the loader has already checked before writing; ``reader_checked`` (TREC, MS
-    MARCO, JSON and DataFrame runs) skips the rank rules their computed ranks satisfy by construction and the
-    score rule their reader has already applied (so a bad score is reported once)."""
+    ``check_enums=False`` those the loader has already checked before writing (:func:`pre_write_rules`);
+    ``reader_checked`` (TREC, MS MARCO, JSON and DataFrame runs) skips the rank rules their computed ranks
+    satisfy by construction and the score rule their reader has already applied (so a bad score is reported
+    once); ``strict`` makes control characters in ids errors."""
     res = staged["results"]
     rules = [
-        *(enum_rules(RESULTS) if check_enums else []),
+        *(pre_write_rules() if check_enums else []),
+        empty_id_rule("document_id"),
+        empty_id_rule("chunk_id"),
         *([] if reader_checked else [_rank_rule(), _score_rule()]),
     ]
     # Result rows of unknown cases are not an error: the loader leaves them out and warns once (as trec_eval).
@@ -52,6 +57,12 @@ def run_findings(
     # unit "auto" (validating a run without its dataset): a chunk id when given, else the document id.
     unit_expr = {"document": "s.document_id", "chunk": "s.chunk_id"}.get(unit, "coalesce(s.chunk_id, s.document_id)")
     doc_unit = "document_id" if unit == "document" else "chunk_id"
+    # Units the corpus knows had their ids checked when the dataset loaded: scan only the others (a regex over
+    # every id of 10M rows costs seconds).
+    unknown = (
+        f"{unit_expr} NOT IN (SELECT {doc_unit} FROM documents WHERE {doc_unit} IS NOT NULL)" if has_docs else "TRUE"
+    )
+    rules += [control_rule(name, strict=strict, where=unknown) for name in ("document_id", "chunk_id")]
     if has_docs:
         rules.append(
             Rule(
@@ -83,7 +94,7 @@ def run_findings(
             con,
             staged["events"],
             [
-                *enum_rules(EVENTS),
+                *field_rules(EVENTS, strict=strict),
                 *([unknown_ref_rule("case_id", "cases", "case_id", "case id")] if check_refs else []),
                 duplicate_rule(["case_id"], "case_id", "event row for case"),
                 Rule(
@@ -95,6 +106,12 @@ def run_findings(
             ],
         )
     return out
+
+
+def pre_write_rules() -> list[Rule]:
+    """The results rules that must hold before rows are written: a stage outside the enum cannot be stored,
+    and a rank beyond the 32-bit range cannot be cast."""
+    return [*enum_rules(RESULTS), *range_rules(RESULTS)]
 
 
 def _score_rule() -> Rule:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.field_rules import field_rules
 from ragtriage.contract.fields import TABLES
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
-from ragtriage.contract.rules import apply_rules, duplicate_rule, enum_rules
+from ragtriage.contract.rules import apply_rules, duplicate_rule
 from ragtriage.contract.staging import stage
 from ragtriage.store.byo import load_dataset, stage_qrels, stage_run_file, stage_topics
 from ragtriage.store.connection import connect
@@ -24,10 +25,10 @@ from ragtriage.store.run_rules import run_findings
 DATASET_TABLES = ("cases", "labels", "documents")
 
 
-def _dataset_folder(path: Path) -> list[Finding]:
+def _dataset_folder(path: Path, strict: bool = False) -> list[Finding]:
     con = connect(":memory:")
     try:
-        rep = load_dataset(con, path)
+        rep = load_dataset(con, path, strict=strict)
         return rep.warnings
     except ValidationFailed as exc:
         return exc.errors
@@ -35,7 +36,7 @@ def _dataset_folder(path: Path) -> list[Finding]:
         con.close()
 
 
-def _run_folder(path: Path, fmt: str | None) -> list[Finding]:
+def _run_folder(path: Path, fmt: str | None, strict: bool = False) -> list[Finding]:
     con = connect(":memory:")
     try:
         files = discover_run(path, fmt)
@@ -46,7 +47,7 @@ def _run_folder(path: Path, fmt: str | None) -> list[Finding]:
         for s in staged.values():
             findings += s.findings
         if not any(f.code in UNREADABLE for f in findings):
-            findings += run_findings(con, staged, "auto", check_refs=False)
+            findings += run_findings(con, staged, "auto", check_refs=False, strict=strict)
         return findings
     except ValidationFailed as exc:
         return exc.errors
@@ -71,7 +72,7 @@ def _foreign_kind(path: Path) -> str | None:
     return {4: "qrels", 6: "run"}.get(n) or ("run" if n > 6 else None)
 
 
-def _validate_foreign(path: Path, kind: str, fmt: str | None) -> list[Finding]:
+def _validate_foreign(path: Path, kind: str, fmt: str | None, strict: bool = False) -> list[Finding]:
     """A qrels, topics or run file checked alone: its lines, then the rules that need no dataset."""
     con = connect(":memory:")
     try:
@@ -92,22 +93,27 @@ def _validate_foreign(path: Path, kind: str, fmt: str | None) -> list[Finding]:
                 rule = duplicate_rule(["case_id", "document_id"], "document_id", "judgement for (qid, docno)")
                 return findings + apply_rules(con, staged, [replace(rule, severity="warning")])
             computed = staged.fmt not in ("jsonl", "csv", "tsv", "parquet")
-            return findings + run_findings(con, {"results": staged}, "auto", check_refs=False, reader_checked=computed)
+            return findings + run_findings(
+                con, {"results": staged}, "auto", check_refs=False, reader_checked=computed, strict=strict
+            )
     except ValidationFailed as exc:
         return exc.errors
     finally:
         con.close()
 
 
-def validate_file(path: Path, *, table: str | None = None, fmt: str | None = None) -> list[Finding]:
+def validate_file(
+    path: Path, *, table: str | None = None, fmt: str | None = None, strict: bool = False
+) -> list[Finding]:
+    """Findings of one file or folder; ``strict`` makes control characters in ids errors."""
     if path.is_dir():
         if (path / "run.json").exists():
-            return _run_folder(path, fmt)
-        return _dataset_folder(path)
+            return _run_folder(path, fmt, strict)
+        return _dataset_folder(path, strict)
     if not path.exists():
         return [Finding(str(path), None, None, "missing-file", "no such file")]
     if path.name == "dataset.json":
-        return parse_dataset_manifest(path)[1] or _dataset_folder(path.parent)
+        return parse_dataset_manifest(path)[1] or _dataset_folder(path.parent, strict)
     if path.name == "run.json":
         return parse_run_manifest(path)[1]
     kind = table or path.name.split(".")[0]
@@ -115,21 +121,21 @@ def validate_file(path: Path, *, table: str | None = None, fmt: str | None = Non
     if kind in FOREIGN or (table is None and (kind not in TABLES or not contract_ext)):
         foreign = kind if kind in FOREIGN else _foreign_kind(path)
         if foreign is not None:
-            return _validate_foreign(path, foreign, fmt)
+            return _validate_foreign(path, foreign, fmt, strict)
     if kind not in TABLES or kind in ("dataset", "run"):
         raise ValueError(
             f"{path}: cannot tell which table this is; pass --table qrels|topics|run|cases|labels|documents|results|"
             "events"
         )
     if kind in DATASET_TABLES and (path.parent / "dataset.json").exists() and table is None:
-        return [f for f in _dataset_folder(path.parent) if f.file in (str(path), str(path.parent))]
+        return [f for f in _dataset_folder(path.parent, strict) if f.file in (str(path), str(path.parent))]
     if kind in ("results", "events") and (path.parent / "run.json").exists() and table is None:
-        return [f for f in _run_folder(path.parent, fmt) if f.file in (str(path), str(path.parent))]
+        return [f for f in _run_folder(path.parent, fmt, strict) if f.file in (str(path), str(path.parent))]
     con = connect(":memory:")
     try:
         staged = stage(con, path, TABLES[kind], "stg", fmt=fmt)
         if any(f.code in UNREADABLE for f in staged.findings):
             return staged.findings
-        return staged.findings + apply_rules(con, staged, enum_rules(TABLES[kind]))
+        return staged.findings + apply_rules(con, staged, field_rules(TABLES[kind], strict=strict))
     finally:
         con.close()

@@ -1,0 +1,83 @@
+"""Rules on single values that every table shares: enums, integer ranges, empty ids, control characters.
+
+- Integers the store keeps as 32-bit ``INTEGER`` (ranks, grades, k) are checked against that range *before*
+  any cast, so a rank of 2^40 is a finding naming its line, never a DuckDB conversion error.
+- An id is a key: an empty one (``"chunk_id": ""``) would pass "each result needs a chunk_id" while naming
+  nothing, so it is refused.
+- Control characters (ESC, bidi overrides, C1) in ids and short text are shown escaped on every surface (see
+  :mod:`ragtriage.safe_text`), but a load still says how many it found; ``--strict`` refuses them in ids.
+"""
+
+from __future__ import annotations
+
+from ragtriage.contract.fields import INT_MAX, INT_MIN, Table
+from ragtriage.contract.rules import Rule, enum_rules
+from ragtriage.contract.staging import qident, sql_str
+from ragtriage.safe_text import CONTROL_CLASS
+
+#: Text fields checked for controls besides ids; TAB/LF/CR are ordinary there (long text is not scanned).
+TEXT_FIELDS = ("query", "title", "note", "annotator")
+
+
+def _re2(char_class: str) -> str:
+    """A character class as RE2 escapes (``\\x{1b}``), so no raw control byte goes into the SQL text."""
+    return "".join(c if c in "[]-" else f"\\x{{{ord(c):x}}}" for c in char_class)
+
+
+#: RE2 pattern (for DuckDB's regexp functions) matching any character safe_text.visible rewrites.
+ID_CONTROLS = _re2(CONTROL_CLASS)
+# Controls without TAB, LF and CR, for text fields, which may hold line breaks.
+_TEXT_CONTROLS = _re2(CONTROL_CLASS.replace("\x00-\x1f", "\x00-\x08\x0b\x0c\x0e-\x1f"))
+
+
+def is_id(name: str) -> bool:
+    return name == "id" or name.endswith("_id")
+
+
+def range_rules(table: Table) -> list[Rule]:
+    """Every int field within the 32-bit range the store keeps it in."""
+    out = []
+    for f in table.fields:
+        if f.kind == "int":
+            col = f"s.{qident(f.name)}"
+            out.append(
+                Rule(
+                    f.name,
+                    "out-of-range",
+                    f"{col} IS NOT NULL AND ({col} > {INT_MAX} OR {col} < {INT_MIN})",
+                    f"'{f.name} ' || {col} || ' is out of range ({INT_MIN}..{INT_MAX})'",
+                )
+            )
+    return out
+
+
+def empty_id_rule(field: str) -> Rule:
+    col = f"s.{qident(field)}"
+    return Rule(field, "empty-id", f"{col} = ''", f"'{field} is empty; give an id or leave the field out'")
+
+
+def control_rule(field: str, *, strict: bool, where: str = "TRUE") -> Rule:
+    """Controls in ``field``: a warning, or for an id under ``--strict`` an error (``where`` narrows the rows)."""
+    col = f"s.{qident(field)}"
+    ident = is_id(field)
+    pattern = ID_CONTROLS if ident else _TEXT_CONTROLS
+    kind = "id" if ident else "text"
+    return Rule(
+        field,
+        f"control-in-{kind}",
+        f"({where}) AND regexp_matches({col}, {sql_str(pattern)})",
+        f"'{field} holds control characters (terminal escapes, bidi marks); they are shown escaped"
+        + ("'" if strict or not ident else "; --strict refuses them'"),
+        "error" if strict and ident else "warning",
+    )
+
+
+def field_rules(table: Table, *, strict: bool = False) -> list[Rule]:
+    """Enum, range, empty-id and control-character rules of every field of ``table``."""
+    out = [*enum_rules(table), *range_rules(table)]
+    for f in table.fields:
+        if f.kind == "string" and is_id(f.name):
+            out += [empty_id_rule(f.name), control_rule(f.name, strict=strict)]
+        elif f.kind == "string" and f.name in TEXT_FIELDS:
+            out.append(control_rule(f.name, strict=strict))
+    return out

@@ -1,0 +1,52 @@
+"""Outputs never destroy inputs: the one check every command runs on a path it is about to write.
+
+``export-notes --csv triage.duckdb`` once replaced the store with a CSV and exited 0; ``--csv
+triage.duckdb.notes.sqlite`` destroyed every note. So before any file is written (``--csv``, ``--out``,
+``--junit``, ``--markdown``, ``--json``, ``--html``) its path is refused when it is
+
+- the store, its write-ahead log or its notes file (compared after resolving links);
+- any DuckDB or SQLite database, told by its magic bytes whatever its name (``--force`` does not override);
+- a folder;
+- an existing file, unless the user passed ``--force``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragtriage.notes.store import NOTES_SUFFIX
+from ragtriage.store.file_kind import file_kind
+
+
+class OutputRefused(ValueError):
+    """The output path would overwrite an input; the message says which and what to do."""
+
+
+def _protected(store: str | Path | None) -> dict[Path, str]:
+    if store is None or str(store) == ":memory:":
+        return {}
+    db = Path(store)
+    notes = f"{db}{NOTES_SUFFIX}"
+    paths = {db: "the store", Path(f"{db}.wal"): "the store's write-ahead log", Path(notes): "the store's notes file"}
+    for suffix in ("-journal", "-wal", "-shm"):
+        paths[Path(notes + suffix)] = "the notes file's journal"
+    return {p.resolve(): what for p, what in paths.items()}
+
+
+def check_output_path(path: str | Path, *, store: str | Path | None = None, force: bool = False) -> Path:
+    """Return ``path`` when it is safe to write; raise :class:`OutputRefused` otherwise (see the module doc)."""
+    out = Path(path)
+    what = _protected(store).get(out.resolve())
+    if what:
+        raise OutputRefused(f"{out} is {what}; writing there would destroy it. Pass another output path")
+    kind = file_kind(out)
+    if kind in ("duckdb", "sqlite"):
+        name = "DuckDB" if kind == "duckdb" else "SQLite"
+        raise OutputRefused(f"{out} is a {name} database; ragtriage never writes an output over a database")
+    if kind == "directory":
+        raise OutputRefused(f"{out} is a directory; pass a file path")
+    if kind != "missing" and not force:
+        raise OutputRefused(f"{out} exists; pass --force to overwrite it")
+    if not out.parent.is_dir():
+        raise OutputRefused(f"{out}: the folder {out.parent} does not exist")
+    return out

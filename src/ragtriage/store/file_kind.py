@@ -1,0 +1,44 @@
+"""What a path holds, told by its first bytes: a DuckDB database, a SQLite database, another file, a folder.
+
+Opening a text file or another program's database as a store must end in one clear sentence, not a DuckDB
+traceback; and an output path must never name a database (a store, its notes, anyone's SQLite file), whatever
+its extension says. Both decisions read the magic bytes here, once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+Kind = Literal["missing", "directory", "empty", "duckdb", "sqlite", "other", "unreadable"]
+
+# DuckDB's main header: 8 bytes of checksum, then the magic "DUCK"; SQLite's header starts with its own name.
+_DUCKDB_MAGIC = (8, b"DUCK")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def file_kind(path: str | Path) -> Kind:
+    """The kind of ``path``; a broken symlink or unreadable file is ``unreadable``, never an exception."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            return "directory"
+        if not p.exists():
+            return "unreadable" if p.is_symlink() else "missing"
+        with p.open("rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return "unreadable"
+    if not head:
+        return "empty"
+    offset, magic = _DUCKDB_MAGIC
+    if head[offset : offset + len(magic)] == magic:
+        return "duckdb"
+    if head.startswith(_SQLITE_MAGIC):
+        return "sqlite"
+    return "other"
+
+
+def is_database(path: str | Path) -> bool:
+    """Whether ``path`` is a DuckDB or SQLite database file."""
+    return file_kind(path) in ("duckdb", "sqlite")
