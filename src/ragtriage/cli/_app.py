@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import duckdb
 import typer
 from rich.console import Console
 
+from ragtriage.output import Format, Output, OutputError, emit
 from ragtriage.store import StoreError, connect
 
 app = typer.Typer(
@@ -27,6 +29,20 @@ def fail(exc: Exception) -> typer.Exit:
     """Print an input error literally (paths and data may hold rich markup) and exit 2, as CI expects."""
     _err.print(str(exc), markup=False, highlight=False)
     return typer.Exit(2)
+
+
+#: The one ``--format`` option: every command that prints a result takes it (see ``ragtriage.output``).
+FormatOpt = Annotated[
+    Format, typer.Option("--format", help="Output: table, json, csv, markdown or trec (trec: metrics only).")
+]
+
+
+def show(out: Output, fmt: Format) -> None:
+    """Print ``out`` in ``fmt``; a format the result cannot take exits 2 with the reason."""
+    try:
+        emit(out, fmt)
+    except OutputError as exc:
+        raise fail(exc) from exc
 
 
 def open_existing(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:

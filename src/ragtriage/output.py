@@ -1,0 +1,309 @@
+"""The one output module: every command's result is printed as table, json, csv, markdown or trec from here.
+
+A command computes an :class:`Output` (Arrow rows, a context header, notes, optional named sections) and calls
+:func:`emit`; it never writes a format switch of its own. So every command gets every format, untrusted text is
+handled in one place (``ragtriage.safe_text`` for what a person reads, ``ragtriage.csv_out`` for CSV, no rich
+markup interpreted), and a new command adds rows, not a writer.
+
+Layouts (the same for every command):
+
+- ``table``: the context as a title line, the rows as a rich table (floats to 4 decimals), each section as a
+  further titled table, then the notes.
+- ``json``: ``{"context": {...}, "notes": [...], "rows": [...], <section>: [...]}``; NaN is ``null``;
+  columns named in ``json_columns`` hold JSON text and are embedded parsed.
+- ``csv``: the rows only, with the context's scalar values as leading columns (a CSV row must say its run, k
+  and threshold), through :func:`ragtriage.csv_out.csv_text`; list cells joined with ``"; "``.
+- ``markdown``: the context in bold, a pipe table per part, notes as a list; cells escaped for CommonMark.
+- ``trec``: trec_eval's ``measure<TAB>query<TAB>value`` lines, for rows with ``measure``/``value`` columns
+  (and ``case_id``; ``all`` when absent); other results refuse it with :class:`OutputError`.
+
+Heavy modules (pyarrow, rich) are imported inside the functions so that a CLI module can import :class:`Format`
+at start-up for free.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from rich.console import Console
+
+
+class Format(StrEnum):
+    """The output formats every command accepts (``--format``)."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+    trec = "trec"
+
+
+class OutputError(ValueError):
+    """A result cannot be written in the requested format (say which format to use instead)."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """A typed result ready to print.
+
+    ``rows`` are the data (every column, in json and csv); ``shown`` optionally replaces them in the human
+    formats (table, markdown) when a reader needs fewer or pre-formatted columns. ``sections`` are further named
+    tables (worst regressions, counts). ``context`` says what the figures are of (run, k, threshold, gain):
+    every value is printed in the header and scalar ones become CSV columns.
+    """
+
+    rows: pa.Table
+    context: Mapping[str, Any] = field(default_factory=dict)
+    notes: Sequence[str] = ()
+    sections: Mapping[str, pa.Table] = field(default_factory=dict)
+    shown: pa.Table | None = None
+    json_columns: Sequence[str] = ()
+    title: str | None = None
+    empty: str = "no rows"
+
+
+def header(context: Mapping[str, Any]) -> str:
+    """``run r1 · stage final · k 10``: the context on one line (None values left out)."""
+    from ragtriage.safe_text import visible
+
+    return " · ".join(f"{visible(k)} {visible(_scalar_text(v))}" for k, v in context.items() if v is not None)
+
+
+def render(out: Output, fmt: Format) -> str:
+    """``out`` as text in ``fmt`` (the table format without colour, as a file or pipe receives it)."""
+    if fmt is Format.json:
+        return _json(out)
+    if fmt is Format.csv:
+        return _csv(out)
+    if fmt is Format.markdown:
+        return _markdown(out)
+    if fmt is Format.trec:
+        return _trec(out)
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    _print_table(out, Console(file=buffer, soft_wrap=True, width=120, color_system=None))
+    return buffer.getvalue()
+
+
+def emit(out: Output, fmt: Format, console: Console | None = None) -> None:
+    """Print ``out`` to standard output in ``fmt``; the table format goes through rich (colour on a terminal)."""
+    if fmt is Format.table:
+        from rich.console import Console
+
+        _print_table(out, console or Console(soft_wrap=True))
+        return
+    import sys
+
+    sys.stdout.write(render(out, fmt))
+    sys.stdout.flush()
+
+
+# ---------------------------------------------------------------- cells
+
+
+def _scalar_text(v: Any) -> str:
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.4g}"
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k} {_scalar_text(x)}" for k, x in v.items())
+    if isinstance(v, list | tuple):
+        return ", ".join(_scalar_text(x) for x in v)
+    return str(v)
+
+
+def _flat(table: pa.Table, sep: str) -> pa.Table:
+    """List columns joined with ``sep`` into one string cell (a CSV or table cell holds one value)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for i, kind in enumerate(table.schema.types):
+        if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            joined = pc.binary_join(table.column(i).cast(pa.list_(pa.string())), sep)
+            table = table.set_column(i, table.column_names[i], joined)
+    return table
+
+
+def _text_columns(table: pa.Table) -> list[list[str]]:
+    """Every cell as display text: floats to 4 decimals, None empty, controls made visible."""
+    import pyarrow as pa
+
+    from ragtriage.safe_text import visible
+
+    table = _flat(table, ", ")
+    columns: list[list[str]] = []
+    for col in table.columns:
+        values = col.to_pylist()
+        if pa.types.is_floating(col.type):
+            columns.append(["" if v is None else "nan" if math.isnan(v) else f"{v:.4f}" for v in values])
+        else:
+            columns.append([visible(v) for v in values])
+    return columns
+
+
+def _cells(table: pa.Table) -> list[list[str]]:
+    columns = _text_columns(table)
+    return [list(row) for row in zip(*columns, strict=True)] if columns else []
+
+
+# ---------------------------------------------------------------- table
+
+
+def _print_table(out: Output, console: Console) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from ragtriage.safe_text import visible
+
+    parts = [(out.title or header(out.context), out.shown if out.shown is not None else out.rows)]
+    if out.title and out.context:
+        console.print(Text(header(out.context)))
+    parts += list(out.sections.items())
+    for i, (title, table) in enumerate(parts):
+        if i == 0 and table.num_rows == 0:
+            if title:
+                console.print(Text(title))
+            console.print(Text(out.empty))
+            continue
+        if table.num_rows == 0:
+            continue
+        rows = _cells(table)
+        names = [visible(c) for c in table.column_names]
+        grid = Table(title=Text(visible(title)) if title else None, title_justify="left", header_style="bold")
+        for name in names:
+            grid.add_column(Text(name), overflow="fold")
+        for row in rows:
+            grid.add_row(*(Text(c) for c in row))
+        # a measure name cut to "nD…" is unreadable: a wide table gets the width its cells need
+        widths = [max([len(n)] + [len(r[j]) for r in rows]) for j, n in enumerate(names)]
+        need = sum(widths) + 3 * len(widths) + 1
+        target = console if need <= console.width else Console(file=console.file, soft_wrap=True, width=need)
+        target.print(grid)
+    for note in out.notes:
+        console.print(Text(visible(note)))
+
+
+# ---------------------------------------------------------------- json
+
+
+def _json_rows(table: pa.Table, json_columns: Sequence[str]) -> list[dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for i, kind in enumerate(table.schema.types):
+        if pa.types.is_floating(kind):
+            col = table.column(i)
+            table = table.set_column(i, table.column_names[i], pc.if_else(pc.is_nan(col), None, col))
+    rows: list[dict[str, Any]] = table.to_pylist()
+    embedded = [c for c in json_columns if c in table.column_names]
+    if embedded:
+        for r in rows:
+            for c in embedded:
+                r[c] = None if r[c] is None else json.loads(r[c])
+    return rows
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, Mapping):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_json_value(x) for x in v]
+    return v
+
+
+def _json(out: Output) -> str:
+    doc: dict[str, Any] = {
+        "context": _json_value(dict(out.context)),
+        "notes": list(out.notes),
+        "rows": _json_rows(out.rows, out.json_columns),
+    }
+    for name, table in out.sections.items():
+        doc[name] = _json_rows(table, out.json_columns)
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+# ---------------------------------------------------------------- csv
+
+
+def _csv(out: Output) -> str:
+    import pyarrow as pa
+
+    from ragtriage.csv_out import csv_text
+
+    table = _flat(out.rows, "; ")
+    scalars = [(k, v) for k, v in out.context.items() if v is not None and not isinstance(v, Mapping | list | tuple)]
+    for name, value in reversed(scalars):
+        if name not in table.column_names:
+            table = table.add_column(0, name, pa.array([_scalar_text(value)] * table.num_rows, pa.string()))
+    return csv_text(table)
+
+
+# ---------------------------------------------------------------- markdown
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|&~#!"})
+
+
+def markdown_cell(value: object) -> str:
+    """A value as literal CommonMark inline text: controls visible, punctuation that marks up escaped."""
+    from ragtriage.safe_text import visible
+
+    return visible(value).translate(_MD_SPECIAL)
+
+
+def _md_table(table: pa.Table) -> list[str]:
+    names = [markdown_cell(c) for c in table.column_names]
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
+    lines += ["| " + " | ".join(c.translate(_MD_SPECIAL) for c in row) + " |" for row in _cells(table)]
+    return lines
+
+
+def _markdown(out: Output) -> str:
+    lines: list[str] = []
+    head = header(out.context)
+    if out.title:
+        lines += [f"### {markdown_cell(out.title)}", ""]
+    if head:
+        lines += [f"**{head.translate(_MD_SPECIAL)}**", ""]
+    main = out.shown if out.shown is not None else out.rows
+    lines += _md_table(main) if main.num_rows else [markdown_cell(out.empty)]
+    for name, table in out.sections.items():
+        if table.num_rows:
+            lines += ["", f"#### {markdown_cell(name)}", "", *_md_table(table)]
+    if out.notes:
+        lines += ["", *(f"- {markdown_cell(n)}" for n in out.notes)]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- trec
+
+
+def _trec(out: Output) -> str:
+    """trec_eval's layout (``%-22s\\t%s\\t%6.4f``): one line per measure and query, ``all`` for aggregates."""
+    import pyarrow as pa
+
+    from ragtriage.safe_text import visible
+
+    names = out.rows.column_names
+    if "measure" not in names or "value" not in names:
+        raise OutputError("--format trec writes trec_eval's measure/query/value lines; use it with `metrics`")
+    measures = out.rows.column("measure").to_pylist()
+    values = out.rows.column("value")
+    queries = out.rows.column("case_id").to_pylist() if "case_id" in names else ["all"] * out.rows.num_rows
+    integral = pa.types.is_integer(values.type)
+    lines = [
+        f"{visible(m):<22}\t{visible(q)}\t{v if integral else f'{v:6.4f}'}"
+        for m, q, v in zip(measures, queries, values.to_pylist(), strict=True)
+    ]
+    return "".join(line + "\n" for line in lines)
