@@ -176,16 +176,16 @@ def test_compare_formats(db: Path) -> None:
     code, out, _ = _invoke(*base, "--format", "json")
     assert code == 0
     data = json.loads(out)
-    (row,) = data["summary"]
+    (row,) = data["rows"]
     assert (row["metric"], row["n"], row["losses"], row["mean_diff"]) == ("R@10", 4, 1, -0.25)
     assert data["worst"][0]["case_id"] == "h2"
 
     code, out, _ = _invoke(*base, "--format", "csv", "--by", "query_type")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert [(r["slice"], r["n"], r["mean_diff"]) for r in rows] == [
-        ("all", "4", "-0.25"),
-        ("direct", "2", "-0.5"),
-        ("lookup", "2", "0.0"),
+    assert [(r["slice"], r["n"], float(r["mean_diff"])) for r in rows] == [
+        ("all", "4", -0.25),
+        ("direct", "2", -0.5),
+        ("lookup", "2", 0.0),
     ]
     code, out, _ = _invoke(*base, "--format", "markdown")
     assert code == 0 and "| all | R@10 | 4 | 0/3/1 | 1.0000 | 0.7500 | -0.2500 |" in out

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import io
-import json
 import math
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import duckdb
+import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -19,9 +16,10 @@ from rich.table import Table
 from ragtriage.checks import DEFAULT_TARGET_RECALL, CalibrationError, calibrate, check_run, store_threshold
 from ragtriage.checks.calibration import Calibration
 from ragtriage.checks.report import CheckReport
-from ragtriage.cli._app import app
+from ragtriage.cli._app import FormatOpt, app, show
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli._app import open_existing as _open
+from ragtriage.output import Format, Output
 from ragtriage.store import DEFAULT_DB, StoreError
 
 console = Console(soft_wrap=True)
@@ -31,51 +29,33 @@ DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 RunOpt = Annotated[str, typer.Option("--run", help="run_id to check (see `ragtriage info`).")]
 
 
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-
-
-def _print_report(report: CheckReport, limit: int) -> None:
-    verdict = "PASSED"
+def _verdict(report: CheckReport) -> str:
     if report.leakage.num_rows:
-        verdict = "FAILED: leakage"
-    elif not report.passed:
-        verdict = "FAILED: a missing optional filter broadened access"
-    unchecked = report.unchecked["case_id"].to_pylist()
-    if unchecked:
-        verdict += f" ({len(unchecked)} case(s) unchecked: no principal)"
-    console.print(f"run {report.run_id}: {verdict}", markup=False, highlight=False)
-    summary = Table("check", "count", title="summary", title_justify="left")
-    for name, value in report.counts().items():
-        summary.add_row(name.replace("_", " "), str(value))
-    console.print(summary)
-    if unchecked:
-        console.print("unchecked (no principal): " + ", ".join(unchecked), markup=False, highlight=False)
-    findings = report.findings()
-    findings = findings.filter(pc.not_equal(findings["check"], "unchecked"))
-    if findings.num_rows == 0:
-        console.print("no findings")
-        return
-    for check_name in dict.fromkeys(findings["check"].to_pylist()):
-        part = findings.filter(pc.equal(findings["check"], check_name)).to_pylist()
-        # every leak is printed; the other sections are capped so the leaks stay readable
-        rows = part if check_name == "leakage" or limit <= 0 else part[:limit]
-        table = Table(title=f"{check_name} ({len(part)})", title_justify="left")
-        for name in ("case", "stage", "rank", "unit", "rule", "detail"):
-            table.add_column(name, overflow="fold")
-        for r in rows:
-            unit = r["chunk_id"] or r["document_id"] or ""
-            table.add_row(
-                *(
-                    "" if v is None else str(v)
-                    for v in (r["case_id"], r["stage"], r["rank"], unit, r["rule"], r["detail"])
-                )
-            )
-        console.print(table, markup=False)
-        if len(rows) < len(part):
-            console.print(f"… {len(part) - len(rows)} more {check_name} rows: --limit 0 or --format csv for all")
+        return "FAILED: leakage"
+    if not report.passed:
+        return "FAILED: a missing optional filter broadened access"
+    return "PASSED"
+
+
+def _shown(findings: pa.Table, limit: int) -> tuple[pa.Table, int]:
+    """The terminal rows: every leak, at most ``limit`` rows of each other check (0: all); and how many were cut."""
+    cur = duckdb.connect()
+    try:
+        cur.register("f", findings)
+        shown = cur.sql(
+            """
+            SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
+            FROM (SELECT *, row_number() OVER (PARTITION BY "check") AS n, row_number() OVER () AS o FROM f
+                  WHERE "check" <> 'unchecked')
+            WHERE "check" = 'leakage' OR $limit <= 0 OR n <= $limit
+            ORDER BY o
+            """,
+            params={"limit": limit},
+        ).to_arrow_table()
+    finally:
+        cur.close()
+    listed = pc.sum(pc.not_equal(findings["check"], "unchecked").cast(pa.int64())).as_py() or 0
+    return shown, int(listed) - shown.num_rows
 
 
 def _close(con: duckdb.DuckDBPyConnection | None) -> None:
@@ -87,9 +67,7 @@ def _close(con: duckdb.DuckDBPyConnection | None) -> None:
 def check(
     run: RunOpt,
     db: DbOpt = Path(DEFAULT_DB),
-    fmt: Annotated[Format, typer.Option("--format", help="Output: table, json or csv (one row per finding).")] = (
-        Format.table
-    ),
+    fmt: FormatOpt = Format.table,
     strict: Annotated[bool, typer.Option(help="Also exit 1 on scope violations and failed negative cases.")] = False,
     limit: Annotated[int, typer.Option(help="Rows per non-leak section in table output (0: all).")] = 20,
 ) -> None:
@@ -102,14 +80,21 @@ def check(
         raise _fail(exc) from exc
     finally:
         _close(con)
-    if fmt is Format.json:
-        typer.echo(json.dumps(report.to_dict(), indent=2, default=str))
-    elif fmt is Format.csv:
-        buf = io.BytesIO()
-        pacsv.write_csv(report.findings(), buf)
-        typer.echo(buf.getvalue().decode("utf-8"), nl=False)
-    else:
-        _print_report(report, limit)
+    findings = report.findings()
+    shown, cut = _shown(findings, limit)
+    unchecked = report.unchecked["case_id"].to_pylist()
+    notes = [f"unchecked (no principal): {', '.join(unchecked)}"] if unchecked else []
+    if cut:
+        notes.append(f"… {cut} more non-leak rows: --limit 0 or --format csv for all")
+    counts = report.counts()
+    context = {
+        "run": run,
+        "verdict": _verdict(report) + (f" ({len(unchecked)} case(s) unchecked: no principal)" if unchecked else ""),
+        "passed": report.passed,
+        "strict_passed": report.strict_passed,
+    }
+    section = pa.table({"check": list(counts), "count": list(counts.values())})
+    show(Output(findings, context, notes, {"counts": section}, shown=shown, empty="no findings"), fmt)
     ok = report.strict_passed if strict else report.passed
     if not ok:
         raise typer.Exit(1)

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import io
-import json
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import duckdb
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from ragtriage.classify import CATEGORIES, PATTERNS, classify_run, failures
-from ragtriage.cli._app import app
+from ragtriage.cli._app import FormatOpt, app, show
 from ragtriage.cli._app import fail as _fail
+from ragtriage.output import Format, Output
 from ragtriage.store import DEFAULT_DB, StoreError, connect
 
 try:  # the notes store is optional: without it the automatic classification is all there is
@@ -25,86 +21,61 @@ try:  # the notes store is optional: without it the automatic classification is 
 except ImportError:  # pragma: no cover - depends on the installed modules
     NotesStore = None  # type: ignore[assignment,misc]
 
-console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
-
-OVERLAY = ("user_category", "status", "note")
-
-
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
 
 
 def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
     """Add user_category, status and note from the notes file beside ``db`` (NULL when none is written)."""
-    notes: dict[str, dict[str, Any]] = {}
+    notes = None
     if NotesStore is not None and notes_path_for(db).exists():
         try:
-            for n in NotesStore.open(db).to_arrow(run).to_pylist():
-                notes[n["case_id"]] = n
+            notes = NotesStore.open(db).to_arrow(run)
         except NotesError as exc:
             err.print(f"notes not shown: {exc}", markup=False, highlight=False)
-    ids = rows.column("case_id").to_pylist()
-    for name, key in zip(OVERLAY, ("category", "status", "note"), strict=True):
-        rows = rows.append_column(name, pa.array([notes.get(c, {}).get(key) for c in ids], pa.string()))
-    return rows
-
-
-def _summary(rows: pa.Table) -> dict[str, Any]:
     cur = duckdb.connect()
-    cur.register("f", rows)
-    by_category = dict(cur.sql("SELECT category, count(*) FROM f GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
-    by_pattern = dict(
-        cur.sql(
-            "SELECT p, count(*) FROM (SELECT unnest(patterns) AS p FROM f) GROUP BY 1 ORDER BY 2 DESC, 1"
-        ).fetchall()
-    )
-    by_failure = dict(cur.sql("SELECT failure, count(*) FROM f GROUP BY 1 ORDER BY 2 DESC, 1").fetchall())
-    cases = cur.sql("SELECT count(DISTINCT case_id) FROM f").fetchall()[0][0]
-    cur.close()
-    return {
-        "failures": rows.num_rows,
-        "cases": cases,
-        "by_category": by_category,
-        "by_failure": by_failure,
-        "by_pattern": by_pattern,
-    }
+    try:
+        cur.register("f", rows.append_column("_order", pa.array(range(rows.num_rows), pa.int64())))
+        if notes is None:
+            overlay = "NULL::VARCHAR AS user_category, NULL::VARCHAR AS status, NULL::VARCHAR AS note"
+            sql = f"SELECT f.* EXCLUDE (_order), {overlay} FROM f ORDER BY _order"
+        else:
+            cur.register("n", notes)
+            sql = """SELECT f.* EXCLUDE (_order), n.category AS user_category, n.status, n.note
+                     FROM f LEFT JOIN n USING (case_id) ORDER BY f._order"""
+        return cur.sql(sql).to_arrow_table()
+    finally:
+        cur.close()
 
 
-def _print_summary(run: str, summary: dict[str, Any]) -> None:
-    console.print(f"run {run}: {summary['failures']} failure(s) in {summary['cases']} case(s)", markup=False)
-    for title, key in (("category", "by_category"), ("failure", "by_failure"), ("pattern", "by_pattern")):
-        table = Table(title, "failures", title=f"per {title}", title_justify="left")
-        for name, count in summary[key].items():
-            table.add_row(str(name), str(count))
-        if not summary[key]:
-            table.add_row("(none)", "0")
-        console.print(table)
+def _summary(rows: pa.Table) -> pa.Table:
+    """Failures per category, per failure kind and per pattern hint (one row per kind and name)."""
+    cur = duckdb.connect()
+    try:
+        cur.register("f", rows)
+        return cur.sql(
+            """
+            SELECT kind, name, failures FROM (
+                SELECT 1 AS o, 'category' AS kind, category AS name, count(*) AS failures FROM f GROUP BY 3
+                UNION ALL SELECT 2, 'failure', failure, count(*) FROM f GROUP BY 3
+                UNION ALL SELECT 3, 'pattern', p, count(*) FROM (SELECT unnest(patterns) AS p FROM f) GROUP BY 3
+            ) ORDER BY o, failures DESC, name
+            """
+        ).to_arrow_table()
+    finally:
+        cur.close()
 
 
-def _print_rows(rows: pa.Table) -> None:
-    if rows.num_rows == 0:
-        console.print("no failures")
-        return
-    # the rule name starts with its category, so the category needs no column of its own
-    table = Table(title=f"{rows.num_rows} failure(s)", title_justify="left", box=None, header_style="bold")
-    for name in ("case", "failure", "rule", "conf", "patterns", "mine"):
-        table.add_column(name, overflow="fold", no_wrap=name in ("case", "conf"))
-    for r in rows.to_pylist():
-        mine = "/".join(v for v in (r["user_category"], r["status"]) if v)
-        table.add_row(r["case_id"], r["failure"], r["rule"], f"{r['confidence']:.2f}", ", ".join(r["patterns"]), mine)
-    console.print(table, markup=False)
-
-
-def _flat(rows: pa.Table) -> pa.Table:
-    """Lists joined with '; ' so the rows fit a CSV cell."""
-    for name in ("patterns", "experiments"):
-        i = rows.column_names.index(name)
-        joined = pa.array(["; ".join(v or []) for v in rows.column(name).to_pylist()], pa.string())
-        rows = rows.set_column(i, name, joined)
-    return rows
+def _shown(rows: pa.Table) -> pa.Table:
+    """The terminal columns: the rule name starts with its category, so the category needs no column."""
+    cur = duckdb.connect()
+    try:
+        cur.register("f", rows)
+        return cur.sql(
+            """SELECT case_id AS "case", failure, rule, confidence AS conf, patterns,
+                      concat_ws('/', user_category, status) AS mine FROM f"""
+        ).to_arrow_table()
+    finally:
+        cur.close()
 
 
 @app.command("failures")
@@ -119,7 +90,7 @@ def failures_cmd(
     reclassify: Annotated[
         bool, typer.Option("--reclassify", help="Classify the run again and store the result (needs write access).")
     ] = False,
-    fmt: Annotated[Format, typer.Option("--format", help="Output: table, json or csv.")] = Format.table,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Each failure of a run with its defect category, the rule that decided it and the evidence.
 
@@ -144,28 +115,9 @@ def failures_cmd(
         if con is not None:
             con.close()
     rows = _with_notes(rows, db, run)
+    cases = len(rows.column("case_id").unique())
+    context = {"run": run, "category": category, "pattern": pattern, "failures": rows.num_rows, "cases": cases}
     if summary:
-        stats = _summary(rows)
-        if fmt is Format.json:
-            typer.echo(json.dumps({"run_id": run, **stats}, indent=2))
-        elif fmt is Format.csv:
-            lines = ["kind,name,failures"] + [
-                f"{kind},{name},{count}"
-                for kind in ("category", "failure", "pattern")
-                for name, count in stats[f"by_{kind}"].items()
-            ]
-            typer.echo("\n".join(lines))
-        else:
-            _print_summary(run, stats)
+        show(Output(_summary(rows), context, empty="no failures"), fmt)
         return
-    if fmt is Format.json:
-        out = rows.to_pylist()
-        for r in out:
-            r["evidence"] = json.loads(r["evidence"])
-        typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
-    elif fmt is Format.csv:
-        buf = io.BytesIO()
-        pacsv.write_csv(_flat(rows), buf)
-        typer.echo(buf.getvalue().decode("utf-8"), nl=False)
-    else:
-        _print_rows(rows)
+    show(Output(rows, context, shown=_shown(rows), json_columns=("evidence",), empty="no failures"), fmt)

@@ -6,17 +6,19 @@ run, dataset-version mismatch). `compare` exits 0 or 2.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import duckdb
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ragtriage.cli._app import app
+from ragtriage.cli._app import FormatOpt, app, show
+from ragtriage.output import Format, Output
 from ragtriage.store import DEFAULT_DB, StoreError, connect
+
+if TYPE_CHECKING:
+    from ragtriage.gate.compare import Comparison
 
 console = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -24,13 +26,6 @@ err = Console(stderr=True, soft_wrap=True, highlight=False)
 DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 RunOpt = Annotated[str, typer.Option("--run", help="Candidate run id.")]
 BaseOpt = Annotated[str, typer.Option("--baseline", help="Baseline run id.")]
-
-
-class CompareFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -49,10 +44,9 @@ def compare(
     metric: Annotated[list[str] | None, typer.Option("--metric", help="Only these metrics, e.g. nDCG@5.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and randomization test.")] = 0,
     resamples: Annotated[int, typer.Option(help="Bootstrap / randomization resamples.")] = 10_000,
-    fmt: Annotated[CompareFormat, typer.Option("--format", help="table|json|csv|markdown.")] = CompareFormat.table,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Paired per-case comparison: W/T/L, mean difference, bootstrap 95% CI, randomization p, worst cases."""
-    from ragtriage.gate import compare_reports as rep
     from ragtriage.gate.compare import compare as run_compare
 
     try:
@@ -75,29 +69,36 @@ def compare(
         raise _fail(exc) from exc
     finally:
         con.close()
-    if fmt is CompareFormat.json:
-        typer.echo(rep.to_json(result), nl=False)
-    elif fmt is CompareFormat.csv:
-        typer.echo(rep.to_csv(result), nl=False)
-    elif fmt is CompareFormat.markdown:
-        typer.echo(rep.to_markdown(result), nl=False)
-    else:
-        console.print(rep.header(result), markup=False)
-        table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold")
-        for i, name in enumerate(rep.TEXT_HEADERS):
-            table.add_column(name, no_wrap=True, justify="left" if i < 2 else "right")
-        for row in rep.text_rows(result, digits=3):
-            table.add_row(*row)
-        Console(highlight=False).print(table)  # soft_wrap would hide the table's real width from rich
-        worst = result.worst.to_pylist()
-        if worst:
-            console.print("worst regressions:", markup=False)
-            for w in worst:
-                console.print(
-                    f"  {w['metric']}  {w['case_id']} [{w['slice']}]  {w['baseline']:.3f} → "
-                    f"{w['candidate']:.3f} ({w['diff']:+.3f})",
-                    markup=False,
-                )
+    show(_comparison_output(result), fmt)
+
+
+def _comparison_output(result: Comparison) -> Output:
+    """The summary rows (numbers, for json/csv), the same rows formatted for a reader, and the worst cases."""
+    import pyarrow as pa
+
+    from ragtriage.gate import compare_reports as rep
+
+    text = rep.text_rows(result)
+    shown = pa.table(
+        [pa.array(col, pa.string()) for col in zip(*text, strict=True)]
+        if text
+        else [pa.array([], pa.string()) for _ in rep.TEXT_HEADERS],
+        names=rep.TEXT_HEADERS,
+    )
+    context = {
+        "run": result.run_id,
+        "baseline": result.baseline,
+        "dataset": result.dataset_version[:12],
+        "k": list(result.ks),
+        "by": result.by,
+        "split": result.split or "all splits",
+        "stage": "final",
+        "test": "paired bootstrap 95% CI and sign-flip p",
+        "resamples": result.n_resamples,
+        "seed": result.seed,
+        "unpaired": result.unpaired,
+    }
+    return Output(result.summary, context, sections={"worst": result.worst}, shown=shown)
 
 
 @app.command()

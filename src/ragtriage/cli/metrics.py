@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import io
-import json
-import math
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ragtriage.cli._app import app, open_existing
+from ragtriage.cli._app import FormatOpt, app, open_existing, show
 from ragtriage.metrics import (
     MetricReport,
     MetricsError,
@@ -29,17 +24,11 @@ from ragtriage.metrics import (
     trec_per_query,
     trec_summary,
 )
+from ragtriage.output import Format, Output
 from ragtriage.store import StoreError
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
-
-
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
 
 
 class View(StrEnum):
@@ -57,49 +46,6 @@ class Stage(StrEnum):
 class Gain(StrEnum):
     exponential = "exponential"
     linear = "linear"
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.4f}"
-    return str(v)
-
-
-def _emit(table: pa.Table, fmt: Format, context: dict[str, Any], notes: list[str]) -> None:
-    head = " · ".join(f"{k} {v}" for k, v in context.items() if v is not None)
-    if fmt is Format.json:
-        typer.echo(json.dumps({"context": context, "notes": notes, "rows": table.to_pylist()}, default=str, indent=2))
-        return
-    if fmt is Format.csv:
-        for name, value in reversed(list(context.items())):
-            if name not in table.column_names:
-                table = table.add_column(0, name, pa.array([value] * table.num_rows, pa.string()))
-        buf = io.BytesIO()
-        pacsv.write_csv(table, buf)
-        typer.echo(buf.getvalue().decode(), nl=False)
-        return
-    rows = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
-    if fmt is Format.markdown:
-        lines = [
-            f"**{head}**",
-            "",
-            "| " + " | ".join(table.column_names) + " |",
-            "|" + "---|" * len(table.column_names),
-        ]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        typer.echo("\n".join(lines + [""] + [f"- {n}" for n in notes]))
-        return
-    out = Table(*table.column_names, title=head, title_justify="left")
-    for r in rows:
-        out.add_row(*r)
-    # a metric name cut to "nD…" is unreadable: let wide tables be as wide as their cells
-    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(table.column_names)]
-    wide = Console(soft_wrap=True, width=max(console.width, sum(widths) + 3 * len(widths) + 1))
-    wide.print(out)
-    for n in notes:
-        wide.print(n, markup=False, highlight=False)
 
 
 def _report_table(rep: MetricReport) -> pa.Table:
@@ -135,7 +81,7 @@ def metrics_cmd(
     per_case_rows: Annotated[bool, typer.Option("--per-case", help="One row per case instead of aggregates.")] = False,
     view: Annotated[View, typer.Option("--view", help="summary|stages|judged|latency.")] = View.summary,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
-    fmt: Annotated[Format, typer.Option("--format", help="table|json|csv|markdown.")] = Format.table,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate."""
     if not run:
@@ -155,7 +101,7 @@ def metrics_cmd(
         raise typer.Exit(2) from exc
     finally:
         con.close()
-    _emit(table, fmt, context, notes)
+    show(Output(table, context, notes), fmt)
 
 
 def _compute(
