@@ -19,6 +19,7 @@ from ragtriage.checks.report import CheckReport
 from ragtriage.cli._app import FormatOpt, app, show
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli._app import open_existing as _open
+from ragtriage.metrics.context import over_arrow
 from ragtriage.output import Format, Output
 from ragtriage.store import DEFAULT_DB, StoreError
 
@@ -39,21 +40,17 @@ def _verdict(report: CheckReport) -> str:
 
 def _shown(findings: pa.Table, limit: int) -> tuple[pa.Table, int]:
     """The terminal rows: every leak, at most ``limit`` rows of each other check (0: all); and how many were cut."""
-    cur = duckdb.connect()
-    try:
-        cur.register("f", findings)
-        shown = cur.sql(
-            """
+    shown = over_arrow(
+        """
             SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
             FROM (SELECT *, row_number() OVER (PARTITION BY "check") AS n, row_number() OVER () AS o FROM f
                   WHERE "check" <> 'unchecked')
             WHERE "check" = 'leakage' OR $limit <= 0 OR n <= $limit
             ORDER BY o
             """,
-            params={"limit": limit},
-        ).to_arrow_table()
-    finally:
-        cur.close()
+        {"limit": limit},
+        f=findings,
+    )
     listed = pc.sum(pc.not_equal(findings["check"], "unchecked").cast(pa.int64())).as_py() or 0
     return shown, int(listed) - shown.num_rows
 

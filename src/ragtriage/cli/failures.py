@@ -13,13 +13,10 @@ from rich.console import Console
 from ragtriage.classify import CATEGORIES, PATTERNS, classify_run, failures
 from ragtriage.cli._app import FormatOpt, app, show
 from ragtriage.cli._app import fail as _fail
+from ragtriage.metrics.context import over_arrow
+from ragtriage.notes import NOTE_SCHEMA, NotesError, NotesStore, notes_path_for
 from ragtriage.output import Format, Output
 from ragtriage.store import DEFAULT_DB, StoreError, connect
-
-try:  # the notes store is optional: without it the automatic classification is all there is
-    from ragtriage.notes import NotesError, NotesStore, notes_path_for
-except ImportError:  # pragma: no cover - depends on the installed modules
-    NotesStore = None  # type: ignore[assignment,misc]
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -27,55 +24,36 @@ err = Console(stderr=True, soft_wrap=True)
 def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
     """Add user_category, status and note from the notes file beside ``db`` (NULL when none is written)."""
     notes = None
-    if NotesStore is not None and notes_path_for(db).exists():
+    if notes_path_for(db).exists():
         try:
             notes = NotesStore.open(db).to_arrow(run)
         except NotesError as exc:
             err.print(f"notes not shown: {exc}", markup=False, highlight=False)
-    cur = duckdb.connect()
-    try:
-        cur.register("f", rows.append_column("_order", pa.array(range(rows.num_rows), pa.int64())))
-        if notes is None:
-            overlay = "NULL::VARCHAR AS user_category, NULL::VARCHAR AS status, NULL::VARCHAR AS note"
-            sql = f"SELECT f.* EXCLUDE (_order), {overlay} FROM f ORDER BY _order"
-        else:
-            cur.register("n", notes)
-            sql = """SELECT f.* EXCLUDE (_order), n.category AS user_category, n.status, n.note
-                     FROM f LEFT JOIN n USING (case_id) ORDER BY f._order"""
-        return cur.sql(sql).to_arrow_table()
-    finally:
-        cur.close()
+    ordered = rows.append_column("_order", pa.array(range(rows.num_rows), pa.int64()))
+    sql = """SELECT f.* EXCLUDE (_order), n.category AS user_category, n.status, n.note
+             FROM f LEFT JOIN n USING (case_id) ORDER BY f._order"""
+    return over_arrow(sql, f=ordered, n=NOTE_SCHEMA.empty_table() if notes is None else notes)
 
 
 def _summary(rows: pa.Table) -> pa.Table:
     """Failures per category, per failure kind and per pattern hint (one row per kind and name)."""
-    cur = duckdb.connect()
-    try:
-        cur.register("f", rows)
-        return cur.sql(
-            """
+    return over_arrow(
+        """
             SELECT kind, name, failures FROM (
                 SELECT 1 AS o, 'category' AS kind, category AS name, count(*) AS failures FROM f GROUP BY 3
                 UNION ALL SELECT 2, 'failure', failure, count(*) FROM f GROUP BY 3
                 UNION ALL SELECT 3, 'pattern', p, count(*) FROM (SELECT unnest(patterns) AS p FROM f) GROUP BY 3
             ) ORDER BY o, failures DESC, name
-            """
-        ).to_arrow_table()
-    finally:
-        cur.close()
+            """,
+        f=rows,
+    )
 
 
 def _shown(rows: pa.Table) -> pa.Table:
     """The terminal columns: the rule name starts with its category, so the category needs no column."""
-    cur = duckdb.connect()
-    try:
-        cur.register("f", rows)
-        return cur.sql(
-            """SELECT case_id AS "case", failure, rule, confidence AS conf, patterns,
-                      concat_ws('/', user_category, status) AS mine FROM f"""
-        ).to_arrow_table()
-    finally:
-        cur.close()
+    sql = """SELECT case_id AS "case", failure, rule, confidence AS conf, patterns,
+                    concat_ws('/', user_category, status) AS mine FROM f"""
+    return over_arrow(sql, f=rows)
 
 
 @app.command("failures")
