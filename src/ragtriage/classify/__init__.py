@@ -4,11 +4,12 @@ that decided it, its evidence (ranks, ids) and the failure-pattern hints with th
 Rules, their order and the patterns are data (``rules.py``) and are documented in docs/classifier.md.
 """
 
-from ragtriage.classify.classify_run import classify_run, failures, store_classifications
+from ragtriage.classify.classify_run import FAILURE_SCHEMA, classify_run, failures, store_classifications
 from ragtriage.classify.locations import LOCATIONS, unit_locations
 from ragtriage.classify.rules import CATEGORIES, FAILURES, PATTERNS, RULES, Pattern, Rule
 
 __all__ = [
+    "FAILURE_SCHEMA",
     "CATEGORIES",
     "FAILURES",
     "LOCATIONS",

@@ -21,6 +21,27 @@ from ragtriage.classify.rules import FAILURES
 from ragtriage.store import StoreError
 
 TABLE = "classifications"
+
+#: What :func:`failures` returns, column for column: the seam the CLI, the TUI and the notes export read.
+#: ``evidence`` is JSON text; ``patterns`` and ``experiments`` are lists of names; ``k`` is the run's cutoff.
+FAILURE_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("case_id", pa.string()),
+        ("query", pa.string()),
+        ("split", pa.string()),
+        ("query_type", pa.string()),
+        ("failure", pa.string()),
+        ("category", pa.string()),
+        ("rule", pa.string()),
+        ("confidence", pa.float64()),
+        ("evidence", pa.string()),
+        ("patterns", pa.list_(pa.string())),
+        ("experiments", pa.list_(pa.string())),
+        ("dataset_version", pa.string()),
+        ("k", pa.int32()),
+    ]
+)
 FAILURE_ORDER = "[" + ", ".join(f"'{f}'" for f in FAILURES) + "]"
 
 DDL = f"""
@@ -165,7 +186,8 @@ def failures(
     con: duckdb.DuckDBPyConnection, run_id: str, *, category: str | None = None, pattern: str | None = None
 ) -> pa.Table:
     """The run's classified failures (stored ones when fresh, else computed without storing), with the case's
-    query, split and query_type; filtered by ``category`` and ``pattern``; ordered by case, failure, k."""
+    query, split and query_type; filtered by ``category`` and ``pattern``; ordered by case, failure, k.
+    Columns: :data:`FAILURE_SCHEMA`."""
     run_k(con, run_id)  # raises StoreError for an unknown run
     cur = con.cursor()
     try:
@@ -181,6 +203,7 @@ def failures(
               AND ($pattern IS NULL OR list_contains(f.patterns, $pattern))
             ORDER BY f.case_id, list_position({FAILURE_ORDER}, f.failure), f.k, f.rule
         """
-        return cur.sql(sql, params={"category": category, "pattern": pattern}).to_arrow_table()
+        table = cur.sql(sql, params={"category": category, "pattern": pattern}).to_arrow_table()
+        return table.cast(FAILURE_SCHEMA)
     finally:
         cur.close()

@@ -7,13 +7,14 @@ so the CLI, the TUI and the gate print the same numbers. Definitions: docs/metri
 from ragtriage.metrics.context import DEFAULT_KS, GAINS, EvalContext, MetricsError, parse_ks
 from ragtriage.metrics.judged import judged_report
 from ragtriage.metrics.latency import latency_report
-from ragtriage.metrics.per_case import MEASURES, per_case
+from ragtriage.metrics.per_case import MEASURES, per_case, per_case_schema
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, slices
 from ragtriage.metrics.stages import StagesReport, stages
 from ragtriage.metrics.summary import MetricReport, MetricRow, summarize
 from ragtriage.metrics.trec_compat import trec_per_query, trec_summary
 
 __all__ = [
+    "per_case_schema",
     "CASE_FIELDS",
     "DEFAULT_KS",
     "EVIDENCE_FIELDS",

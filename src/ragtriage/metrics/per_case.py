@@ -21,6 +21,21 @@ MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
 NEEDS_RELEVANT = ("R", "nDCG", "AP")
 
 
+COUNT_COLUMNS = ("n_judged_retrieved", "n_relevant_retrieved", "n_retrieved")
+
+
+def per_case_schema(ks: Sequence[int], *, counts: bool = True) -> pa.Schema:
+    """What :func:`per_case` returns for cutoffs ``ks``: the seam the CLI, the TUI, compare and the notes export
+    read. ``R``/``nDCG``/``AP`` are null for a case without a relevant label; ``zero_hit@k`` is a boolean."""
+    fields = [pa.field("case_id", pa.string()), pa.field("n_relevant", pa.int64())]
+    if counts:
+        fields += [pa.field(c, pa.int64()) for c in COUNT_COLUMNS]
+    for k in ks:
+        fields += [pa.field(f"{m}@{k}", pa.float64()) for m in MEASURES]
+        fields.append(pa.field(f"zero_hit@{k}", pa.bool_()))
+    return pa.schema(fields)
+
+
 def hits_sql(k: int) -> str:
     """Relevant results within k, over rows (pos, rel, g) of a cut list; shared with trec-compat."""
     return f"count(*) FILTER (WHERE rel AND pos <= {k})"
@@ -120,7 +135,7 @@ def per_case_context(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts
     sql, params = per_case_sql(ctx)
     table = arrow(con, sql, params, _lists=lists)
     if not counts:
-        return table
+        return table.cast(per_case_schema(ctx.ks, counts=False))
     joined = arrow(
         con,
         """SELECT m.case_id, m.n_relevant,
@@ -131,7 +146,7 @@ def per_case_context(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts
         _m=table,
         _c=_counts(con, ctx),
     )
-    return joined
+    return joined.cast(per_case_schema(ctx.ks))
 
 
 def per_case(
@@ -144,7 +159,8 @@ def per_case(
     split: str | None = None,
     counts: bool = True,
 ) -> pa.Table:
-    """One row per answerable case (cases without results score 0): counts and ``P@k`` ... ``Judged@k``.
+    """One row per answerable case (cases without results score 0): counts and ``P@k`` ... ``Judged@k``;
+    columns :func:`per_case_schema`.
 
     ``counts=False`` skips n_retrieved/n_judged_retrieved, which need a pass over every result row of the run.
     """
