@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.checks.units import denials
+from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.store import require_run
 
 LOCATIONS = ("final-top-k", "final-below-k", "candidate", "absent-from-corpus", "other-run", "absent-from-runs")
@@ -31,10 +32,10 @@ acl_policy AS (
     SELECT coalesce(bool_or(acl_required), false) AS acl_required FROM current_dataset
 ),
 threshold AS (
-    SELECT coalesce(max(relevance_threshold), 1) AS t FROM current_dataset
+    SELECT {CURRENT_THRESHOLD} AS t
 ),
 relevant AS (
-    SELECT case_id, unit_id, grade FROM qrels WHERE grade >= (SELECT t FROM threshold)
+    {relevant_labels("(SELECT t FROM threshold)")}
 ),
 label_ids AS (
     SELECT case_id, unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,

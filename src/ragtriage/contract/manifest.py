@@ -9,6 +9,7 @@ from typing import Any
 
 from ragtriage.contract.errors import Finding
 from ragtriage.contract.fields import DATASET, RUN, UNITS, Table
+from ragtriage.contract.relevance import DEFAULT_RELEVANCE_THRESHOLD
 
 DEFAULT_RUBRIC = {"0": "irrelevant", "1": "related", "2": "useful", "3": "sufficient"}
 
@@ -18,7 +19,7 @@ class DatasetManifest:
     name: str
     version: str
     unit: str
-    relevance_threshold: int = 2
+    relevance_threshold: int = DEFAULT_RELEVANCE_THRESHOLD
     grade_min: int = 0
     grade_max: int = 3
     rubric: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_RUBRIC))
@@ -104,7 +105,7 @@ def parse_dataset_manifest(
             gmin, gmax = 0, 3
         if isinstance(scale.get("rubric"), dict):
             rubric = {str(k): str(v) for k, v in scale["rubric"].items()}
-    thr = obj.get("relevance_threshold", 2)
+    thr = obj.get("relevance_threshold", DEFAULT_RELEVANCE_THRESHOLD)
     if isinstance(thr, int) and not isinstance(thr, bool) and not gmin <= thr <= gmax:
         findings.append(
             Finding(f, None, "relevance_threshold", "bad-value", f"threshold {thr} is outside the scale {gmin}..{gmax}")

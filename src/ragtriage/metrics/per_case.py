@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
 from ragtriage.metrics.ranking import cut_lists
 
@@ -88,7 +89,7 @@ def per_case_sql(ctx: EvalContext) -> tuple[str, list[object]]:
     sql = f"""
     WITH pop AS MATERIALIZED ({pop}),
     q AS MATERIALIZED (
-        SELECT q.case_id, q.unit_id, q.grade >= {ctx.threshold} AS rel, {ctx.gain_sql("q.grade")} AS g
+        SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel, {ctx.gain_sql("q.grade")} AS g
         FROM qrels q SEMI JOIN pop USING (case_id)
     ),
     n AS (
@@ -120,7 +121,7 @@ def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
         con,
         f"""WITH pop AS ({pop}),
             r AS (SELECT DISTINCT case_id, unit_id FROM results WHERE run_id = ? AND stage = ?),
-            q AS (SELECT q.case_id, q.unit_id, q.grade >= {ctx.threshold} AS rel
+            q AS (SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel
                   FROM qrels q SEMI JOIN pop USING (case_id))
             SELECT r.case_id, CAST(count(q.unit_id) AS BIGINT) AS n_judged_retrieved,
                    CAST(count(*) FILTER (WHERE q.rel) AS BIGINT) AS n_relevant_retrieved,
