@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.metrics.context import arrow
+from ragtriage.store.dedup import deduplicated
 
 _TOP = """SELECT case_id, unit_id, rank FROM results
           WHERE run_id = ? AND stage = ? AND rank <= ?"""
@@ -33,11 +34,8 @@ _DEEPER = """SELECT r.case_id, r.unit_id, r.rank FROM results r
              SEMI JOIN (SELECT case_id FROM _irregular WHERE short) s USING (case_id)
              WHERE r.run_id = ? AND r.stage = ? AND r.rank > ?"""
 
-_CUT = """WITH rows AS (SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper),
-          first AS (SELECT case_id, unit_id, rank FROM rows
-                    QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1)
-          SELECT case_id, unit_id, CAST(row_number() OVER (PARTITION BY case_id ORDER BY rank) AS INTEGER) AS pos
-          FROM first QUALIFY pos <= ?
+_ROWS = "SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper"
+_CUT = f"""SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({deduplicated(_ROWS)}) WHERE pos <= ?
           UNION ALL
           SELECT case_id, unit_id, rank AS pos FROM _top ANTI JOIN _irregular USING (case_id)"""
 

@@ -22,6 +22,7 @@ from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
 from ragtriage.metrics.distribution import describe
 from ragtriage.metrics.per_case import dcg_sql, hits_sql, ideal_dcg_sql
 from ragtriage.metrics.summary import MetricReport, MetricRow, column_values
+from ragtriage.store.dedup import first_occurrences
 
 TREC_MEASURES = ("P", "recall", "ndcg_cut", "map_cut")
 
@@ -66,15 +67,16 @@ def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object
     def rel(grade: str) -> str:
         return is_relevant(grade, ctx.threshold)
 
-    first = "QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1" if dedupe else ""
+    rows = """SELECT case_id, unit_id, rank, score FROM results WHERE run_id = ? AND stage = ?
+              AND case_id IN (SELECT case_id FROM n)"""
+    if dedupe:
+        rows = first_occurrences(rows)
     sql = f"""
     WITH q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM qrels {split}),
     n AS (SELECT case_id, count(*) FILTER (WHERE {rel("grade")}) AS num_rel,
                  list(CAST(grade AS DOUBLE) ORDER BY grade DESC) FILTER (WHERE grade > 0) AS gains
           FROM q GROUP BY case_id),
-    r AS NOT MATERIALIZED (SELECT case_id, unit_id, score FROM results WHERE run_id = ? AND stage = ?
-                                          AND case_id IN (SELECT case_id FROM n)
-          {first}),
+    r AS NOT MATERIALIZED ({rows}),
     top AS (SELECT case_id, max_by(unit_id, {_key("r")}, {ctx.depth}) AS l FROM r GROUP BY case_id),
     ranked AS (SELECT case_id, unnest(l) AS unit_id, unnest(range(1, len(l) + 1)) AS pos FROM top),
     hit AS (SELECT x.case_id, x.pos, coalesce({rel("q.grade")}, FALSE) AS rel,
