@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ragtriage.metrics.distribution import bootstrap_means
+
 FloatArray = npt.NDArray[np.float64]
 
 # Resampled matrices are built in blocks of about this many cells, so memory stays flat for large test sets.
@@ -39,13 +41,6 @@ def _blocks(n_resamples: int, n: int) -> list[int]:
     size = max(1, _BLOCK_CELLS // max(n, 1))
     full, rest = divmod(n_resamples, size)
     return [size] * full + ([rest] if rest else [])
-
-
-def bootstrap_means(diffs: FloatArray, n_resamples: int, rng: np.random.Generator) -> FloatArray:
-    """Means of ``n_resamples`` resamples (with replacement, size n) of ``diffs``."""
-    n = diffs.shape[0]
-    out = [diffs[rng.integers(0, n, size=(b, n))].mean(axis=1) for b in _blocks(n_resamples, n)]
-    return np.concatenate(out) if out else np.empty(0)
 
 
 def bootstrap_ci(
