@@ -5,10 +5,13 @@ Rules, their order and the patterns are data (``rules.py``) and are documented i
 """
 
 from ragtriage.classify.classify_run import FAILURE_SCHEMA, classify_run, failures, store_classifications
+from ragtriage.classify.failing_cases import FAILING_CASE_SCHEMA, failing_cases
 from ragtriage.classify.locations import LOCATIONS, unit_locations
 from ragtriage.classify.rules import CATEGORIES, FAILURES, PATTERNS, RULES, Pattern, Rule
 
 __all__ = [
+    "FAILING_CASE_SCHEMA",
+    "failing_cases",
     "FAILURE_SCHEMA",
     "CATEGORIES",
     "FAILURES",

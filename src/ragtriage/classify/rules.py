@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ragtriage.contract.categories import CATEGORIES as DEFECT_CATEGORIES
+
 FAILURES = ("no-relevant-in-top-k", "recall-below-bar", "negative-not-abstained", "stale-first", "leakage")
-CATEGORIES = ("dataset", "ingestion", "ranking", "security")
+CATEGORIES = DEFECT_CATEGORIES  # the one list, shared with the notes (ragtriage.contract.categories)
 ANSWERABLE = ("no-relevant-in-top-k", "recall-below-bar")
 
 UNJUDGED_RULE = "dataset.unjudged-top-k"

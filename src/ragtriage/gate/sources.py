@@ -64,14 +64,14 @@ def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """case_id → the classifier's defect categories for the run, joined with ', ' (one row per failing case)."""
-    from ragtriage.classify import failures
+    from ragtriage.classify import failing_cases
 
     cur = con.cursor()
-    cur.register("failure_rows", failures(con, run_id))
-    return cur.sql(
-        """SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category
-           FROM failure_rows GROUP BY case_id"""
-    ).to_arrow_table()
+    try:
+        cur.register("failing", failing_cases(con, run_id))
+        return cur.sql("SELECT case_id, array_to_string(categories, ', ') AS category FROM failing").to_arrow_table()
+    finally:
+        cur.close()
 
 
 def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
