@@ -1,4 +1,5 @@
-"""Where ragtriage keeps files of its own (not the user's data): the cache folder.
+"""Where ragtriage keeps files: the default store file name and the cache folder (no heavy imports: the CLI
+reads these at start-up).
 
 The platform's convention comes from platformdirs (``~/.cache/ragtriage`` on Linux, honouring
 ``XDG_CACHE_HOME``; ``~/Library/Caches/ragtriage`` on macOS; ``%LOCALAPPDATA%\\ragtriage\\Cache`` on Windows);
@@ -11,6 +12,9 @@ import os
 from pathlib import Path
 
 CACHE_DIR_ENV = "RAGTRIAGE_CACHE_DIR"
+
+#: The store file a command uses when ``--db`` is not given.
+DEFAULT_DB = "ragtriage.duckdb"
 
 
 def cache_root() -> Path:

@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
-import pyarrow as pa
-import pyarrow.compute as pc
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ragtriage.checks import DEFAULT_TARGET_RECALL, CalibrationError, calibrate, check_run, store_threshold
-from ragtriage.checks.calibration import Calibration
-from ragtriage.checks.report import CheckReport
-from ragtriage.cli._app import FormatOpt, app, show
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, show
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli._app import open_existing as _open
-from ragtriage.metrics.context import over_arrow
 from ragtriage.output import Format, Output
-from ragtriage.store import DEFAULT_DB, StoreError
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from ragtriage.checks.calibration import Calibration
+    from ragtriage.checks.report import CheckReport
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 RunOpt = Annotated[str, typer.Option("--run", help="run_id to check (see `ragtriage info`).")]
 
 
@@ -40,6 +36,11 @@ def _verdict(report: CheckReport) -> str:
 
 def _shown(findings: pa.Table, limit: int) -> tuple[pa.Table, int]:
     """The terminal rows: every leak, at most ``limit`` rows of each other check (0: all); and how many were cut."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ragtriage.metrics.context import over_arrow
+
     shown = over_arrow(
         """
             SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
@@ -63,12 +64,18 @@ def _close(con: duckdb.DuckDBPyConnection | None) -> None:
 @app.command()
 def check(
     run: RunOpt,
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     fmt: FormatOpt = Format.table,
     strict: Annotated[bool, typer.Option(help="Also exit 1 on scope violations and failed negative cases.")] = False,
     limit: Annotated[int, typer.Option(help="Rows per non-leak section in table output (0: all).")] = 20,
 ) -> None:
     """Leakage, filter scope, negative cases and stale documents of one run. Exit 1 if anything leaked."""
+    import duckdb
+    import pyarrow as pa
+
+    from ragtriage.checks import check_run
+    from ragtriage.store import StoreError
+
     con = None
     try:
         con = _open(db, read_only=True)
@@ -98,6 +105,8 @@ def check(
 
 
 def _print_calibration(cal: Calibration) -> None:
+    from rich.table import Table
+
     table = Table(
         "threshold",
         "answerable kept",
@@ -131,15 +140,20 @@ def _print_calibration(cal: Calibration) -> None:
 @app.command("calibrate")
 def calibrate_cmd(
     run: RunOpt,
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     target_recall: Annotated[
-        float | None, typer.Option(help=f"Share of answerable cases to keep (default {DEFAULT_TARGET_RECALL}).")
+        float | None, typer.Option(help="Share of answerable cases to keep (default printed with the result).")
     ] = None,
     threshold: Annotated[float | None, typer.Option(help="Store this threshold instead of choosing one.")] = None,
     split: Annotated[str | None, typer.Option(help="Calibrate on one split only (e.g. dev).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the trade-off table; store nothing.")] = False,
 ) -> None:
     """Choose a score threshold for one run from the labels and store it with that run."""
+    import duckdb
+
+    from ragtriage.checks import DEFAULT_TARGET_RECALL, CalibrationError, calibrate, store_threshold
+    from ragtriage.store import StoreError
+
     if target_recall is not None and threshold is not None:
         raise _fail(ValueError("give --target-recall or --threshold, not both"))
     con = None

@@ -10,21 +10,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragtriage.cli._app import app
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, app
 from ragtriage.cli._app import fail as _fail
-from ragtriage.contract.errors import ValidationFailed
-from ragtriage.metrics import summary_cache
-from ragtriage.store import DEFAULT_DB, StoreError, connect, load_dataset, load_run
-from ragtriage.store.info import store_info
-from ragtriage.store.validate_file import validate_file
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
-
-DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 
 
 class _LazyProgress:
@@ -33,6 +25,8 @@ class _LazyProgress:
     STEPS = ("reading manifest", "reading cases, labels, documents", "reading run", "checking rules", "writing")
 
     def __init__(self, label: str) -> None:
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -59,7 +53,7 @@ class _LazyProgress:
 
 @app.command()
 def load(
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     dataset: Annotated[
         Path | None, typer.Option(help="Dataset folder (dataset.json, cases, labels, documents).")
     ] = None,
@@ -78,6 +72,10 @@ def load(
     ] = True,
 ) -> None:
     """Load a dataset and/or runs. Each load is one transaction: on any error nothing is written."""
+    from ragtriage.contract.errors import ValidationFailed
+    from ragtriage.metrics import summary_cache
+    from ragtriage.store import StoreError, connect, load_dataset, load_run
+
     if dataset is None and not run:
         raise _fail(ValueError("nothing to load: pass --dataset DIR and/or --run DIR"))
     try:
@@ -120,11 +118,14 @@ def _print_warnings(warnings: list) -> None:  # type: ignore[type-arg]
 
 @app.command()
 def info(
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     warnings: Annotated[bool, typer.Option("--warnings", help="List every load warning.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """What the store holds: dataset identity and counts, runs, load history and warnings."""
+    from ragtriage.store import StoreError, connect
+    from ragtriage.store.info import store_info
+
     try:
         con = connect(db, read_only=True)
         data = store_info(con, with_warnings=warnings)
@@ -182,6 +183,8 @@ def validate(
     fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet.")] = None,
 ) -> None:
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
+    from ragtriage.store.validate_file import validate_file
+
     try:
         findings = validate_file(path, table=table, fmt=fmt)
     except ValueError as exc:

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
-import pyarrow as pa
 import typer
 from rich.console import Console
 
-from ragtriage.classify import CATEGORIES, PATTERNS, classify_run, failures
-from ragtriage.cli._app import FormatOpt, app, show
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, open_existing, show
 from ragtriage.cli._app import fail as _fail
-from ragtriage.metrics.context import over_arrow
-from ragtriage.notes import NOTE_SCHEMA, NotesError, NotesStore, notes_path_for
+from ragtriage.contract.categories import CATEGORIES
 from ragtriage.output import Format, Output
-from ragtriage.store import DEFAULT_DB, StoreError, connect
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 err = Console(stderr=True, soft_wrap=True)
 
 
 def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
     """Add user_category, status and note from the notes file beside ``db`` (NULL when none is written)."""
+    import pyarrow as pa
+
+    from ragtriage.metrics.context import over_arrow
+    from ragtriage.notes import NOTE_SCHEMA, NotesError, NotesStore, notes_path_for
+
     notes = None
     if notes_path_for(db).exists():
         try:
@@ -37,6 +40,8 @@ def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
 
 def _summary(rows: pa.Table) -> pa.Table:
     """Failures per category, per failure kind and per pattern hint (one row per kind and name)."""
+    from ragtriage.metrics.context import over_arrow
+
     return over_arrow(
         """
             SELECT kind, name, failures FROM (
@@ -51,6 +56,8 @@ def _summary(rows: pa.Table) -> pa.Table:
 
 def _shown(rows: pa.Table) -> pa.Table:
     """The terminal columns: the rule name starts with its category, so the category needs no column."""
+    from ragtriage.metrics.context import over_arrow
+
     sql = """SELECT case_id AS "case", failure, rule, confidence AS conf, patterns,
                     concat_ws('/', user_category, status) AS mine FROM f"""
     return over_arrow(sql, f=rows)
@@ -59,10 +66,10 @@ def _shown(rows: pa.Table) -> pa.Table:
 @app.command("failures")
 def failures_cmd(
     run: Annotated[str, typer.Option("--run", help="run_id whose failures to show (see `ragtriage info`).")],
-    db: Annotated[Path, typer.Option("--db", help="DuckDB store file.")] = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     category: Annotated[str | None, typer.Option(help=f"Only this category: {', '.join(CATEGORIES)}.")] = None,
     pattern: Annotated[
-        str | None, typer.Option(help=f"Only failures with this pattern hint: {', '.join(p.name for p in PATTERNS)}.")
+        str | None, typer.Option(help="Only failures with this pattern hint (an unknown name lists them).")
     ] = None,
     summary: Annotated[bool, typer.Option("--summary", help="Counts per category, failure and pattern.")] = False,
     reclassify: Annotated[
@@ -74,16 +81,19 @@ def failures_cmd(
 
     Human triage (category, status, note written in the TUI) is shown beside the automatic classification.
     """
+    import duckdb
+
+    from ragtriage.classify import PATTERNS, classify_run, failures
+    from ragtriage.store import StoreError
+
     if category is not None and category not in CATEGORIES:
         raise _fail(ValueError(f"unknown category {category!r}; use one of: {', '.join(CATEGORIES)}"))
     names = [p.name for p in PATTERNS]
     if pattern is not None and pattern not in names:
         raise _fail(ValueError(f"unknown pattern {pattern!r}; use one of: {', '.join(names)}"))
-    if not db.exists():
-        raise _fail(StoreError(f"{db}: no such database; create it with `ragtriage load --db {db} ...`"))
     con = None
     try:
-        con = connect(db, read_only=not reclassify)
+        con = open_existing(db, read_only=not reclassify)
         if reclassify:
             classify_run(con, run, store=True)
         rows = failures(con, run, category=category, pattern=pattern)

@@ -9,13 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import duckdb
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import FormatOpt, app, show
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, show
 from ragtriage.output import Format, Output
-from ragtriage.store import DEFAULT_DB, StoreError, connect
 
 if TYPE_CHECKING:
     from ragtriage.gate.compare import Comparison
@@ -23,7 +21,6 @@ if TYPE_CHECKING:
 console = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
-DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 RunOpt = Annotated[str, typer.Option("--run", help="Candidate run id.")]
 BaseOpt = Annotated[str, typer.Option("--baseline", help="Baseline run id.")]
 
@@ -37,7 +34,7 @@ def _fail(exc: Exception) -> typer.Exit:
 def compare(
     run: RunOpt,
     baseline: BaseOpt,
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     k: Annotated[list[int] | None, typer.Option("--k", help="Cutoff(s); repeat for several. Default 3, 5, 10.")] = None,
     by: Annotated[str | None, typer.Option("--by", help="Slice column, e.g. query_type or doc_type.")] = None,
     split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,
@@ -47,7 +44,10 @@ def compare(
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Paired per-case comparison: W/T/L, mean difference, bootstrap 95% CI, randomization p, worst cases."""
+    import duckdb
+
     from ragtriage.gate.compare import compare as run_compare
+    from ragtriage.store import StoreError, connect
 
     try:
         con = connect(db, read_only=True)
@@ -106,16 +106,19 @@ def gate(
     gate_file: Annotated[Path, typer.Option("--gate", help="Gate file (TOML), see docs/gate.md.")],
     run: RunOpt,
     baseline: BaseOpt,
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a Markdown summary here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the verdict as JSON here.")] = None,
     record: Annotated[bool, typer.Option(help="Store the verdict in the gate_verdicts table.")] = True,
 ) -> None:
     """Release gate: exit 0 when every rule passes, 1 when any fails, 2 on unusable input."""
+    import duckdb
+
     from ragtriage.gate import reports
     from ragtriage.gate.config import GateFileError, parse_gate
     from ragtriage.gate.verdict import evaluate_gate, record_verdict
+    from ragtriage.store import StoreError, connect
 
     try:
         config = parse_gate(gate_file)

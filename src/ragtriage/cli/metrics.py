@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import duckdb
-import pyarrow as pa
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import FormatOpt, app, open_existing, show
-from ragtriage.metrics import (
-    MetricReport,
-    MetricsError,
-    judged_report,
-    latency_report,
-    per_case,
-    slices,
-    stages,
-    summarize,
-    trec_per_query,
-    trec_summary,
-)
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, open_existing, show
 from ragtriage.output import Format, Output
-from ragtriage.store import StoreError
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from ragtriage.metrics import MetricReport
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -70,7 +60,7 @@ TREC_NOTES = [
 
 @app.command("metrics")
 def metrics_cmd(
-    db: Annotated[Path, typer.Option("--db", help="DuckDB store file.")] = Path("ragtriage.duckdb"),
+    db: DbOpt = DEFAULT_DB_PATH,
     run: Annotated[str, typer.Option("--run", help="run_id (see `ragtriage info`).")] = "",
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "3,5,10",
     by: Annotated[str | None, typer.Option("--by", help="Slice by a case or evidence field.")] = None,
@@ -84,6 +74,11 @@ def metrics_cmd(
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate."""
+    import duckdb
+
+    from ragtriage.metrics import MetricsError
+    from ragtriage.store import StoreError
+
     if not run:
         err.print("give --run RUN_ID (see `ragtriage info --db DB`)", markup=False, highlight=False)
         raise typer.Exit(2)
@@ -117,6 +112,17 @@ def _compute(
     view: View,
     seed: int,
 ) -> tuple[pa.Table, dict[str, Any], list[str]]:
+    from ragtriage.metrics import (
+        judged_report,
+        latency_report,
+        per_case,
+        slices,
+        stages,
+        summarize,
+        trec_per_query,
+        trec_summary,
+    )
+
     threshold = con.execute("SELECT relevance_threshold, unit FROM current_dataset").fetchone()
     base: dict[str, Any] = {
         "run": run,

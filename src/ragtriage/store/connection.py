@@ -6,9 +6,8 @@ from pathlib import Path
 
 import duckdb
 
+from ragtriage.paths import DEFAULT_DB
 from ragtriage.store.schema import DDL, SCHEMA_VERSION
-
-DEFAULT_DB = "ragtriage.duckdb"
 
 
 class StoreError(Exception):
