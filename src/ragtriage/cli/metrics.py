@@ -143,9 +143,9 @@ def _compute(
         ]
         return judged_report(con, run, depth, stage=stage, split=split), _context(base), notes
     if view is View.stages:
-        rep = stages(con, run, k, gain=gain, split=split)
-        src = rep.per_case if rows else rep.summary
-        return src, _context({**base, "stage": "candidate vs final", "candidate_k": rep.candidate_k}), []
+        both = stages(con, run, k, gain=gain, split=split)
+        src = both.per_case if rows else both.summary
+        return src, _context({**base, "stage": "candidate vs final", "candidate_k": both.candidate_k}), []
     if trec:
         if rows:
             return trec_per_query(con, run, k, stage=stage, split=split), _context(base), TREC_NOTES

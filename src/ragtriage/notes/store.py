@@ -33,7 +33,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from ragtriage.contract.categories import CATEGORIES
+from ragtriage.contract.categories import CATEGORIES as CATEGORIES
 
 STATUSES = ("open", "confirmed", "fixed", "wont-fix")
 NOTES_SUFFIX = ".notes.sqlite"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from ragtriage.paths import DEFAULT_DB
+from ragtriage.paths import DEFAULT_DB as DEFAULT_DB
 from ragtriage.store.schema import DDL, SCHEMA_VERSION
 
 
