@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ragtriage.contract.errors import Finding
-from ragtriage.contract.fields import DATASET, RUN, UNITS, Table
+from ragtriage.contract.fields import RUN, UNITS, Table
 from ragtriage.contract.relevance import DEFAULT_RELEVANCE_THRESHOLD
+from ragtriage.contract.schema_check import schema_findings
+from ragtriage.contract.schemas import shipped_schema
 
 DEFAULT_RUBRIC = {"0": "irrelevant", "1": "related", "2": "useful", "3": "sufficient"}
 
@@ -91,10 +93,12 @@ def parse_dataset_manifest(
     if obj is None:
         return None, findings
     f = str(path)
-    findings = _check_fields(obj, DATASET, f)
+    text = path.read_bytes().decode("utf-8-sig")
+    findings = schema_findings(text, obj, shipped_schema("dataset"), f)
     if "unit" in obj and obj["unit"] not in UNITS:
+        line = next((x.line for x in findings if x.field == "unit"), None)
         findings = [x for x in findings if x.field != "unit"]
-        findings.append(Finding(f, None, "unit", "unknown-unit", f"unknown unit {obj['unit']!r}; use chunk|document"))
+        findings.append(Finding(f, line, "unit", "unknown-unit", f"unknown unit {obj['unit']!r}; use chunk|document"))
     scale = obj.get("grade_scale") or {}
     gmin, gmax = 0, 3
     rubric = dict(DEFAULT_RUBRIC)
