@@ -1,4 +1,6 @@
-"""Benchmark: 100,000 cases x 100 results (10M result rows, Parquet) through load, metrics, ranx and pytrec_eval.
+"""Benchmark: 100,000 cases x 100 results (10M result rows, Parquet) through load, metrics, ranx and pytrec_eval,
+and the stored classification: classifying at load, then `failures --summary` and the TUI's Failures list read
+from the store (medians of 5 on a shared machine).
 
 Each phase runs in its own process so that its peak memory (ru_maxrss) is its own. Usage:
 
@@ -87,6 +89,21 @@ def phase_metrics(root: Path) -> dict[str, Any]:
     return out
 
 
+def phase_measures(root: Path) -> dict[str, Any]:
+    """Measures by name (``metrics --measure``): trec_eval's set at KS in both modes, on the loaded store."""
+    from ragtriage.metrics import evaluate_run
+    from ragtriage.metrics.measures import measures_for_ks
+    from ragtriage.store import connect
+
+    con = connect(root / "bench.duckdb", read_only=True)
+    out: dict[str, Any] = {}
+    for trec in (False, True):
+        t = time.perf_counter()
+        evaluate_run(con, "bench", measures_for_ks(KS, trec=True), trec_compat=trec)
+        out[f"measures_{'trec' if trec else 'default'}_s"] = time.perf_counter() - t
+    return out
+
+
 def _dicts(root: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
     import pyarrow.parquet as pq
 
@@ -144,7 +161,100 @@ def phase_ranx(root: Path) -> dict[str, Any]:
     return out
 
 
-PHASES = {"load": phase_load, "metrics": phase_metrics, "pytrec": phase_pytrec, "ranx": phase_ranx}
+def phase_classify(root: Path) -> dict[str, Any]:
+    """What `ragtriage load` adds: classify the run once and store it (classify.refresh)."""
+    from ragtriage.classify import refresh
+    from ragtriage.store import connect
+
+    con = connect(root / "bench.duckdb")
+    t = time.perf_counter()
+    refresh(con)
+    out = {"classify_and_store_s": time.perf_counter() - t}
+    out["failure_rows"] = con.execute("SELECT count(*) FROM classifications").fetchall()[0][0]
+    con.close()
+    return out
+
+
+def _median(times: list[float]) -> float:
+    return sorted(times)[len(times) // 2]
+
+
+def _timed(fn: Any, repeats: int) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return _median(times), out
+
+
+def phase_failures(root: Path, repeats: int = 5) -> dict[str, Any]:
+    """Reading the stored classification, medians of ``repeats``: `failures --summary` as a command (Python and
+    CLI start-up included) and as the core call it makes; the Failures list as classify.failure_list (one row per
+    failing case, what the view shows) with the notes overlay, and the TUI's current path (classify.failures with
+    the evidence, then tui.data.triage_table)."""
+    import shutil
+
+    from ragtriage.classify import failure_list, failure_summary, failures
+    from ragtriage.notes import NotesStore
+    from ragtriage.store import connect
+    from ragtriage.tui.data import triage_table
+
+    db = root / "bench.duckdb"
+    exe = shutil.which("ragtriage") or str(Path(sys.executable).parent / "ragtriage")
+    argv = [exe, "failures", "--db", str(db), "--run", "bench", "--summary"]
+    cli, _ = _timed(lambda: subprocess.run(argv, capture_output=True, check=True), repeats)
+
+    def summary_core() -> Any:
+        con = connect(db, read_only=True)
+        try:
+            return failure_summary(con, "bench")
+        finally:
+            con.close()
+
+    core, summary = _timed(summary_core, repeats)
+    con = connect(db, read_only=True)
+    notes = NotesStore.open(db)
+
+    def listing() -> int:
+        cur = con.cursor()
+        try:
+            rows = failure_list(cur, "bench")
+            cur.register("_n", notes.to_arrow("bench"))
+            cur.register("_l", rows)
+            return int(cur.sql("SELECT count(*) FROM _l LEFT JOIN _n USING (case_id)").fetchall()[0][0])
+        finally:
+            cur.close()
+
+    def tui_path() -> int:
+        cur = con.cursor()
+        try:
+            return int(triage_table(cur, failures(cur, "bench"), "bench", notes).num_rows)
+        finally:
+            cur.close()
+
+    list_s, n = _timed(listing, repeats)
+    tui_s, _ = _timed(tui_path, repeats)
+    con.close()
+    return {
+        "failures_summary_cli_s": cli,
+        "failures_summary_core_s": core,
+        "failures_list_filled_s": list_s,
+        "tui_current_failures_path_s": tui_s,
+        "failing_cases": n,
+        "cost": summary.costs.sentence(),
+    }
+
+
+PHASES = {
+    "load": phase_load,
+    "metrics": phase_metrics,
+    "measures": phase_measures,
+    "pytrec": phase_pytrec,
+    "ranx": phase_ranx,
+    "classify": phase_classify,
+    "failures": phase_failures,
+}
 
 
 def run_phase(name: str, root: Path) -> dict[str, Any]:
@@ -177,7 +287,8 @@ def main() -> None:
         f"generated {a.cases} cases x {a.depth} results = {a.cases * a.depth:,} rows in "
         f"{time.perf_counter() - t:.1f}s under {a.dir}"
     )
-    phases = ["load", "metrics"] + ([] if a.skip_reference else ["pytrec", "ranx"])
+    phases = ["load", "metrics", "measures", "classify", "failures"]
+    phases += [] if a.skip_reference else ["pytrec", "ranx"]
     res = {p: run_phase(p, a.dir) for p in phases}
     for p, r in res.items():
         print(
@@ -185,9 +296,11 @@ def main() -> None:
             + "  ".join(
                 f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
                 for k, v in r.items()
-                if k not in ("means", "zero_hit_rate")
+                if k not in ("means", "zero_hit_rate", "cost")
             )
         )
+    if "cost" in res.get("failures", {}):
+        print(f"what each category costs: {res['failures']['cost']}")
     m = res["metrics"].get("metrics_warm_s")
     if m:
         print(f"metrics means: {json.dumps({k: round(v, 4) for k, v in res['metrics']['means'].items()})}")

@@ -76,3 +76,19 @@ def make_store(
             rows.append(row)
         load_run(con, write_run(tmp_path / f"run{i}", r["run"], rows, r.get("events")))
     return con
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_runs"
+SAMPLE_RUNS = ("bm25", "dense", "hybrid-rerank", "no-acl-filter")
+
+
+def load_sample(path: Path, runs: tuple[str, ...] = SAMPLE_RUNS) -> Path:
+    """The shipped sample dataset and ``runs`` loaded into a new store at ``path`` (closed again); returns path."""
+    con = connect(path)
+    try:
+        load_dataset(con, SAMPLE / "dataset")
+        for run in runs:
+            load_run(con, SAMPLE / "runs" / run)
+    finally:
+        con.close()
+    return path

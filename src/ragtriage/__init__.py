@@ -1,3 +1,19 @@
 """ragtriage: judge retrieval alone, and say why it failed."""
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["__version__", "evaluate"]
+
+
+def __getattr__(name: str) -> Any:
+    """``ragtriage.evaluate`` (see ``ragtriage.evaluation``), imported on first use so that ``import ragtriage``
+    and the CLI's start-up stay free of DuckDB and pyarrow."""
+    if name == "evaluate":
+        from ragtriage.evaluation import evaluate
+
+        globals()["evaluate"] = evaluate
+        return evaluate
+    raise AttributeError(f"module 'ragtriage' has no attribute {name!r}")

@@ -22,3 +22,22 @@ def non_null_values(col: pa.ChunkedArray | pa.Array, dtype: type[np.float64] | t
         np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * width) for c in cast.chunks if len(c)
     ]
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
+# Arrow type of a column -> the DuckDB type that gives it back
+_SQL_TYPES = {pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.string(): "VARCHAR"}
+
+
+def table_of(columns: dict[str, npt.NDArray[Any]], schema: pa.Schema) -> pa.Table:
+    """numpy columns as an Arrow table of ``schema`` (float64, int64, bool, string; NaN or None is null), built by
+    DuckDB's numpy scan: pyarrow's own constructors from Python or numpy import pandas (0.6 s) when it is
+    installed."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.register("_cols", {name: columns[name] for name in schema.names})
+        select = ", ".join(f'CAST("{f.name}" AS {_SQL_TYPES[f.type]}) AS "{f.name}"' for f in schema)
+        return con.sql(f"SELECT {select} FROM _cols").to_arrow_table().cast(schema)
+    finally:
+        con.close()

@@ -290,20 +290,11 @@ def _markdown(out: Output) -> str:
 
 
 def _trec(out: Output) -> str:
-    """trec_eval's layout (``%-22s\\t%s\\t%6.4f``): one line per measure and query, ``all`` for aggregates."""
-    import pyarrow as pa
-
-    from ragtriage.safe_text import visible
+    """trec_eval's layout (``%-22s\t%s\t%6.4f``): one line per measure and query, ``all`` for aggregates
+    (written by :func:`ragtriage.trec_out.trec_text`)."""
+    from ragtriage.trec_out import trec_text
 
     names = out.rows.column_names
     if "measure" not in names or "value" not in names:
         raise OutputError("--format trec writes trec_eval's measure/query/value lines; use it with `metrics`")
-    measures = out.rows.column("measure").to_pylist()
-    values = out.rows.column("value")
-    queries = out.rows.column("case_id").to_pylist() if "case_id" in names else ["all"] * out.rows.num_rows
-    integral = pa.types.is_integer(values.type)
-    lines = [
-        f"{visible(m):<22}\t{visible(q)}\t{v if integral else f'{v:6.4f}'}"
-        for m, q, v in zip(measures, queries, values.to_pylist(), strict=True)
-    ]
-    return "".join(line + "\n" for line in lines)
+    return trec_text(out.rows)

@@ -127,7 +127,7 @@ def test_every_relevant_unit_gets_one_location(located: duckdb.DuckDBPyConnectio
         "A#9": "absent-from-corpus",  # not in the snapshot (its document is)
         "F4#1": "other-run",  # run o, rank 2
         "F5#1": "absent-from-runs",
-        "C#1": "absent-from-runs",  # in the snapshot, in no run; not permitted for the principal
+        "C#1": "unpermitted",  # the principal may not see it: never findable, whatever the runs did
     }  # F6#1 is graded 1: not relevant, not listed
     assert (rows["F1#1"]["final_rank"], rows["F1#1"]["candidate_rank"]) == (2, 2)
     assert (rows["F2#1"]["final_rank"], rows["F3#1"]["candidate_rank"]) == (5, 1)

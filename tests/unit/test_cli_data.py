@@ -72,5 +72,6 @@ def test_load_precomputes_the_overview_summary_for_the_tui(tmp_path: Path, summa
     con = connect(db, read_only=True)
     assert cached.equals(summarize(con, "bm25").to_arrow_table())
     rows_by_name = {r["name"]: r for r in cached.to_pylist()}
-    assert (rows_by_name["nDCG@10"]["mean"], rows_by_name["nDCG@10"]["n"]) == (1.0, 1)  # q2 has no relevant label
-    assert (rows_by_name["P@10"]["mean"], rows_by_name["P@10"]["n"]) == (0.05, 2)  # q1: 1 of 10; q2: none
+    assert (rows_by_name["nDCG@10"]["mean"], rows_by_name["nDCG@10"]["n"]) == (1.0, 1)
+    # q2 has no label at all: excluded from every measure, P@10 included (docs/metrics.md "Population")
+    assert (rows_by_name["P@10"]["mean"], rows_by_name["P@10"]["n"]) == (0.1, 1)  # q1: 1 of 10

@@ -27,7 +27,7 @@ def test_core_imports_without_typer_or_textual() -> None:
         "            raise ImportError('blocked ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
         "import importlib, pkgutil, ragtriage\n"
-        "for pkg in ('contract', 'store', 'metrics', 'checks', 'classify', 'gate', 'notes', 'annotate'):\n"
+        "for pkg in ('contract', 'store', 'metrics', 'checks', 'classify', 'gate', 'notes', 'annotate', 'record'):\n"
         "    mod = importlib.import_module('ragtriage.' + pkg)\n"
         "    for info in pkgutil.walk_packages(mod.__path__, mod.__name__ + '.'):\n"
         "        if not info.name.endswith('__main__'):\n"

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragtriage.cli import app
+from tests.factory import load_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_runs"
@@ -20,13 +21,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("sample") / "triage.duckdb"
-    args = ["load", "--db", str(path), "--dataset", str(SAMPLE / "dataset")]
-    for run in RUNS:
-        args += ["--run", str(SAMPLE / "runs" / run)]
-    res = runner.invoke(app, args)
-    assert res.exit_code == 0, res.output
-    return path
+    return load_sample(tmp_path_factory.mktemp("sample") / "triage.duckdb", RUNS)
 
 
 def _failed(junit: Path) -> set[str]:

@@ -136,7 +136,7 @@ def gate_store_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> duckd
     monkeypatch.setattr(
         sources,
         "defect_categories",
-        lambda con, run_id: pa.table(
+        lambda con, run_id, k=None: pa.table(
             {"case_id": list(CATEGORIES.get(run_id, {})), "category": list(CATEGORIES.get(run_id, {}).values())},
             schema=pa.schema([("case_id", pa.string()), ("category", pa.string())]),
         ),

@@ -77,7 +77,7 @@ def test_parquet_type_errors_are_reported_with_the_rules_and_nothing_is_written(
         load_run(con, run)
     errs = [str(e) for e in exc.value.errors]
     assert f"{run}/results.parquet:1: rank: wrong type: expected an integer (row 1)" in errs
-    assert f"{run}/results.parquet:2: case_id: unknown case id q9 (row 2)" in errs
+    assert not any("q9" in e for e in errs)  # not a case: ignored with a warning once the rows are valid
     assert f"{run}/results.parquet:3: stage: value rerank is not one of candidate|final (row 3)" in errs
     assert con.execute("SELECT count(*) FROM result_rows").fetchone() == (0,)
     assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)

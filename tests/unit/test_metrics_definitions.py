@@ -95,7 +95,8 @@ def test_population_answerable_only_no_results_score_zero_and_no_relevant_is_nul
     assert set(t) == {"a", "b", "c"}  # n is unanswerable
     b, c = t["b"], t["c"]
     assert b["n_relevant"] == 0 and b["R@3"] is None and b["nDCG@3"] is None and b["AP@3"] is None
-    assert b["P@3"] == 0.0 and b["Judged@3"] == pytest.approx(1 / 3)
+    # b returned one result, judged: Judged@3 divides by min(3, list length) = 1, as ir_measures does
+    assert b["P@3"] == 0.0 and b["Judged@3"] == 1.0
     assert c["n_retrieved"] == 0 and c["P@3"] == 0.0 and c["R@3"] == 0.0 and c["nDCG@3"] == 0.0
     assert set(rows(per_case(con, "r1", (3,), split="holdout"))) == {"c"}
 
@@ -200,3 +201,16 @@ def test_bad_arguments(con) -> None:
             per_case(con, "r1", (3,), **kwargs)
     with pytest.raises(MetricsError):
         per_case(con, "r1", (0,))
+
+
+def test_rank_gap_beyond_the_cutoff_still_counts(tmp_path: Path) -> None:
+    """Ranks 1, 2, 3, 50: the de-duplicated list has the rank-50 unit at position 4, inside the top 10."""
+    results = [{"case_id": "a", "document_id": f"D{r}", "chunk_id": f"c{r}", "rank": r} for r in (1, 2, 3, 50)]
+    con = make_store(
+        tmp_path,
+        cases=[{"id": "a", "query": "q"}],
+        labels=[{"case_id": "a", "document_id": "D50", "chunk_id": "c50", "grade": 3}],
+        runs=[{"run": {"run_id": "r", "k": 50}, "results": results}],
+    )
+    a = rows(per_case(con, "r", (3, 10)))["a"]
+    assert (a["P@3"], a["P@10"], a["RR@10"], a["R@10"]) == (0.0, 0.1, 0.25, 1.0)

@@ -1,27 +1,46 @@
-"""Defect classification: every failure of a run tagged dataset, ingestion, ranking or security, with the rule
-that decided it, its evidence (ranks, ids) and the failure-pattern hints with the experiment that isolates each.
+"""Defect classification: every failure of a run tagged dataset, ingestion, ranking, security (or undetermined
+when the loaded inputs cannot tell), with the rule that decided it, its evidence (ranks, ids), the
+failure-pattern hints with the experiment that isolates each, and what each category costs the run's nDCG@k.
 
 Rules, their order and the patterns are data (``rules.py``) and are documented in docs/classifier.md.
 """
 
-from ragtriage.classify.classify_run import FAILURE_SCHEMA, classify_run, failures, store_classifications
-from ragtriage.classify.failing_cases import FAILING_CASE_SCHEMA, failing_cases
+from ragtriage.classify.classify_run import (
+    FAILURE_SCHEMA,
+    RunClassification,
+    classify_run,
+    failure_list,
+    failures,
+    judging_k,
+    refresh,
+    run_classification,
+)
+from ragtriage.classify.cost import COST_CATEGORIES, CategoryCost, CostReport
 from ragtriage.classify.locations import LOCATIONS, unit_locations
-from ragtriage.classify.rules import CATEGORIES, FAILURES, PATTERNS, RULES, Pattern, Rule
+from ragtriage.classify.rules import CATEGORIES, FAILURES, INPUTS, PATTERNS, RULES, Pattern, Rule
+from ragtriage.classify.summary import FailureSummary, failure_summary
 
 __all__ = [
-    "FAILING_CASE_SCHEMA",
-    "failing_cases",
     "FAILURE_SCHEMA",
     "CATEGORIES",
+    "COST_CATEGORIES",
     "FAILURES",
+    "INPUTS",
     "LOCATIONS",
     "PATTERNS",
     "RULES",
+    "CategoryCost",
+    "CostReport",
+    "FailureSummary",
     "Pattern",
     "Rule",
+    "RunClassification",
     "classify_run",
+    "failure_list",
+    "failure_summary",
     "failures",
-    "store_classifications",
+    "judging_k",
+    "refresh",
+    "run_classification",
     "unit_locations",
 ]

@@ -1,29 +1,33 @@
-"""Classify one run's failures, store them, and read them back with the case context a person triages by.
+"""Classify one run's failures, store them with what each category costs, and read them back.
 
-Stored classifications (table ``classifications``) are the automatic verdicts only. A person's category, status
-and note live in the notes store (``ragtriage.notes``), keyed by run and case, so re-classifying or re-loading a
-run replaces these rows without touching anything a person wrote.
+Stored classifications (``stored.py``) are the automatic verdicts only. A person's category, status and note live
+in the notes store (``ragtriage.notes``), keyed by run and case, so re-classifying or re-loading a run replaces
+these rows without touching anything a person wrote.
+
+One k: every reader (``failures``, the gate, the TUI, ``export-notes``) judges a run at :func:`judging_k`, the
+run's own k unless the caller names another.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.checks import leakage, negative_outcomes, version_pairs
+from ragtriage.classify import stored
+from ragtriage.classify.cost import CostReport, category_costs
 from ragtriage.classify.decide import decide_sql
 from ragtriage.classify.facts import FACTS_SQL, LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS
 from ragtriage.classify.locations import run_k
 from ragtriage.classify.rules import FAILURES
-from ragtriage.store import StoreError
-
-TABLE = "classifications"
+from ragtriage.store import run_ids
 
 #: What :func:`failures` returns, column for column: the seam the CLI, the TUI and the notes export read.
-#: ``evidence`` is JSON text; ``patterns`` and ``experiments`` are lists of names; ``k`` is the run's cutoff.
+#: ``evidence`` is JSON text; ``patterns`` and ``experiments`` are lists of names; ``k`` is the cutoff judged at.
 FAILURE_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
@@ -44,36 +48,15 @@ FAILURE_SCHEMA = pa.schema(
 )
 FAILURE_ORDER = "[" + ", ".join(f"'{f}'" for f in FAILURES) + "]"
 
-DDL = f"""
-CREATE TABLE IF NOT EXISTS {TABLE} (
-    run_id VARCHAR NOT NULL,
-    case_id VARCHAR NOT NULL,
-    failure VARCHAR NOT NULL,
-    category VARCHAR NOT NULL,
-    rule VARCHAR NOT NULL,
-    confidence DOUBLE NOT NULL,
-    evidence JSON NOT NULL,
-    patterns VARCHAR[] NOT NULL,
-    experiments VARCHAR[] NOT NULL,
-    dataset_version VARCHAR NOT NULL,
-    k INTEGER NOT NULL,
-    score_threshold DOUBLE,           -- the run's calibrated threshold when classified (negative-case rules)
-    classified_at TIMESTAMP NOT NULL
-)"""
 
-COLUMNS = (
-    "run_id",
-    "case_id",
-    "failure",
-    "category",
-    "rule",
-    "confidence",
-    "evidence",
-    "patterns",
-    "experiments",
-    "dataset_version",
-    "k",
-)
+def judging_k(con: duckdb.DuckDBPyConnection, run_id: str, k: int | None = None) -> int:
+    """The cutoff a run is judged at: ``k`` when the user names one, else the run's own k (run.json)."""
+    default = run_k(con, run_id)  # also checks that the run exists
+    if k is None:
+        return default
+    if int(k) < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return int(k)
 
 
 def _cutoffs(con: duckdb.DuckDBPyConnection, run_id: str, ks: int | Sequence[int] | None) -> list[int]:
@@ -86,7 +69,7 @@ def _cutoffs(con: duckdb.DuckDBPyConnection, run_id: str, ks: int | Sequence[int
     return cutoffs
 
 
-def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> pa.Table:
+def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> tuple[pa.Table, CostReport]:
     facts = cur.sql(FACTS_SQL, params={"run_id": run_id, "k": k}).to_arrow_table()
     cur.register("_cls_facts", facts)
     try:
@@ -94,21 +77,15 @@ def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> pa.Tabl
             "(SELECT f.*, $run_id AS run_id, r.dataset_version, CAST($k AS INTEGER) AS k "
             "FROM _cls_facts f, (SELECT value AS dataset_version FROM meta WHERE key = 'current_dataset') r)"
         )
-        return cur.sql(sql, params={"run_id": run_id, "k": k}).to_arrow_table()
+        rows = cur.sql(sql, params={"run_id": run_id, "k": k}).to_arrow_table()
     finally:
         cur.unregister("_cls_facts")
+    return rows, category_costs(cur, run_id, k, facts)
 
 
-def classify_run(
-    con: duckdb.DuckDBPyConnection, run_id: str, *, ks: int | Sequence[int] | None = None, store: bool = True
-) -> pa.Table:
-    """One row per failure of ``run_id`` (at each cutoff of ``ks``; default the run's k), classified.
-
-    Columns: run_id, case_id, failure, category, rule, confidence, evidence (JSON text), patterns,
-    experiments, dataset_version, k. With ``store`` the run's stored rows are replaced in one transaction
-    (``con`` must then be writable).
-    """
-    cutoffs = _cutoffs(con, run_id, ks)
+def _classify(
+    con: duckdb.DuckDBPyConnection, run_id: str, cutoffs: list[int]
+) -> list[tuple[int, pa.Table, CostReport]]:
     cur = con.cursor()
     # stale_first is version_pairs filtered on its flag (same statement, same order): compute the pairs once.
     pairs = version_pairs(cur, run_id)
@@ -121,89 +98,134 @@ def classify_run(
     try:
         for name, table in checks.items():
             cur.register(name, table)
-        parts = [_classify_at(cur, run_id, k) for k in cutoffs]
+        return [(k, *_classify_at(cur, run_id, k)) for k in cutoffs]
     finally:
         for name in checks:
             cur.unregister(name)
         cur.close()
-    result = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def classify_run(
+    con: duckdb.DuckDBPyConnection, run_id: str, *, ks: int | Sequence[int] | None = None, store: bool = True
+) -> pa.Table:
+    """One row per failure of ``run_id`` (at each cutoff of ``ks``; default the run's k), classified.
+
+    Columns: run_id, case_id, failure, category, rule, confidence, evidence (JSON text), patterns,
+    experiments, dataset_version, k. With ``store`` the run's rows and category costs at each cutoff are
+    replaced in one transaction per cutoff (``con`` must then be writable).
+    """
+    parts = _classify(con, run_id, _cutoffs(con, run_id, ks))
     if store:
-        store_classifications(con, run_id, result)
-    return result
+        for k, rows, costs in parts:
+            stored.store(con, run_id, k, rows, costs.to_table())
+    tables = [rows for _, rows, _ in parts]
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
-def store_classifications(con: duckdb.DuckDBPyConnection, run_id: str, rows: pa.Table) -> None:
-    """Replace ``run_id``'s stored classifications with ``rows`` in one transaction."""
+def refresh(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Classify and store every run whose stored classification at its own k is missing or stale; returns
+    their ids. ``ragtriage load`` and ``import-labels`` call it, so readers find fresh rows."""
+    done = []
     cur = con.cursor()
     try:
-        cur.execute("BEGIN TRANSACTION")
-        try:
-            cur.execute(DDL)
-            cur.execute(f"DELETE FROM {TABLE} WHERE run_id = ?", [run_id])
-            cur.register("_cls_rows", rows)
-            cur.execute(
-                f"INSERT INTO {TABLE} SELECT {', '.join(COLUMNS)}, "
-                "(SELECT score_threshold FROM runs WHERE run_id = ?), now()::TIMESTAMP FROM _cls_rows",
-                [run_id],
-            )
-            cur.execute("COMMIT")
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-    except duckdb.Error as exc:
-        raise StoreError(
-            f"cannot store classifications for run {run_id!r} ({exc}); open the store writable "
-            "or classify with store=False"
-        ) from exc
+        for rid in run_ids(cur):
+            if not stored.is_fresh(cur, rid, run_k(cur, rid)):
+                classify_run(con, rid, store=True)
+                done.append(rid)
     finally:
         cur.close()
+    return done
 
 
-def _stored(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table | None:
-    """The run's stored rows, unless there are none or they are stale: classified before the run was (re)loaded
-    or calibrated, or against another dataset version."""
-    exists = cur.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = 'main'", [TABLE]
-    ).fetchall()
-    if not exists[0][0]:
-        return None
-    (fresh,) = cur.execute(
-        f"""SELECT count(*) FILTER (WHERE c.classified_at >= r.loaded_at
-                                   AND c.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset')
-                                   AND c.score_threshold IS NOT DISTINCT FROM r.score_threshold),
-                   count(*)
-            FROM {TABLE} c JOIN runs r USING (run_id) WHERE c.run_id = ?""",
-        [run_id],
-    ).fetchall()
-    if fresh[1] == 0 or fresh[0] != fresh[1]:
-        return None
-    return cur.sql(
-        f"SELECT {', '.join(COLUMNS)} FROM {TABLE} WHERE run_id = $run_id", params={"run_id": run_id}
-    ).to_arrow_table()
+@dataclass(frozen=True)
+class RunClassification:
+    """A run's classification at one k: its failure rows and what each category costs (typed, for the TUI)."""
+
+    run_id: str
+    k: int
+    rows: pa.Table  # classify_run's columns
+    costs: CostReport
+    from_store: bool  # read from the store (False: computed now, because nothing fresh was stored)
+
+
+def run_classification(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> RunClassification:
+    """The stored classification of ``run_id`` at :func:`judging_k` when fresh, else computed (not stored)."""
+    cutoff = judging_k(con, run_id, k)
+    cur = con.cursor()
+    try:
+        if stored.is_fresh(cur, run_id, cutoff):
+            costs = CostReport.from_table(run_id, cutoff, stored.cost_rows(cur, run_id, cutoff))
+            return RunClassification(run_id, cutoff, stored.failure_rows(cur, run_id, cutoff), costs, True)
+    finally:
+        cur.close()
+    ((_, rows, costs),) = _classify(con, run_id, [cutoff])
+    return RunClassification(run_id, cutoff, rows, costs, False)
+
+
+def failure_source(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> str:
+    """A relation of the run's failure rows at ``k`` for ``cur``: the stored table when fresh (read in SQL, so a
+    reader never fetches evidence it does not show), else the rows computed now, registered on ``cur``."""
+    if stored.is_fresh(cur, run_id, k):
+        return (
+            f"(SELECT * FROM {stored.TABLE} WHERE run_id = $run_id AND k = $k "
+            "AND dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset'))"
+        )
+    ((_, rows, _),) = _classify(cur, run_id, [k])
+    cur.register("_cls_failures", rows)
+    return "(SELECT * FROM _cls_failures WHERE run_id = $run_id AND k = $k)"
 
 
 def failures(
-    con: duckdb.DuckDBPyConnection, run_id: str, *, category: str | None = None, pattern: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    *,
+    category: str | None = None,
+    pattern: str | None = None,
+    k: int | None = None,
 ) -> pa.Table:
-    """The run's classified failures (stored ones when fresh, else computed without storing), with the case's
-    query, split and query_type; filtered by ``category`` and ``pattern``; ordered by case, failure, k.
-    Columns: :data:`FAILURE_SCHEMA`."""
-    run_k(con, run_id)  # raises StoreError for an unknown run
+    """The run's classified failures at :func:`judging_k` (stored ones when fresh, else computed without
+    storing), with the case's query, split and query_type; filtered by ``category`` and ``pattern``; ordered by
+    case, failure, k. Columns: :data:`FAILURE_SCHEMA`."""
+    cutoff = judging_k(con, run_id, k)
     cur = con.cursor()
     try:
-        rows = _stored(cur, run_id)
-        if rows is None:
-            rows = classify_run(cur, run_id, store=False)
-        cur.register("_cls_failures", rows)
+        src = failure_source(cur, run_id, cutoff)
         sql = f"""
             SELECT f.run_id, f.case_id, c.query, c.split, c.query_type, f.failure, f.category, f.rule,
-                   f.confidence, f.evidence, f.patterns, f.experiments, f.dataset_version, f.k
-            FROM _cls_failures f LEFT JOIN cases c USING (case_id)
+                   f.confidence, CAST(f.evidence AS VARCHAR) AS evidence, f.patterns, f.experiments,
+                   f.dataset_version, f.k
+            FROM {src} f LEFT JOIN cases c USING (case_id)
             WHERE ($category IS NULL OR f.category = $category)
               AND ($pattern IS NULL OR list_contains(f.patterns, $pattern))
             ORDER BY f.case_id, list_position({FAILURE_ORDER}, f.failure), f.k, f.rule
         """
-        table = cur.sql(sql, params={"category": category, "pattern": pattern}).to_arrow_table()
-        return table.cast(FAILURE_SCHEMA)
+        params = {"category": category, "pattern": pattern, "run_id": run_id, "k": cutoff}
+        return cur.sql(sql, params=params).to_arrow_table().cast(FAILURE_SCHEMA)
+    finally:
+        cur.close()
+
+
+def failure_list(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> pa.Table:
+    """One row per failing case at :func:`judging_k`, for a list view: case_id, query, category, rule and
+    patterns (each '; '-joined when a case fails in several ways), failures and the highest confidence. Read in
+    SQL from the stored rows when fresh, without the evidence: a 10M-row run's list fills in well under a
+    second."""
+    cutoff = judging_k(con, run_id, k)
+    cur = con.cursor()
+    try:
+        src = failure_source(cur, run_id, cutoff)
+        agg = "array_to_string(list_sort(list_distinct(list({0}))), '; ')"
+        sql = f"""
+            WITH per_case AS (
+                SELECT case_id, {agg.format("category")} AS category, {agg.format("rule")} AS rule,
+                       nullif(array_to_string(list_sort(list_distinct(flatten(list(patterns)))), '; '), '')
+                           AS patterns,
+                       {agg.format("failure")} AS failures, max(confidence) AS confidence
+                FROM {src} GROUP BY case_id
+            )
+            SELECT f.case_id, c.query, f.* EXCLUDE (case_id)
+            FROM per_case f LEFT JOIN cases c USING (case_id) ORDER BY f.case_id
+        """
+        return cur.sql(sql, params={"run_id": run_id, "k": cutoff}).to_arrow_table()
     finally:
         cur.close()

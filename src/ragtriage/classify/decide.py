@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ragtriage.classify.facts import EVIDENCE_FIELDS
-from ragtriage.classify.rules import ANSWERABLE, FAILURES, PATTERNS, RULES, UNJUDGED_PENALTY, UNJUDGED_RULE
+from ragtriage.classify.rules import (
+    ANSWERABLE,
+    CONFIG_FIELDS,
+    FAILURES,
+    PATTERNS,
+    RULES,
+    UNJUDGED_PENALTY,
+    UNJUDGED_RULE,
+    Rule,
+)
 
 
 def _quote(text: str) -> str:
@@ -33,6 +42,19 @@ def _lookup(column: str, values: dict[str, str]) -> str:
     return f"CASE {column} {arms} END"
 
 
+def experiment_sql(rule: Rule) -> str:
+    """The rule's experiment for this run: the first advice whose condition holds on the run's configuration,
+    naming the run.json field it read and its value; the rule's own experiment when no advice applies."""
+    if not rule.advice:
+        return _quote(rule.experiment)
+    arms = " ".join(
+        f"WHEN coalesce(({a.when}), false) THEN {_quote(a.text + ' (read run.json ' + a.field + ': ')} "
+        f"|| {CONFIG_FIELDS[a.field]} || ')'"
+        for a in rule.advice
+    )
+    return f"CASE {arms} ELSE {_quote(rule.experiment)} END"
+
+
 def _evidence() -> str:
     """A JSON object per row: k, the matched rules and patterns, and the facts of the row's failure kind."""
     arms = []
@@ -51,7 +73,7 @@ def decide_sql(facts: str) -> str:
     patterns = _matching((p.name, p.applies_to, p.predicate) for p in PATTERNS)
     category = _lookup("rules[1]", {r.name: _quote(r.category) for r in RULES})
     confidence = _lookup("rules[1]", {r.name: repr(r.confidence) for r in RULES})
-    rule_exp = _lookup("rules[1]", {r.name: _quote(r.experiment) for r in RULES})
+    rule_exp = _lookup("rules[1]", {r.name: experiment_sql(r) for r in RULES})
     pattern_exp = _lookup("p", {p.name: _quote(p.experiment) for p in PATTERNS})
     order = "[" + ", ".join(_quote(f) for f in FAILURES) + "]"
     return f"""

@@ -24,6 +24,7 @@ from ragtriage.classify.rules import (
     DEFAULT_RECALL_BAR,
     NEAR_DUP_JACCARD,
     NEAR_DUP_MIN_TOKENS,
+    NOT_RETRIEVED,
     UNJUDGED_TOP,
 )
 from ragtriage.contract.relevance import is_relevant
@@ -37,6 +38,31 @@ LEAKS_SHOWN = 20
 # Tokens that look like identifiers: letters and digits, hyphen-joined parts allowed, both kinds present.
 _TOKEN = r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*"
 _ID_FILTER = "lambda t: len(t) >= 4 AND regexp_matches(t, '[0-9]') AND regexp_matches(t, '[A-Za-z]')"
+
+# The run's configuration as the advice reads it (``rules.Advice``): one row, joined to every failure. Retrieval
+# is "hybrid" when run.json names an embedding model and a lexical retriever (system.bm25, or a retriever or
+# description naming bm25/lexical/keyword/sparse), "dense" or "lexical" when only one, "unknown" otherwise.
+_LEXICAL = "bm25|lexical|keyword|sparse|splade"
+RUN_CONFIG_CTE = f"""
+run_config AS (
+    SELECT reranker AS cfg_reranker,
+           coalesce(lower(trim(reranker)) NOT IN ('', 'none', 'null', 'false', 'no'), false) AS has_reranker,
+           k AS cfg_k, candidate_k AS cfg_candidate_k,
+           CASE WHEN dense AND lexical THEN 'hybrid' WHEN dense THEN 'dense' WHEN lexical THEN 'lexical'
+                ELSE 'unknown' END AS cfg_retrieval,
+           'embedding_model: ' || coalesce(embedding_model, 'null') || ', system.retriever: '
+               || coalesce(json_extract_string(system, '$.retriever'), 'not stated') AS cfg_retrieval_basis,
+           TRY_CAST(json_extract_string(filters_applied, '$.acl') AS BOOLEAN) AS cfg_filter_acl,
+           TRY_CAST(json_extract_string(filters_applied, '$.tenant') AS BOOLEAN) AS cfg_filter_tenant,
+           TRY_CAST(json_extract_string(filters_applied, '$.effective_on') AS BOOLEAN) AS cfg_filter_effective_on
+    FROM (SELECT *,
+                 coalesce(lower(trim(embedding_model)) NOT IN ('', 'none', 'null'), false) AS dense,
+                 coalesce(json_extract_string(system, '$.bm25') IS NOT NULL, false)
+                 OR regexp_matches(lower(coalesce(json_extract_string(system, '$.retriever'), '') || ' '
+                                         || coalesce(json_extract_string(system, '$.description'), '')),
+                                   '{_LEXICAL}') AS lexical
+          FROM runs WHERE run_id = $run_id)
+)"""
 
 _ANSWERABLE_CTES = f"""
 bar AS (
@@ -171,13 +197,17 @@ answerable_facts AS (
            coalesce(t.top_units, []) AS top_units,
            coalesce(t.n_head, 0) >= {UNJUDGED_TOP} AND t.n_head_judged = 0 AS unjudged_top,
            CASE WHEN cr.n >= greatest({CROWD_MIN}, ceil($k / 2))
-                     AND len(list_filter(p.missing, lambda u: u.document_id IS DISTINCT FROM cr.document_id)) > 0
+                     AND len(list_filter(p.missing, lambda u: u.document_id IS DISTINCT FROM cr.document_id
+                                                               AND u.permitted IS DISTINCT FROM false)) > 0
                 THEN cr.document_id END AS crowding_document,
            cr.n AS crowding_count,
            coalesce(d.disputed, []) AS disputed, coalesce(h.heading_hits, []) AS heading_hits,
            coalesce(im.identifiers_missed, []) AS identifiers_missed,
            list_transform(list_filter(p.missing, lambda u: u.chunk_kind = 'table'), lambda u: u.unit_id)
                AS table_units,
+           list_transform(list_filter(p.missing, lambda u: u.location = 'absent-from-runs' AND NOT u.indexed
+                                                           AND u.in_corpus IS NULL),
+                          lambda u: u.unit_id || ': {NOT_RETRIEVED}') AS assumptions,
            a.query_type,
            (coalesce(a.query_type, '') ILIKE 'multi%' OR list_contains(coalesce(a.tags, []), 'multi-part'))
                AS multi_part,
@@ -218,14 +248,18 @@ FACTS_SQL = (
     "WITH "
     + LOCATION_CTES
     + ","
+    + RUN_CONFIG_CTE
+    + ","
     + _ANSWERABLE_CTES
     + ","
     + _OTHER_CTES
     + """
-SELECT * FROM answerable_facts
-UNION ALL BY NAME SELECT * FROM negative_facts
-UNION ALL BY NAME SELECT * FROM stale_facts
-UNION ALL BY NAME SELECT * FROM leak_facts
+SELECT * FROM (
+    SELECT * FROM answerable_facts
+    UNION ALL BY NAME SELECT * FROM negative_facts
+    UNION ALL BY NAME SELECT * FROM stale_facts
+    UNION ALL BY NAME SELECT * FROM leak_facts
+) CROSS JOIN run_config
 """
 )
 
@@ -235,6 +269,7 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
         "n_relevant",
         "n_found",
         "missing",
+        "assumptions",
         "top_units",
         "n_top",
         "n_judged",

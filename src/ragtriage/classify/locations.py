@@ -3,11 +3,17 @@
 A relevant unit (qrels grade at or above the dataset's threshold) is, in this order of precedence:
 
 ``final-top-k``         in the run's final list within k (found);
+``unpermitted``         the case's principal may not see it (by the leakage check's rules): never findable, and
+                        no run's retrieval of it (a leak) is evidence;
 ``final-below-k``       in the final list below k;
 ``candidate``           only in the run's candidate stage;
-``absent-from-corpus``  not in the corpus snapshot (and not returned by this run);
-``other-run``           in the snapshot, not returned by this run, but returned by another loaded run (any stage);
-``absent-from-runs``    in the snapshot and in no stage of any loaded run at any depth.
+``absent-from-corpus``  not in the loaded corpus manifest (and not returned by this run); never without a manifest;
+``other-run``           not returned by this run, but returned by another loaded run for this case (any stage);
+``absent-from-runs``    in no stage of any loaded run at any depth, for this case (in the manifest, or no
+                        manifest is loaded).
+
+Without a corpus manifest (no ``documents`` row) ``in_corpus`` and ``document_in_corpus`` are NULL (unknown), not
+false: a missing manifest is not missing documents.
 
 Ranks are positions in the de-duplicated list (a unit's first occurrence, re-numbered 1..n), as the metrics
 count them. ``indexed`` says whether any loaded run returned the unit for any case (so it is in the index even
@@ -25,13 +31,25 @@ from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.store import require_run
 from ragtriage.store.dedup import deduplicated
 
-LOCATIONS = ("final-top-k", "final-below-k", "candidate", "absent-from-corpus", "other-run", "absent-from-runs")
+LOCATIONS = (
+    "final-top-k",
+    "unpermitted",
+    "final-below-k",
+    "candidate",
+    "absent-from-corpus",
+    "other-run",
+    "absent-from-runs",
+)
+_LOCATION_ORDER = "[" + ", ".join(f"'{x}'" for x in LOCATIONS) + "]"
 
 _IRREGULAR_ROWS = """SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet
                      FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs)"""
 
 # CTE bodies, parameterised by $run_id and $k; ``locations`` is the last one.
 LOCATION_CTES = f"""
+manifest AS (
+    SELECT EXISTS (SELECT 1 FROM documents) AS loaded
+),
 acl_policy AS (
     SELECT coalesce(bool_or(acl_required), false) AS acl_required FROM current_dataset
 ),
@@ -106,14 +124,17 @@ permission AS (
 locations AS (
     SELECT r.case_id, r.unit_id, coalesce(c.document_id, l.document_id) AS document_id,
            coalesce(c.chunk_id, l.chunk_id) AS chunk_id, r.grade, t.final_rank, t.candidate_rank,
-           c.unit_id IS NOT NULL AS in_corpus, o.best_rank AS best_rank_other_runs,
+           CASE WHEN m.loaded THEN c.unit_id IS NOT NULL END AS in_corpus,
+           CASE WHEN pm.permitted IS DISTINCT FROM false THEN o.best_rank END AS best_rank_other_runs,
            CASE WHEN t.final_rank <= $k THEN 'final-top-k'
+                WHEN pm.permitted = false THEN 'unpermitted'
                 WHEN t.final_rank IS NOT NULL THEN 'final-below-k'
                 WHEN t.candidate_rank IS NOT NULL THEN 'candidate'
-                WHEN c.unit_id IS NULL THEN 'absent-from-corpus'
+                WHEN m.loaded AND c.unit_id IS NULL THEN 'absent-from-corpus'
                 WHEN o.best_rank IS NOT NULL THEN 'other-run'
                 ELSE 'absent-from-runs' END AS location,
-           o.best_other AS best_other_run, cd.document_id IS NOT NULL AS document_in_corpus, pm.permitted,
+           CASE WHEN pm.permitted IS DISTINCT FROM false THEN o.best_other END AS best_other_run,
+           CASE WHEN m.loaded THEN cd.document_id IS NOT NULL END AS document_in_corpus, pm.permitted,
            c.chunk_kind, coalesce(c.section, l.section_id, l.document_id) AS section,
            rt.unit_id IS NOT NULL AS indexed, CAST($k AS INTEGER) AS k
     FROM relevant r
@@ -124,15 +145,15 @@ locations AS (
     LEFT JOIN corpus_documents cd ON cd.document_id = coalesce(c.document_id, l.document_id)
     LEFT JOIN permission pm USING (case_id, unit_id)
     LEFT JOIN returned rt USING (unit_id)
+    CROSS JOIN manifest m
 )"""
 
 _LOCATIONS_SQL = (
     "WITH "
     + LOCATION_CTES
-    + """
+    + f"""
 SELECT * FROM locations WHERE $case_id IS NULL OR case_id = $case_id
-ORDER BY case_id, list_position(['final-top-k', 'final-below-k', 'candidate', 'absent-from-corpus', 'other-run',
-                                 'absent-from-runs'], location), final_rank NULLS LAST, unit_id
+ORDER BY case_id, list_position({_LOCATION_ORDER}, location), final_rank NULLS LAST, unit_id
 """
 )
 

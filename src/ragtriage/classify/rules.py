@@ -14,12 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragtriage.contract.categories import CATEGORIES as DEFECT_CATEGORIES
+from ragtriage.contract.categories import UNDETERMINED
 
 FAILURES = ("no-relevant-in-top-k", "recall-below-bar", "negative-not-abstained", "stale-first", "leakage")
-CATEGORIES = DEFECT_CATEGORIES  # the one list, shared with the notes (ragtriage.contract.categories)
+# the defect categories shared with the notes (ragtriage.contract.categories), and the classifier's abstention
+CATEGORIES = (*DEFECT_CATEGORIES, UNDETERMINED)
 ANSWERABLE = ("no-relevant-in-top-k", "recall-below-bar")
 
 UNJUDGED_RULE = "dataset.unjudged-top-k"
+UNDETERMINED_RULE = "undetermined.not-retrieved-by-any-run"
+# Said in the evidence of every failure whose missing unit no run returned while no manifest is loaded.
+NOT_RETRIEVED = "not retrieved by any run (ingestion or ranking: load a corpus manifest to tell)"
 UNJUDGED_PENALTY = 0.75
 DEFAULT_RECALL_BAR = 1.0
 # "crowded by one document": at least this many of the top k, and at least half of k.
@@ -31,6 +36,32 @@ NEAR_DUP_MIN_TOKENS = 8
 UNJUDGED_TOP = 3
 
 
+# The inputs a rule can read. A rule names the ones it needs (``Rule.needs``) and its predicate is false when one
+# is missing, so an absent input is never read as evidence (no manifest is not "no documents").
+INPUTS: dict[str, str] = {
+    "labels": "qrels of the current dataset version",
+    "this run": "the run's final list (and its candidate stage, when loaded)",
+    "other runs": "the other loaded runs' lists, for this case and for any case",
+    "manifest": "a corpus manifest (documents.jsonl): which units and documents exist",
+    "principal": "the case's principal and the manifest's acl/tenant (the leakage check's rules)",
+    "annotators": "several annotators' grades per label",
+    "versions": "the manifest's status and effective dates",
+    "calibration": "the run's calibrated score threshold (`ragtriage calibrate`)",
+    "events": "the run's events (status, time-outs)",
+    "run.json": "the run's configuration (reranker, k, candidate_k, embedding_model, system, filters_applied)",
+}
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One experiment for a rule, chosen when ``when`` (SQL over the run-configuration facts) holds; ``field`` is
+    the run.json field it read, printed beside the text with its value."""
+
+    when: str
+    text: str
+    field: str
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -39,7 +70,9 @@ class Rule:
     confidence: float
     predicate: str  # SQL over a facts row
     description: str
-    experiment: str
+    experiment: str  # when no ``advice`` applies
+    needs: tuple[str, ...] = ("labels", "this run")
+    advice: tuple[Advice, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,15 +85,35 @@ class Pattern:
 
 
 def _missing(pred: str) -> str:
-    return f"len(list_filter(missing, lambda u: {pred})) > 0"
+    return f"len(list_filter(missing, lambda u: coalesce({pred}, false))) > 0"
 
 
 # A missing unit the labels themselves make unfindable: its chunk id left the snapshot, or the principal may not
 # see it. Such a unit explains a failure only when every missing unit is one; otherwise a findable relevant unit
-# was missed too, and that is the defect to fix first.
-_LABEL_DEFECT = "((NOT u.in_corpus AND u.document_in_corpus) OR u.permitted = false)"
+# was missed too, and that is the defect to fix first. Unknown (no manifest, no principal) is not a defect.
+_LABEL_DEFECT = "coalesce((NOT u.in_corpus AND u.document_in_corpus) OR u.permitted = false, false)"
 _ONLY_LABEL_DEFECTS = f"len(list_filter(missing, lambda u: NOT {_LABEL_DEFECT})) = 0"
+_MISSING_ANY_RUN = "u.location = 'absent-from-runs' AND NOT u.indexed"
 
+# The category of one missing relevant unit's own defect, read from its location (the rules' evidence): what
+# "fixing the defects of a category" moves, for the cost of each category (``cost.py``).
+UNIT_CATEGORY = f"""CASE WHEN {_LABEL_DEFECT} THEN 'dataset'
+     WHEN u.location = 'absent-from-corpus' AND u.document_in_corpus = false THEN 'ingestion'
+     WHEN {_MISSING_ANY_RUN} AND u.in_corpus THEN 'ingestion'
+     WHEN {_MISSING_ANY_RUN} AND u.in_corpus IS NULL THEN 'undetermined'
+     ELSE 'ranking' END"""
+
+# The run.json fields an advice reads, and how its value is printed (SQL over the run-configuration facts).
+CONFIG_FIELDS: dict[str, str] = {
+    "reranker": "coalesce(cfg_reranker, 'null')",
+    "candidate_k": "coalesce(CAST(cfg_candidate_k AS VARCHAR), 'null') || ', k: ' || CAST(cfg_k AS VARCHAR)",
+    "embedding_model, system": "cfg_retrieval || ' (' || cfg_retrieval_basis || ')'",
+    "filters_applied.acl": "coalesce(CAST(cfg_filter_acl AS VARCHAR), 'not stated') || ', tenant: ' "
+    "|| coalesce(CAST(cfg_filter_tenant AS VARCHAR), 'not stated')",
+    "filters_applied.effective_on": "coalesce(CAST(cfg_filter_effective_on AS VARCHAR), 'not stated')",
+}
+
+_SHALLOW = "(cfg_candidate_k IS NULL OR cfg_candidate_k <= cfg_k)"
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -71,6 +124,7 @@ RULES: tuple[Rule, ...] = (
         "n_relevant = 0",
         "An answerable case has no label at or above the relevance threshold: nothing can ever count as found.",
         "Label the case (or mark it unanswerable with an expected_behavior).",
+        needs=("labels",),
     ),
     Rule(
         "dataset.label-not-in-snapshot",
@@ -82,6 +136,7 @@ RULES: tuple[Rule, ...] = (
         "(the document was re-chunked after labelling): the label points at nothing retrievable. Decides only "
         "when every missing unit is such a label defect (this one or an unpermitted unit).",
         "Re-map the labels to the snapshot's current chunk ids (or re-label the case).",
+        needs=("labels", "manifest"),
     ),
     Rule(
         "dataset.disputed-grade",
@@ -92,6 +147,7 @@ RULES: tuple[Rule, ...] = (
         "Annotators disagree by two or more grades on a unit that decides the failure (a missing relevant "
         "unit, or a top-k unit the effective grade calls not relevant).",
         "Adjudicate the disputed label (annotator `adjudicated`).",
+        needs=("labels", "annotators", "this run"),
     ),
     Rule(
         "dataset.unpermitted-evidence",
@@ -102,26 +158,29 @@ RULES: tuple[Rule, ...] = (
         "A missing relevant unit is one the case's principal may not see: a correct retriever must not return "
         "it, so the label (or the principal) is wrong. Decides only when every missing unit is a label defect.",
         "Re-label with evidence the principal may see, or fix the case's principal.",
+        needs=("labels", "manifest", "principal"),
     ),
     Rule(
         "ingestion.absent-from-corpus",
         "ingestion",
         ANSWERABLE,
         0.85,
-        _missing("u.location = 'absent-from-corpus' AND NOT u.document_in_corpus"),
-        "A missing relevant unit's document is absent from the corpus snapshot (and this run did not return "
-        "it): the document was never ingested.",
+        _missing("u.location = 'absent-from-corpus' AND u.document_in_corpus = false"),
+        "A missing relevant unit's document is absent from the loaded corpus manifest (and this run did not "
+        "return it): the document was never ingested. Never without a manifest: no manifest is not no documents.",
         "Ingest the missing documents into the corpus snapshot and re-index.",
+        needs=("labels", "this run", "manifest"),
     ),
     Rule(
         "ingestion.absent-from-runs",
         "ingestion",
         ANSWERABLE,
         0.8,
-        _missing("u.location = 'absent-from-runs' AND NOT u.indexed AND u.permitted IS DISTINCT FROM false"),
-        "A missing relevant, permitted unit is in the snapshot but no loaded run returned it, at any stage or "
-        "depth, for any case: it is not in the index (crawler or parser dropped it).",
+        _missing(f"{_MISSING_ANY_RUN} AND u.in_corpus"),
+        "A missing relevant, permitted unit is in the corpus manifest but no loaded run returned it, at any "
+        "stage or depth, for any case: it is not in the index (crawler or parser dropped it).",
         "Check the index for the missing units (crawler and parser logs) and re-index them.",
+        needs=("labels", "this run", "other runs", "manifest"),
     ),
     Rule(
         "ranking.one-document-crowds-top-k",
@@ -130,7 +189,7 @@ RULES: tuple[Rule, ...] = (
         0.7,
         "crowding_document IS NOT NULL",
         f"One document holds at least half of the top k (and at least {CROWD_MIN} results) while a missing "
-        "relevant unit belongs to another document.",
+        "relevant unit the principal may see belongs to another document.",
         "Cap results per document or diversify the list (MMR); consider splitting the large document.",
     ),
     Rule(
@@ -142,6 +201,20 @@ RULES: tuple[Rule, ...] = (
         "In the final list a stale (archived, expired or not-yet-effective) version of a document ranks above "
         "its version in force.",
         "Filter archived versions out at query time (status or effective-date filter).",
+        needs=("this run", "manifest", "versions"),
+        advice=(
+            Advice(
+                "cfg_filter_effective_on IS true",
+                "The effective-date filter is on, yet a stale version outranks the one in force: check the "
+                "status and effective dates the index holds, and the date the run filters on.",
+                "filters_applied.effective_on",
+            ),
+            Advice(
+                "true",
+                "Filter stale versions out at query time (status or effective-date filter).",
+                "filters_applied.effective_on",
+            ),
+        ),
     ),
     Rule(
         "ranking.below-k",
@@ -149,8 +222,21 @@ RULES: tuple[Rule, ...] = (
         ANSWERABLE,
         0.85,
         _missing("u.location = 'final-below-k'"),
-        "A missing relevant unit is in the final list, but below k.",
-        "Tune the ranker (or the reranker) so the unit reaches the top k; try a larger k.",
+        "A missing relevant unit the principal may see is in the final list, but below k.",
+        "Tune the ranker so the unit reaches the top k; try a larger k.",
+        advice=(
+            Advice(
+                "has_reranker",
+                "Tune or re-weight the reranker so the unit reaches the top k; try a larger k.",
+                "reranker",
+            ),
+            Advice(
+                "NOT has_reranker",
+                "No reranker: add one over the candidates, or tune the first-stage scoring so the unit reaches "
+                "the top k; try a larger k.",
+                "reranker",
+            ),
+        ),
     ),
     Rule(
         "ranking.candidate-not-promoted",
@@ -158,8 +244,22 @@ RULES: tuple[Rule, ...] = (
         ANSWERABLE,
         0.85,
         _missing("u.location = 'candidate'"),
-        "A missing relevant unit is in the candidate stage but not in the final list: the reranker dropped it.",
-        "Retrain or re-weight the reranker; check its features for the dropped unit.",
+        "A missing relevant unit the principal may see is in the candidate stage but not in the final list.",
+        "Check what drops it between the candidate and the final list.",
+        needs=("labels", "this run", "run.json"),
+        advice=(
+            Advice(
+                "has_reranker",
+                "The reranker dropped it: retrain or re-weight the reranker; check its features for the unit.",
+                "reranker",
+            ),
+            Advice(
+                "NOT has_reranker",
+                "No reranker is declared, yet the final list drops a candidate: check the step between the "
+                "stages (fusion, filters, truncation to k).",
+                "reranker",
+            ),
+        ),
     ),
     Rule(
         "ranking.found-by-other-run",
@@ -167,9 +267,29 @@ RULES: tuple[Rule, ...] = (
         ANSWERABLE,
         0.75,
         _missing("u.location = 'other-run'"),
-        "A missing relevant unit is indexed (another loaded run retrieved it) but this run did not return it "
-        "at any depth.",
-        "Compare with the run that found it: add that retriever (hybrid) or widen the candidate depth.",
+        "A missing relevant unit the principal may see was returned by another loaded run for this case (a "
+        "leaking run's rows are never cited: an unpermitted unit is never found), but this run did not return "
+        "it at any depth.",
+        "Compare with the run that found it.",
+        needs=("labels", "this run", "other runs", "run.json"),
+        advice=(
+            Advice(
+                f"cfg_retrieval = 'hybrid' AND {_SHALLOW}",
+                "Compare with the run that found it: widen the candidate depth before fusion and reranking.",
+                "candidate_k",
+            ),
+            Advice(
+                "cfg_retrieval = 'hybrid'",
+                "Compare with the run that found it: re-weight the fusion of the retrievers.",
+                "embedding_model, system",
+            ),
+            Advice(
+                "true",
+                "Compare with the run that found it: add its retriever to this one (hybrid) or widen the "
+                "candidate depth.",
+                "embedding_model, system",
+            ),
+        ),
     ),
     Rule(
         "ranking.never-retrieved",
@@ -177,9 +297,38 @@ RULES: tuple[Rule, ...] = (
         ANSWERABLE,
         0.65,
         _missing("u.location = 'absent-from-runs' AND u.indexed"),
-        "A missing relevant unit is indexed (a run returned it for another case) but no run returns it for this "
-        "query at any depth: the query and the text do not meet (vocabulary mismatch, another language).",
+        "A missing relevant unit the principal may see is indexed (a run returned it for another case) but no "
+        "run returns it for this query at any depth: the query and the text do not meet (vocabulary mismatch, "
+        "another language).",
         "Add query expansion or synonyms, a multilingual embedding, or keyword retrieval; widen candidate depth.",
+        needs=("labels", "this run", "other runs", "run.json"),
+        advice=(
+            Advice(
+                "cfg_retrieval = 'lexical'",
+                "Lexical retrieval only: add a (multilingual) embedding retriever or query expansion.",
+                "embedding_model, system",
+            ),
+            Advice(
+                "cfg_retrieval = 'dense'",
+                "Dense retrieval only: add keyword (BM25) retrieval or query expansion with synonyms.",
+                "embedding_model, system",
+            ),
+            Advice(
+                "cfg_retrieval = 'hybrid'",
+                "Both retrievers miss it: add query expansion or synonyms, or a multilingual embedding.",
+                "embedding_model, system",
+            ),
+        ),
+    ),
+    Rule(
+        UNDETERMINED_RULE,
+        "undetermined",
+        ANSWERABLE,
+        0.4,
+        _missing(f"{_MISSING_ANY_RUN} AND u.in_corpus IS NULL"),
+        NOT_RETRIEVED + ". With a manifest this is ingestion.absent-from-runs or ingestion.absent-from-corpus.",
+        "Load the corpus manifest (documents.jsonl) with the dataset to tell ingestion from ranking.",
+        needs=("labels", "this run", "other runs"),
     ),
     Rule(
         UNJUDGED_RULE,
@@ -199,6 +348,7 @@ RULES: tuple[Rule, ...] = (
         "n_relevant > 0",
         "A case expected to abstain has labels at or above the relevance threshold: the case contradicts itself.",
         "Decide whether the case is answerable; fix answerable/expected_behavior or the labels.",
+        needs=("labels",),
     ),
     Rule(
         "ranking.negative-confident-scores",
@@ -207,7 +357,20 @@ RULES: tuple[Rule, ...] = (
         0.85,
         "threshold IS NOT NULL AND top_score >= threshold",
         "A negative case was answered with a top score at or above the run's calibrated threshold.",
-        "Raise the abstention threshold, or add a relevance check (reranker score) before answering.",
+        "Raise the abstention threshold.",
+        needs=("this run", "calibration", "run.json"),
+        advice=(
+            Advice(
+                "has_reranker",
+                "Raise the abstention threshold, or gate the answer on the reranker's relevance score.",
+                "reranker",
+            ),
+            Advice(
+                "NOT has_reranker",
+                "Raise the abstention threshold; no reranker is declared, so add a relevance check before answering.",
+                "reranker",
+            ),
+        ),
     ),
     Rule(
         "ranking.negative-answered",
@@ -218,6 +381,7 @@ RULES: tuple[Rule, ...] = (
         "A negative case got a non-empty final list (with no calibrated threshold to judge the scores by, or "
         "a behaviour other than below_threshold expected).",
         "Calibrate an abstention threshold (`ragtriage calibrate`) and abstain below it.",
+        needs=("this run",),
     ),
     Rule(
         "ranking.negative-not-abstained",
@@ -228,6 +392,7 @@ RULES: tuple[Rule, ...] = (
         "A negative case returned nothing, but not in the expected way (time-out, error, or no "
         "insufficient_evidence status).",
         "Make the system report insufficient_evidence explicitly instead of an empty or failed call.",
+        needs=("this run", "events"),
     ),
     Rule(
         "security.leaked-result",
@@ -236,7 +401,17 @@ RULES: tuple[Rule, ...] = (
         1.0,
         "true",
         "The run showed the case's principal a unit it may not see (any stage): a hard failure.",
-        "Apply the acl and tenant filters in every stage (check filters_applied) and re-run.",
+        "Apply the acl and tenant filters in every stage and re-run.",
+        needs=("this run", "manifest", "principal", "run.json"),
+        advice=(
+            Advice(
+                "cfg_filter_acl IS true AND cfg_filter_tenant IS NOT false",
+                "The run says its acl filter is applied, yet a unit leaked: check the acl fields the index "
+                "holds and that every stage (candidates too) filters.",
+                "filters_applied.acl",
+            ),
+            Advice("true", "Apply the acl and tenant filters in every stage and re-run.", "filters_applied.acl"),
+        ),
     ),
 )
 

@@ -6,7 +6,17 @@ read alone. Nothing here imports textual; ``tui``/``demo`` import it lazily.
 
 from __future__ import annotations
 
-from ragtriage.cli import annotate, checks, data, failures, gate, metrics, tui  # noqa: F401  (register commands)
+from ragtriage.cli import (  # noqa: F401  (register commands)
+    annotate,
+    checks,
+    data,
+    experiments,
+    failures,
+    gate,
+    metrics,
+    record,
+    tui,
+)
 from ragtriage.cli._app import app
 
 

@@ -6,7 +6,7 @@ import json
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,6 +14,10 @@ from rich.table import Table
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, app
 from ragtriage.cli._app import fail as _fail
+from ragtriage.safe_text import visible
+
+if TYPE_CHECKING:
+    from ragtriage.store import LoadSummary
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -55,47 +59,95 @@ class _LazyProgress:
 def load(
     db: DbOpt = DEFAULT_DB_PATH,
     dataset: Annotated[
-        Path | None, typer.Option(help="Dataset folder (dataset.json, cases, labels, documents).")
+        Path | None, typer.Option(help="Dataset folder: contract (dataset.json, cases, labels), TREC or BEIR layout.")
     ] = None,
-    run: Annotated[list[Path] | None, typer.Option(help="Run folder or TREC run file; repeat for several.")] = None,
+    qrels: Annotated[
+        Path | None,
+        typer.Option(help="Qrels file instead of a folder: TREC, BEIR TSV (header optional), JSON {qid: {doc: rel}}."),
+    ] = None,
+    topics: Annotated[
+        Path | None,
+        typer.Option(help="Topics for --qrels: TREC topic file, TSV (id, text) or JSONL; else cases come from qrels."),
+    ] = None,
+    run: Annotated[
+        list[Path] | None,
+        typer.Option(help="Run folder or file (TREC, MS MARCO, JSON, JSONL/CSV/Parquet); repeat for several."),
+    ] = None,
+    run_id: Annotated[
+        list[str] | None, typer.Option("--run-id", help="Name of each --run, in the same order; repeat per run.")
+    ] = None,
+    split_by_tag: Annotated[
+        bool, typer.Option("--split-by-tag", help="Load one run per tag of a TREC run file.")
+    ] = False,
     replace: Annotated[bool, typer.Option(help="Replace runs whose run_id is already loaded.")] = False,
     fmt: Annotated[
-        str | None, typer.Option("--format", help="Override the format: jsonl|csv|tsv|parquet|trec.")
+        str | None, typer.Option("--format", help="Format of folder tables: jsonl|csv|tsv|parquet (or trec for runs).")
     ] = None,
     unit: Annotated[str | None, typer.Option(help="Unit for a dataset without dataset.json: chunk|document.")] = None,
     threshold: Annotated[
-        int | None, typer.Option(help="Relevance threshold for a dataset without dataset.json.")
+        int | None, typer.Option(help="Relevance threshold: grade >= threshold is relevant (trec_eval -l).")
+    ] = None,
+    grade_map: Annotated[
+        str | None, typer.Option("--grade-map", help="Map grades at load, e.g. 4:3,3:2,2:1,1:0 (stored).")
     ] = None,
     precompute: Annotated[
         bool,
-        typer.Option(help="Precompute each run's overview summary for the TUI (about 1 s per 10M result rows)."),
+        typer.Option(
+            help="Classify each run and store it, and precompute its overview summary for the TUI "
+            "(seconds per 10M result rows; without it `failures` classifies on every call)."
+        ),
     ] = True,
 ) -> None:
-    """Load a dataset and/or runs. Each load is one transaction: on any error nothing is written."""
+    """Load a dataset and/or runs as one transaction: everything named is stored, or nothing is."""
     from ragtriage.contract.errors import ValidationFailed
     from ragtriage.metrics import summary_cache
-    from ragtriage.store import StoreError, connect, load_dataset, load_run
+    from ragtriage.store import StoreError, connect
+    from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
 
-    if dataset is None and not run:
-        raise _fail(ValueError("nothing to load: pass --dataset DIR and/or --run DIR"))
+    runs = run or []
+    ids = run_id or []
+    if dataset is None and qrels is None and not runs:
+        raise _fail(ValueError("nothing to load: pass --dataset DIR or --qrels FILE, and/or --run PATH"))
+    if ids and len(ids) != len(runs):
+        raise _fail(ValueError(f"--run-id was given {len(ids)} time(s) for {len(runs)} --run; give one per run"))
+    if split_by_tag and ids:
+        raise _fail(ValueError("--split-by-tag names each run by its tag; leave out --run-id"))
+    sources = [
+        RunSource(r, run_id=ids[i] if ids else None, fmt="trec" if fmt == "trec" else None, split_by_tag=split_by_tag)
+        for i, r in enumerate(runs)
+    ]
+    req = LoadRequest(
+        dataset=dataset,
+        qrels=qrels,
+        topics=topics,
+        runs=sources,
+        unit=unit,
+        threshold=threshold,
+        grade_map=grade_map,
+        replace=replace,
+        fmt=None if fmt == "trec" else fmt,
+    )
     try:
         con = connect(db)
     except Exception as exc:  # duckdb raises IOException for a locked file
         raise _fail(exc) from exc
     try:
-        if dataset is not None:
-            with _LazyProgress(f"dataset {dataset}") as prog:
-                rep = load_dataset(con, dataset, fmt=fmt, unit=unit, threshold=threshold, progress=prog)
-            counts = ", ".join(f"{v} {k}" for k, v in rep.rows.items())
-            state = "unchanged (already loaded)" if rep.unchanged else "loaded"
-            console.print(f"dataset {rep.target} {state}: {counts}", markup=False, highlight=False)
-            _print_warnings(rep.warnings)
-        for r in run or []:
-            with _LazyProgress(f"run {r}") as prog:
-                rep = load_run(con, r, replace=replace, fmt=fmt, progress=prog)
-            counts = ", ".join(f"{v} {k} rows" for k, v in rep.rows.items())
-            console.print(f"run {rep.target} loaded: {counts}", markup=False, highlight=False)
-            _print_warnings(rep.warnings)
+        with _LazyProgress("load") as prog:
+            summary = load_inputs(con, req, prog)
+        _print_summary(summary)
+        if precompute:
+            from ragtriage.classify import refresh
+
+            with _LazyProgress("classifying each run (stored for failures, the gate and the TUI)") as prog:
+                prog("classify.refresh")
+                try:
+                    refresh(con)
+                except Exception as exc:  # noqa: BLE001 - the data is loaded; readers classify on the fly
+                    console.print(
+                        f"classification not stored ({exc}); `failures` will classify on each call",
+                        markup=False,
+                        highlight=False,
+                    )
     except (ValidationFailed, StoreError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
@@ -104,6 +156,21 @@ def load(
         with _LazyProgress("overview summaries for the TUI") as prog:
             prog("metrics.summarize per run")
             summary_cache.warm(db)
+
+
+def _print_summary(summary: LoadSummary) -> None:
+    rep = summary.dataset
+    if rep is not None:
+        counts = ", ".join(f"{v} {k}" for k, v in rep.rows.items())
+        state = "unchanged (already loaded)" if rep.unchanged else "loaded"
+        console.print(f"dataset {rep.target} {state}: {counts}", markup=False, highlight=False)
+        _print_warnings(rep.warnings)
+    for r in summary.runs:
+        counts = ", ".join(f"{v} {k} rows" for k, v in r.rows.items())
+        console.print(f"run {visible(r.target)} loaded: {counts}", markup=False, highlight=False)
+        for note in r.notes():
+            console.print(f"  note: {visible(note)}", markup=False, highlight=False)
+        _print_warnings(r.warnings)
 
 
 def _print_warnings(warnings: list) -> None:  # type: ignore[type-arg]
@@ -175,12 +242,16 @@ def validate(
     path: Annotated[
         Path,
         typer.Argument(
-            help="A contract file: cases/labels/documents/results/events table, "
-            "dataset.json, run.json, or a dataset or run folder."
+            help="A contract file (cases/labels/documents/results/events table, dataset.json, run.json), a dataset "
+            "or run folder, or a qrels, topics or run file in TREC/BEIR/MS MARCO/JSON form (.gz/.bz2 too)."
         ),
     ],
-    table: Annotated[str | None, typer.Option(help="Table kind when the file name does not say.")] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet.")] = None,
+    table: Annotated[
+        str | None, typer.Option(help="What the file holds when its name does not say: qrels|topics|run|cases|...")
+    ] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet, or trec|beir|msmarco|json|trec-topics.")
+    ] = None,
 ) -> None:
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
     from ragtriage.store.validate_file import validate_file

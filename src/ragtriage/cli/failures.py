@@ -10,11 +10,13 @@ from rich.console import Console
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, open_existing, show
 from ragtriage.cli._app import fail as _fail
-from ragtriage.contract.categories import CATEGORIES
+from ragtriage.contract.categories import CATEGORIES, UNDETERMINED
 from ragtriage.output import Format, Output
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from ragtriage.classify import FailureSummary
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -38,19 +40,32 @@ def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
     return over_arrow(sql, f=ordered, n=NOTE_SCHEMA.empty_table() if notes is None else notes)
 
 
-def _summary(rows: pa.Table) -> pa.Table:
-    """Failures per category, per failure kind and per pattern hint (one row per kind and name)."""
-    from ragtriage.metrics.context import over_arrow
+def _summary(stats: FailureSummary) -> tuple[pa.Table, dict[str, object], list[str]]:
+    """Counts per category, failure kind and pattern hint, and the measure each category costs the run."""
+    import pyarrow as pa
 
-    return over_arrow(
-        """
-            SELECT kind, name, failures FROM (
-                SELECT 1 AS o, 'category' AS kind, category AS name, count(*) AS failures FROM f GROUP BY 3
-                UNION ALL SELECT 2, 'failure', failure, count(*) FROM f GROUP BY 3
-                UNION ALL SELECT 3, 'pattern', p, count(*) FROM (SELECT unnest(patterns) AS p FROM f) GROUP BY 3
-            ) ORDER BY o, failures DESC, name
-            """,
-        f=rows,
+    counts = [("category", stats.by_category), ("failure", stats.by_failure), ("pattern", stats.by_pattern)]
+    rows = [(kind, name, float(n)) for kind, by in counts for name, n in by.items()]
+    rows += [("cost", c.category, c.cost) for c in stats.costs.costs]
+    table = pa.table(
+        {
+            "kind": pa.array([r[0] for r in rows], pa.string()),
+            "name": pa.array([r[1] for r in rows], pa.string()),
+            "value": pa.array([r[2] for r in rows], pa.float64()),
+        }
+    )
+    context: dict[str, object] = {
+        "k": stats.k,
+        "failures": stats.failures,
+        "cases": stats.cases,
+        "cost measure": stats.costs.measure,
+        "mean": stats.costs.mean,
+        "population": stats.costs.population,
+    }
+    return (
+        table,
+        context,
+        [stats.costs.sentence(), "value: failures for category/failure/pattern, measure lost for cost"],
     )
 
 
@@ -67,7 +82,9 @@ def _shown(rows: pa.Table) -> pa.Table:
 def failures_cmd(
     run: Annotated[str, typer.Option("--run", help="run_id whose failures to show (see `ragtriage info`).")],
     db: DbOpt = DEFAULT_DB_PATH,
-    category: Annotated[str | None, typer.Option(help=f"Only this category: {', '.join(CATEGORIES)}.")] = None,
+    category: Annotated[
+        str | None, typer.Option(help=f"Only this category: {', '.join((*CATEGORIES, UNDETERMINED))}.")
+    ] = None,
     pattern: Annotated[
         str | None, typer.Option(help="Only failures with this pattern hint (an unknown name lists them).")
     ] = None,
@@ -76,6 +93,9 @@ def failures_cmd(
         bool, typer.Option("--reclassify", help="Classify the run again and store the result (needs write access).")
     ] = False,
     fmt: FormatOpt = Format.table,
+    k: Annotated[
+        int | None, typer.Option("--k", help="Judge at this cutoff instead of the run's own k (run.json).")
+    ] = None,
 ) -> None:
     """Each failure of a run with its defect category, the rule that decided it and the evidence.
 
@@ -83,11 +103,12 @@ def failures_cmd(
     """
     import duckdb
 
-    from ragtriage.classify import PATTERNS, classify_run, failures
+    from ragtriage.classify import CATEGORIES as VERDICTS
+    from ragtriage.classify import PATTERNS, classify_run, failure_summary, failures
     from ragtriage.store import StoreError
 
-    if category is not None and category not in CATEGORIES:
-        raise _fail(ValueError(f"unknown category {category!r}; use one of: {', '.join(CATEGORIES)}"))
+    if category is not None and category not in VERDICTS:
+        raise _fail(ValueError(f"unknown category {category!r}; use one of: {', '.join(VERDICTS)}"))
     names = [p.name for p in PATTERNS]
     if pattern is not None and pattern not in names:
         raise _fail(ValueError(f"unknown pattern {pattern!r}; use one of: {', '.join(names)}"))
@@ -95,17 +116,21 @@ def failures_cmd(
     try:
         con = open_existing(db, read_only=not reclassify)
         if reclassify:
-            classify_run(con, run, store=True)
-        rows = failures(con, run, category=category, pattern=pattern)
+            classify_run(con, run, ks=k, store=True)
+        if summary:
+            stats = failure_summary(con, run, k=k)
+        else:
+            rows = failures(con, run, category=category, pattern=pattern, k=k)
     except (StoreError, duckdb.Error, OSError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
         if con is not None:
             con.close()
+    if summary:
+        table, context, notes = _summary(stats)
+        show(Output(table, {"run": run, **context}, notes, empty="no failures"), fmt)
+        return
     rows = _with_notes(rows, db, run)
     cases = len(rows.column("case_id").unique())
     context = {"run": run, "category": category, "pattern": pattern, "failures": rows.num_rows, "cases": cases}
-    if summary:
-        show(Output(_summary(rows), context, empty="no failures"), fmt)
-        return
     show(Output(rows, context, shown=_shown(rows), json_columns=("evidence",), empty="no failures"), fmt)

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, show
+from ragtriage.cli.experiments import Correction, CorrectionOpt, MeasureOpt, RunsOpt, Test, TestOpt
 from ragtriage.output import Format, Output
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 console = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
-RunOpt = Annotated[str, typer.Option("--run", help="Candidate run id.")]
 BaseOpt = Annotated[str, typer.Option("--baseline", help="Baseline run id.")]
 
 
@@ -32,18 +32,76 @@ def _fail(exc: Exception) -> typer.Exit:
 
 @app.command()
 def compare(
-    run: RunOpt,
     baseline: BaseOpt,
+    run: Annotated[str | None, typer.Option("--run", help="Candidate run id (one candidate, every metric).")] = None,
+    runs: RunsOpt = None,
     db: DbOpt = DEFAULT_DB_PATH,
+    measure: MeasureOpt = None,
     k: Annotated[list[int] | None, typer.Option("--k", help="Cutoff(s); repeat for several. Default 3, 5, 10.")] = None,
     by: Annotated[str | None, typer.Option("--by", help="Slice column, e.g. query_type or doc_type.")] = None,
     split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,
     metric: Annotated[list[str] | None, typer.Option("--metric", help="Only these metrics, e.g. nDCG@5.")] = None,
+    test: TestOpt = Test.randomization,
+    correction: CorrectionOpt = Correction.holm,
+    alpha: Annotated[float, typer.Option(help="Significance level after correction (--runs/--measure).")] = 0.05,
+    categories: Annotated[
+        bool, typer.Option("--categories", help="Also count failures added/fixed per defect category (classifier).")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and randomization test.")] = 0,
     resamples: Annotated[int, typer.Option(help="Bootstrap / randomization resamples.")] = 10_000,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """Paired per-case comparison: W/T/L, mean difference, bootstrap 95% CI, randomization p, worst cases."""
+    """Paired comparison against a baseline.
+
+    With --runs (or --measure): many runs x many measures in one table, corrected for multiple comparisons, with
+    the configuration diff of each run. With --run alone: one candidate on every metric at --k, per slice, with
+    the worst regressions.
+    """
+    from ragtriage.cli.experiments import build, print_comparison, split_runs
+
+    many = split_runs(runs)
+    if run is not None and many:
+        raise _fail(ValueError("give either --run (one candidate) or --runs (several), not both"))
+    if many or measure:
+        if run is not None:
+            many = [run]
+        if not many:
+            raise _fail(ValueError("give the runs to compare with --runs a,b,..."))
+        rc, changes = build(
+            db,
+            many,
+            baseline,
+            measure or [],
+            by=by,
+            split=split,
+            test=test,
+            correction=correction,
+            alpha=alpha,
+            seed=seed,
+            resamples=resamples,
+            categories=categories,
+        )
+        if fmt is Format.trec:
+            raise _fail(ValueError("--format trec writes trec_eval's lines; use it with `metrics`"))
+        print_comparison(rc, changes, fmt.value)
+        return
+    if run is None:
+        raise _fail(ValueError("give --run RUN (one candidate) or --runs a,b,... (several)"))
+    _compare_one(run, baseline, db, k, by, split, metric, seed, resamples, fmt)
+
+
+def _compare_one(
+    run: str,
+    baseline: str,
+    db: Path,
+    k: list[int] | None,
+    by: str | None,
+    split: str | None,
+    metric: list[str] | None,
+    seed: int,
+    resamples: int,
+    fmt: Format,
+) -> None:
     import duckdb
 
     from ragtriage.gate.compare import compare as run_compare
@@ -79,12 +137,8 @@ def _comparison_output(result: Comparison) -> Output:
     from ragtriage.gate import compare_reports as rep
 
     text = rep.text_rows(result)
-    shown = pa.table(
-        [pa.array(col, pa.string()) for col in zip(*text, strict=True)]
-        if text
-        else [pa.array([], pa.string()) for _ in rep.TEXT_HEADERS],
-        names=rep.TEXT_HEADERS,
-    )
+    columns = list(zip(*text, strict=True)) if text else [() for _ in rep.TEXT_HEADERS]
+    shown = pa.table([pa.array(col, pa.string()) for col in columns], names=rep.TEXT_HEADERS)
     context = {
         "run": result.run_id,
         "baseline": result.baseline,
@@ -104,7 +158,7 @@ def _comparison_output(result: Comparison) -> Output:
 @app.command()
 def gate(
     gate_file: Annotated[Path, typer.Option("--gate", help="Gate file (TOML), see docs/gate.md.")],
-    run: RunOpt,
+    run: Annotated[list[str], typer.Option("--run", help="Candidate run id; repeat (or comma-separate) for several.")],
     baseline: BaseOpt,
     db: DbOpt = DEFAULT_DB_PATH,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
@@ -112,9 +166,10 @@ def gate(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the verdict as JSON here.")] = None,
     record: Annotated[bool, typer.Option(help="Store the verdict in the gate_verdicts table.")] = True,
 ) -> None:
-    """Release gate: exit 0 when every rule passes, 1 when any fails, 2 on unusable input."""
+    """Release gate: exit 0 when every rule passes for every candidate, 1 when any fails, 2 on unusable input."""
     import duckdb
 
+    from ragtriage.cli.experiments import split_runs
     from ragtriage.gate import reports
     from ragtriage.gate.config import GateFileError, parse_gate
     from ragtriage.gate.verdict import evaluate_gate, record_verdict
@@ -126,15 +181,16 @@ def gate(
     except (GateFileError, StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
-        verdict = evaluate_gate(con, config, run, baseline)
+        verdicts = [evaluate_gate(con, config, r, baseline) for r in split_runs(run)]
         if record:
-            record_verdict(con, verdict)
+            for verdict in verdicts:
+                record_verdict(con, verdict)
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     finally:
         con.close()
     for path, text in ((junit, reports.to_junit), (markdown, reports.to_markdown), (json_out, reports.to_json)):
         if path is not None:
-            path.write_text(text(verdict), encoding="utf-8")
-    console.print(reports.to_text(verdict), markup=False, end="")
-    raise typer.Exit(0 if verdict.passed else 1)
+            path.write_text(text(verdicts), encoding="utf-8")
+    console.print(reports.to_text(verdicts), markup=False, end="")
+    raise typer.Exit(0 if all(v.passed for v in verdicts) else 1)

@@ -15,6 +15,8 @@ class Finding:
     code: str
     message: str
     severity: str = "error"  # error | warning
+    count: int = 1  # how many lines share this cause; ``line`` is the first of them
+    lines: tuple[int, ...] = ()  # the first few of those lines (up to FIRST_LINES)
 
     def __str__(self) -> str:
         where = self.file
@@ -22,16 +24,55 @@ class Finding:
             where += f":{self.line}"
         if self.field:
             where += f": {self.field}"
-        return f"{where}: {self.message}"
+        text = f"{where}: {self.message}"
+        if self.count > 1:
+            shown = ", ".join(str(n) for n in self.lines[:FIRST_LINES])
+            text += f" ({self.count:,} lines of this kind; first: {shown})" if shown else f" ({self.count:,} times)"
+        return text
+
+
+FIRST_LINES = 5
+
+
+def summarize(findings: list[Finding]) -> list[Finding]:
+    """One finding per cause (file, field, code, severity): the first occurrence's message, the number of
+    occurrences and the first few line numbers, so 10,000 bad lines read as one error, not 10,000."""
+    groups: dict[tuple[str, str | None, str, str], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.file, f.field, f.code, f.severity), []).append(f)
+    out = []
+    for group in groups.values():
+        group.sort(key=lambda f: f.line if f.line is not None else -1)
+        first = group[0]
+        count = sum(f.count for f in group)
+        lines = sorted({n for f in group for n in (f.lines or ((f.line,) if f.line is not None else ()))})
+        out.append(
+            Finding(
+                first.file,
+                first.line,
+                first.field,
+                first.code,
+                first.message,
+                first.severity,
+                count,
+                tuple(lines[:FIRST_LINES]),
+            )
+        )
+    return out
 
 
 class ValidationFailed(Exception):
-    """Raised with every error found (up to MAX_REPORTED); nothing was written."""
+    """Raised with every error found, one line per cause; nothing was written (the load rolled back)."""
 
     def __init__(self, errors: list[Finding], total: int | None = None) -> None:
-        ordered = sorted(errors, key=lambda e: (e.file, e.line if e.line is not None else -1, e.field or ""))
+        merged = summarize(errors)
+        ordered = sorted(merged, key=lambda e: (e.file, e.line if e.line is not None else -1, e.field or ""))
         self.errors = ordered[:MAX_REPORTED]
-        self.total = total if total is not None else len(errors)
-        more = f" (showing the first {len(self.errors)})" if self.total > len(self.errors) else ""
+        self.total = total if total is not None else sum(e.count for e in merged)
+        causes = len(merged)
+        kinds = f" of {causes} kind(s)" if causes < self.total else ""
+        more = f" (showing the first {len(self.errors)} kinds)" if causes > len(self.errors) else ""
         lines = "\n".join(f"  {e}" for e in self.errors)
-        super().__init__(f"{self.total} validation error(s){more}; nothing was loaded:\n{lines}")
+        super().__init__(
+            f"{self.total:,} validation error(s){kinds}{more}; nothing was loaded, the store is unchanged:\n{lines}"
+        )

@@ -30,6 +30,7 @@ class DatasetManifest:
     rubric_version: str | None = None
     acl_required: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
+    grade_map: dict[int, int] = field(default_factory=dict)  # applied at load (--grade-map); part of the identity
 
 
 def read_json_object(path: Path) -> tuple[dict[str, Any] | None, list[Finding]]:

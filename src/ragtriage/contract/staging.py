@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from ragtriage.contract.compression import duckdb_source, head_bytes, plain_name
 from ragtriage.contract.errors import Finding
 from ragtriage.contract.fields import Field, Table
 
@@ -44,7 +45,7 @@ def detect_format(path: Path, override: str | None = None) -> str:
         if override not in FORMATS:
             raise ValueError(f"unknown format {override!r}; use one of {', '.join(FORMATS)}")
         return override
-    fmt = _EXT.get(path.suffix.lower())
+    fmt = _EXT.get(Path(plain_name(path)).suffix.lower())
     if fmt is None:
         raise ValueError(f"{path}: cannot tell the format from the extension; pass --format {'|'.join(FORMATS)}")
     return fmt
@@ -59,14 +60,13 @@ def qident(name: str) -> str:
 
 
 def encoding_findings(path: Path) -> list[Finding]:
-    """Empty files and byte-order marks are caught before DuckDB sees the file."""
+    """Empty files and byte-order marks are caught before DuckDB sees the file (looking through .gz/.bz2)."""
     f = str(path)
-    if not path.exists():
-        return [Finding(f, None, None, "missing-file", "no such file")]
-    if path.stat().st_size == 0:
+    if not path.is_file():
+        return [Finding(f, None, None, "missing-file", "no such file" if not path.exists() else "not a file")]
+    head = head_bytes(path, 4)
+    if not head:
         return [Finding(f, None, None, "empty-file", "file is empty")]
-    with path.open("rb") as fh:
-        head = fh.read(4)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return [Finding(f, 1, None, "encoding", "file is UTF-16 (byte-order mark found); save it as UTF-8")]
     if head.startswith(b"\xef\xbb\xbf"):
@@ -170,19 +170,27 @@ _KIND_NAMES = {
 }
 
 
+def lines_sql(path: Path, column: str = "j") -> str:
+    """Every line of a text file (decompressed) as one VARCHAR ``column`` with its 1-based ``line`` number."""
+    src, comp = duckdb_source(path)
+    return (
+        f"SELECT row_number() OVER () AS line, {column} FROM read_csv({sql_str(str(src))}, "
+        f"columns={{{sql_str(column)}: 'VARCHAR'}}, header=false, delim=chr(30), quote='', escape='', "
+        f"auto_detect=false, strict_mode=false, max_line_size=67108864, compression='{comp}')"
+    )
+
+
 def _source_sql(path: Path, fmt: str) -> str:
-    p = sql_str(str(path))
     if fmt == "jsonl":
-        return (
-            f"SELECT row_number() OVER () AS line, j FROM read_csv({p}, columns={{'j': 'VARCHAR'}}, header=false, "
-            "delim=chr(30), quote='', escape='', auto_detect=false, strict_mode=false, max_line_size=67108864)"
-        )
+        return lines_sql(path)
     if fmt in ("csv", "tsv"):
+        src, comp = duckdb_source(path)
         delim = "\\t" if fmt == "tsv" else ","
         return (
-            f"SELECT row_number() OVER () + 1 AS line, * FROM read_csv({p}, all_varchar=true, header=true, "
-            f"delim=E'{delim}', max_line_size=67108864)"
+            f"SELECT row_number() OVER () + 1 AS line, * FROM read_csv({sql_str(str(src))}, all_varchar=true, "
+            f"header=true, delim=E'{delim}', max_line_size=67108864, compression='{comp}')"
         )
+    p = sql_str(str(path))
     return (
         f"SELECT file_row_number + 1 AS line, * EXCLUDE (file_row_number) FROM read_parquet({p}, file_row_number=true)"
     )

@@ -1,161 +1,363 @@
-"""TREC and BEIR formats, staged into the same typed tables the native contract uses.
+"""TREC, BEIR and MS MARCO text formats, staged into the same typed tables the native contract uses.
 
-TREC runs are re-ranked the way trec_eval reads them: by score descending, ties broken by docno descending;
-the file's own rank column is ignored (trec_eval ignores it too), so our numbers match trec_eval's.
+Each file is scanned once by DuckDB's CSV reader as whole lines (decompressing .gz itself, reading a scratch copy
+of .bz2), split into fields in SQL, and checked with one aggregate per cause: a cause is reported once, with its
+count and its first lines, however many lines share it.
+
+TREC runs are re-ranked the way trec_eval reads them: by score descending, ties broken by docno descending; the
+file's own rank column is ignored (trec_eval ignores it too), so our numbers match trec_eval's. MS MARCO runs
+(``qid docno rank``) have no score: the score is 1/rank (pyserini's convention when it converts them to TREC), so
+the file's rank order is kept and trec_eval on the converted file gives the same figures.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from ragtriage.contract.errors import Finding
-from ragtriage.contract.staging import Staged, encoding_findings, sql_str
+from ragtriage.contract.errors import FIRST_LINES, Finding
+from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql
+
+# Lines made of single spaces (or single tabs) split with string_split; anything else goes through the regex.
+_PLAIN = "NOT (contains(t, '  ') OR contains(t, chr(9)) OR contains(t, chr(13)) OR starts_with(t, ' '))"
+_SPLIT = (
+    f"CASE WHEN {_PLAIN} THEN string_split(t, ' ') "
+    "WHEN NOT (contains(t, ' ') OR contains(t, chr(13))) THEN string_split(t, chr(9)) "
+    "ELSE regexp_split_to_array(trim(t, ' ' || chr(9) || chr(13)), '\\s+') END"
+)
+
+CASE_COLUMNS = (
+    "CAST(NULL AS BOOLEAN) AS answerable, CAST(NULL AS VARCHAR) AS expected_behavior, "
+    "CAST(NULL AS VARCHAR) AS principal, CAST(NULL AS VARCHAR) AS filters, CAST(NULL AS VARCHAR) AS split, "
+    "CAST(NULL AS VARCHAR) AS source_family, CAST(NULL AS VARCHAR) AS query_type, "
+    "CAST(NULL AS VARCHAR) AS language, CAST(NULL AS VARCHAR[]) AS tags, CAST(NULL AS BOOLEAN) AS critical, "
+    "CAST(NULL AS VARCHAR) AS expected_scope"
+)
+"""The optional case fields a foreign topics or qrels file lacks (``SELECT line, id, query, {CASE_COLUMNS}``)."""
+
+LABEL_COLUMNS = (
+    "CAST(NULL AS VARCHAR) AS chunk_id, CAST(NULL AS VARCHAR) AS section_id, 'default' AS annotator, "
+    "CAST(NULL AS VARCHAR) AS note"
+)
+RESULT_COLUMNS = (
+    "CAST(NULL AS VARCHAR) AS chunk_id, CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
+)
 
 
-def _lines_sql(path: Path) -> str:
-    return (
-        f"SELECT row_number() OVER () AS line, trim(j) AS t FROM read_csv({sql_str(str(path))}, "
-        "columns={'j': 'VARCHAR'}, header=false, delim=chr(30), quote='', escape='', auto_detect=false, "
-        "strict_mode=false, max_line_size=67108864)"
-    )
+@dataclass
+class RunFacts:
+    """What reading a run file found beyond its rows: the tags per line count, ignored extra columns, and
+    whether scores were derived from ranks (MS MARCO)."""
+
+    tags: dict[str, int] = field(default_factory=dict)
+    extra_column_lines: int = 0
+    score_from_rank: bool = False
+    depth: int | None = None  # the longest ranked list, when the reader knows it
+    base_table: str | None = None  # the table behind a staged view (what a chunk-mode load updates)
 
 
-def _split_lines(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> list[Finding]:
+def split_lines(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, comments: bool = True) -> list[Finding]:
+    """Create ``{name}__raw(line, p)``: the non-blank lines (and, with ``comments``, not ``#`` lines), split."""
     findings = encoding_findings(path)
     if any(f.severity == "error" for f in findings):
         return findings
+    skip = "AND NOT starts_with(ltrim(t), '#')" if comments else ""
     try:
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name}__raw AS SELECT line, regexp_split_to_array(t, '\\s+') AS p "
-            f"FROM ({_lines_sql(path)}) WHERE t IS NOT NULL AND t <> '' AND NOT starts_with(t, '#')"
+            f"CREATE OR REPLACE TEMP TABLE {name}__raw AS SELECT line, {_SPLIT} AS p "
+            f"FROM ({lines_sql(path, 't')}) WHERE t IS NOT NULL AND trim(t, ' ' || chr(9) || chr(13)) <> '' {skip}"
         )
     except duckdb.Error as exc:
-        return [*findings, Finding(str(path), None, None, "unreadable", f"cannot read: {str(exc).splitlines()[0]}")]
+        return [*findings, _unreadable(path, exc)]
     return findings
 
 
-def _field_count_findings(con: duckdb.DuckDBPyConnection, name: str, path: Path, n: int, layout: str) -> list[Finding]:
-    rows = con.execute(f"SELECT line, len(p) FROM {name}__raw WHERE len(p) <> {n} ORDER BY line LIMIT 50").fetchall()
-    return [
-        Finding(str(path), int(line), None, "bad-columns", f"expected {n} columns ({layout}), found {cnt}")
-        for line, cnt in rows
-    ]
+@dataclass(frozen=True)
+class Cause:
+    """One kind of bad row: a predicate over a staged relation and the finding it becomes."""
+
+    where: str
+    value: str  # SQL for the value quoted in the message (``{v}``), taken from the first such row
+    field: str | None
+    code: str
+    message: str
+    severity: str = "error"
+
+
+def counted_causes(con: duckdb.DuckDBPyConnection, relation: str, path: Path, causes: list[Cause]) -> list[Finding]:
+    """All causes in one scan: each becomes one finding with its count, its first lines and the first value."""
+    if not causes:
+        return []
+    aggs = ", ".join(
+        f"count(*) FILTER (WHERE {c.where}), min(line, {FIRST_LINES}) FILTER (WHERE {c.where}), "
+        f"arg_min({c.value}, line) FILTER (WHERE {c.where})"
+        for c in causes
+    )
+    row = con.execute(f"SELECT {aggs} FROM {relation}").fetchall()[0]
+    out = []
+    for i, c in enumerate(causes):
+        n, lines, first = row[3 * i : 3 * i + 3]
+        if n:
+            text = c.message.replace("{v}", repr(first))
+            lines_t = tuple(int(x) for x in lines)
+            out.append(Finding(str(path), lines_t[0], c.field, c.code, text, c.severity, int(n), lines_t))
+    return out
+
+
+def counted(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    where: str,
+    value: str,
+    path: Path,
+    fld: str | None,
+    code: str,
+    message: str,
+    severity: str = "error",
+) -> list[Finding]:
+    """One finding for every row of ``relation`` matching ``where`` (see ``counted_causes``)."""
+    return counted_causes(con, relation, path, [Cause(where, value, fld, code, message, severity)])
+
+
+def _columns(
+    con: duckdb.DuckDBPyConnection, name: str, path: Path, n: int, layout: str, at_least: bool
+) -> list[Finding]:
+    cond = f"len(p) < {n}" if at_least else f"len(p) <> {n}"
+    return counted(
+        con, f"{name}__raw", cond, "len(p)", path, None, "bad-columns", f"expected {n} columns ({layout}), found {{v}}"
+    )
 
 
 def _finish(con: duckdb.DuckDBPyConnection, name: str, path: Path, fmt: str, findings: list[Finding]) -> Staged:
-    rows = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]  # type: ignore[index]
-    if rows == 0 and not findings:
+    rows = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
+    if rows == 0 and not any(f.severity == "error" for f in findings):
         findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
+    con.execute(f"DROP TABLE IF EXISTS {name}__raw")
     return Staged(name, path, fmt, int(rows), findings, "line")
 
 
-def stage_trec_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> tuple[Staged, str | None]:
-    """Stage ``qid Q0 docno rank score tag`` lines as final-stage results; returns the run tag too."""
-    findings = _split_lines(con, path, name)
-    if findings and any(f.severity == "error" for f in findings):
-        return Staged(name, path, "trec", 0, findings, "line"), None
-    findings += _field_count_findings(con, name, path, 6, "qid Q0 docno rank score tag")
-    bad_score = con.execute(
-        f"SELECT line, p[5] FROM {name}__raw WHERE len(p) = 6 AND (TRY_CAST(p[5] AS DOUBLE) IS NULL "
-        "OR isnan(TRY_CAST(p[5] AS DOUBLE)) OR isinf(TRY_CAST(p[5] AS DOUBLE))) ORDER BY line LIMIT 50"
-    ).fetchall()
-    findings += [
-        Finding(str(path), int(line), "score", "bad-score", f"score {val!r} is not a finite number")
-        for line, val in bad_score
-    ]
+def _bad(findings: list[Finding]) -> bool:
+    return any(f.severity == "error" for f in findings)
+
+
+def _trec_split_sql(path: Path) -> str:
+    """Every line of a TREC run as typed columns (``n`` = the line's field count). Blank and comment lines stay
+    (``KEEP`` leaves them out later): a WHERE here made DuckDB split every line twice (the filter is pushed below
+    the projection), doubling the cost of the whole read."""
+    return f"""SELECT line, p[1] AS case_id, p[3] AS document_id, CAST(NULL AS VARCHAR) AS chunk_id,
+                      TRY_CAST(p[5] AS DOUBLE) AS score, p[6] AS tag, len(p) AS n
+               FROM (SELECT line, {_SPLIT} AS p FROM ({lines_sql(path, "t")}))"""
+
+
+KEEP = "(case_id IS NOT NULL AND case_id <> '' AND NOT starts_with(case_id, '#'))"
+"""A TREC line that holds data: not blank, not a ``#`` comment."""
+
+
+def _in_trec_order(con: duckdb.DuckDBPyConnection, split: str, firsts: str) -> bool:
+    """Whether the file already lists each query's lines together, in trec_eval's order (score descending,
+    docno descending): then a line's rank is its position in its query's block. Contiguity comes from the
+    per-query line range; the order from each line's predecessor (a streaming window over the table scan)."""
+    contiguous = con.execute(f"SELECT coalesce(bool_and(last - first + 1 = n), TRUE) FROM {firsts}").fetchall()[0][0]
+    if not contiguous:
+        return False
+    prev = "lag({0}) OVER ()"
+    broken = con.execute(
+        f"""SELECT count(*) FROM (
+                SELECT case_id = {prev.format("case_id")} AND NOT (score < {prev.format("score")}
+                       OR (score = {prev.format("score")} AND document_id < {prev.format("document_id")})) AS bad
+                FROM (SELECT * FROM {split} WHERE {KEEP})) WHERE bad"""
+    ).fetchall()[0][0]
+    return not broken
+
+
+def stage_trec_run(
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, *, by_tag: bool = False
+) -> tuple[Staged, RunFacts]:
+    """Stage ``qid Q0 docno rank score tag`` lines as final-stage results (columns after the sixth are ignored
+    and counted). ``by_tag`` ranks each tag's lines apart, for loading one run per tag.
+
+    The lines are split once into ``{name}__split`` (the table a chunk-mode load updates); ``{name}`` is a view
+    adding the rank, which the loader computes while writing. A file already in trec_eval's order with each
+    query's lines together (what most systems write) is ranked by position, through a join with each query's
+    first line; any other file by a sort over (query, score desc, docno desc)."""
+    facts = RunFacts()
+    split = f"{name}__split"
+    findings = encoding_findings(path)
+    drop_staged(con, name)
+    if _bad(findings):
+        return Staged(name, path, "trec", 0, findings, "line"), facts
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {split} AS {_trec_split_sql(path)}")
+    except duckdb.Error as exc:
+        return Staged(name, path, "trec", 0, [*findings, _unreadable(path, exc)], "line"), facts
+    data = f"(SELECT * FROM {split} WHERE {KEEP})"
+    findings += counted_causes(
+        con,
+        data,
+        path,
+        [
+            Cause("n < 6", "n", None, "bad-columns", "expected 6 columns (qid Q0 docno rank score tag), found {v}"),
+            Cause("n >= 6 AND (score IS NULL OR isnan(score) OR isinf(score))", "line", "score", "bad-score",
+                  "score {v} is not a finite number"),
+            Cause("n > 6", "n", None, "extra-columns",
+                  "{v} columns where TREC has 6; the columns after the sixth (tag) were ignored", "warning"),
+        ],
+    )  # fmt: skip
+    findings = [_score_text(con, path, f) if f.code == "bad-score" else f for f in findings]
+    facts.extra_column_lines = next((f.count for f in findings if f.code == "extra-columns"), 0)
+    facts.base_table = split
+    key = "tag, case_id" if by_tag else "case_id"
+    firsts = f"{name}__first"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {firsts} AS
+            SELECT {key}, min(line) AS first, max(line) AS last, count(*) AS n, min(tag) AS tag_lo,
+                   max(tag) AS tag_hi
+            FROM {data} GROUP BY {key}"""
+    )
+    rows, depth, one_tag, tag = con.execute(
+        f"SELECT coalesce(sum(n), 0), coalesce(max(n), 0), min(tag_lo) = max(tag_hi), min(tag_lo) FROM {firsts}"
+    ).fetchall()[0]
+    facts.depth = int(depth)
+    if rows == 0 and not _bad(findings):
+        findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
+    cols = "line, case_id, 'final' AS stage, document_id, chunk_id, score, snippet, metadata, tag"
+    nulls = "CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
+    if not by_tag and not _bad(findings) and _in_trec_order(con, split, firsts):
+        con.execute(
+            f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(line - f.first + 1 AS BIGINT) AS rank
+                FROM (SELECT s.*, {nulls} FROM {data} s) JOIN {firsts} f USING (case_id)"""
+        )
+    else:
+        con.execute(
+            f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(row_number() OVER (PARTITION BY {key}
+                    ORDER BY score DESC, document_id DESC) AS BIGINT) AS rank
+                FROM (SELECT s.*, {nulls} FROM {data} s)"""
+        )
+    # one tag (the usual case) is known from the per-query ranges; only a file with several is grouped by tag
+    facts.tags = {str(tag): int(rows)} if one_tag else _tag_counts(con, data)
+    return Staged(name, path, "trec", int(rows), findings, "line"), facts
+
+
+def _score_text(con: duckdb.DuckDBPyConnection, path: Path, f: Finding) -> Finding:
+    """The bad score's text as written (read again from the file, on this error path only)."""
+    row = con.execute(f"SELECT ({_SPLIT})[5] FROM ({lines_sql(path, 't')}) WHERE line = {int(f.line or 0)}").fetchall()
+    text = repr(row[0][0]) if row else "?"
+    return Finding(f.file, f.line, f.field, f.code, f.message.replace(str(f.line), text, 1), f.severity, f.count,
+                   f.lines)  # fmt: skip
+
+
+def _unreadable(path: Path, exc: duckdb.Error) -> Finding:
+    msg = str(exc).splitlines()[0]
+    code = "encoding" if "unicode" in msg.lower() or "utf" in msg.lower() else "unreadable"
+    return Finding(str(path), None, None, code, f"cannot read: {msg}")
+
+
+def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> tuple[Staged, RunFacts]:
+    """Stage ``qid<TAB>docno<TAB>rank`` lines; the score is 1/rank, so the file's order is the ranking."""
+    facts = RunFacts(score_from_rank=True)
+    findings = split_lines(con, path, name)
+    if _bad(findings):
+        return Staged(name, path, "msmarco", 0, findings, "line"), facts
+    findings += _columns(con, name, path, 3, "qid docno rank", at_least=False)
+    findings += counted(
+        con,
+        f"{name}__raw",
+        "len(p) = 3 AND (TRY_CAST(p[3] AS BIGINT) IS NULL OR TRY_CAST(p[3] AS BIGINT) < 1)",
+        "p[3]",
+        path,
+        "rank",
+        "bad-rank",
+        "rank {v} is not a whole number >= 1",
+    )
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {name} AS
-            SELECT min(line) OVER (PARTITION BY p[1]) AS first_line, line, p[1] AS case_id, 'final' AS stage,
-                   CAST(row_number() OVER (PARTITION BY p[1] ORDER BY TRY_CAST(p[5] AS DOUBLE) DESC, p[3] DESC)
+            SELECT line, p[1] AS case_id, 'final' AS stage,
+                   CAST(row_number() OVER (PARTITION BY p[1] ORDER BY TRY_CAST(p[3] AS BIGINT), p[2] DESC)
                         AS BIGINT) AS rank,
-                   p[3] AS document_id, CAST(NULL AS VARCHAR) AS chunk_id, TRY_CAST(p[5] AS DOUBLE) AS score,
-                   CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata,
-                   TRY_CAST(p[4] AS BIGINT) AS file_rank, p[6] AS tag
-            FROM {name}__raw WHERE len(p) = 6"""
+                   p[2] AS document_id, 1.0 / TRY_CAST(p[3] AS BIGINT) AS score, {RESULT_COLUMNS},
+                   CAST(NULL AS VARCHAR) AS tag
+            FROM {name}__raw WHERE len(p) = 3"""
     )
-    tag_row = con.execute(f"SELECT tag FROM {name} ORDER BY line LIMIT 1").fetchone()
-    con.execute(f"DROP TABLE {name}__raw")
-    return _finish(con, name, path, "trec", findings), (str(tag_row[0]) if tag_row else None)
+    return _finish(con, name, path, "msmarco", findings), facts
+
+
+def _tag_counts(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, int]:
+    rows = con.execute(f"SELECT tag, count(*) FROM {name} GROUP BY tag ORDER BY min(line)").fetchall()
+    return {str(t): int(n) for t, n in rows}
+
+
+def _qrels_table(con: duckdb.DuckDBPyConnection, name: str, qid: str, doc: str, grade: str, n: int) -> None:
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {name} AS
+            SELECT line, {qid} AS case_id, {doc} AS document_id, TRY_CAST({grade} AS BIGINT) AS grade, {LABEL_COLUMNS}
+            FROM {name}__raw WHERE len(p) = {n}"""
+    )
+
+
+def _grade_findings(con: duckdb.DuckDBPyConnection, name: str, path: Path, col: str, n: int) -> list[Finding]:
+    return counted(
+        con,
+        f"{name}__raw",
+        f"len(p) = {n} AND TRY_CAST({col} AS BIGINT) IS NULL",
+        col,
+        path,
+        "grade",
+        "wrong-type",
+        "relevance {v} is not an integer",
+    )
 
 
 def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
-    """Stage ``qid iter docno rel`` lines as labels (annotator ``default``)."""
-    findings = _split_lines(con, path, name)
-    if findings and any(f.severity == "error" for f in findings):
+    """Stage ``qid iter docno rel`` lines as labels (annotator ``default``); any integer rel, negative included."""
+    findings = split_lines(con, path, name)
+    if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line")
-    findings += _field_count_findings(con, name, path, 4, "qid iter docno rel")
-    bad = con.execute(
-        f"SELECT line, p[4] FROM {name}__raw WHERE len(p) = 4 AND TRY_CAST(p[4] AS BIGINT) IS NULL ORDER BY line"
-        " LIMIT 50"
-    ).fetchall()
-    findings += [
-        Finding(str(path), int(line), "grade", "wrong-type", f"relevance {v!r} is not an integer") for line, v in bad
-    ]
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {name} AS
-            SELECT line, p[1] AS case_id, p[3] AS document_id, CAST(NULL AS VARCHAR) AS chunk_id,
-                   CAST(NULL AS VARCHAR) AS section_id, TRY_CAST(p[4] AS BIGINT) AS grade,
-                   'default' AS annotator, CAST(NULL AS VARCHAR) AS note
-            FROM {name}__raw WHERE len(p) = 4"""
-    )
-    con.execute(f"DROP TABLE {name}__raw")
+    findings += _columns(con, name, path, 4, "qid iter docno rel", at_least=False)
+    findings += _grade_findings(con, name, path, "p[4]", 4)
+    _qrels_table(con, name, "p[1]", "p[3]", "p[4]", 4)
     return _finish(con, name, path, "trec", findings)
 
 
-def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
-    """Stage a BEIR qrels TSV (``query-id  corpus-id  score`` with a header line)."""
-    findings = _split_lines(con, path, name)
-    if findings and any(f.severity == "error" for f in findings):
+def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, header: bool | None = None) -> Staged:
+    """Stage a BEIR qrels TSV (``query-id corpus-id score``), with or without its header line (``None``: the
+    first line is a header when its score is not an integer)."""
+    findings = split_lines(con, path, name, comments=False)
+    if _bad(findings):
         return Staged(name, path, "beir", 0, findings, "line")
-    header = con.execute(f"SELECT p FROM {name}__raw ORDER BY line LIMIT 1").fetchone()
-    if header is None or [h.lower() for h in header[0]][:2] != ["query-id", "corpus-id"]:
-        findings.append(
-            Finding(str(path), 1, None, "bad-header", "BEIR qrels need the header 'query-id corpus-id score'")
-        )
-        return Staged(name, path, "beir", 0, findings, "line")
-    con.execute(f"DELETE FROM {name}__raw WHERE line = (SELECT min(line) FROM {name}__raw)")
-    findings += _field_count_findings(con, name, path, 3, "query-id corpus-id score")
-    bad = con.execute(
-        f"SELECT line, p[3] FROM {name}__raw WHERE len(p) = 3 AND TRY_CAST(p[3] AS BIGINT) IS NULL ORDER BY line"
-        " LIMIT 50"
-    ).fetchall()
-    findings += [
-        Finding(str(path), int(line), "grade", "wrong-type", f"score {v!r} is not an integer") for line, v in bad
-    ]
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {name} AS
-            SELECT line, p[1] AS case_id, p[2] AS document_id, CAST(NULL AS VARCHAR) AS chunk_id,
-                   CAST(NULL AS VARCHAR) AS section_id, TRY_CAST(p[3] AS BIGINT) AS grade,
-                   'default' AS annotator, CAST(NULL AS VARCHAR) AS note
-            FROM {name}__raw WHERE len(p) = 3"""
-    )
-    con.execute(f"DROP TABLE {name}__raw")
+    first = con.execute(f"SELECT p FROM {name}__raw ORDER BY line LIMIT 1").fetchall()
+    if header is None:
+        header = bool(first) and len(first[0][0]) == 3 and _not_int(first[0][0][2])
+    if header:
+        con.execute(f"DELETE FROM {name}__raw WHERE line = (SELECT min(line) FROM {name}__raw)")
+    findings += _columns(con, name, path, 3, "query-id corpus-id score", at_least=False)
+    findings += _grade_findings(con, name, path, "p[3]", 3)
+    _qrels_table(con, name, "p[1]", "p[2]", "p[3]", 3)
     return _finish(con, name, path, "beir", findings)
+
+
+def _not_int(s: str) -> bool:
+    return not s.strip().lstrip("+-").isdigit()
 
 
 def stage_tsv_queries(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
     """Stage ``qid<TAB>query text`` lines (the MS MARCO / TREC topics TSV) as cases."""
     findings = encoding_findings(path)
-    if any(f.severity == "error" for f in findings):
+    if _bad(findings):
         return Staged(name, path, "tsv", 0, findings, "line")
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {name}__raw AS
-            SELECT line, t[1:strpos(t, chr(9)) - 1] AS id, trim(t[strpos(t, chr(9)) + 1:]) AS query,
-                   strpos(t, chr(9)) AS tab FROM ({_lines_sql(path)}) WHERE t IS NOT NULL AND t <> ''"""
+            SELECT line, trim(t[1:strpos(t, chr(9)) - 1]) AS id,
+                   trim(t[strpos(t, chr(9)) + 1:], ' ' || chr(13)) AS query,
+                   strpos(t, chr(9)) AS tab
+            FROM ({lines_sql(path, "t")}) WHERE t IS NOT NULL AND trim(t) <> ''"""
     )
-    bad = con.execute(f"SELECT line FROM {name}__raw WHERE tab = 0 ORDER BY line LIMIT 50").fetchall()
-    findings += [Finding(str(path), int(r[0]), None, "bad-columns", "expected 'id<TAB>query'") for r in bad]
+    findings += counted(
+        con, f"{name}__raw", "tab = 0", "left(id, 40)", path, None, "bad-columns", "expected 'id<TAB>query'"
+    )
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {name} AS
-            SELECT line, id, query, CAST(NULL AS BOOLEAN) AS answerable, CAST(NULL AS VARCHAR) AS expected_behavior,
-                   CAST(NULL AS VARCHAR) AS principal, CAST(NULL AS VARCHAR) AS filters,
-                   CAST(NULL AS VARCHAR) AS split, CAST(NULL AS VARCHAR) AS source_family,
-                   CAST(NULL AS VARCHAR) AS query_type, CAST(NULL AS VARCHAR) AS language,
-                   CAST(NULL AS VARCHAR[]) AS tags, CAST(NULL AS BOOLEAN) AS critical,
-                   CAST(NULL AS VARCHAR) AS expected_scope
-            FROM {name}__raw WHERE tab > 0"""
+            SELECT line, id, query, {CASE_COLUMNS} FROM {name}__raw WHERE tab > 0"""
     )
-    con.execute(f"DROP TABLE {name}__raw")
     return _finish(con, name, path, "tsv", findings)

@@ -44,6 +44,9 @@ class Verdict:
     evaluated_at: datetime
     rules: tuple[RuleResult, ...]
     notes: tuple[str, ...] = field(default=())
+    # what each defect category costs the candidate at its own k (classify.CostReport, as plain rows)
+    category_costs: tuple[dict[str, Any], ...] = field(default=())
+    cost_summary: str = ""
 
     @property
     def passed(self) -> bool:
@@ -72,5 +75,7 @@ class Verdict:
                 for r in self.rules
             ],
             "failing_cases": self.failing_cases(),
+            "category_costs": list(self.category_costs),
+            "cost_summary": self.cost_summary,
             "notes": list(self.notes),
         }

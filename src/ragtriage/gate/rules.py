@@ -7,14 +7,14 @@ fails, because a release cannot be shown to meet a bound that was never measured
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.gate import sources
-from ragtriage.gate.compare import TIE, compare_tables
+from ragtriage.gate.compare import TIE, compare_tables, parse_metric
 from ragtriage.gate.config import CriticalCases, GateConfig, Latency, NegativeCases, Regression, SliceMinimum, ZeroHit
 from ragtriage.gate.outcome import FailingCase, RuleResult
 
@@ -31,13 +31,18 @@ class Context:
     candidate: pa.Table
     base: pa.Table
     report_slices: pa.Table  # case_id, split, critical, answerable, slice (config.report_by)
-    categories: dict[str, str]
+    categories: dict[str, str]  # at the run's own k
+    run_k: int = 0
+    categories_at: dict[int, dict[str, str]] = field(default_factory=dict)  # at the k a rule's measure names
+    classified: dict[str, str] = field(default_factory=dict)  # cases with a classified failure at the run's k
 
     def slice_of(self, case_id: str) -> str:
         return self._slices.get(case_id, "(unknown)")
 
-    def category_of(self, case_id: str, default: str = "unclassified") -> str:
-        return self.categories.get(case_id, default)
+    def category_of(self, case_id: str, default: str = "unclassified", k: int | None = None) -> str:
+        """The case's categories judged at ``k`` (a rule's own cutoff), else at the run's k, else ``default``."""
+        at = self.categories_at.get(k, {}) if k is not None else {}
+        return at.get(case_id) or self.categories.get(case_id, default)
 
     def __post_init__(self) -> None:
         self._slices: dict[str, str] = {}
@@ -46,10 +51,16 @@ class Context:
             self._slices[row["case_id"]] = f"{old}, {value}" if old else f"{self.config.report_by}={value}"
 
     def failing(
-        self, case_id: str, detail: str, *, slice_label: str | None = None, category: str | None = None
+        self,
+        case_id: str,
+        detail: str,
+        *,
+        slice_label: str | None = None,
+        category: str | None = None,
+        k: int | None = None,
     ) -> FailingCase:
         return FailingCase(
-            case_id, slice_label or self.slice_of(case_id), category or self.category_of(case_id), detail
+            case_id, slice_label or self.slice_of(case_id), category or self.category_of(case_id, k=k), detail
         )
 
 
@@ -135,7 +146,9 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
         for r in losses.to_pylist():
             if r["case_id"] not in seen:
                 seen[r["case_id"]] = ctx.failing(
-                    r["case_id"], f"{rule.metric} {r['baseline']:.3f} → {r['candidate']:.3f}"
+                    r["case_id"],
+                    f"{rule.metric} {r['baseline']:.3f} → {r['candidate']:.3f}",
+                    k=parse_metric(rule.metric)[1],
                 )
     return RuleResult(name, "regression", passed, figure, threshold, o["mean_diff"], tuple(seen.values()), notes)
 
@@ -161,7 +174,10 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
     failures = (
         ()
         if passed
-        else tuple(ctx.failing(c, f"{rule.metric} {v:.3f} < {rule.min:g}", slice_label=label) for c, v in below)
+        else tuple(
+            ctx.failing(c, f"{rule.metric} {v:.3f} < {rule.min:g}", slice_label=label, k=parse_metric(rule.metric)[1])
+            for c, v in below
+        )
     )
     figure = f"mean {rule.metric} {mean:.4f} over {_cases_on(len(rows), rule.split)} in {label}"
     return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures)
@@ -171,7 +187,10 @@ def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
     critical = ctx.report_slices.filter(pc.equal(ctx.report_slices.column("critical"), True))
     rows = _scored(ctx, rule.metric, rule.split, critical)
     below = [(c, v) for c, v in rows if v < rule.min - TIE]
-    failures = tuple(ctx.failing(c, f"critical case: {rule.metric} {v:.3f} < {rule.min:g}") for c, v in below)
+    failures = tuple(
+        ctx.failing(c, f"critical case: {rule.metric} {v:.3f} < {rule.min:g}", k=parse_metric(rule.metric)[1])
+        for c, v in below
+    )
     figure = f"{len(below)} of {len(rows)} critical cases below {rule.min:g} on {rule.metric}"
     notes = ("no critical cases with relevant units",) if not rows else ()
     return RuleResult(
@@ -196,7 +215,7 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
         return RuleResult(name, "zero_hit", False, f"no answerable cases on {_split_label(rule.split)}", threshold)
     rate = len(zero) / len(rows)
     passed = rate <= rule.max_rate + TIE
-    failures = () if passed else tuple(ctx.failing(c, f"no relevant unit in the top {rule.k}") for c in zero)
+    failures = () if passed else tuple(ctx.failing(c, f"no relevant unit in the top {rule.k}", k=rule.k) for c in zero)
     figure = (
         f"{len(zero)} of {_cases_on(len(rows), rule.split, 'answerable cases')} with no relevant unit in "
         f"the top {rule.k} ({rate:.1%})"
@@ -245,9 +264,15 @@ def latency_rule(ctx: Context, rule: Latency) -> RuleResult:
     failures: tuple[FailingCase, ...] = ()
     if rule.max_timeouts is not None and timeouts > rule.max_timeouts:
         ok = False
-        failures = tuple(ctx.failing(c, "timed out") for c in sources.timed_out_cases(ctx.con, ctx.run_id))
+        # a timed-out case whose lists are fine is the serving system's, not a retrieval defect
+        failures = tuple(
+            ctx.failing(c, "timed out", category=ctx.classified.get(c, "serving"))
+            for c in sources.timed_out_cases(ctx.con, ctx.run_id)
+        )
     p95_text = "no latency recorded" if p95 is None else f"p95 {p95:.1f} ms"
-    figure = f"{p95_text} over {lat['with_latency']} events, {timeouts} timeout(s)"
+    conc = lat["concurrency"]
+    at = "at an unstated concurrency" if conc is None else f"at concurrency {conc}"
+    figure = f"{p95_text} over {lat['with_latency']} events {at}, {timeouts} timeout(s)"
     return RuleResult("latency", "latency", ok, figure, threshold, p95, failures)
 
 

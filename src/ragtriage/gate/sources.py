@@ -46,6 +46,17 @@ def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> 
     return table
 
 
+def measure_values(
+    con: duckdb.DuckDBPyConnection, run_id: str, measures: Sequence[str], split: str | None = None
+) -> pa.Table:
+    """Per-case values of ir_measures-named ``measures`` on the final stage (``metrics.measure_eval``): case_id, then
+    one column per measure in the order given (NULL where a measure is undefined for a case)."""
+    from ragtriage.metrics.measure_eval import evaluate_run
+
+    table: pa.Table = evaluate_run(con, run_id, measures, split=split).wide
+    return table
+
+
 def leaks(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Every leaked result row of the run, in any stage (case_id, stage, rank, rule, detail, ...)."""
     from ragtriage.checks.leakage import leakage
@@ -62,16 +73,19 @@ def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return table
 
 
-def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """case_id → the classifier's defect categories for the run, joined with ', ' (one row per failing case)."""
-    from ragtriage.classify import failing_cases
+def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str, k: int | None = None) -> pa.Table:
+    """case_id → the classifier's defect categories for the run at ``k`` (default: the run's own k), joined with
+    ', '; every case with a failure or a relevant label has one (``classify.case_categories``)."""
+    from ragtriage.classify.case_categories import case_categories
 
-    cur = con.cursor()
-    try:
-        cur.register("failing", failing_cases(con, run_id))
-        return cur.sql("SELECT case_id, array_to_string(categories, ', ') AS category FROM failing").to_arrow_table()
-    finally:
-        cur.close()
+    return case_categories(con, run_id, k=k)
+
+
+def category_costs(con: duckdb.DuckDBPyConnection, run_id: str) -> Any:
+    """What each defect category costs the run at its own k (``classify.CostReport``)."""
+    from ragtriage.classify import run_classification
+
+    return run_classification(con, run_id).costs
 
 
 def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
@@ -114,7 +128,8 @@ def case_slices(con: duckdb.DuckDBPyConnection, dataset_version: str, by: str | 
 
 
 def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | int | None]:
-    """Serving figures from ``events``: cases with events, p95 latency (linear interpolation), timeouts."""
+    """Serving figures from ``events``: cases with events, p95 latency (linear interpolation), timeouts, and
+    the concurrency they were measured at."""
     row = first_row(
         con,
         """SELECT count(DISTINCT case_id), quantile_cont(latency_ms, 0.95), count(*) FILTER (WHERE timed_out),
@@ -128,7 +143,21 @@ def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | in
         "p95_ms": None if row[1] is None else float(row[1]),
         "timeouts": int(row[2]),
         "with_latency": int(row[3]),
+        "concurrency": measured_concurrency(con, run_id),
     }
+
+
+def measured_concurrency(con: duckdb.DuckDBPyConnection, run_id: str) -> int | None:
+    """The concurrency a run's latencies were measured at, as run.json states it (``ragtriage record`` writes
+    ``concurrency``; a hand-written run.json may keep it under ``system``), or None when it does not say."""
+    row = first_row(
+        con,
+        """SELECT coalesce(TRY_CAST(json_extract_string(manifest, '$.concurrency') AS INTEGER),
+                          TRY_CAST(json_extract_string(manifest, '$.system.concurrency') AS INTEGER))
+           FROM runs WHERE run_id = ?""",
+        [run_id],
+    )
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
@@ -136,3 +165,16 @@ def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
         con, "SELECT DISTINCT case_id FROM events WHERE run_id = $r AND timed_out ORDER BY case_id", {"r": run_id}
     )
     return [str(c) for c in rows.column("case_id").to_pylist()]
+
+
+def failure_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
+    """Distinct (case_id, category) of the run's classified failures, from the classifier's public ``failures``."""
+    from ragtriage.classify import failures
+
+    cur = con.cursor()
+    try:
+        cur.register("failure_rows", failures(con, run_id))
+        sql = "SELECT DISTINCT case_id, category FROM failure_rows ORDER BY case_id, category"
+        return cur.sql(sql).to_arrow_table()
+    finally:
+        cur.close()

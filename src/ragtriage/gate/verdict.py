@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import duckdb
 
@@ -41,9 +42,11 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     """Run every rule of ``config`` on ``run_id`` against ``baseline``; raises StoreError for unusable input."""
     version = sources.paired_version(con, run_id, baseline)
     ks = config.ks()
-    categories = {
-        r["case_id"]: r["category"] for r in sources.defect_categories(con, run_id).to_pylist() if r["category"]
-    }
+    run_k = int(sources.first_row(con, "SELECT k FROM runs WHERE run_id = ?", [run_id])[0])  # type: ignore[index]
+    tables = {k: sources.defect_categories(con, run_id, k) for k in sorted({*ks, run_k})}
+    at = {k: _categories(t) for k, t in tables.items()}
+    classified = _categories(tables[run_k], basis="classified failure")
+    costs = sources.category_costs(con, run_id)
     ctx = Context(
         con=con,
         config=config,
@@ -53,7 +56,10 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         candidate=sources.per_case(con, run_id, ks),
         base=sources.per_case(con, baseline, ks),
         report_slices=sources.case_slices(con, version, config.report_by),
-        categories=categories,
+        categories=at[run_k],
+        run_k=run_k,
+        categories_at=at,
+        classified=classified,
     )
     rules = relevance_rules(ctx)
     rules.append(reproducibility_rule(con, config, run_id, __version__))
@@ -68,7 +74,19 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         evaluator_version=__version__,
         evaluated_at=datetime.now(UTC).replace(tzinfo=None),
         rules=tuple(rules),
+        category_costs=tuple(
+            {"category": c.category, "cost": c.cost, "cases": c.cases, "measure": costs.measure} for c in costs.costs
+        ),
+        cost_summary=costs.sentence(),
     )
+
+
+def _categories(table: Any, basis: str | None = None) -> dict[str, str]:
+    return {
+        r["case_id"]: r["category"]
+        for r in table.to_pylist()
+        if r["category"] and (basis is None or r.get("basis", basis) == basis)
+    }
 
 
 def record_verdict(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> int:

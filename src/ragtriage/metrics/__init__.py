@@ -7,6 +7,8 @@ so the CLI, the TUI and the gate print the same numbers. Definitions: docs/metri
 from ragtriage.metrics.context import DEFAULT_KS, GAINS, EvalContext, MetricsError, parse_ks
 from ragtriage.metrics.judged import judged_report
 from ragtriage.metrics.latency import latency_report
+from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
+from ragtriage.metrics.measures import Measure, MeasureError, parse_measure, parse_measures
 from ragtriage.metrics.per_case import MEASURES, per_case, per_case_schema
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, slices
 from ragtriage.metrics.stages import StagesReport, stages
@@ -21,13 +23,19 @@ __all__ = [
     "GAINS",
     "MEASURES",
     "EvalContext",
+    "Measure",
+    "MeasureError",
+    "MeasureResult",
     "MetricReport",
     "MetricRow",
     "MetricsError",
     "StagesReport",
+    "evaluate_run",
     "judged_report",
     "latency_report",
     "parse_ks",
+    "parse_measure",
+    "parse_measures",
     "per_case",
     "slices",
     "stages",

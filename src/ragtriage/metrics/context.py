@@ -20,6 +20,14 @@ GAINS = ("exponential", "linear")
 DEFAULT_KS = (3, 5, 10)
 
 
+def gain_sql(gain: str, grade: str) -> str:
+    """Gain of a grade (``linear``: the grade, ``exponential``: 2^grade - 1); grades at or below zero never add to
+    DCG (trec_eval skips them too)."""
+    if gain == "linear":
+        return f"CAST(greatest({grade}, 0) AS DOUBLE)"
+    return f"(CASE WHEN {grade} > 0 THEN pow(2.0, {grade}) - 1.0 ELSE 0.0 END)"
+
+
 class MetricsError(ValueError):
     """A metrics request that cannot be answered as asked (bad k, unknown stage, split or gain)."""
 
@@ -39,16 +47,24 @@ class EvalContext:
         return max(self.ks)
 
     def gain_sql(self, grade: str) -> str:
-        """Gain of a grade; grades at or below zero never add to DCG."""
-        if self.gain == "linear":
-            return f"CAST(greatest({grade}, 0) AS DOUBLE)"
-        return f"(CASE WHEN {grade} > 0 THEN pow(2.0, {grade}) - 1.0 ELSE 0.0 END)"
+        return gain_sql(self.gain, grade)
 
-    def population_sql(self) -> tuple[str, list[Any]]:
-        """Answerable cases of the current dataset (one split when asked): the cases every mean is taken over."""
-        if self.split is None:
-            return "SELECT case_id FROM cases WHERE answerable", []
-        return "SELECT case_id FROM cases WHERE answerable AND split = ?", [self.split]
+    def base_population_sql(self, *, trec: bool = False) -> tuple[str, list[Any]]:
+        """The cases a mode considers before the label rule: answerable cases (default) or every case (trec_eval
+        knows no answerability), of one split when asked."""
+        where = [] if trec else ["answerable"]
+        params: list[Any] = []
+        if self.split is not None:
+            where.append("split = ?")
+            params.append(self.split)
+        return "SELECT case_id FROM cases" + (f" WHERE {' AND '.join(where)}" if where else ""), params
+
+    def population_sql(self, *, trec: bool = False) -> tuple[str, list[Any]]:
+        """The cases every mean is taken over: those of :meth:`base_population_sql` with at least one label. A case
+        without any label cannot be judged (trec_eval and ir_measures skip it too); :func:`population_counts`
+        counts it for the header."""
+        base, params = self.base_population_sql(trec=trec)
+        return f"SELECT case_id FROM ({base}) SEMI JOIN qrels USING (case_id)", params
 
 
 def parse_ks(ks: Sequence[int] | str) -> tuple[int, ...]:
@@ -111,3 +127,37 @@ def over_arrow(sql: str, params: dict[str, Any] | None = None, **tables: pa.Tabl
         return con.sql(sql, params=params or {}).to_arrow_table()
     finally:
         con.close()
+
+
+def unlabelled_count(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> int:
+    """Cases of the mode's base population that have no label at all (excluded from every measure)."""
+    base, params = ctx.base_population_sql(trec=trec)
+    row = arrow(con, f"SELECT count(*) AS n FROM ({base}) ANTI JOIN qrels USING (case_id)", params).to_pylist()
+    return int(row[0]["n"])
+
+
+def population_counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> dict[str, int]:
+    """The header's population figures: evaluated cases, cases excluded for having no label, evaluated cases with
+    no relevant label, evaluated cases absent from the run (they score 0, as with trec_eval -c)."""
+    pop, params = ctx.population_sql(trec=trec)
+    row = arrow(
+        con,
+        f"""WITH l AS ({pop}),
+                rel AS (SELECT DISTINCT case_id FROM qrels WHERE grade >= {ctx.threshold}),
+                ran AS (SELECT DISTINCT case_id FROM results WHERE run_id = ? AND stage = ?)
+            SELECT (SELECT count(*) FROM l) AS cases,
+                   (SELECT count(*) FROM l ANTI JOIN rel USING (case_id)) AS without_relevant,
+                   (SELECT count(*) FROM l ANTI JOIN ran USING (case_id)) AS absent""",
+        [*params, ctx.run_id, ctx.stage],
+    ).to_pylist()[0]
+    return {"unlabelled": unlabelled_count(con, ctx, trec=trec), **{k: int(v) for k, v in row.items()}}
+
+
+def population_header(counts: dict[str, int]) -> dict[str, int]:
+    """The population figures as the output header names them (every command prints the same words)."""
+    return {
+        "cases": counts["cases"],
+        "excluded, no labels": counts["unlabelled"],
+        "without relevant label": counts["without_relevant"],
+        "absent from run (score 0)": counts["absent"],
+    }

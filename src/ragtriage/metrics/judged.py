@@ -1,8 +1,8 @@
 """How much of each top k carries a relevance label: where the label pool must grow before the figures hold.
 
 An unjudged result counts as not relevant in P/R/nDCG, so a case whose top k is mostly unjudged can score low
-for a good ranking. Judged@k = judged results in the top k / k; a case is *mostly unjudged* when more than half
-of the results it actually returned within k have no label.
+for a good ranking. Judged@k = judged results in the top k / the results there (min(k, list length), ir_measures'
+definition); a case is *mostly unjudged* when more than half of the results it returned within k have no label.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def judged_report(
                   FROM _lists l LEFT JOIN qrels q USING (case_id, unit_id) GROUP BY l.case_id)
             SELECT p.case_id, c.query, {k} AS k, coalesce(t.returned, 0) AS returned,
                    coalesce(t.judged, 0) AS judged, coalesce(t.returned - t.judged, 0) AS unjudged,
-                   coalesce(t.judged, 0) / {k}.0 AS "Judged@{k}",
+                   coalesce(t.judged / nullif(t.returned, 0), 0.0) AS "Judged@{k}",
                    coalesce(t.returned - t.judged, 0) * 2 > coalesce(t.returned, 0) AS mostly_unjudged
             FROM pop p JOIN cases c USING (case_id) LEFT JOIN t USING (case_id)
             ORDER BY "Judged@{k}", p.case_id""",

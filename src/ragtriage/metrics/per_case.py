@@ -3,7 +3,8 @@
 Definitions (docs/metrics.md): relevant = effective grade >= the dataset's relevance threshold; P@k divides by k
 even when the list is shorter; R@k, nDCG@k and AP@k divide by the labelled relevant units and are NULL for a case
 with none (a dataset defect, counted apart); RR@k is 1/position of the first relevant result within k; unjudged
-results (no qrels row) are neither relevant nor irrelevant for Judged@k, and count as non-relevant elsewhere.
+results (no qrels row) are neither relevant nor irrelevant for Judged@k (judged results in the top k over the
+results there, min(k, list length), as ir_measures divides), and count as non-relevant elsewhere.
 """
 
 from __future__ import annotations
@@ -42,14 +43,15 @@ def hits_sql(k: int) -> str:
     return f"count(*) FILTER (WHERE rel AND pos <= {k})"
 
 
-def dcg_sql(k: int) -> str:
-    """DCG@k: gain g discounted by log2(position + 1), the one definition both modes use."""
-    return f"sum(g / log2(pos + 1)) FILTER (WHERE pos <= {k})"
+def dcg_sql(k: int | None, g: str = "g") -> str:
+    """DCG@k: gain g discounted by log2(position + 1), the one definition every mode uses (k None: whole list)."""
+    return f"sum({g} / log2(pos + 1))" + (f" FILTER (WHERE pos <= {k})" if k is not None else "")
 
 
-def ideal_dcg_sql(k: int) -> str:
-    """The ideal DCG@k from ``n.gains``, a case's positive gains sorted descending."""
-    return f"list_sum(list_transform(n.gains[1:{k}], lambda x, j: x / log2(j + 1)))"
+def ideal_dcg_sql(k: int | None, gains: str = "n.gains") -> str:
+    """The ideal DCG@k from ``gains``, a case's positive gains sorted descending (k None: all of them)."""
+    cut = f"{gains}[1:{k}]" if k is not None else gains
+    return f"list_sum(list_transform({cut}, lambda x, j: x / log2(j + 1)))"
 
 
 def _per_k_aggregates(ks: Sequence[int]) -> str:
@@ -58,6 +60,7 @@ def _per_k_aggregates(ks: Sequence[int]) -> str:
         parts += [
             f"{hits_sql(k)} AS hits_{k}",
             f"count(*) FILTER (WHERE judged AND pos <= {k}) AS judged_{k}",
+            f"count(*) FILTER (WHERE pos <= {k}) AS listed_{k}",
             f"coalesce({dcg_sql(k)}, 0) AS dcg_{k}",
         ]
     return ",\n".join(parts)
@@ -77,7 +80,7 @@ def _per_k_columns(ks: Sequence[int]) -> str:
             f'CASE WHEN n.n_relevant > 0 THEN coalesce(a.dcg_{k} / nullif({idcg}, 0), 0.0) END AS "nDCG@{k}"',
             f'CASE WHEN n.n_relevant > 0 THEN coalesce({ap}, 0.0) / n.n_relevant END AS "AP@{k}"',
             f'CASE WHEN {hits} > 0 THEN 1.0::DOUBLE ELSE 0.0::DOUBLE END AS "Success@{k}"',
-            f'coalesce(a.judged_{k}, 0) / {k}.0 AS "Judged@{k}"',
+            f'coalesce(a.judged_{k} / nullif(a.listed_{k}, 0), 0.0) AS "Judged@{k}"',
             f'{hits} = 0 AS "zero_hit@{k}"',
         ]
     return ",\n".join(parts)

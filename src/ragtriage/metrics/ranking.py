@@ -4,9 +4,10 @@ A unit can appear several times in one list (in document mode, several chunks of
 occurrence (lowest recorded rank) counts and positions are re-numbered 1..n. Windows over every result row cost
 seconds at 10M rows, so the lists are cut first. Ranks are unique per (run, case, stage), so a unit at position p
 of the de-duplicated list has recorded rank >= p, and the rows with rank <= depth hold every position <= depth.
-A case whose rows there are exactly ranks 1..n with n distinct units (the common case) has position = rank and
-needs no window at all. Every other case (repeats or rank gaps) is de-duplicated with windows, and read past the
-depth when it has fewer than ``depth`` distinct units there. The result is exact.
+A case whose rows there are exactly ranks 1..depth with distinct units (the common case) has position = rank and
+needs no window at all. Every other case (repeats, rank gaps, or fewer than ``depth`` rows there: ranks 1, 2, 3,
+50 put rank 50 at position 4) is de-duplicated with windows, and read past the depth when it has fewer than
+``depth`` distinct units there. The result is exact.
 
 Repeats are found by hashing unit ids: a hash collision can only flag a clean case for the exact path, and a real
 repeat always has equal hashes, so no repeat is missed.
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.metrics.context import arrow
-from ragtriage.store.dedup import deduplicated
+from ragtriage.store.dedup import deduplicated, first_occurrence
 
 _TOP = """SELECT case_id, unit_id, rank FROM results
           WHERE run_id = ? AND stage = ? AND rank <= ?"""
@@ -28,14 +29,24 @@ _TOP = """SELECT case_id, unit_id, rank FROM results
 _IRREGULAR = """SELECT case_id, len(list_distinct(h)) < ? AS short
                 FROM (SELECT case_id, count(*) AS n, max(rank) AS top_rank, list(hash(unit_id)) AS h
                       FROM _top GROUP BY case_id)
-                WHERE n <> top_rank OR len(list_distinct(h)) <> n"""
+                WHERE n <> top_rank OR len(list_distinct(h)) <> n OR n < ?"""
 
 _DEEPER = """SELECT r.case_id, r.unit_id, r.rank FROM results r
              SEMI JOIN (SELECT case_id FROM _irregular WHERE short) s USING (case_id)
              WHERE r.run_id = ? AND r.stage = ? AND r.rank > ?"""
 
-_ROWS = "SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper"
-_CUT = f"""SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({deduplicated(_ROWS)}) WHERE pos <= ?
+#: keeps the first occurrence (lowest recorded rank) of a unit repeated in one list (the rule: store/dedup.py)
+FIRST_OCCURRENCE = first_occurrence()
+
+
+def positions_sql(rows: str) -> str:
+    """The one de-duplication: a unit repeated in a list keeps its first occurrence (lowest recorded rank, and
+    that row's score); positions 1..n are then numbered over the de-duplicated list by rank."""
+    return f"SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({deduplicated(f'SELECT * FROM {rows}')})"
+
+
+_CUT = f"""WITH rows AS (SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper)
+          SELECT case_id, unit_id, pos FROM ({positions_sql("rows")}) WHERE pos <= ?
           UNION ALL
           SELECT case_id, unit_id, rank AS pos FROM _top ANTI JOIN _irregular USING (case_id)"""
 
@@ -43,10 +54,46 @@ _CUT = f"""SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({deduplica
 def cut_lists(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, depth: int) -> pa.Table:
     """(case_id, unit_id, pos) for every de-duplicated result at position <= depth of one run and stage."""
     top = arrow(con, _TOP, [run_id, stage, depth])
-    irregular = arrow(con, _IRREGULAR, [depth], _top=top)
+    irregular = arrow(con, _IRREGULAR, [depth, depth], _top=top)
     if irregular.num_rows == 0:
         return pa.table({"case_id": top["case_id"], "unit_id": top["unit_id"], "pos": pc.cast(top["rank"], pa.int32())})
     deeper = top.schema.empty_table()
     if pc.any(irregular["short"]).as_py():
         deeper = arrow(con, _DEEPER, [run_id, stage, depth], _irregular=irregular)
     return arrow(con, _CUT, [depth], _top=top, _irregular=irregular, _deeper=deeper)
+
+
+def trec_key(alias: str) -> str:
+    """trec_eval's order as one comparable value (greater = earlier): scored before unscored, score descending,
+    docno descending."""
+    return f"{{'n': {alias}.score IS NOT NULL, 's': coalesce({alias}.score, 0.0), 'u': {alias}.unit_id}}"
+
+
+def judged_positions_sql(*, by_score: bool, repeats: bool) -> str:
+    """CTEs ``jp(case_id, pos, grade)``: every judged unit of each list at its de-duplicated position, and
+    ``nret(case_id, num_ret)``: the de-duplicated list length; over CTEs ``r(case_id, unit_id, rank, score)`` (the
+    lists) and ``q(case_id, unit_id, grade)`` (the qrels).
+
+    Every measure here depends only on where the judged units sit and on the list length, so no list is
+    materialised and no window runs over every row. By recorded rank, a case whose rows are ranks 1..n with n
+    distinct units has position = rank; only the other cases are numbered. By score (trec_eval's order), a judged
+    unit's position is 1 + the results of its list ordered before it, counted by a join on the case.
+    """
+    distinct = "count(DISTINCT unit_id)" if repeats else "count(*)"
+    st = f"""st AS (SELECT case_id, count(*) AS n, max(rank) AS top, {distinct} AS nd FROM r GROUP BY case_id),
+        nret AS (SELECT case_id, nd AS num_ret FROM st)"""
+    if by_score:
+        first = FIRST_OCCURRENCE if repeats else ""
+        return f"""{st},
+        d AS NOT MATERIALIZED (SELECT case_id, unit_id, score FROM r {first}),
+        jr AS MATERIALIZED (SELECT d.case_id, d.unit_id, d.score, q.grade FROM d JOIN q USING (case_id, unit_id)),
+        jp AS (SELECT jr.case_id, CAST(1 + count(d.unit_id) AS INTEGER) AS pos, any_value(jr.grade) AS grade
+               FROM jr LEFT JOIN d ON d.case_id = jr.case_id AND {trec_key("d")} > {trec_key("jr")}
+               GROUP BY jr.case_id, jr.unit_id)"""
+    return f"""{st},
+        irr AS (SELECT case_id FROM st WHERE n <> top OR nd <> n),
+        ir AS (SELECT * FROM r SEMI JOIN irr USING (case_id)),
+        jp AS (SELECT r.case_id, CAST(r.rank AS INTEGER) AS pos, q.grade
+               FROM r JOIN q USING (case_id, unit_id) ANTI JOIN irr USING (case_id)
+               UNION ALL
+               SELECT p.case_id, p.pos, q.grade FROM ({positions_sql("ir")}) p JOIN q USING (case_id, unit_id))"""

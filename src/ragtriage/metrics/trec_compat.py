@@ -21,6 +21,7 @@ from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
 from ragtriage.metrics.distribution import describe
 from ragtriage.metrics.per_case import dcg_sql, hits_sql, ideal_dcg_sql
+from ragtriage.metrics.ranking import trec_key
 from ragtriage.metrics.summary import MetricReport, MetricRow, column_values
 from ragtriage.store.dedup import first_occurrences
 
@@ -52,11 +53,6 @@ def _aggregates(ks: Sequence[int]) -> str:
     return ",\n".join(parts)
 
 
-def _key(alias: str) -> str:
-    """trec_eval's order as one comparable value: scored before unscored, score descending, docno descending."""
-    return f"{{'n': {alias}.score IS NOT NULL, 's': coalesce({alias}.score, 0.0), 'u': {alias}.unit_id}}"
-
-
 def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object]]:
     """Per-query trec_eval figures. Ranking whole lists by score with a window costs seconds at 10M rows, so the
     top ``depth`` of each list comes from a top-n aggregate, and a query whose first relevant result lies deeper
@@ -77,7 +73,7 @@ def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object
                  list(CAST(grade AS DOUBLE) ORDER BY grade DESC) FILTER (WHERE grade > 0) AS gains
           FROM q GROUP BY case_id),
     r AS NOT MATERIALIZED ({rows}),
-    top AS (SELECT case_id, max_by(unit_id, {_key("r")}, {ctx.depth}) AS l FROM r GROUP BY case_id),
+    top AS (SELECT case_id, max_by(unit_id, {trec_key("r")}, {ctx.depth}) AS l FROM r GROUP BY case_id),
     ranked AS (SELECT case_id, unnest(l) AS unit_id, unnest(range(1, len(l) + 1)) AS pos FROM top),
     hit AS (SELECT x.case_id, x.pos, coalesce({rel("q.grade")}, FALSE) AS rel,
                    CAST(greatest(coalesce(q.grade, 0), 0) AS DOUBLE) AS g,
@@ -85,11 +81,11 @@ def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object
                        OVER (PARTITION BY x.case_id ORDER BY x.pos) AS cum_rel
             FROM ranked x LEFT JOIN q USING (case_id, unit_id)),
     a AS (SELECT case_id, min(pos) FILTER (WHERE rel) AS first_rel, {_aggregates(ctx.ks)} FROM hit GROUP BY case_id),
-    best AS (SELECT r.case_id, max({_key("r")}) AS best_key
+    best AS (SELECT r.case_id, max({trec_key("r")}) AS best_key
              FROM r JOIN q USING (case_id, unit_id)
              WHERE {rel("q.grade")} AND r.case_id IN (SELECT case_id FROM a WHERE first_rel IS NULL)
              GROUP BY r.case_id),
-    deep AS (SELECT r.case_id, 1 + count(*) FILTER (WHERE {_key("r")} > b.best_key) AS first_rel
+    deep AS (SELECT r.case_id, 1 + count(*) FILTER (WHERE {trec_key("r")} > b.best_key) AS first_rel
              FROM r JOIN best b USING (case_id) GROUP BY r.case_id)
     SELECT n.case_id, CAST(n.num_rel AS BIGINT) AS num_rel, {_columns(ctx.ks)},
            CASE WHEN coalesce(a.first_rel, d.first_rel) IS NOT NULL

@@ -2,7 +2,7 @@
 
 The TUI's export key and ``ragtriage export-notes`` both call :func:`export_table` then :func:`write_csv`, so the
 file is the same whichever wrote it. The rows come from the core functions themselves, read by their declared
-schemas (:data:`ragtriage.classify.FAILING_CASE_SCHEMA`, :func:`ragtriage.metrics.per_case_schema`); the file is
+schemas (``classify.failure_list``: one row per failing case, :func:`ragtriage.metrics.per_case_schema`); the file is
 written by the one CSV writer (:func:`ragtriage.csv_out.write_csv`, re-exported here): formula-like cells get a
 leading apostrophe and control characters are made visible.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from ragtriage.classify import failing_cases
+from ragtriage.classify import failure_list
 from ragtriage.csv_out import write_csv
 from ragtriage.metrics import DEFAULT_KS, per_case, per_case_schema
 from ragtriage.notes.store import NotesStore
@@ -63,17 +63,13 @@ def export_table(con: duckdb.DuckDBPyConnection, store: NotesStore, run_id: str 
 def _export_run(cur: duckdb.DuckDBPyConnection, store: NotesStore, run_id: str) -> pa.Table:
     """One run: failing cases (a case may break several rules: categories and rules joined with '; ') and
     annotated ones, each with the case's query and per-case metrics."""
-    cur.register("_f", failing_cases(cur, run_id))
+    cur.register("_f", failure_list(cur, run_id))
     cur.register("_n", store.to_arrow(run_id))
     cur.register("_m", per_case(cur, run_id, DEFAULT_KS))
     try:
         table = cur.sql(
             """
-            WITH f AS (
-                SELECT case_id, array_to_string(categories, '; ') AS auto_category,
-                       array_to_string(rules, '; ') AS auto_rule
-                FROM _f
-            ),
+            WITH f AS (SELECT case_id, category AS auto_category, rule AS auto_rule FROM _f),
             keys AS (SELECT case_id FROM f UNION SELECT case_id FROM _n)
             SELECT k.case_id, $run AS run_id, c.query, f.auto_category, f.auto_rule,
                    _n.category AS user_category, _n.status, _n.note, _n.author,

@@ -10,10 +10,16 @@ load refuses duplicates), so ordering by rank alone is total.
 from __future__ import annotations
 
 
+def first_occurrence(lists: str = "case_id") -> str:
+    """SQL: the QUALIFY clause keeping each unit's first occurrence (lowest rank) within a list; ``lists`` are
+    the columns that identify one list."""
+    return f"QUALIFY row_number() OVER (PARTITION BY {lists}, unit_id ORDER BY rank) = 1"
+
+
 def first_occurrences(rows: str, lists: str = "case_id") -> str:
     """SQL: the rows of ``rows`` (a query or table with ``unit_id`` and ``rank``) keeping each unit's first
-    occurrence within a list; ``lists`` are the columns that identify one list."""
-    return f"SELECT * FROM ({rows}) QUALIFY row_number() OVER (PARTITION BY {lists}, unit_id ORDER BY rank) = 1"
+    occurrence within a list (:func:`first_occurrence`)."""
+    return f"SELECT * FROM ({rows}) {first_occurrence(lists)}"
 
 
 def deduplicated(rows: str, lists: str = "case_id", position: str = "pos") -> str:

@@ -40,10 +40,21 @@ class RunFiles:
     fmt: str | None = None
 
 
+COMPRESSED = ("", ".gz", ".bz2")
+
+
+def _file(root: Path, name: str) -> Path | None:
+    """``root/name``, or its ``.gz`` / ``.bz2`` form: compressed files are found under their plain name."""
+    return next((p for c in COMPRESSED if (p := root / f"{name}{c}").is_file()), None)
+
+
+def _glob(root: Path, pattern: str) -> list[Path]:
+    return sorted(p for c in COMPRESSED for p in root.glob(f"{pattern}{c}") if p.is_file())
+
+
 def _first(root: Path, stem: str) -> Path | None:
     for ext in TABLE_EXTS:
-        p = root / f"{stem}{ext}"
-        if p.exists():
+        if p := _file(root, f"{stem}{ext}"):
             return p
     return None
 
@@ -61,12 +72,12 @@ def discover_dataset(root: Path) -> DatasetFiles:
     cases: Source | None = None
     if p := _first(root, "cases"):
         cases = Source(p, "native")
-    elif (root / "queries.jsonl").exists():
-        cases = Source(root / "queries.jsonl", "beir")
+    elif p := _file(root, "queries.jsonl"):
+        cases = Source(p, "beir")
     else:
         for name in ("queries.tsv", "topics.tsv"):
-            if (root / name).exists():
-                cases = Source(root / name, "tsv")
+            if p := _file(root, name):
+                cases = Source(p, "tsv")
                 break
     if cases is None:
         raise _missing(root, "cases", "cases.jsonl|csv|parquet, BEIR queries.jsonl, queries.tsv")
@@ -74,30 +85,32 @@ def discover_dataset(root: Path) -> DatasetFiles:
     if p := _first(root, "labels"):
         labels = Source(p, "native")
     else:
-        trec = [root / "qrels.txt", root / "qrels", *sorted(root.glob("*.qrels"))]
-        beir = [root / "qrels" / "test.tsv", root / "qrels.tsv", *sorted(root.glob("qrels/*.tsv"))]
-        labels = next((Source(p, "trec") for p in trec if p.is_file()), None) or next(
-            (Source(p, "beir") for p in beir if p.is_file()), None
+        trec = [_file(root, "qrels.txt"), _file(root, "qrels"), *_glob(root, "*.qrels")]
+        beir = [_file(root / "qrels", "test.tsv"), _file(root, "qrels.tsv"), *_glob(root, "qrels/*.tsv")]
+        labels = next((Source(p, "trec") for p in trec if p is not None), None) or next(
+            (Source(p, "beir") for p in beir if p is not None), None
         )
     if labels is None:
         raise _missing(root, "labels", "labels.jsonl|csv|parquet, TREC qrels.txt / *.qrels, BEIR qrels/test.tsv")
     documents: Source | None = None
     if p := _first(root, "documents"):
         documents = Source(p, "native")
-    elif (root / "corpus.jsonl").exists():
-        documents = Source(root / "corpus.jsonl", "beir")
+    elif p := _file(root, "corpus.jsonl"):
+        documents = Source(p, "beir")
     return DatasetFiles(root, manifest if manifest.exists() else None, cases, labels, documents)
 
 
-def stage_dataset(con: duckdb.DuckDBPyConnection, files: DatasetFiles, fmt: str | None) -> dict[str, Staged]:
-    out: dict[str, Staged] = {}
-    c = files.cases
+def stage_cases(con: duckdb.DuckDBPyConnection, c: Source, fmt: str | None) -> Staged:
+    """Stage the cases file alone as ``stg_cases`` (the loader, and ``record``, which needs only the cases)."""
     if c.kind == "tsv":
-        out["cases"] = stage_tsv_queries(con, c.path, "stg_cases")
-    elif c.kind == "beir":
-        out["cases"] = stage(con, c.path, CASES, "stg_cases", fmt="jsonl", aliases={"id": "_id", "query": "text"})
-    else:
-        out["cases"] = stage(con, c.path, CASES, "stg_cases", fmt=fmt)
+        return stage_tsv_queries(con, c.path, "stg_cases")
+    if c.kind == "beir":
+        return stage(con, c.path, CASES, "stg_cases", fmt="jsonl", aliases={"id": "_id", "query": "text"})
+    return stage(con, c.path, CASES, "stg_cases", fmt=fmt)
+
+
+def stage_dataset(con: duckdb.DuckDBPyConnection, files: DatasetFiles, fmt: str | None) -> dict[str, Staged]:
+    out: dict[str, Staged] = {"cases": stage_cases(con, files.cases, fmt)}
     lab = files.labels
     if lab.kind == "trec":
         out["labels"] = stage_trec_qrels(con, lab.path, "stg_labels")
@@ -124,24 +137,30 @@ def discover_run(path: Path, fmt: str | None) -> RunFiles:
     if not manifest.exists():
         raise _missing(path, "run manifest", "run.json")
     if results is None:
-        trec = next(iter(sorted(path.glob("*.trec")) + sorted(path.glob("*.run"))), None)
+        trec = next(iter(_glob(path, "*.trec") + _glob(path, "*.run")), None)
         if trec is None:
             raise _missing(path, "results", "results.jsonl|csv|parquet or a *.trec / *.run file")
         return RunFiles(path, manifest, trec, _first(path, "events"), trec=True)
     return RunFiles(path, manifest, results, _first(path, "events"), trec=False, fmt=fmt)
 
 
+def docno_is_chunk(con: duckdb.DuckDBPyConnection, name: str = "stg_results") -> None:
+    """In chunk mode a foreign run's docno names the evaluated unit, a chunk id; its document comes from the
+    corpus manifest when there is one."""
+    con.execute(
+        f"""UPDATE {name} SET chunk_id = document_id,
+               document_id = coalesce((SELECT any_value(d.document_id) FROM documents d
+                                       WHERE d.chunk_id = {name}.document_id), document_id)"""
+    )
+
+
 def stage_run(con: duckdb.DuckDBPyConnection, files: RunFiles, unit: str) -> tuple[dict[str, Staged], str | None]:
     tag = None
     if files.trec:
-        results, tag = stage_trec_run(con, files.results, "stg_results")
+        results, facts = stage_trec_run(con, files.results, "stg_results")
+        tag = next(iter(facts.tags), None)
         if unit == "chunk" and results.rows:
-            # A TREC docno names the evaluated unit: in chunk mode that is a chunk id.
-            con.execute(
-                """UPDATE stg_results SET chunk_id = document_id,
-                       document_id = coalesce((SELECT any_value(d.document_id) FROM documents d
-                                               WHERE d.chunk_id = stg_results.document_id), document_id)"""
-            )
+            docno_is_chunk(con, facts.base_table or "stg_results")
     else:
         results = stage(con, files.results, RESULTS, "stg_results", fmt=files.fmt, materialize=False)
     out = {"results": results}

@@ -1,4 +1,4 @@
-"""Loading datasets and runs into the store, each in one transaction.
+"""Writing staged datasets and runs into the store, inside the one transaction ``store.byo.load_inputs`` opens.
 
 A load stages every file into typed temp tables, checks every rule, and only then writes; any error rolls the
 whole transaction back, so the database is exactly as it was. Warnings (ingestion and dataset signals) are kept
@@ -18,15 +18,15 @@ import duckdb
 
 from ragtriage import __version__
 from ragtriage.contract.errors import Finding, ValidationFailed
-from ragtriage.contract.fields import CASES, DOCUMENTS, EVENTS, LABELS, RESULTS
-from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
+from ragtriage.contract.fields import RESULTS
+from ragtriage.contract.manifest import DatasetManifest
 from ragtriage.contract.rules import apply_rules, enum_rules
 from ragtriage.contract.staging import Staged, sql_str
+from ragtriage.contract.trec import RunFacts
 from ragtriage.store.connection import current_dataset_version, set_current_dataset
 from ragtriage.store.dataset_rules import dataset_findings
-from ragtriage.store.discover import DatasetFiles, RunFiles, discover_dataset, discover_run, stage_dataset, stage_run
 from ragtriage.store.run_rules import run_findings
-from ragtriage.store.versioning import dataset_hash
+from ragtriage.store.versioning import dataset_hash, relation_digest
 
 Progress = Callable[[str], None]
 
@@ -38,9 +38,32 @@ class LoadReport:
     rows: dict[str, int] = field(default_factory=dict)
     warnings: list[Finding] = field(default_factory=list)
     unchanged: bool = False
+    fmt: str = ""  # run: folder | trec | msmarco | json | frame | jsonl | csv | tsv | parquet
+    source: str = ""  # the path (or "<run dict>", "<run pandas DataFrame>") it came from
+    ignored_topics: int = 0  # run topics that are not cases, left out as trec_eval leaves them out
+    ignored_rows: int = 0
+    score_from_rank: bool = False  # MS MARCO / rank-only input: score = 1 / rank
+    extra_column_lines: int = 0  # TREC lines with columns after the tag (ignored)
+    tags: dict[str, int] = field(default_factory=dict)  # TREC tags and their line counts
+
+    def notes(self) -> list[str]:
+        """The load-side facts a report prints beside its figures, as sentences."""
+        out = []
+        if self.score_from_rank:
+            out.append("the run file has no scores: score = 1 / rank, so the file's rank order is the ranking")
+        if self.ignored_topics:
+            out.append(
+                f"{self.ignored_topics:,} run topic(s) not in the dataset were ignored "
+                f"({self.ignored_rows:,} rows), as trec_eval ignores them"
+            )
+        if self.extra_column_lines:
+            out.append(f"{self.extra_column_lines:,} line(s) had columns after the TREC tag; they were ignored")
+        if len(self.tags) > 1:
+            out.append(f"the file holds {len(self.tags)} run tags, loaded as one run")
+        return out
 
 
-def _noop(_: str) -> None:
+def noop(_: str) -> None:
     return None
 
 
@@ -52,11 +75,25 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _record_loads(con: duckdb.DuckDBPyConnection, kind: str, target: str, files: list[tuple[Path, int]]) -> None:
-    for path, rows in files:
+def _record_loads(
+    con: duckdb.DuckDBPyConnection,
+    kind: str,
+    target: str,
+    files: list[tuple[Path, int]],
+    staged: dict[str, Staged],
+) -> None:
+    """One ``loads`` row per input: a file's sha256, or for an in-memory input (dict, DataFrame) an md5 over its
+    staged rows. Written inside the load's transaction, so the history holds only what was committed."""
+    entries = [(str(p), file_sha256(p), n) for p, n in files if p.is_file()]
+    for s in staged.values():
+        if s.fmt == "derived":  # cases made from the qrels: the qrels file is already recorded
+            continue
+        if not s.path.is_file():
+            entries.append((str(s.path), "rows-md5:" + relation_digest(con, s.name, ["case_id"]), s.rows))
+    for path, digest, rows in entries:
         con.execute(
             """INSERT INTO loads SELECT coalesce(max(load_id), 0) + 1, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP FROM loads""",
-            [kind, target, str(path), file_sha256(path), rows, __version__],
+            [kind, target, path, digest, rows, __version__],
         )
 
 
@@ -79,13 +116,6 @@ def _fail_if_errors(findings: list[Finding]) -> list[Finding]:
 UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "bad-header")
 
 
-def _fail_if_unreadable(findings: list[Finding]) -> None:
-    """Type errors still let the semantic rules run (so all problems are reported at once); an unreadable file
-    leaves nothing to run them on."""
-    if any(f.code in UNREADABLE and f.severity == "error" for f in findings):
-        raise ValidationFailed([f for f in findings if f.severity == "error"])
-
-
 def _unit_expr(unit: str, alias: str = "") -> str:
     p = f"{alias}." if alias else ""
     if unit == "document":
@@ -93,58 +123,23 @@ def _unit_expr(unit: str, alias: str = "") -> str:
     return f"coalesce({p}chunk_id, {p}section_id)"
 
 
-def load_dataset(
+def write_dataset(
     con: duckdb.DuckDBPyConnection,
-    path: str | Path,
-    *,
-    fmt: str | None = None,
-    unit: str | None = None,
-    threshold: int | None = None,
-    progress: Progress = _noop,
+    manifest: DatasetManifest,
+    staged: dict[str, Staged],
+    findings: list[Finding],
+    extra_files: list[tuple[Path, int]],
 ) -> LoadReport:
-    """Load a dataset folder (dataset.json + cases + labels + documents, or a TREC/BEIR layout)."""
-    files = discover_dataset(Path(path))
-    con.execute("BEGIN TRANSACTION")
-    try:
-        report = _load_dataset_tx(con, files, fmt=fmt, unit=unit, threshold=threshold, progress=progress)
-        con.execute("COMMIT")
-        return report
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-
-
-def _load_dataset_tx(
-    con: duckdb.DuckDBPyConnection,
-    files: DatasetFiles,
-    *,
-    fmt: str | None,
-    unit: str | None,
-    threshold: int | None,
-    progress: Progress,
-) -> LoadReport:
-    progress("reading manifest")
-    manifest, findings = parse_dataset_manifest(
-        files.manifest, default_name=files.root.name, unit=unit, threshold=threshold
-    )
-    if manifest is None:
-        raise ValidationFailed(findings)
-    progress("reading cases, labels, documents")
-    staged = stage_dataset(con, files, fmt)
-    for s in staged.values():
-        findings += s.findings
-    _fail_if_unreadable(findings)
-    progress("checking rules")
+    """Check the staged cases/labels/documents and write them as a dataset version made current (inside the
+    caller's transaction; ``store.byo.load_inputs`` owns it)."""
     warnings = _fail_if_errors(findings + dataset_findings(con, staged, manifest))
-    progress("writing")
     version = dataset_hash(con, manifest, staged)
-    exists = con.execute("SELECT 1 FROM datasets WHERE dataset_version = ?", [version]).fetchone()
+    exists = con.execute("SELECT 1 FROM datasets WHERE dataset_version = ?", [version]).fetchall()
     report = LoadReport("dataset", version, {k: v.rows for k, v in staged.items()}, warnings, bool(exists))
     if not exists:
         _insert_dataset(con, version, manifest, staged)
     set_current_dataset(con, version)
-    manifest_files = [(files.manifest, 1)] if files.manifest else []
-    _record_loads(con, "dataset", version, manifest_files + [(s.path, s.rows) for s in staged.values()])
+    _record_loads(con, "dataset", version, extra_files + [(s.path, s.rows) for s in staged.values()], staged)
     _record_warnings(con, version, warnings)
     return report
 
@@ -153,7 +148,7 @@ def _insert_dataset(
     con: duckdb.DuckDBPyConnection, version: str, m: DatasetManifest, staged: dict[str, Staged]
 ) -> None:
     con.execute(
-        "INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, now()::TIMESTAMP)",
+        "INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, now()::TIMESTAMP)",
         [
             version,
             m.name,
@@ -168,6 +163,7 @@ def _insert_dataset(
             m.rubric_version,
             m.acl_required,
             json.dumps(m.raw, sort_keys=True),
+            json.dumps({str(a): b for a, b in sorted(m.grade_map.items())}) if m.grade_map else None,
         ],
     )
     v = sql_str(version)
@@ -213,93 +209,122 @@ def _insert_dataset(
         )
 
 
-def load_run(
+def write_run(
     con: duckdb.DuckDBPyConnection,
-    path: str | Path,
-    *,
-    replace: bool = False,
-    fmt: str | None = None,
-    run_id: str | None = None,
-    k: int | None = None,
-    progress: Progress = _noop,
-) -> LoadReport:
-    """Load one run (a folder with run.json + results + optional events, or a TREC run file)."""
-    files = discover_run(Path(path), fmt)
-    con.execute("BEGIN TRANSACTION")
-    try:
-        report = _load_run_tx(con, files, replace=replace, run_id=run_id, k=k, progress=progress)
-        con.execute("COMMIT")
-        return report
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-
-
-def _load_run_tx(
-    con: duckdb.DuckDBPyConnection,
-    files: RunFiles,
-    *,
+    rid: str,
+    manifest: dict[str, Any],
+    staged: dict[str, Staged],
+    unit: str,
+    source_format: str,
+    facts: RunFacts,
     replace: bool,
-    run_id: str | None,
-    k: int | None,
-    progress: Progress,
+    files: list[tuple[Path, int]],
+    source: str,
+    progress: Progress = noop,
 ) -> LoadReport:
-    version = current_dataset_version(con)
-    unit = con.execute("SELECT unit FROM datasets WHERE dataset_version = ?", [version]).fetchone()[0]  # type: ignore[index]
-    progress("reading run")
-    findings: list[Finding] = []
-    manifest: dict[str, Any] | None
-    if files.manifest is not None:
-        manifest, findings = parse_run_manifest(files.manifest)
-        if manifest is None:
-            raise ValidationFailed(findings)
-    else:
-        manifest = {}
-    staged, tag = stage_run(con, files, unit)
-    for s in staged.values():
-        findings += s.findings
-    _fail_if_unreadable(findings)
-    rid = run_id or manifest.get("run_id") or tag or files.root.stem
+    """Check and write one staged run (inside the caller's transaction). Run topics that are not cases are left
+    out, as trec_eval leaves them out, and counted on the run and in one warning."""
+    res = staged["results"]
+    findings = [f for s in staged.values() for f in s.findings]
+    if manifest.get("incomplete") is True:  # `ragtriage record` stopped early: missing cases score zero
+        findings.append(_incomplete(source, manifest))
     if not manifest.get("k"):
-        depth = con.execute(
-            f"SELECT max(n) FROM (SELECT count(*) n FROM {staged['results'].name} GROUP BY case_id)"
-        ).fetchone()[0]  # type: ignore[index]
-        manifest["k"] = k or int(depth or 1)
+        depth = facts.depth
+        if depth is None:
+            sql = f"SELECT max(n) FROM (SELECT count(*) n FROM {res.name} GROUP BY case_id)"
+            depth = con.execute(sql).fetchall()[0][0]
+        manifest["k"] = int(depth or 1)
     manifest["run_id"] = rid
-    existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchone()
+    existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchall()
     if existing and not replace:
-        raise ValidationFailed(
-            [
-                Finding(
-                    str(files.root), None, "run_id", "duplicate-run", f"run {rid!r} is already loaded; pass --replace"
-                )
-            ]
-        )
+        msg = f"run {rid!r} is already loaded; pass --replace (or --run-id to load it under another name)"
+        findings = [*findings, Finding(source, None, "run_id", "duplicate-run", msg)]
     progress("checking rules")
+    contract = source_format in CONTRACT_FORMATS
     if any(f.severity == "error" for f in findings):
         # Type errors: rows cannot be written, so report them together with every rule over the staged rows.
-        _fail_if_errors(findings + run_findings(con, staged, unit))
-    # A stage outside the enum cannot even be written: check it on the staged rows first.
-    _fail_if_errors(findings + apply_rules(con, staged["results"], enum_rules(RESULTS)))
+        _fail_if_errors(findings + run_findings(con, staged, unit, check_refs=False, reader_checked=not contract))
+    if contract:
+        # A stage outside the enum cannot even be written: check it on the staged rows first.
+        _fail_if_errors(findings + apply_rules(con, res, enum_rules(RESULTS)))
     if existing:
         con.execute("DELETE FROM result_rows WHERE run_key = (SELECT run_key FROM runs WHERE run_id = ?)", [rid])
         for table in ("events", "runs"):
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [rid])
     progress("writing")
-    _insert_run(con, rid, version, manifest, staged, unit, "trec" if files.trec else "folder")
+    written = _insert_run(con, rid, con_version(con), manifest, staged, unit, source_format)
     progress("checking rules")
+    ignored = _ignored_topics(con, res, source, res.rows - written)
     # The remaining rules run over the written rows: a scan of the store is cheaper than one of the typed file,
     # and any error still rolls the whole load back.
-    loaded = _loaded_view(con, rid, staged["results"])
+    loaded = _loaded_view(con, rid, res)
     checked = {**staged, "results": loaded}
-    warnings = _fail_if_errors(findings + run_findings(con, checked, unit, check_enums=False))
+    warnings = _fail_if_errors(
+        findings + ignored + run_findings(con, checked, unit, check_enums=False, reader_checked=not contract)
+    )
     # Lists without repeats need no de-duplication pass at evaluation time (trec-compat ranks whole lists).
     repeats = any(w.code == "duplicate-in-list" for w in warnings)
-    con.execute("UPDATE runs SET has_repeats = ? WHERE run_id = ?", [repeats, rid])
-    manifest_files = [(files.manifest, 1)] if files.manifest else []
-    _record_loads(con, "run", rid, manifest_files + [(s.path, s.rows) for s in staged.values()])
+    n_topics = ignored[0].count if ignored else 0
+    con.execute(
+        "UPDATE runs SET has_repeats = ?, ignored_topics = ?, ignored_rows = ?, score_from_rank = ? WHERE run_id = ?",
+        [repeats, n_topics, res.rows - written, facts.score_from_rank, rid],
+    )
+    _record_loads(con, "run", rid, files, staged)
     _record_warnings(con, rid, warnings)
-    return LoadReport("run", rid, {k_: s.rows for k_, s in staged.items()}, warnings)
+    rows = {k_: s.rows for k_, s in staged.items()}
+    rows["results"] = written
+    return LoadReport(
+        "run",
+        rid,
+        rows,
+        warnings,
+        fmt=source_format,
+        source=source,
+        ignored_topics=n_topics,
+        ignored_rows=res.rows - written,
+        score_from_rank=facts.score_from_rank,
+        extra_column_lines=facts.extra_column_lines,
+        tags=dict(facts.tags),
+    )
+
+
+CONTRACT_FORMATS = ("folder", "jsonl", "csv", "tsv", "parquet")
+
+
+def _incomplete(source: str, manifest: dict[str, Any]) -> Finding:
+    rec = manifest.get("record")
+    rec = rec if isinstance(rec, dict) else {}
+    done, total = rec.get("cases_recorded"), rec.get("cases_total")
+    counted = f" ({done} of {total} cases)" if done is not None and total is not None else ""
+    return Finding(
+        source,
+        None,
+        "incomplete",
+        "incomplete-run",
+        f"the recording stopped early{counted}; cases without results score 0: continue it with "
+        "`ragtriage record --resume`",
+        "warning",
+    )
+
+
+def con_version(con: duckdb.DuckDBPyConnection) -> str:
+    return current_dataset_version(con)
+
+
+def _ignored_topics(con: duckdb.DuckDBPyConnection, res: Staged, source: str, n_rows: int) -> list[Finding]:
+    """One warning for the run topics that are not cases (only looked for when some rows were left out)."""
+    if n_rows <= 0:
+        return []
+    n, first = con.execute(
+        f"""SELECT count(DISTINCT case_id), min(case_id, 5) FROM {res.name}
+            WHERE case_id NOT IN (SELECT case_id FROM cases)"""
+    ).fetchall()[0]
+    shown = ", ".join(repr(x) for x in first)
+    msg = (
+        f"{n:,} run topic(s) are not cases of the dataset and were ignored with their {n_rows:,} result rows, "
+        f"as trec_eval ignores them (first: {shown})"
+    )
+    return [Finding(source, None, "case_id", "topic-not-a-case", msg, "warning", int(n))]
 
 
 def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged) -> Staged:
@@ -308,7 +333,7 @@ def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged) -> St
         f"""CREATE OR REPLACE TEMP VIEW stg_loaded_results AS
             SELECT line, case_id, stage, rank, document_id, chunk_id, score
             FROM results WHERE run_id = {sql_str(rid)}"""
-    )
+    ).fetchall()
     return Staged("stg_loaded_results", source.path, source.fmt, source.rows, [], source.line_label)
 
 
@@ -320,13 +345,15 @@ def _insert_run(
     staged: dict[str, Staged],
     unit: str,
     source_format: str,
-) -> None:
+) -> int:
+    """Write the run and its rows whose case is a case of the dataset; returns how many rows were written."""
+
     def js(key: str) -> str | None:
         return json.dumps(m[key], sort_keys=True) if m.get(key) is not None else None
 
     con.execute(
         """INSERT INTO runs SELECT ?, (SELECT coalesce(max(run_key), 0) + 1 FROM runs), ?,
-                  ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, now()::TIMESTAMP""",
+                  ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, 0, 0, FALSE, now()::TIMESTAMP""",
         [
             rid,
             unit,
@@ -350,14 +377,14 @@ def _insert_run(
     key = con.execute("SELECT run_key FROM runs WHERE run_id = ?", [rid]).fetchall()[0][0]
     # Line numbers are already materialised, so row order no longer matters: let DuckDB write in parallel.
     con.execute("SET preserve_insertion_order = false")
-    con.execute(
+    written = con.execute(
         f"""INSERT INTO result_rows BY NAME
             SELECT {int(key)} AS run_key, case_id,
                    CAST(coalesce(stage, 'final') AS result_stage) AS stage, CAST(rank AS INTEGER) AS rank,
                    document_id, chunk_id, score, snippet, CAST(metadata AS JSON) AS metadata, line
-            FROM {r}"""
-    )
-    con.execute("RESET preserve_insertion_order")
+            FROM {r} WHERE case_id IN (SELECT case_id FROM cases)"""
+    ).fetchall()[0][0]
+    con.execute("RESET preserve_insertion_order").fetchall()
     if "events" in staged:
         e = staged["events"].name
         con.execute(
@@ -365,6 +392,7 @@ def _insert_run(
                 SELECT {sql_str(rid)} AS run_id, case_id, latency_ms, timed_out, empty, fallback, status, error
                 FROM {e}"""
         )
+    return int(written)
 
 
-__all__ = ["LoadReport", "load_dataset", "load_run", "CASES", "LABELS", "DOCUMENTS", "RESULTS", "EVENTS"]
+__all__ = ["LoadReport", "Progress", "noop", "write_dataset", "write_run", "UNREADABLE"]

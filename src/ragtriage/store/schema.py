@@ -15,7 +15,7 @@ integer key, the stage a two-value enum, and the unit id is not stored twice; th
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS datasets (
     acl_required BOOLEAN NOT NULL DEFAULT FALSE,
     parent_version VARCHAR,
     manifest JSON,
+    grade_map JSON,                       -- {"from": to} applied to the input grades at load (--grade-map)
     loaded_at TIMESTAMP NOT NULL
 );
 
@@ -144,6 +145,9 @@ CREATE TABLE IF NOT EXISTS runs (
     source_format VARCHAR NOT NULL,       -- folder | trec
     score_threshold DOUBLE,               -- set by `ragtriage calibrate`
     has_repeats BOOLEAN,                  -- a unit occurs twice in some list (the load's duplicate-in-list check)
+    ignored_topics INTEGER NOT NULL DEFAULT 0,  -- run topics that are not cases, ignored at load (as trec_eval)
+    ignored_rows BIGINT NOT NULL DEFAULT 0,     -- their result rows
+    score_from_rank BOOLEAN NOT NULL DEFAULT FALSE,  -- the file had no scores (MS MARCO): score = 1 / rank
     loaded_at TIMESTAMP NOT NULL
 );
 

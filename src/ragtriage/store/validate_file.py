@@ -6,16 +6,19 @@ the snapshot are found) and only its own findings are shown; a lone file gets th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import TABLES
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
-from ragtriage.contract.rules import apply_rules, enum_rules
+from ragtriage.contract.rules import apply_rules, duplicate_rule, enum_rules
 from ragtriage.contract.staging import stage
+from ragtriage.store.byo import load_dataset, stage_qrels, stage_run_file, stage_topics
 from ragtriage.store.connection import connect
-from ragtriage.store.discover import discover_run, stage_run
-from ragtriage.store.load import UNREADABLE, load_dataset
+from ragtriage.store.discover import TABLE_EXTS, discover_run, stage_run
+from ragtriage.store.load import UNREADABLE
 from ragtriage.store.run_rules import run_findings
 
 DATASET_TABLES = ("cases", "labels", "documents")
@@ -51,6 +54,51 @@ def _run_folder(path: Path, fmt: str | None) -> list[Finding]:
         con.close()
 
 
+FOREIGN = ("qrels", "topics", "run")
+
+
+def _foreign_kind(path: Path) -> str | None:
+    """qrels / topics / run for a file whose name is not a contract table's: from its name, else its content."""
+    name = plain_name(path).lower()
+    for hint, kind in (("qrel", "qrels"), ("topic", "topics"), ("quer", "topics"), ("run", "run")):
+        if hint in name:
+            return kind
+    head = head_bytes(path, 4096).decode("utf-8", errors="replace").lstrip("\ufeff")
+    first = next((x for x in head.splitlines() if x.strip() and not x.startswith("#")), "")
+    if first.lower().lstrip().startswith("<top"):
+        return "topics"
+    n = len(first.split())
+    return {4: "qrels", 6: "run"}.get(n) or ("run" if n > 6 else None)
+
+
+def _validate_foreign(path: Path, kind: str, fmt: str | None) -> list[Finding]:
+    """A qrels, topics or run file checked alone: its lines, then the rules that need no dataset."""
+    con = connect(":memory:")
+    try:
+        with scratch():
+            if kind == "qrels":
+                staged = stage_qrels(con, path, fmt)
+            elif kind == "topics":
+                staged = stage_topics(con, path, fmt)
+            else:
+                staged, _ = stage_run_file(con, path, fmt)
+            findings = list(staged.findings)
+            if any(f.code in UNREADABLE for f in findings):
+                return findings
+            if kind == "topics":
+                return findings + apply_rules(con, staged, [duplicate_rule(["id"], "id", "topic id")])
+            if kind == "qrels":
+                # trec_eval refuses repeated (qid, docno) lines; ragtriage pools them (median), so a warning
+                rule = duplicate_rule(["case_id", "document_id"], "document_id", "judgement for (qid, docno)")
+                return findings + apply_rules(con, staged, [replace(rule, severity="warning")])
+            computed = staged.fmt not in ("jsonl", "csv", "tsv", "parquet")
+            return findings + run_findings(con, {"results": staged}, "auto", check_refs=False, reader_checked=computed)
+    except ValidationFailed as exc:
+        return exc.errors
+    finally:
+        con.close()
+
+
 def validate_file(path: Path, *, table: str | None = None, fmt: str | None = None) -> list[Finding]:
     if path.is_dir():
         if (path / "run.json").exists():
@@ -63,8 +111,16 @@ def validate_file(path: Path, *, table: str | None = None, fmt: str | None = Non
     if path.name == "run.json":
         return parse_run_manifest(path)[1]
     kind = table or path.name.split(".")[0]
+    contract_ext = Path(plain_name(path)).suffix.lower() in TABLE_EXTS
+    if kind in FOREIGN or (table is None and (kind not in TABLES or not contract_ext)):
+        foreign = kind if kind in FOREIGN else _foreign_kind(path)
+        if foreign is not None:
+            return _validate_foreign(path, foreign, fmt)
     if kind not in TABLES or kind in ("dataset", "run"):
-        raise ValueError(f"{path}: cannot tell which table this is; pass --table cases|labels|documents|results|events")
+        raise ValueError(
+            f"{path}: cannot tell which table this is; pass --table qrels|topics|run|cases|labels|documents|results|"
+            "events"
+        )
     if kind in DATASET_TABLES and (path.parent / "dataset.json").exists() and table is None:
         return [f for f in _dataset_folder(path.parent) if f.file in (str(path), str(path.parent))]
     if kind in ("results", "events") and (path.parent / "run.json").exists() and table is None:

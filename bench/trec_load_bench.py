@@ -1,0 +1,102 @@
+"""Benchmark: loading a TREC run file against loading the same rows from Parquet (issue 13's bar: <= 1.5x).
+
+Generates one qrels file (TREC format, three judgements per query) and one run of ``--cases`` x ``--depth`` rows
+twice: as a TREC text file (``qid Q0 docno rank score tag``) and as a contract run folder (run.json +
+results.parquet). Each load runs ``--repeat`` times into a fresh copy of a store that already holds the dataset,
+each in its own process; the script prints the median of each and their ratio. Usage:
+
+    python bench/trec_load_bench.py [--cases 100000] [--depth 100] [--repeat 3] [--dir /tmp/ragtriage-trec-bench]
+
+Not a timed test: the machine is shared, so quote the medians it prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def generate(root: Path, cases: int, depth: int) -> None:
+    import duckdb
+
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root / "run"
+    folder.mkdir(exist_ok=True)
+    (folder / "run.json").write_text(json.dumps({"run_id": "bench", "k": depth}))
+    con = duckdb.connect()
+    con.execute(f"""COPY (SELECT 'q' || (i // 3) AS qid, 0 AS it, 'd' || ((i // 3) * 7 + hash(i) % 200) AS docno,
+                           CAST(hash(i * 31) % 4 AS INTEGER) AS rel FROM range({cases * 3}) t(i))
+                    TO '{root / "qrels.txt"}' (FORMAT csv, DELIMITER ' ', HEADER false)""")
+    rows = f"""SELECT 'q' || (i // {depth}) AS case_id, CAST(i % {depth} + 1 AS INTEGER) AS rank,
+                      'd' || ((i // {depth}) * 7 + (i % {depth}) * 2) AS document_id,
+                      round(100.0 - (i % {depth}) * 0.5, 2) AS score
+               FROM range({cases * depth}) t(i)"""
+    con.execute(f"""COPY (SELECT case_id, 'Q0', document_id, rank, score, 'bench' FROM ({rows}))
+                    TO '{root / "run.trec"}' (FORMAT csv, DELIMITER ' ', HEADER false, QUOTE '')""")
+    con.execute(f"COPY ({rows}) TO '{folder / 'results.parquet'}' (FORMAT parquet)")
+
+
+def _child(db: Path, run: Path) -> None:
+    from ragtriage.store import connect
+    from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
+
+    con = connect(db)
+    t0 = time.perf_counter()
+    load_inputs(con, LoadRequest(runs=[RunSource(run)]))
+    print(json.dumps({"seconds": time.perf_counter() - t0}))
+
+
+def _timed(root: Path, run: Path) -> float:
+    db = root / "timed.duckdb"
+    shutil.copy(root / "base.duckdb", db)
+    wal = root / "base.duckdb.wal"
+    if wal.exists():
+        shutil.copy(wal, root / "timed.duckdb.wal")
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(db), str(run)], check=True, capture_output=True, text=True
+    )
+    db.unlink()
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", type=int, default=100_000)
+    ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-trec-bench"))
+    ap.add_argument("--child", nargs=2, type=Path)
+    args = ap.parse_args()
+    if args.child:
+        _child(*args.child)
+        return
+    root: Path = args.dir
+    if not (root / "run.trec").exists():
+        t0 = time.perf_counter()
+        generate(root, args.cases, args.depth)
+        print(f"generated {args.cases * args.depth:,} run lines in {time.perf_counter() - t0:.1f} s")
+    from ragtriage.store import connect
+    from ragtriage.store.byo import LoadRequest, load_inputs
+
+    (root / "base.duckdb").unlink(missing_ok=True)
+    con = connect(root / "base.duckdb")
+    load_inputs(con, LoadRequest(qrels=root / "qrels.txt"))
+    con.close()
+    trec, parquet = [], []
+    for _ in range(args.repeat):
+        trec.append(_timed(root, root / "run.trec"))
+        parquet.append(_timed(root, root / "run"))
+    mt, mp = statistics.median(trec), statistics.median(parquet)
+    print(f"TREC run    ({args.cases * args.depth:,} lines): median {mt:.2f} s over {trec}")
+    print(f"Parquet run ({args.cases * args.depth:,} rows):  median {mp:.2f} s over {parquet}")
+    print(f"ratio TREC / Parquet: {mt / mp:.2f} (bar: <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()

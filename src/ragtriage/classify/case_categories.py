@@ -1,0 +1,54 @@
+"""A defect category for every case a caller names as failing (the gate's failing cases), at a given k.
+
+The gate fails cases by its own measures (a regression in nDCG@10, a slice under its minimum), which are not the
+classifier's failure kinds: a case can lose nDCG while meeting the recall bar. So that no failing case goes
+without an owner, a case's category is, in this order:
+
+1. the categories of its classified failures at k (``failures``);
+2. else the categories of its relevant units missing from the top k, each by its own defect
+   (``rules.UNIT_CATEGORY``: the same reading the costs use);
+3. else ``ranking``: every relevant unit is in the top k, so what it lost is their order.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.classify.classify_run import judging_k, run_classification
+from ragtriage.classify.locations import unit_locations
+from ragtriage.classify.rules import UNIT_CATEGORY
+
+_SQL = f"""
+WITH failed AS (
+    SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category FROM _cc_rows GROUP BY case_id
+),
+missing AS (
+    SELECT u.case_id, string_agg(DISTINCT {UNIT_CATEGORY}, ', ' ORDER BY {UNIT_CATEGORY}) AS category
+    FROM _cc_locations u WHERE u.location <> 'final-top-k' GROUP BY u.case_id
+),
+labelled AS (SELECT DISTINCT case_id FROM _cc_locations),
+named AS (SELECT case_id FROM failed UNION SELECT case_id FROM labelled)
+SELECT c.case_id, coalesce(f.category, m.category, 'ranking') AS category,
+       CASE WHEN f.category IS NOT NULL THEN 'classified failure'
+            WHEN m.category IS NOT NULL THEN 'relevant unit missing from the top k'
+            ELSE 'order within the top k' END AS basis
+FROM named c LEFT JOIN failed f USING (case_id) LEFT JOIN missing m USING (case_id)
+ORDER BY c.case_id
+"""
+
+
+def case_categories(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> pa.Table:
+    """case_id, category (', '-joined when several) and basis for every case with a failure or a relevant label,
+    judged at :func:`judging_k`. A case absent from the result has neither (a negative case that behaved, or an
+    unlabelled one): only a rule outside the classifier (latency) can fail it."""
+    cutoff = judging_k(con, run_id, k)
+    rows = run_classification(con, run_id, k=cutoff).rows
+    locations = unit_locations(con, run_id, k=cutoff)
+    cur = con.cursor()
+    try:
+        cur.register("_cc_rows", rows.select(["case_id", "category"]))
+        cur.register("_cc_locations", locations)
+        return cur.sql(_SQL).to_arrow_table()
+    finally:
+        cur.close()

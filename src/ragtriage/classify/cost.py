@@ -1,0 +1,204 @@
+"""What each defect category costs a run: the nDCG@k lost to it, so triage starts where the loss is largest.
+
+Formula (docs/classifier.md, "What each category costs"). Every missing relevant unit of a failing answerable case
+has the category of its own defect, read from its location (``rules.UNIT_CATEGORY``). Fixing category C in a
+case means:
+
+* ranking, ingestion, undetermined: the case's missing units of C enter the final top k, highest gain first, into
+  the best positions not held by a relevant unit (positions past the end of a short list count as free); the
+  relevant units already found stay where they are; a displaced non-relevant unit's gain is lost;
+* dataset: the labels of the case's missing units of C are dropped (the ideal DCG shrinks); when nothing with a
+  positive gain is left, the case counts as fully fixed (nDCG 1).
+
+cost(C) = sum over failing cases with a defect of C of (nDCG@k fixed for C - nDCG@k now) / N, where N is the
+number of cases the run's mean nDCG@k is taken over (answerable cases with a relevant label, as
+``metrics.per_case``) and DCG, ideal DCG and gains are the metrics' own definitions. Each category is fixed
+alone, so the costs need not add up to the gap (1 - mean): a slot can take one unit only, and a case whose
+relevant units are all found still loses to their order, which no category is charged for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.classify.locations import LOCATION_CTES
+from ragtriage.classify.rules import ANSWERABLE, UNIT_CATEGORY
+from ragtriage.metrics.context import resolve
+from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql
+
+# Categories a measure can be lost to (security is a hard failure, never a measure).
+COST_CATEGORIES = ("ranking", "ingestion", "dataset", "undetermined")
+
+
+@dataclass(frozen=True)
+class CategoryCost:
+    category: str
+    cost: float  # measure lost, on the run's mean
+    cases: int  # failing cases with a defect of this category
+
+
+@dataclass(frozen=True)
+class CostReport:
+    """The measure lost to each category for one run at one k, largest first."""
+
+    run_id: str
+    measure: str  # e.g. "nDCG@10"
+    k: int
+    mean: float | None  # the run's mean of ``measure`` (None: no case with a relevant label)
+    population: int
+    costs: tuple[CategoryCost, ...]
+
+    @property
+    def gap(self) -> float | None:
+        return None if self.mean is None else 1.0 - self.mean
+
+    def sentence(self) -> str:
+        """'ranking defects cost 0.118 nDCG@10, ingestion 0.031, dataset 0.012 of the 0.270 gap to 1.0'."""
+        shown = [c for c in self.costs if c.cases > 0]
+        if self.gap is None:
+            return f"no case with a relevant label: {self.measure} has no mean"
+        if not shown:
+            return f"no failure costs {self.measure}; the {self.gap:.3f} gap to 1.0 is ordering within k"
+        parts = [f"{shown[0].category} defects cost {shown[0].cost:.3f} {self.measure}"]
+        parts += [f"{c.category} {c.cost:.3f}" for c in shown[1:]]
+        return ", ".join(parts) + f" of the {self.gap:.3f} gap to 1.0"
+
+    def to_table(self) -> pa.Table:
+        return pa.table(
+            {
+                "category": [c.category for c in self.costs],
+                "cost": pa.array([c.cost for c in self.costs], pa.float64()),
+                "cases": pa.array([c.cases for c in self.costs], pa.int64()),
+                "measure": [self.measure] * len(self.costs),
+                "mean": pa.array([self.mean] * len(self.costs), pa.float64()),
+                "population": pa.array([self.population] * len(self.costs), pa.int64()),
+            }
+        )
+
+    @classmethod
+    def from_table(cls, run_id: str, k: int, table: pa.Table) -> CostReport:
+        rows = table.to_pylist()
+        costs = tuple(CategoryCost(r["category"], float(r["cost"]), int(r["cases"])) for r in rows)
+        mean = rows[0]["mean"] if rows else None
+        population = int(rows[0]["population"]) if rows else 0
+        return cls(run_id, f"nDCG@{k}", k, mean, population, _ordered(costs))
+
+
+def _ordered(costs: tuple[CategoryCost, ...]) -> tuple[CategoryCost, ...]:
+    return tuple(sorted(costs, key=lambda c: (-c.cost, COST_CATEGORIES.index(c.category))))
+
+
+def _cost_sql(gain: str, k: int) -> str:
+    """One statement over the failing cases' facts. No list is unnested: a judged unit's position is looked up in
+    the case's top-k list, and the j-th free position is computed from the sorted positions of the relevant units
+    found (each found one at or before it pushes it one further), so the work grows with the labels, not with k."""
+    answerable = ", ".join(f"'{f}'" for f in ANSWERABLE)
+    return f"""
+WITH failing AS (
+    SELECT case_id, any_value(top_units) AS top_units, any_value(missing) AS missing
+    FROM _cost_facts WHERE failure IN ({answerable}) AND n_relevant > 0 GROUP BY case_id
+),
+g AS (
+    SELECT q.case_id, q.unit_id, q.grade >= $threshold AS rel, {gain} AS g,
+           nullif(list_position(f.top_units, q.unit_id), 0) AS pos
+    FROM qrels q JOIN failing f USING (case_id)
+),
+missing_units AS (
+    SELECT case_id, u.unit_id AS unit_id, {UNIT_CATEGORY} AS category
+    FROM (SELECT case_id, unnest(missing) AS u FROM failing)
+),
+now AS (
+    SELECT case_id, coalesce({dcg_sql(k)}, 0.0) AS dcg,
+           coalesce(list_sort(list(pos) FILTER (WHERE rel AND pos <= {k})), []) AS found_pos
+    FROM g GROUP BY case_id
+),
+cats AS (SELECT DISTINCT case_id, category FROM missing_units),
+ideal AS (
+    SELECT c.case_id, c.category, list(g.g ORDER BY g.g DESC) FILTER (WHERE g.g > 0) AS gains,
+           list(g.g ORDER BY g.g DESC) FILTER (WHERE g.g > 0 AND m.unit_id IS NULL) AS fixed_gains
+    FROM cats c JOIN g USING (case_id)
+    LEFT JOIN missing_units m ON m.case_id = g.case_id AND m.unit_id = g.unit_id AND m.category = 'dataset'
+                             AND c.category = 'dataset'
+    GROUP BY c.case_id, c.category
+),
+placed AS (
+    SELECT m.case_id, m.category, coalesce(g.g, 0.0) AS g,
+           row_number() OVER (PARTITION BY m.case_id, m.category ORDER BY g.g DESC NULLS LAST, m.unit_id) AS j
+    FROM missing_units m LEFT JOIN g USING (case_id, unit_id) WHERE m.category <> 'dataset'
+),
+slotted AS (
+    SELECT p.case_id, p.category, p.g,
+           list_reduce(w.found_pos, lambda acc, r: CASE WHEN r <= acc THEN acc + 1 ELSE acc END, p.j) AS slot
+    FROM placed p JOIN now w USING (case_id)
+),
+moved AS (
+    SELECT s.case_id, s.category, sum((s.g - coalesce(d.g, 0.0)) / log2(s.slot + 1)) AS delta
+    FROM slotted s LEFT JOIN g d ON d.case_id = s.case_id AND d.pos = s.slot
+    WHERE s.slot <= {k} GROUP BY s.case_id, s.category
+),
+idcg AS (
+    SELECT n.case_id, n.category, {ideal_dcg_sql(k)} AS idcg FROM ideal n
+),
+idcg_fixed AS (
+    SELECT n.case_id, n.category, {ideal_dcg_sql(k)} AS idcg
+    FROM (SELECT case_id, category, fixed_gains AS gains FROM ideal) n
+),
+scored AS (
+    SELECT i.case_id, i.category, coalesce(w.dcg / nullif(i.idcg, 0), 0.0) AS ndcg,
+           CASE WHEN i.category = 'dataset' THEN coalesce(w.dcg / nullif(x.idcg, 0), 1.0)
+                ELSE coalesce((w.dcg + coalesce(mv.delta, 0.0)) / nullif(i.idcg, 0), 0.0) END AS fixed
+    FROM idcg i JOIN idcg_fixed x USING (case_id, category) JOIN now w USING (case_id)
+    LEFT JOIN moved mv USING (case_id, category)
+)
+SELECT category, sum(least(fixed, 1.0) - ndcg) AS lost, count(*) AS cases FROM scored GROUP BY category
+"""
+
+
+def _mean_sql(gain: str, k: int) -> str:
+    """The run's mean nDCG@k over answerable cases with a relevant label, from the positions of judged units
+    alone (only they carry gain): the metrics' definitions without cutting every list to k (at k=100 on 10M
+    rows that pass costs more than all of this). A test holds it equal to ``metrics.per_case``."""
+    return f"""
+WITH {LOCATION_CTES},
+pop AS (SELECT case_id FROM cases WHERE answerable),
+gq AS (
+    SELECT q.case_id, q.unit_id, {gain} AS g, q.grade >= $threshold AS rel FROM qrels q SEMI JOIN pop USING (case_id)
+),
+n AS (
+    SELECT case_id, count(*) FILTER (WHERE rel) AS n_relevant,
+           list(g ORDER BY g DESC) FILTER (WHERE g > 0) AS gains
+    FROM gq GROUP BY case_id
+),
+hits AS (
+    SELECT case_id, {dcg_sql(k)} AS dcg
+    FROM (SELECT j.case_id, j.final_rank AS pos, gq.g FROM judged_run j JOIN gq USING (case_id, unit_id))
+    GROUP BY case_id
+)
+SELECT count(*) AS population, sum(coalesce(h.dcg / nullif({ideal_dcg_sql(k)}, 0), 0.0)) AS total
+FROM n LEFT JOIN hits h USING (case_id) WHERE n.n_relevant > 0
+"""
+
+
+def category_costs(con: duckdb.DuckDBPyConnection, run_id: str, k: int, facts: pa.Table) -> CostReport:
+    """The nDCG@k each category costs ``run_id``, from the classifier's facts of one cutoff (``facts.FACTS_SQL``
+    rows: case_id, failure, n_relevant, top_units, missing)."""
+    ctx = resolve(con, run_id, [k])
+    cur = con.cursor()
+    try:
+        params = {"threshold": ctx.threshold, "run_id": run_id, "k": k}
+        mean_row = cur.execute(_mean_sql(ctx.gain_sql("q.grade"), k), params).fetchall()[0]
+        cur.register("_cost_facts", facts.select(["case_id", "failure", "n_relevant", "top_units", "missing"]))
+        rows = cur.sql(_cost_sql(ctx.gain_sql("q.grade"), k), params={"threshold": ctx.threshold}).fetchall()
+    finally:
+        cur.close()
+    population = int(mean_row[0])
+    mean_value = float(mean_row[1]) / population if population else None
+    lost = {str(r[0]): (float(r[1]), int(r[2])) for r in rows}
+    costs = tuple(
+        CategoryCost(c, lost.get(c, (0.0, 0))[0] / population if population else 0.0, lost.get(c, (0.0, 0))[1])
+        for c in COST_CATEGORIES
+    )
+    return CostReport(run_id, f"nDCG@{k}", k, mean_value, population, _ordered(costs))

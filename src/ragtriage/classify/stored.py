@@ -1,0 +1,157 @@
+"""The stored classification: one run's failures and category costs per (run, dataset version, k).
+
+Classifying a 10M-row run costs seconds, reading its stored rows milliseconds, so ``ragtriage load`` and
+``import-labels`` classify every run once (:func:`refresh` through ``classify_run``) and ``failures``, the gate
+and the TUI read the rows. Both tables are derived data created on first use (no store schema change): a store
+written before them simply has nothing stored, and a table of an older layout is rebuilt.
+
+Stored rows are *fresh* when they were written for the current dataset version, after the latest load of any run
+or dataset (another run's rows are evidence: "found by another run", "indexed"), with the run's current score
+threshold. Anything else is stale and is classified again (without storing on a read-only store).
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.store import StoreError
+
+TABLE = "classifications"
+COST_TABLE = "classification_costs"
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
+    run_id VARCHAR NOT NULL,
+    case_id VARCHAR NOT NULL,
+    failure VARCHAR NOT NULL,
+    category VARCHAR NOT NULL,
+    rule VARCHAR NOT NULL,
+    confidence DOUBLE NOT NULL,
+    evidence JSON NOT NULL,
+    patterns VARCHAR[] NOT NULL,
+    experiments VARCHAR[] NOT NULL,
+    dataset_version VARCHAR NOT NULL,
+    k INTEGER NOT NULL,
+    score_threshold DOUBLE,           -- the run's calibrated threshold when classified (negative-case rules)
+    classified_at TIMESTAMP NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {COST_TABLE} (
+    run_id VARCHAR NOT NULL,
+    dataset_version VARCHAR NOT NULL,
+    k INTEGER NOT NULL,
+    category VARCHAR NOT NULL,
+    cost DOUBLE NOT NULL,
+    cases BIGINT NOT NULL,
+    measure VARCHAR NOT NULL,
+    mean DOUBLE,
+    population BIGINT NOT NULL,
+    classified_at TIMESTAMP NOT NULL
+)"""
+
+COLUMNS = (
+    "run_id",
+    "case_id",
+    "failure",
+    "category",
+    "rule",
+    "confidence",
+    "evidence",
+    "patterns",
+    "experiments",
+    "dataset_version",
+    "k",
+)
+COST_COLUMNS = ("category", "cost", "cases", "measure", "mean", "population")
+
+# Written for the current dataset version, after every load, with the run's current threshold.
+_FRESH = """c.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset')
+    AND c.classified_at >= greatest((SELECT max(loaded_at) FROM runs), (SELECT max(loaded_at) FROM datasets))
+    AND c.k = $k"""
+
+
+def _has_tables(cur: duckdb.DuckDBPyConnection) -> bool:
+    rows = cur.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name IN (?, ?)", [TABLE, COST_TABLE]
+    ).fetchall()
+    return bool(rows[0][0] == 2)
+
+
+def store(con: duckdb.DuckDBPyConnection, run_id: str, k: int, rows: pa.Table, costs: pa.Table) -> None:
+    """Replace ``run_id``'s stored rows at ``k`` for the current dataset version, in one transaction."""
+    cur = con.cursor()
+    try:
+        cur.execute("BEGIN TRANSACTION")
+        try:
+            if not _has_tables(cur):
+                cur.execute(f"DROP TABLE IF EXISTS {TABLE}; DROP TABLE IF EXISTS {COST_TABLE}")
+            cur.execute(DDL)
+            version = "(SELECT value FROM meta WHERE key = 'current_dataset')"
+            where = f"run_id = $run_id AND k = $k AND dataset_version = {version}"
+            params = {"run_id": run_id, "k": k}
+            cur.execute(f"DELETE FROM {TABLE} WHERE {where}", params)
+            cur.execute(f"DELETE FROM {COST_TABLE} WHERE {where}", params)
+            cur.register("_cls_rows", rows)
+            cur.register("_cls_costs", costs)
+            cur.execute(
+                f"INSERT INTO {TABLE} SELECT {', '.join(COLUMNS)}, "
+                "(SELECT score_threshold FROM runs WHERE run_id = $run_id), now()::TIMESTAMP FROM _cls_rows",
+                {"run_id": run_id},
+            )
+            cur.execute(
+                f"INSERT INTO {COST_TABLE} SELECT $run_id, {version}, $k, {', '.join(COST_COLUMNS)}, "
+                "now()::TIMESTAMP FROM _cls_costs",
+                params,
+            )
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+    except duckdb.Error as exc:
+        raise StoreError(
+            f"cannot store classifications for run {run_id!r} ({exc}); open the store writable "
+            "or classify with store=False"
+        ) from exc
+    finally:
+        cur.close()
+
+
+def is_fresh(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> bool:
+    """Whether fresh rows of ``run_id`` at ``k`` are stored (the cost rows are written with them)."""
+    if not _has_tables(cur):
+        return False
+    row = cur.execute(
+        f"""SELECT count(*) FROM {COST_TABLE} c JOIN runs r USING (run_id)
+            WHERE c.run_id = $run_id AND {_FRESH}""",
+        {"run_id": run_id, "k": k},
+    ).fetchall()[0]
+    if not row[0]:
+        return False
+    stale = cur.execute(
+        f"""SELECT count(*) FROM {TABLE} c JOIN runs r USING (run_id)
+            WHERE c.run_id = $run_id AND c.k = $k
+              AND c.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset')
+              AND NOT ({_FRESH} AND c.score_threshold IS NOT DISTINCT FROM r.score_threshold)""",
+        {"run_id": run_id, "k": k},
+    ).fetchall()[0]
+    return bool(stale[0] == 0)
+
+
+def failure_rows(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> pa.Table:
+    """The stored failure rows (call only when :func:`is_fresh`)."""
+    return cur.sql(
+        f"""SELECT {", ".join(COLUMNS)} FROM {TABLE}
+            WHERE run_id = $run_id AND k = $k
+              AND dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset')""",
+        params={"run_id": run_id, "k": k},
+    ).to_arrow_table()
+
+
+def cost_rows(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> pa.Table:
+    """The stored cost rows (call only when :func:`is_fresh`)."""
+    return cur.sql(
+        f"""SELECT {", ".join(COST_COLUMNS)} FROM {COST_TABLE}
+            WHERE run_id = $run_id AND k = $k
+              AND dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset')""",
+        params={"run_id": run_id, "k": k},
+    ).to_arrow_table()

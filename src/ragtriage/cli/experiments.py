@@ -1,0 +1,224 @@
+"""`compare --runs` (many runs x many measures against one baseline) and `report` (the same as HTML/Markdown).
+
+Thin: parse options, call ``ragtriage.experiments``, print its sections. Heavy modules are imported inside the
+command functions so that ``ragtriage --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ragtriage.cli._app import app, fail, open_existing
+from ragtriage.paths import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from ragtriage.experiments.render import Changes, Section
+    from ragtriage.experiments.runs_table import RunsComparison
+
+
+class Test(StrEnum):
+    randomization = "randomization"
+    t = "t"
+    wilcoxon = "wilcoxon"
+
+
+class Correction(StrEnum):
+    holm = "holm"
+    bh = "bh"
+
+
+RunsOpt = Annotated[
+    list[str] | None, typer.Option("--runs", help="Runs to compare, comma-separated (or repeat the option).")
+]
+MeasureOpt = Annotated[
+    list[str] | None, typer.Option("--measure", help="ir_measures name, e.g. nDCG@10, R@100, RR@10; repeat.")
+]
+TestOpt = Annotated[Test, typer.Option("--test", help="Paired test: randomization | t | wilcoxon.")]
+CorrectionOpt = Annotated[
+    Correction, typer.Option("--correction", help="Over all comparisons of the table: holm | bh (Benjamini-Hochberg).")
+]
+
+
+def split_runs(values: list[str] | None) -> list[str]:
+    """``["a,b", "c"]`` → ``["a", "b", "c"]`` (a run id cannot hold a comma here)."""
+    return [p.strip() for v in values or [] for p in v.split(",") if p.strip()]
+
+
+def print_sections(parts: list[Section]) -> None:
+    """Each section as a rich table of literal text (run ids and slice values may hold markup or escapes)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from ragtriage.safe_text import visible
+
+    console = Console(highlight=False)
+    for s in parts:
+        console.print(Text(visible(s.title), style="bold"))
+        if not s.rows:
+            console.print(Text("  (none)"))
+        else:
+            table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold")
+            for i, h in enumerate(s.headers):
+                table.add_column(
+                    Text(visible(h)),
+                    no_wrap=i == 0 or i >= s.text_columns,
+                    justify="left" if i < s.text_columns else "right",
+                )
+            for row in s.rows:
+                table.add_row(*(Text(visible(c)) for c in row))
+            console.print(table)
+        for n in s.notes:
+            console.print(Text("  " + visible(n)))
+        console.print()
+
+
+def build(
+    db: Path,
+    runs: list[str],
+    baseline: str,
+    measures: list[str],
+    *,
+    by: str | None,
+    split: str | None,
+    test: Test,
+    correction: Correction,
+    alpha: float,
+    seed: int,
+    resamples: int,
+    categories: bool,
+) -> tuple[RunsComparison, Changes]:
+    """Open the store read-only, compute the comparison and what the caller asked of ``where_changed``; exit 2 on
+    unusable input."""
+    import duckdb
+
+    from ragtriage.experiments.render import Changes
+    from ragtriage.experiments.runs_table import DEFAULT_MEASURES, compare_runs
+    from ragtriage.experiments.where_changed import category_changes, slice_deltas
+    from ragtriage.store import StoreError
+
+    try:
+        con = open_existing(db, read_only=True)
+    except (StoreError, duckdb.Error) as exc:
+        raise fail(exc) from exc
+    try:
+        rc = compare_runs(
+            con,
+            runs,
+            baseline,
+            measures or DEFAULT_MEASURES,
+            split=split,
+            test=test.value,
+            correction=correction.value,
+            alpha=alpha,
+            seed=seed,
+            n_resamples=resamples,
+        )
+        slices = slice_deltas(con, rc, by) if by else None
+        counts, moved = category_changes(con, rc) if categories else (None, None)
+    except (StoreError, ValueError, duckdb.Error) as exc:
+        raise fail(exc) from exc
+    finally:
+        con.close()
+    return rc, Changes(by=by, slices=slices, categories=counts, moved=moved)
+
+
+def print_comparison(rc: RunsComparison, changes: Changes, fmt: str) -> None:
+    from ragtriage.experiments import render
+
+    if fmt == "json":
+        typer.echo(render.to_json(rc, changes), nl=False)
+    elif fmt == "csv":
+        typer.echo(render.to_csv(rc), nl=False)
+    elif fmt == "markdown":
+        typer.echo(render.to_markdown(render.sections(rc, changes)), nl=False)
+    else:
+        print_sections(render.sections(rc, changes, compact=True))
+
+
+def refuse_existing(paths: list[Path], *, force: bool, db: Path) -> None:
+    """Exit 2 before computing anything when an output path would overwrite the store or, without --force, an
+    existing file. (A local check until the shared output-path guard lands.)"""
+    for path in paths:
+        if path.exists() and db.exists() and path.resolve() == db.resolve():
+            raise fail(ValueError(f"{path}: is the store; choose another output path"))
+        if path.exists() and not force:
+            raise fail(ValueError(f"{path}: exists; pass --force to overwrite it"))
+        if path.exists() and path.is_dir():
+            raise fail(ValueError(f"{path}: is a directory; give a file path"))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "plot"
+
+
+@app.command()
+def report(
+    runs: RunsOpt = None,
+    baseline: Annotated[str, typer.Option("--baseline", help="Baseline run id.")] = "",
+    db: Annotated[Path, typer.Option("--db", help="DuckDB store file.")] = Path(DEFAULT_DB),
+    measure: MeasureOpt = None,
+    by: Annotated[str, typer.Option("--by", help="Slice column of the per-slice table and heatmap.")] = "query_type",
+    split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
+    md_out: Annotated[
+        Path | None, typer.Option("--markdown", help="Write a Markdown report here (plots beside it).")
+    ] = None,
+    test: TestOpt = Test.randomization,
+    correction: CorrectionOpt = Correction.holm,
+    alpha: Annotated[float, typer.Option(help="Significance level after correction.")] = 0.05,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap and randomization test.")] = 0,
+    resamples: Annotated[int, typer.Option(help="Randomization resamples.")] = 10_000,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
+) -> None:
+    """Publish a comparison of several runs: table, configuration diff, per-slice and per-category changes, plots."""
+    from ragtriage.experiments import charts, render
+    from ragtriage.experiments.report_html import to_html, to_markdown
+
+    run_ids = split_runs(runs)
+    if not baseline or not run_ids:
+        raise fail(ValueError("give --runs a,b,... and --baseline RUN"))
+    if html_out is None and md_out is None:
+        raise fail(ValueError("give --html FILE and/or --markdown FILE"))
+    plot_dir = md_out.with_name(md_out.stem + "-plots") if md_out else None
+    targets = [p for p in (html_out, md_out) if p is not None]
+    refuse_existing(targets, force=force, db=db)
+    if plot_dir is not None and plot_dir.exists() and not force:
+        raise fail(ValueError(f"{plot_dir}: exists (the Markdown report's plots go there); pass --force"))
+    rc, changes = build(
+        db,
+        run_ids,
+        baseline,
+        measure or [],
+        by=by,
+        split=split,
+        test=test,
+        correction=correction,
+        alpha=alpha,
+        seed=seed,
+        resamples=resamples,
+        categories=True,
+    )
+    parts = render.sections(rc, changes)
+    plots = charts.charts(rc, by, changes.slices)
+    title = f"ragtriage: {', '.join(rc.candidates)} against {rc.baseline}"
+    if html_out is not None:
+        html_out.write_text(to_html(title, parts, plots), encoding="utf-8")
+        typer.echo(f"wrote {html_out}")
+    if md_out is not None:
+        files: dict[str, str] = {}
+        if plots and plot_dir is not None:
+            plot_dir.mkdir(exist_ok=True)
+            for i, (caption, svg) in enumerate(plots.items(), start=1):
+                name = f"{i}-{_slug(caption)}.svg"
+                (plot_dir / name).write_text(svg, encoding="utf-8")
+                files[caption] = f"{plot_dir.name}/{name}"
+        md_out.write_text(to_markdown(title, parts, files), encoding="utf-8")
+        typer.echo(f"wrote {md_out}" + (f" and {len(files)} plot(s) in {plot_dir}" if files else ""))
+    if not plots:
+        typer.echo(f"no plots: matplotlib is not installed ({charts.INSTALL_HINT})", err=True)

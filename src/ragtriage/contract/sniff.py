@@ -1,0 +1,128 @@
+"""Which format a qrels, run or topics file is in, told from its first lines rather than its name.
+
+Users arrive with ``qrels.dev.small.tsv``, ``run.bm25.txt.gz``, ``topics.301-350`` or ``test.json``: the name
+says little, the content says enough. The first 64 KiB (decompressed) decide; the reader of the chosen format
+then checks every line and names the ones that do not fit.
+
+- qrels: ``trec`` (qid iter docno rel), ``beir`` (query-id corpus-id score, header optional), ``json``
+  ({qid: {docno: rel}}), or the contract's labels (``jsonl``/``csv``/``tsv``/``parquet``);
+- run: ``trec`` (qid Q0 docno rank score tag [extra...]), ``msmarco`` (qid docno rank), ``json``
+  ({qid: {docno: score}}), or the contract's results;
+- topics: ``trec-topics`` (<top><num>...<title>...), ``tsv`` (qid<TAB>text), ``beir`` (queries.jsonl: _id,
+  text), or the contract's cases.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragtriage.contract.compression import head_bytes, plain_name
+
+ROLES = ("qrels", "run", "topics")
+FORMATS = {
+    "qrels": ("trec", "beir", "json", "jsonl", "csv", "tsv", "parquet"),
+    "run": ("trec", "msmarco", "json", "jsonl", "csv", "tsv", "parquet"),
+    "topics": ("trec-topics", "tsv", "beir", "jsonl", "csv", "parquet"),
+}
+_NATIVE_KEY = {"qrels": "case_id", "run": "case_id", "topics": "id"}
+
+
+@dataclass(frozen=True)
+class Sniffed:
+    fmt: str
+    header: bool = False  # BEIR qrels: the first line is a header
+
+
+class SniffError(ValueError):
+    """The file's format cannot be told; the message says which formats were expected and how to name one."""
+
+
+def _data_lines(text: str, limit: int = 20) -> list[str]:
+    out = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            out.append(raw.rstrip("\r\n"))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _is_int(s: str) -> bool:
+    return re.fullmatch(r"[+-]?\d+", s) is not None
+
+
+def _json_kind(first: str) -> str:
+    """``json`` for a dict-of-dicts (possibly spread over many lines), ``jsonl`` for one flat object per line."""
+    try:
+        obj = json.loads(first)
+    except json.JSONDecodeError:
+        return "json"
+    if isinstance(obj, dict) and obj and all(isinstance(v, dict) for v in obj.values()):
+        return "json"
+    return "jsonl"
+
+
+def sniff(path: Path, role: str, override: str | None = None) -> Sniffed:
+    """The format of ``path`` read as ``role`` (qrels | run | topics); ``override`` names it outright."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    if override:
+        if override not in FORMATS[role]:
+            raise SniffError(f"{path}: format {override!r} is not a {role} format; use {'|'.join(FORMATS[role])}")
+        return Sniffed(override, header=override == "beir" and _has_header(path))
+    head = head_bytes(path)
+    if head.startswith(b"PAR1"):
+        return Sniffed("parquet")
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    lines = _data_lines(text)
+    if not lines:
+        raise SniffError(f"{path}: file holds no lines to read")
+    first = lines[0].strip()
+    if first.startswith("{"):
+        return Sniffed(_json_kind(first))
+    if role == "topics" and first.lower().startswith("<top"):
+        return Sniffed("trec-topics")
+    suffix = Path(plain_name(path)).suffix.lower()
+    key = _NATIVE_KEY[role]
+    if suffix == ".csv" or (("," in first) and key in [c.strip().strip('"') for c in first.split(",")]):
+        return Sniffed("csv")
+    if "\t" in first and key in [c.strip() for c in first.split("\t")]:
+        return Sniffed("tsv")
+    return _sniff_columns(path, role, lines)
+
+
+def _sniff_columns(path: Path, role: str, lines: list[str]) -> Sniffed:
+    fields = lines[0].split()
+    n = len(fields)
+    if role == "topics":
+        if "\t" in lines[0]:
+            return Sniffed("tsv")
+        raise SniffError(f"{path}: not a topics file: expected 'qid<TAB>text' lines, <top> blocks or JSONL")
+    if role == "qrels":
+        if n == 4:
+            return Sniffed("trec")
+        if n == 3:
+            header = not _is_int(fields[2])
+            return Sniffed("beir", header=header)
+        raise SniffError(
+            f"{path}:1: expected a qrels line 'qid iter docno rel' (TREC) or 'query-id corpus-id score' (BEIR), "
+            f"found {n} columns"
+        )
+    if n >= 6:
+        return Sniffed("trec")
+    if n == 3:
+        return Sniffed("msmarco")
+    raise SniffError(
+        f"{path}:1: expected a run line 'qid Q0 docno rank score tag' (TREC) or 'qid docno rank' (MS MARCO), "
+        f"found {n} columns"
+    )
+
+
+def _has_header(path: Path) -> bool:
+    lines = _data_lines(head_bytes(path, 8192).decode("utf-8", errors="replace"), 1)
+    fields = lines[0].split() if lines else []
+    return len(fields) == 3 and not _is_int(fields[2])

@@ -1,0 +1,100 @@
+"""``ragtriage.evaluate``: a one-off evaluation for a notebook or a script, the way pytrec_eval or ir_measures is
+called, without a store file.
+
+The qrels and the run (paths in any format ``ragtriage load`` reads, compressed or not; dict-of-dicts; pyarrow
+tables; pandas or polars DataFrames) are loaded by the one loader (``store.byo.load_inputs``) into an in-memory
+DuckDB, and the measures are computed by the one computation (``metrics.measure_eval``). By default the figures
+are trec_eval's (``trec_compat=True``: score order, linear gain, cases without relevant labels scored 0), so a
+measure named as in ir_measures gives ir_measures' value.
+
+>>> import ragtriage
+>>> qrels = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}}
+>>> run = {"q1": {"d1": 0.9, "d2": 0.8, "d9": 0.1}, "q2": {"d4": 0.5, "d3": 0.4}}
+>>> result = ragtriage.evaluate(qrels, run, measures=["nDCG@10", "P@1", "RR", "AP"])
+>>> result.aggregate.select(["measure", "value"]).to_pylist()  # doctest: +NORMALIZE_WHITESPACE
+[{'measure': 'nDCG@10', 'value': 0.8154648767857288}, {'measure': 'P@1', 'value': 0.5},
+ {'measure': 'RR', 'value': 0.75}, {'measure': 'AP', 'value': 0.75}]
+>>> result.wide.select(["case_id", "RR"]).to_pylist()  # one row per query; per_query is the long form
+[{'case_id': 'q1', 'RR': 1.0}, {'case_id': 'q2', 'RR': 0.5}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
+from ragtriage.metrics.measures import Measure
+from ragtriage.store import connect
+from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
+
+DEFAULT_MEASURES = ("P@10", "R@100", "nDCG@10", "RR", "AP")
+
+
+@dataclass
+class Evaluation:
+    """``aggregate``: one row per measure (measure, value, n, aggregation, parameters, trec); ``per_query``: long
+    (case_id, measure, value); ``wide``: one row per query, one column per measure. pyarrow tables: call
+    ``.to_pandas()`` on them when pandas is installed. ``context`` and ``notes`` say how the figures were made."""
+
+    aggregate: pa.Table
+    per_query: pa.Table
+    wide: pa.Table
+    context: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, res: MeasureResult, load_notes: list[str]) -> Evaluation:
+        return cls(res.aggregate, res.per_case, res.wide, res.context, [*res.notes, *load_notes])
+
+
+def memory_store(
+    qrels: Any, run: Any, *, threshold: int | None = None, grade_map: str | dict[int, int] | None = None
+) -> tuple[duckdb.DuckDBPyConnection, str, list[str]]:
+    """An in-memory store holding ``qrels`` and ``run``: (connection, run id, the load's notes for the report)."""
+    con = connect(":memory:")
+    source = RunSource(run, run_id="run") if not isinstance(run, RunSource) else run
+    try:
+        summary = load_inputs(con, LoadRequest(qrels=qrels, runs=[source], threshold=threshold, grade_map=grade_map))
+    except BaseException:
+        con.close()
+        raise
+    report = summary.runs[0]
+    return con, report.target, report.notes()
+
+
+def evaluate(
+    qrels: Any,
+    run: Any,
+    measures: Sequence[str | Measure] = DEFAULT_MEASURES,
+    *,
+    threshold: int | None = None,
+    grade_map: str | dict[int, int] | None = None,
+    trec_compat: bool = True,
+    gain: str = "linear",
+) -> Evaluation:
+    """Evaluate ``run`` against ``qrels`` with ``measures`` named in ir_measures' syntax (``nDCG@10``,
+    ``P(rel=2)@5``, ``AP``, ``Rprec``, ``Bpref``, ``Judged@10``, ``NumRet``; trec_eval names such as
+    ``ndcg_cut_10`` and ``map`` too).
+
+    ``qrels``/``run``: a path (TREC, BEIR, MS MARCO, JSON, the contract's files; .gz/.bz2), a dict-of-dicts, a
+    pyarrow Table or a pandas/polars DataFrame. ``threshold``: grade >= threshold is relevant where a measure
+    leaves ``rel`` out (default 1, as trec_eval's ``-l``); ``grade_map`` ("4:3,3:2") maps grades first.
+    ``trec_compat=False`` applies ragtriage's default mode instead (recorded rank, cases without relevant labels
+    left out of R/AP/nDCG/Rprec/Bpref, ``gain`` for nDCG without ``dcg=``).
+    """
+    con, run_id, load_notes = memory_store(
+        Path(qrels) if isinstance(qrels, str) else qrels,
+        Path(run) if isinstance(run, str) else run,
+        threshold=threshold,
+        grade_map=grade_map,
+    )
+    try:
+        return Evaluation.of(evaluate_run(con, run_id, measures, gain=gain, trec_compat=trec_compat), load_notes)
+    finally:
+        con.close()

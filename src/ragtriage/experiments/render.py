@@ -1,0 +1,230 @@
+"""The comparison as titled sections of text cells, and the Markdown, JSON and CSV written from them.
+
+The terminal table, the Markdown and the HTML report all render the same ``Section`` list, so they cannot
+disagree. Cells hold data-derived strings (run ids, slice values, case ids, configuration values) as they are;
+each renderer passes every cell through ``ragtriage.safe_text.visible`` and its own escaping.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ragtriage.arrays import table_of
+from ragtriage.csv_out import csv_text
+from ragtriage.experiments.runs_table import RunsComparison
+from ragtriage.safe_text import visible
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What ``where_changed`` found, each part optional: per-slice table and its dimension, category tables."""
+
+    by: str | None = None
+    slices: pa.Table | None = None
+    categories: pa.Table | None = None
+    moved: pa.Table | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    text_columns: int = 2  # the first columns are left-aligned text, the rest figures
+
+
+def _f(v: Any, digits: int = 4, sign: bool = False) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return f"{v:+.{digits}f}" if sign else f"{v:.{digits}f}"
+
+
+def _p(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return "<0.0001" if v < 1e-4 else f"{v:.4f}"
+
+
+def _ci(low: Any, high: Any, sign: bool = False, digits: int = 4) -> str:
+    if low is None or (isinstance(low, float) and math.isnan(low)):
+        return "n/a"
+    return f"[{_f(low, digits, sign)}, {_f(high, digits, sign)}]"
+
+
+def main_section(rc: RunsComparison, *, compact: bool = False) -> Section:
+    """One row per run and measure. ``compact`` (a terminal) keeps 3 digits and drops the raw p and Δ interval."""
+    corr = {"holm": "Holm", "bh": "BH"}[rc.correction]
+    digits = 3 if compact else 4
+    headers = ["run", "measure", "mean", "95% CI", "Δ", "Δ 95% CI", "W/T/L", "p", f"p ({corr})", "sig", "changed"]
+    rows = []
+    for r in rc.table.to_pylist():
+        base = r["run_id"] == rc.baseline
+        cfg = rc.config_of(r["run_id"])
+        first = r["measure"] == rc.measures[0]
+        changed = "baseline" if base else f"{len(cfg.changes)}" + (" ⚠" if cfg.warning else "")
+        cells = {
+            "run": r["run_id"],
+            "measure": r["measure"],
+            "mean": _f(r["mean"], digits),
+            "95% CI": _ci(r["ci_low"], r["ci_high"], digits=digits),
+            "Δ": "" if base else _f(r["delta"], digits, sign=True),
+            "Δ 95% CI": "" if base else _ci(r["delta_ci_low"], r["delta_ci_high"], sign=True, digits=digits),
+            "W/T/L": "" if base else f"{r['wins']}/{r['ties']}/{r['losses']}",
+            "p": "" if base else _p(r["p_value"]),
+            f"p ({corr})": "" if base else _p(r["p_adjusted"]),
+            "sig": "" if base else ("yes" if r["significant"] else "no"),
+            "changed": changed if first else "",
+        }
+        rows.append(cells)
+    if compact:
+        headers = [h for h in headers if h not in ("Δ 95% CI", "p")]
+    split = rc.split or "all splits"
+    notes = [
+        f"baseline {rc.baseline} · dataset {rc.dataset_version[:12]} · {split} · stage final",
+        rc.method(),
+        "changed: configuration variables that differ from the baseline's run.json (⚠: more than one)",
+    ]
+    return Section("Runs against the baseline", headers, [[c[h] for h in headers] for c in rows], notes)
+
+
+def config_section(rc: RunsComparison) -> Section:
+    rows = []
+    for cfg in rc.configs:
+        if cfg.run_id == rc.baseline:
+            continue
+        if not cfg.changes:
+            rows.append([cfg.run_id, "(none)", "", ""])
+        rows += [[cfg.run_id, c.variable, c.baseline, c.run] for c in cfg.changes]
+    notes = [f"{c.run_id}: {c.warning}" for c in rc.configs if c.warning]
+    return Section(
+        f"Configuration against {rc.baseline} (run.json)", ["run", "variable", "baseline", "run"], rows, notes, 4
+    )
+
+
+def slice_section(rc: RunsComparison, by: str, slices: pa.Table, *, compact: bool = False) -> Section:
+    """Wide: one row per (measure, slice), the baseline's mean then each run's mean and Δ (``compact``: Δ only)."""
+    digits = 3 if compact else 4
+    per_run = [(f"Δ {r}",) if compact else (r, f"Δ {r}") for r in rc.candidates]
+    headers = ["measure", by, "n", rc.baseline] + [h for hs in per_run for h in hs]
+    rows: list[list[str]] = []
+    width = len(rc.runs)
+    recs = slices.to_pylist()
+    for i in range(0, len(recs), width):
+        group = recs[i : i + width]
+        row = [group[0]["measure"], group[0]["slice"], str(group[0]["n"]), _f(group[0]["mean"], digits)]
+        for g in group[1:]:
+            row += ([] if compact else [_f(g["mean"], digits)]) + [_f(g["delta"], digits, sign=True)]
+        rows.append(row)
+    return Section(f"By {by} (worst slice first)", headers, rows, ["slices ordered by their worst Δ over the runs"])
+
+
+def category_sections(rc: RunsComparison, categories: pa.Table, moved: pa.Table) -> list[Section]:
+    counts = Section(
+        f"Failures by defect category against {rc.baseline}",
+        ["run", "category", rc.baseline, "run", "added", "fixed"],
+        [
+            [
+                r["run_id"],
+                r["category"],
+                str(r["baseline_failures"]),
+                str(r["run_failures"]),
+                str(r["added"]),
+                str(r["fixed"]),
+            ]
+            for r in categories.to_pylist()
+        ],
+        ["added: failing in this category in the run and not in the baseline; fixed: the reverse"],
+    )
+    moves = Section(
+        "Cases that moved between categories",
+        ["run", "case", f"{rc.baseline} categories", "run categories"],
+        [[m["run_id"], m["case_id"], m["baseline_categories"], m["run_categories"]] for m in moved.to_pylist()],
+        text_columns=4,
+    )
+    return [counts, moves]
+
+
+def sections(rc: RunsComparison, changes: Changes | None = None, *, compact: bool = False) -> list[Section]:
+    """Every section of a comparison, in the order a reader wants them (``compact`` for an 80-column terminal)."""
+    out = [main_section(rc, compact=compact), config_section(rc)]
+    if changes and changes.by and changes.slices is not None:
+        out.append(slice_section(rc, changes.by, changes.slices, compact=compact))
+    if changes and changes.categories is not None and changes.moved is not None:
+        out += category_sections(rc, changes.categories, changes.moved)
+    return out
+
+
+def _md_cell(text: str) -> str:
+    return visible(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("<", "&lt;")
+
+
+def section_markdown(s: Section, level: int = 3) -> list[str]:
+    lines = [f"{'#' * level} {_md_cell(s.title)}", ""]
+    if s.rows:
+        lines += ["| " + " | ".join(_md_cell(h) for h in s.headers) + " |"]
+        lines += ["|" + "".join("---|" if i < s.text_columns else "---:|" for i in range(len(s.headers)))]
+        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s.rows]
+    else:
+        lines.append("(none)")
+    if s.notes:
+        lines += ["", *[f"- {_md_cell(n)}" for n in s.notes]]
+    return lines + [""]
+
+
+def to_markdown(parts: list[Section]) -> str:
+    lines: list[str] = []
+    for s in parts:
+        lines += section_markdown(s)
+    return "\n".join(lines)
+
+
+def _clean(v: Any) -> Any:
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def to_dict(rc: RunsComparison, changes: Changes | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "baseline": rc.baseline,
+        "runs": list(rc.runs),
+        "measures": list(rc.measures),
+        "dataset_version": rc.dataset_version,
+        "split": rc.split,
+        "test": rc.test,
+        "correction": rc.correction,
+        "n_comparisons": rc.n_comparisons,
+        "alpha": rc.alpha,
+        "seed": rc.seed,
+        "n_resamples": rc.n_resamples,
+        "n_cases": rc.n_cases,
+        "method": rc.method(),
+        "table": [{k: _clean(v) for k, v in r.items()} for r in rc.table.to_pylist()],
+        "configuration": [
+            {"run_id": c.run_id, "changes": [vars(x) for x in c.changes], "warning": c.warning} for c in rc.configs
+        ],
+    }
+    if changes:
+        out["by"] = changes.by
+        for name in ("slices", "categories", "moved"):
+            t = getattr(changes, name)
+            if t is not None:
+                out[name] = [{k: _clean(v) for k, v in r.items()} for r in t.to_pylist()]
+    return out
+
+
+def to_json(rc: RunsComparison, changes: Changes | None = None) -> str:
+    return json.dumps(to_dict(rc, changes), indent=2, ensure_ascii=False) + "\n"
+
+
+def to_csv(rc: RunsComparison) -> str:
+    """The main table with each run's changed variables, through the one CSV writer."""
+    summary = {c.run_id: c.summary() for c in rc.configs}
+    changes = np.array([summary[r] for r in rc.table.column("run_id").to_pylist()], dtype=object)
+    column = table_of({"configuration_changes": changes}, pa.schema([("configuration_changes", pa.string())]))
+    return csv_text(rc.table.append_column("configuration_changes", column.column(0)))

@@ -1,0 +1,244 @@
+"""Measure names in ir_measures' syntax (``nDCG@10``, ``nDCG(dcg='exp-log2')@10``, ``P(rel=2)@5``, ``AP``), parsed
+in this one place into a typed :class:`Measure`.
+
+Users arrive with the names ir_measures, ranx and trec_eval print, so the parser accepts ir_measures' spelling and
+aliases (``MRR`` = ``RR``, ``MAP`` = ``AP``, ``NDCG``, ``RPrec``, ``BPref``, ``Precision``, ``Recall``,
+``NumRelRet`` = ``NumRet(rel=...)``) and trec_eval's names (``P_10``, ``ndcg_cut_10``, ``map``, ``recip_rank``,
+``num_rel_ret``, ``R-prec``). A parameter left out (``rel``, ``dcg``) stays ``None`` until :meth:`Measure.resolve`
+fills it from the dataset's relevance threshold and the chosen gain, and the output says which it took.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from ragtriage.metrics.context import MetricsError
+
+DCGS = ("log2", "exp-log2")
+#: gain name of the metrics layer (``--gain``) -> ir_measures' ``dcg`` parameter
+GAIN_TO_DCG = {"linear": "log2", "exponential": "exp-log2"}
+
+#: canonical name -> (parameters it takes besides the cutoff, whether it takes a cutoff, whether one is required)
+_SPECS: dict[str, tuple[tuple[str, ...], bool, bool]] = {
+    "P": (("rel",), True, True),
+    "R": (("rel",), True, True),
+    "RR": (("rel",), True, False),
+    "AP": (("rel",), True, False),
+    "nDCG": (("dcg",), True, False),
+    "Rprec": (("rel",), False, False),
+    "Bpref": (("rel",), False, False),
+    "Judged": ((), True, False),
+    "Success": (("rel",), True, True),
+    "NumRet": (("rel",), False, False),
+    "NumRelRet": (("rel",), False, False),
+    "NumRel": (("rel",), False, False),
+    "NumQ": ((), False, False),
+}
+#: measures summed over cases in the aggregate (trec_eval's num_*, ir_measures' SumAgg); every other one is a mean
+SUMMED = frozenset({"NumRet", "NumRelRet", "NumRel", "NumQ"})
+#: measures whose denominator is the case's relevant units: undefined (default mode) for a case with none
+NEEDS_RELEVANT = frozenset({"R", "AP", "nDCG", "Rprec", "Bpref"})
+
+_ALIASES = {
+    "MRR": "RR",
+    "MAP": "AP",
+    "NDCG": "nDCG",
+    "RPrec": "Rprec",
+    "BPref": "Bpref",
+    "Precision": "P",
+    "Recall": "R",
+}
+# trec_eval names: name -> (measure, takes the _k suffix)
+_TREC = {
+    "P": ("P", True),
+    "recall": ("R", True),
+    "ndcg_cut": ("nDCG", True),
+    "map_cut": ("AP", True),
+    "success": ("Success", True),
+    "map": ("AP", False),
+    "ndcg": ("nDCG", False),
+    "recip_rank": ("RR", False),
+    "Rprec": ("Rprec", False),
+    "R-prec": ("Rprec", False),
+    "bpref": ("Bpref", False),
+    "num_q": ("NumQ", False),
+    "num_ret": ("NumRet", False),
+    "num_rel": ("NumRel", False),
+    "num_rel_ret": ("NumRelRet", False),
+}
+_TREC_RE = re.compile(r"^(P|recall|ndcg_cut|map_cut|success)[_.](\d+)$")
+
+
+class MeasureError(MetricsError):
+    """A measure name that cannot be parsed; the message names the bad part and an example that works."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure with its parameters. ``rel``/``dcg`` of ``None`` mean "the dataset's setting" until resolved.
+
+    ``cutoff`` of ``None`` means the whole ranked list. ``defaulted`` names the parameters :meth:`resolve` filled.
+    """
+
+    name: str
+    cutoff: int | None = None
+    rel: int | None = None
+    dcg: str | None = None
+    defaulted: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        """ir_measures' spelling, parameters that were given (or filled) included: ``nDCG(dcg='log2')@10``."""
+        params = []
+        if self.rel is not None and "rel" not in self.defaulted:
+            params.append(f"rel={self.rel}")
+        if self.dcg is not None and "dcg" not in self.defaulted:
+            params.append(f"dcg={self.dcg!r}")
+        name = self.name
+        if name == "NumRelRet" and params:
+            name = "NumRet"
+        text = f"{name}({', '.join(params)})" if params else name
+        return f"{text}@{self.cutoff}" if self.cutoff is not None else text
+
+    @property
+    def summed(self) -> bool:
+        return self.name in SUMMED
+
+    def takes(self, param: str) -> bool:
+        return param in _SPECS[self.name][0]
+
+    def resolve(self, threshold: int, gain: str) -> Measure:
+        """Fill a left-out ``rel`` with the dataset's threshold, ``dcg`` with the gain; ``defaulted`` records it."""
+        filled = list(self.defaulted)
+        out = self
+        if self.takes("rel") and self.rel is None and self.name != "NumRet":
+            out, filled = replace(out, rel=threshold), [*filled, "rel"]
+        if self.takes("dcg") and self.dcg is None:
+            out, filled = replace(out, dcg=GAIN_TO_DCG[gain]), [*filled, "dcg"]
+        return replace(out, defaulted=tuple(filled))
+
+    def parameters(self) -> str:
+        """The parameters the figure was made with, a left-out one marked as taken from the dataset/gain."""
+        parts = []
+        if self.cutoff is not None:
+            parts.append(f"cutoff={self.cutoff}")
+        if self.rel is not None:
+            parts.append(f"rel={self.rel}" + (" (dataset threshold)" if "rel" in self.defaulted else ""))
+        if self.dcg is not None:
+            parts.append(f"dcg={self.dcg}" + (" (--gain)" if "dcg" in self.defaulted else ""))
+        return ", ".join(parts)
+
+    def trec_name(self, threshold: int) -> str | None:
+        """trec_eval's name for this measure under ``-l threshold``, or None when trec_eval has no such measure."""
+        if self.rel is not None and self.rel != threshold:
+            return None
+        k = self.cutoff
+        simple = {"Rprec": "Rprec", "Bpref": "bpref", "NumQ": "num_q", "NumRel": "num_rel", "NumRelRet": "num_rel_ret"}
+        if self.name in simple:
+            return simple[self.name]
+        if self.name == "NumRet":
+            return "num_ret" if self.rel is None else "num_rel_ret"
+        if self.name == "nDCG":
+            if self.dcg != "log2":
+                return None
+            return "ndcg" if k is None else f"ndcg_cut_{k}"
+        if self.name == "AP":
+            return "map" if k is None else f"map_cut_{k}"
+        if self.name == "RR":
+            return "recip_rank" if k is None else None
+        prefix = {"P": "P", "R": "recall", "Success": "success"}.get(self.name)
+        return f"{prefix}_{k}" if prefix and k is not None else None
+
+
+def _value(node: ast.expr, text: str) -> object:
+    try:
+        return ast.literal_eval(node)
+    except ValueError as exc:
+        raise MeasureError(f"measure {text!r}: {ast.unparse(node)!r} is not a literal value") from exc
+
+
+def _from_trec(text: str) -> Measure | None:
+    m = _TREC_RE.match(text)
+    if m:
+        return Measure(_TREC[m.group(1)][0], cutoff=int(m.group(2)), dcg="log2" if m.group(1) == "ndcg_cut" else None)
+    if text in _TREC and not _TREC[text][1]:
+        name = _TREC[text][0]
+        return Measure(name, dcg="log2" if name == "nDCG" else None)
+    return None
+
+
+def parse_measure(text: str) -> Measure:
+    """``"nDCG(dcg='exp-log2')@10"`` -> ``Measure("nDCG", cutoff=10, dcg="exp-log2")``; raises :class:`MeasureError`
+    naming the bad part (unknown name, parameter, value or cutoff)."""
+    text = text.strip()
+    trec = _from_trec(text)
+    if trec is not None:
+        return trec
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise MeasureError(f"measure {text!r}: not in ir_measures' syntax, e.g. nDCG@10 or P(rel=2)@5") from exc
+    cutoff: object = None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        cutoff, node = _value(node.right, text), node.left
+    args: dict[str, object] = {}
+    if isinstance(node, ast.Call):
+        if node.args:
+            raise MeasureError(f"measure {text!r}: parameters must be named, e.g. P(rel=2)@5")
+        args = {str(kw.arg): _value(kw.value, text) for kw in node.keywords}
+        node = node.func
+    if not isinstance(node, ast.Name):
+        raise MeasureError(f"measure {text!r}: expected a measure name such as nDCG, P, AP")
+    return _build(text, _ALIASES.get(node.id, node.id), cutoff, args)
+
+
+def _build(text: str, name: str, cutoff: object, args: dict[str, object]) -> Measure:
+    if name not in _SPECS:
+        raise MeasureError(f"measure {text!r}: unknown measure {name!r}; use one of {', '.join(_SPECS)}")
+    params, cut_ok, cut_required = _SPECS[name]
+    if cutoff is not None and (not cut_ok or not isinstance(cutoff, int) or isinstance(cutoff, bool) or cutoff < 1):
+        why = "takes no cutoff" if not cut_ok else f"cutoff {cutoff!r} must be an integer >= 1"
+        raise MeasureError(f"measure {text!r}: {name} {why}")
+    if cutoff is None and cut_required:
+        raise MeasureError(f"measure {text!r}: {name} needs a cutoff, e.g. {name}@10")
+    for key in args:
+        if key not in params:
+            allowed = ", ".join(params) or "none"
+            raise MeasureError(f"measure {text!r}: {name} has no parameter {key!r} (supported: {allowed})")
+    rel, dcg = args.get("rel"), args.get("dcg")
+    if rel is not None and (not isinstance(rel, int) or isinstance(rel, bool)):
+        raise MeasureError(f"measure {text!r}: rel={rel!r} must be an integer grade")
+    if dcg is not None and dcg not in DCGS:
+        raise MeasureError(f"measure {text!r}: dcg={dcg!r} is not one of {', '.join(DCGS)}")
+    if name == "NumRet" and rel is not None:
+        name = "NumRelRet"
+    return Measure(name, cutoff=cutoff if isinstance(cutoff, int) else None, rel=rel, dcg=dcg if dcg else None)
+
+
+def parse_measures(texts: Iterable[str | Measure]) -> list[Measure]:
+    """Several measures, in order, duplicates dropped (``--measure`` is repeatable and may be comma-free)."""
+    out: list[Measure] = []
+    for t in texts:
+        m = t if isinstance(t, Measure) else parse_measure(t)
+        if m not in out:
+            out.append(m)
+    if not out:
+        raise MeasureError("no measure given: name at least one, e.g. --measure nDCG@10")
+    return out
+
+
+def measures_for_ks(ks: Iterable[int], *, trec: bool = False) -> list[Measure]:
+    """The ``--k`` shorthand as measures: per k P, R, nDCG, AP (and Success); trec-compat adds trec_eval's
+    uncut set (map, Rprec, bpref, recip_rank, num_*) the way ``trec_eval -m`` prints them."""
+    ks = list(ks)
+    if not trec:
+        return [Measure(n, cutoff=k) for n in ("P", "R", "RR", "nDCG", "AP", "Success", "Judged") for k in ks]
+    head = [Measure(n) for n in ("NumQ", "NumRet", "NumRel", "NumRelRet", "AP", "Rprec", "Bpref", "RR")]
+    cut = [
+        Measure(n, cutoff=k, dcg="log2" if n == "nDCG" else None)
+        for n in ("P", "R", "nDCG", "AP", "Success")
+        for k in ks
+    ]
+    return head + cut

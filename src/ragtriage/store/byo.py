@@ -1,0 +1,418 @@
+"""Bring your own data: one load of qrels, topics and runs in whatever shape a team already has them.
+
+``load_inputs(con, LoadRequest(...))`` is the one entry point: the CLI's ``load``, ``ragtriage.evaluate`` and the
+store-less ``metrics --qrels --run`` all go through it. Every input may be
+
+- a path: a dataset folder (contract, TREC or BEIR layout), a run folder (run.json + results), or a single file in
+  any format ``contract.sniff`` recognises, plain, gzipped or bzip2-compressed, whatever its name;
+- a Python dict-of-dicts (``{qid: {docno: grade or score}}``, the pytrec_eval / ranx shape);
+- a pandas or polars DataFrame or a pyarrow Table (scanned in place by DuckDB).
+
+The whole request is one transaction: the dataset version and every run are written, or nothing is, and the
+``loads`` history records only what was committed. The returned ``LoadSummary`` says what was written and every
+fact a report must print about it (topics ignored, scores derived from ranks, tags merged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ragtriage.contract.compression import head_bytes, plain_name, scratch
+from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.fields import CASES, LABELS, RESULTS
+from ragtriage.contract.frames import is_frame, stage_frame
+from ragtriage.contract.json_dicts import stage_json_dicts
+from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
+from ragtriage.contract.sniff import SniffError, sniff
+from ragtriage.contract.staging import Staged, drop_staged, sql_str, stage
+from ragtriage.contract.trec import (
+    CASE_COLUMNS,
+    RunFacts,
+    stage_beir_qrels,
+    stage_msmarco_run,
+    stage_trec_qrels,
+    stage_trec_run,
+)
+from ragtriage.contract.trec_topics import stage_trec_topics
+from ragtriage.store.discover import (
+    Source,
+    discover_dataset,
+    discover_run,
+    docno_is_chunk,
+    stage_cases,
+    stage_dataset,
+    stage_run,
+)
+from ragtriage.store.grades import apply_grade_map, derived_scale, parse_grade_map
+from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, write_run
+
+Input = Any  # Path | str | dict[str, dict[str, float]] | pandas/polars DataFrame | pyarrow Table
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """One run to load: ``source`` is a run folder, a run file, a dict-of-dicts or a DataFrame/Table.
+
+    ``run_id`` names it (else run.json's run_id, else the TREC tag, else the file name); ``split_by_tag`` loads
+    one run per tag of a TREC file; ``fmt`` names the format when sniffing should not decide."""
+
+    source: Input
+    run_id: str | None = None
+    fmt: str | None = None
+    split_by_tag: bool = False
+
+
+@dataclass
+class LoadRequest:
+    """Everything one ``load`` names. ``dataset`` (a folder) and ``qrels`` (+ optional ``topics``) are
+    alternatives. ``grade_map`` ("4:3,3:2" or {4: 3, 3: 2}) maps grades before anything else sees them;
+    ``threshold`` (grade >= threshold is relevant) and the map are stored with the dataset version."""
+
+    dataset: Path | str | None = None
+    qrels: Input = None
+    topics: Input = None
+    runs: Sequence[RunSource | Input] = ()
+    name: str | None = None
+    unit: str | None = None
+    threshold: int | None = None
+    grade_map: str | dict[int, int] | None = None
+    replace: bool = False
+    fmt: str | None = None  # format of the tables of dataset/run folders (jsonl|csv|tsv|parquet)
+    qrels_fmt: str | None = None
+    topics_fmt: str | None = None
+
+
+@dataclass
+class LoadSummary:
+    """What one committed load wrote: the dataset version (None when the request named none) and each run."""
+
+    dataset: LoadReport | None
+    runs: list[LoadReport] = field(default_factory=list)
+
+
+def load_inputs(con: duckdb.DuckDBPyConnection, req: LoadRequest, progress: Progress = noop) -> LoadSummary:
+    """Load ``req`` into ``con`` (a file store or ``connect(":memory:")``) as one transaction."""
+    if req.dataset is not None and req.qrels is not None:
+        raise ValueError("pass either a dataset folder or a qrels file, not both")
+    if req.topics is not None and req.qrels is None:
+        raise ValueError("topics need qrels: pass --qrels FILE with --topics FILE")
+    grade_map = parse_grade_map(req.grade_map)
+    with scratch():
+        con.execute("BEGIN TRANSACTION")
+        try:
+            summary = _load(con, req, grade_map, progress)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return summary
+
+
+def _load(
+    con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: dict[int, int], progress: Progress
+) -> LoadSummary:
+    summary = LoadSummary(None)
+    if req.dataset is not None:
+        progress("reading cases, labels, documents")
+        summary.dataset = _dataset_folder(con, req, grade_map)
+    elif req.qrels is not None:
+        progress("reading cases, labels, documents")
+        summary.dataset = _byo_dataset(con, req, grade_map)
+    seen: dict[str, str] = {}
+    for item in req.runs:
+        src = item if isinstance(item, RunSource) else RunSource(item)
+        progress("reading run")
+        summary.runs += _load_run(con, src, req, seen, progress)
+    return summary
+
+
+def _dataset_folder(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: dict[int, int]) -> LoadReport:
+    files = discover_dataset(Path(req.dataset))  # type: ignore[arg-type]
+    manifest, findings = parse_dataset_manifest(
+        files.manifest, default_name=req.name or files.root.name, unit=req.unit, threshold=req.threshold
+    )
+    if manifest is None:
+        raise ValidationFailed(findings)
+    staged = stage_dataset(con, files, req.fmt)
+    extra = [(files.manifest, 1)] if files.manifest else []
+    return _write_dataset(con, manifest, staged, findings, grade_map, extra, foreign=files.manifest is None)
+
+
+def _byo_dataset(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: dict[int, int]) -> LoadReport:
+    name = req.name or (_stem(req.qrels) if isinstance(req.qrels, str | Path) else "dataset")
+    manifest, findings = parse_dataset_manifest(None, default_name=name, unit=req.unit, threshold=req.threshold)
+    if manifest is None:
+        raise ValidationFailed(findings)
+    staged = {"labels": stage_qrels(con, req.qrels, req.qrels_fmt)}
+    if req.topics is not None:
+        staged["cases"] = stage_topics(con, req.topics, req.topics_fmt)
+    elif not _unreadable(staged["labels"].findings):
+        # Without topics, the cases are the qrels' queries and each query is shown as its id.
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE stg_cases AS
+                SELECT min(line) AS line, case_id AS id, case_id AS query, {CASE_COLUMNS}
+                FROM stg_labels WHERE case_id IS NOT NULL GROUP BY case_id"""
+        )
+        n = con.execute("SELECT count(*) FROM stg_cases").fetchall()[0][0]
+        staged["cases"] = Staged("stg_cases", staged["labels"].path, "derived", int(n), [], "line")
+    return _write_dataset(con, manifest, staged, findings, grade_map, [], foreign=True)
+
+
+def _write_dataset(
+    con: duckdb.DuckDBPyConnection,
+    manifest: DatasetManifest,
+    staged: dict[str, Staged],
+    findings: list[Finding],
+    grade_map: dict[int, int],
+    extra_files: list[tuple[Path, int]],
+    *,
+    foreign: bool,
+) -> LoadReport:
+    for s in staged.values():
+        findings = findings + s.findings
+    if _unreadable(findings):
+        raise ValidationFailed([f for f in findings if f.severity == "error"])
+    if grade_map:
+        apply_grade_map(con, staged["labels"].name, grade_map)
+        manifest.grade_map = grade_map
+    if foreign:
+        # No dataset.json: the scale is the one the (mapped) grades use, so 1..4 or -2..3 load as they are.
+        manifest.grade_min, manifest.grade_max = derived_scale(con, staged["labels"].name, manifest)
+    return write_dataset(con, manifest, staged, findings, extra_files)
+
+
+def stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
+    """Stage qrels of any sniffed format (or a dict, or a frame) as ``stg_labels``."""
+    if isinstance(source, dict):
+        return stage_json_dicts(con, source, "stg_labels", "qrels")[0]
+    if is_frame(source):
+        return stage_frame(con, source, "stg_labels", "qrels")[0]
+    path = Path(source)
+    kind = _sniff(path, "qrels", fmt)
+    if kind.fmt == "trec":
+        return stage_trec_qrels(con, path, "stg_labels")
+    if kind.fmt == "beir":
+        return stage_beir_qrels(con, path, "stg_labels", header=kind.header)
+    if kind.fmt == "json":
+        return stage_json_dicts(con, path, "stg_labels", "qrels")[0]
+    return stage(con, path, LABELS, "stg_labels", fmt=kind.fmt)
+
+
+def stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
+    """Stage topics of any sniffed format (or a frame) as ``stg_cases``."""
+    if is_frame(source):
+        return stage_frame(con, source, "stg_cases", "topics")[0]
+    if isinstance(source, dict):
+        raise ValueError("topics as a dict are not supported; pass a file or a DataFrame with id and query columns")
+    path = Path(source)
+    kind = _sniff(path, "topics", fmt)
+    if kind.fmt == "trec-topics":
+        return stage_trec_topics(con, path, "stg_cases")
+    if kind.fmt == "tsv":
+        return stage_cases(con, Source(path, "tsv"), None)
+    if kind.fmt == "beir" or (kind.fmt == "jsonl" and _has_key(path, "_id")):
+        return stage_cases(con, Source(path, "beir"), None)
+    return stage(con, path, CASES, "stg_cases", fmt=kind.fmt)
+
+
+def _has_key(path: Path, key: str) -> bool:
+    first = head_bytes(path, 4096).decode("utf-8", errors="replace").lstrip("\ufeff").split("\n", 1)[0]
+    return f'"{key}"' in first
+
+
+def _sniff(path: Path, role: str, fmt: str | None) -> Any:
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "no such file"
+        raise ValidationFailed([Finding(str(path), None, None, "missing-file", f"{role} must be a file ({what})")])
+    try:
+        return sniff(path, role, fmt)
+    except SniffError as exc:
+        raise ValidationFailed([Finding(str(path), None, None, "unreadable", str(exc).split(": ", 1)[-1])]) from exc
+
+
+def _stem(source: str | Path) -> str:
+    name = plain_name(Path(source))
+    for ext in (".txt", ".tsv", ".trec", ".run", ".qrels", ".json", ".jsonl", ".csv", ".parquet", ".gz"):
+        if name.lower().endswith(ext) and len(name) > len(ext):
+            name = name[: -len(ext)]
+    return name
+
+
+def _unreadable(findings: list[Finding]) -> bool:
+    from ragtriage.store.load import UNREADABLE
+
+    return any(f.code in UNREADABLE and f.severity == "error" for f in findings)
+
+
+def _claim(rid: str, source: str, seen: dict[str, str]) -> None:
+    """Two inputs of one load naming the same run id is an error before either is written."""
+    if rid in seen:
+        raise ValidationFailed(
+            [
+                Finding(
+                    source,
+                    None,
+                    "run_id",
+                    "duplicate-run",
+                    f"run {rid!r} is also the id of {seen[rid]} in this load; give each run its own --run-id "
+                    "(or --split-by-tag for a file holding several tags)",
+                )
+            ]
+        )
+    seen[rid] = source
+
+
+def stage_run_file(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None = None, *, by_tag: bool = False
+) -> tuple[Staged, RunFacts]:
+    """Stage one run file of any sniffed format as ``stg_results`` (``Staged.fmt`` says which format)."""
+    drop_staged(con, "stg_results")  # a view (TREC) or a table (the others), whichever the last run left
+    kind = _sniff(path, "run", fmt)
+    if kind.fmt == "trec":
+        return stage_trec_run(con, path, "stg_results", by_tag=by_tag)
+    if kind.fmt == "msmarco":
+        return stage_msmarco_run(con, path, "stg_results")
+    if kind.fmt == "json":
+        return stage_json_dicts(con, path, "stg_results", "run")
+    return stage(con, path, RESULTS, "stg_results", fmt=kind.fmt, materialize=False), RunFacts()
+
+
+def _load_run(
+    con: duckdb.DuckDBPyConnection, src: RunSource, req: LoadRequest, seen: dict[str, str], progress: Progress
+) -> list[LoadReport]:
+    unit = _current_unit(con)
+    manifest: dict[str, Any] = {}
+    files: list[tuple[Path, int]] = []
+    label: str
+    if isinstance(src.source, dict) or is_frame(src.source):
+        drop_staged(con, "stg_results")
+        role_fn = stage_json_dicts if isinstance(src.source, dict) else stage_frame
+        staged, facts = role_fn(con, src.source, "stg_results", "run")
+        label, default_id, fmt = str(staged.path), "run", staged.fmt
+        parts = {"results": staged}
+    else:
+        path = Path(src.source)
+        label = str(path)
+        if path.is_dir():
+            rf = discover_run(path, req.fmt)
+            if not rf.trec:
+                return [_write_folder_run(con, rf, src, req, unit, seen, progress)]
+            manifest = _run_manifest(rf.manifest)
+            files = [(rf.manifest, 1)] if rf.manifest else []
+            path = rf.results
+        staged, facts = stage_run_file(con, path, src.fmt, by_tag=src.split_by_tag)
+        fmt = staged.fmt
+        default_id = _stem(path)
+        parts = {"results": staged}
+        files = [*files, (path, staged.rows)]
+    if _unreadable(staged.findings):
+        raise ValidationFailed([f for f in staged.findings if f.severity == "error"])
+    if fmt in ("trec", "msmarco", "json", "frame") and unit == "chunk":
+        docno_is_chunk(con, facts.base_table or "stg_results")
+    tags = facts.tags
+    if src.split_by_tag and len(tags) > 1:
+        out = []
+        for tag in tags:
+            _claim(tag, label, seen)
+            con.execute(f"CREATE OR REPLACE TEMP VIEW stg_tag AS SELECT * FROM stg_results WHERE tag = {sql_str(tag)}")
+            part = Staged("stg_tag", staged.path, staged.fmt, tags[tag], staged.findings, staged.line_label)
+            one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)  # depth: per tag
+            out.append(
+                write_run(
+                    con, tag, dict(manifest), {"results": part}, unit, fmt, one, req.replace, files, label, progress
+                )
+            )
+        return out
+    first_tag = next(iter(tags), None)
+    rid = src.run_id or manifest.get("run_id") or first_tag or default_id
+    _claim(rid, label, seen)
+    warnings: list[Finding] = []
+    if len(tags) > 1:
+        counts = ", ".join(f"{t!r}: {n:,} lines" for t, n in list(tags.items())[:5])
+        warnings.append(
+            Finding(
+                label,
+                None,
+                "tag",
+                "tag-changes",
+                f"the run tag changes within the file ({len(tags)} tags: {counts}); all lines were stored as one run "
+                f"{rid!r}; pass --split-by-tag to load one run per tag",
+                "warning",
+            )
+        )
+    staged.findings = staged.findings + warnings
+    return [write_run(con, rid, manifest, parts, unit, fmt, facts, req.replace, files, label, progress)]
+
+
+def _run_manifest(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    parsed, findings = parse_run_manifest(path)
+    if parsed is None:
+        raise ValidationFailed(findings)
+    return parsed
+
+
+def _write_folder_run(
+    con: duckdb.DuckDBPyConnection,
+    rf: Any,
+    src: RunSource,
+    req: LoadRequest,
+    unit: str,
+    seen: dict[str, str],
+    progress: Progress,
+) -> LoadReport:
+    manifest = _run_manifest(rf.manifest)
+    rid = src.run_id or manifest.get("run_id") or rf.root.stem
+    _claim(rid, str(rf.root), seen)
+    staged, _ = stage_run(con, rf, unit)
+    files = ([(rf.manifest, 1)] if rf.manifest else []) + [(s.path, s.rows) for s in staged.values()]
+    return write_run(con, rid, manifest, staged, unit, "folder", RunFacts(), req.replace, files, str(rf.root), progress)
+
+
+def _current_unit(con: duckdb.DuckDBPyConnection) -> str:
+    from ragtriage.store.connection import current_dataset_version
+
+    version = current_dataset_version(con)
+    return str(con.execute("SELECT unit FROM datasets WHERE dataset_version = ?", [version]).fetchall()[0][0])
+
+
+def load_dataset(
+    con: duckdb.DuckDBPyConnection,
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    unit: str | None = None,
+    threshold: int | None = None,
+    grade_map: str | dict[int, int] | None = None,
+    progress: Progress = noop,
+) -> LoadReport:
+    """Load a dataset folder (dataset.json + cases + labels + documents, or a TREC/BEIR layout)."""
+    req = LoadRequest(dataset=path, fmt=fmt, unit=unit, threshold=threshold, grade_map=grade_map)
+    rep = load_inputs(con, req, progress).dataset
+    assert rep is not None
+    return rep
+
+
+def load_run(
+    con: duckdb.DuckDBPyConnection,
+    path: Input,
+    *,
+    replace: bool = False,
+    fmt: str | None = None,
+    run_id: str | None = None,
+    progress: Progress = noop,
+) -> LoadReport:
+    """Load one run (a folder with run.json + results + optional events, a run file, a dict or a DataFrame)."""
+    folder_fmt = fmt if fmt in ("jsonl", "csv", "tsv", "parquet") else None
+    run_fmt = None if fmt is None or (folder_fmt and Path(str(path)).is_dir()) else fmt
+    req = LoadRequest(runs=[RunSource(path, run_id=run_id, fmt=run_fmt)], replace=replace, fmt=folder_fmt)
+    return load_inputs(con, req, progress).runs[0]
+
+
+__all__ = ["LoadRequest", "LoadSummary", "RunSource", "load_inputs", "load_dataset", "load_run", "drop_staged"]
