@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import html
 import re
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
+if TYPE_CHECKING:  # Arrow only for the column helpers: a CLI that prints one line need not import it
+    import pyarrow as pa
 
 # Bidi embeddings/overrides/isolates, marks, and zero-width characters that change what a reader sees.
 _FORMAT_CONTROLS = "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff"
@@ -96,6 +97,8 @@ def has_controls(value: str) -> bool:
 
 def is_string_type(kind: pa.DataType) -> bool:
     """Every Arrow string flavour (string, large_string, string_view) and dictionaries of them."""
+    import pyarrow as pa
+
     if pa.types.is_dictionary(kind):
         return is_string_type(kind.value_type)
     return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind))
@@ -103,6 +106,9 @@ def is_string_type(kind: pa.DataType) -> bool:
 
 def visible_array(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """:func:`visible` over an Arrow string column, vectorised: untouched when no cell holds a control."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if pa.types.is_dictionary(column.type) or pa.types.is_string_view(column.type):
         column = column.cast(pa.large_string())
     hits = pc.match_substring_regex(column, CONTROL_CLASS)
@@ -116,5 +122,7 @@ def visible_array(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedAr
 
 def visible_table(table: pa.Table) -> pa.Table:
     """Every string column of ``table`` through :func:`visible_array`; other columns as they are."""
+    import pyarrow as pa
+
     columns = [visible_array(c) if is_string_type(c.type) else c for c in table.columns]
     return pa.table(columns, names=table.column_names)

@@ -81,8 +81,10 @@ def test_check_exit_codes(db: Path) -> None:
 def test_check_json_and_csv(db: Path) -> None:
     out = runner.invoke(app, ["check", "--db", str(db), "--run", "leaky", "--format", "json"])
     doc = json.loads(out.output)
-    assert doc["passed"] is False and doc["counts"]["candidate_only_leaked_cases"] == 1
-    assert [(r["case_id"], r["stage"], r["document_id"]) for r in doc["leakage"]] == [("q1", "candidate", "HR")]
+    counts = {r["check"]: r["count"] for r in doc["counts"]}
+    assert doc["context"]["passed"] is False and counts["candidate_only_leaked_cases"] == 1
+    leaks = [(r["case_id"], r["stage"], r["document_id"]) for r in doc["rows"] if r["check"] == "leakage"]
+    assert leaks == [("q1", "candidate", "HR")]
     out = runner.invoke(app, ["check", "--db", str(db), "--run", "leaky", "--format", "csv"])
     rows = list(csv.DictReader(io.StringIO(out.output)))
     assert [(r["check"], r["rule"], r["chunk_id"]) for r in rows if r["check"] == "leakage"] == [

@@ -177,7 +177,7 @@ def test_compare_formats(db: Path) -> None:
     code, out, _ = _invoke(*base, "--format", "json")
     assert code == 0
     data = json.loads(out)
-    (row,) = data["summary"]
+    (row,) = data["rows"]
     assert (row["metric"], row["n"], row["losses"], row["mean_diff"]) == ("R@10", 4, 1, -0.25)
     assert data["worst"][0]["case_id"] == "h2"
 

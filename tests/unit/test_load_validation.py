@@ -102,7 +102,7 @@ def test_unknown_unit(tmp_path: Path) -> None:
     con = connect(tmp_path / "s.duckdb")
     with pytest.raises(ValidationFailed) as exc:
         load_dataset(con, ds)
-    assert _errors(exc) == [f"{ds}/dataset.json: unit: unknown unit 'paragraph'; use chunk|document"]
+    assert _errors(exc) == [f"{ds}/dataset.json:1: unit: unknown unit 'paragraph'; use chunk|document"]
 
 
 def _store(tmp_path: Path):  # type: ignore[no-untyped-def]
@@ -316,3 +316,19 @@ def test_qrels_view_adjudication_and_document_rollup(tmp_path: Path) -> None:
     load_dataset(con2, ds)
     # document unit: chunk labels roll up to the document by max per annotator, then combine annotators
     assert con2.execute("SELECT unit_id, grade FROM qrels ORDER BY unit_id").fetchall() == [("d1", 2), ("d2", 2)]
+
+
+def test_dataset_json_is_checked_by_the_shipped_schema_with_lines(tmp_path: Path) -> None:
+    """dataset.json goes through contract/schemas/dataset.schema.json (jsonschema): one finding per violation,
+    each with the line of its key; a missing key points at the object's first line."""
+    ds = _good_dataset(tmp_path)
+    text = '{\n  "name": "x",\n  "unit": "chunk",\n  "relevance_threshold": "two",\n  "grade_scale": 3\n}\n'
+    (ds / "dataset.json").write_text(text)
+    con = connect(tmp_path / "s.duckdb")
+    with pytest.raises(ValidationFailed) as exc:
+        load_dataset(con, ds)
+    errors = _errors(exc)
+    assert errors[0] == f"{ds}/dataset.json:1: version: missing required field 'version'"
+    assert errors[1].startswith(f"{ds}/dataset.json:4: relevance_threshold: wrong type")
+    assert errors[2].startswith(f"{ds}/dataset.json:5: grade_scale: wrong type")
+    assert len(errors) == 3

@@ -17,7 +17,7 @@ import pytest
 from ragtriage.metrics import per_case
 from ragtriage.metrics.measure_eval import evaluate_run
 from ragtriage.metrics.measures import measures_for_ks
-from tests.unit.test_metrics_agreement import THRESHOLD, _qrels, _ranx_run, _store, _trec_run
+from tests.unit.test_metrics_agreement import THRESHOLD, _distinct_run, _qrels, _store, _trec_run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -114,7 +114,7 @@ def test_spelled_out_names_equal_ir_measures(tmp_path: Path, seed: int) -> None:
     as ir_measures' default (linear, ``log2``)."""
     ir_measures = pytest.importorskip("ir_measures")
     rng = random.Random(seed)
-    con, labels, results = _store(tmp_path, seed, lambda _, n: _ranx_run(rng, n))
+    con, labels, results = _store(tmp_path, seed, lambda _, n: _distinct_run(rng, n))
     qrels = _qrels(labels)
     run = _first_occurrence_run(results)
     ref_measures = [ir_measures.parse_measure(m) for m in IR_MEASURES]

@@ -21,9 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.annotate.versions import dataset_row
+from ragtriage.contract.dimensions import NO_VALUE, SLICE_DIMENSIONS, check_dimension
+from ragtriage.metrics.slices import membership_sql
 from ragtriage.store.connection import current_dataset_version
 
-SLICE_COLUMNS = ("split", "source_family", "query_type", "language", "critical", "answerable", "expected_behavior")
+SLICE_COLUMNS = SLICE_DIMENSIONS  # the one list of slice dimensions (ragtriage.contract.dimensions)
 
 _PER_ANNOTATOR = """
 per_annotator AS (
@@ -35,11 +37,11 @@ per_annotator AS (
 _PAIRS_SQL = f"""
 WITH {_PER_ANNOTATOR}
 SELECT a.case_id, a.unit_id, a.annotator AS annotator_a, a.grade AS grade_a,
-       b.annotator AS annotator_b, b.grade AS grade_b, {{slice}} AS slice
+       b.annotator AS annotator_b, b.grade AS grade_b, m.v AS slice
 FROM per_annotator a
 JOIN per_annotator b ON a.case_id = b.case_id AND a.unit_id = b.unit_id AND a.annotator < b.annotator
-JOIN cases c ON c.case_id = a.case_id
-ORDER BY a.case_id, a.unit_id, a.annotator, b.annotator
+JOIN (SELECT DISTINCT case_id, v FROM ({{members}})) m ON m.case_id = a.case_id
+ORDER BY a.case_id, a.unit_id, a.annotator, b.annotator, m.v
 """
 
 _DISAGREEMENTS_SQL = f"""
@@ -120,9 +122,10 @@ def _stats(slice_: str | None, t: pa.Table, grades: tuple[int, ...]) -> Agreemen
 
 def label_pairs(con: duckdb.DuckDBPyConnection, by: str | None = None) -> pa.Table:
     """One row per pair of annotators on one (case, unit) of the current version, with the slice value."""
-    if by is not None and by not in SLICE_COLUMNS:
-        raise ValueError(f"cannot slice by {by!r}; use one of {', '.join(SLICE_COLUMNS)}")
-    sql = _PAIRS_SQL.format(slice=f"CAST(c.{by} AS VARCHAR)" if by else "CAST(NULL AS VARCHAR)")
+    members = "SELECT case_id, CAST(NULL AS VARCHAR) AS v FROM cases"
+    if by is not None:
+        members = membership_sql(check_dimension(by))
+    sql = _PAIRS_SQL.format(members=members)
     cur = con.cursor()
     try:
         return cur.sql(sql).to_arrow_table()
@@ -141,7 +144,7 @@ def agreement(con: duckdb.DuckDBPyConnection, by: str | None = None) -> list[Agr
         mask_col = pairs.column("slice")
         for v in values:
             mask = pc.is_null(mask_col) if v is None else pc.equal(mask_col, v)
-            out.append(_stats(v if v is not None else "(none)", pairs.filter(mask), grades))
+            out.append(_stats(v if v is not None else NO_VALUE, pairs.filter(mask), grades))
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.relevance import is_relevant
 from ragtriage.store.connection import current_dataset_version
 
 CHECK_CODES = ("family-across-splits", "near-duplicate-query", "label-after-change", "copied-evidence")
@@ -82,7 +83,7 @@ WITH RECURSIVE norm AS (
 ), relevant AS (
     SELECT q.case_id, q.unit_id, ' ' || {_NORM.format(x="string_agg(d.text, ' ' ORDER BY d.position)")} || ' ' AS t
     FROM qrels q JOIN documents d ON d.unit_id = q.unit_id
-    WHERE q.grade >= (SELECT relevance_threshold FROM current_dataset)
+    WHERE {is_relevant("q.grade")}
     GROUP BY q.case_id, q.unit_id
 ), query_grams AS (
     SELECT case_id, query, unnest(list_transform(range(1, len(w) - $span + 2),

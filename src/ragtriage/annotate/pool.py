@@ -21,18 +21,16 @@ import pyarrow as pa
 from ragtriage.contract.staging import sql_str
 from ragtriage.csv_out import write_csv
 from ragtriage.store.connection import current_dataset_version, require_run
+from ragtriage.store.dedup import deduplicated
 
 POOL_FORMATS = ("csv", "jsonl")
 
-_POOL_SQL = """
-WITH ranked AS (
-    SELECT r.run_id, r.case_id, r.unit_id, r.document_id, r.chunk_id, r.snippet, r.rank, r.line,
-           row_number() OVER (PARTITION BY r.run_id, r.case_id, r.unit_id ORDER BY r.rank, r.line) AS occurrence
-    FROM results r
-    WHERE list_contains($runs, r.run_id) AND r.stage = $stage
-), positioned AS (
-    SELECT *, row_number() OVER (PARTITION BY run_id, case_id ORDER BY rank, line) AS position
-    FROM ranked WHERE occurrence = 1
+_RUN_ROWS = """SELECT run_id, case_id, unit_id, document_id, chunk_id, snippet, rank
+               FROM results WHERE list_contains($runs, run_id) AND stage = $stage"""
+
+_POOL_SQL = f"""
+WITH positioned AS (
+    {deduplicated(_RUN_ROWS, "run_id, case_id", position="position")}
 ), merged AS (
     SELECT case_id, unit_id,
            arg_min(document_id, position) AS document_id, arg_min(chunk_id, position) AS chunk_id,

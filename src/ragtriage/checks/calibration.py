@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from ragtriage.checks.negatives import TOP_SCORES
+from ragtriage.contract.relevance import is_relevant
 from ragtriage.store import require_run
 
 DEFAULT_TARGET_RECALL = 0.95
@@ -61,7 +62,9 @@ _POPULATIONS_SQL = (
     + """,
 scored AS (
     SELECT c.case_id, c.expected_behavior <> 'evidence' AS negative, f.top_score,
-           coalesce(q.grade >= (SELECT relevance_threshold FROM current_dataset), false) AS top_relevant
+           coalesce("""
+    + is_relevant("q.grade")
+    + """, false) AS top_relevant
     FROM cases c
     LEFT JOIN final_lists f USING (case_id)
     LEFT JOIN qrels q ON q.case_id = c.case_id AND q.unit_id = f.top_unit

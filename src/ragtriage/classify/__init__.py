@@ -6,6 +6,7 @@ Rules, their order and the patterns are data (``rules.py``) and are documented i
 """
 
 from ragtriage.classify.classify_run import (
+    FAILURE_SCHEMA,
     RunClassification,
     classify_run,
     failure_list,
@@ -20,6 +21,7 @@ from ragtriage.classify.rules import CATEGORIES, FAILURES, INPUTS, PATTERNS, RUL
 from ragtriage.classify.summary import FailureSummary, failure_summary
 
 __all__ = [
+    "FAILURE_SCHEMA",
     "CATEGORIES",
     "COST_CATEGORIES",
     "FAILURES",

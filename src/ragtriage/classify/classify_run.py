@@ -26,6 +26,26 @@ from ragtriage.classify.locations import run_k
 from ragtriage.classify.rules import FAILURES
 from ragtriage.store import run_ids
 
+#: What :func:`failures` returns, column for column: the seam the CLI, the TUI and the notes export read.
+#: ``evidence`` is JSON text; ``patterns`` and ``experiments`` are lists of names; ``k`` is the cutoff judged at.
+FAILURE_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("case_id", pa.string()),
+        ("query", pa.string()),
+        ("split", pa.string()),
+        ("query_type", pa.string()),
+        ("failure", pa.string()),
+        ("category", pa.string()),
+        ("rule", pa.string()),
+        ("confidence", pa.float64()),
+        ("evidence", pa.string()),
+        ("patterns", pa.list_(pa.string())),
+        ("experiments", pa.list_(pa.string())),
+        ("dataset_version", pa.string()),
+        ("k", pa.int32()),
+    ]
+)
 FAILURE_ORDER = "[" + ", ".join(f"'{f}'" for f in FAILURES) + "]"
 
 
@@ -165,7 +185,7 @@ def failures(
 ) -> pa.Table:
     """The run's classified failures at :func:`judging_k` (stored ones when fresh, else computed without
     storing), with the case's query, split and query_type; filtered by ``category`` and ``pattern``; ordered by
-    case, failure, k."""
+    case, failure, k. Columns: :data:`FAILURE_SCHEMA`."""
     cutoff = judging_k(con, run_id, k)
     cur = con.cursor()
     try:
@@ -180,7 +200,7 @@ def failures(
             ORDER BY f.case_id, list_position({FAILURE_ORDER}, f.failure), f.k, f.rule
         """
         params = {"category": category, "pattern": pattern, "run_id": run_id, "k": cutoff}
-        return cur.sql(sql, params=params).to_arrow_table()
+        return cur.sql(sql, params=params).to_arrow_table().cast(FAILURE_SCHEMA)
     finally:
         cur.close()
 

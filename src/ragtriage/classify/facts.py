@@ -27,6 +27,7 @@ from ragtriage.classify.rules import (
     NOT_RETRIEVED,
     UNJUDGED_TOP,
 )
+from ragtriage.contract.relevance import is_relevant
 
 # Checks-layer tables the statement reads (registered by the caller).
 LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS = "_cls_leaks", "_cls_negatives", "_cls_stale_first", "_cls_versions"
@@ -141,7 +142,8 @@ disputed AS (
     SELECT q.case_id, list(q.unit_id ORDER BY q.unit_id) AS disputed
     FROM qrels q LEFT JOIN top_agg t USING (case_id)
     WHERE q.max_grade - q.min_grade >= 2
-      AND (q.grade >= (SELECT t FROM threshold)) = NOT coalesce(list_contains(t.top_units, q.unit_id), false)
+      AND {is_relevant("q.grade", "(SELECT t FROM threshold)")}
+          = NOT coalesce(list_contains(t.top_units, q.unit_id), false)
     GROUP BY q.case_id
 ),
 heading_hits AS (

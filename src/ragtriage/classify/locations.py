@@ -27,7 +27,9 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.checks.units import denials
+from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.store import require_run
+from ragtriage.store.dedup import deduplicated
 
 LOCATIONS = (
     "final-top-k",
@@ -40,6 +42,9 @@ LOCATIONS = (
 )
 _LOCATION_ORDER = "[" + ", ".join(f"'{x}'" for x in LOCATIONS) + "]"
 
+_IRREGULAR_ROWS = """SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet
+                     FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs)"""
+
 # CTE bodies, parameterised by $run_id and $k; ``locations`` is the last one.
 LOCATION_CTES = f"""
 manifest AS (
@@ -49,10 +54,10 @@ acl_policy AS (
     SELECT coalesce(bool_or(acl_required), false) AS acl_required FROM current_dataset
 ),
 threshold AS (
-    SELECT coalesce(max(relevance_threshold), 1) AS t FROM current_dataset
+    SELECT {CURRENT_THRESHOLD} AS t
 ),
 relevant AS (
-    SELECT case_id, unit_id, grade FROM qrels WHERE grade >= (SELECT t FROM threshold)
+    {relevant_labels("(SELECT t FROM threshold)")}
 ),
 label_ids AS (
     SELECT case_id, unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,
@@ -71,10 +76,7 @@ plain_runs AS (
 -- A repeat keeps its first occurrence and is not counted: positions are numbered after de-duplication, so a
 -- list A, B, A, C puts C at 3, as metrics.ranking does.
 irregular_positions AS MATERIALIZED (
-    SELECT *, row_number() OVER (PARTITION BY run_id, case_id, stage ORDER BY rank, unit_id) AS pos
-    FROM (SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet
-          FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs)
-          QUALIFY row_number() OVER (PARTITION BY run_id, case_id, stage, unit_id ORDER BY rank) = 1)
+    {deduplicated(_IRREGULAR_ROWS, "run_id, case_id, stage")}
 ),
 positions AS NOT MATERIALIZED (
     SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet, CAST(rank AS BIGINT) AS pos

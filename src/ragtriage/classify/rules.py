@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ragtriage.contract.categories import CATEGORIES as DEFECT_CATEGORIES
+from ragtriage.contract.categories import UNDETERMINED
+
 FAILURES = ("no-relevant-in-top-k", "recall-below-bar", "negative-not-abstained", "stale-first", "leakage")
-CATEGORIES = ("dataset", "ingestion", "ranking", "security", "undetermined")
+# the defect categories shared with the notes (ragtriage.contract.categories), and the classifier's abstention
+CATEGORIES = (*DEFECT_CATEGORIES, UNDETERMINED)
 ANSWERABLE = ("no-relevant-in-top-k", "recall-below-bar")
 
 UNJUDGED_RULE = "dataset.unjudged-top-k"

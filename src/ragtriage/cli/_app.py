@@ -7,18 +7,21 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
 import typer
 from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
 from ragtriage.output import Format, Output, OutputError, emit
-from ragtriage.output_paths import OutputRefused, check_output_path
+from ragtriage.paths import DEFAULT_DB
 from ragtriage.safe_text import visible
-from ragtriage.store import StoreError, StoreLocked, connect
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from ragtriage.store import StoreLocked
 
 app = typer.Typer(
     name="ragtriage",
@@ -26,8 +29,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain help: typer's rich help imports rich.markdown and markdown_it (~0.15 s), half the start-up budget,
+    # and plain text is what docs/cli.md records
+    rich_markup_mode=None,
 )
-dataset_app = typer.Typer(help="Dataset quality: versions, splits and label checks.", no_args_is_help=True)
+dataset_app = typer.Typer(
+    help="Dataset quality: versions, splits and label checks.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(dataset_app, name="dataset")
 
 _err = Console(stderr=True, soft_wrap=True)
@@ -63,6 +71,8 @@ def fail(exc: Exception | str) -> typer.Exit:
 def open_store(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open the store for a command; a lock held by another process ends in one line, or with ``--wait`` a
     spinner until the lock is free. Raises StoreError for every other reason a store cannot be opened."""
+    from ragtriage.store import connect
+
     if not _WAIT["wait"]:
         return connect(db, read_only=read_only)
     status: list[Status] = []
@@ -79,6 +89,10 @@ def open_store(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
             s.stop()
 
 
+#: The ``--db`` option of every command that reads a store.
+DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
+DEFAULT_DB_PATH = Path(DEFAULT_DB)
+
 #: The one ``--format`` option: every command that prints a result takes it (see ``ragtriage.output``).
 FormatOpt = Annotated[
     Format, typer.Option("--format", help="Output: table, json, csv, markdown or trec (trec: metrics only).")
@@ -93,8 +107,21 @@ def show(out: Output, fmt: Format) -> None:
         raise fail(exc) from exc
 
 
+def input_errors() -> tuple[type[Exception], ...]:
+    """The exceptions that mean unusable input (exit 2), imported only once one is raised: an ``except
+    input_errors():`` clause is evaluated when an exception propagates, so a command's start-up stays light."""
+    import duckdb
+
+    from ragtriage.contract.errors import ValidationFailed
+    from ragtriage.store import StoreError
+
+    return (StoreError, ValidationFailed, ValueError, OSError, duckdb.Error)
+
+
 def open_existing(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open an existing store; never create one (a typo in --db must not leave an empty database behind)."""
+    from ragtriage.store import StoreError
+
     if not db.exists():
         raise StoreError(f"{db}: no such database; create it with `ragtriage load --db {db} ...`")
     return open_store(db, read_only=read_only)
@@ -105,7 +132,7 @@ def store_for(db: Path, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyCo
     """An existing store for the length of a command; any reason it cannot be opened exits 2 with one line."""
     try:
         con = open_existing(db, read_only=read_only)
-    except (StoreError, duckdb.Error, OSError) as exc:
+    except input_errors() as exc:
         raise fail(exc) from exc
     try:
         yield con
@@ -115,6 +142,8 @@ def store_for(db: Path, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyCo
 
 def output_path(path: Path, db: Path | None, force: bool) -> Path:
     """``path`` if writing there destroys no input (ragtriage.output_paths); else exit 2 saying why."""
+    from ragtriage.output_paths import OutputRefused, check_output_path
+
     try:
         return check_output_path(path, store=db, force=force)
     except OutputRefused as exc:

@@ -5,35 +5,22 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
-import pyarrow.compute as pc
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ragtriage.annotate import (
-    Agreement,
-    agreement,
-    build_pool,
-    dataset_check,
-    disagreements,
-    import_labels,
-    write_pool,
-)
-from ragtriage.annotate.agreement import SLICE_COLUMNS
-from ragtriage.cli._app import FORCE_HELP, app, dataset_app, output_path, shown
+from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, DbOpt, app, dataset_app, input_errors, output_path, shown
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli._app import open_existing as _open
-from ragtriage.contract.errors import ValidationFailed
+from ragtriage.contract.dimensions import SLICE_DIMENSIONS
 from ragtriage.safe_text import visible
-from ragtriage.store import DEFAULT_DB, StoreError
+
+if TYPE_CHECKING:
+    from ragtriage.annotate import Agreement
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
-
-DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 
 
 def _say(text: str) -> None:
@@ -48,13 +35,17 @@ def _runs(value: str) -> list[str]:
 def pool(
     runs: Annotated[str, typer.Option("--runs", help="Comma-separated run ids to pool, e.g. bm25,dense.")],
     out: Annotated[Path, typer.Option("--out", help="pool.csv or pool.jsonl.")],
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     depth: Annotated[int, typer.Option(help="Pool each run's top DEPTH units (after de-duplication).")] = 10,
     stage: Annotated[str, typer.Option(help="Result stage to pool: final|candidate.")] = "final",
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Write the units the runs retrieve in their top DEPTH that nobody has judged yet, for annotators to grade."""
     output_path(out, db, force)
+    import pyarrow.compute as pc
+
+    from ragtriage.annotate import build_pool, write_pool
+
     try:
         con = _open(db, read_only=True)
         try:
@@ -62,7 +53,7 @@ def pool(
             fmt = write_pool(con, table, out)
         finally:
             con.close()
-    except (StoreError, ValueError, duckdb.Error) as exc:
+    except input_errors() as exc:
         raise _fail(exc) from exc
     cases = pc.count_distinct(table.column("case_id")).as_py()
     _say(
@@ -78,12 +69,14 @@ def import_labels_cmd(
         str,
         typer.Option(help="Annotator for rows whose annotator column is empty; 'adjudicated' makes these grades win."),
     ],
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet if not by extension.")] = None,
     runs: Annotated[str | None, typer.Option("--runs", help="Also count the unjudged in these runs' pool.")] = None,
     depth: Annotated[int, typer.Option(help="Pool depth for --runs.")] = 10,
 ) -> None:
     """Import labelled rows as a new dataset version (the old version is kept) and make it current."""
+    from ragtriage.annotate import import_labels
+
     try:
         con = _open(db, read_only=False)
         try:
@@ -95,7 +88,7 @@ def import_labels_cmd(
             refresh(con)  # a new dataset version: every run's stored classification is for the old one
         finally:
             con.close()
-    except (StoreError, ValidationFailed, ValueError, duckdb.Error) as exc:
+    except input_errors() as exc:
         raise _fail(exc) from exc
     state = "unchanged (already present), now current" if rep.unchanged else f"created from {rep.parent}"
     _say(
@@ -134,12 +127,16 @@ def _agreement_json(rows: list[Agreement]) -> str:
 
 @app.command("agreement")
 def agreement_cmd(
-    db: DbOpt = Path(DEFAULT_DB),
-    by: Annotated[str | None, typer.Option(help=f"Slice by a case column: {'|'.join(SLICE_COLUMNS)}.")] = None,
+    db: DbOpt = DEFAULT_DB_PATH,
+    by: Annotated[str | None, typer.Option(help=f"Slice by a dimension: {'|'.join(SLICE_DIMENSIONS)}.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     min_diff: Annotated[int, typer.Option(help="List units whose grades differ by at least this much.")] = 2,
 ) -> None:
     """Raw agreement, Cohen's kappa (unweighted, quadratic) and the confusion matrix of double-labelled units."""
+    from rich.table import Table
+
+    from ragtriage.annotate import agreement, disagreements
+
     try:
         con = _open(db, read_only=True)
         try:
@@ -147,7 +144,7 @@ def agreement_cmd(
             diff = disagreements(con, min_diff)
         finally:
             con.close()
-    except (StoreError, ValueError, duckdb.Error) as exc:
+    except input_errors() as exc:
         raise _fail(exc) from exc
     if as_json:
         console.print_json(_agreement_json(rows))
@@ -188,13 +185,15 @@ def agreement_cmd(
 @app.command()
 def adjudicate(
     out: Annotated[Path, typer.Option("--out", help="disagreements.csv or .jsonl.")],
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     min_diff: Annotated[int, typer.Option(help="Units whose grades differ by at least this much.")] = 2,
     include_done: Annotated[bool, typer.Option("--all", help="Include units already adjudicated.")] = False,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Write the disagreements for adjudication; import the filled file with `--annotator adjudicated`."""
     output_path(out, db, force)
+    from ragtriage.annotate import disagreements, write_pool
+
     try:
         con = _open(db, read_only=True)
         try:
@@ -202,7 +201,7 @@ def adjudicate(
             write_pool(con, table, out)
         finally:
             con.close()
-    except (StoreError, ValueError, duckdb.Error) as exc:
+    except input_errors() as exc:
         raise _fail(exc) from exc
     _say(
         f"{table.num_rows} disagreement(s) written to {out}; fill grade and run "
@@ -212,20 +211,22 @@ def adjudicate(
 
 @dataset_app.command("check")
 def dataset_check_cmd(
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when there is any warning.")] = False,
     jaccard: Annotated[float, typer.Option(help="Token-set Jaccard at which two queries are near-duplicates.")] = 0.9,
     span: Annotated[int, typer.Option(help="Consecutive tokens a question may share with its evidence.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Warn about split leaks, near-duplicate queries, labels older than their documents and copied evidence."""
+    from ragtriage.annotate import dataset_check
+
     try:
         con = _open(db, read_only=True)
         try:
             warnings = dataset_check(con, jaccard=jaccard, span=span)
         finally:
             con.close()
-    except (StoreError, ValueError, duckdb.Error) as exc:
+    except input_errors() as exc:
         raise _fail(exc) from exc
     rows = warnings.to_pylist()
     if as_json:

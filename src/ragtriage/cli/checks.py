@@ -2,75 +2,59 @@
 
 from __future__ import annotations
 
-import json
 import math
-from enum import StrEnum
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
-import pyarrow.compute as pc
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ragtriage.checks import DEFAULT_TARGET_RECALL, CalibrationError, calibrate, check_run, store_threshold
-from ragtriage.checks.calibration import Calibration
-from ragtriage.checks.report import CheckReport
-from ragtriage.cli._app import app, shown
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, show
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli._app import open_existing as _open
-from ragtriage.csv_out import csv_text
+from ragtriage.output import Format, Output
 from ragtriage.safe_text import visible
-from ragtriage.store import DEFAULT_DB, StoreError
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from ragtriage.checks.calibration import Calibration
+    from ragtriage.checks.report import CheckReport
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 RunOpt = Annotated[str, typer.Option("--run", help="run_id to check (see `ragtriage info`).")]
 
 
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-
-
-def _print_report(report: CheckReport, limit: int) -> None:
-    verdict = "PASSED"
+def _verdict(report: CheckReport) -> str:
     if report.leakage.num_rows:
-        verdict = "FAILED: leakage"
-    elif not report.passed:
-        verdict = "FAILED: a missing optional filter broadened access"
-    unchecked = report.unchecked["case_id"].to_pylist()
-    if unchecked:
-        verdict += f" ({len(unchecked)} case(s) unchecked: no principal)"
-    console.print(visible(f"run {report.run_id}: {verdict}"), markup=False, highlight=False)
-    summary = Table("check", "count", title="summary", title_justify="left")
-    for name, value in report.counts().items():
-        summary.add_row(name.replace("_", " "), str(value))
-    console.print(summary)
-    if unchecked:
-        console.print(visible("unchecked (no principal): " + ", ".join(unchecked)), markup=False, highlight=False)
-    findings = report.findings()
-    findings = findings.filter(pc.not_equal(findings["check"], "unchecked"))
-    if findings.num_rows == 0:
-        console.print("no findings")
-        return
-    for check_name in dict.fromkeys(findings["check"].to_pylist()):
-        part = findings.filter(pc.equal(findings["check"], check_name)).to_pylist()
-        # every leak is printed; the other sections are capped so the leaks stay readable
-        rows = part if check_name == "leakage" or limit <= 0 else part[:limit]
-        table = Table(title=f"{check_name} ({len(part)})", title_justify="left")
-        for name in ("case", "stage", "rank", "unit", "rule", "detail"):
-            table.add_column(name, overflow="fold")
-        for r in rows:
-            unit = r["chunk_id"] or r["document_id"] or ""
-            table.add_row(*(shown(v) for v in (r["case_id"], r["stage"], r["rank"], unit, r["rule"], r["detail"])))
-        console.print(table)
-        if len(rows) < len(part):
-            console.print(f"… {len(part) - len(rows)} more {check_name} rows: --limit 0 or --format csv for all")
+        return "FAILED: leakage"
+    if not report.passed:
+        return "FAILED: a missing optional filter broadened access"
+    return "PASSED"
+
+
+def _shown(findings: pa.Table, limit: int) -> tuple[pa.Table, int]:
+    """The terminal rows: every leak, at most ``limit`` rows of each other check (0: all); and how many were cut."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ragtriage.metrics.context import over_arrow
+
+    shown = over_arrow(
+        """
+            SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
+            FROM (SELECT *, row_number() OVER (PARTITION BY "check") AS n, row_number() OVER () AS o FROM f
+                  WHERE "check" <> 'unchecked')
+            WHERE "check" = 'leakage' OR $limit <= 0 OR n <= $limit
+            ORDER BY o
+            """,
+        {"limit": limit},
+        f=findings,
+    )
+    listed = pc.sum(pc.not_equal(findings["check"], "unchecked").cast(pa.int64())).as_py() or 0
+    return shown, int(listed) - shown.num_rows
 
 
 def _close(con: duckdb.DuckDBPyConnection | None) -> None:
@@ -81,14 +65,18 @@ def _close(con: duckdb.DuckDBPyConnection | None) -> None:
 @app.command()
 def check(
     run: RunOpt,
-    db: DbOpt = Path(DEFAULT_DB),
-    fmt: Annotated[Format, typer.Option("--format", help="Output: table, json or csv (one row per finding).")] = (
-        Format.table
-    ),
+    db: DbOpt = DEFAULT_DB_PATH,
+    fmt: FormatOpt = Format.table,
     strict: Annotated[bool, typer.Option(help="Also exit 1 on scope violations and failed negative cases.")] = False,
     limit: Annotated[int, typer.Option(help="Rows per non-leak section in table output (0: all).")] = 20,
 ) -> None:
     """Leakage, filter scope, negative cases and stale documents of one run. Exit 1 if anything leaked."""
+    import duckdb
+    import pyarrow as pa
+
+    from ragtriage.checks import check_run
+    from ragtriage.store import StoreError
+
     con = None
     try:
         con = _open(db, read_only=True)
@@ -97,24 +85,35 @@ def check(
         raise _fail(exc) from exc
     finally:
         _close(con)
-    if fmt is Format.json:
-        typer.echo(json.dumps(report.to_dict(), indent=2, default=str))
-    elif fmt is Format.csv:
-        typer.echo(csv_text(report.findings()), nl=False)
-    else:
-        _print_report(report, limit)
+    findings = report.findings()
+    shown, cut = _shown(findings, limit)
+    unchecked = report.unchecked["case_id"].to_pylist()
+    notes = [f"unchecked (no principal): {', '.join(unchecked)}"] if unchecked else []
+    if cut:
+        notes.append(f"… {cut} more non-leak rows: --limit 0 or --format csv for all")
+    counts = report.counts()
+    context = {
+        "run": run,
+        "verdict": _verdict(report) + (f" ({len(unchecked)} case(s) unchecked: no principal)" if unchecked else ""),
+        "passed": report.passed,
+        "strict_passed": report.strict_passed,
+    }
+    section = pa.table({"check": list(counts), "count": list(counts.values())})
+    show(Output(findings, context, notes, {"counts": section}, shown=shown, empty="no findings"), fmt)
     ok = report.strict_passed if strict else report.passed
     if not ok:
         raise typer.Exit(1)
 
 
 def _print_calibration(cal: Calibration) -> None:
+    from rich.table import Table
+
     table = Table(
         "threshold",
         "answerable kept",
         "negatives abstained",
         "",
-        title=shown(
+        title=visible(
             f"run {cal.run_id}: trade-off "
             "(kept: top score >= threshold; abstained: top score < threshold or no results)"
         ),
@@ -144,15 +143,20 @@ def _print_calibration(cal: Calibration) -> None:
 @app.command("calibrate")
 def calibrate_cmd(
     run: RunOpt,
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     target_recall: Annotated[
-        float | None, typer.Option(help=f"Share of answerable cases to keep (default {DEFAULT_TARGET_RECALL}).")
+        float | None, typer.Option(help="Share of answerable cases to keep (default printed with the result).")
     ] = None,
     threshold: Annotated[float | None, typer.Option(help="Store this threshold instead of choosing one.")] = None,
     split: Annotated[str | None, typer.Option(help="Calibrate on one split only (e.g. dev).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the trade-off table; store nothing.")] = False,
 ) -> None:
     """Choose a score threshold for one run from the labels and store it with that run."""
+    import duckdb
+
+    from ragtriage.checks import DEFAULT_TARGET_RECALL, CalibrationError, calibrate, store_threshold
+    from ragtriage.store import StoreError
+
     if target_recall is not None and threshold is not None:
         raise _fail(ValueError("give --target-recall or --threshold, not both"))
     con = None

@@ -6,27 +6,21 @@ import json
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ragtriage.cli._app import app, open_store, shown
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, app, open_store, shown
 from ragtriage.cli._app import fail as _fail
-from ragtriage.contract.errors import ValidationFailed
-from ragtriage.metrics import summary_cache
 from ragtriage.safe_text import visible
-from ragtriage.store import DEFAULT_DB, LoadSummary, StoreError
-from ragtriage.store.info import store_info
-from ragtriage.store.validate_file import validate_file
+
+if TYPE_CHECKING:
+    from ragtriage.store import LoadSummary
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
-
-DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 
 
 class _LazyProgress:
@@ -35,6 +29,8 @@ class _LazyProgress:
     STEPS = ("reading manifest", "reading cases, labels, documents", "reading run", "checking rules", "writing")
 
     def __init__(self, label: str) -> None:
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -61,7 +57,7 @@ class _LazyProgress:
 
 @app.command()
 def load(
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     dataset: Annotated[
         Path | None, typer.Option(help="Dataset folder: contract (dataset.json, cases, labels), TREC or BEIR layout.")
     ] = None,
@@ -106,6 +102,11 @@ def load(
     ] = False,
 ) -> None:
     """Load a dataset and/or runs as one transaction: everything named is stored, or nothing is."""
+    import duckdb
+
+    from ragtriage.contract.errors import ValidationFailed
+    from ragtriage.metrics import summary_cache
+    from ragtriage.store import StoreError
     from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
     from ragtriage.store.grades import parse_grade_map
 
@@ -208,12 +209,17 @@ def _print_warnings(warnings: list) -> None:  # type: ignore[type-arg]
 
 @app.command()
 def info(
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     warnings: Annotated[bool, typer.Option("--warnings", help="List every load warning.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     limit: Annotated[int, typer.Option(help="Warnings listed by --warnings (0: all).")] = 50,
 ) -> None:
     """What the store holds: dataset identity and counts, runs, load history and warnings."""
+    import duckdb
+
+    from ragtriage.store import StoreError
+    from ragtriage.store.info import store_info
+
     try:
         con = open_store(db, read_only=True)
         try:
@@ -286,6 +292,8 @@ def validate(
     ] = False,
 ) -> None:
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
+    from ragtriage.store.validate_file import validate_file
+
     try:
         findings = validate_file(path, table=table, fmt=fmt, strict=strict)
     except ValueError as exc:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from ragtriage.cli._app import app, fail, open_existing
-from ragtriage.store import DEFAULT_DB
+from ragtriage.paths import DEFAULT_DB
 
 if TYPE_CHECKING:
     from ragtriage.experiments.render import Changes, Section

@@ -6,33 +6,25 @@ run, dataset-version mismatch). `compare` exits 0 or 2.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import duckdb
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ragtriage.cli._app import FORCE_HELP, app, open_existing, output_path, shown
+from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, DbOpt, FormatOpt, app, open_existing, output_path, show
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.experiments import Correction, CorrectionOpt, MeasureOpt, RunsOpt, Test, TestOpt
+from ragtriage.output import Format, Output
 from ragtriage.safe_text import visible
-from ragtriage.store import DEFAULT_DB, StoreError
+
+if TYPE_CHECKING:
+    from ragtriage.gate.compare import Comparison
 
 console = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
-DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
 BaseOpt = Annotated[str, typer.Option("--baseline", help="Baseline run id.")]
-
-
-class CompareFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
 
 
 @app.command()
@@ -40,7 +32,7 @@ def compare(
     baseline: BaseOpt,
     run: Annotated[str | None, typer.Option("--run", help="Candidate run id (one candidate, every metric).")] = None,
     runs: RunsOpt = None,
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     measure: MeasureOpt = None,
     k: Annotated[list[int] | None, typer.Option("--k", help="Cutoff(s); repeat for several. Default 3, 5, 10.")] = None,
     by: Annotated[str | None, typer.Option("--by", help="Slice column, e.g. query_type or doc_type.")] = None,
@@ -54,7 +46,7 @@ def compare(
     ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and randomization test.")] = 0,
     resamples: Annotated[int, typer.Option(help="Bootstrap / randomization resamples.")] = 10_000,
-    fmt: Annotated[CompareFormat, typer.Option("--format", help="table|json|csv|markdown.")] = CompareFormat.table,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Paired comparison against a baseline.
 
@@ -86,6 +78,8 @@ def compare(
             resamples=resamples,
             categories=categories,
         )
+        if fmt is Format.trec:
+            raise _fail(ValueError("--format trec writes trec_eval's lines; use it with `metrics`"))
         print_comparison(rc, changes, fmt.value)
         return
     if run is None:
@@ -103,10 +97,12 @@ def _compare_one(
     metric: list[str] | None,
     seed: int,
     resamples: int,
-    fmt: CompareFormat,
+    fmt: Format,
 ) -> None:
-    from ragtriage.gate import compare_reports as rep
+    import duckdb
+
     from ragtriage.gate.compare import compare as run_compare
+    from ragtriage.store import StoreError
 
     try:
         con = open_existing(db, read_only=True)
@@ -128,31 +124,32 @@ def _compare_one(
         raise _fail(exc) from exc
     finally:
         con.close()
-    if fmt is CompareFormat.json:
-        typer.echo(rep.to_json(result), nl=False)
-    elif fmt is CompareFormat.csv:
-        typer.echo(rep.to_csv(result), nl=False)
-    elif fmt is CompareFormat.markdown:
-        typer.echo(rep.to_markdown(result), nl=False)
-    else:
-        console.print(visible(rep.header(result)), markup=False)
-        table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold")
-        for i, name in enumerate(rep.TEXT_HEADERS):
-            table.add_column(name, no_wrap=True, justify="left" if i < 2 else "right")
-        for row in rep.text_rows(result, digits=3):
-            table.add_row(*(shown(c) for c in row))
-        Console(highlight=False).print(table)  # soft_wrap would hide the table's real width from rich
-        worst = result.worst.to_pylist()
-        if worst:
-            console.print("worst regressions:", markup=False)
-            for w in worst:
-                console.print(
-                    visible(
-                        f"  {w['metric']}  {w['case_id']} [{w['slice']}]  {w['baseline']:.3f} → "
-                        f"{w['candidate']:.3f} ({w['diff']:+.3f})"
-                    ),
-                    markup=False,
-                )
+    show(_comparison_output(result), fmt)
+
+
+def _comparison_output(result: Comparison) -> Output:
+    """The summary rows (numbers, for json/csv), the same rows formatted for a reader, and the worst cases."""
+    import pyarrow as pa
+
+    from ragtriage.gate import compare_reports as rep
+
+    text = rep.text_rows(result)
+    columns = list(zip(*text, strict=True)) if text else [() for _ in rep.TEXT_HEADERS]
+    shown = pa.table([pa.array(col, pa.string()) for col in columns], names=rep.TEXT_HEADERS)
+    context = {
+        "run": result.run_id,
+        "baseline": result.baseline,
+        "dataset": result.dataset_version[:12],
+        "k": list(result.ks),
+        "by": result.by,
+        "split": result.split or "all splits",
+        "stage": "final",
+        "test": "paired bootstrap 95% CI and sign-flip p",
+        "resamples": result.n_resamples,
+        "seed": result.seed,
+        "unpaired": result.unpaired,
+    }
+    return Output(result.summary, context, sections={"worst": result.worst}, shown=shown)
 
 
 @app.command()
@@ -160,7 +157,7 @@ def gate(
     gate_file: Annotated[Path, typer.Option("--gate", help="Gate file (TOML), see docs/gate.md.")],
     run: Annotated[list[str], typer.Option("--run", help="Candidate run id; repeat (or comma-separate) for several.")],
     baseline: BaseOpt,
-    db: DbOpt = Path(DEFAULT_DB),
+    db: DbOpt = DEFAULT_DB_PATH,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a Markdown summary here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the verdict as JSON here.")] = None,
@@ -168,10 +165,13 @@ def gate(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Release gate: exit 0 when every rule passes for every candidate, 1 when any fails, 2 on unusable input."""
+    import duckdb
+
     from ragtriage.cli.experiments import split_runs
     from ragtriage.gate import reports
     from ragtriage.gate.config import GateFileError, parse_gate
     from ragtriage.gate.verdict import evaluate_gate, record_verdict
+    from ragtriage.store import StoreError
 
     outputs = [
         (path, writer)

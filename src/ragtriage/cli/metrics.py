@@ -1,39 +1,19 @@
-"""`ragtriage metrics`: retrieval figures of one run, each printed with its k, relevance threshold and gain."""
+"""`ragtriage metrics`: retrieval figures of one run, each printed with its k, relevance threshold and gain.
+
+The command's options live here; its work (and the data stack it imports) is in ``cli/metrics_run.py``, loaded
+only when the command runs, so `ragtriage --help` stays cheap.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-import duckdb
-import pyarrow as pa
 import typer
-from rich.console import Console
 
-from ragtriage.cli._app import FormatOpt, app, open_existing, show
-from ragtriage.contract.errors import ValidationFailed
-from ragtriage.metrics import (
-    MetricReport,
-    MetricsError,
-    judged_report,
-    latency_report,
-    per_case,
-    slices,
-    stages,
-    summarize,
-    trec_per_query,
-    trec_summary,
-)
-from ragtriage.metrics.context import parse_ks, population_counts, population_header, resolve
-from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
-from ragtriage.metrics.measures import measures_for_ks
-from ragtriage.output import Format, Output
-from ragtriage.safe_text import visible
-from ragtriage.store import StoreError
-
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app
+from ragtriage.output import Format
 
 
 class View(StrEnum):
@@ -53,30 +33,9 @@ class Gain(StrEnum):
     linear = "linear"
 
 
-def _report_table(rep: MetricReport) -> pa.Table:
-    cols = ["name", "mean", "median", "p10", "min", "ci_low", "ci_high", "n", "zero_hit_rate"]
-    return rep.to_arrow().select(cols).rename_columns(["measure@k", *cols[1:]])
-
-
-def _context(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not None}
-
-
-NOTES = [
-    "P@k divides by k even when a list is shorter than k; R/nDCG/AP exclude cases without a relevant label.",
-    "Population: cases without any label are excluded and counted; cases absent from the run score 0.",
-    "ci_low/ci_high: seeded 95% bootstrap interval of the mean (1000 resamples); zero_hit_rate: share of cases "
-    "with no relevant result in the top k.",
-]
-TREC_NOTES = [
-    "trec_eval -c semantics: order by score desc then docno desc, every query with a qrels line, linear gain, "
-    "recip_rank without cutoff (docs/metrics.md).",
-]
-
-
 @app.command("metrics")
 def metrics_cmd(
-    db: Annotated[Path, typer.Option("--db", help="DuckDB store file.")] = Path("ragtriage.duckdb"),
+    db: DbOpt = DEFAULT_DB_PATH,
     run: Annotated[str, typer.Option("--run", help="run_id (see `ragtriage info`); a run FILE with --qrels.")] = "",
     k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated (shorthand for measures).")] = "3,5,10",
     measure: Annotated[
@@ -105,115 +64,8 @@ def metrics_cmd(
 ) -> None:
     """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate, or any
     measure named in ir_measures' syntax (--measure); trec_eval's layout with --format trec."""
-    if not run:
-        err.print("give --run RUN_ID (see `ragtriage info --db DB`)", markup=False, highlight=False)
-        raise typer.Exit(2)
-    if fmt is Format.trec and (view is not View.summary or by):
-        err.print("--format trec prints measures: use it without --view/--by", markup=False, highlight=False)
-        raise typer.Exit(2)
-    by_name = measure or (fmt is Format.trec) or qrels is not None
-    try:
-        con, run_id, load_notes = _open(db, qrels, run, threshold)
-    except (StoreError, ValueError, ValidationFailed, OSError, duckdb.Error) as exc:
-        err.print(visible(str(exc)), markup=False, highlight=False)
-        raise typer.Exit(2) from exc
-    try:
-        if by_name and not by and view is View.summary:
-            names = measure or measures_for_ks(parse_ks(k), trec=trec_compat or fmt is Format.trec)
-            res = evaluate_run(
-                con, run_id, names, stage=stage.value, split=split, gain=gain.value, trec_compat=trec_compat
-            )
-            _emit_measures(res, fmt, per_case_rows, load_notes)
-            return
-        table, context, notes = _compute(
-            con, run_id, k, by, split, stage.value, gain.value, trec_compat, per_case_rows, view, seed
-        )
-    except (MetricsError, StoreError, duckdb.Error) as exc:
-        err.print(visible(str(exc)), markup=False, highlight=False)
-        raise typer.Exit(2) from exc
-    finally:
-        con.close()
-    show(Output(table, context, notes), fmt)
+    from ragtriage.cli.metrics_run import run_metrics
 
-
-def _open(
-    db: Path, qrels: Path | None, run: str, threshold: int | None
-) -> tuple[duckdb.DuckDBPyConnection, str, list[str]]:
-    """The store, run id and load notes: the store file, or (``--qrels``) an in-memory store of the two files."""
-    if qrels is None:
-        return open_existing(db, read_only=True), run, []
-    from ragtriage.evaluation import memory_store
-
-    return memory_store(qrels, Path(run), threshold=threshold)
-
-
-def _emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[str]) -> None:
-    """Measures by name: trec_eval's layout (the header on stderr as ``#`` lines, so stdout parses as
-    trec_eval's), or the aggregates (one row per measure, with the parameters each figure was made with) or one
-    column per measure and case, under the population header."""
-    notes = [*res.notes, *load_notes]
-    if fmt is Format.trec:
-        for name, value in res.context.items():
-            if value is not None:
-                err.print(visible(f"# {name}: {value}"), markup=False, highlight=False)
-        for note in notes:
-            err.print(visible(f"# {note}"), markup=False, highlight=False)
-        show(Output(res.trec_rows(per_query=rows)), fmt)
-        return
-    table = res.wide if rows else res.aggregate
-    if not rows and res.mode != "trec-compat":
-        table = table.drop_columns(["trec"])
-    notes.append(
-        "A parameter left out takes the dataset's threshold (rel) or --gain (dcg); 'parameters' says which. "
-        "Sums for NumQ/NumRet/NumRel/NumRelRet, means elsewhere."
+    run_metrics(
+        db, run, k, measure, qrels, threshold, by, split, stage, gain, trec_compat, per_case_rows, view, seed, fmt
     )
-    show(Output(table, res.context, notes), fmt)
-
-
-def _compute(
-    con: duckdb.DuckDBPyConnection,
-    run: str,
-    k: str,
-    by: str | None,
-    split: str | None,
-    stage: str,
-    gain: str,
-    trec: bool,
-    rows: bool,
-    view: View,
-    seed: int,
-) -> tuple[pa.Table, dict[str, Any], list[str]]:
-    ctx = resolve(con, run, k, stage=stage, gain=gain, split=split)
-    base: dict[str, Any] = {
-        "run": run,
-        "stage": stage,
-        "split": split,
-        "unit": ctx.unit,
-        "relevance threshold": f"grade >= {ctx.threshold}",
-        "gain": "linear" if trec else gain,
-        "mode": "trec-compat" if trec else "default",
-        **population_header(population_counts(con, ctx, trec=trec)),
-    }
-    if view is View.latency:
-        return latency_report(con, run), _context({"run": run}), ["latency in ms from events"]
-    if view is View.judged:
-        depth = max(int(x) for x in k.split(",") if x.strip())
-        notes = [
-            f"Judged@{depth} = judged results in the top {depth} / results there (ir_measures); "
-            "mostly_unjudged: more than half of the returned top k has no label."
-        ]
-        return judged_report(con, run, depth, stage=stage, split=split), _context(base), notes
-    if view is View.stages:
-        staged = stages(con, run, k, gain=gain, split=split)
-        src = staged.per_case if rows else staged.summary
-        return src, _context({**base, "stage": "candidate vs final", "candidate_k": staged.candidate_k}), []
-    if trec:
-        if rows:
-            return trec_per_query(con, run, k, stage=stage, split=split), _context(base), TREC_NOTES
-        return _report_table(trec_summary(con, run, k, stage=stage, split=split, seed=seed)), _context(base), TREC_NOTES
-    if by:
-        return slices(con, run, by, k, stage=stage, gain=gain, split=split, seed=seed), _context(base), NOTES
-    if rows:
-        return per_case(con, run, k, stage=stage, gain=gain, split=split), _context(base), NOTES
-    rep = summarize(con, run, k, stage=stage, gain=gain, split=split, seed=seed)
-    return _report_table(rep), _context(base), NOTES

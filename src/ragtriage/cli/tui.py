@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import FORCE_HELP, app, open_existing, output_path
+from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, app, open_existing, output_path
 from ragtriage.safe_text import visible
 
 err = Console(stderr=True, soft_wrap=True)
@@ -40,7 +40,7 @@ def _run_app(db: Path, run: str | None, baseline: str | None, author: str | None
 
 @app.command()
 def tui(
-    db: DbOpt = Path("ragtriage.duckdb"),
+    db: DbOpt = DEFAULT_DB_PATH,
     run: RunOpt = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Run to compare against.")] = None,
     author: Annotated[
@@ -91,7 +91,7 @@ def demo(
 
 @app.command("export-notes")
 def export_notes(
-    db: DbOpt = Path("ragtriage.duckdb"),
+    db: DbOpt = DEFAULT_DB_PATH,
     csv: Annotated[Path, typer.Option("--csv", help="CSV file to write (UTF-8).")] = Path("notes.csv"),
     run: Annotated[str | None, typer.Option("--run", help="Only this run (default: every run).")] = None,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ragtriage.contract.relevance import DEFAULT_RELEVANCE_THRESHOLD
+
 # Kinds a field can have; each maps to one Arrow type and one JSON Schema type.
 KINDS: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -66,7 +68,11 @@ DATASET = Table(
         Field("name", "string", True),
         Field("version", "string", True),
         Field("unit", "string", True, UNITS, "evidence unit that metrics count: chunk ids or document ids"),
-        Field("relevance_threshold", "int", description="grades >= this count as relevant (default 2)"),
+        Field(
+            "relevance_threshold",
+            "int",
+            description=f"grades >= this count as relevant (default {DEFAULT_RELEVANCE_THRESHOLD})",
+        ),
         Field("grade_scale", "object", description='{"min": 0, "max": 3, "rubric": {"0": "irrelevant", ...}}'),
         Field("corpus_snapshot", "string"),
         Field("created_at", "string"),

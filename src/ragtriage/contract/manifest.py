@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ragtriage.contract.errors import Finding, path_findings
-from ragtriage.contract.fields import DATASET, INT_MAX, RUN, UNITS, Table
+from ragtriage.contract.fields import INT_MAX, RUN, UNITS, Table
+from ragtriage.contract.relevance import DEFAULT_RELEVANCE_THRESHOLD
+from ragtriage.contract.schema_check import schema_findings
+from ragtriage.contract.schemas import shipped_schema
 
 DEFAULT_RUBRIC = {"0": "irrelevant", "1": "related", "2": "useful", "3": "sufficient"}
 
@@ -18,7 +21,7 @@ class DatasetManifest:
     name: str
     version: str
     unit: str
-    relevance_threshold: int = 2
+    relevance_threshold: int = DEFAULT_RELEVANCE_THRESHOLD
     grade_min: int = 0
     grade_max: int = 3
     rubric: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_RUBRIC))
@@ -94,10 +97,12 @@ def parse_dataset_manifest(
     if obj is None:
         return None, findings
     f = str(path)
-    findings = _check_fields(obj, DATASET, f)
+    text = path.read_bytes().decode("utf-8-sig")
+    findings = schema_findings(text, obj, shipped_schema("dataset"), f)
     if "unit" in obj and obj["unit"] not in UNITS:
+        line = next((x.line for x in findings if x.field == "unit"), None)
         findings = [x for x in findings if x.field != "unit"]
-        findings.append(Finding(f, None, "unit", "unknown-unit", f"unknown unit {obj['unit']!r}; use chunk|document"))
+        findings.append(Finding(f, line, "unit", "unknown-unit", f"unknown unit {obj['unit']!r}; use chunk|document"))
     scale = obj.get("grade_scale") or {}
     gmin, gmax = 0, 3
     rubric = dict(DEFAULT_RUBRIC)
@@ -108,7 +113,7 @@ def parse_dataset_manifest(
             gmin, gmax = 0, 3
         if isinstance(scale.get("rubric"), dict):
             rubric = {str(k): str(v) for k, v in scale["rubric"].items()}
-    thr = obj.get("relevance_threshold", 2)
+    thr = obj.get("relevance_threshold", DEFAULT_RELEVANCE_THRESHOLD)
     if isinstance(thr, int) and not isinstance(thr, bool) and not gmin <= thr <= gmax:
         findings.append(
             Finding(f, None, "relevance_threshold", "bad-value", f"threshold {thr} is outside the scale {gmin}..{gmax}")

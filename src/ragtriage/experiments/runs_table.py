@@ -25,7 +25,7 @@ from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
 from ragtriage.experiments.paired import CORRECTIONS, TESTS, adjust, paired_pvalues
 from ragtriage.gate import sources
 from ragtriage.gate.compare import TIE
-from ragtriage.gate.significance import bootstrap_means
+from ragtriage.metrics.distribution import bootstrap_means
 
 BOOTSTRAP_RESAMPLES = 1000  # as ``ragtriage metrics`` draws for the interval of a mean
 CONFIDENCE = 0.95

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ragtriage.contract.dimensions import SLICE_DIMENSIONS as SLICE_COLUMNS
 from ragtriage.gate.compare import parse_metric
-from ragtriage.gate.sources import SLICE_COLUMNS
 
 REPRO_ITEMS = (
     "dataset_version",

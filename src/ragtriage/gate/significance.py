@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ragtriage.metrics.distribution import bootstrap_means
+
 FloatArray = npt.NDArray[np.float64]
 
 # Resampled matrices are built in blocks of about this many cells, so memory stays flat for large test sets.
@@ -42,21 +44,6 @@ def _blocks(n_resamples: int, n: int) -> list[int]:
     size = max(1, _BLOCK_CELLS // max(n, 1))
     full, rest = divmod(n_resamples, size)
     return [size] * full + ([rest] if rest else [])
-
-
-def bootstrap_means(values: FloatArray, n_resamples: int, rng: np.random.Generator) -> FloatArray:
-    """Means of ``n_resamples`` resamples (with replacement, size n) of ``values``: shape (B,) for a vector,
-    (B, m) for an n x m matrix whose columns share every resample (so a difference of two columns' resampled
-    means is the resampled mean of their paired difference)."""
-    n = values.shape[0]
-    matrix = values.reshape(n, -1)
-    out = []
-    for b in _blocks(n_resamples, n):
-        idx = rng.integers(0, n, size=(b, n))
-        counts = np.bincount((idx + (np.arange(b) * n)[:, None]).ravel(), minlength=b * n).reshape(b, n)
-        out.append(counts @ matrix / n)
-    means = np.concatenate(out) if out else np.empty((0, matrix.shape[1]))
-    return means if values.ndim > 1 else means[:, 0]
 
 
 def bootstrap_ci(

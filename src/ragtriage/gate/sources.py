@@ -13,28 +13,11 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.dimensions import NO_VALUE, SLICE_DIMENSIONS
 from ragtriage.store import StoreError, current_dataset_version, require_run
 
-# Case columns a comparison or a slice rule may group by; ``doc_type`` is the doc_type of a case's relevant
-# evidence units (a case with relevant units of two types belongs to both slices).
-CASE_COLUMNS = (
-    "query_type",
-    "source_family",
-    "language",
-    "split",
-    "expected_scope",
-    "expected_behavior",
-    "critical",
-    "answerable",
-    "principal_tenant",
-    "filter_tenant",
-    "filter_language",
-    "filter_region",
-    "filter_product",
-    "filter_doc_type",
-)
-EVIDENCE_COLUMNS = ("doc_type", "source_system", "chunk_kind", "region", "product", "tenant")
-SLICE_COLUMNS = CASE_COLUMNS + EVIDENCE_COLUMNS
+# The slice dimensions a comparison or a slice rule may group by: the one list (ragtriage.contract.dimensions).
+SLICE_COLUMNS = SLICE_DIMENSIONS
 
 
 def query(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None) -> pa.Table:
@@ -126,28 +109,22 @@ def paired_version(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str) -
 
 
 def case_slices(con: duckdb.DuckDBPyConnection, dataset_version: str, by: str | None) -> pa.Table:
-    """case_id, split, critical, answerable and ``slice`` (the value of ``by``, '(none)' when missing).
+    """case_id, split, critical, answerable and ``slice``: one row per case and slice it belongs to, by the one
+    membership rule (``metrics.slices.membership_sql``; '(none)' for a case without a value or evidence).
 
-    Case columns give one row per case; evidence columns give one row per (case, value) over the case's relevant
-    units, and '(no evidence)' for a case without any.
+    ``dataset_version`` is the current one (:func:`paired_version`), whose cases and labels the views show.
     """
-    if by is not None and by not in SLICE_COLUMNS:
-        raise StoreError(f"cannot slice by {by!r}; choose one of: {', '.join(SLICE_COLUMNS)}")
-    base = """SELECT case_id, split, critical, answerable FROM all_cases WHERE dataset_version = $v"""
-    if by is None:
-        sql = f"SELECT *, 'all' AS slice FROM ({base})"
-    elif by in CASE_COLUMNS:
-        sql = f"""SELECT case_id, split, critical, answerable, coalesce(CAST({by} AS VARCHAR), '(none)') AS slice
-                  FROM all_cases WHERE dataset_version = $v"""
-    else:
-        sql = f"""
-        WITH rel AS (
-            SELECT DISTINCT q.case_id, coalesce(CAST(d.{by} AS VARCHAR), '(none)') AS slice
-            FROM qrels q JOIN documents d USING (unit_id)
-            WHERE q.grade >= (SELECT relevance_threshold FROM datasets WHERE dataset_version = $v)
-        )
-        SELECT c.*, coalesce(r.slice, '(no evidence)') AS slice FROM ({base}) c LEFT JOIN rel r USING (case_id)"""
-    return query(con, sql + " ORDER BY case_id, slice", {"v": dataset_version})
+    from ragtriage.metrics.slices import membership_sql
+
+    if by is not None and by not in SLICE_DIMENSIONS:
+        raise StoreError(f"cannot slice by {by!r}; choose one of: {', '.join(SLICE_DIMENSIONS)}")
+    if dataset_version != current_dataset_version(con):
+        raise StoreError(f"dataset version {dataset_version[:12]} is not the current one; slices read the current")
+    members = "SELECT case_id, 'all' AS v FROM cases" if by is None else membership_sql(by)
+    sql = f"""SELECT c.case_id, c.split, c.critical, c.answerable, coalesce(m.v, '{NO_VALUE}') AS slice
+              FROM cases c JOIN (SELECT DISTINCT case_id, v FROM ({members})) m USING (case_id)
+              ORDER BY case_id, slice"""
+    return query(con, sql)
 
 
 def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | int | None]:

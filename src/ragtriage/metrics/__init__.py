@@ -9,13 +9,14 @@ from ragtriage.metrics.judged import judged_report
 from ragtriage.metrics.latency import latency_report
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
 from ragtriage.metrics.measures import Measure, MeasureError, parse_measure, parse_measures
-from ragtriage.metrics.per_case import MEASURES, per_case
+from ragtriage.metrics.per_case import MEASURES, per_case, per_case_schema
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, slices
 from ragtriage.metrics.stages import StagesReport, stages
 from ragtriage.metrics.summary import MetricReport, MetricRow, summarize
 from ragtriage.metrics.trec_compat import trec_per_query, trec_summary
 
 __all__ = [
+    "per_case_schema",
     "CASE_FIELDS",
     "DEFAULT_KS",
     "EVIDENCE_FIELDS",

@@ -118,6 +118,17 @@ def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = N
         cur.close()
 
 
+def over_arrow(sql: str, params: dict[str, Any] | None = None, **tables: pa.Table) -> pa.Table:
+    """Run ``sql`` over Arrow tables alone (no store) on a throwaway in-memory DuckDB: set-based work on results."""
+    con = duckdb.connect()
+    try:
+        for name, table in tables.items():
+            con.register(name, table)
+        return con.sql(sql, params=params or {}).to_arrow_table()
+    finally:
+        con.close()
+
+
 def unlabelled_count(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> int:
     """Cases of the mode's base population that have no label at all (excluded from every measure)."""
     base, params = ctx.base_population_sql(trec=trec)

@@ -31,19 +31,30 @@ class Distribution:
 
 
 def bootstrap_means(
-    values: npt.NDArray[np.float64], rng: np.random.Generator, resamples: int
+    values: npt.NDArray[np.float64], n_resamples: int, rng: np.random.Generator
 ) -> npt.NDArray[np.float64]:
-    n = len(values)
-    uniq, counts = np.unique(values, return_counts=True)
-    if len(uniq) <= _MAX_DISTINCT:
-        draws = rng.multinomial(n, counts / n, size=resamples)
-        return np.asarray(draws @ uniq / n, dtype=np.float64)
-    means = np.empty(resamples, dtype=np.float64)
-    for start in range(0, resamples, _BATCH):
-        stop = min(start + _BATCH, resamples)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = values[idx].mean(axis=1)
-    return means
+    """Means of ``n_resamples`` resamples of ``values`` (cases drawn with replacement, n of them): the one
+    bootstrap of the package (metrics' intervals, compare's paired intervals).
+
+    A vector gives shape (B,); an n x m matrix gives (B, m) whose columns share every resample, so the
+    difference of two columns' resampled means is the resampled mean of their paired difference. A vector with
+    few distinct values draws multinomial counts; otherwise case indices are drawn in batches of at most
+    ``_BATCH`` resamples (memory bounded at any n).
+    """
+    n = values.shape[0]
+    if values.ndim == 1 and n:
+        uniq, counts = np.unique(values, return_counts=True)
+        if len(uniq) <= _MAX_DISTINCT:
+            draws = rng.multinomial(n, counts / n, size=n_resamples)
+            return np.asarray(draws @ uniq / n, dtype=np.float64)
+    matrix = values.reshape(n, -1)
+    means = np.empty((n_resamples, matrix.shape[1]), dtype=np.float64)
+    for start in range(0, n_resamples, _BATCH):
+        b = min(start + _BATCH, n_resamples) - start
+        idx = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
+        counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n)
+        means[start : start + b] = counts @ matrix / n
+    return means if values.ndim > 1 else means[:, 0]
 
 
 def describe(values: npt.NDArray[np.float64], seed: int = 0, resamples: int = N_RESAMPLES) -> Distribution:
@@ -51,7 +62,7 @@ def describe(values: npt.NDArray[np.float64], seed: int = 0, resamples: int = N_
     if len(values) == 0:
         return Distribution(0, None, None, None, None, None, None)
     rng = np.random.default_rng(seed)
-    means = bootstrap_means(values, rng, resamples)
+    means = bootstrap_means(values, resamples, rng)
     tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
     low, high = np.percentile(means, [tail, 100.0 - tail])
     return Distribution(

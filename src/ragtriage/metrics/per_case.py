@@ -14,12 +14,28 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
 from ragtriage.metrics.ranking import cut_lists
 
 MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
 # measures whose denominator is the labelled relevant units: undefined for a case without any
 NEEDS_RELEVANT = ("R", "nDCG", "AP")
+
+
+COUNT_COLUMNS = ("n_judged_retrieved", "n_relevant_retrieved", "n_retrieved")
+
+
+def per_case_schema(ks: Sequence[int], *, counts: bool = True) -> pa.Schema:
+    """What :func:`per_case` returns for cutoffs ``ks``: the seam the CLI, the TUI, compare and the notes export
+    read. ``R``/``nDCG``/``AP`` are null for a case without a relevant label; ``zero_hit@k`` is a boolean."""
+    fields = [pa.field("case_id", pa.string()), pa.field("n_relevant", pa.int64())]
+    if counts:
+        fields += [pa.field(c, pa.int64()) for c in COUNT_COLUMNS]
+    for k in ks:
+        fields += [pa.field(f"{m}@{k}", pa.float64()) for m in MEASURES]
+        fields.append(pa.field(f"zero_hit@{k}", pa.bool_()))
+    return pa.schema(fields)
 
 
 def hits_sql(k: int) -> str:
@@ -76,7 +92,7 @@ def per_case_sql(ctx: EvalContext) -> tuple[str, list[object]]:
     sql = f"""
     WITH pop AS MATERIALIZED ({pop}),
     q AS MATERIALIZED (
-        SELECT q.case_id, q.unit_id, q.grade >= {ctx.threshold} AS rel, {ctx.gain_sql("q.grade")} AS g
+        SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel, {ctx.gain_sql("q.grade")} AS g
         FROM qrels q SEMI JOIN pop USING (case_id)
     ),
     n AS (
@@ -108,7 +124,7 @@ def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
         con,
         f"""WITH pop AS ({pop}),
             r AS (SELECT DISTINCT case_id, unit_id FROM results WHERE run_id = ? AND stage = ?),
-            q AS (SELECT q.case_id, q.unit_id, q.grade >= {ctx.threshold} AS rel
+            q AS (SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel
                   FROM qrels q SEMI JOIN pop USING (case_id))
             SELECT r.case_id, CAST(count(q.unit_id) AS BIGINT) AS n_judged_retrieved,
                    CAST(count(*) FILTER (WHERE q.rel) AS BIGINT) AS n_relevant_retrieved,
@@ -123,7 +139,7 @@ def per_case_context(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts
     sql, params = per_case_sql(ctx)
     table = arrow(con, sql, params, _lists=lists)
     if not counts:
-        return table
+        return table.cast(per_case_schema(ctx.ks, counts=False))
     joined = arrow(
         con,
         """SELECT m.case_id, m.n_relevant,
@@ -134,7 +150,7 @@ def per_case_context(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts
         _m=table,
         _c=_counts(con, ctx),
     )
-    return joined
+    return joined.cast(per_case_schema(ctx.ks))
 
 
 def per_case(
@@ -147,7 +163,8 @@ def per_case(
     split: str | None = None,
     counts: bool = True,
 ) -> pa.Table:
-    """One row per answerable case (cases without results score 0): counts and ``P@k`` ... ``Judged@k``.
+    """One row per answerable case (cases without results score 0): counts and ``P@k`` ... ``Judged@k``;
+    columns :func:`per_case_schema`.
 
     ``counts=False`` skips n_retrieved/n_judged_retrieved, which need a pass over every result row of the run.
     """

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.metrics.context import arrow
+from ragtriage.store.dedup import deduplicated, first_occurrence
 
 _TOP = """SELECT case_id, unit_id, rank FROM results
           WHERE run_id = ? AND stage = ? AND rank <= ?"""
@@ -34,15 +35,14 @@ _DEEPER = """SELECT r.case_id, r.unit_id, r.rank FROM results r
              SEMI JOIN (SELECT case_id FROM _irregular WHERE short) s USING (case_id)
              WHERE r.run_id = ? AND r.stage = ? AND r.rank > ?"""
 
-#: keeps the first occurrence (lowest recorded rank) of a unit repeated in one list
-FIRST_OCCURRENCE = "QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1"
+#: keeps the first occurrence (lowest recorded rank) of a unit repeated in one list (the rule: store/dedup.py)
+FIRST_OCCURRENCE = first_occurrence()
 
 
 def positions_sql(rows: str) -> str:
     """The one de-duplication: a unit repeated in a list keeps its first occurrence (lowest recorded rank, and
     that row's score); positions 1..n are then numbered over the de-duplicated list by rank."""
-    return f"""SELECT case_id, unit_id, CAST(row_number() OVER (PARTITION BY case_id ORDER BY rank) AS INTEGER) AS pos
-               FROM (SELECT * FROM {rows} {FIRST_OCCURRENCE})"""
+    return f"SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({deduplicated(f'SELECT * FROM {rows}')})"
 
 
 _CUT = f"""WITH rows AS (SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper)

@@ -12,14 +12,16 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.dimensions import CASE_DIMENSIONS, EVIDENCE_DIMENSIONS, NO_VALUE, SLICE_DIMENSIONS
+from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.metrics.context import DEFAULT_KS, MetricsError, arrow, resolve
 from ragtriage.metrics.distribution import describe
 from ragtriage.metrics.per_case import MEASURES, per_case_context
 from ragtriage.metrics.summary import column_values
 
-CASE_FIELDS = ("query_type", "language", "split", "tags", "critical", "source_family", "expected_scope")
-EVIDENCE_FIELDS = ("doc_type", "source_system", "chunk_kind", "update_age", "evidence_count")
-NONE = "(none)"
+CASE_FIELDS = CASE_DIMENSIONS  # the one list, ragtriage.contract.dimensions
+EVIDENCE_FIELDS = EVIDENCE_DIMENSIONS
+NONE = NO_VALUE
 
 # Age of the newest update of a relevant unit, against the newest update in the corpus snapshot (a fixed point
 # of the data, so the buckets do not drift with the wall clock).
@@ -30,13 +32,14 @@ _AGE = """CASE WHEN d.updated_at IS NULL THEN NULL
                ELSE '>=365d' END"""
 
 
-def membership_sql(by: str, threshold: int) -> str:
-    """(case_id, slice_value) pairs for one dimension, over all cases of the current dataset."""
+def membership_sql(by: str, threshold: int | str = CURRENT_THRESHOLD) -> str:
+    """(case_id, v) pairs for one slice dimension, over all cases of the current dataset: the one membership
+    rule of metrics, compare, the gate and the agreement report (v NULL: the case has no value)."""
     if by == "tags":
         return "SELECT case_id, unnest(CASE WHEN len(tags) > 0 THEN tags ELSE [NULL] END) AS v FROM cases"
     if by in CASE_FIELDS:
         return f"SELECT case_id, CAST({by} AS VARCHAR) AS v FROM cases"
-    rel = f"SELECT case_id, unit_id FROM qrels WHERE grade >= {threshold}"
+    rel = relevant_labels(threshold)
     if by == "evidence_count":
         return f"""SELECT c.case_id,
                           CASE WHEN n IS NULL THEN '0' WHEN n >= 3 THEN '3+' ELSE CAST(n AS VARCHAR) END AS v
@@ -66,8 +69,8 @@ def slices(
     Columns: dimension, slice_value, n, n_without_relevant, measure, threshold, gain, mean, median, p10, min,
     ci_low, ci_high (of ``measure@k``), zero_hit_rate (at k), then the mean of every measure@k.
     """
-    if by not in CASE_FIELDS + EVIDENCE_FIELDS:
-        raise MetricsError(f"slice by {by!r}: use one of {', '.join(CASE_FIELDS + EVIDENCE_FIELDS)}")
+    if by not in SLICE_DIMENSIONS:
+        raise MetricsError(f"slice by {by!r}: use one of {', '.join(SLICE_DIMENSIONS)}")
     ctx = resolve(con, run_id, ks, stage=stage, gain=gain, split=split)
     k = ctx.depth if k is None else k
     if k not in ctx.ks or measure not in MEASURES:

@@ -5,8 +5,9 @@ On 10M result rows ``metrics.summarize`` costs 1.0–1.5 s, as much as the rest 
 only change when the store or the metrics code changes. The key is therefore the store file's path, size and
 modification time (and its WAL's), the run id, and the size and modification
 time of every source file of ``ragtriage.metrics`` and ``ragtriage.store``: a new load, a checkpoint or an edited
-metric definition is a miss and recomputes. Entries are Arrow IPC files under ``$XDG_CACHE_HOME/ragtriage``
-(``~/.cache/ragtriage``); ``RAGTRIAGE_TUI_CACHE`` names another folder, or ``off`` disables the cache. A cache
+metric definition is a miss and recomputes. Entries are Arrow IPC files under
+:func:`ragtriage.paths.cache_root` (``~/.cache/ragtriage/summary`` on Linux); ``RAGTRIAGE_TUI_CACHE`` names
+another folder, or ``off`` disables the cache. A cache
 that cannot be read or written is a miss, never an error: the overview then computes the table as without it.
 """
 
@@ -20,6 +21,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from ragtriage.paths import cache_root
+
 CACHE_ENV = "RAGTRIAGE_TUI_CACHE"
 _CODE_PACKAGES = ("metrics", "store", "contract")
 
@@ -29,8 +32,7 @@ def cache_dir() -> Path | None:
     chosen = os.environ.get(CACHE_ENV)
     if chosen is not None:
         return None if chosen.strip().lower() in ("", "0", "off", "no") else Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ragtriage" / "summary"
+    return cache_root() / "summary"
 
 
 def _stat_part(path: Path) -> str:

@@ -17,11 +17,13 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
 from ragtriage.metrics.distribution import describe
 from ragtriage.metrics.per_case import dcg_sql, hits_sql, ideal_dcg_sql
-from ragtriage.metrics.ranking import FIRST_OCCURRENCE, trec_key
+from ragtriage.metrics.ranking import trec_key
 from ragtriage.metrics.summary import MetricReport, MetricRow, column_values
+from ragtriage.store.dedup import first_occurrences
 
 TREC_MEASURES = ("P", "recall", "ndcg_cut", "map_cut")
 
@@ -57,27 +59,31 @@ def trec_sql(ctx: EvalContext, *, dedupe: bool = True) -> tuple[str, list[object
     (recip_rank has no cutoff) gets its rank by counting the results ordered before it. ``dedupe=False`` is for
     runs known to hold no repeated unit (``runs.has_repeats``), which skip the de-duplicating window."""
     split = "WHERE case_id IN (SELECT case_id FROM cases WHERE split = ?)" if ctx.split else ""
-    t = ctx.threshold
-    first = FIRST_OCCURRENCE if dedupe else ""
+
+    def rel(grade: str) -> str:
+        return is_relevant(grade, ctx.threshold)
+
+    rows = """SELECT case_id, unit_id, rank, score FROM results WHERE run_id = ? AND stage = ?
+              AND case_id IN (SELECT case_id FROM n)"""
+    if dedupe:
+        rows = first_occurrences(rows)
     sql = f"""
     WITH q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM qrels {split}),
-    n AS (SELECT case_id, count(*) FILTER (WHERE grade >= {t}) AS num_rel,
+    n AS (SELECT case_id, count(*) FILTER (WHERE {rel("grade")}) AS num_rel,
                  list(CAST(grade AS DOUBLE) ORDER BY grade DESC) FILTER (WHERE grade > 0) AS gains
           FROM q GROUP BY case_id),
-    r AS NOT MATERIALIZED (SELECT case_id, unit_id, score FROM results WHERE run_id = ? AND stage = ?
-                                          AND case_id IN (SELECT case_id FROM n)
-          {first}),
+    r AS NOT MATERIALIZED ({rows}),
     top AS (SELECT case_id, max_by(unit_id, {trec_key("r")}, {ctx.depth}) AS l FROM r GROUP BY case_id),
     ranked AS (SELECT case_id, unnest(l) AS unit_id, unnest(range(1, len(l) + 1)) AS pos FROM top),
-    hit AS (SELECT x.case_id, x.pos, coalesce(q.grade >= {t}, FALSE) AS rel,
+    hit AS (SELECT x.case_id, x.pos, coalesce({rel("q.grade")}, FALSE) AS rel,
                    CAST(greatest(coalesce(q.grade, 0), 0) AS DOUBLE) AS g,
-                   sum(CASE WHEN q.grade >= {t} THEN 1 ELSE 0 END)
+                   sum(CASE WHEN {rel("q.grade")} THEN 1 ELSE 0 END)
                        OVER (PARTITION BY x.case_id ORDER BY x.pos) AS cum_rel
             FROM ranked x LEFT JOIN q USING (case_id, unit_id)),
     a AS (SELECT case_id, min(pos) FILTER (WHERE rel) AS first_rel, {_aggregates(ctx.ks)} FROM hit GROUP BY case_id),
     best AS (SELECT r.case_id, max({trec_key("r")}) AS best_key
              FROM r JOIN q USING (case_id, unit_id)
-             WHERE q.grade >= {t} AND r.case_id IN (SELECT case_id FROM a WHERE first_rel IS NULL)
+             WHERE {rel("q.grade")} AND r.case_id IN (SELECT case_id FROM a WHERE first_rel IS NULL)
              GROUP BY r.case_id),
     deep AS (SELECT r.case_id, 1 + count(*) FILTER (WHERE {trec_key("r")} > b.best_key) AS first_rel
              FROM r JOIN best b USING (case_id) GROUP BY r.case_id)

@@ -1,23 +1,23 @@
 """CSV export of triage: each failing or annotated case with its automatic and its human classification.
 
 The TUI's export key and ``ragtriage export-notes`` both call :func:`export_table` then :func:`write_csv`, so the
-file is the same whichever wrote it. It is written by the one CSV writer (:func:`ragtriage.csv_out.write_csv`,
-re-exported here): formula-like cells get a leading apostrophe and control characters are made visible.
+file is the same whichever wrote it. The rows come from the core functions themselves, read by their declared
+schemas (``classify.failure_list``: one row per failing case, :func:`ragtriage.metrics.per_case_schema`); the file is
+written by the one CSV writer (:func:`ragtriage.csv_out.write_csv`, re-exported here): formula-like cells get a
+leading apostrophe and control characters are made visible.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import asdict, is_dataclass
-from typing import Any
-
 import duckdb
 import pyarrow as pa
 
+from ragtriage.classify import failure_list
 from ragtriage.csv_out import write_csv
+from ragtriage.metrics import DEFAULT_KS, per_case, per_case_schema
 from ragtriage.notes.store import NotesStore
 
-__all__ = ["ExportError", "export_table", "write_csv"]
+__all__ = ["BASE_COLUMNS", "ExportError", "export_schema", "export_table", "write_csv"]
 
 BASE_COLUMNS = (
     "case_id",
@@ -34,117 +34,53 @@ BASE_COLUMNS = (
 
 
 class ExportError(Exception):
-    """The export cannot be produced (core function missing, unknown run)."""
+    """The export cannot be produced (unknown run)."""
 
 
-def as_arrow(obj: Any) -> pa.Table:
-    """Whatever a core function returned (Arrow table or reader, DuckDB relation, dataclasses) as an Arrow table."""
-    if isinstance(obj, pa.Table):
-        return obj
-    if isinstance(obj, pa.RecordBatchReader):
-        return obj.read_all()
-    if hasattr(obj, "to_arrow_table"):
-        return obj.to_arrow_table()
-    if is_dataclass(obj) and not isinstance(obj, type):
-        for attr in ("table", "per_case", "rows"):
-            inner = getattr(obj, attr, None)
-            if inner is not None:
-                return as_arrow(inner)
-        return pa.Table.from_pylist([asdict(obj)])
-    if isinstance(obj, list | tuple):
-        rows = [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in obj]
-        return pa.Table.from_pylist(rows)
-    raise ExportError(f"cannot read a {type(obj).__name__} as a table")
-
-
-def core_function(module: str, name: str) -> Any:
-    """A function of a core layer, or a clear error naming what is missing."""
-    try:
-        mod = importlib.import_module(f"ragtriage.{module}")
-    except ImportError as exc:
-        raise ExportError(f"ragtriage.{module} cannot be imported ({exc})") from exc
-    fn = getattr(mod, name, None)
-    if fn is None:  # not re-exported yet: a submodule of the same name may hold it
-        try:
-            fn = importlib.import_module(f"ragtriage.{module}.{name}")
-        except ImportError:
-            fn = None
-    if fn is not None and not callable(fn):  # a submodule of the same name: take its function
-        fn = getattr(fn, name, None)
-    if fn is None or not callable(fn):
-        raise ExportError(f"ragtriage.{module}.{name} is not available in this build")
-    return fn
-
-
-def first_column(table: pa.Table, *candidates: str) -> str | None:
-    return next((c for c in candidates if c in table.column_names), None)
-
-
-def wide_per_case(table: pa.Table, cur: duckdb.DuckDBPyConnection) -> pa.Table:
-    """Per-case metrics one row per case: long tables (metric, k, value) are pivoted to ``metric@k`` columns."""
-    names = set(table.column_names)
-    if {"metric", "value"} <= names:
-        label = "metric || '@' || CAST(k AS VARCHAR)" if "k" in names else "metric"
-        cur.register("_long", table)
-        try:
-            return cur.sql(
-                f"PIVOT (SELECT case_id, {label} AS m, value FROM _long) ON m USING first(value) GROUP BY case_id"
-            ).to_arrow_table()
-        finally:
-            cur.unregister("_long")
-    return table
-
-
-def _failures(cur: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """One row per failing case: its automatic categories and rules (a case may break several rules)."""
-    table = as_arrow(core_function("classify", "failures")(cur, run_id))
-    cat = first_column(table, "category", "auto_category", "defect")
-    rule = first_column(table, "rule", "rule_name", "auto_rule")
-    if "case_id" not in table.column_names or cat is None:
-        raise ExportError(f"classify.failures returned columns {table.column_names}; need case_id and category")
-    agg = "string_agg(DISTINCT CAST({0} AS VARCHAR), '; ' ORDER BY CAST({0} AS VARCHAR))"
-    rule_expr = agg.format(rule) if rule else "NULL"
-    cur.register("_fail", table)
-    try:
-        return cur.sql(
-            f"SELECT case_id, {agg.format(cat)} AS auto_category, {rule_expr} AS auto_rule FROM _fail GROUP BY case_id"
-        ).to_arrow_table()
-    finally:
-        cur.unregister("_fail")
+def export_schema() -> pa.Schema:
+    """The export's columns: :data:`BASE_COLUMNS`, then the per-case metrics at the default cutoffs."""
+    base = [pa.field(c, pa.string()) for c in BASE_COLUMNS if c != "updated_at"]
+    metrics = [f for f in per_case_schema(DEFAULT_KS) if f.name != "case_id"]
+    return pa.schema([*base, pa.field("updated_at", pa.string()), *metrics])
 
 
 def export_table(con: duckdb.DuckDBPyConnection, store: NotesStore, run_id: str | None = None) -> pa.Table:
     """Rows for every failing or annotated case of ``run_id`` (every run when None), ordered by run and case."""
     cur = con.cursor()
-    known = [r[0] for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
-    if run_id is not None and run_id not in known:
-        raise ExportError(f"unknown run {run_id!r}; loaded runs: {', '.join(known) or 'none'}")
-    runs = [run_id] if run_id is not None else known
-    parts = [_export_run(cur, store, r) for r in runs]
+    try:
+        known = [r[0] for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        if run_id is not None and run_id not in known:
+            raise ExportError(f"unknown run {run_id!r}; loaded runs: {', '.join(known) or 'none'}")
+        runs = [run_id] if run_id is not None else known
+        parts = [_export_run(cur, store, r) for r in runs]
+    finally:
+        cur.close()
     if not parts:
-        return pa.table({c: pa.array([], pa.string()) for c in BASE_COLUMNS})
-    return pa.concat_tables(parts, promote_options="permissive")
+        return export_schema().empty_table()
+    return pa.concat_tables(parts)
 
 
 def _export_run(cur: duckdb.DuckDBPyConnection, store: NotesStore, run_id: str) -> pa.Table:
-    failures = _failures(cur, run_id)
-    notes = store.to_arrow(run_id)
-    metrics = wide_per_case(as_arrow(core_function("metrics", "per_case")(cur, run_id)), cur)
-    metric_cols = [c for c in metrics.column_names if c not in ("case_id", "run_id")]
-    cur.register("_f", failures)
-    cur.register("_n", notes)
-    cur.register("_m", metrics.select(["case_id", *metric_cols]))
+    """One run: failing cases (a case may break several rules: categories and rules joined with '; ') and
+    annotated ones, each with the case's query and per-case metrics."""
+    cur.register("_f", failure_list(cur, run_id))
+    cur.register("_n", store.to_arrow(run_id))
+    cur.register("_m", per_case(cur, run_id, DEFAULT_KS))
     try:
-        select_metrics = "".join(f', _m."{c}"' for c in metric_cols)
-        return cur.sql(
-            "WITH keys AS (SELECT case_id FROM _f UNION SELECT case_id FROM _n)"
-            " SELECT k.case_id, ? AS run_id, c.query, _f.auto_category, _f.auto_rule,"
-            " _n.category AS user_category, _n.status, _n.note, _n.author, _n.updated_at"
-            + select_metrics
-            + " FROM keys k LEFT JOIN cases c USING (case_id) LEFT JOIN _f USING (case_id)"
-            " LEFT JOIN _n USING (case_id) LEFT JOIN _m USING (case_id) ORDER BY k.case_id",
-            params=[run_id],
+        table = cur.sql(
+            """
+            WITH f AS (SELECT case_id, category AS auto_category, rule AS auto_rule FROM _f),
+            keys AS (SELECT case_id FROM f UNION SELECT case_id FROM _n)
+            SELECT k.case_id, $run AS run_id, c.query, f.auto_category, f.auto_rule,
+                   _n.category AS user_category, _n.status, _n.note, _n.author,
+                   CAST(_n.updated_at AS VARCHAR) AS updated_at, _m.* EXCLUDE (case_id)
+            FROM keys k LEFT JOIN cases c USING (case_id) LEFT JOIN f USING (case_id)
+                 LEFT JOIN _n USING (case_id) LEFT JOIN _m USING (case_id)
+            ORDER BY k.case_id
+            """,
+            params={"run": run_id},
         ).to_arrow_table()
     finally:
         for name in ("_f", "_n", "_m"):
             cur.unregister(name)
+    return table.cast(export_schema())

@@ -33,7 +33,8 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-CATEGORIES = ("dataset", "ingestion", "ranking", "security")
+from ragtriage.contract.categories import CATEGORIES as CATEGORIES
+
 STATUSES = ("open", "confirmed", "fixed", "wont-fix")
 NOTES_SUFFIX = ".notes.sqlite"
 SCHEMA_VERSION = 1

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import duckdb
 
+from ragtriage.paths import DEFAULT_DB as DEFAULT_DB
 from ragtriage.store.file_kind import file_kind
 from ragtriage.store.schema import DDL, SCHEMA_VERSION
 
-DEFAULT_DB = "ragtriage.duckdb"
 _PID_RE = re.compile(r"\(PID (\d+)\)")
 
 

@@ -1,0 +1,25 @@
+"""What "relevant" means, written once: a label's effective grade is at least the dataset's relevance threshold.
+
+``qrels`` holds one effective grade per case and unit (see ``store/schema.py``); every layer that needs the
+relevant labels (metrics, trec-compat, slices, checks, the classifier, the gate, dataset checks) builds its SQL
+from these helpers, so a change of the rule, or of its default, is one edit. Plain strings, no DuckDB import:
+the contract layer stays importable by everything.
+"""
+
+from __future__ import annotations
+
+#: The threshold a dataset.json without ``relevance_threshold`` gets (grades 0..3: 2 = "relevant").
+DEFAULT_RELEVANCE_THRESHOLD = 2
+
+#: The current dataset version's threshold, as a scalar subquery.
+CURRENT_THRESHOLD = "(SELECT relevance_threshold FROM current_dataset)"
+
+
+def is_relevant(grade: str = "grade", threshold: int | str = CURRENT_THRESHOLD) -> str:
+    """A SQL boolean: ``grade`` (a column expression) counts as relevant at ``threshold`` (an int or SQL)."""
+    return f"({grade} >= {threshold})"
+
+
+def relevant_labels(threshold: int | str = CURRENT_THRESHOLD) -> str:
+    """A SQL query of the relevant labels: (case_id, unit_id, grade) rows of ``qrels`` at ``threshold``."""
+    return f"SELECT case_id, unit_id, grade FROM qrels WHERE {is_relevant('grade', threshold)}"
