@@ -160,7 +160,9 @@ def _manifest_variants() -> list[Variant]:
     ]
     out = [Variant(f"run.json {n}", "run", _manifest("run", e), "run.json", None, f) for n, f, e in run]
     out += [
-        Variant(f"dataset.json {n}", "dataset", _manifest("dataset", e), "dataset.json", None, f) for n, f, e in dataset
+        # dataset.json is checked against the shipped JSON Schema, which names the key's line (the file is one line)
+        Variant(f"dataset.json {n}", "dataset", _manifest("dataset", e), "dataset.json", 1, f)
+        for n, f, e in dataset
     ]
     out += [
         Variant("run.json is a folder", "run", _replace_file("run", "dir"), "run.json"),

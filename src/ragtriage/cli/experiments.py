@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from ragtriage.cli._app import app, fail, open_existing
+from ragtriage.cli._app import app, fail, open_existing, output_path
 from ragtriage.paths import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -141,18 +141,6 @@ def print_comparison(rc: RunsComparison, changes: Changes, fmt: str) -> None:
         print_sections(render.sections(rc, changes, compact=True))
 
 
-def refuse_existing(paths: list[Path], *, force: bool, db: Path) -> None:
-    """Exit 2 before computing anything when an output path would overwrite the store or, without --force, an
-    existing file. (A local check until the shared output-path guard lands.)"""
-    for path in paths:
-        if path.exists() and db.exists() and path.resolve() == db.resolve():
-            raise fail(ValueError(f"{path}: is the store; choose another output path"))
-        if path.exists() and not force:
-            raise fail(ValueError(f"{path}: exists; pass --force to overwrite it"))
-        if path.exists() and path.is_dir():
-            raise fail(ValueError(f"{path}: is a directory; give a file path"))
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "plot"
 
@@ -187,7 +175,8 @@ def report(
         raise fail(ValueError("give --html FILE and/or --markdown FILE"))
     plot_dir = md_out.with_name(md_out.stem + "-plots") if md_out else None
     targets = [p for p in (html_out, md_out) if p is not None]
-    refuse_existing(targets, force=force, db=db)
+    for target in targets:
+        output_path(target, db, force)
     if plot_dir is not None and plot_dir.exists() and not force:
         raise fail(ValueError(f"{plot_dir}: exists (the Markdown report's plots go there); pass --force"))
     rc, changes = build(
