@@ -194,7 +194,12 @@ def _contract_variants() -> list[Variant]:
             "filters",
         ),
         Variant(
-            "filter tenant a list", "dataset", case(_set("filters", {"tenant": ["a"]})), "cases.jsonl", 1, "filters"
+            "filter tenant a list of numbers",
+            "dataset",
+            case(_set("filters", {"tenant": [1, 2]})),
+            "cases.jsonl",
+            1,
+            "filters",
         ),
         Variant(
             "groups a string",

@@ -99,7 +99,7 @@ def test_cli_summary_filters_and_notes(store: duckdb.DuckDBPyConnection, tmp_pat
     out = runner.invoke(app, ["failures", "--db", str(db), "--run", "r", "--summary", "--format", "json"])
     assert out.exit_code == 0, out.output
     summary = json.loads(out.output)
-    counts = {(r["kind"], r["name"]): r["failures"] for r in summary["rows"]}
+    counts = {(r["kind"], r["name"]): r["value"] for r in summary["rows"]}
     assert {name: n for (kind, name), n in counts.items() if kind == "category"} == {"ingestion": 2, "ranking": 1}
     assert {name: n for (kind, name), n in counts.items() if kind == "pattern"} == {"heading-only": 1}
     assert summary["context"]["failures"] == 3 and summary["context"]["cases"] == 3

@@ -9,7 +9,8 @@ from scipy import stats
 
 from ragtriage.experiments.paired import adjust, holm, paired_pvalues
 from ragtriage.experiments.runs_table import BOOTSTRAP_RESAMPLES, table_from_values
-from ragtriage.gate.significance import bootstrap_ci, sign_flip_test, sign_flip_tests
+from ragtriage.gate.significance import sign_flip_test, sign_flip_tests
+from ragtriage.metrics.distribution import bootstrap_means
 
 # Four cases, baseline + runs A and B, measures m1 and m2. Baseline 0.5 everywhere; the runs add:
 #   A m1: +0.1 +0.2 +0.3 +0.4   A m2: +0.5 on every case
@@ -88,7 +89,10 @@ def test_delta_interval_is_the_paired_bootstrap_of_the_differences() -> None:
     cand = np.clip(base + rng.normal(0.03, 0.2, (50, 1)), 0, 1)
     table, _ = table_from_values(["b", "c"], ["m"], np.stack([base, cand], axis=1), seed=4)
     row = table.to_pylist()[1]
-    low, high = bootstrap_ci(cand[:, 0] - base[:, 0], n_resamples=BOOTSTRAP_RESAMPLES, seed=4)
+    # the table's columns share every resample (the matrix form of the one bootstrap), so its delta interval is the
+    # percentile interval of the resampled mean paired difference drawn the same way
+    diffs = bootstrap_means(cand - base, BOOTSTRAP_RESAMPLES, np.random.default_rng(4))[:, 0]
+    low, high = np.quantile(diffs, [0.025, 0.975])
     assert (row["delta_ci_low"], row["delta_ci_high"]) == pytest.approx((low, high), abs=1e-12)
     assert row["ci_low"] < row["mean"] < row["ci_high"]
 

@@ -62,8 +62,11 @@ def filter_rules() -> list[Rule]:
             Rule(
                 "filters",
                 "wrong-type",
-                f"s.filters IS NOT NULL AND {t} IN ('ARRAY', 'OBJECT')",
-                f"'filters.{key}: wrong type: expected a string'",
+                # a string, or a list of strings meaning "any of these" (checks/scope.py)
+                f"s.filters IS NOT NULL AND ({t} = 'OBJECT' OR ({t} = 'ARRAY' AND "
+                f"list_bool_or(list_transform(json_extract({_F}, '$.{key}[*]'), "
+                f"lambda v: json_type(v) <> 'VARCHAR'))))",
+                f"'filters.{key}: wrong type: expected a string or a list of strings'",
             )
         )
     return rules
