@@ -26,6 +26,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_CACHE_HOME"] = str(FAKE_HOME / ".cache")
     os.environ["RAGTRIAGE_CACHE_DIR"] = str(SESSION_TMP / "cache")
     os.environ["RAGTRIAGE_TUI_CACHE"] = str(SESSION_TMP / "summary-cache")
+    # matplotlib (the report extra) keeps its font cache and config here rather than under HOME
+    os.environ["MPLCONFIGDIR"] = str(SESSION_TMP / "matplotlib")
     try:
         from hypothesis import settings
         from hypothesis.database import DirectoryBasedExampleDatabase
