@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 import duckdb
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -148,7 +149,32 @@ def test_case_without_principal_is_unchecked_not_passing(con: duckdb.DuckDBPyCon
 
 def test_unit_absent_from_manifest_is_unverifiable(con: duckdb.DuckDBPyConnection) -> None:
     rows = unverifiable_results(con, "r").to_pylist()
-    assert [(r["case_id"], r["rank"], r["document_id"]) for r in rows] == [("open", 2, "GONE-DOC")]
+    assert [(r["case_id"], r["stage"], r["rows"], r["first_rank"], r["first_units"]) for r in rows] == [
+        ("open", "final", 1, 2, "GONE-DOC#01")
+    ]
+    report = check_run(con, "r")
+    assert report.counts()["unverifiable_rows"] == 1
+    assert report.counts()["unverifiable_cases"] == 1
+    shown = report.findings().filter(pc.equal(report.findings()["check"], "unverifiable")).to_pylist()
+    assert [(r["case_id"], r["rule"]) for r in shown] == [("open", "unit-not-in-manifest")]
+    assert shown[0]["detail"] == "1 row(s) whose unit is not in the corpus manifest; first by rank: GONE-DOC#01"
+
+
+def test_unverifiable_rows_are_counted_per_case_with_the_first_five_ids_by_rank(tmp_path: Path) -> None:
+    """Without a manifest row for any of them, seven results of one list give one row: 7, ranks 1.., five ids."""
+    con = duckdb.connect(":memory:")
+    con.execute(
+        "CREATE TABLE results AS SELECT 'r' AS run_id, 'q' AS case_id, 'final' AS stage, i AS rank, "
+        "'d' || (8 - i) AS document_id, NULL::VARCHAR AS chunk_id, 'd' || (8 - i) AS unit_id, 1.0 AS score, "
+        "NULL::VARCHAR AS snippet, NULL::JSON AS metadata FROM range(1, 8) t(i)"
+    )
+    con.execute("CREATE TABLE documents (document_id VARCHAR, chunk_id VARCHAR, unit_id VARCHAR)")
+    con.execute("CREATE TABLE current_dataset (acl_required BOOLEAN)")
+    con.execute("CREATE TABLE runs AS SELECT 'r' AS run_id")
+    from ragtriage.checks.leakage import _UNVERIFIABLE_SQL
+
+    row = con.sql(_UNVERIFIABLE_SQL, params={"run_id": "r"}).fetchall()
+    assert [r[:6] for r in row] == [("r", "q", "final", 7, 1, "d7, d6, d5, d4, d3")]
 
 
 def test_acl_less_unit_leaks_only_where_the_dataset_requires_acls(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ recall. A result row leaks when (see ``units.denials``) a manifest unit it stand
 (``tenant-mismatch``), shares no group with the principal (``acl-no-overlap``), or has no acl where the dataset
 requires one (``acl-missing``); or when, being otherwise permitted, its snippet or metadata carries a forbidden
 unit (``references``). A case without a principal cannot be checked and is listed by ``unchecked_cases``, never
-counted as passing. A unit absent from the manifest has an *unknown* acl, not a missing one: such rows are listed
-by ``unverifiable_results`` (the loader's ingestion warning) rather than called leaks.
+counted as passing. A unit absent from the manifest has an *unknown* acl, not a missing one: such rows are counted
+per case by ``unverifiable_results`` (the loader's ingestion warning) rather than called leaks.
 """
 
 from __future__ import annotations
@@ -95,16 +95,23 @@ def unchecked_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return run_query(con, run_id, _UNCHECKED_SQL)
 
 
+UNVERIFIABLE_FIRST = 5
+"""How many unit ids an unverifiable (case, stage) names: the first by rank; the count says how many there are."""
+
 _UNVERIFIABLE_SQL = (
     with_query(RUN_RESULTS, MATCHED)
-    + """
-SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id,
-       'unit not in the corpus manifest' AS reason
-FROM unknown_units ORDER BY case_id, stage, rank
+    + f"""
+SELECT run_id, case_id, stage, count(*) AS rows, min(rank) AS first_rank,
+       array_to_string(arg_min(coalesce(chunk_id, document_id), rank, {UNVERIFIABLE_FIRST}), ', ') AS first_units,
+       'unit not in the corpus manifest' AS reason,
+       count(*) || ' row(s) whose unit is not in the corpus manifest; first by rank: ' || first_units AS detail
+FROM unknown_units GROUP BY run_id, case_id, stage ORDER BY case_id, stage
 """
 )
 
 
 def unverifiable_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """Result rows whose unit the manifest does not know: their acl cannot be checked (an ingestion signal)."""
+    """Result rows whose unit the manifest does not know, counted per (case, stage) with the first few unit ids by
+    rank: their acl cannot be checked (an ingestion signal). Aggregated in DuckDB, because without a manifest
+    every row of a run is unverifiable and one Arrow row per result would not fit in memory at 30M rows."""
     return run_query(con, run_id, _UNVERIFIABLE_SQL)

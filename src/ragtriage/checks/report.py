@@ -65,7 +65,8 @@ class CheckReport:
             "leaked_cases": len(set(self.leakage["case_id"].to_pylist())),
             "candidate_only_leaked_cases": _candidate_only(self.leakage),
             "unchecked_cases": self.unchecked.num_rows,
-            "unverifiable_rows": self.unverifiable.num_rows,
+            "unverifiable_rows": _total(self.unverifiable, "rows"),
+            "unverifiable_cases": len(set(self.unverifiable["case_id"].to_pylist())),
             "scope_violations": self.out_of_scope.num_rows,
             "optional_filter_pairs": self.pairs.num_rows,
             "optional_filter_broadened": self.broadened.num_rows,
@@ -107,8 +108,13 @@ class CheckReport:
             _shape(self.stale_first, "stale-first", rule=None, detail="detail", rule_text="stale-version-first"),
             _shape(self.unchecked, "unchecked", rule=None, detail="reason", rule_text="no-principal"),
             _shape(self.unchecked_filters, "unchecked-filter", rule="filter", detail="reason"),
+            _shape(self.unverifiable, "unverifiable", rule=None, detail="detail", rule_text="unit-not-in-manifest"),
         ]
         return pa.concat_tables(parts)
+
+
+def _total(t: pa.Table, column: str) -> int:
+    return int(pc.sum(t[column]).as_py() or 0)
 
 
 def _candidate_only(leaks: pa.Table) -> int:

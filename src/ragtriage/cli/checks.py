@@ -88,13 +88,13 @@ def check(
     findings = report.findings()
     shown, cut = _shown(findings, limit)
     unchecked = report.unchecked["case_id"].to_pylist()
-    notes = [f"unchecked (no principal): {', '.join(unchecked)}"] if unchecked else []
+    notes = [_first_ids("unchecked (no principal)", unchecked)] if unchecked else []
     if cut:
         notes.append(f"… {cut} more non-leak rows: --limit 0 or --format csv for all")
     counts = report.counts()
     context = {
         "run": run,
-        "verdict": _verdict(report) + (f" ({len(unchecked)} case(s) unchecked: no principal)" if unchecked else ""),
+        "verdict": _verdict(report) + (f" ({len(unchecked):,} case(s) unchecked: no principal)" if unchecked else ""),
         "passed": report.passed,
         "strict_passed": report.strict_passed,
     }
@@ -103,6 +103,13 @@ def check(
     ok = report.strict_passed if strict else report.passed
     if not ok:
         raise typer.Exit(1)
+
+
+def _first_ids(what: str, ids: list[str], first: int = 10) -> str:
+    """A list of ids as one line of bounded length: the first ``first`` and how many there are in all."""
+    if len(ids) <= first:
+        return f"{what}: {', '.join(ids)}"
+    return f"{what}: {', '.join(ids[:first])} … ({len(ids):,} in all; --format csv lists them)"
 
 
 def _print_calibration(cal: Calibration) -> None:
