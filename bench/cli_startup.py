@@ -1,7 +1,7 @@
 """Benchmark: CLI start-up, and `ragtriage metrics` against a plain DuckDB query computing the same nDCG@10.
 
     python bench/cli_startup.py [--runs 7] [--cases 100000 --depth 100] [--dir /tmp/ragtriage-cli-bench]
-                                [--skip-metrics]
+                                [--skip-metrics] [--db STORE --run RUN]
 
 Prints, as medians over ``--runs`` processes (the machine may be shared: medians, and ratios against a bare
 interpreter and a bare typer import measured alongside):
@@ -39,7 +39,7 @@ t = con.execute("SELECT relevance_threshold FROM current_dataset").fetchone()[0]
 print(con.execute(f'''
 WITH q AS (SELECT case_id, unit_id, grade FROM qrels),
 rel AS (SELECT case_id FROM q GROUP BY case_id HAVING count(*) FILTER (WHERE grade >= {t}) > 0),
-r AS (SELECT case_id, unit_id, rank FROM results WHERE run_id = 'bench' AND stage = 'final' AND rank <= 10
+r AS (SELECT case_id, unit_id, rank FROM results WHERE run_id = '{sys.argv[2]}' AND stage = 'final' AND rank <= 10
       QUALIFY row_number() OVER (PARTITION BY case_id, unit_id ORDER BY rank) = 1),
 p AS (SELECT case_id, unit_id, row_number() OVER (PARTITION BY case_id ORDER BY rank) AS pos FROM r),
 dcg AS (SELECT p.case_id, sum((pow(2, q.grade) - 1) / log2(p.pos + 1)) AS dcg
@@ -92,10 +92,12 @@ def startup(runs: int) -> None:
         print(f"    {cumulative / 1e6:7.3f} s  {name.strip()}")
 
 
-def metrics_vs_duckdb(root: Path, cases: int, depth: int, runs: int) -> None:
+def metrics_vs_duckdb(root: Path, cases: int, depth: int, runs: int, db: Path | None, run: str) -> None:
     import metrics_bench  # bench/metrics_bench.py: the same data generator and loader
 
-    db = root / "bench.duckdb"
+    if db is None:
+        db = root / "bench.duckdb"
+        run = "bench"
     if not db.exists():
         t = time.perf_counter()
         metrics_bench.generate(root, cases, depth)
@@ -104,9 +106,9 @@ def metrics_vs_duckdb(root: Path, cases: int, depth: int, runs: int) -> None:
     py = sys.executable
     ragtriage = str(Path(py).with_name("ragtriage"))
     ours_s, ours = _median_seconds(
-        [ragtriage, "metrics", "--db", str(db), "--run", "bench", "--k", "10", "--format", "json"], runs
+        [ragtriage, "metrics", "--db", str(db), "--run", run, "--k", "10", "--format", "json"], runs
     )
-    plain_s, plain = _median_seconds([py, "-c", PLAIN_NDCG, str(db)], runs)
+    plain_s, plain = _median_seconds([py, "-c", PLAIN_NDCG, str(db), run], runs)
     ndcg = next(r["mean"] for r in json.loads(ours)["rows"] if r["measure@k"] == "nDCG@10")
     print(f"{cases * depth:,} result rows, median of {runs} processes:")
     print(f"  ragtriage metrics --k 10: {ours_s:.3f} s (nDCG@10 {ndcg:.6f}, with P/R/RR/AP/Success/Judged and CIs)")
@@ -121,11 +123,13 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=100)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-cli-bench"))
     ap.add_argument("--skip-metrics", action="store_true")
+    ap.add_argument("--db", type=Path, help="an existing store to measure (e.g. one bench/scale_bench.py built)")
+    ap.add_argument("--run", default="bench", help="with --db: the run to evaluate")
     a = ap.parse_args()
     startup(a.runs)
     if not a.skip_metrics:
         a.dir.mkdir(parents=True, exist_ok=True)
-        metrics_vs_duckdb(a.dir, a.cases, a.depth, a.runs)
+        metrics_vs_duckdb(a.dir, a.cases, a.depth, a.runs, a.db, a.run)
 
 
 if __name__ == "__main__":
