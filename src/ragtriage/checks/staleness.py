@@ -18,17 +18,37 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from ragtriage.checks.units import MATCHED, RUN_RESULTS, run_query, with_query
+from ragtriage.checks.units import MATCHED, run_query, run_results, with_query
 
 _STEM = r"regexp_replace(document_id, '[-_.]v?[0-9]+([._][0-9]+)*$', '')"
 
-STALE = """
+AS_OF = """
 as_of AS (
     SELECT c.case_id, c.filter_effective_on AS case_date,
            coalesce(c.filter_effective_on,
                     try_cast((SELECT created_at FROM runs WHERE run_id = $run_id) AS DATE)) AS as_of
     FROM cases c
+)"""
+
+# The manifest rows that can be stale at *some* case's as-of date, and the result rows standing for one of them
+# (by chunk or by document: a superset of the rows ``matched`` pairs with them). Only these rows are matched and
+# judged, so a run whose units are all in force (or a store without a manifest) is judged without reading its rows
+# twice. Two semi joins in a UNION: each is skipped outright when no unit can be stale.
+STALE_KEYS = """
+stale_units AS (
+    SELECT document_id, chunk_id FROM documents
+    WHERE status = 'archived' OR effective_from > (SELECT min(as_of) FROM as_of)
+       OR effective_to < (SELECT max(as_of) FROM as_of)
 ),
+stale_keys AS (
+    SELECT r.case_id, r.stage, r.rank FROM results r SEMI JOIN stale_units s ON s.chunk_id = r.chunk_id
+    WHERE r.run_id = $run_id
+    UNION
+    SELECT r.case_id, r.stage, r.rank FROM results r SEMI JOIN stale_units s ON s.document_id = r.document_id
+    WHERE r.run_id = $run_id
+)"""
+
+JUDGED = """
 judged AS (
     SELECT m.*, a.as_of, CASE
         WHEN m.effective_from > a.as_of THEN 'not-yet-effective'
@@ -40,7 +60,7 @@ judged AS (
 )"""
 
 _STALE_SQL = (
-    with_query(RUN_RESULTS, MATCHED, STALE)
+    with_query(AS_OF, STALE_KEYS, run_results("SEMI JOIN stale_keys k USING (case_id, stage, rank)"), MATCHED, JUDGED)
     + """
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason,
        string_agg(DISTINCT m_label, ', ' ORDER BY m_label) AS stale_units, any_value(status) AS status,
@@ -60,8 +80,15 @@ def stale_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return run_query(con, run_id, _STALE_SQL)
 
 
+# A list without a possibly stale row has no stale/fresh pair: only lists holding one are matched.
 _PAIRS_SQL = (
-    with_query(RUN_RESULTS, MATCHED, STALE)
+    with_query(
+        AS_OF,
+        STALE_KEYS,
+        run_results("SEMI JOIN (SELECT DISTINCT case_id, stage FROM stale_keys) k USING (case_id, stage)"),
+        MATCHED,
+        JUDGED,
+    )
     + f"""
 , families AS (
     SELECT document_id, concat_ws('|', tenant, doc_type, {_STEM}) AS family FROM documents GROUP BY ALL
