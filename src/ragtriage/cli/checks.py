@@ -35,26 +35,16 @@ def _verdict(report: CheckReport) -> str:
     return "PASSED"
 
 
-def _shown(findings: pa.Table, limit: int) -> tuple[pa.Table, int]:
-    """The terminal rows: every leak, at most ``limit`` rows of each other check (0: all); and how many were cut."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+def _shown(report: CheckReport, limit: int) -> pa.Table:
+    """The terminal rows: every leak, at most ``limit`` rows of each other check (0: all); unchecked cases are
+    left out (a note lists their first ids)."""
     from ragtriage.metrics.context import over_arrow
 
-    shown = over_arrow(
-        """
-            SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
-            FROM (SELECT *, row_number() OVER (PARTITION BY "check") AS n, row_number() OVER () AS o FROM f
-                  WHERE "check" <> 'unchecked')
-            WHERE "check" = 'leakage' OR $limit <= 0 OR n <= $limit
-            ORDER BY o
-            """,
-        {"limit": limit},
-        f=findings,
+    return over_arrow(
+        """SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
+           FROM f""",
+        f=report.findings(limit, unchecked=False),
     )
-    listed = pc.sum(pc.not_equal(findings["check"], "unchecked").cast(pa.int64())).as_py() or 0
-    return shown, int(listed) - shown.num_rows
 
 
 def _close(con: duckdb.DuckDBPyConnection | None) -> None:
@@ -72,8 +62,10 @@ def check(
 ) -> None:
     """Leakage, filter scope, negative cases and stale documents of one run. Exit 1 if anything leaked."""
     import duckdb
+    import numpy as np
     import pyarrow as pa
 
+    from ragtriage.arrays import table_of
     from ragtriage.checks import check_run
     from ragtriage.store import StoreError
 
@@ -86,30 +78,36 @@ def check(
     finally:
         _close(con)
     findings = report.findings()
-    shown, cut = _shown(findings, limit)
-    unchecked = report.unchecked["case_id"].to_pylist()
-    notes = [_first_ids("unchecked (no principal)", unchecked)] if unchecked else []
+    unchecked = report.unchecked.num_rows
+    shown = _shown(report, limit)
+    cut = findings.num_rows - unchecked - shown.num_rows
+    notes = [_first_ids("unchecked (no principal)", report.unchecked["case_id"], unchecked)] if unchecked else []
     if cut:
         notes.append(f"… {cut} more non-leak rows: --limit 0 or --format csv for all")
     counts = report.counts()
     context = {
         "run": run,
-        "verdict": _verdict(report) + (f" ({len(unchecked):,} case(s) unchecked: no principal)" if unchecked else ""),
+        "verdict": _verdict(report) + (f" ({unchecked:,} case(s) unchecked: no principal)" if unchecked else ""),
         "passed": report.passed,
         "strict_passed": report.strict_passed,
     }
-    section = pa.table({"check": list(counts), "count": list(counts.values())})
+    section = table_of(
+        {"check": np.array(list(counts), dtype=object), "count": np.array(list(counts.values()), dtype=np.int64)},
+        pa.schema([("check", pa.string()), ("count", pa.int64())]),
+    )
     show(Output(findings, context, notes, {"counts": section}, shown=shown, empty="no findings"), fmt)
     ok = report.strict_passed if strict else report.passed
     if not ok:
         raise typer.Exit(1)
 
 
-def _first_ids(what: str, ids: list[str], first: int = 10) -> str:
-    """A list of ids as one line of bounded length: the first ``first`` and how many there are in all."""
-    if len(ids) <= first:
-        return f"{what}: {', '.join(ids)}"
-    return f"{what}: {', '.join(ids[:first])} … ({len(ids):,} in all; --format csv lists them)"
+def _first_ids(what: str, ids: pa.ChunkedArray, total: int, first: int = 10) -> str:
+    """A column of ids as one line of bounded length: the first ``first`` and how many there are in all (only
+    those few become Python strings: a run without principals has one unchecked case per case)."""
+    head = ", ".join(str(i) for i in ids.slice(0, first).to_pylist())
+    if total <= first:
+        return f"{what}: {head}"
+    return f"{what}: {head} … ({total:,} in all; --format csv lists them)"
 
 
 def _print_calibration(cal: Calibration) -> None:
