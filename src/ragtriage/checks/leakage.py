@@ -62,7 +62,8 @@ leaks AS (
 
 # Only cases with a principal can leak, so the run's rows are cut to them before the manifest join: a store whose
 # cases carry no principal (or few) is checked without matching all of its result rows.
-_PRINCIPAL_RESULTS = run_results("SEMI JOIN principals p USING (case_id)")
+PRINCIPAL_CUT = "SEMI JOIN principals p USING (case_id)"
+_PRINCIPAL_RESULTS = run_results(PRINCIPAL_CUT)
 
 LEAKAGE_SQL = (
     with_query(PRINCIPALS, _PRINCIPAL_RESULTS, MATCHED, LEAKS)

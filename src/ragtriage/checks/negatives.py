@@ -29,10 +29,11 @@ final_lists AS (
 
 TOP_SCORES = top_scores()
 
+NEGATIVE_CUT = "SEMI JOIN (SELECT case_id FROM cases WHERE expected_behavior <> 'evidence') n USING (case_id)"
 # Only negative cases are judged: the run's other final lists (all but a few of its rows) are never aggregated.
 _NEGATIVES_SQL = (
     "WITH "
-    + top_scores("SEMI JOIN (SELECT case_id FROM cases WHERE expected_behavior <> 'evidence') n USING (case_id)")
+    + top_scores(NEGATIVE_CUT)
     + """,
 run_events AS (
     SELECT case_id, bool_or(coalesce(timed_out, false)) AS timed_out, bool_or(status = 'error') AS errored,

@@ -134,7 +134,8 @@ scoped_cases AS (
     UNION
     SELECT without_case FROM pairs WHERE checked
 )"""
-_PAIR_CASES = "SEMI JOIN (SELECT without_case AS case_id FROM pairs WHERE checked) s USING (case_id)"
+SCOPE_CUT = "SEMI JOIN scoped_cases s USING (case_id)"
+PAIR_CUT = "SEMI JOIN (SELECT without_case AS case_id FROM pairs WHERE checked) s USING (case_id)"
 
 _SCOPE_SQL = (
     with_query(
@@ -142,7 +143,7 @@ _SCOPE_SQL = (
         FILTERS,
         PAIRS,
         _SCOPED_CASES,
-        run_results("SEMI JOIN scoped_cases s USING (case_id)"),
+        run_results(SCOPE_CUT),
         MATCHED,
         _SCOPE,
         PAIR_VIOLATIONS,
@@ -164,7 +165,7 @@ def scope_violations(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 
 _PAIRS_SQL = (
-    with_query(PRINCIPALS, FILTERS, PAIRS, run_results(_PAIR_CASES), MATCHED, PAIR_VIOLATIONS)
+    with_query(PRINCIPALS, FILTERS, PAIRS, run_results(PAIR_CUT), MATCHED, PAIR_VIOLATIONS)
     + """
 SELECT p.with_case, p.without_case, p.query, p.optional_filters, p.principal_id, p.checked,
        count(v.rank) AS n_violations, bool_and(p.checked) AND count(v.rank) = 0 AS passed

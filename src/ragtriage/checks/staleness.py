@@ -59,8 +59,9 @@ judged AS (
     FROM matched m LEFT JOIN as_of a USING (case_id)
 )"""
 
+STALE_CUT = "SEMI JOIN stale_keys k USING (case_id, stage, rank)"
 _STALE_SQL = (
-    with_query(AS_OF, STALE_KEYS, run_results("SEMI JOIN stale_keys k USING (case_id, stage, rank)"), MATCHED, JUDGED)
+    with_query(AS_OF, STALE_KEYS, run_results(STALE_CUT), MATCHED, JUDGED)
     + """
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason,
        string_agg(DISTINCT m_label, ', ' ORDER BY m_label) AS stale_units, any_value(status) AS status,
@@ -81,11 +82,13 @@ def stale_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 
 # A list without a possibly stale row has no stale/fresh pair: only lists holding one are matched.
+STALE_LIST_CUT = "SEMI JOIN (SELECT DISTINCT case_id, stage FROM stale_keys) k USING (case_id, stage)"
+
 _PAIRS_SQL = (
     with_query(
         AS_OF,
         STALE_KEYS,
-        run_results("SEMI JOIN (SELECT DISTINCT case_id, stage FROM stale_keys) k USING (case_id, stage)"),
+        run_results(STALE_LIST_CUT),
         MATCHED,
         JUDGED,
     )
