@@ -26,13 +26,14 @@ FINDING_COLUMNS = ("check", "case_id", "stage", "rank", "document_id", "chunk_id
 # Each check's rows in the findings shape, in report order (UNION ALL and LIMIT keep every part's row order). The
 # derived tables and counts are DuckDB statements over the Arrow tables: a check without a manifest has a row per
 # case (300k at 30M result rows), and pyarrow's Python-scalar compute would import pandas (0.3 s) to compare a
-# string. ``$first`` caps every part but leakage (a terminal's view); ``$unchecked`` is 0 to leave those out.
+# string. ``$first`` caps every part (a terminal's view); ``$unchecked`` is 0 to leave those out.
 _FINDINGS_SQL = """
 SELECT CAST("check" AS VARCHAR) AS "check", CAST(case_id AS VARCHAR) AS case_id, CAST(stage AS VARCHAR) AS stage,
        CAST(rank AS BIGINT) AS rank, CAST(document_id AS VARCHAR) AS document_id,
        CAST(chunk_id AS VARCHAR) AS chunk_id, CAST(rule AS VARCHAR) AS rule, CAST(detail AS VARCHAR) AS detail
 FROM (
-    SELECT 'leakage' AS "check", case_id, stage, rank, document_id, chunk_id, rule, detail FROM leakage
+    (SELECT 'leakage' AS "check", case_id, stage, rank, document_id, chunk_id, rule, detail FROM leakage
+     LIMIT $first)
     UNION ALL (SELECT 'scope', case_id, stage, rank, document_id, chunk_id, rule, detail FROM scope LIMIT $first)
     UNION ALL (SELECT 'negative', case_id, NULL, NULL, NULL, NULL, expected_behavior, reason FROM negatives
                WHERE NOT passed LIMIT $first)
@@ -160,13 +161,29 @@ class CheckReport:
     def findings(self, first: int = 0, *, unchecked: bool = True) -> pa.Table:
         """Every finding as one row of ``FINDING_COLUMNS`` (failed ones only; passing negatives are omitted).
 
-        ``first`` > 0 keeps every leak but only the first ``first`` rows of each other check (what a terminal
-        shows); ``unchecked=False`` leaves out the cases without a principal (listed apart, by their ids).
+        ``first`` > 0 keeps only the first ``first`` rows of each check (what a terminal shows: a run leaking on
+        every row has millions of leak rows); ``unchecked=False`` leaves out the cases without a principal (listed
+        apart, by their ids).
         """
         every = sum(t.num_rows for t in self._tables().values())
         cap = first if first > 0 else every
         params = {"first": cap, "unchecked": cap if unchecked else 0}
         return over_arrow(_FINDINGS_SQL, params, **self._tables())
+
+    def finding_count(self, *, unchecked: bool = True) -> int:
+        """How many rows :meth:`findings` has, without building them."""
+        tally = self._tally()
+        parts = (
+            self.leakage.num_rows,
+            self.scope.num_rows,
+            tally["negative_failed"],
+            self.stale.num_rows,
+            self.stale_first.num_rows,
+            self.unchecked.num_rows if unchecked else 0,
+            self.unchecked_filters.num_rows,
+            self.unverifiable.num_rows,
+        )
+        return sum(parts)
 
 
 def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> CheckReport:

@@ -109,6 +109,9 @@ pairs AS (
     WHERE list_has_all(a.filter_set, b.filter_set) AND len(a.filter_set) > len(b.filter_set)
 )"""
 
+# ordered, so that a row breaking two rules reads the same on every run
+_PAIR_DETAIL = denial_detail("rule", "pair_groups", "pair_tenant")
+
 PAIR_VIOLATIONS = f"""
 pair_denied AS (
     SELECT m.*, p.with_case, p.optional_filters, p.principal_id, p.pair_groups, p.pair_tenant,
@@ -122,7 +125,7 @@ pair_violations AS (
            'only units principal ' || coalesce(principal_id, '?') || ' of case ' || with_case || ' may see'
                AS expected,
            string_agg(DISTINCT rule, ', ' ORDER BY rule) AS actual, 'optional-filter-broadened' AS rule,
-           string_agg(DISTINCT {denial_detail("rule", "pair_groups", "pair_tenant")}, '; ') AS detail
+           string_agg(DISTINCT {_PAIR_DETAIL}, '; ' ORDER BY {_PAIR_DETAIL}) AS detail
     FROM (SELECT *, unnest(rules) AS rule FROM pair_denied WHERE len(rules) > 0)
     GROUP BY run_id, case_id, stage, rank, document_id, chunk_id, optional_filters, principal_id, with_case
 )"""

@@ -35,15 +35,14 @@ def _verdict(report: CheckReport) -> str:
     return "PASSED"
 
 
-def _shown(report: CheckReport, limit: int) -> pa.Table:
-    """The terminal rows: every leak, at most ``limit`` rows of each other check (0: all); unchecked cases are
-    left out (a note lists their first ids)."""
+def _shown(findings: pa.Table) -> pa.Table:
+    """The terminal's columns of findings rows (a row's unit is its chunk, else its document)."""
     from ragtriage.metrics.context import over_arrow
 
     return over_arrow(
         """SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
-           FROM f""",
-        f=report.findings(limit, unchecked=False),
+           FROM f WHERE "check" <> 'unchecked'""",
+        f=findings,
     )
 
 
@@ -58,7 +57,9 @@ def check(
     db: DbOpt = DEFAULT_DB_PATH,
     fmt: FormatOpt = Format.table,
     strict: Annotated[bool, typer.Option(help="Also exit 1 on scope violations and failed negative cases.")] = False,
-    limit: Annotated[int, typer.Option(help="Rows per non-leak section in table output (0: all).")] = 20,
+    limit: Annotated[
+        int, typer.Option(help="Rows per check in table and markdown output (0: all); json and csv list all.")
+    ] = 20,
 ) -> None:
     """Leakage, filter scope, negative cases and stale documents of one run. Exit 1 if anything leaked."""
     import duckdb
@@ -77,13 +78,20 @@ def check(
         raise _fail(exc) from exc
     finally:
         _close(con)
-    findings = report.findings()
+    # table and markdown print the first rows of each check only: the rest is never built (a run leaking on
+    # every row of 3M has two million leak rows, which a terminal table cannot hold)
+    shown: pa.Table | None = None
+    cut = 0
+    if fmt in (Format.table, Format.markdown):
+        findings = report.findings(limit, unchecked=False)
+        shown = _shown(findings)
+        cut = report.finding_count(unchecked=False) - findings.num_rows
+    else:
+        findings = report.findings()
     unchecked = report.unchecked.num_rows
-    shown = _shown(report, limit)
-    cut = findings.num_rows - unchecked - shown.num_rows
     notes = [_first_ids("unchecked (no principal)", report.unchecked["case_id"], unchecked)] if unchecked else []
     if cut:
-        notes.append(f"… {cut} more non-leak rows: --limit 0 or --format csv for all")
+        notes.append(f"… {cut:,} more rows (the first {limit} of each check shown): --limit 0 or --format csv for all")
     counts = report.counts()
     context = {
         "run": run,
