@@ -10,13 +10,15 @@ hand-derived findings must be there.
 from __future__ import annotations
 
 import importlib
+import random
 from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
 import pytest
 
 from ragtriage.checks import negatives, scope, staleness
-from ragtriage.checks.units import run_results
+from ragtriage.checks.units import MATCHED, run_results, with_query
 from tests.factory import make_store
 
 leakage_mod = importlib.import_module("ragtriage.checks.leakage")  # the package exports a function of that name
@@ -85,6 +87,60 @@ def con(tmp_path_factory: pytest.TempPathFactory) -> duckdb.DuckDBPyConnection:
     )
 
 
+def random_store(root: Path, seed: int) -> duckdb.DuckDBPyConnection:
+    """A seeded random store with version families: ids with version tokens, chunks of two doc types, dates and
+    statuses around the cases' dates, principals and filters on some cases, lists mixing families."""
+    rng = random.Random(seed)
+    docs = []
+    for stem in ("pol", "guide", "memo"):
+        for version in ("2022", "2023", "2024", "v2", "v3"):
+            for chunk in range(rng.randint(1, 2)):
+                start = rng.choice([None, "2022-01-01", "2023-07-01", "2024-01-01"])
+                end = rng.choice([None, "2023-06-30", "2023-12-31"])
+                if start and end and end < start:
+                    start, end = end, start
+                docs.append(
+                    doc(
+                        f"{stem}-{version}",
+                        f"{chunk:02d}",
+                        doc_type=rng.choice(["policy", "faq"]),
+                        tenant=rng.choice(["t1", "t2"]),
+                        acl=[rng.choice(["staff", "board"])],
+                        status=rng.choice(["current", "current", "archived"]),
+                        effective_from=start,
+                        effective_to=end,
+                        language=rng.choice(["en", "de"]),
+                    )
+                )
+    cases = []
+    for i in range(12):
+        case: dict = {"id": f"c{i}", "query": f"q{i % 6}"}
+        if rng.random() < 0.6:
+            case["principal"] = rng.choice([ALICE, GROUP_ONLY])
+        if rng.random() < 0.4:
+            case["filters"] = rng.choice([{"effective_on": "2023-03-01"}, {"language": "en"}, {"tenant": "t1"}])
+        cases.append(case)
+    results = []
+    for case in cases:
+        for stage in ("candidate", "final"):
+            for d in rng.sample(docs, 8):
+                chunk = d["chunk_id"].split("#")[1] if rng.random() < 0.7 else "zz"
+                results.append(res(case["id"], d["document_id"], chunk, stage))
+    unique = list({(r["case_id"], r["stage"], r["chunk_id"]): r for r in results}.values())
+    return make_store(
+        root,
+        cases=cases,
+        documents=docs,
+        labels=[{"case_id": "c0", "document_id": docs[0]["document_id"], "chunk_id": docs[0]["chunk_id"], "grade": 2}],
+        runs=[{"run": {"run_id": "r", "k": 10, "created_at": "2024-06-01T10:00:00Z"}, "results": unique}],
+    )
+
+
+@pytest.fixture(scope="module", params=[1, 2, 3])
+def random_con(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> duckdb.DuckDBPyConnection:
+    return random_store(tmp_path_factory.mktemp(f"random{request.param}"), request.param)
+
+
 def uncut(sql: str, cut: str, full: Callable[[], str] = run_results) -> str:
     """``sql`` reading the whole run instead of the rows ``cut`` keeps."""
     whole = sql.replace(run_results(cut), full())
@@ -97,8 +153,38 @@ CHECKS = {
     "scope": (scope._SCOPE_SQL, scope.SCOPE_CUT),
     "pairs": (scope._PAIRS_SQL, scope.PAIR_CUT),
     "stale": (staleness._STALE_SQL, staleness.STALE_CUT),
-    "versions": (staleness._PAIRS_SQL + " ORDER BY case_id, stage, family", staleness.STALE_LIST_CUT),
+    "versions": (staleness._PAIRS_SQL + " ORDER BY case_id, stage, family", staleness.STALE_CUT),
 }
+
+# The version pairs as first written: every matched row of the run grouped by (row, family), then by family. The
+# stored statement finds the stale rows first and the fresh rows of their families by one probe; it must agree.
+VERSION_PAIRS_BY_GROUPING = (
+    with_query(staleness.AS_OF, run_results(), MATCHED, staleness.JUDGED)
+    + f"""
+, families AS (
+    SELECT document_id, concat_ws('|', tenant, doc_type, {staleness._STEM}) AS family FROM documents GROUP BY ALL
+),
+ranked AS (
+    SELECT j.run_id, j.case_id, j.stage, j.rank, j.document_id, bool_or(j.reason IS NOT NULL) AS stale, f.family
+    FROM judged j JOIN families f USING (document_id)
+    GROUP BY j.run_id, j.case_id, j.stage, j.rank, j.document_id, f.family
+),
+per_family AS (
+    SELECT run_id, case_id, stage, family,
+           arg_min(document_id, rank) FILTER (WHERE NOT stale) AS current_document_id,
+           min(rank) FILTER (WHERE NOT stale) AS current_rank,
+           arg_min(document_id, rank) FILTER (WHERE stale) AS stale_document_id,
+           min(rank) FILTER (WHERE stale) AS stale_rank
+    FROM ranked GROUP BY run_id, case_id, stage, family
+)
+SELECT run_id, case_id, stage, family, current_document_id, current_rank, stale_document_id, stale_rank,
+       stale_rank < current_rank AS stale_first,
+       'stale ' || stale_document_id || ' at rank ' || stale_rank || ', in force ' || current_document_id
+       || ' at rank ' || current_rank AS detail
+FROM per_family WHERE current_rank IS NOT NULL AND stale_rank IS NOT NULL
+ORDER BY case_id, stage, family
+"""
+)
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
@@ -111,6 +197,23 @@ def test_cut_keeps_every_finding_of_the_full_run(con: duckdb.DuckDBPyConnection,
     found = rows(con, sql)
     assert found, f"{name}: the fixture must give this check findings"
     assert found == rows(con, uncut(sql, cut))
+
+
+def test_version_pairs_agree_with_grouping_every_row(con: duckdb.DuckDBPyConnection) -> None:
+    found = rows(con, CHECKS["versions"][0])
+    assert found and found == rows(con, VERSION_PAIRS_BY_GROUPING)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_random_stores_agree_with_the_full_run(random_con: duckdb.DuckDBPyConnection, name: str) -> None:
+    sql, cut = CHECKS[name]
+    assert rows(random_con, sql) == rows(random_con, uncut(sql, cut))
+
+
+def test_random_stores_version_pairs_agree_with_grouping(random_con: duckdb.DuckDBPyConnection) -> None:
+    found = rows(random_con, CHECKS["versions"][0])
+    assert found == rows(random_con, VERSION_PAIRS_BY_GROUPING)
+    assert any(r["stale_first"] for r in found) and not all(r["stale_first"] for r in found)
 
 
 def test_negative_cut_keeps_every_outcome(con: duckdb.DuckDBPyConnection) -> None:
