@@ -119,3 +119,31 @@ def test_sample_runs_only_the_no_acl_filter_run_leaks(tmp_path: Path) -> None:
     leaked = {r.name: check_run(con, r.name).leakage.num_rows for r in runs}
     assert leaked.pop("no-acl-filter") > 0
     assert leaked and all(n == 0 for n in leaked.values()), leaked
+
+
+def test_table_shows_the_first_rows_of_each_check_and_csv_all(tmp_path: Path) -> None:
+    """Five leaking rows and one unknown unit: --limit 2 prints two leaks, the unverifiable row, and says how many
+    rows were left out; the counts and the csv still have all five."""
+    leaks = [res("q1", "HR", 1.0, rank) for rank in range(1, 6)]
+    make_store(
+        tmp_path,
+        cases=CASES,
+        documents=DOCS,
+        runs=[{"run": {"run_id": "many", "k": 5}, "results": [*leaks, res("q2", "GONE", 1.0)]}],
+        labels=[{"case_id": "q1", "document_id": "OPEN", "chunk_id": "OPEN#1", "grade": 3}],
+    ).close()
+    db = str(tmp_path / "store.duckdb")
+    out = runner.invoke(app, ["check", "--db", db, "--run", "many", "--limit", "2"])
+    assert out.exit_code == 1
+    table = out.output.split("counts")[0]
+    assert table.count("acl-no-overlap") == 2 and "unit-not-in-manifest" in table
+    assert "… 3 more rows (the first 2 of each check shown)" in out.output
+    assert "│ leak_findings " in out.output and "│ 5 " in out.output
+    every = runner.invoke(app, ["check", "--db", db, "--run", "many", "--limit", "0"])
+    assert every.output.split("counts")[0].count("acl-no-overlap") == 5 and "more rows" not in every.output
+    rows = list(
+        csv.DictReader(
+            io.StringIO(runner.invoke(app, ["check", "--db", db, "--run", "many", "--format", "csv"]).output)
+        )
+    )
+    assert [r["rank"] for r in rows if r["check"] == "leakage"] == ["1", "2", "3", "4", "5"]

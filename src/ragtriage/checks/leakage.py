@@ -15,7 +15,16 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.checks.references import ID_HITS, REFERENCE_LEAKS, SPAN_HITS, TEXTS
-from ragtriage.checks.units import MATCHED, PRINCIPALS, RUN_RESULTS, denial_detail, denials, run_query, with_query
+from ragtriage.checks.units import (
+    MATCHED,
+    PRINCIPALS,
+    RUN_RESULTS,
+    denial_detail,
+    denials,
+    run_query,
+    run_results,
+    with_query,
+)
 
 _DIRECT = f"""
 denied AS (
@@ -53,11 +62,8 @@ leaks AS (
 
 # Only cases with a principal can leak, so the run's rows are cut to them before the manifest join: a store whose
 # cases carry no principal (or few) is checked without matching all of its result rows.
-_PRINCIPAL_RESULTS = RUN_RESULTS.replace(
-    "FROM results r WHERE r.run_id = $run_id",
-    "FROM results r SEMI JOIN principals p USING (case_id) WHERE r.run_id = $run_id",
-)
-assert _PRINCIPAL_RESULTS != RUN_RESULTS
+PRINCIPAL_CUT = "SEMI JOIN principals p USING (case_id)"
+_PRINCIPAL_RESULTS = run_results(PRINCIPAL_CUT)
 
 LEAKAGE_SQL = (
     with_query(PRINCIPALS, _PRINCIPAL_RESULTS, MATCHED, LEAKS)
@@ -81,10 +87,10 @@ def leaked_result_rows(leaks: pa.Table) -> int:
     return int(leaks.group_by(["case_id", "stage", "rank"]).aggregate([]).num_rows)
 
 
+# The run's answered cases as one distinct list joined once (a correlated EXISTS per case took 1.4 s at 30M rows).
 _UNCHECKED_SQL = """
-SELECT c.case_id, 'no principal: leakage cannot be checked' AS reason,
-       EXISTS (SELECT 1 FROM results r WHERE r.run_id = $run_id AND r.case_id = c.case_id) AS has_results
-FROM cases c
+SELECT c.case_id, 'no principal: leakage cannot be checked' AS reason, a.case_id IS NOT NULL AS has_results
+FROM cases c LEFT JOIN (SELECT DISTINCT case_id FROM results WHERE run_id = $run_id) a USING (case_id)
 WHERE c.principal_id IS NULL AND c.principal_groups IS NULL AND c.principal_tenant IS NULL
 ORDER BY c.case_id
 """

@@ -16,15 +16,24 @@ import pyarrow as pa
 
 from ragtriage.checks.units import run_query
 
-TOP_SCORES = """
+
+def top_scores(cut: str = "") -> str:
+    """The ``final_lists`` fragment: each case's final-list size, top score and top unit; ``cut`` (a join clause on
+    ``r``) keeps only the cases a caller judges."""
+    return f"""
 final_lists AS (
     SELECT case_id, count(*) AS n_results, max(score) AS top_score, arg_min(unit_id, rank) AS top_unit
-    FROM results WHERE run_id = $run_id AND stage = 'final' GROUP BY case_id
+    FROM results r {cut} WHERE run_id = $run_id AND stage = 'final' GROUP BY case_id
 )"""
 
+
+TOP_SCORES = top_scores()
+
+NEGATIVE_CUT = "SEMI JOIN (SELECT case_id FROM cases WHERE expected_behavior <> 'evidence') n USING (case_id)"
+# Only negative cases are judged: the run's other final lists (all but a few of its rows) are never aggregated.
 _NEGATIVES_SQL = (
     "WITH "
-    + TOP_SCORES
+    + top_scores(NEGATIVE_CUT)
     + """,
 run_events AS (
     SELECT case_id, bool_or(coalesce(timed_out, false)) AS timed_out, bool_or(status = 'error') AS errored,

@@ -8,20 +8,57 @@ information for triage. ``findings`` flattens every table into one long table (t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ragtriage.checks.leakage import leakage, leaked_result_rows, unchecked_cases, unverifiable_results
 from ragtriage.checks.negatives import negative_outcomes
 from ragtriage.checks.scope import filter_pairs, scope_violations, unchecked_filters
 from ragtriage.checks.staleness import stale_first, stale_results
+from ragtriage.metrics.context import over_arrow
 from ragtriage.store import require_run
 
 FINDING_COLUMNS = ("check", "case_id", "stage", "rank", "document_id", "chunk_id", "rule", "detail")
+
+# Each check's rows in the findings shape, in report order (UNION ALL and LIMIT keep every part's row order). The
+# derived tables and counts are DuckDB statements over the Arrow tables: a check without a manifest has a row per
+# case (300k at 30M result rows), and pyarrow's Python-scalar compute would import pandas (0.3 s) to compare a
+# string. ``$first`` caps every part (a terminal's view); ``$unchecked`` is 0 to leave those out.
+_FINDINGS_SQL = """
+SELECT CAST("check" AS VARCHAR) AS "check", CAST(case_id AS VARCHAR) AS case_id, CAST(stage AS VARCHAR) AS stage,
+       CAST(rank AS BIGINT) AS rank, CAST(document_id AS VARCHAR) AS document_id,
+       CAST(chunk_id AS VARCHAR) AS chunk_id, CAST(rule AS VARCHAR) AS rule, CAST(detail AS VARCHAR) AS detail
+FROM (
+    (SELECT 'leakage' AS "check", case_id, stage, rank, document_id, chunk_id, rule, detail FROM leakage
+     LIMIT $first)
+    UNION ALL (SELECT 'scope', case_id, stage, rank, document_id, chunk_id, rule, detail FROM scope LIMIT $first)
+    UNION ALL (SELECT 'negative', case_id, NULL, NULL, NULL, NULL, expected_behavior, reason FROM negatives
+               WHERE NOT passed LIMIT $first)
+    UNION ALL (SELECT 'stale', case_id, stage, rank, document_id, chunk_id, reason, detail FROM stale LIMIT $first)
+    UNION ALL (SELECT 'stale-first', case_id, stage, stale_rank, stale_document_id, NULL, 'stale-version-first',
+                      detail FROM stale_first LIMIT $first)
+    UNION ALL (SELECT 'unchecked', case_id, NULL, NULL, NULL, NULL, 'no-principal', reason FROM unchecked
+               LIMIT $unchecked)
+    UNION ALL (SELECT 'unchecked-filter', case_id, NULL, NULL, NULL, NULL, filter, reason FROM unchecked_filters
+               LIMIT $first)
+    UNION ALL (SELECT 'unverifiable', case_id, stage, NULL, NULL, NULL, 'unit-not-in-manifest', detail
+               FROM unverifiable LIMIT $first)
+)
+"""
+
+_COUNTS_SQL = """
+SELECT (SELECT count(DISTINCT case_id) FROM leakage) AS leaked_cases,
+       (SELECT count(*) FROM (SELECT case_id FROM leakage GROUP BY case_id HAVING bool_and(stage = 'candidate')))
+           AS candidate_only_leaked_cases,
+       (SELECT coalesce(sum(rows), 0) FROM unverifiable) AS unverifiable_rows,
+       (SELECT count(DISTINCT case_id) FROM unverifiable) AS unverifiable_cases,
+       (SELECT count(*) FROM scope WHERE rule = 'out-of-scope') AS scope_violations,
+       (SELECT count(*) FROM scope WHERE rule = 'optional-filter-broadened') AS optional_filter_broadened,
+       (SELECT count(*) FROM negatives WHERE NOT passed) AS negative_failed
+"""
 
 
 @dataclass(frozen=True)
@@ -36,43 +73,66 @@ class CheckReport:
     negatives: pa.Table
     stale: pa.Table
     stale_first: pa.Table
+    _tallies: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def _tables(self) -> dict[str, pa.Table]:
+        return {
+            "leakage": self.leakage,
+            "unchecked": self.unchecked,
+            "unverifiable": self.unverifiable,
+            "scope": self.scope,
+            "pairs": self.pairs,
+            "unchecked_filters": self.unchecked_filters,
+            "negatives": self.negatives,
+            "stale": self.stale,
+            "stale_first": self.stale_first,
+        }
+
+    def _tally(self) -> dict[str, int]:
+        """The counts computed from the tables, once per report."""
+        if not self._tallies:
+            row = over_arrow(_COUNTS_SQL, **self._tables()).to_pylist()[0]
+            self._tallies.update({k: int(v) for k, v in row.items()})
+        return self._tallies
 
     @property
     def broadened(self) -> pa.Table:
         """Scope rows where a missing optional filter widened access (counted as leakage)."""
-        return self.scope.filter(pc.equal(self.scope["rule"], "optional-filter-broadened"))
+        return over_arrow("SELECT * FROM scope WHERE rule = 'optional-filter-broadened'", scope=self.scope)
 
     @property
     def out_of_scope(self) -> pa.Table:
-        return self.scope.filter(pc.equal(self.scope["rule"], "out-of-scope"))
+        return over_arrow("SELECT * FROM scope WHERE rule = 'out-of-scope'", scope=self.scope)
 
     @property
     def failed_negatives(self) -> pa.Table:
-        return self.negatives.filter(pc.invert(self.negatives["passed"]))
+        return over_arrow("SELECT * FROM negatives WHERE NOT passed", negatives=self.negatives)
 
     @property
     def passed(self) -> bool:
-        return bool(self.leakage.num_rows == 0 and self.broadened.num_rows == 0)
+        return bool(self.leakage.num_rows == 0 and self._tally()["optional_filter_broadened"] == 0)
 
     @property
     def strict_passed(self) -> bool:
-        return self.passed and self.out_of_scope.num_rows == 0 and self.failed_negatives.num_rows == 0
+        tally = self._tally()
+        return self.passed and tally["scope_violations"] == 0 and tally["negative_failed"] == 0
 
     def counts(self) -> dict[str, int]:
+        tally = self._tally()
         return {
             "leaked_result_rows": leaked_result_rows(self.leakage),
             "leak_findings": self.leakage.num_rows,
-            "leaked_cases": len(set(self.leakage["case_id"].to_pylist())),
-            "candidate_only_leaked_cases": _candidate_only(self.leakage),
+            "leaked_cases": tally["leaked_cases"],
+            "candidate_only_leaked_cases": tally["candidate_only_leaked_cases"],
             "unchecked_cases": self.unchecked.num_rows,
-            "unverifiable_rows": _total(self.unverifiable, "rows"),
-            "unverifiable_cases": len(set(self.unverifiable["case_id"].to_pylist())),
-            "scope_violations": self.out_of_scope.num_rows,
+            "unverifiable_rows": tally["unverifiable_rows"],
+            "unverifiable_cases": tally["unverifiable_cases"],
+            "scope_violations": tally["scope_violations"],
             "optional_filter_pairs": self.pairs.num_rows,
-            "optional_filter_broadened": self.broadened.num_rows,
+            "optional_filter_broadened": tally["optional_filter_broadened"],
             "unchecked_filters": self.unchecked_filters.num_rows,
             "negative_cases": self.negatives.num_rows,
-            "negative_failed": self.failed_negatives.num_rows,
+            "negative_failed": tally["negative_failed"],
             "stale_rows": self.stale.num_rows,
             "stale_first_lists": self.stale_first.num_rows,
         }
@@ -98,55 +158,32 @@ class CheckReport:
             **{name: t.to_pylist() for name, t in tables.items()},
         }
 
-    def findings(self) -> pa.Table:
-        """Every finding as one row of ``FINDING_COLUMNS`` (failed ones only; passing negatives are omitted)."""
-        parts = [
-            _shape(self.leakage, "leakage", rule="rule", detail="detail"),
-            _shape(self.scope, "scope", rule="rule", detail="detail"),
-            _shape(self.failed_negatives, "negative", rule="expected_behavior", detail="reason"),
-            _shape(self.stale, "stale", rule="reason", detail="detail"),
-            _shape(self.stale_first, "stale-first", rule=None, detail="detail", rule_text="stale-version-first"),
-            _shape(self.unchecked, "unchecked", rule=None, detail="reason", rule_text="no-principal"),
-            _shape(self.unchecked_filters, "unchecked-filter", rule="filter", detail="reason"),
-            _shape(self.unverifiable, "unverifiable", rule=None, detail="detail", rule_text="unit-not-in-manifest"),
-        ]
-        return pa.concat_tables(parts)
+    def findings(self, first: int = 0, *, unchecked: bool = True) -> pa.Table:
+        """Every finding as one row of ``FINDING_COLUMNS`` (failed ones only; passing negatives are omitted).
 
+        ``first`` > 0 keeps only the first ``first`` rows of each check (what a terminal shows: a run leaking on
+        every row has millions of leak rows); ``unchecked=False`` leaves out the cases without a principal (listed
+        apart, by their ids).
+        """
+        every = sum(t.num_rows for t in self._tables().values())
+        cap = first if first > 0 else every
+        params = {"first": cap, "unchecked": cap if unchecked else 0}
+        return over_arrow(_FINDINGS_SQL, params, **self._tables())
 
-def _total(t: pa.Table, column: str) -> int:
-    return int(pc.sum(t[column]).as_py() or 0)
-
-
-def _candidate_only(leaks: pa.Table) -> int:
-    """Cases whose leaks are all in the candidate stage (invisible to a final-stage-only review)."""
-    per_case = leaks.group_by("case_id").aggregate([("stage", "min"), ("stage", "max")])
-    only = pc.and_(pc.equal(per_case["stage_min"], "candidate"), pc.equal(per_case["stage_max"], "candidate"))
-    return int(pc.sum(only.cast(pa.int64())).as_py() or 0)
-
-
-def _shape(t: pa.Table, check: str, *, rule: str | None, detail: str, rule_text: str | None = None) -> pa.Table:
-    """One check's table in the common findings shape (missing columns become nulls)."""
-    n = t.num_rows
-
-    def col(name: str | None, typ: pa.DataType) -> pa.Array:
-        if name is None or name not in t.column_names:
-            return pa.nulls(n, typ)
-        return t[name].combine_chunks().cast(typ)
-
-    return pa.table(
-        {
-            "check": pa.array([check] * n, pa.string()),
-            "case_id": col("case_id", pa.string()),
-            "stage": col("stage", pa.string()),
-            "rank": col("rank", pa.int64()) if "rank" in t.column_names else col("stale_rank", pa.int64()),
-            "document_id": col("document_id", pa.string())
-            if "document_id" in t.column_names
-            else col("stale_document_id", pa.string()),
-            "chunk_id": col("chunk_id", pa.string()),
-            "rule": pa.array([rule_text] * n, pa.string()) if rule_text else col(rule, pa.string()),
-            "detail": col(detail, pa.string()),
-        }
-    )
+    def finding_count(self, *, unchecked: bool = True) -> int:
+        """How many rows :meth:`findings` has, without building them."""
+        tally = self._tally()
+        parts = (
+            self.leakage.num_rows,
+            self.scope.num_rows,
+            tally["negative_failed"],
+            self.stale.num_rows,
+            self.stale_first.num_rows,
+            self.unchecked.num_rows if unchecked else 0,
+            self.unchecked_filters.num_rows,
+            self.unverifiable.num_rows,
+        )
+        return sum(parts)
 
 
 def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> CheckReport:

@@ -23,10 +23,10 @@ import pyarrow as pa
 from ragtriage.checks.units import (
     MATCHED,
     PRINCIPALS,
-    RUN_RESULTS,
     denial_detail,
     denials,
     run_query,
+    run_results,
     with_query,
 )
 
@@ -90,6 +90,7 @@ filter_sets AS (
            coalesce(list_sort(list(f.filter || '=' || array_to_string(list_sort(f.allowed), '|'))
                               FILTER (WHERE f.filter IS NOT NULL)), []) AS filter_set
     FROM cases c LEFT JOIN filter_entries f USING (case_id)
+    WHERE EXISTS (SELECT 1 FROM filter_entries)  -- no filter anywhere: no pair, and no query text is normalised
     GROUP BY c.case_id, c.query
 ),
 pairs AS (
@@ -100,12 +101,16 @@ pairs AS (
            CASE WHEN pa.case_id IS NOT NULL THEN pa.principal_groups ELSE pb.principal_groups END AS pair_groups,
            coalesce(CASE WHEN pa.case_id IS NOT NULL THEN pa.principal_tenant ELSE pb.principal_tenant END,
                     ca.filter_tenant) AS pair_tenant
-    FROM filter_sets a JOIN filter_sets b ON a.query_key = b.query_key AND a.case_id <> b.case_id
+    FROM (SELECT * FROM filter_sets WHERE len(filter_set) > 0) a
+    JOIN filter_sets b ON a.query_key = b.query_key AND a.case_id <> b.case_id
     JOIN cases ca ON ca.case_id = a.case_id
     LEFT JOIN principals pa ON pa.case_id = a.case_id
     LEFT JOIN principals pb ON pb.case_id = b.case_id
     WHERE list_has_all(a.filter_set, b.filter_set) AND len(a.filter_set) > len(b.filter_set)
-),"""
+)"""
+
+# ordered, so that a row breaking two rules reads the same on every run
+_PAIR_DETAIL = denial_detail("rule", "pair_groups", "pair_tenant")
 
 PAIR_VIOLATIONS = f"""
 pair_denied AS (
@@ -120,13 +125,32 @@ pair_violations AS (
            'only units principal ' || coalesce(principal_id, '?') || ' of case ' || with_case || ' may see'
                AS expected,
            string_agg(DISTINCT rule, ', ' ORDER BY rule) AS actual, 'optional-filter-broadened' AS rule,
-           string_agg(DISTINCT {denial_detail("rule", "pair_groups", "pair_tenant")}, '; ') AS detail
+           string_agg(DISTINCT {_PAIR_DETAIL}, '; ' ORDER BY {_PAIR_DETAIL}) AS detail
     FROM (SELECT *, unnest(rules) AS rule FROM pair_denied WHERE len(rules) > 0)
     GROUP BY run_id, case_id, stage, rank, document_id, chunk_id, optional_filters, principal_id, with_case
 )"""
 
+# Only the rows of cases with a checkable filter, or on the unfiltered side of a checked pair, are matched.
+_SCOPED_CASES = f"""
+scoped_cases AS (
+    SELECT case_id FROM filter_entries WHERE filter IN ({_ATTR_LIST}, 'effective_on')
+    UNION
+    SELECT without_case FROM pairs WHERE checked
+)"""
+SCOPE_CUT = "SEMI JOIN scoped_cases s USING (case_id)"
+PAIR_CUT = "SEMI JOIN (SELECT without_case AS case_id FROM pairs WHERE checked) s USING (case_id)"
+
 _SCOPE_SQL = (
-    with_query(RUN_RESULTS, MATCHED, PRINCIPALS, FILTERS, _SCOPE, PAIRS + PAIR_VIOLATIONS)
+    with_query(
+        PRINCIPALS,
+        FILTERS,
+        PAIRS,
+        _SCOPED_CASES,
+        run_results(SCOPE_CUT),
+        MATCHED,
+        _SCOPE,
+        PAIR_VIOLATIONS,
+    )
     + """
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, filter, expected, actual, rule, detail
 FROM (SELECT * FROM filter_violations UNION ALL SELECT * FROM pair_violations)
@@ -144,7 +168,7 @@ def scope_violations(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 
 _PAIRS_SQL = (
-    with_query(RUN_RESULTS, MATCHED, PRINCIPALS, FILTERS, PAIRS + PAIR_VIOLATIONS)
+    with_query(PRINCIPALS, FILTERS, PAIRS, run_results(PAIR_CUT), MATCHED, PAIR_VIOLATIONS)
     + """
 SELECT p.with_case, p.without_case, p.query, p.optional_filters, p.principal_id, p.checked,
        count(v.rank) AS n_violations, bool_and(p.checked) AND count(v.rank) = 0 AS passed

@@ -35,26 +35,15 @@ def _verdict(report: CheckReport) -> str:
     return "PASSED"
 
 
-def _shown(findings: pa.Table, limit: int) -> tuple[pa.Table, int]:
-    """The terminal rows: every leak, at most ``limit`` rows of each other check (0: all); and how many were cut."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+def _shown(findings: pa.Table) -> pa.Table:
+    """The terminal's columns of findings rows (a row's unit is its chunk, else its document)."""
     from ragtriage.metrics.context import over_arrow
 
-    shown = over_arrow(
-        """
-            SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
-            FROM (SELECT *, row_number() OVER (PARTITION BY "check") AS n, row_number() OVER () AS o FROM f
-                  WHERE "check" <> 'unchecked')
-            WHERE "check" = 'leakage' OR $limit <= 0 OR n <= $limit
-            ORDER BY o
-            """,
-        {"limit": limit},
+    return over_arrow(
+        """SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
+           FROM f WHERE "check" <> 'unchecked'""",
         f=findings,
     )
-    listed = pc.sum(pc.not_equal(findings["check"], "unchecked").cast(pa.int64())).as_py() or 0
-    return shown, int(listed) - shown.num_rows
 
 
 def _close(con: duckdb.DuckDBPyConnection | None) -> None:
@@ -68,12 +57,16 @@ def check(
     db: DbOpt = DEFAULT_DB_PATH,
     fmt: FormatOpt = Format.table,
     strict: Annotated[bool, typer.Option(help="Also exit 1 on scope violations and failed negative cases.")] = False,
-    limit: Annotated[int, typer.Option(help="Rows per non-leak section in table output (0: all).")] = 20,
+    limit: Annotated[
+        int, typer.Option(help="Rows per check in table and markdown output (0: all); json and csv list all.")
+    ] = 20,
 ) -> None:
     """Leakage, filter scope, negative cases and stale documents of one run. Exit 1 if anything leaked."""
     import duckdb
+    import numpy as np
     import pyarrow as pa
 
+    from ragtriage.arrays import table_of
     from ragtriage.checks import check_run
     from ragtriage.store import StoreError
 
@@ -85,31 +78,44 @@ def check(
         raise _fail(exc) from exc
     finally:
         _close(con)
-    findings = report.findings()
-    shown, cut = _shown(findings, limit)
-    unchecked = report.unchecked["case_id"].to_pylist()
-    notes = [_first_ids("unchecked (no principal)", unchecked)] if unchecked else []
+    # table and markdown print the first rows of each check only: the rest is never built (a run leaking on
+    # every row of 3M has two million leak rows, which a terminal table cannot hold)
+    shown: pa.Table | None = None
+    cut = 0
+    if fmt in (Format.table, Format.markdown):
+        findings = report.findings(limit, unchecked=False)
+        shown = _shown(findings)
+        cut = report.finding_count(unchecked=False) - findings.num_rows
+    else:
+        findings = report.findings()
+    unchecked = report.unchecked.num_rows
+    notes = [_first_ids("unchecked (no principal)", report.unchecked["case_id"], unchecked)] if unchecked else []
     if cut:
-        notes.append(f"… {cut} more non-leak rows: --limit 0 or --format csv for all")
+        notes.append(f"… {cut:,} more rows (the first {limit} of each check shown): --limit 0 or --format csv for all")
     counts = report.counts()
     context = {
         "run": run,
-        "verdict": _verdict(report) + (f" ({len(unchecked):,} case(s) unchecked: no principal)" if unchecked else ""),
+        "verdict": _verdict(report) + (f" ({unchecked:,} case(s) unchecked: no principal)" if unchecked else ""),
         "passed": report.passed,
         "strict_passed": report.strict_passed,
     }
-    section = pa.table({"check": list(counts), "count": list(counts.values())})
+    section = table_of(
+        {"check": np.array(list(counts), dtype=object), "count": np.array(list(counts.values()), dtype=np.int64)},
+        pa.schema([("check", pa.string()), ("count", pa.int64())]),
+    )
     show(Output(findings, context, notes, {"counts": section}, shown=shown, empty="no findings"), fmt)
     ok = report.strict_passed if strict else report.passed
     if not ok:
         raise typer.Exit(1)
 
 
-def _first_ids(what: str, ids: list[str], first: int = 10) -> str:
-    """A list of ids as one line of bounded length: the first ``first`` and how many there are in all."""
-    if len(ids) <= first:
-        return f"{what}: {', '.join(ids)}"
-    return f"{what}: {', '.join(ids[:first])} … ({len(ids):,} in all; --format csv lists them)"
+def _first_ids(what: str, ids: pa.ChunkedArray, total: int, first: int = 10) -> str:
+    """A column of ids as one line of bounded length: the first ``first`` and how many there are in all (only
+    those few become Python strings: a run without principals has one unchecked case per case)."""
+    head = ", ".join(str(i) for i in ids.slice(0, first).to_pylist())
+    if total <= first:
+        return f"{what}: {head}"
+    return f"{what}: {head} … ({total:,} in all; --format csv lists them)"
 
 
 def _print_calibration(cal: Calibration) -> None:
