@@ -19,6 +19,7 @@ import duckdb
 
 from ragtriage.contract.errors import FIRST_LINES, Finding
 from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql
+from ragtriage.contract.trec_csv import read_qrels, read_run
 
 # Lines made of single spaces (or single tabs) split with string_split; anything else goes through the regex.
 _PLAIN = "NOT (contains(t, '  ') OR contains(t, chr(9)) OR contains(t, chr(13)) OR starts_with(t, ' '))"
@@ -155,7 +156,7 @@ KEEP = "(case_id IS NOT NULL AND case_id <> '' AND NOT starts_with(case_id, '#')
 """A TREC line that holds data: not blank, not a ``#`` comment."""
 
 
-def _in_trec_order(con: duckdb.DuckDBPyConnection, split: str, firsts: str) -> bool:
+def _in_trec_order(con: duckdb.DuckDBPyConnection, data: str, firsts: str) -> bool:
     """Whether the file already lists each query's lines together, in trec_eval's order (score descending,
     docno descending): then a line's rank is its position in its query's block. Contiguity comes from the
     per-query line range; the order from each line's predecessor (a streaming window over the table scan)."""
@@ -167,27 +168,36 @@ def _in_trec_order(con: duckdb.DuckDBPyConnection, split: str, firsts: str) -> b
         f"""SELECT count(*) FROM (
                 SELECT case_id = {prev.format("case_id")} AND NOT (score < {prev.format("score")}
                        OR (score = {prev.format("score")} AND document_id < {prev.format("document_id")})) AS bad
-                FROM (SELECT * FROM {split} WHERE {KEEP})) WHERE bad"""
+                FROM {data}) WHERE bad"""
     ).fetchall()[0][0]
     return not broken
 
 
 def stage_trec_run(
-    con: duckdb.DuckDBPyConnection, path: Path, name: str, *, by_tag: bool = False
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, *, by_tag: bool = False, exact_lines: bool = True
 ) -> tuple[Staged, RunFacts]:
     """Stage ``qid Q0 docno rank score tag`` lines as final-stage results (columns after the sixth are ignored
-    and counted). ``by_tag`` ranks each tag's lines apart, for loading one run per tag.
+    and counted). ``by_tag`` ranks each tag's lines apart, for loading one run per tag. ``exact_lines=False``
+    (an evaluation that stores nothing) lets ``line`` be the data row's position when the file has blank lines.
 
-    The lines are split once into ``{name}__split`` (the table a chunk-mode load updates); ``{name}`` is a view
-    adding the rank, which the loader computes while writing. A file already in trec_eval's order with each
-    query's lines together (what most systems write) is ranked by position, through a join with each query's
-    first line; any other file by a sort over (query, score desc, docno desc)."""
+    The lines are read once into ``{name}__split`` (the table a chunk-mode load updates): by DuckDB's CSV reader
+    when every line is six single-space (or single-tab) separated fields and every score a finite number
+    (``contract/trec_csv.py``), else split in SQL, which finds every bad line. ``{name}`` is a view adding the
+    rank, which the loader computes while writing. A file already in trec_eval's order with each query's lines
+    together (what most systems write) is ranked by position, through a join with each query's first line; any
+    other file by a sort over (query, score desc, docno desc)."""
     facts = RunFacts()
     split = f"{name}__split"
     findings = encoding_findings(path)
     drop_staged(con, name)
     if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line"), facts
+    facts.base_table = split
+    if not findings and read_run(con, path, split, exact_lines=exact_lines):
+        # Read by the CSV reader: six fields and a finite score on every line, so nothing to report.
+        cols = "case_id, document_id, chunk_id, score, tag"
+        data = f"(SELECT rowid + 1 AS line, {cols}, 6 AS n FROM {split} WHERE {KEEP})"
+        return _rank_trec_run(con, path, name, data, by_tag, findings, facts)
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {split} AS {_trec_split_sql(path)}")
     except duckdb.Error as exc:
@@ -207,7 +217,20 @@ def stage_trec_run(
     )  # fmt: skip
     findings = [_score_text(con, path, f) if f.code == "bad-score" else f for f in findings]
     facts.extra_column_lines = next((f.count for f in findings if f.code == "extra-columns"), 0)
-    facts.base_table = split
+    return _rank_trec_run(con, path, name, data, by_tag, findings, facts)
+
+
+def _rank_trec_run(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    name: str,
+    data: str,
+    by_tag: bool,
+    findings: list[Finding],
+    facts: RunFacts,
+) -> tuple[Staged, RunFacts]:
+    """The view ``name`` over the read lines ``data`` (line, case_id, document_id, chunk_id, score, tag, n), with
+    the rank; the per-query ranges give the row count, the depth and the tags."""
     key = "tag, case_id" if by_tag else "case_id"
     firsts = f"{name}__first"
     con.execute(
@@ -224,7 +247,7 @@ def stage_trec_run(
         findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
     cols = "line, case_id, 'final' AS stage, document_id, chunk_id, score, snippet, metadata, tag"
     nulls = "CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
-    if not by_tag and not _bad(findings) and _in_trec_order(con, split, firsts):
+    if not by_tag and not _bad(findings) and _in_trec_order(con, data, firsts):
         con.execute(
             f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(line - f.first + 1 AS BIGINT) AS rank
                 FROM (SELECT s.*, {nulls} FROM {data} s) JOIN {firsts} f USING (case_id)"""
@@ -310,7 +333,12 @@ def _grade_findings(con: duckdb.DuckDBPyConnection, name: str, path: Path, col: 
 
 
 def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
-    """Stage ``qid iter docno rel`` lines as labels (annotator ``default``); any integer rel, negative included."""
+    """Stage ``qid iter docno rel`` lines as labels (annotator ``default``); any integer rel, negative included.
+    A file of four single-space (or single-tab) separated fields with integer grades is read by DuckDB's CSV
+    reader (``contract/trec_csv.py``); any other is split in SQL, which finds every bad line."""
+    if not encoding_findings(path) and read_qrels(con, path, name, LABEL_COLUMNS, exact_lines=True):
+        rows = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
+        return Staged(name, path, "trec", int(rows), [], "line")
     findings = split_lines(con, path, name)
     if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line")
