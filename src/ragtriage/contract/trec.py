@@ -174,11 +174,10 @@ def _in_trec_order(con: duckdb.DuckDBPyConnection, data: str, firsts: str) -> bo
 
 
 def stage_trec_run(
-    con: duckdb.DuckDBPyConnection, path: Path, name: str, *, by_tag: bool = False, exact_lines: bool = True
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, *, by_tag: bool = False
 ) -> tuple[Staged, RunFacts]:
     """Stage ``qid Q0 docno rank score tag`` lines as final-stage results (columns after the sixth are ignored
-    and counted). ``by_tag`` ranks each tag's lines apart, for loading one run per tag. ``exact_lines=False``
-    (an evaluation that stores nothing) lets ``line`` be the data row's position when the file has blank lines.
+    and counted). ``by_tag`` ranks each tag's lines apart, for loading one run per tag.
 
     The lines are read once into ``{name}__split`` (the table a chunk-mode load updates): by DuckDB's CSV reader
     when every line is six single-space (or single-tab) separated fields and every score a finite number
@@ -193,10 +192,11 @@ def stage_trec_run(
     if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line"), facts
     facts.base_table = split
-    if not findings and read_run(con, path, split, exact_lines=exact_lines):
+    first = None if findings else read_run(con, path, split)
+    if first is not None:
         # Read by the CSV reader: six fields and a finite score on every line, so nothing to report.
         cols = "case_id, document_id, chunk_id, score, tag"
-        data = f"(SELECT rowid + 1 AS line, {cols}, 6 AS n FROM {split} WHERE {KEEP})"
+        data = f"(SELECT rowid - {first} + 1 AS line, {cols}, 6 AS n FROM {split} WHERE {KEEP})"
         return _rank_trec_run(con, path, name, data, by_tag, findings, facts)
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {split} AS {_trec_split_sql(path)}")
@@ -336,7 +336,7 @@ def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> S
     """Stage ``qid iter docno rel`` lines as labels (annotator ``default``); any integer rel, negative included.
     A file of four single-space (or single-tab) separated fields with integer grades is read by DuckDB's CSV
     reader (``contract/trec_csv.py``); any other is split in SQL, which finds every bad line."""
-    if not encoding_findings(path) and read_qrels(con, path, name, LABEL_COLUMNS, exact_lines=True):
+    if not encoding_findings(path) and read_qrels(con, path, name, LABEL_COLUMNS):
         rows = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
         return Staged(name, path, "trec", int(rows), [], "line")
     findings = split_lines(con, path, name)

@@ -8,8 +8,8 @@ a value the general reader would report (a score that is not a finite number, a 
 this path give up, and ``contract/trec.py`` reads the file again with its general reader, which reports every
 cause with its line and field. This path never reports anything itself, so both find the same errors.
 
-DuckDB's reader skips blank lines, so row numbers are line numbers only when the file has none: ``exact_lines``
-checks that by counting the file's newlines (a plain read, no parsing), for the callers that store line numbers.
+DuckDB's reader skips blank lines, so the rows read are checked against the file's lines (``census``): row
+numbers are then line numbers, as the general reader gives them.
 """
 
 from __future__ import annotations
@@ -40,17 +40,19 @@ def delimiter(path: Path) -> str | None:
 
 
 def _read_sql(path: Path, fields: tuple[str, ...], delim: str, table: str) -> str:
+    """DuckDB's reader at its default line limit (2 MiB; a longer line is rejected and the general reader, which
+    takes 64 MiB, reads the file): raising the limit to 64 MiB here made the whole read twice as slow."""
     src, comp = duckdb_source(path)
     cols = ", ".join(f"{sql_str(f)}: 'VARCHAR'" for f in fields)
     return (
         f"read_csv({sql_str(str(src))}, columns={{{cols}}}, header=false, delim={sql_str(delim)}, quote='', "
-        f"escape='', auto_detect=false, max_line_size=67108864, compression='{comp}', store_rejects=true, "
+        f"escape='', auto_detect=false, compression='{comp}', store_rejects=true, "
         f"rejects_table='{table}__rejects', rejects_scan='{table}__scans')"
     )
 
 
 def _rejected(con: duckdb.DuckDBPyConnection, table: str) -> int:
-    """Lines the last read of ``table`` rejected (the rejects tables are dropped)."""
+    """Lines the last read of ``table`` rejected (another field count, bad UTF-8); the rejects tables go."""
     n = con.execute(f"SELECT count(*) FROM {table}__rejects").fetchall()[0][0]
     _drop_rejects(con, table)
     return int(n)
@@ -61,79 +63,88 @@ def _drop_rejects(con: duckdb.DuckDBPyConnection, table: str) -> None:
     con.execute(f"DROP TABLE IF EXISTS {table}__scans")
 
 
-def newline_count(path: Path) -> tuple[int, bool]:
-    """(newlines in the decompressed file, whether it ends without one)."""
-    n, last = 0, b"\n"
+def census(path: Path, other: bytes) -> tuple[int, bool] | None:
+    """(lines, whether the last one lacks its newline) of the decompressed file, or None when some line holds
+    ``other`` (a tab in a space-separated file, a space in a tab-separated one) or a CR not ending it: the general
+    reader splits those differently, and DuckDB's reader raises on a lone CR (aborting the load's transaction)
+    instead of rejecting the line. A plain read with ``bytes.count``/``in`` (memchr): no parsing."""
+    n, last, carry = 0, b"\n", False
     with open_binary(path) as fh:
         while block := fh.read(1 << 22):
+            if other in block or (carry and not block.startswith(b"\n")):
+                return None
+            carry = False
             n += block.count(b"\n")
+            if b"\r" in block:
+                ends = block.endswith(b"\r")
+                if block.count(b"\r") - block.count(b"\r\n") != int(ends):
+                    return None
+                carry = ends
             last = block[-1:]
+    if carry:
+        return None
     return n, last != b"\n"
 
 
-def lines_match(path: Path, rows: int) -> bool:
-    """Whether ``rows`` rows read by DuckDB are every line of the file (no blank line was skipped)."""
-    n, unterminated = newline_count(path)
-    return rows == n + int(unterminated)
-
-
-def _give_up(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    con.execute(f"DROP TABLE IF EXISTS {table}")
-    _drop_rejects(con, table)
-    return False
-
-
-def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str, *, exact_lines: bool) -> bool:
-    """Create ``table(case_id, document_id, chunk_id, score, tag)`` from a TREC run, one row per line in file order
-    (``rowid + 1`` is the line number when ``exact_lines``; ``#`` lines stay, for the caller's filter to drop as
-    the general reader does). False, with nothing left behind, when the general reader must read the file."""
+def _read(
+    con: duckdb.DuckDBPyConnection, path: Path, table: str, fields: tuple[str, ...], select: str, check: str
+) -> bool:
+    """``CREATE TABLE table AS SELECT {select}`` over the file's ``fields`` (a row number ``line`` included), then
+    True when every line became a row and none is ``check``-bad; else False with nothing left behind."""
     delim = delimiter(path)
-    if delim is None:
+    counted = census(path, b"\t" if delim == " " else b" ") if delim else None
+    if delim is None or counted is None:
         return False
+    lines, unterminated = counted
     _drop_rejects(con, table)
     try:
         con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE {table} AS
-                SELECT case_id, document_id, CAST(NULL AS VARCHAR) AS chunk_id, TRY_CAST(score AS DOUBLE) AS score,
-                       tag
-                FROM {_read_sql(path, RUN_FIELDS, delim, table)}"""
+            f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {select} FROM {_read_sql(path, fields, delim, table)}"
         )
-        rows, bad = con.execute(
-            f"""SELECT count(*), count(*) FILTER (WHERE NOT starts_with(case_id, '#')
-                                                  AND (score IS NULL OR isnan(score) OR isinf(score)))
+        rows, data, bad = con.execute(
+            f"""SELECT count(*), count(*) FILTER (WHERE NOT starts_with(case_id, '#')),
+                       count(*) FILTER (WHERE NOT starts_with(case_id, '#') AND ({check}))
                 FROM {table}"""
         ).fetchall()[0]
+        rejected = _rejected(con, table)
     except duckdb.Error:  # not the reader's doing (it rejects lines instead): the general reader will say
-        return _give_up(con, table)
-    if rows == 0 or bad or _rejected(con, table) or (exact_lines and not lines_match(path, int(rows))):
-        return _give_up(con, table)
+        rows, data, bad, rejected = 0, 0, 0, 0
+    if data == 0 or bad or rejected or rows != lines + int(unterminated):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+        _drop_rejects(con, table)
+        return False
     return True
 
 
-def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: str, *, exact_lines: bool) -> bool:
+def _blank(fields: tuple[str, ...]) -> str:
+    """Some field is empty: two separators in a row, which the general reader would count as one."""
+    return " OR ".join(f"{f} IS NULL" for f in fields)
+
+
+def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> int | None:
+    """Create ``table(case_id, document_id, chunk_id, score, tag)`` from a TREC run, one row per line in file order,
+    and return the ``rowid`` of its first line (``rowid - first + 1`` is the line number: rowids follow the
+    insertion order, which the reader keeps, but start at 2^55 inside a transaction). ``#`` lines stay, for the
+    caller's filter to drop as the general reader does. None, with nothing left behind, when the general reader
+    must read the file."""
+    score = f"CASE WHEN {_blank(RUN_FIELDS)} THEN NULL ELSE TRY_CAST(score AS DOUBLE) END"
+    select = f"case_id, document_id, CAST(NULL AS VARCHAR) AS chunk_id, {score} AS score, tag"
+    if not _read(con, path, table, RUN_FIELDS, select, "score IS NULL OR isnan(score) OR isinf(score)"):
+        return None
+    first, last, n = con.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {table}").fetchall()[0]
+    if last - first + 1 != n:  # never seen; the line numbers would be wrong, so read the file the general way
+        con.execute(f"DROP TABLE {table}")
+        return None
+    return int(first)
+
+
+def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: str) -> bool:
     """Create ``table(line, case_id, document_id, grade, {columns})`` from TREC qrels (``qid iter docno rel``),
     ``#`` lines left out as the general reader leaves them out. False, with nothing left behind, when the general
     reader must read the file instead."""
-    delim = delimiter(path)
-    if delim is None:
+    grade = f"CASE WHEN {_blank(QRELS_FIELDS)} THEN NULL ELSE TRY_CAST(grade AS BIGINT) END"
+    select = f"row_number() OVER () AS line, case_id, document_id, {grade} AS grade, {columns}"
+    if not _read(con, path, table, QRELS_FIELDS, select, "grade IS NULL"):
         return False
-    _drop_rejects(con, table)
-    try:
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE {table} AS
-                SELECT row_number() OVER () AS line, case_id, document_id, TRY_CAST(grade AS BIGINT) AS grade,
-                       {columns}
-                FROM {_read_sql(path, QRELS_FIELDS, delim, table)}"""
-        )
-        rows, comments, bad = con.execute(
-            f"""SELECT count(*), count(*) FILTER (WHERE starts_with(case_id, '#')),
-                       count(*) FILTER (WHERE grade IS NULL AND NOT starts_with(case_id, '#'))
-                FROM {table}"""
-        ).fetchall()[0]
-    except duckdb.Error:  # not the reader's doing (it rejects lines instead): the general reader will say
-        return _give_up(con, table)
-    if rows == comments or bad or _rejected(con, table) or (exact_lines and not lines_match(path, int(rows))):
-        return _give_up(con, table)
-    if comments:
-        con.execute(f"DELETE FROM {table} WHERE starts_with(case_id, '#')")
+    con.execute(f"DELETE FROM {table} WHERE starts_with(case_id, '#')")
     return True
