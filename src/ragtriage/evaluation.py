@@ -32,6 +32,7 @@ from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
 from ragtriage.metrics.measures import Measure
 from ragtriage.store import connect
 from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
+from ragtriage.store.load_memory import light_store
 
 DEFAULT_MEASURES = ("P@10", "R@100", "nDCG@10", "RR", "AP")
 
@@ -56,7 +57,12 @@ class Evaluation:
 def memory_store(
     qrels: Any, run: Any, *, threshold: int | None = None, grade_map: str | dict[int, int] | None = None
 ) -> tuple[duckdb.DuckDBPyConnection, str, list[str]]:
-    """An in-memory store holding ``qrels`` and ``run``: (connection, run id, the load's notes for the report)."""
+    """An in-memory store holding ``qrels`` and ``run``: (connection, run id, the load's notes for the report).
+    Clean TREC files are read into views the measures read (``store.load_memory``); anything else is loaded the
+    full way, as ``ragtriage load`` would load it."""
+    light = light_store(qrels, run, threshold=threshold, grade_map=grade_map)
+    if light is not None:
+        return light
     con = connect(":memory:")
     source = RunSource(run, run_id="run") if not isinstance(run, RunSource) else run
     try:

@@ -87,7 +87,13 @@ def census(path: Path, other: bytes) -> tuple[int, bool] | None:
 
 
 def _read(
-    con: duckdb.DuckDBPyConnection, path: Path, table: str, fields: tuple[str, ...], select: str, check: str
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    table: str,
+    fields: tuple[str, ...],
+    select: str,
+    check: str,
+    temp: bool = True,
 ) -> bool:
     """``CREATE TABLE table AS SELECT {select}`` over the file's ``fields`` (a row number ``line`` included), then
     True when every line became a row and none is ``check``-bad; else False with nothing left behind."""
@@ -98,9 +104,8 @@ def _read(
     lines, unterminated = counted
     _drop_rejects(con, table)
     try:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {select} FROM {_read_sql(path, fields, delim, table)}"
-        )
+        kind = "TEMP TABLE" if temp else "TABLE"
+        con.execute(f"CREATE OR REPLACE {kind} {table} AS SELECT {select} FROM {_read_sql(path, fields, delim, table)}")
         rows, data, bad = con.execute(
             f"""SELECT count(*), count(*) FILTER (WHERE NOT starts_with(case_id, '#')),
                        count(*) FILTER (WHERE NOT starts_with(case_id, '#') AND ({check}))
@@ -121,15 +126,15 @@ def _blank(fields: tuple[str, ...]) -> str:
     return " OR ".join(f"{f} IS NULL" for f in fields)
 
 
-def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> int | None:
+def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bool = True) -> int | None:
     """Create ``table(case_id, document_id, chunk_id, score, tag)`` from a TREC run, one row per line in file order,
     and return the ``rowid`` of its first line (``rowid - first + 1`` is the line number: rowids follow the
     insertion order, which the reader keeps, but start at 2^55 inside a transaction). ``#`` lines stay, for the
     caller's filter to drop as the general reader does. None, with nothing left behind, when the general reader
-    must read the file."""
+    must read the file. ``temp=False`` makes a table of the main schema, which cursors of ``con`` see too."""
     score = f"CASE WHEN {_blank(RUN_FIELDS)} THEN NULL ELSE TRY_CAST(score AS DOUBLE) END"
     select = f"case_id, document_id, CAST(NULL AS VARCHAR) AS chunk_id, {score} AS score, tag"
-    if not _read(con, path, table, RUN_FIELDS, select, "score IS NULL OR isnan(score) OR isinf(score)"):
+    if not _read(con, path, table, RUN_FIELDS, select, "score IS NULL OR isnan(score) OR isinf(score)", temp):
         return None
     first, last, n = con.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {table}").fetchall()[0]
     if last - first + 1 != n:  # never seen; the line numbers would be wrong, so read the file the general way

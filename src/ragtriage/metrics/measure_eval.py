@@ -28,6 +28,7 @@ from ragtriage.metrics.context import EvalContext, arrow, gain_sql, population_h
 from ragtriage.metrics.measures import NEEDS_RELEVANT, Measure, parse_measures
 from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql
 from ragtriage.metrics.ranking import judged_positions_sql
+from ragtriage.store.load_memory import UNRANKED
 
 _DCG_GAIN = {"log2": "linear", "exp-log2": "exponential"}
 
@@ -250,12 +251,15 @@ def measures_sql(
 RANKED_AS_TREC = frozenset({"trec", "msmarco", "json"})
 
 
-def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[bool, bool]:
-    """(has repeats, recorded rank is trec_eval's order)."""
+def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str, trec_compat: bool) -> tuple[bool, bool]:
+    """(has repeats, order the lists by score): trec-compat orders by score unless the recorded rank already is
+    trec_eval's order; a run staged without ranks (an evaluation without a store) is ordered by score in both
+    modes, which is the rank its loader would have recorded."""
     rows = con.execute("SELECT has_repeats, source_format FROM runs WHERE run_id = ?", [run_id]).fetchall()
     if not rows:
-        return True, False
-    return rows[0][0] is not False, rows[0][1] in RANKED_AS_TREC
+        return True, trec_compat
+    repeats, fmt = rows[0][0] is not False, rows[0][1]
+    return repeats, fmt == UNRANKED or (trec_compat and fmt not in RANKED_AS_TREC)
 
 
 def evaluate_run(
@@ -280,10 +284,8 @@ def evaluate_run(
     cut = sorted({m.cutoff for m in parsed if m.cutoff is not None}) or [1]
     ctx = resolve(con, run_id, cut, stage=stage, gain=gain, split=split)
     resolved = [m.resolve(ctx.threshold, gain) for m in parsed]
-    repeats, rank_is_trec_order = _run_facts(con, run_id)
-    sql, params = measures_sql(
-        resolved, ctx, trec=trec_compat, repeats=repeats, by_score=trec_compat and not rank_is_trec_order
-    )
+    repeats, by_score = _run_facts(con, run_id, trec_compat)
+    sql, params = measures_sql(resolved, ctx, trec=trec_compat, repeats=repeats, by_score=by_score)
     table = arrow(con, sql, params)
     counts = {
         "cases": table.num_rows,
