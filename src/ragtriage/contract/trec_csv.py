@@ -94,13 +94,13 @@ def _read(
     select: str,
     check: str,
     temp: bool = True,
-) -> bool:
-    """``CREATE TABLE table AS SELECT {select}`` over the file's ``fields`` (a row number ``line`` included), then
-    True when every line became a row and none is ``check``-bad; else False with nothing left behind."""
+) -> int | None:
+    """``CREATE TABLE table AS SELECT {select}`` over the file's ``fields``, then how many rows are ``#`` comment
+    lines, when every line became a row and no other row is ``check``-bad; else None with nothing left behind."""
     delim = delimiter(path)
     counted = census(path, b"\t" if delim == " " else b" ") if delim else None
     if delim is None or counted is None:
-        return False
+        return None
     lines, unterminated = counted
     _drop_rejects(con, table)
     try:
@@ -117,8 +117,8 @@ def _read(
     if data == 0 or bad or rejected or rows != lines + int(unterminated):
         con.execute(f"DROP TABLE IF EXISTS {table}")
         _drop_rejects(con, table)
-        return False
-    return True
+        return None
+    return int(rows - data)
 
 
 def _blank(fields: tuple[str, ...]) -> str:
@@ -127,19 +127,22 @@ def _blank(fields: tuple[str, ...]) -> str:
 
 
 def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bool = True) -> int | None:
-    """Create ``table(case_id, document_id, chunk_id, score, tag)`` from a TREC run, one row per line in file order,
-    and return the ``rowid`` of its first line (``rowid - first + 1`` is the line number: rowids follow the
-    insertion order, which the reader keeps, but start at 2^55 inside a transaction). ``#`` lines stay, for the
-    caller's filter to drop as the general reader does. None, with nothing left behind, when the general reader
-    must read the file. ``temp=False`` makes a table of the main schema, which cursors of ``con`` see too."""
+    """Create ``table(case_id, document_id, chunk_id, score, tag)`` from a TREC run, one row per line in file order
+    (``#`` comment lines left out, as the general reader leaves them out), and return the ``rowid`` of the file's
+    first line: ``rowid - first + 1`` is the line number (rowids follow the insertion order, which the reader
+    keeps, and start at 2^55 inside a transaction). None, with nothing left behind, when the general reader must
+    read the file. ``temp=False`` makes a table of the main schema, which cursors of ``con`` see too."""
     score = f"CASE WHEN {_blank(RUN_FIELDS)} THEN NULL ELSE TRY_CAST(score AS DOUBLE) END"
     select = f"case_id, document_id, CAST(NULL AS VARCHAR) AS chunk_id, {score} AS score, tag"
-    if not _read(con, path, table, RUN_FIELDS, select, "score IS NULL OR isnan(score) OR isinf(score)", temp):
+    comments = _read(con, path, table, RUN_FIELDS, select, "score IS NULL OR isnan(score) OR isinf(score)", temp)
+    if comments is None:
         return None
     first, last, n = con.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {table}").fetchall()[0]
     if last - first + 1 != n:  # never seen; the line numbers would be wrong, so read the file the general way
         con.execute(f"DROP TABLE {table}")
         return None
+    if comments:
+        con.execute(f"DELETE FROM {table} WHERE starts_with(case_id, '#')")
     return int(first)
 
 
@@ -149,7 +152,9 @@ def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: 
     reader must read the file instead."""
     grade = f"CASE WHEN {_blank(QRELS_FIELDS)} THEN NULL ELSE TRY_CAST(grade AS BIGINT) END"
     select = f"row_number() OVER () AS line, case_id, document_id, {grade} AS grade, {columns}"
-    if not _read(con, path, table, QRELS_FIELDS, select, "grade IS NULL"):
+    comments = _read(con, path, table, QRELS_FIELDS, select, "grade IS NULL")
+    if comments is None:
         return False
-    con.execute(f"DELETE FROM {table} WHERE starts_with(case_id, '#')")
+    if comments:
+        con.execute(f"DELETE FROM {table} WHERE starts_with(case_id, '#')")
     return True

@@ -26,7 +26,7 @@ import duckdb
 
 from ragtriage.contract.compression import scratch
 from ragtriage.contract.sniff import SniffError, sniff
-from ragtriage.contract.trec import KEEP, LABEL_COLUMNS, stage_trec_qrels
+from ragtriage.contract.trec import LABEL_COLUMNS, stage_trec_qrels
 from ragtriage.contract.trec_csv import read_run
 from ragtriage.store.grades import apply_grade_map, parse_grade_map
 from ragtriage.store.schema import QRELS_LIVE
@@ -86,7 +86,6 @@ def _stage(con: duckdb.DuckDBPyConnection, qrels: Path, run: Path, grade_map: di
         apply_grade_map(con, "stg_labels", grade_map)
     if read_run(con, run, "stg_run", temp=False) is None:
         return False
-    con.execute(f"DELETE FROM stg_run WHERE NOT {KEEP}")
     # a docno twice in one list: the load keeps its first occurrence and warns, so that run goes the full way
     return not _repeats(con)
 
