@@ -22,8 +22,6 @@ from ragtriage.metrics import (
     slices,
     stages,
     summarize,
-    trec_per_query,
-    trec_summary,
 )
 from ragtriage.metrics.context import parse_ks, population_counts, population_header, resolve
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
@@ -49,10 +47,6 @@ NOTES = [
     "Population: cases without any label are excluded and counted; cases absent from the run score 0.",
     "ci_low/ci_high: seeded 95% bootstrap interval of the mean (1000 resamples); zero_hit_rate: share of cases "
     "with no relevant result in the top k.",
-]
-TREC_NOTES = [
-    "trec_eval -c semantics: order by score desc then docno desc, every query with a qrels line, linear gain, "
-    "recip_rank without cutoff (docs/metrics.md).",
 ]
 
 
@@ -80,7 +74,15 @@ def run_metrics(
     if fmt is Format.trec and (view is not View.summary or by):
         err.print("--format trec prints measures: use it without --view/--by", markup=False, highlight=False)
         raise typer.Exit(2)
-    by_name = measure or (fmt is Format.trec) or qrels is not None
+    if trec_compat and by:
+        err.print(
+            "--trec-compat prints trec_eval's measures over every query: use it without --by",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(2)
+    # measures by name: --measure, trec_eval's layout, a store-less evaluation, and trec-compat in every format
+    by_name = measure or (fmt is Format.trec) or qrels is not None or trec_compat
     try:
         con, run_id, load_notes = _open(db, qrels, run, threshold)
     except (StoreError, ValueError, ValidationFailed, OSError, duckdb.Error) as exc:
@@ -176,10 +178,6 @@ def _compute(
         staged = stages(con, run, k, gain=gain, split=split)
         src = staged.per_case if rows else staged.summary
         return src, _context({**base, "stage": "candidate vs final", "candidate_k": staged.candidate_k}), []
-    if trec:
-        if rows:
-            return trec_per_query(con, run, k, stage=stage, split=split), _context(base), TREC_NOTES
-        return _report_table(trec_summary(con, run, k, stage=stage, split=split, seed=seed)), _context(base), TREC_NOTES
     if by:
         return slices(con, run, by, k, stage=stage, gain=gain, split=split, seed=seed), _context(base), NOTES
     if rows:

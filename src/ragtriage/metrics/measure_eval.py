@@ -98,6 +98,11 @@ class MeasureResult:
         values = [_agg(self.wide.column(str(m)), m.summed) for m in self.measures]
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
+    @property
+    def trec_wide(self) -> pa.Table:
+        """``wide`` with each measure's column named as :meth:`name_of` names it (``P_10``, ``recip_rank``)."""
+        return self.wide.rename_columns(["case_id", *(self.name_of(m) for m in self.measures)])
+
     def name_of(self, m: Measure) -> str:
         """trec_eval's name where trec_eval has the measure (``ndcg_cut_10``), else ir_measures' (``RR@10``)."""
         return m.trec_name(self.threshold) or str(m)
