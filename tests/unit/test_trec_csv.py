@@ -31,7 +31,10 @@ RUNS: dict[str, list[str] | bytes] = {
     "nan score": [*GOOD, "q9 Q0 d1 1 nan tag"],
     "text score": [*GOOD, "q9 Q0 d1 1 high tag"],
     "bad utf-8": b"\n".join([line.encode() for line in GOOD] + [b"q9 Q0 d\xff1 1 2.0 tag"]) + b"\n",
-    "out of trec order": [*GOOD[4:], *GOOD[:4]],
+    "blocks moved": [*GOOD[4:], *GOOD[:4]],
+    "ascending scores": [f"q{i // 4} Q0 d{i} {i % 4 + 1} {i % 4}.5 tag" for i in range(40)],
+    "score ties, docno ascending": [f"q{i // 4} Q0 d{i % 4} {i % 4 + 1} 1.0 tag" for i in range(40)],
+    "queries interleaved": [f"q{i % 3} Q0 d{i} {i + 1} {100 - i}.0 tag" for i in range(30)],
 }
 
 
@@ -41,7 +44,7 @@ def _write(path: Path, content: list[str] | bytes) -> Path:
 
 
 def _general(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trec, "read_run", lambda *a: None)
+    monkeypatch.setattr(trec, "read_run", lambda *a, **k: None)
     monkeypatch.setattr(trec, "read_qrels", lambda *a: False)
 
 
@@ -74,7 +77,8 @@ def test_the_fast_path_reads_well_formed_files_and_gives_up_on_the_others(tmp_pa
     taken = {name: trec_csv.read_run(con, _write(tmp_path / f"{i}.txt", c), f"t{i}") is not None
              for i, (name, c) in enumerate(RUNS.items())}  # fmt: skip
     assert {n for n, ok in taken.items() if ok} == {
-        "plain", "tabs", "crlf", "no final newline", "six-token comment", "out of trec order"
+        "plain", "tabs", "crlf", "no final newline", "six-token comment", "blocks moved", "ascending scores",
+        "score ties, docno ascending", "queries interleaved"
     }  # fmt: skip
 
 

@@ -19,7 +19,7 @@ import duckdb
 
 from ragtriage.contract.errors import FIRST_LINES, Finding
 from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql
-from ragtriage.contract.trec_csv import read_qrels, read_run
+from ragtriage.contract.trec_csv import TrecRun, read_qrels, read_run
 
 # Lines made of single spaces (or single tabs) split with string_split; anything else goes through the regex.
 _PLAIN = "NOT (contains(t, '  ') OR contains(t, chr(9)) OR contains(t, chr(13)) OR starts_with(t, ' '))"
@@ -192,12 +192,12 @@ def stage_trec_run(
     if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line"), facts
     facts.base_table = split
-    first = None if findings else read_run(con, path, split)
-    if first is not None:
+    read = None if findings else read_run(con, path, split, order=not by_tag)
+    if read is not None:
         # Read by the CSV reader: six fields and a finite score on every line, so nothing to report.
         cols = "case_id, document_id, chunk_id, score, tag"
-        data = f"(SELECT rowid - {first} + 1 AS line, {cols}, 6 AS n FROM {split} WHERE {KEEP})"
-        return _rank_trec_run(con, path, name, data, by_tag, findings, facts)
+        data = f"(SELECT rowid - {read.first} + 1 AS line, {cols}, 6 AS n FROM {split} WHERE {KEEP})"
+        return _rank_trec_run(con, path, name, data, by_tag, findings, facts, read)
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {split} AS {_trec_split_sql(path)}")
     except duckdb.Error as exc:
@@ -228,17 +228,22 @@ def _rank_trec_run(
     by_tag: bool,
     findings: list[Finding],
     facts: RunFacts,
+    read: TrecRun | None = None,
 ) -> tuple[Staged, RunFacts]:
     """The view ``name`` over the read lines ``data`` (line, case_id, document_id, chunk_id, score, tag, n), with
-    the rank; the per-query ranges give the row count, the depth and the tags."""
+    the rank; the per-query ranges give the row count, the depth and the tags (``read`` brings them, and the
+    order, from the CSV reader's pass when ranking per query)."""
     key = "tag, case_id" if by_tag else "case_id"
-    firsts = f"{name}__first"
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {firsts} AS
-            SELECT {key}, min(line) AS first, max(line) AS last, count(*) AS n, min(tag) AS tag_lo,
-                   max(tag) AS tag_hi
-            FROM {data} GROUP BY {key}"""
-    )
+    if read is not None and not by_tag:
+        firsts = read.cases
+    else:
+        firsts = f"{name}__first"
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE {firsts} AS
+                SELECT {key}, min(line) AS first, max(line) AS last, count(*) AS n, min(tag) AS tag_lo,
+                       max(tag) AS tag_hi
+                FROM {data} GROUP BY {key}"""
+        )
     rows, depth, one_tag, tag = con.execute(
         f"SELECT coalesce(sum(n), 0), coalesce(max(n), 0), min(tag_lo) = max(tag_hi), min(tag_lo) FROM {firsts}"
     ).fetchall()[0]
@@ -247,7 +252,13 @@ def _rank_trec_run(
         findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
     cols = "line, case_id, 'final' AS stage, document_id, chunk_id, score, snippet, metadata, tag"
     nulls = "CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
-    if not by_tag and not _bad(findings) and _in_trec_order(con, data, firsts):
+    if by_tag or _bad(findings):
+        ordered = False
+    elif read is not None and read.ordered is not None:
+        ordered = read.ordered
+    else:
+        ordered = _in_trec_order(con, data, firsts)
+    if ordered:
         con.execute(
             f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(line - f.first + 1 AS BIGINT) AS rank
                 FROM (SELECT s.*, {nulls} FROM {data} s) JOIN {firsts} f USING (case_id)"""

@@ -14,6 +14,7 @@ numbers are then line numbers, as the general reader gives them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -87,16 +88,10 @@ def census(path: Path, other: bytes) -> tuple[int, bool] | None:
 
 
 def _read(
-    con: duckdb.DuckDBPyConnection,
-    path: Path,
-    table: str,
-    fields: tuple[str, ...],
-    select: str,
-    check: str,
-    temp: bool = True,
+    con: duckdb.DuckDBPyConnection, path: Path, table: str, fields: tuple[str, ...], select: str, temp: bool = True
 ) -> int | None:
-    """``CREATE TABLE table AS SELECT {select}`` over the file's ``fields``, then how many rows are ``#`` comment
-    lines, when every line became a row and no other row is ``check``-bad; else None with nothing left behind."""
+    """``CREATE TABLE table AS SELECT {select}`` over the file's ``fields``, and its row count when every line
+    became a row (none rejected, no blank line skipped); else None with nothing left behind."""
     delim = delimiter(path)
     counted = census(path, b"\t" if delim == " " else b" ") if delim else None
     if delim is None or counted is None:
@@ -106,19 +101,20 @@ def _read(
     try:
         kind = "TEMP TABLE" if temp else "TABLE"
         con.execute(f"CREATE OR REPLACE {kind} {table} AS SELECT {select} FROM {_read_sql(path, fields, delim, table)}")
-        rows, data, bad = con.execute(
-            f"""SELECT count(*), count(*) FILTER (WHERE NOT starts_with(case_id, '#')),
-                       count(*) FILTER (WHERE NOT starts_with(case_id, '#') AND ({check}))
-                FROM {table}"""
-        ).fetchall()[0]
+        rows = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
         rejected = _rejected(con, table)
     except duckdb.Error:  # not the reader's doing (it rejects lines instead): the general reader will say
-        rows, data, bad, rejected = 0, 0, 0, 0
-    if data == 0 or bad or rejected or rows != lines + int(unterminated):
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-        _drop_rejects(con, table)
+        rows, rejected = 0, 0
+    if rows == 0 or rejected or rows != lines + int(unterminated):
+        _give_up(con, table)
         return None
-    return int(rows - data)
+    return int(rows)
+
+
+def _give_up(con: duckdb.DuckDBPyConnection, *tables: str) -> None:
+    for table in tables:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+    _drop_rejects(con, tables[0])
 
 
 def _blank(fields: tuple[str, ...]) -> str:
@@ -126,24 +122,64 @@ def _blank(fields: tuple[str, ...]) -> str:
     return " OR ".join(f"{f} IS NULL" for f in fields)
 
 
-def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bool = True) -> int | None:
+@dataclass(frozen=True)
+class TrecRun:
+    """A run read by this path: ``first`` is the rowid of the file's first line (``rowid - first + 1`` is the line
+    number); ``cases`` the table of each query's lines (first, last, n, tag_lo, tag_hi: the ``__first`` table
+    of ``contract/trec.py``); ``ordered`` whether every query's lines are together and in trec_eval's order (None
+    when not asked)."""
+
+    first: int
+    cases: str
+    ordered: bool | None
+
+
+_UNORDERED = """case_id = lag(case_id) OVER () AND NOT (score < lag(score) OVER ()
+                OR (score = lag(score) OVER () AND document_id < lag(document_id) OVER ()))"""
+
+
+def read_run(
+    con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bool = True, order: bool = True
+) -> TrecRun | None:
     """Create ``table(case_id, document_id, chunk_id, score, tag)`` from a TREC run, one row per line in file order
-    (``#`` comment lines left out, as the general reader leaves them out), and return the ``rowid`` of the file's
-    first line: ``rowid - first + 1`` is the line number (rowids follow the insertion order, which the reader
-    keeps, and start at 2^55 inside a transaction). None, with nothing left behind, when the general reader must
-    read the file. ``temp=False`` makes a table of the main schema, which cursors of ``con`` see too."""
+    (``#`` comment lines left out, as the general reader leaves them out), and ``{table}__cases`` (see
+    :class:`TrecRun`), in one pass over the rows; with ``order``, that pass also compares each line with the one
+    before (a streaming window, so no longer parallel). Rowids follow the insertion order, which the reader keeps,
+    and start at 2^55 inside a transaction. None, with nothing left behind, when the general reader must read the
+    file (a score that is not a finite number included). ``temp=False`` makes ``table`` a table of the main
+    schema, which cursors of ``con`` see too."""
     score = f"CASE WHEN {_blank(RUN_FIELDS)} THEN NULL ELSE TRY_CAST(score AS DOUBLE) END"
     select = f"case_id, document_id, CAST(NULL AS VARCHAR) AS chunk_id, {score} AS score, tag"
-    comments = _read(con, path, table, RUN_FIELDS, select, "score IS NULL OR isnan(score) OR isinf(score)", temp)
-    if comments is None:
+    rows = _read(con, path, table, RUN_FIELDS, select, temp)
+    if rows is None:
         return None
-    first, last, n = con.execute(f"SELECT min(rowid), max(rowid), count(*) FROM {table}").fetchall()[0]
-    if last - first + 1 != n:  # never seen; the line numbers would be wrong, so read the file the general way
-        con.execute(f"DROP TABLE {table}")
+    first, last = con.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchall()[0]
+    cases = f"{table}__cases"
+    if last - first + 1 != rows:  # never seen; the line numbers would be wrong, so read the file the general way
+        _give_up(con, table)
         return None
-    if comments:
+    unordered = ", count(*) FILTER (WHERE unordered) AS unordered" if order else ""
+    flag = f", {_UNORDERED} AS unordered" if order else ""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {cases} AS
+            SELECT case_id, min(line) AS first, max(line) AS last, count(*) AS n, min(tag) AS tag_lo,
+                   max(tag) AS tag_hi, count(*) FILTER (WHERE score IS NULL OR isnan(score) OR isinf(score)) AS bad
+                   {unordered}
+            FROM (SELECT rowid - {first} + 1 AS line, case_id, score, tag {flag}
+                  FROM {table} WHERE NOT starts_with(case_id, '#'))
+            GROUP BY case_id"""
+    )
+    data, bad, ordered = con.execute(
+        f"""SELECT coalesce(sum(n), 0), coalesce(sum(bad), 0),
+                   {"coalesce(bool_and(last - first + 1 = n AND unordered = 0), TRUE)" if order else "NULL"}
+            FROM {cases}"""
+    ).fetchall()[0]
+    if data == 0 or bad:
+        _give_up(con, table, cases)
+        return None
+    if data < rows:
         con.execute(f"DELETE FROM {table} WHERE starts_with(case_id, '#')")
-    return int(first)
+    return TrecRun(int(first), cases, ordered)
 
 
 def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: str) -> bool:
@@ -152,9 +188,16 @@ def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: 
     reader must read the file instead."""
     grade = f"CASE WHEN {_blank(QRELS_FIELDS)} THEN NULL ELSE TRY_CAST(grade AS BIGINT) END"
     select = f"row_number() OVER () AS line, case_id, document_id, {grade} AS grade, {columns}"
-    comments = _read(con, path, table, QRELS_FIELDS, select, "grade IS NULL")
-    if comments is None:
+    rows = _read(con, path, table, QRELS_FIELDS, select)
+    if rows is None:
         return False
-    if comments:
+    data, bad = con.execute(
+        f"""SELECT count(*), count(*) FILTER (WHERE grade IS NULL)
+            FROM {table} WHERE NOT starts_with(case_id, '#')"""
+    ).fetchall()[0]
+    if data == 0 or bad:
+        _give_up(con, table)
+        return False
+    if data < rows:
         con.execute(f"DELETE FROM {table} WHERE starts_with(case_id, '#')")
     return True

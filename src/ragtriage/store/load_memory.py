@@ -84,7 +84,7 @@ def _stage(con: duckdb.DuckDBPyConnection, qrels: Path, run: Path, grade_map: di
         return False
     if grade_map:
         apply_grade_map(con, "stg_labels", grade_map)
-    if read_run(con, run, "stg_run", temp=False) is None:
+    if read_run(con, run, "stg_run", temp=False, order=False) is None:
         return False
     # a docno twice in one list: the load keeps its first occurrence and warns, so that run goes the full way
     return not _repeats(con)
@@ -112,9 +112,8 @@ def _views(con: duckdb.DuckDBPyConnection, threshold: int) -> list[str]:
     )
     lists = con.execute(
         """SELECT count(*) FILTER (WHERE c.case_id IS NULL), coalesce(sum(n) FILTER (WHERE c.case_id IS NULL), 0),
-                  min(lo), max(hi), sum(n)
-           FROM (SELECT case_id, count(*) AS n, min(tag) AS lo, max(tag) AS hi FROM stg_run GROUP BY case_id) r
-           LEFT JOIN cases c USING (case_id)"""
+                  min(tag_lo), max(tag_hi), sum(n)
+           FROM stg_run__cases r LEFT JOIN cases c USING (case_id)"""
     ).fetchall()[0]
     tags = {str(lists[2]): int(lists[4])} if lists[2] == lists[3] else _tags(con)
     con.execute(
