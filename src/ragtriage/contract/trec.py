@@ -192,7 +192,7 @@ def stage_trec_run(
     if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line"), facts
     facts.base_table = split
-    read = None if findings else read_run(con, path, split, order=not by_tag)
+    read = None if findings else read_run(con, path, split)
     if read is not None:
         # Read by the CSV reader: six fields and a finite score on every line, so nothing to report.
         cols = "case_id, document_id, chunk_id, score, tag"
@@ -231,8 +231,8 @@ def _rank_trec_run(
     read: TrecRun | None = None,
 ) -> tuple[Staged, RunFacts]:
     """The view ``name`` over the read lines ``data`` (line, case_id, document_id, chunk_id, score, tag, n), with
-    the rank; the per-query ranges give the row count, the depth and the tags (``read`` brings them, and the
-    order, from the CSV reader's pass when ranking per query)."""
+    the rank; the per-query ranges give the row count, the depth and the tags (``read`` brings them from the
+    CSV reader's pass when ranking per query)."""
     key = "tag, case_id" if by_tag else "case_id"
     if read is not None and not by_tag:
         firsts = read.cases
@@ -252,13 +252,7 @@ def _rank_trec_run(
         findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
     cols = "line, case_id, 'final' AS stage, document_id, chunk_id, score, snippet, metadata, tag"
     nulls = "CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
-    if by_tag or _bad(findings):
-        ordered = False
-    elif read is not None and read.ordered is not None:
-        ordered = read.ordered
-    else:
-        ordered = _in_trec_order(con, data, firsts)
-    if ordered:
+    if not by_tag and not _bad(findings) and _in_trec_order(con, data, firsts):
         con.execute(
             f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(line - f.first + 1 AS BIGINT) AS rank
                 FROM (SELECT s.*, {nulls} FROM {data} s) JOIN {firsts} f USING (case_id)"""

@@ -126,28 +126,19 @@ def _blank(fields: tuple[str, ...]) -> str:
 class TrecRun:
     """A run read by this path: ``first`` is the rowid of the file's first line (``rowid - first + 1`` is the line
     number); ``cases`` the table of each query's lines (first, last, n, tag_lo, tag_hi: the ``__first`` table
-    of ``contract/trec.py``); ``ordered`` whether every query's lines are together and in trec_eval's order (None
-    when not asked)."""
+    of ``contract/trec.py``)."""
 
     first: int
     cases: str
-    ordered: bool | None
 
 
-_UNORDERED = """case_id = lag(case_id) OVER () AND NOT (score < lag(score) OVER ()
-                OR (score = lag(score) OVER () AND document_id < lag(document_id) OVER ()))"""
-
-
-def read_run(
-    con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bool = True, order: bool = True
-) -> TrecRun | None:
+def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bool = True) -> TrecRun | None:
     """Create ``table(case_id, document_id, chunk_id, score, tag)`` from a TREC run, one row per line in file order
     (``#`` comment lines left out, as the general reader leaves them out), and ``{table}__cases`` (see
-    :class:`TrecRun`), in one pass over the rows; with ``order``, that pass also compares each line with the one
-    before (a streaming window, so no longer parallel). Rowids follow the insertion order, which the reader keeps,
-    and start at 2^55 inside a transaction. None, with nothing left behind, when the general reader must read the
-    file (a score that is not a finite number included). ``temp=False`` makes ``table`` a table of the main
-    schema, which cursors of ``con`` see too."""
+    :class:`TrecRun`) in one parallel pass over the rows, which also finds any score that is not a finite number.
+    Rowids follow the insertion order, which the reader keeps, and start at 2^55 inside a transaction. None, with
+    nothing left behind, when the general reader must read the file. ``temp=False`` makes ``table`` a table of
+    the main schema, which cursors of ``con`` see too."""
     score = f"CASE WHEN {_blank(RUN_FIELDS)} THEN NULL ELSE TRY_CAST(score AS DOUBLE) END"
     select = f"case_id, document_id, CAST(NULL AS VARCHAR) AS chunk_id, {score} AS score, tag"
     rows = _read(con, path, table, RUN_FIELDS, select, temp)
@@ -158,28 +149,21 @@ def read_run(
     if last - first + 1 != rows:  # never seen; the line numbers would be wrong, so read the file the general way
         _give_up(con, table)
         return None
-    unordered = ", count(*) FILTER (WHERE unordered) AS unordered" if order else ""
-    flag = f", {_UNORDERED} AS unordered" if order else ""
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {cases} AS
             SELECT case_id, min(line) AS first, max(line) AS last, count(*) AS n, min(tag) AS tag_lo,
                    max(tag) AS tag_hi, count(*) FILTER (WHERE score IS NULL OR isnan(score) OR isinf(score)) AS bad
-                   {unordered}
-            FROM (SELECT rowid - {first} + 1 AS line, case_id, score, tag {flag}
+            FROM (SELECT rowid - {first} + 1 AS line, case_id, score, tag
                   FROM {table} WHERE NOT starts_with(case_id, '#'))
             GROUP BY case_id"""
     )
-    data, bad, ordered = con.execute(
-        f"""SELECT coalesce(sum(n), 0), coalesce(sum(bad), 0),
-                   {"coalesce(bool_and(last - first + 1 = n AND unordered = 0), TRUE)" if order else "NULL"}
-            FROM {cases}"""
-    ).fetchall()[0]
+    data, bad = con.execute(f"SELECT coalesce(sum(n), 0), coalesce(sum(bad), 0) FROM {cases}").fetchall()[0]
     if data == 0 or bad:
         _give_up(con, table, cases)
         return None
     if data < rows:
         con.execute(f"DELETE FROM {table} WHERE starts_with(case_id, '#')")
-    return TrecRun(int(first), cases, ordered)
+    return TrecRun(int(first), cases)
 
 
 def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: str) -> bool:

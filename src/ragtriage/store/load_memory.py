@@ -84,7 +84,7 @@ def _stage(con: duckdb.DuckDBPyConnection, qrels: Path, run: Path, grade_map: di
         return False
     if grade_map:
         apply_grade_map(con, "stg_labels", grade_map)
-    if read_run(con, run, "stg_run", temp=False, order=False) is None:
+    if read_run(con, run, "stg_run", temp=False) is None:
         return False
     # a docno twice in one list: the load keeps its first occurrence and warns, so that run goes the full way
     return not _repeats(con)
