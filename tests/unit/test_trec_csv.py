@@ -29,6 +29,8 @@ RUNS: dict[str, list[str] | bytes] = {
     "tab inside a space file": [*GOOD, "q9 Q0 d1\tx 1 2.0 tag"],
     "lone CR": "\n".join([*GOOD, "q9 Q0 d\r1 1 2.0 tag"]).encode() + b"\n",
     "nan score": [*GOOD, "q9 Q0 d1 1 nan tag"],
+    "infinite scores": [*GOOD, "q9 Q0 d1 1 -inf tag", "q9 Q0 d2 2 inf tag"],
+    "second tag": [*GOOD, "q9 Q0 d1 1 2.0 other"],
     "text score": [*GOOD, "q9 Q0 d1 1 high tag"],
     "bad utf-8": b"\n".join([line.encode() for line in GOOD] + [b"q9 Q0 d\xff1 1 2.0 tag"]) + b"\n",
     "blocks moved": [*GOOD[4:], *GOOD[:4]],
@@ -77,7 +79,7 @@ def test_the_fast_path_reads_well_formed_files_and_gives_up_on_the_others(tmp_pa
     taken = {name: trec_csv.read_run(con, _write(tmp_path / f"{i}.txt", c), f"t{i}") is not None
              for i, (name, c) in enumerate(RUNS.items())}  # fmt: skip
     assert {n for n, ok in taken.items() if ok} == {
-        "plain", "tabs", "crlf", "no final newline", "six-token comment", "blocks moved", "ascending scores",
+        "plain", "tabs", "crlf", "no final newline", "six-token comment", "blocks moved", "ascending scores", "second tag",
         "score ties, docno ascending", "queries interleaved"
     }  # fmt: skip
 

@@ -159,14 +159,22 @@ KEEP = "(case_id IS NOT NULL AND case_id <> '' AND NOT starts_with(case_id, '#')
 def _in_trec_order(con: duckdb.DuckDBPyConnection, data: str, firsts: str) -> bool:
     """Whether the file already lists each query's lines together, in trec_eval's order (score descending,
     docno descending): then a line's rank is its position in its query's block. Contiguity comes from the
-    per-query line range; the order from each line's predecessor (a streaming window over the table scan)."""
+    per-query line range; the order from each line's predecessor (a streaming window over the table scan): its
+    score first, and the docnos (a second, costlier pass) only when some query repeats a score."""
     contiguous = con.execute(f"SELECT coalesce(bool_and(last - first + 1 = n), TRUE) FROM {firsts}").fetchall()[0][0]
     if not contiguous:
         return False
     prev = "lag({0}) OVER ()"
+    same = f"case_id = {prev.format('case_id')}"
+    rising, ties = con.execute(
+        f"""SELECT count(*) FILTER (WHERE same AND score > before), count(*) FILTER (WHERE same AND score = before)
+            FROM (SELECT {same} AS same, score, {prev.format("score")} AS before FROM {data})"""
+    ).fetchall()[0]
+    if rising or not ties:
+        return not rising
     broken = con.execute(
         f"""SELECT count(*) FROM (
-                SELECT case_id = {prev.format("case_id")} AND NOT (score < {prev.format("score")}
+                SELECT {same} AND NOT (score < {prev.format("score")}
                        OR (score = {prev.format("score")} AND document_id < {prev.format("document_id")})) AS bad
                 FROM {data}) WHERE bad"""
     ).fetchall()[0][0]
@@ -196,7 +204,7 @@ def stage_trec_run(
     if read is not None:
         # Read by the CSV reader: six fields and a finite score on every line, so nothing to report.
         cols = "case_id, document_id, chunk_id, score, tag"
-        data = f"(SELECT rowid - {read.first} + 1 AS line, {cols}, 6 AS n FROM {split} WHERE {KEEP})"
+        data = f"(SELECT rowid - {read.first} + 1 AS line, {cols}, 6 AS n FROM {split})"  # comments are gone
         return _rank_trec_run(con, path, name, data, by_tag, findings, facts, read)
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {split} AS {_trec_split_sql(path)}")
@@ -244,9 +252,13 @@ def _rank_trec_run(
                        max(tag) AS tag_hi
                 FROM {data} GROUP BY {key}"""
         )
-    rows, depth, one_tag, tag = con.execute(
-        f"SELECT coalesce(sum(n), 0), coalesce(max(n), 0), min(tag_lo) = max(tag_hi), min(tag_lo) FROM {firsts}"
-    ).fetchall()[0]
+    if read is not None and not by_tag:
+        rows, depth = con.execute(f"SELECT sum(n), max(n) FROM {firsts}").fetchall()[0]
+        one_tag, tag = read.tag is not None, read.tag
+    else:
+        rows, depth, one_tag, tag = con.execute(
+            f"SELECT coalesce(sum(n), 0), coalesce(max(n), 0), min(tag_lo) = max(tag_hi), min(tag_lo) FROM {firsts}"
+        ).fetchall()[0]
     facts.depth = int(depth)
     if rows == 0 and not _bad(findings):
         findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))

@@ -125,17 +125,19 @@ def _blank(fields: tuple[str, ...]) -> str:
 @dataclass(frozen=True)
 class TrecRun:
     """A run read by this path: ``first`` is the rowid of the file's first line (``rowid - first + 1`` is the line
-    number); ``cases`` the table of each query's lines (first, last, n, tag_lo, tag_hi: the ``__first`` table
-    of ``contract/trec.py``)."""
+    number); ``cases`` the table of each query's lines (first, last, n: the ``__first`` table of
+    ``contract/trec.py``); ``tag`` the run tag when every line has the same one, else None."""
 
     first: int
     cases: str
+    tag: str | None
 
 
 def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bool = True) -> TrecRun | None:
     """Create ``table(case_id, document_id, chunk_id, score, tag)`` from a TREC run, one row per line in file order
     (``#`` comment lines left out, as the general reader leaves them out), and ``{table}__cases`` (see
-    :class:`TrecRun`) in one parallel pass over the rows, which also finds any score that is not a finite number.
+    :class:`TrecRun`) in one parallel pass over the rows with cheap aggregates only (a score that is not a finite
+    number shows in a query's count, min or max of scores; a second tag in a count against the first one).
     Rowids follow the insertion order, which the reader keeps, and start at 2^55 inside a transaction. None, with
     nothing left behind, when the general reader must read the file. ``temp=False`` makes ``table`` a table of
     the main schema, which cursors of ``con`` see too."""
@@ -146,24 +148,29 @@ def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bo
         return None
     first, last = con.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchall()[0]
     cases = f"{table}__cases"
-    if last - first + 1 != rows:  # never seen; the line numbers would be wrong, so read the file the general way
+    tag0 = con.execute(f"SELECT tag FROM {table} WHERE NOT starts_with(case_id, '#') LIMIT 1").fetchall()
+    if last - first + 1 != rows or not tag0:  # rowids never had gaps; no data line: the general reader says so
         _give_up(con, table)
         return None
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {cases} AS
-            SELECT case_id, min(line) AS first, max(line) AS last, count(*) AS n, min(tag) AS tag_lo,
-                   max(tag) AS tag_hi, count(*) FILTER (WHERE score IS NULL OR isnan(score) OR isinf(score)) AS bad
-            FROM (SELECT rowid - {first} + 1 AS line, case_id, score, tag
-                  FROM {table} WHERE NOT starts_with(case_id, '#'))
-            GROUP BY case_id"""
+            SELECT case_id, min(rowid) - {first} + 1 AS first, max(rowid) - {first} + 1 AS last, count(*) AS n,
+                   count(score) AS scored, min(score) AS lo, max(score) AS hi,
+                   count(*) FILTER (WHERE tag <> {sql_str(tag0[0][0])}) AS other_tags
+            FROM {table} GROUP BY case_id"""
     )
-    data, bad = con.execute(f"SELECT coalesce(sum(n), 0), coalesce(sum(bad), 0) FROM {cases}").fetchall()[0]
-    if data == 0 or bad:
+    con.execute(f"DELETE FROM {cases} WHERE starts_with(case_id, '#')")
+    data, bad, others = con.execute(
+        f"""SELECT sum(n), count(*) FILTER (WHERE scored < n OR isnan(hi) OR isinf(hi) OR isinf(lo)),
+                   sum(other_tags)
+            FROM {cases}"""
+    ).fetchall()[0]
+    if bad:
         _give_up(con, table, cases)
         return None
     if data < rows:
         con.execute(f"DELETE FROM {table} WHERE starts_with(case_id, '#')")
-    return TrecRun(int(first), cases)
+    return TrecRun(int(first), cases, None if others else str(tag0[0][0]))
 
 
 def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: str) -> bool:

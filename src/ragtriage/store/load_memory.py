@@ -27,7 +27,7 @@ import duckdb
 from ragtriage.contract.compression import scratch
 from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.trec import LABEL_COLUMNS, stage_trec_qrels
-from ragtriage.contract.trec_csv import read_run
+from ragtriage.contract.trec_csv import TrecRun, read_run
 from ragtriage.store.grades import apply_grade_map, parse_grade_map
 from ragtriage.store.schema import QRELS_LIVE
 
@@ -59,38 +59,37 @@ def light_store(
     try:
         con.execute("SET enable_progress_bar = false")
         with scratch():
-            ok = _stage(con, qrels_path, run_path, mapping)
-        if not ok:
+            read = _stage(con, qrels_path, run_path, mapping)
+        if read is None:
             con.close()
             return None
-        notes = _views(con, 1 if threshold is None else threshold)
+        notes = _views(con, 1 if threshold is None else threshold, read)
     except BaseException:
         con.close()
         raise
     return con, RUN_ID, notes
 
 
-def _stage(con: duckdb.DuckDBPyConnection, qrels: Path, run: Path, grade_map: dict[int, int]) -> bool:
-    """Stage both files; False when either has anything the full load would report."""
+def _stage(con: duckdb.DuckDBPyConnection, qrels: Path, run: Path, grade_map: dict[int, int]) -> TrecRun | None:
+    """Stage both files; None when either has anything the full load would report."""
     from ragtriage.contract.field_rules import field_rules
     from ragtriage.contract.fields import LABELS
     from ragtriage.contract.rules import apply_rules
 
     labels = stage_trec_qrels(con, qrels, "stg_labels")
     if labels.findings:
-        return False
+        return None
     # the label rules that can refuse a load (empty ids, grades beyond INTEGER): any finding goes the full way
     if apply_rules(con, labels, [r for r in field_rules(LABELS) if r.severity == "error"]):
-        return False
+        return None
     if grade_map:
         apply_grade_map(con, "stg_labels", grade_map)
-    if read_run(con, run, "stg_run", temp=False) is None:
-        return False
+    read = read_run(con, run, "stg_run", temp=False)
     # a docno twice in one list: the load keeps its first occurrence and warns, so that run goes the full way
-    return not _repeats(con)
+    return None if read is None or _repeats(con) else read
 
 
-def _views(con: duckdb.DuckDBPyConnection, threshold: int) -> list[str]:
+def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun) -> list[str]:
     """The store's names over the staged tables, and the notes a report prints beside the figures."""
     from ragtriage.store.load import LoadReport
 
@@ -111,11 +110,11 @@ def _views(con: duckdb.DuckDBPyConnection, threshold: int) -> list[str]:
             FROM stg_run"""
     )
     lists = con.execute(
-        """SELECT count(*) FILTER (WHERE c.case_id IS NULL), coalesce(sum(n) FILTER (WHERE c.case_id IS NULL), 0),
-                  min(tag_lo), max(tag_hi), sum(n)
-           FROM stg_run__cases r LEFT JOIN cases c USING (case_id)"""
+        f"""SELECT count(*) FILTER (WHERE c.case_id IS NULL), coalesce(sum(n) FILTER (WHERE c.case_id IS NULL), 0),
+                   sum(n)
+            FROM {read.cases} r LEFT JOIN cases c USING (case_id)"""
     ).fetchall()[0]
-    tags = {str(lists[2]): int(lists[4])} if lists[2] == lists[3] else _tags(con)
+    tags = {read.tag: int(lists[2])} if read.tag is not None else _tags(con)
     con.execute(
         f"""CREATE TABLE runs AS
             SELECT '{RUN_ID}' AS run_id, FALSE AS has_repeats, '{UNRANKED}' AS source_format"""
