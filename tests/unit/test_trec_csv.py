@@ -79,8 +79,8 @@ def test_the_fast_path_reads_well_formed_files_and_gives_up_on_the_others(tmp_pa
     taken = {name: trec_csv.read_run(con, _write(tmp_path / f"{i}.txt", c), f"t{i}") is not None
              for i, (name, c) in enumerate(RUNS.items())}  # fmt: skip
     assert {n for n, ok in taken.items() if ok} == {
-        "plain", "tabs", "crlf", "no final newline", "six-token comment", "blocks moved", "ascending scores", "second tag",
-        "score ties, docno ascending", "queries interleaved"
+        "plain", "tabs", "crlf", "no final newline", "six-token comment", "blocks moved", "ascending scores",
+        "second tag", "score ties, docno ascending", "queries interleaved"
     }  # fmt: skip
 
 
