@@ -48,7 +48,8 @@ def generate(root: Path, rows: int, depth: int, labels: int) -> tuple[Path, Path
     if qrels.exists() and run.exists():
         return qrels, run
     cases = rows // depth
-    con = duckdb.connect(config={"enable_progress_bar": False})  # no bar in a benchmark's log
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # no bar in a benchmark's log
     # distinct judged documents in a window of 2*depth around the ranked list: some retrieved, some not
     con.execute(f"""COPY (SELECT 'q' || (i // {labels}) || ' 0 d' || ((i // {labels}) * 7
                                   + (hash(i // {labels}) + (i % {labels}) * 41) % {2 * depth})

@@ -38,7 +38,8 @@ def trec_text(rows: pa.Table) -> str:
     integer = "integer" if "integer" in names else str(pa.types.is_integer(rows["value"].type)).upper()
     # built from Arrow columns only (no Python values): pyarrow's constructors from Python import pandas
     table = pa.table(columns, names=labels)
-    con = duckdb.connect(config={"enable_progress_bar": False})
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     try:
         con.register("_rows", table)
         row = con.execute(
