@@ -257,10 +257,18 @@ class _Sql:
 
 
 def measures_sql(
-    measures: Sequence[Measure], ctx: EvalContext, *, trec: bool, repeats: bool, by_score: bool
+    measures: Sequence[Measure],
+    ctx: EvalContext,
+    *,
+    trec: bool,
+    repeats: bool,
+    by_score: bool,
+    unranked: bool = False,
 ) -> tuple[str, list[object]]:
     """The per-case query: one row per evaluated case, ``_no_relevant`` (none at the dataset threshold),
-    ``_in_run`` and column ``m{i}`` = value of ``measures[i]`` (resolved)."""
+    ``_in_run`` and column ``m{i}`` = value of ``measures[i]`` (resolved). ``unranked``: a run of
+    ``store.load_memory`` (every row scored and of a case, every case in the population unless a split is asked),
+    which needs no population filter on its 10M rows and no NULL-safe order."""
     b = _Sql(ctx.threshold, trec)
     exprs = [f"CAST({b.expr(m)} AS DOUBLE) AS m{i}" for i, m in enumerate(measures)]
     b.nrel(ctx.threshold)
@@ -271,8 +279,8 @@ def measures_sql(
     WITH pop AS MATERIALIZED ({pop}),
     q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM qrels SEMI JOIN pop USING (case_id)),
     r AS NOT MATERIALIZED (SELECT case_id, unit_id, rank, score FROM results WHERE run_id = ? AND stage = ?
-          AND case_id IN (SELECT case_id FROM pop)),
-    {judged_positions_sql(by_score=by_score, repeats=repeats)},
+          {"" if unranked and ctx.split is None else "AND case_id IN (SELECT case_id FROM pop)"}),
+    {judged_positions_sql(by_score=by_score, repeats=repeats, scored=unranked)},
     n AS (SELECT pop.case_id, {stats} FROM pop JOIN q USING (case_id) GROUP BY pop.case_id),
     a AS (SELECT case_id, {agg} FROM {b.hit_rows()} GROUP BY case_id)
     SELECT n.case_id, {b.nrel(ctx.threshold)} = 0 AS _no_relevant, nret.case_id IS NOT NULL AS _in_run,
@@ -287,15 +295,15 @@ def measures_sql(
 RANKED_AS_TREC = frozenset({"trec", "msmarco", "json"})
 
 
-def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str, trec_compat: bool) -> tuple[bool, bool]:
-    """(has repeats, order the lists by score): trec-compat orders by score unless the recorded rank already is
-    trec_eval's order; a run staged without ranks (an evaluation without a store) is ordered by score in both
-    modes, which is the rank its loader would have recorded."""
+def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str, trec_compat: bool) -> tuple[bool, bool, bool]:
+    """(has repeats, order the lists by score, staged without ranks): trec-compat orders by score unless the
+    recorded rank already is trec_eval's order; a run staged without ranks (an evaluation without a store) is
+    ordered by score in both modes, which is the rank its loader would have recorded."""
     rows = con.execute("SELECT has_repeats, source_format FROM runs WHERE run_id = ?", [run_id]).fetchall()
     if not rows:
-        return True, trec_compat
-    repeats, fmt = rows[0][0] is not False, rows[0][1]
-    return repeats, fmt == UNRANKED or (trec_compat and fmt not in RANKED_AS_TREC)
+        return True, trec_compat, False
+    repeats, unranked = rows[0][0] is not False, rows[0][1] == UNRANKED
+    return repeats, unranked or (trec_compat and rows[0][1] not in RANKED_AS_TREC), unranked
 
 
 def evaluate_run(
@@ -320,8 +328,8 @@ def evaluate_run(
     cut = sorted({m.cutoff for m in parsed if m.cutoff is not None}) or [1]
     ctx = resolve(con, run_id, cut, stage=stage, gain=gain, split=split)
     resolved = [m.resolve(ctx.threshold, gain) for m in parsed]
-    repeats, by_score = _run_facts(con, run_id, trec_compat)
-    sql, params = measures_sql(resolved, ctx, trec=trec_compat, repeats=repeats, by_score=by_score)
+    repeats, by_score, unranked = _run_facts(con, run_id, trec_compat)
+    sql, params = measures_sql(resolved, ctx, trec=trec_compat, repeats=repeats, by_score=by_score, unranked=unranked)
     table = arrow(con, sql, params)
     counts = {
         "cases": table.num_rows,

@@ -33,7 +33,8 @@ from ragtriage.store.schema import QRELS_LIVE
 
 RUN_ID = "run"
 UNRANKED = "trec-by-score"
-"""``runs.source_format`` of a run staged without ranks: the measures order each list by score, docno desc."""
+"""``runs.source_format`` of a run staged here: no ranks (the measures order each list by score, docno desc),
+every row scored and of a case (rows of run topics that are not cases are deleted, after they are counted)."""
 
 
 def _trec_file(source: Any, role: str) -> Path | None:
@@ -115,6 +116,8 @@ def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun) -> lis
             FROM {read.cases} r LEFT JOIN cases c USING (case_id)"""
     ).fetchall()[0]
     tags = {read.tag: int(lists[2])} if read.tag is not None else _tags(con)
+    if lists[0]:  # the results hold only cases' rows, as a store's do (the measures rely on it)
+        con.execute("DELETE FROM stg_run WHERE case_id NOT IN (SELECT case_id FROM cases)")
     con.execute(
         f"""CREATE TABLE runs AS
             SELECT '{RUN_ID}' AS run_id, FALSE AS has_repeats, '{UNRANKED}' AS source_format"""
