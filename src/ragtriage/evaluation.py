@@ -55,12 +55,18 @@ class Evaluation:
 
 
 def memory_store(
-    qrels: Any, run: Any, *, threshold: int | None = None, grade_map: str | dict[int, int] | None = None
+    qrels: Any,
+    run: Any,
+    *,
+    threshold: int | None = None,
+    grade_map: str | dict[int, int] | None = None,
+    measures_only: bool = True,
 ) -> tuple[duckdb.DuckDBPyConnection, str, list[str]]:
     """An in-memory store holding ``qrels`` and ``run``: (connection, run id, the load's notes for the report).
-    Clean TREC files are read into views the measures read (``store.load_memory``); anything else is loaded the
+    For ``measures_only`` (what ``evaluate_run`` reads), clean TREC files are read into views of the store's
+    names (``store.load_memory``); anything else, and every other report (slices, judged, stages), is loaded the
     full way, as ``ragtriage load`` would load it."""
-    light = light_store(qrels, run, threshold=threshold, grade_map=grade_map)
+    light = light_store(qrels, run, threshold=threshold, grade_map=grade_map) if measures_only else None
     if light is not None:
         return light
     con = connect(":memory:")

@@ -124,3 +124,15 @@ def test_refusals_are_the_full_loads(tmp_path: Path, taken: list[bool]) -> None:
         found.append((Path(f.file).name, f.line, f.field, f.code))
     assert found == [("qrels.txt", 2, "grade", "out-of-range"), ("bad.txt", 2, "score", "bad-score")]
     assert taken == [False, False]
+
+
+@pytest.mark.parametrize("extra", [["--by", "split"], ["--view", "judged"]])
+def test_reports_other_than_measures_load_the_full_way(tmp_path: Path, taken: list[bool], extra: list[str]) -> None:
+    """Slices and the judged view read tables the light path does not make (ranks, labels, documents)."""
+    q = _single_spaced("qrels.test.gz", tmp_path / "qrels.txt")
+    r = _single_spaced("results.test.gz", tmp_path / "run.txt")
+    res = runner.invoke(app, ["metrics", "--qrels", str(q), "--run", str(r), "--k", "10", "--format", "json", *extra])
+    assert res.exit_code == 0, res.output
+    assert taken == []
+    named = runner.invoke(app, ["metrics", "--qrels", str(q), "--run", str(r), "--k", "10", "--format", "json"])
+    assert named.exit_code == 0 and taken == [True]

@@ -83,13 +83,14 @@ def run_metrics(
         raise typer.Exit(2)
     # measures by name: --measure, trec_eval's layout, a store-less evaluation, and trec-compat in every format
     by_name = measure or (fmt is Format.trec) or qrels is not None or trec_compat
+    measures_only = bool(by_name) and not by and view is View.summary
     try:
-        con, run_id, load_notes = _open(db, qrels, run, threshold)
+        con, run_id, load_notes = _open(db, qrels, run, threshold, measures_only)
     except (StoreError, ValueError, ValidationFailed, OSError, duckdb.Error) as exc:
         err.print(str(exc), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     try:
-        if by_name and not by and view is View.summary:
+        if measures_only:
             names = measure or measures_for_ks(parse_ks(k), trec=trec_compat or fmt is Format.trec)
             res = evaluate_run(
                 con, run_id, names, stage=stage.value, split=split, gain=gain.value, trec_compat=trec_compat
@@ -108,14 +109,15 @@ def run_metrics(
 
 
 def _open(
-    db: Path, qrels: Path | None, run: str, threshold: int | None
+    db: Path, qrels: Path | None, run: str, threshold: int | None, measures_only: bool
 ) -> tuple[duckdb.DuckDBPyConnection, str, list[str]]:
-    """The store, run id and load notes: the store file, or (``--qrels``) an in-memory store of the two files."""
+    """The store, run id and load notes: the store file, or (``--qrels``) an in-memory store of the two files
+    (``measures_only``: one that holds only what measures by name read, when the files allow it)."""
     if qrels is None:
         return open_existing(db, read_only=True), run, []
     from ragtriage.evaluation import memory_store
 
-    return memory_store(qrels, Path(run), threshold=threshold)
+    return memory_store(qrels, Path(run), threshold=threshold, measures_only=measures_only)
 
 
 def _emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[str]) -> None:
