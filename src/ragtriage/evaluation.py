@@ -2,8 +2,9 @@
 called, without a store file.
 
 The qrels and the run (paths in any format ``ragtriage load`` reads, compressed or not; dict-of-dicts; pyarrow
-tables; pandas or polars DataFrames) are loaded by the one loader (``store.byo.load_inputs``) into an in-memory
-DuckDB, and the measures are computed by the one computation (``metrics.measure_eval``). By default the figures
+tables; pandas or polars DataFrames) are read into an in-memory DuckDB (clean TREC files by the load's readers
+into views, ``store.load_memory``; anything else by the one loader, ``store.byo.load_inputs``), and the measures
+are computed by the one computation (``metrics.measure_eval``). By default the figures
 are trec_eval's (``trec_compat=True``: score order, linear gain, cases without relevant labels scored 0), so a
 measure named as in ir_measures gives ir_measures' value.
 
