@@ -136,3 +136,25 @@ def test_reports_other_than_measures_load_the_full_way(tmp_path: Path, taken: li
     assert taken == []
     named = runner.invoke(app, ["metrics", "--qrels", str(q), "--run", str(r), "--k", "10", "--format", "json"])
     assert named.exit_code == 0 and taken == [True]
+
+
+def test_beir_dict_and_frame_qrels_take_the_light_path(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Qrels in any format the load reads (here BEIR TSV with its header, a dict, an Arrow table) with a TREC run."""
+    import pyarrow as pa
+
+    rows = [line.split() for line in _single_spaced("qrels.test.gz", tmp_path / "q.txt").read_text().splitlines()]
+    beir = tmp_path / "test.tsv"
+    beir.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, _, d, g in rows))
+    as_dict: dict[str, dict[str, int]] = {}
+    for q, _, d, g in rows:
+        as_dict.setdefault(q, {})[d] = int(g)
+    frame = pa.table(
+        {"query_id": [r[0] for r in rows], "doc_id": [r[2] for r in rows], "relevance": [int(r[3]) for r in rows]}
+    )
+    r = _single_spaced("results.test.gz", tmp_path / "run.txt")
+    light = [_figures(ragtriage.evaluate(q, r, MEASURES)) for q in (beir, as_dict, frame)]
+    assert taken == [True, True, True]
+    _full_only(monkeypatch)
+    assert light == [_figures(ragtriage.evaluate(q, r, MEASURES)) for q in (beir, as_dict, frame)]

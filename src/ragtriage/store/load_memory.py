@@ -1,20 +1,21 @@
-"""An evaluation without a store: TREC qrels and a TREC run in an in-memory DuckDB, under the names the measures
-read, for ``ragtriage metrics --qrels F --run F`` and ``ragtriage.evaluate`` (what trec_eval or pytrec_eval is
-called for: the figures, once).
+"""An evaluation without a store: qrels and a TREC run in an in-memory DuckDB, under the names the measures read,
+for ``ragtriage metrics --qrels F --run F`` and ``ragtriage.evaluate`` (what trec_eval or pytrec_eval is called
+for: the figures, once).
 
 A load into a store writes a dataset version (a content hash over every label), a copy of every result row,
-the load history and the warnings a stored run keeps; none of that is read by the measures. Here the two files
-are read by the same readers as ``ragtriage load`` (``contract/trec.py``, through DuckDB's CSV reader), and the
+the load history and the warnings a stored run keeps; none of that is read by the measures. Here the inputs are
+read by the same readers as ``ragtriage load`` (``store.byo.stage_qrels``; the run through DuckDB's CSV reader,
+``contract/trec_csv.py``), and the
 staged tables are shown as ``cases``, ``qrels``, ``results``, ``runs`` and ``current_dataset`` (tables and views of
 the main schema, which the measures' cursors see; temp objects are private to one cursor), so the one
 computation (``metrics.measure_eval.evaluate_run``) runs on them unchanged. The qrels get one grade per (query,
 document) by the store's own rule (``schema.QRELS_LIVE``); the run keeps no rank: lists are ordered by score, then
 docno, descending, as the loader ranks a TREC run and as trec_eval reads one.
 
-Only clean TREC files take this path: anything the load would report or reject (a finding of any kind, a label
-rule error, a docno repeated in a list) and every other format make :func:`light_store` return None, and the
-caller loads the inputs into an in-memory store the full way, which reports exactly what ``ragtriage load``
-reports.
+Only clean inputs take this path: qrels in any format the load reads and a TREC run file; anything the load would
+report or reject (a finding of any kind, a label rule error, a docno repeated in a list) and every other run
+format make :func:`light_store` return None, and the caller loads the inputs into an in-memory store the full
+way, which reports exactly what ``ragtriage load`` reports.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import duckdb
 
 from ragtriage.contract.compression import scratch
 from ragtriage.contract.sniff import SniffError, sniff
-from ragtriage.contract.trec import LABEL_COLUMNS, stage_trec_qrels
+from ragtriage.contract.trec import LABEL_COLUMNS
 from ragtriage.contract.trec_csv import TrecRun, read_run
 from ragtriage.store.grades import apply_grade_map, parse_grade_map
 from ragtriage.store.schema import QRELS_LIVE
@@ -47,20 +48,28 @@ def _trec_file(source: Any, role: str) -> Path | None:
         return None
 
 
+def _qrels_input(source: Any) -> bool:
+    """A qrels file of any format, a dict-of-dicts or a frame (a folder is a dataset: the full load reads it)."""
+    from ragtriage.contract.frames import is_frame
+
+    return isinstance(source, dict) or is_frame(source) or (isinstance(source, str | Path) and Path(source).is_file())
+
+
 def light_store(
     qrels: Any, run: Any, *, threshold: int | None = None, grade_map: str | dict[int, int] | None = None
 ) -> tuple[duckdb.DuckDBPyConnection, str, list[str]] | None:
-    """(connection, run id, notes) of an in-memory evaluation store over a TREC qrels file and a TREC run file, or
-    None when the inputs need the full load (another format, or anything to report)."""
-    qrels_path, run_path = _trec_file(qrels, "qrels"), _trec_file(run, "run")
-    if qrels_path is None or run_path is None:
+    """(connection, run id, notes) of an in-memory evaluation store over qrels (a file of any format, a dict or a
+    frame) and a TREC run file, or None when the inputs need the full load (another run format, anything to
+    report)."""
+    run_path = _trec_file(run, "run")
+    if run_path is None or not _qrels_input(qrels):
         return None
     mapping = parse_grade_map(grade_map)  # a bad map raises ValueError, as the full load does
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
         with scratch():
-            read = _stage(con, qrels_path, run_path, mapping)
+            read = _stage(con, qrels, run_path, mapping)
         if read is None:
             con.close()
             return None
@@ -71,13 +80,18 @@ def light_store(
     return con, RUN_ID, notes
 
 
-def _stage(con: duckdb.DuckDBPyConnection, qrels: Path, run: Path, grade_map: dict[int, int]) -> TrecRun | None:
-    """Stage both files; None when either has anything the full load would report."""
+def _stage(con: duckdb.DuckDBPyConnection, qrels: Any, run: Path, grade_map: dict[int, int]) -> TrecRun | None:
+    """Stage both inputs; None when either has anything the full load would report."""
+    from ragtriage.contract.errors import ValidationFailed
     from ragtriage.contract.field_rules import field_rules
     from ragtriage.contract.fields import LABELS
     from ragtriage.contract.rules import apply_rules
+    from ragtriage.store.byo import stage_qrels
 
-    labels = stage_trec_qrels(con, qrels, "stg_labels")
+    try:
+        labels = stage_qrels(con, qrels)  # the load's own reader for every qrels format (TREC: the CSV fast path)
+    except (ValidationFailed, ValueError):  # unreadable or of no known format: the full load says so
+        return None
     if labels.findings:
         return None
     # the label rules that can refuse a load (empty ids, grades beyond INTEGER): any finding goes the full way
