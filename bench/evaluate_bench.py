@@ -2,7 +2,9 @@
 the same TREC files in Python, each as a whole process (start-up, reading, evaluating, printing).
 
     python bench/evaluate_bench.py [--rows 1000000 10000000] [--depth 100] [--labels 5] [--repeat 3]
-                                   [--dir /tmp/ragtriage-evaluate-bench] [--k 10]
+                                   [--dir /tmp/ragtriage-evaluate-bench] [--k 10] [--data DIR ...]
+
+``--data DIR`` evaluates DIR/qrels.txt and DIR/run-a.txt (bench/scale_bench.py's layout) instead of generating.
 
 N cases x ``depth`` results (rows / depth cases), ``labels`` judged documents per case (grades 0..3), the run in
 TREC 6-column format with distinct scores. Both sides compute trec_eval's set for ``--k``: num_q, num_ret,
@@ -49,6 +51,7 @@ def generate(root: Path, rows: int, depth: int, labels: int) -> tuple[Path, Path
         return qrels, run
     cases = rows // depth
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # no bar in a benchmark's log
     # distinct judged documents in a window of 2*depth around the ranked list: some retrieved, some not
     con.execute(f"""COPY (SELECT 'q' || (i // {labels}) || ' 0 d' || ((i // {labels}) * 7
                                   + (hash(i // {labels}) + (i % {labels}) * 41) % {2 * depth})
@@ -87,20 +90,25 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--k", default="10")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-evaluate-bench"))
+    ap.add_argument("--data", type=Path, nargs="+", help="folders holding qrels.txt and run-a.txt (no generation)")
     args = ap.parse_args()
     cli = str(Path(sys.executable).parent / "ragtriage")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; median of {args.repeat}")
     print("| rows | ragtriage metrics --qrels --run | pytrec_eval | ratio |")
     print("|---|---|---|---|")
-    for rows in args.rows:
-        qrels, run = generate(args.dir, rows, args.depth, args.labels)
+    inputs = (
+        [(d.name, d / "qrels.txt", d / "run-a.txt") for d in args.data]
+        if args.data
+        else [(f"{rows:,}", *generate(args.dir, rows, args.depth, args.labels)) for rows in args.rows]
+    )
+    for label, qrels, run in inputs:
         ours = [cli, "metrics", "--qrels", str(qrels), "--run", str(run), "--trec-compat", "--format", "trec"]
         ours += ["--k", args.k]
         ref = [sys.executable, "-c", PYTREC, str(qrels), str(run), args.k]
         t_ours, m_ours = median_of(ours, args.repeat)
         t_ref, m_ref = median_of(ref, args.repeat)
         print(
-            f"| {rows:,} | {t_ours:.2f} s / {m_ours:.0f} MiB | {t_ref:.2f} s / {m_ref:.0f} MiB "
+            f"| {label} | {t_ours:.2f} s / {m_ours:.0f} MiB | {t_ref:.2f} s / {m_ref:.0f} MiB "
             f"| {t_ours / t_ref:.2f}x |",
             flush=True,
         )

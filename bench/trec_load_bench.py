@@ -30,6 +30,7 @@ def generate(root: Path, cases: int, depth: int) -> None:
     folder.mkdir(exist_ok=True)
     (folder / "run.json").write_text(json.dumps({"run_id": "bench", "k": depth}))
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # no bar in a benchmark's log
     con.execute(f"""COPY (SELECT 'q' || (i // 3) AS qid, 0 AS it, 'd' || ((i // 3) * 7 + hash(i) % 200) AS docno,
                            CAST(hash(i * 31) % 4 AS INTEGER) AS rel FROM range({cases * 3}) t(i))
                     TO '{root / "qrels.txt"}' (FORMAT csv, DELIMITER ' ', HEADER false)""")

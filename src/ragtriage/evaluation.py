@@ -2,8 +2,9 @@
 called, without a store file.
 
 The qrels and the run (paths in any format ``ragtriage load`` reads, compressed or not; dict-of-dicts; pyarrow
-tables; pandas or polars DataFrames) are loaded by the one loader (``store.byo.load_inputs``) into an in-memory
-DuckDB, and the measures are computed by the one computation (``metrics.measure_eval``). By default the figures
+tables; pandas or polars DataFrames) are read into an in-memory DuckDB (clean TREC files by the load's readers
+into views, ``store.load_memory``; anything else by the one loader, ``store.byo.load_inputs``), and the measures
+are computed by the one computation (``metrics.measure_eval``). By default the figures
 are trec_eval's (``trec_compat=True``: score order, linear gain, cases without relevant labels scored 0), so a
 measure named as in ir_measures gives ir_measures' value.
 
@@ -32,6 +33,7 @@ from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
 from ragtriage.metrics.measures import Measure
 from ragtriage.store import connect
 from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
+from ragtriage.store.load_memory import light_store
 
 DEFAULT_MEASURES = ("P@10", "R@100", "nDCG@10", "RR", "AP")
 
@@ -54,9 +56,20 @@ class Evaluation:
 
 
 def memory_store(
-    qrels: Any, run: Any, *, threshold: int | None = None, grade_map: str | dict[int, int] | None = None
+    qrels: Any,
+    run: Any,
+    *,
+    threshold: int | None = None,
+    grade_map: str | dict[int, int] | None = None,
+    measures_only: bool = True,
 ) -> tuple[duckdb.DuckDBPyConnection, str, list[str]]:
-    """An in-memory store holding ``qrels`` and ``run``: (connection, run id, the load's notes for the report)."""
+    """An in-memory store holding ``qrels`` and ``run``: (connection, run id, the load's notes for the report).
+    For ``measures_only`` (what ``evaluate_run`` reads), clean TREC files are read into views of the store's
+    names (``store.load_memory``); anything else, and every other report (slices, judged, stages), is loaded the
+    full way, as ``ragtriage load`` would load it."""
+    light = light_store(qrels, run, threshold=threshold, grade_map=grade_map) if measures_only else None
+    if light is not None:
+        return light
     con = connect(":memory:")
     source = RunSource(run, run_id="run") if not isinstance(run, RunSource) else run
     try:

@@ -31,22 +31,21 @@ def trec_text(rows: pa.Table) -> str:
     names = rows.column_names
     n = rows.num_rows
     qid = visible_array(rows.column("case_id")) if "case_id" in names else pa.nulls(n, pa.string())
-    integer = rows.column("integer") if "integer" in names else pa.repeat(pa.types.is_integer(rows["value"].type), n)
-    table = pa.table(
-        {
-            "i": pa.array(range(n), pa.int64()),
-            "measure": visible_array(rows.column("measure").cast(pa.string())),
-            "qid": qid,
-            "value": rows.column("value").cast(pa.float64()),
-            "integer": integer,
-        }
-    )
+    measure = visible_array(rows.column("measure").cast(pa.string()))
+    columns, labels = [measure, qid, rows.column("value").cast(pa.float64())], ["measure", "qid", "value"]
+    if "integer" in names:
+        columns, labels = [*columns, rows.column("integer")], [*labels, "integer"]
+    integer = "integer" if "integer" in names else str(pa.types.is_integer(rows["value"].type)).upper()
+    # built from Arrow columns only (no Python values): pyarrow's constructors from Python import pandas
+    table = pa.table(columns, names=labels)
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     try:
         con.register("_rows", table)
         row = con.execute(
             f"""SELECT string_agg({_LINE}, chr(10) ORDER BY i) || chr(10)
-                FROM (SELECT i, measure, coalesce(qid, 'all') AS qid, coalesce(value, 0.0) AS value, integer
+                FROM (SELECT row_number() OVER () AS i, measure, coalesce(qid, 'all') AS qid,
+                             coalesce(value, 0.0) AS value, {integer} AS integer
                       FROM _rows)"""
         ).fetchone()
         return str(row[0]) if row and row[0] is not None else ""

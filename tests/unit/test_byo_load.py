@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragtriage.metrics.trec_compat import trec_per_query
+from ragtriage.metrics.measure_eval import evaluate_run
+from ragtriage.metrics.measures import measures_for_ks
 from ragtriage.store import connect
 from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
 
@@ -62,9 +63,14 @@ def reference(qrels: Qrels, run: Run, level: int = 1) -> dict[str, dict[str, flo
     return pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=level).evaluate(run)  # type: ignore[no-any-return]
 
 
+def trec_rows(con: Any, run_id: str) -> list[dict[str, Any]]:
+    """One row per query, trec_eval's measure names, as ``metrics --trec-compat`` computes them."""
+    return evaluate_run(con, run_id, measures_for_ks(KS, trec=True), trec_compat=True).trec_wide.to_pylist()
+
+
 def assert_agrees(con: Any, run_id: str, qrels: Qrels, run: Run, level: int = 1) -> None:
     ref = reference(qrels, run, level)
-    ours = {r["case_id"]: r for r in trec_per_query(con, run_id, KS).to_pylist()}
+    ours = {r["case_id"]: r for r in trec_rows(con, run_id)}
     assert set(ours) == set(qrels)
     for qid, row in ours.items():
         for name in NAMES:
@@ -223,7 +229,7 @@ def test_negative_grades_are_kept_and_never_relevant(tmp_path: Path) -> None:
     ref_q = {"1": {"a": -2, "b": -1, "c": 1, "e": 2}, "2": {"d": 0, "f": 1}}
     ref_r = {"1": {"a": 3.0, "b": 2.0, "c": 1.0}, "2": {"d": 1.0}}
     assert_agrees(con, "x", ref_q, ref_r)
-    row = {r["case_id"]: r for r in trec_per_query(con, "x", KS).to_pylist()}
+    row = {r["case_id"]: r for r in trec_rows(con, "x")}
     # by hand: q1 retrieves a (-2), b (-1), c (1): one relevant of two (c, e); gains 0, 0, 1
     assert (row["1"]["P_5"], row["1"]["recall_5"], row["1"]["recip_rank"]) == pytest.approx((1 / 5, 1 / 2, 1 / 3))
     ideal = 2 + 1 / 1.5849625007211562  # gains 2, 1 at ranks 1, 2 (log2(3))
@@ -275,7 +281,7 @@ def test_tag_changes_warn_with_counts_and_split_by_tag_loads_one_run_per_tag(tmp
     reps = load_inputs(con, LoadRequest(qrels=QRELS, runs=[RunSource(mixed, split_by_tag=True)])).runs
     assert [(r.target, r.rows["results"]) for r in reps] == [("STANDARD", 30), ("OTHER", 45)]
     q301 = {"301": read_run()["301"], "302": {}}
-    ours = {r["case_id"]: r["P_10"] for r in trec_per_query(con, "STANDARD", KS).to_pylist()}
+    ours = {r["case_id"]: r["P_10"] for r in trec_rows(con, "STANDARD")}
     assert ours["301"] == pytest.approx(reference(read_qrels(), q301)["301"]["P_10"])
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtriage.metrics import per_case, trec_per_query, trec_summary
+from ragtriage.metrics import evaluate_run, per_case
+from ragtriage.metrics.measures import measures_for_ks
 from tests.factory import make_store
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -95,16 +96,17 @@ def test_trec_compat_equals_trec_eval(tmp_path: Path, seed: int, distinct: bool)
     measures = {"P", "recall", "ndcg_cut", "map_cut", "recip_rank"}
     measures = {f"{m}.{','.join(map(str, KS))}" if m != "recip_rank" else m for m in measures}
     ref = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=THRESHOLD).evaluate(run)
-    ours = {r["case_id"]: r for r in trec_per_query(con, "r", KS).to_pylist()}
+    res = evaluate_run(con, "r", measures_for_ks(KS, trec=True), trec_compat=True)
+    ours = {r["case_id"]: r for r in res.trec_wide.to_pylist()}
     assert set(ours) == set(qrels)
     for qid, row in ours.items():
         for name in names:
             expected = ref.get(qid, {}).get(name, 0.0)  # -c: a query missing from the run scores 0
             assert row[name] == pytest.approx(expected, abs=1e-9), (qid, name)
-    summary = trec_summary(con, "r", KS)
+    summary = {r["measure"]: r["value"] for r in res.trec_rows(per_query=False).to_pylist()}
     for name in names:
         mean = np.mean([ref.get(q, {}).get(name, 0.0) for q in qrels])
-        assert summary.rows[[r.name for r in summary.rows].index(name)].mean == pytest.approx(mean, abs=1e-9)
+        assert summary[name] == pytest.approx(mean, abs=1e-9)
 
 
 def _distinct_run(rng: random.Random, n_cases: int) -> list[dict[str, Any]]:

@@ -9,14 +9,15 @@ import pytest
 
 from ragtriage.metrics import (
     MetricsError,
+    evaluate_run,
     judged_report,
     latency_report,
     per_case,
     slices,
     stages,
     summarize,
-    trec_per_query,
 )
+from ragtriage.metrics.measures import measures_for_ks
 from tests.factory import make_store
 
 L3 = math.log2(3)
@@ -189,7 +190,7 @@ def test_latency_report(con) -> None:
 
 
 def test_trec_compat_by_hand(con) -> None:
-    t = rows(trec_per_query(con, "r1", (3,)))
+    t = rows(evaluate_run(con, "r1", measures_for_ks((3,), trec=True), trec_compat=True).trec_wide)
     assert set(t) == {"a", "b", "c"}  # every query with a qrels line
     assert t["a"]["ndcg_cut_3"] == pytest.approx((2 / L3 + 1 / 2) / (3 + 2 / L3 + 1 / 2))
     assert t["b"]["recall_3"] == 0.0 and t["b"]["ndcg_cut_3"] == 0.0 and t["a"]["recip_rank"] == 0.5

@@ -24,7 +24,7 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 class _LazyProgress:
-    """A progress bar that appears only when a load has taken longer than a second."""
+    """A progress bar on a terminal that appears only when a load has taken longer than a second."""
 
     STEPS = ("reading manifest", "reading cases, labels, documents", "reading run", "checking rules", "writing")
 
@@ -47,12 +47,14 @@ class _LazyProgress:
         self.progress.update(self.task, description=f"{self.label}: {step}", advance=1)
 
     def __enter__(self) -> _LazyProgress:
-        self.timer.start()
+        if err.is_terminal:  # a log file gets no bar (stopping one there wrote a blank line)
+            self.timer.start()
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.timer.cancel()
-        self.progress.stop()
+        if err.is_terminal:
+            self.progress.stop()
 
 
 @app.command()

@@ -22,8 +22,6 @@ from ragtriage.metrics import (
     slices,
     stages,
     summarize,
-    trec_per_query,
-    trec_summary,
 )
 from ragtriage.metrics.context import parse_ks, population_counts, population_header, resolve
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
@@ -49,10 +47,6 @@ NOTES = [
     "Population: cases without any label are excluded and counted; cases absent from the run score 0.",
     "ci_low/ci_high: seeded 95% bootstrap interval of the mean (1000 resamples); zero_hit_rate: share of cases "
     "with no relevant result in the top k.",
-]
-TREC_NOTES = [
-    "trec_eval -c semantics: order by score desc then docno desc, every query with a qrels line, linear gain, "
-    "recip_rank without cutoff (docs/metrics.md).",
 ]
 
 
@@ -80,14 +74,23 @@ def run_metrics(
     if fmt is Format.trec and (view is not View.summary or by):
         err.print("--format trec prints measures: use it without --view/--by", markup=False, highlight=False)
         raise typer.Exit(2)
-    by_name = measure or (fmt is Format.trec) or qrels is not None
+    if trec_compat and by:
+        err.print(
+            "--trec-compat prints trec_eval's measures over every query: use it without --by",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(2)
+    # measures by name: --measure, trec_eval's layout, a store-less evaluation, and trec-compat in every format
+    by_name = measure or (fmt is Format.trec) or qrels is not None or trec_compat
+    measures_only = bool(by_name) and not by and view is View.summary
     try:
-        con, run_id, load_notes = _open(db, qrels, run, threshold)
+        con, run_id, load_notes = _open(db, qrels, run, threshold, measures_only)
     except (StoreError, ValueError, ValidationFailed, OSError, duckdb.Error) as exc:
         err.print(str(exc), markup=False, highlight=False)
         raise typer.Exit(2) from exc
     try:
-        if by_name and not by and view is View.summary:
+        if measures_only:
             names = measure or measures_for_ks(parse_ks(k), trec=trec_compat or fmt is Format.trec)
             res = evaluate_run(
                 con, run_id, names, stage=stage.value, split=split, gain=gain.value, trec_compat=trec_compat
@@ -106,14 +109,15 @@ def run_metrics(
 
 
 def _open(
-    db: Path, qrels: Path | None, run: str, threshold: int | None
+    db: Path, qrels: Path | None, run: str, threshold: int | None, measures_only: bool
 ) -> tuple[duckdb.DuckDBPyConnection, str, list[str]]:
-    """The store, run id and load notes: the store file, or (``--qrels``) an in-memory store of the two files."""
+    """The store, run id and load notes: the store file, or (``--qrels``) an in-memory store of the two files
+    (``measures_only``: one that holds only what measures by name read, when the files allow it)."""
     if qrels is None:
         return open_existing(db, read_only=True), run, []
     from ragtriage.evaluation import memory_store
 
-    return memory_store(qrels, Path(run), threshold=threshold)
+    return memory_store(qrels, Path(run), threshold=threshold, measures_only=measures_only)
 
 
 def _emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[str]) -> None:
@@ -176,10 +180,6 @@ def _compute(
         staged = stages(con, run, k, gain=gain, split=split)
         src = staged.per_case if rows else staged.summary
         return src, _context({**base, "stage": "candidate vs final", "candidate_k": staged.candidate_k}), []
-    if trec:
-        if rows:
-            return trec_per_query(con, run, k, stage=stage, split=split), _context(base), TREC_NOTES
-        return _report_table(trec_summary(con, run, k, stage=stage, split=split, seed=seed)), _context(base), TREC_NOTES
     if by:
         return slices(con, run, by, k, stage=stage, gain=gain, split=split, seed=seed), _context(base), NOTES
     if rows:

@@ -19,6 +19,7 @@ import duckdb
 
 from ragtriage.contract.errors import FIRST_LINES, Finding
 from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql
+from ragtriage.contract.trec_csv import TrecRun, read_qrels, read_run
 
 # Lines made of single spaces (or single tabs) split with string_split; anything else goes through the regex.
 _PLAIN = "NOT (contains(t, '  ') OR contains(t, chr(9)) OR contains(t, chr(13)) OR starts_with(t, ' '))"
@@ -155,19 +156,27 @@ KEEP = "(case_id IS NOT NULL AND case_id <> '' AND NOT starts_with(case_id, '#')
 """A TREC line that holds data: not blank, not a ``#`` comment."""
 
 
-def _in_trec_order(con: duckdb.DuckDBPyConnection, split: str, firsts: str) -> bool:
+def _in_trec_order(con: duckdb.DuckDBPyConnection, data: str, firsts: str) -> bool:
     """Whether the file already lists each query's lines together, in trec_eval's order (score descending,
     docno descending): then a line's rank is its position in its query's block. Contiguity comes from the
-    per-query line range; the order from each line's predecessor (a streaming window over the table scan)."""
+    per-query line range; the order from each line's predecessor (a streaming window over the table scan): its
+    score first, and the docnos (a second, costlier pass) only when some query repeats a score."""
     contiguous = con.execute(f"SELECT coalesce(bool_and(last - first + 1 = n), TRUE) FROM {firsts}").fetchall()[0][0]
     if not contiguous:
         return False
     prev = "lag({0}) OVER ()"
+    same = f"case_id = {prev.format('case_id')}"
+    rising, ties = con.execute(
+        f"""SELECT count(*) FILTER (WHERE same AND score > before), count(*) FILTER (WHERE same AND score = before)
+            FROM (SELECT {same} AS same, score, {prev.format("score")} AS before FROM {data})"""
+    ).fetchall()[0]
+    if rising or not ties:
+        return not rising
     broken = con.execute(
         f"""SELECT count(*) FROM (
-                SELECT case_id = {prev.format("case_id")} AND NOT (score < {prev.format("score")}
+                SELECT {same} AND NOT (score < {prev.format("score")}
                        OR (score = {prev.format("score")} AND document_id < {prev.format("document_id")})) AS bad
-                FROM (SELECT * FROM {split} WHERE {KEEP})) WHERE bad"""
+                FROM {data}) WHERE bad"""
     ).fetchall()[0][0]
     return not broken
 
@@ -178,16 +187,25 @@ def stage_trec_run(
     """Stage ``qid Q0 docno rank score tag`` lines as final-stage results (columns after the sixth are ignored
     and counted). ``by_tag`` ranks each tag's lines apart, for loading one run per tag.
 
-    The lines are split once into ``{name}__split`` (the table a chunk-mode load updates); ``{name}`` is a view
-    adding the rank, which the loader computes while writing. A file already in trec_eval's order with each
-    query's lines together (what most systems write) is ranked by position, through a join with each query's
-    first line; any other file by a sort over (query, score desc, docno desc)."""
+    The lines are read once into ``{name}__split`` (the table a chunk-mode load updates): by DuckDB's CSV reader
+    when every line is six single-space (or single-tab) separated fields and every score a finite number
+    (``contract/trec_csv.py``), else split in SQL, which finds every bad line. ``{name}`` is a view adding the
+    rank, which the loader computes while writing. A file already in trec_eval's order with each query's lines
+    together (what most systems write) is ranked by position, through a join with each query's first line; any
+    other file by a sort over (query, score desc, docno desc)."""
     facts = RunFacts()
     split = f"{name}__split"
     findings = encoding_findings(path)
     drop_staged(con, name)
     if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line"), facts
+    facts.base_table = split
+    read = None if findings else read_run(con, path, split)
+    if read is not None:
+        # Read by the CSV reader: six fields and a finite score on every line, so nothing to report.
+        cols = "case_id, document_id, chunk_id, score, tag"
+        data = f"(SELECT rowid - {read.first} + 1 AS line, {cols}, 6 AS n FROM {split})"  # comments are gone
+        return _rank_trec_run(con, path, name, data, by_tag, findings, facts, read)
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {split} AS {_trec_split_sql(path)}")
     except duckdb.Error as exc:
@@ -207,24 +225,46 @@ def stage_trec_run(
     )  # fmt: skip
     findings = [_score_text(con, path, f) if f.code == "bad-score" else f for f in findings]
     facts.extra_column_lines = next((f.count for f in findings if f.code == "extra-columns"), 0)
-    facts.base_table = split
+    return _rank_trec_run(con, path, name, data, by_tag, findings, facts)
+
+
+def _rank_trec_run(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    name: str,
+    data: str,
+    by_tag: bool,
+    findings: list[Finding],
+    facts: RunFacts,
+    read: TrecRun | None = None,
+) -> tuple[Staged, RunFacts]:
+    """The view ``name`` over the read lines ``data`` (line, case_id, document_id, chunk_id, score, tag, n), with
+    the rank; the per-query ranges give the row count, the depth and the tags (``read`` brings them from the
+    CSV reader's pass when ranking per query)."""
     key = "tag, case_id" if by_tag else "case_id"
-    firsts = f"{name}__first"
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {firsts} AS
-            SELECT {key}, min(line) AS first, max(line) AS last, count(*) AS n, min(tag) AS tag_lo,
-                   max(tag) AS tag_hi
-            FROM {data} GROUP BY {key}"""
-    )
-    rows, depth, one_tag, tag = con.execute(
-        f"SELECT coalesce(sum(n), 0), coalesce(max(n), 0), min(tag_lo) = max(tag_hi), min(tag_lo) FROM {firsts}"
-    ).fetchall()[0]
+    if read is not None and not by_tag:
+        firsts = read.cases
+    else:
+        firsts = f"{name}__first"
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE {firsts} AS
+                SELECT {key}, min(line) AS first, max(line) AS last, count(*) AS n, min(tag) AS tag_lo,
+                       max(tag) AS tag_hi
+                FROM {data} GROUP BY {key}"""
+        )
+    if read is not None and not by_tag:
+        rows, depth = con.execute(f"SELECT sum(n), max(n) FROM {firsts}").fetchall()[0]
+        one_tag, tag = read.tag is not None, read.tag
+    else:
+        rows, depth, one_tag, tag = con.execute(
+            f"SELECT coalesce(sum(n), 0), coalesce(max(n), 0), min(tag_lo) = max(tag_hi), min(tag_lo) FROM {firsts}"
+        ).fetchall()[0]
     facts.depth = int(depth)
     if rows == 0 and not _bad(findings):
         findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
     cols = "line, case_id, 'final' AS stage, document_id, chunk_id, score, snippet, metadata, tag"
     nulls = "CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
-    if not by_tag and not _bad(findings) and _in_trec_order(con, split, firsts):
+    if not by_tag and not _bad(findings) and _in_trec_order(con, data, firsts):
         con.execute(
             f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(line - f.first + 1 AS BIGINT) AS rank
                 FROM (SELECT s.*, {nulls} FROM {data} s) JOIN {firsts} f USING (case_id)"""
@@ -310,7 +350,12 @@ def _grade_findings(con: duckdb.DuckDBPyConnection, name: str, path: Path, col: 
 
 
 def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
-    """Stage ``qid iter docno rel`` lines as labels (annotator ``default``); any integer rel, negative included."""
+    """Stage ``qid iter docno rel`` lines as labels (annotator ``default``); any integer rel, negative included.
+    A file of four single-space (or single-tab) separated fields with integer grades is read by DuckDB's CSV
+    reader (``contract/trec_csv.py``); any other is split in SQL, which finds every bad line."""
+    if not encoding_findings(path) and read_qrels(con, path, name, LABEL_COLUMNS):
+        rows = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
+        return Staged(name, path, "trec", int(rows), [], "line")
     findings = split_lines(con, path, name)
     if _bad(findings):
         return Staged(name, path, "trec", 0, findings, "line")

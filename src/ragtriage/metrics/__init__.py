@@ -13,7 +13,6 @@ from ragtriage.metrics.per_case import MEASURES, per_case, per_case_schema
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, slices
 from ragtriage.metrics.stages import StagesReport, stages
 from ragtriage.metrics.summary import MetricReport, MetricRow, summarize
-from ragtriage.metrics.trec_compat import trec_per_query, trec_summary
 
 __all__ = [
     "per_case_schema",
@@ -40,6 +39,4 @@ __all__ = [
     "slices",
     "stages",
     "summarize",
-    "trec_per_query",
-    "trec_summary",
 ]

@@ -21,13 +21,25 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.metrics.context import EvalContext, arrow, gain_sql, population_header, resolve, unlabelled_count
+from ragtriage.arrays import table_of
+from ragtriage.contract.staging import qident, sql_str
+from ragtriage.metrics.context import (
+    EvalContext,
+    arrow,
+    gain_sql,
+    over_arrow,
+    population_header,
+    resolve,
+    unlabelled_count,
+)
 from ragtriage.metrics.measures import NEEDS_RELEVANT, Measure, parse_measures
 from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql
 from ragtriage.metrics.ranking import judged_positions_sql
+from ragtriage.store.load_memory import UNRANKED
 
 _DCG_GAIN = {"log2": "linear", "exp-log2": "exponential"}
 
@@ -35,7 +47,10 @@ _DCG_GAIN = {"log2": "linear", "exp-log2": "exponential"}
 @dataclass
 class MeasureResult:
     """Values of ``measures`` (resolved: every parameter filled) per case and aggregated, with the header that says
-    how they were made. ``per_case`` is long (case_id, measure, value); ``wide`` has one column per measure."""
+    how they were made. ``per_case`` is long (case_id, measure, value); ``wide`` has one column per measure.
+
+    Every table here is built by DuckDB from ``wide`` (``over_arrow``, ``table_of``): pyarrow's own constructors
+    from Python values import pandas when it is installed, which cost a one-off evaluation a quarter second."""
 
     measures: list[Measure]
     wide: pa.Table
@@ -44,33 +59,49 @@ class MeasureResult:
     mode: str
     notes: list[str] = field(default_factory=list)
 
+    def _long(self, names: list[str], shown: list[int]) -> str:
+        """SQL: (case_id, measure, value, integer, idx) for measure ``i`` of ``shown`` named ``names[i]``."""
+        parts = [
+            f"SELECT case_id, {sql_str(names[i])} AS measure, CAST({qident(str(m))} AS DOUBLE) AS value, "
+            f"{m.summed} AS integer, {i} AS idx FROM wide"
+            for i, m in ((i, self.measures[i]) for i in shown)
+        ]
+        return " UNION ALL ".join(parts)
+
     @property
     def per_case(self) -> pa.Table:
-        n, names = self.wide.num_rows, [str(m) for m in self.measures]
-        idx = pa.array(np.repeat(np.arange(len(names), dtype=np.int32), n))
-        return pa.table(
-            {
-                "case_id": pa.chunked_array([self.wide.column("case_id").combine_chunks()] * len(names), pa.string()),
-                "measure": pa.DictionaryArray.from_arrays(idx, pa.array(names, pa.string())),
-                "value": pa.chunked_array([self.wide.column(c).combine_chunks() for c in names], pa.float64()),
-            }
+        names = [str(m) for m in self.measures]
+        sql = (
+            f"SELECT case_id, measure, value FROM ({self._long(names, list(range(len(names))))}) ORDER BY idx, case_id"
         )
+        table = over_arrow(sql, wide=self.wide)
+        return table.set_column(1, "measure", pc.dictionary_encode(table.column("measure")))
 
     @property
     def aggregate(self) -> pa.Table:
         """One row per measure: the mean over the cases it is defined for (a sum for NumQ/NumRet/NumRel/NumRelRet,
         as trec_eval and ir_measures aggregate them), n cases, and the parameters (left-out ones marked)."""
-        rows: dict[str, list[Any]] = {k: [] for k in ("measure", "value", "n", "aggregation", "parameters", "trec")}
-        for m in self.measures:
-            col = self.wide.column(str(m))
-            rows["measure"].append(str(m))
-            rows["value"].append(_agg(col, m.summed))
-            rows["n"].append(int(pc.count(col).as_py()))
-            rows["aggregation"].append("sum" if m.summed else "mean")
-            rows["parameters"].append(m.parameters())
-            rows["trec"].append(m.trec_name(self.threshold))
-        types = [pa.string(), pa.float64(), pa.int64(), pa.string(), pa.string(), pa.string()]
-        return pa.table({k: pa.array(v, t) for (k, v), t in zip(rows.items(), types, strict=True)})
+        return table_of(
+            {
+                "measure": np.array([str(m) for m in self.measures], dtype=object),
+                "value": self._values(),
+                "n": np.array([pc.count(self.wide.column(str(m))).as_py() for m in self.measures], dtype=np.int64),
+                "aggregation": np.array(["sum" if m.summed else "mean" for m in self.measures], dtype=object),
+                "parameters": np.array([m.parameters() for m in self.measures], dtype=object),
+                "trec": np.array([m.trec_name(self.threshold) for m in self.measures], dtype=object),
+            },
+            AGGREGATE,
+        )
+
+    def _values(self) -> npt.NDArray[np.float64]:
+        """Each measure's aggregate (NaN where no case has a value; ``table_of`` makes it null)."""
+        values = [_agg(self.wide.column(str(m)), m.summed) for m in self.measures]
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+    @property
+    def trec_wide(self) -> pa.Table:
+        """``wide`` with each measure's column named as :meth:`name_of` names it (``P_10``, ``recip_rank``)."""
+        return self.wide.rename_columns(["case_id", *(self.name_of(m) for m in self.measures)])
 
     def name_of(self, m: Measure) -> str:
         """trec_eval's name where trec_eval has the measure (``ndcg_cut_10``), else ir_measures' (``RR@10``)."""
@@ -81,30 +112,35 @@ class MeasureResult:
         in byte order; num_q only in the ``all`` block), then the ``all`` rows (case_id NULL); names as
         :meth:`name_of` gives them; ``integer`` marks the counts."""
         names = [self.name_of(m) for m in self.measures]
-        summary = pa.table(
+        summary = table_of(
             {
-                "case_id": pa.nulls(len(names), pa.string()),
-                "measure": pa.array(names, pa.string()),
-                "value": self.aggregate.column("value"),
-                "integer": pa.array([m.summed for m in self.measures], pa.bool_()),
-            }
+                "case_id": np.array([None] * len(names), dtype=object),
+                "measure": np.array(names, dtype=object),
+                "value": self._values(),
+                "integer": np.array([m.summed for m in self.measures], dtype=bool),
+            },
+            TREC_ROWS,
         )
         if not per_query:
             return summary
-        shown = [(i, m) for i, m in enumerate(self.measures) if m.name != "NumQ"]
-        n = self.wide.num_rows
-        case_ids = self.wide.column("case_id").combine_chunks()
-        table = pa.table(
-            {
-                "case_id": pa.chunked_array([case_ids] * len(shown), pa.string()),
-                "measure": pa.chunked_array([pa.repeat(names[i], n) for i, _ in shown], pa.string()),
-                "value": pa.chunked_array([self.wide.column(str(m)).combine_chunks() for _, m in shown], pa.float64()),
-                "integer": pa.chunked_array([pa.repeat(m.summed, n) for _, m in shown], pa.bool_()),
-                "idx": pa.chunked_array([pa.repeat(i, n) for i, _ in shown], pa.int64()),
-            }
-        )
-        table = table.sort_by([("case_id", "ascending"), ("idx", "ascending")]).drop_columns(["idx"])
-        return pa.concat_tables([table, summary])
+        shown = [i for i, m in enumerate(self.measures) if m.name != "NumQ"]
+        sql = f"SELECT case_id, measure, value, integer FROM ({self._long(names, shown)}) ORDER BY case_id, idx"
+        return pa.concat_tables([over_arrow(sql, wide=self.wide).cast(TREC_ROWS), summary])
+
+
+AGGREGATE = pa.schema(
+    [
+        ("measure", pa.string()),
+        ("value", pa.float64()),
+        ("n", pa.int64()),
+        ("aggregation", pa.string()),
+        ("parameters", pa.string()),
+        ("trec", pa.string()),
+    ]
+)
+TREC_ROWS = pa.schema(
+    [("case_id", pa.string()), ("measure", pa.string()), ("value", pa.float64()), ("integer", pa.bool_())]
+)
 
 
 def _agg(col: pa.ChunkedArray, summed: bool) -> float | None:
@@ -221,10 +257,18 @@ class _Sql:
 
 
 def measures_sql(
-    measures: Sequence[Measure], ctx: EvalContext, *, trec: bool, repeats: bool, by_score: bool
+    measures: Sequence[Measure],
+    ctx: EvalContext,
+    *,
+    trec: bool,
+    repeats: bool,
+    by_score: bool,
+    unranked: bool = False,
 ) -> tuple[str, list[object]]:
-    """The per-case query: one row per evaluated case, ``_n_relevant`` (at the dataset threshold), ``_in_run``
-    and column ``m{i}`` = value of ``measures[i]`` (resolved)."""
+    """The per-case query: one row per evaluated case, ``_no_relevant`` (none at the dataset threshold),
+    ``_in_run`` and column ``m{i}`` = value of ``measures[i]`` (resolved). ``unranked``: a run of
+    ``store.load_memory`` (every row scored and of a case, every case in the population unless a split is asked),
+    which needs no population filter on its 10M rows and no NULL-safe order."""
     b = _Sql(ctx.threshold, trec)
     exprs = [f"CAST({b.expr(m)} AS DOUBLE) AS m{i}" for i, m in enumerate(measures)]
     b.nrel(ctx.threshold)
@@ -235,11 +279,12 @@ def measures_sql(
     WITH pop AS MATERIALIZED ({pop}),
     q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM qrels SEMI JOIN pop USING (case_id)),
     r AS NOT MATERIALIZED (SELECT case_id, unit_id, rank, score FROM results WHERE run_id = ? AND stage = ?
-          AND case_id IN (SELECT case_id FROM pop)),
-    {judged_positions_sql(by_score=by_score, repeats=repeats)},
+          {"" if unranked and ctx.split is None else "AND case_id IN (SELECT case_id FROM pop)"}),
+    {judged_positions_sql(by_score=by_score, repeats=repeats, scored=unranked)},
     n AS (SELECT pop.case_id, {stats} FROM pop JOIN q USING (case_id) GROUP BY pop.case_id),
     a AS (SELECT case_id, {agg} FROM {b.hit_rows()} GROUP BY case_id)
-    SELECT n.case_id, {b.nrel(ctx.threshold)} AS _n_relevant, nret.case_id IS NOT NULL AS _in_run, {", ".join(exprs)}
+    SELECT n.case_id, {b.nrel(ctx.threshold)} = 0 AS _no_relevant, nret.case_id IS NOT NULL AS _in_run,
+           {", ".join(exprs)}
     FROM n LEFT JOIN a USING (case_id) LEFT JOIN nret USING (case_id) ORDER BY n.case_id
     """
     return sql, [*params, ctx.run_id, ctx.stage]
@@ -250,12 +295,15 @@ def measures_sql(
 RANKED_AS_TREC = frozenset({"trec", "msmarco", "json"})
 
 
-def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[bool, bool]:
-    """(has repeats, recorded rank is trec_eval's order)."""
+def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str, trec_compat: bool) -> tuple[bool, bool, bool]:
+    """(has repeats, order the lists by score, staged without ranks): trec-compat orders by score unless the
+    recorded rank already is trec_eval's order; a run staged without ranks (an evaluation without a store) is
+    ordered by score in both modes, which is the rank its loader would have recorded."""
     rows = con.execute("SELECT has_repeats, source_format FROM runs WHERE run_id = ?", [run_id]).fetchall()
     if not rows:
-        return True, False
-    return rows[0][0] is not False, rows[0][1] in RANKED_AS_TREC
+        return True, trec_compat, False
+    repeats, unranked = rows[0][0] is not False, rows[0][1] == UNRANKED
+    return repeats, unranked or (trec_compat and rows[0][1] not in RANKED_AS_TREC), unranked
 
 
 def evaluate_run(
@@ -280,18 +328,16 @@ def evaluate_run(
     cut = sorted({m.cutoff for m in parsed if m.cutoff is not None}) or [1]
     ctx = resolve(con, run_id, cut, stage=stage, gain=gain, split=split)
     resolved = [m.resolve(ctx.threshold, gain) for m in parsed]
-    repeats, rank_is_trec_order = _run_facts(con, run_id)
-    sql, params = measures_sql(
-        resolved, ctx, trec=trec_compat, repeats=repeats, by_score=trec_compat and not rank_is_trec_order
-    )
+    repeats, by_score, unranked = _run_facts(con, run_id, trec_compat)
+    sql, params = measures_sql(resolved, ctx, trec=trec_compat, repeats=repeats, by_score=by_score, unranked=unranked)
     table = arrow(con, sql, params)
     counts = {
         "cases": table.num_rows,
         "unlabelled": unlabelled_count(con, ctx, trec=trec_compat),
-        "without_relevant": int(pc.sum(pc.equal(table.column("_n_relevant"), 0)).as_py() or 0),
+        "without_relevant": int(pc.sum(table.column("_no_relevant")).as_py() or 0),
         "absent": int(pc.sum(pc.invert(table.column("_in_run"))).as_py() or 0),
     }
-    table = table.drop_columns(["_n_relevant", "_in_run"])
+    table = table.drop_columns(["_no_relevant", "_in_run"])
     table = table.rename_columns(["case_id", *(str(m) for m in resolved)])
     mode = "trec-compat" if trec_compat else "default"
     context = {

@@ -69,7 +69,7 @@ def trec_key(alias: str) -> str:
     return f"{{'n': {alias}.score IS NOT NULL, 's': coalesce({alias}.score, 0.0), 'u': {alias}.unit_id}}"
 
 
-def judged_positions_sql(*, by_score: bool, repeats: bool) -> str:
+def judged_positions_sql(*, by_score: bool, repeats: bool, scored: bool = False) -> str:
     """CTEs ``jp(case_id, pos, grade)``: every judged unit of each list at its de-duplicated position, and
     ``nret(case_id, num_ret)``: the de-duplicated list length; over CTEs ``r(case_id, unit_id, rank, score)`` (the
     lists) and ``q(case_id, unit_id, grade)`` (the qrels).
@@ -77,18 +77,24 @@ def judged_positions_sql(*, by_score: bool, repeats: bool) -> str:
     Every measure here depends only on where the judged units sit and on the list length, so no list is
     materialised and no window runs over every row. By recorded rank, a case whose rows are ranks 1..n with n
     distinct units has position = rank; only the other cases are numbered. By score (trec_eval's order), a judged
-    unit's position is 1 + the results of its list ordered before it, counted by a join on the case.
+    unit's position is 1 + the results of its list ordered before it, counted by a join on the case; ``scored``
+    (no row without a score) compares score and docno directly, cheaper than :func:`trec_key`'s struct.
     """
     distinct = "count(DISTINCT unit_id)" if repeats else "count(*)"
     st = f"""st AS (SELECT case_id, count(*) AS n, max(rank) AS top, {distinct} AS nd FROM r GROUP BY case_id),
         nret AS (SELECT case_id, nd AS num_ret FROM st)"""
     if by_score:
         first = FIRST_OCCURRENCE if repeats else ""
+        before = (
+            "(d.score > jr.score OR (d.score = jr.score AND d.unit_id > jr.unit_id))"
+            if scored
+            else f"{trec_key('d')} > {trec_key('jr')}"
+        )
         return f"""{st},
         d AS NOT MATERIALIZED (SELECT case_id, unit_id, score FROM r {first}),
         jr AS MATERIALIZED (SELECT d.case_id, d.unit_id, d.score, q.grade FROM d JOIN q USING (case_id, unit_id)),
         jp AS (SELECT jr.case_id, CAST(1 + count(d.unit_id) AS INTEGER) AS pos, any_value(jr.grade) AS grade
-               FROM jr LEFT JOIN d ON d.case_id = jr.case_id AND {trec_key("d")} > {trec_key("jr")}
+               FROM jr LEFT JOIN d ON d.case_id = jr.case_id AND {before}
                GROUP BY jr.case_id, jr.unit_id)"""
     return f"""{st},
         irr AS (SELECT case_id FROM st WHERE n <> top OR nd <> n),

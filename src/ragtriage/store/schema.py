@@ -17,6 +17,27 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 4
 
+QRELS_LIVE = """
+WITH per_annotator AS (
+    SELECT case_id, unit_id, annotator, max(grade) AS grade
+    FROM labels GROUP BY case_id, unit_id, annotator
+), adjudicated AS (
+    SELECT case_id, unit_id, grade FROM per_annotator WHERE annotator = 'adjudicated'
+), pooled AS (
+    SELECT case_id, unit_id, CAST(floor(quantile_cont(grade, 0.5)) AS INTEGER) AS grade,
+           count(*) AS n_annotators, min(grade) AS min_grade, max(grade) AS max_grade
+    FROM per_annotator WHERE annotator <> 'adjudicated' GROUP BY case_id, unit_id
+)
+SELECT p.case_id, p.unit_id, coalesce(a.grade, p.grade) AS grade, p.n_annotators, p.min_grade, p.max_grade,
+       a.grade IS NOT NULL AS adjudicated
+FROM pooled p LEFT JOIN adjudicated a USING (case_id, unit_id)
+UNION ALL
+SELECT a.case_id, a.unit_id, a.grade, 0, a.grade, a.grade, TRUE
+FROM adjudicated a ANTI JOIN pooled p USING (case_id, unit_id)
+"""
+"""One grade per (case, unit) from ``labels(case_id, unit_id, annotator, grade)`` (the rule is in the DDL below);
+the store materialises it as ``qrels``, and an evaluation without a store (store/load_memory.py) does the same."""
+
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
     key VARCHAR PRIMARY KEY,
@@ -202,25 +223,10 @@ CREATE OR REPLACE VIEW labels AS
 -- Chunk labels roll up to the document by max when unit = document,
 -- because unit_id is already the document id there.
 CREATE OR REPLACE VIEW qrels_live AS
-    WITH per_annotator AS (
-        SELECT case_id, unit_id, annotator, max(grade) AS grade
-        FROM labels GROUP BY case_id, unit_id, annotator
-    ), adjudicated AS (
-        SELECT case_id, unit_id, grade FROM per_annotator WHERE annotator = 'adjudicated'
-    ), pooled AS (
-        SELECT case_id, unit_id, CAST(floor(quantile_cont(grade, 0.5)) AS INTEGER) AS grade,
-               count(*) AS n_annotators, min(grade) AS min_grade, max(grade) AS max_grade
-        FROM per_annotator WHERE annotator <> 'adjudicated' GROUP BY case_id, unit_id
-    )
-    SELECT p.case_id, p.unit_id, coalesce(a.grade, p.grade) AS grade, p.n_annotators, p.min_grade, p.max_grade,
-           a.grade IS NOT NULL AS adjudicated
-    FROM pooled p LEFT JOIN adjudicated a USING (case_id, unit_id)
-    UNION ALL
-    SELECT a.case_id, a.unit_id, a.grade, 0, a.grade, a.grade, TRUE
-    FROM adjudicated a ANTI JOIN pooled p USING (case_id, unit_id);
+{QRELS_LIVE};
 
 -- `qrels` is qrels_live materialised whenever the current version changes (store.set_current_dataset): every
 -- metric, check and classifier query joins on it, and recomputing the median per (case, unit) each time cost
 -- about a second at 300k labels.
 CREATE TABLE IF NOT EXISTS qrels AS SELECT * FROM qrels_live;
-"""
+""".replace("{QRELS_LIVE}", QRELS_LIVE)

@@ -1,0 +1,167 @@
+"""An evaluation without a store: qrels and a TREC run in an in-memory DuckDB, under the names the measures read,
+for ``ragtriage metrics --qrels F --run F`` and ``ragtriage.evaluate`` (what trec_eval or pytrec_eval is called
+for: the figures, once).
+
+A load into a store writes a dataset version (a content hash over every label), a copy of every result row,
+the load history and the warnings a stored run keeps; none of that is read by the measures. Here the inputs are
+read by the same readers as ``ragtriage load`` (``store.byo.stage_qrels``; the run through DuckDB's CSV reader,
+``contract/trec_csv.py``), and the
+staged tables are shown as ``cases``, ``qrels``, ``results``, ``runs`` and ``current_dataset`` (tables and views of
+the main schema, which the measures' cursors see; temp objects are private to one cursor), so the one
+computation (``metrics.measure_eval.evaluate_run``) runs on them unchanged. The qrels get one grade per (query,
+document) by the store's own rule (``schema.QRELS_LIVE``); the run keeps no rank: lists are ordered by score, then
+docno, descending, as the loader ranks a TREC run and as trec_eval reads one.
+
+Only clean inputs take this path: qrels in any format the load reads and a TREC run file; anything the load would
+report or reject (a finding of any kind, a label rule error, a docno repeated in a list) and every other run
+format make :func:`light_store` return None, and the caller loads the inputs into an in-memory store the full
+way, which reports exactly what ``ragtriage load`` reports.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ragtriage.contract.compression import scratch
+from ragtriage.contract.sniff import SniffError, sniff
+from ragtriage.contract.trec import LABEL_COLUMNS
+from ragtriage.contract.trec_csv import TrecRun, read_run
+from ragtriage.store.grades import apply_grade_map, parse_grade_map
+from ragtriage.store.schema import QRELS_LIVE
+
+RUN_ID = "run"
+UNRANKED = "trec-by-score"
+"""``runs.source_format`` of a run staged here: no ranks (the measures order each list by score, docno desc),
+every row scored and of a case (rows of run topics that are not cases are deleted, after they are counted)."""
+
+
+def _trec_file(source: Any, role: str) -> Path | None:
+    if not isinstance(source, str | Path):
+        return None
+    path = Path(source)
+    try:
+        return path if path.is_file() and sniff(path, role).fmt == "trec" else None
+    except SniffError:
+        return None
+
+
+def _qrels_input(source: Any) -> bool:
+    """A qrels file of any format, a dict-of-dicts or a frame (a folder is a dataset: the full load reads it)."""
+    from ragtriage.contract.frames import is_frame
+
+    return isinstance(source, dict) or is_frame(source) or (isinstance(source, str | Path) and Path(source).is_file())
+
+
+def light_store(
+    qrels: Any, run: Any, *, threshold: int | None = None, grade_map: str | dict[int, int] | None = None
+) -> tuple[duckdb.DuckDBPyConnection, str, list[str]] | None:
+    """(connection, run id, notes) of an in-memory evaluation store over qrels (a file of any format, a dict or a
+    frame) and a TREC run file, or None when the inputs need the full load (another run format, anything to
+    report)."""
+    run_path = _trec_file(run, "run")
+    if run_path is None or not _qrels_input(qrels):
+        return None
+    mapping = parse_grade_map(grade_map)  # a bad map raises ValueError, as the full load does
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        with scratch():
+            read = _stage(con, qrels, run_path, mapping)
+        if read is None:
+            con.close()
+            return None
+        notes = _views(con, 1 if threshold is None else threshold, read)
+    except BaseException:
+        con.close()
+        raise
+    return con, RUN_ID, notes
+
+
+def _stage(con: duckdb.DuckDBPyConnection, qrels: Any, run: Path, grade_map: dict[int, int]) -> TrecRun | None:
+    """Stage both inputs; None when either has anything the full load would report."""
+    from ragtriage.contract.errors import ValidationFailed
+    from ragtriage.contract.field_rules import field_rules
+    from ragtriage.contract.fields import LABELS
+    from ragtriage.contract.rules import apply_rules
+    from ragtriage.store.byo import stage_qrels
+
+    try:
+        labels = stage_qrels(con, qrels)  # the load's own reader for every qrels format (TREC: the CSV fast path)
+    except (ValidationFailed, ValueError):  # unreadable or of no known format: the full load says so
+        return None
+    if labels.findings:
+        return None
+    # the label rules that can refuse a load (empty ids, grades beyond INTEGER): any finding goes the full way
+    if apply_rules(con, labels, [r for r in field_rules(LABELS) if r.severity == "error"]):
+        return None
+    if grade_map:
+        apply_grade_map(con, "stg_labels", grade_map)
+    read = read_run(con, run, "stg_run", temp=False)
+    # a docno twice in one list: the load keeps its first occurrence and warns, so that run goes the full way
+    return None if read is None or _repeats(con) else read
+
+
+def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun) -> list[str]:
+    """The store's names over the staged tables, and the notes a report prints beside the figures."""
+    from ragtriage.store.load import LoadReport
+
+    assert "annotator" in LABEL_COLUMNS  # the pooling rule below reads it
+    con.execute(
+        """CREATE TEMP VIEW labels AS
+           SELECT case_id, document_id AS unit_id, annotator, grade FROM stg_labels"""
+    )
+    con.execute(f"CREATE TABLE qrels AS {QRELS_LIVE}")
+    con.execute(
+        """CREATE TABLE cases AS
+           SELECT DISTINCT case_id, TRUE AS answerable, CAST(NULL AS VARCHAR) AS split FROM stg_labels"""
+    )
+    con.execute(
+        f"""CREATE VIEW results AS
+            SELECT '{RUN_ID}' AS run_id, 'final' AS stage, case_id, document_id AS unit_id,
+                   CAST(NULL AS INTEGER) AS rank, score
+            FROM stg_run"""
+    )
+    lists = con.execute(
+        f"""SELECT count(*) FILTER (WHERE c.case_id IS NULL), coalesce(sum(n) FILTER (WHERE c.case_id IS NULL), 0),
+                   sum(n)
+            FROM {read.cases} r LEFT JOIN cases c USING (case_id)"""
+    ).fetchall()[0]
+    tags = {read.tag: int(lists[2])} if read.tag is not None else _tags(con)
+    if lists[0]:  # the results hold only cases' rows, as a store's do (the measures rely on it)
+        con.execute("DELETE FROM stg_run WHERE case_id NOT IN (SELECT case_id FROM cases)")
+    con.execute(
+        f"""CREATE TABLE runs AS
+            SELECT '{RUN_ID}' AS run_id, FALSE AS has_repeats, '{UNRANKED}' AS source_format"""
+    )
+    con.execute("CREATE TABLE meta AS SELECT 'current_dataset' AS key, 'memory' AS value")
+    con.execute(
+        f"""CREATE VIEW current_dataset AS
+            SELECT 'memory' AS dataset_version, {int(threshold)} AS relevance_threshold, 'document' AS unit"""
+    )
+    report = LoadReport("run", RUN_ID, ignored_topics=int(lists[0]), ignored_rows=int(lists[1]), tags=tags)
+    return report.notes()
+
+
+def _tags(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    rows = con.execute("SELECT tag, count(*) FROM stg_run GROUP BY tag ORDER BY min(rowid)").fetchall()
+    return {str(t): int(n) for t, n in rows}
+
+
+def _repeats(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether a docno appears twice in one query's list. A sort of one 64-bit hash per row, each compared with
+    its neighbour, is DuckDB's cheapest exact test here (a hash aggregate of 10M keys costs twice as much); equal
+    hashes are then confirmed on the ids, so a collision never claims a repeat."""
+    suspects = con.execute(
+        """SELECT count(*) FROM (SELECT h, lag(h) OVER (ORDER BY h) AS prev
+                                 FROM (SELECT hash(case_id, document_id) AS h FROM stg_run))
+           WHERE h = prev"""
+    ).fetchall()[0][0]
+    if not suspects:
+        return False
+    found = con.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM stg_run GROUP BY case_id, document_id HAVING count(*) > 1)"
+    ).fetchall()[0][0]
+    return bool(found)

@@ -1,0 +1,160 @@
+"""The store-less evaluation of clean TREC files (store/load_memory.py) gives what loading the same files into a
+store gives: trec_eval's own output line for line, the same figures and notes in both modes, and the same refusals
+(any file the light path does not take goes the full way)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import ragtriage
+from ragtriage import evaluation
+from ragtriage.cli import app
+from ragtriage.contract.errors import ValidationFailed
+from ragtriage.store import load_memory
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+runner = CliRunner()
+MEASURES = ["map", "Rprec", "bpref", "recip_rank", "P_5", "recall_100", "ndcg_cut_10", "num_ret", "num_rel_ret"]
+NAMED = ["nDCG@10", "P@5", "R@100", "RR@10", "AP", "Judged@10", "Success@5", "NumRet", "NumRel"]
+
+
+def _single_spaced(src: str, dst: Path) -> Path:
+    """trec_eval's test file (tabs, space-padded scores) as most tools write TREC: one space between fields."""
+    with gzip.open(DATA / src, "rt", encoding="utf-8") as f:
+        dst.write_text("".join(" ".join(line.split()) + "\n" for line in f if line.strip()))
+    return dst
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Records, per evaluation, whether the light path took the inputs."""
+    seen: list[bool] = []
+    real = load_memory.light_store
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        seen.append(out is not None)
+        return out
+
+    monkeypatch.setattr(evaluation, "light_store", spy)
+    return seen
+
+
+def _full_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evaluation, "light_store", lambda *a, **k: None)
+
+
+@pytest.mark.parametrize(
+    ("qrels", "results", "threshold", "expected"),
+    [
+        ("qrels.test.gz", "results.test.gz", None, "out.test.aq"),
+        ("qrels.test.gz", "results.trunc.gz", None, "out.test.aqc"),
+        ("qrels.rel_level.gz", "results.test.gz", 2, "out.test.aql"),
+    ],
+)
+def test_same_lines_as_trec_eval(
+    tmp_path: Path, taken: list[bool], qrels: str, results: str, threshold: int | None, expected: str
+) -> None:
+    lines = (DATA / expected).read_text().splitlines()
+    names = list(dict.fromkeys(line.split()[0] for line in lines if "\tall\t" in line))
+    q, r = _single_spaced(qrels, tmp_path / "qrels.txt"), _single_spaced(results, tmp_path / "run.txt")
+    args = ["metrics", "--qrels", str(q), "--run", str(r), "--trec-compat", "--format", "trec", "--per-case"]
+    args += ["--threshold", str(threshold)] if threshold else []
+    for name in names:
+        args += ["-m", name]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines() == lines
+    # results.trunc has lines with columns after the tag: the full load says so in a note
+    assert taken == [results != "results.trunc.gz"]
+
+
+def _figures(result: ragtriage.Evaluation) -> tuple[Any, ...]:
+    return result.aggregate.to_pylist(), result.wide.to_pylist(), result.context, result.notes
+
+
+@pytest.mark.parametrize("trec_compat", [True, False])
+def test_light_and_full_agree(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, trec_compat: bool
+) -> None:
+    q = _single_spaced("qrels.rel_level.gz", tmp_path / "qrels.txt")
+    r = _single_spaced("results.test.gz", tmp_path / "run.txt")
+    # a run topic that is not a query of the qrels, and a second tag: both are notes of the report
+    with r.open("a") as f:
+        f.write("999 Q0 doc-x 1 3.5 OTHER\n999 Q0 doc-y 2 2.5 OTHER\n")
+    kwargs: dict[str, Any] = {"trec_compat": trec_compat, "grade_map": "4:3,-1:0", "threshold": 2}
+    light = _figures(ragtriage.evaluate(q, r, [*MEASURES, *NAMED], **kwargs))
+    assert taken == [True]
+    _full_only(monkeypatch)
+    assert light == _figures(ragtriage.evaluate(q, r, [*MEASURES, *NAMED], **kwargs))
+    assert any("1 run topic(s) not in the dataset were ignored (2 rows)" in n for n in light[3])
+    assert any("2 run tags" in n for n in light[3])
+
+
+def test_a_repeated_docno_goes_the_full_way(tmp_path: Path, taken: list[bool]) -> None:
+    q = tmp_path / "qrels.txt"
+    q.write_text("1 0 a 1\n1 0 b 1\n2 0 c 1\n")
+    r = tmp_path / "run.txt"
+    r.write_text("1 Q0 a 1 3.0 t\n1 Q0 x 2 2.0 t\n1 Q0 a 3 1.0 t\n1 Q0 b 4 0.5 t\n2 Q0 c 1 1.0 t\n")
+    res = ragtriage.evaluate(q, r, ["NumRet", "AP", "P@3"])
+    assert taken == [False]
+    # first occurrence counts: query 1's list is a, x, b (3 retrieved), AP = (1/1 + 2/3) / 2
+    values = {row["measure"]: row["value"] for row in res.aggregate.to_pylist()}
+    assert values == pytest.approx({"NumRet": 4.0, "AP": (1 + (1 + 2 / 3) / 2) / 2, "P@3": (2 / 3 + 1 / 3) / 2})
+
+
+def test_refusals_are_the_full_loads(tmp_path: Path, taken: list[bool]) -> None:
+    """A grade beyond the store's INTEGER range passes the reader and is refused by the label rules, a bad score by
+    the reader: the light path hands the files to the full load, whose message names the file, line and field."""
+    q, ok, r, bad = (tmp_path / n for n in ("qrels.txt", "ok.txt", "run.txt", "bad.txt"))
+    q.write_text("1 0 a 1\n1 0 b 99999999999\n")
+    ok.write_text("1 0 a 1\n")
+    r.write_text("1 Q0 a 1 3.0 t\n")
+    bad.write_text("1 Q0 a 1 3.0 t\n1 Q0 b 2 oops t\n")
+    found = []
+    for qrels, run in ((q, r), (ok, bad)):
+        with pytest.raises(ValidationFailed) as exc:
+            ragtriage.evaluate(qrels, run, ["P@1"])
+        f = exc.value.errors[0]
+        found.append((Path(f.file).name, f.line, f.field, f.code))
+    assert found == [("qrels.txt", 2, "grade", "out-of-range"), ("bad.txt", 2, "score", "bad-score")]
+    assert taken == [False, False]
+
+
+@pytest.mark.parametrize("extra", [["--by", "split"], ["--view", "judged"]])
+def test_reports_other_than_measures_load_the_full_way(tmp_path: Path, taken: list[bool], extra: list[str]) -> None:
+    """Slices and the judged view read tables the light path does not make (ranks, labels, documents)."""
+    q = _single_spaced("qrels.test.gz", tmp_path / "qrels.txt")
+    r = _single_spaced("results.test.gz", tmp_path / "run.txt")
+    res = runner.invoke(app, ["metrics", "--qrels", str(q), "--run", str(r), "--k", "10", "--format", "json", *extra])
+    assert res.exit_code == 0, res.output
+    assert taken == []
+    named = runner.invoke(app, ["metrics", "--qrels", str(q), "--run", str(r), "--k", "10", "--format", "json"])
+    assert named.exit_code == 0 and taken == [True]
+
+
+def test_beir_dict_and_frame_qrels_take_the_light_path(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Qrels in any format the load reads (here BEIR TSV with its header, a dict, an Arrow table) with a TREC run."""
+    import pyarrow as pa
+
+    rows = [line.split() for line in _single_spaced("qrels.test.gz", tmp_path / "q.txt").read_text().splitlines()]
+    beir = tmp_path / "test.tsv"
+    beir.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, _, d, g in rows))
+    as_dict: dict[str, dict[str, int]] = {}
+    for q, _, d, g in rows:
+        as_dict.setdefault(q, {})[d] = int(g)
+    frame = pa.table(
+        {"query_id": [r[0] for r in rows], "doc_id": [r[2] for r in rows], "relevance": [int(r[3]) for r in rows]}
+    )
+    r = _single_spaced("results.test.gz", tmp_path / "run.txt")
+    light = [_figures(ragtriage.evaluate(q, r, MEASURES)) for q in (beir, as_dict, frame)]
+    assert taken == [True, True, True]
+    _full_only(monkeypatch)
+    assert light == [_figures(ragtriage.evaluate(q, r, MEASURES)) for q in (beir, as_dict, frame)]
