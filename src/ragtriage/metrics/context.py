@@ -41,10 +41,19 @@ class EvalContext:
     split: str | None
     threshold: int
     unit: str
+    #: Only these cases (a case screen's one case), or every case when None.
+    cases: tuple[str, ...] | None = None
 
     @property
     def depth(self) -> int:
         return max(self.ks)
+
+    def case_filter(self) -> tuple[str, list[Any]]:
+        """`` AND <condition>`` and its parameter keeping the chosen cases' rows (nothing for every case): added
+        to a scan of ``results``, so one case reads its own rows only."""
+        if self.cases is None:
+            return "", []
+        return " AND list_contains(?, case_id)", [list(self.cases)]
 
     def gain_sql(self, grade: str) -> str:
         return gain_sql(self.gain, grade)
@@ -57,6 +66,10 @@ class EvalContext:
         if self.split is not None:
             where.append("split = ?")
             params.append(self.split)
+        cut, cut_params = self.case_filter()
+        if cut:
+            where.append(cut.removeprefix(" AND "))
+            params += cut_params
         return "SELECT case_id FROM cases" + (f" WHERE {' AND '.join(where)}" if where else ""), params
 
     def population_sql(self, *, trec: bool = False) -> tuple[str, list[Any]]:
@@ -88,6 +101,7 @@ def resolve(
     stage: str = "final",
     gain: str = "exponential",
     split: str | None = None,
+    cases: Sequence[str] | None = None,
 ) -> EvalContext:
     if stage not in STAGES:
         raise MetricsError(f"stage {stage!r}: use one of {', '.join(STAGES)}")
@@ -104,7 +118,8 @@ def resolve(
         cur.close()
     if row is None:
         raise StoreError("no current dataset; run `ragtriage load --dataset DIR` first")
-    return EvalContext(run_id, stage, parse_ks(ks), gain, split, int(row[0]), str(row[1]))
+    chosen = None if cases is None else tuple(str(c) for c in cases)
+    return EvalContext(run_id, stage, parse_ks(ks), gain, split, int(row[0]), str(row[1]), chosen)
 
 
 def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None, **tables: pa.Table) -> pa.Table:

@@ -120,22 +120,23 @@ def per_case_sql(ctx: EvalContext) -> tuple[str, list[object]]:
 def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
     """De-duplicated result counts over the whole stage (a full pass over the run's rows, so kept apart)."""
     pop, params = ctx.population_sql()
+    cut, cut_params = ctx.case_filter()
     return arrow(
         con,
         f"""WITH pop AS ({pop}),
-            r AS (SELECT DISTINCT case_id, unit_id FROM results WHERE run_id = ? AND stage = ?),
+            r AS (SELECT DISTINCT case_id, unit_id FROM results WHERE run_id = ? AND stage = ?{cut}),
             q AS (SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel
                   FROM qrels q SEMI JOIN pop USING (case_id))
             SELECT r.case_id, CAST(count(q.unit_id) AS BIGINT) AS n_judged_retrieved,
                    CAST(count(*) FILTER (WHERE q.rel) AS BIGINT) AS n_relevant_retrieved,
                    CAST(count(*) AS BIGINT) AS n_retrieved
             FROM r SEMI JOIN pop USING (case_id) LEFT JOIN q USING (case_id, unit_id) GROUP BY r.case_id""",
-        params + [ctx.run_id, ctx.stage],
+        params + [ctx.run_id, ctx.stage, *cut_params],
     )
 
 
 def per_case_context(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts: bool = True) -> pa.Table:
-    lists = cut_lists(con, ctx.run_id, ctx.stage, ctx.depth)
+    lists = cut_lists(con, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())
     sql, params = per_case_sql(ctx)
     table = arrow(con, sql, params, _lists=lists)
     if not counts:
@@ -162,10 +163,13 @@ def per_case(
     gain: str = "exponential",
     split: str | None = None,
     counts: bool = True,
+    cases: Sequence[str] | None = None,
 ) -> pa.Table:
     """One row per answerable case (cases without results score 0): counts and ``P@k`` ... ``Judged@k``;
     columns :func:`per_case_schema`.
 
     ``counts=False`` skips n_retrieved/n_judged_retrieved, which need a pass over every result row of the run.
+    ``cases`` keeps those cases only, reading only their rows (the TUI's case screen: milliseconds at any size).
     """
-    return per_case_context(con, resolve(con, run_id, ks, stage=stage, gain=gain, split=split), counts=counts)
+    ctx = resolve(con, run_id, ks, stage=stage, gain=gain, split=split, cases=cases)
+    return per_case_context(con, ctx, counts=counts)
