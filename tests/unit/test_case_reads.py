@@ -1,7 +1,8 @@
 """Reads of a few cases (the TUI's case screen) give exactly the rows of the whole-run reads for those cases:
 unit_locations, metrics.per_case and classify.failures, on a store with a run holding a repeated unit (positions
 by window) beside a plain run (positions = ranks), a case only in the candidates, a case absent from one run, a
-case without labels, and an unpermitted unit."""
+case without labels, and an unpermitted unit. And metrics.summarize and metrics.slices over a per-case table the
+caller already has (the TUI's) equal those that compute it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ import pyarrow.compute as pc
 import pytest
 
 from ragtriage.classify import classify_run, failures, unit_locations
+from ragtriage.metrics.context import MetricsError
 from ragtriage.metrics.per_case import per_case
+from ragtriage.metrics.slices import slices
+from ragtriage.metrics.summary import summarize
 from tests.unit.test_classify_locations import build, case, label, results
 
 CASES = ["a", "b", "c", "d", "e"]
@@ -35,9 +39,7 @@ def con(tmp_path_factory: pytest.TempPathFactory) -> duckdb.DuckDBPyConnection:
         + results("e", ["F1#1"])
     )
     other = results("a", ["F2#1", "F1#1"]) + results("d", ["F8#1", "F7#1"]) + results("b", ["B#2"])
-    store = build(
-        tmp_path_factory.mktemp("case_reads"), [case(c) for c in CASES], labels, rows, k=3, other=other
-    )
+    store = build(tmp_path_factory.mktemp("case_reads"), [case(c) for c in CASES], labels, rows, k=3, other=other)
     classify_run(store, "r")
     return store
 
@@ -93,3 +95,16 @@ def test_failures_of_some_cases_are_those_of_the_whole_run(con: duckdb.DuckDBPyC
         assert rows_of(failures(con, "r", case_ids=ids), ids) == rows_of(whole, ids)
     assert rows_of(failures(con, "r", case_ids=CASES), CASES) == rows_of(whole, CASES)
     assert failures(con, "r", case_ids=[]).num_rows == 0
+
+
+def test_summary_and_slices_from_a_given_per_case_table(con: duckdb.DuckDBPyConnection) -> None:
+    table = per_case(con, "r", (1, 3, 5, 10), counts=False)  # a superset of the cutoffs asked
+    assert summarize(con, "r", per_case=table).to_arrow() == summarize(con, "r").to_arrow()
+    for by in ("query_type", "evidence_count", "doc_type"):
+        given = slices(con, "r", by=by, ks=(3, 5, 10), k=3, per_case=table)
+        assert given == slices(con, "r", by=by, ks=(3, 5, 10), k=3)
+        assert given.num_rows >= 1
+    with pytest.raises(MetricsError, match=r"without .*nDCG@10"):
+        summarize(con, "r", per_case=per_case(con, "r", (3, 5), counts=False))
+    with pytest.raises(MetricsError, match="without zero_hit@3"):
+        slices(con, "r", ks=(3,), k=3, per_case=table.drop_columns(["zero_hit@3"]))

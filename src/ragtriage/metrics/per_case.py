@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.relevance import is_relevant
-from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
+from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, resolve
 from ragtriage.metrics.ranking import cut_lists
 
 MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
@@ -36,6 +36,18 @@ def per_case_schema(ks: Sequence[int], *, counts: bool = True) -> pa.Schema:
         fields += [pa.field(f"{m}@{k}", pa.float64()) for m in MEASURES]
         fields.append(pa.field(f"zero_hit@{k}", pa.bool_()))
     return pa.schema(fields)
+
+
+def given_per_case(
+    table: pa.Table, ks: Sequence[int], measures: Sequence[str] = MEASURES, extra: Sequence[str] = ()
+) -> pa.Table:
+    """A per-case table a caller computed already (to summarise or slice it), refused unless it has the
+    ``measures`` at every k of ``ks`` and the ``extra`` columns."""
+    need = [*extra, *(f"{m}@{k}" for m in measures for k in ks)]
+    missing = [c for c in need if c not in table.column_names]
+    if missing:
+        raise MetricsError(f"per-case table without {', '.join(missing)}: compute it at cutoffs {list(ks)}")
+    return table
 
 
 def hits_sql(k: int) -> str:

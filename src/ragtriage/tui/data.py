@@ -208,7 +208,7 @@ def _leakage(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa
 
 def _per_case(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
     """Every case's measures at 3, 5, 10 and the run's k, without the result counts (a second pass over every
-    result row): the overview's histogram."""
+    result row): the overview's histogram, the slices, and the summary when it is not cached."""
     ks = measure_ks(cache.k(run_id, cur))
     table = core("metrics.per_case", core_per_case, cur, run_id, ks, counts=False)
     return require(table, ("case_id",), "metrics.per_case")
@@ -275,11 +275,15 @@ class Summary:
     context: str
 
 
-def summary(cur: duckdb.DuckDBPyConnection, run_id: str, db_path: str | Path | None = None) -> Summary:
-    """With ``db_path`` the full table is read from / written to :mod:`summary_cache`."""
+def summary(
+    cur: duckdb.DuckDBPyConnection, run_id: str, db_path: str | Path | None = None, cache: RunCache | None = None
+) -> Summary:
+    """With ``db_path`` the full table is read from / written to :mod:`summary_cache`; on a miss, with ``cache``
+    the run's per-case table is computed once for the summary, the histogram and the slices."""
     full = summary_cache.load(db_path, run_id) if db_path is not None else None
     if full is None:
-        full = core("metrics.summarize", summarize, cur, run_id).to_arrow()
+        per_case = cache.table("per_case", run_id, cur) if cache is not None else None
+        full = core("metrics.summarize", summarize, cur, run_id, per_case=per_case).to_arrow()
         if db_path is not None:
             summary_cache.save(db_path, run_id, full)
     require(full, SUMMARY_COLUMNS, "metrics.summarize")
@@ -448,7 +452,16 @@ def slices(cur: duckdb.DuckDBPyConnection, run_id: str, dimension: str, cache: R
     k = cache.k(run_id, cur)
     table = cache.remember(
         ("slices", run_id, dimension),
-        lambda: core("metrics.slices", core_slices, cur, run_id, by=dimension, ks=measure_ks(k), k=k),
+        lambda: core(
+            "metrics.slices",
+            core_slices,
+            cur,
+            run_id,
+            by=dimension,
+            ks=measure_ks(k),
+            k=k,
+            per_case=cache.table("per_case", run_id, cur),
+        ),
     )
     require(table, (*SLICE_LEAD, "measure", "threshold", "gain"), "metrics.slices")
     first = table.slice(0, 1).to_pylist()

@@ -200,7 +200,7 @@ class OverviewScreen(DataScreen):
             if name == "leaks":
                 return data.leak_counts(app.cache.table("leakage", run_id, cur))
             if name == "summary":
-                return data.summary(cur, run_id, app.db_path)
+                return data.summary(cur, run_id, app.db_path, app.cache)
             if name == "dist":
                 return data.distribution(cur, run_id, app.cache, self.family)
             if name == "slices":
