@@ -192,7 +192,7 @@ def failures(
     cur = con.cursor()
     try:
         src = failure_source(cur, run_id, cutoff)
-        case = "" if case_ids is None else " AND list_contains($case_ids, f.case_id)"
+        case = "" if case_ids is None else " AND f.case_id IN (SELECT unnest($case_ids::VARCHAR[]))"
         sql = f"""
             SELECT f.run_id, f.case_id, c.query, c.split, c.query_type, f.failure, f.category, f.rule,
                    f.confidence, CAST(f.evidence AS VARCHAR) AS evidence, f.patterns, f.experiments,

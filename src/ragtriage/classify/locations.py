@@ -55,8 +55,8 @@ def location_ctes(*, one_case: bool = False) -> str:
     run, their principals), so a few cases cost milliseconds at any store size; ``indexed`` is then NULL (not
     looked up), because whether any run returned a unit for *any* case needs a pass over every result row.
     """
-    case = " AND list_contains($case_ids, case_id)" if one_case else ""
-    where_case = " WHERE list_contains($case_ids, case_id)" if one_case else ""
+    case = " AND case_id IN (SELECT unnest($case_ids::VARCHAR[]))" if one_case else ""
+    where_case = " WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))" if one_case else ""
     # a few cases: the few rows each CTE holds are computed once, not re-scanned wherever the CTE is named
     small = "MATERIALIZED " if one_case else ""
     if one_case:

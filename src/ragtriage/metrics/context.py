@@ -53,7 +53,7 @@ class EvalContext:
         to a scan of ``results``, so one case reads its own rows only."""
         if self.cases is None:
             return "", []
-        return " AND list_contains(?, case_id)", [list(self.cases)]
+        return " AND case_id IN (SELECT unnest(?::VARCHAR[]))", [list(self.cases)]
 
     def gain_sql(self, grade: str) -> str:
         return gain_sql(self.gain, grade)
@@ -77,7 +77,14 @@ class EvalContext:
         without any label cannot be judged (trec_eval and ir_measures skip it too); :func:`population_counts`
         counts it for the header."""
         base, params = self.base_population_sql(trec=trec)
-        return f"SELECT case_id FROM ({base}) SEMI JOIN qrels USING (case_id)", params
+        qrels, qrels_params = self.qrels_sql()
+        return f"SELECT case_id FROM ({base}) SEMI JOIN {qrels} USING (case_id)", params + qrels_params
+
+    def qrels_sql(self) -> tuple[str, list[Any]]:
+        """The qrels relation and its parameters: cut to the chosen cases by a filter (a semi join against the
+        cases would build a hash table of every label of the store)."""
+        cut, cut_params = self.case_filter()
+        return ("qrels", []) if not cut else (f"(SELECT * FROM qrels WHERE {cut.removeprefix(' AND ')})", cut_params)
 
 
 def parse_ks(ks: Sequence[int] | str) -> tuple[int, ...]:

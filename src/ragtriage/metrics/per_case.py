@@ -101,11 +101,12 @@ def _per_k_columns(ks: Sequence[int]) -> str:
 def per_case_sql(ctx: EvalContext) -> tuple[str, list[object]]:
     """The per-case query over a registered ``_lists`` (case_id, unit_id, pos) table."""
     pop, params = ctx.population_sql()
+    qrels, qrels_params = ctx.qrels_sql()
     sql = f"""
     WITH pop AS MATERIALIZED ({pop}),
     q AS MATERIALIZED (
         SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel, {ctx.gain_sql("q.grade")} AS g
-        FROM qrels q SEMI JOIN pop USING (case_id)
+        FROM {qrels} q SEMI JOIN pop USING (case_id)
     ),
     n AS (
         SELECT pop.case_id, count(q.unit_id) FILTER (WHERE q.rel) AS n_relevant,
@@ -126,24 +127,25 @@ def per_case_sql(ctx: EvalContext) -> tuple[str, list[object]]:
     FROM n LEFT JOIN a USING (case_id)
     ORDER BY n.case_id
     """
-    return sql, params
+    return sql, params + qrels_params
 
 
 def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
     """De-duplicated result counts over the whole stage (a full pass over the run's rows, so kept apart)."""
     pop, params = ctx.population_sql()
     cut, cut_params = ctx.case_filter()
+    qrels, qrels_params = ctx.qrels_sql()
     return arrow(
         con,
         f"""WITH pop AS ({pop}),
             r AS (SELECT DISTINCT case_id, unit_id FROM results WHERE run_id = ? AND stage = ?{cut}),
             q AS (SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel
-                  FROM qrels q SEMI JOIN pop USING (case_id))
+                  FROM {qrels} q SEMI JOIN pop USING (case_id))
             SELECT r.case_id, CAST(count(q.unit_id) AS BIGINT) AS n_judged_retrieved,
                    CAST(count(*) FILTER (WHERE q.rel) AS BIGINT) AS n_relevant_retrieved,
                    CAST(count(*) AS BIGINT) AS n_retrieved
             FROM r SEMI JOIN pop USING (case_id) LEFT JOIN q USING (case_id, unit_id) GROUP BY r.case_id""",
-        params + [ctx.run_id, ctx.stage, *cut_params],
+        params + [ctx.run_id, ctx.stage, *cut_params, *qrels_params],
     )
 
 

@@ -33,7 +33,7 @@ RESULTS_SQL = """
 WITH r AS (
     SELECT case_id, stage, rank, unit_id, score, chunk_id, snippet,
            row_number() OVER (PARTITION BY case_id, stage, unit_id ORDER BY rank) > 1 AS duplicate
-    FROM results WHERE run_id = $run_id AND list_contains($case_ids, case_id)
+    FROM results WHERE run_id = $run_id AND case_id IN (SELECT unnest($case_ids::VARCHAR[]))
 ), d AS (
     SELECT r.case_id, r.stage, r.rank, doc.title, doc.status AS doc_status, doc.text
     FROM r JOIN documents doc ON doc.unit_id = r.unit_id AND (r.chunk_id IS NULL OR doc.chunk_id IS NULL
@@ -43,7 +43,7 @@ WITH r AS (
 SELECT r.case_id, r.stage, r.rank, r.unit_id, q.grade, r.score, r.duplicate, d.title, d.doc_status,
        d.stage IS NULL AND EXISTS (SELECT 1 FROM documents) AS not_in_corpus,
        coalesce(r.snippet, d.text) AS passage
-FROM r LEFT JOIN (SELECT case_id, unit_id, grade FROM qrels WHERE list_contains($case_ids, case_id)) q
+FROM r LEFT JOIN (SELECT case_id, unit_id, grade FROM qrels WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))) q
      USING (case_id, unit_id)
 LEFT JOIN d USING (case_id, stage, rank)
 ORDER BY r.case_id, r.stage = 'final' DESC, r.rank
@@ -52,7 +52,7 @@ ORDER BY r.case_id, r.stage = 'final' DESC, r.rank
 EVENTS_SQL = """
 SELECT case_id, first(latency_ms) AS latency_ms, first(timed_out) AS timed_out, first(empty) AS empty,
        first(fallback) AS fallback, first(status) AS status, first(error) AS error
-FROM events WHERE run_id = $run_id AND list_contains($case_ids, case_id) GROUP BY case_id
+FROM events WHERE run_id = $run_id AND case_id IN (SELECT unnest($case_ids::VARCHAR[])) GROUP BY case_id
 """
 
 
@@ -137,7 +137,9 @@ def case_details(
     """Several cases at once (the case opened, or the neighbours `n`/`p` will show next): each query reads the
     rows of these cases only, and a batch costs about what one case does. Cases not in the dataset are left out."""
     params = {"run_id": run_id, "case_ids": case_ids}
-    cases = cur.sql("SELECT * FROM cases WHERE list_contains($case_ids, case_id)", params={"case_ids": case_ids})
+    cases = cur.sql(
+        "SELECT * FROM cases WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))", params={"case_ids": case_ids}
+    )
     found = {str(c["case_id"]): c for c in cases.to_arrow_table().to_pylist()}
     results = by_case(cur.sql(RESULTS_SQL, params=params).to_arrow_table())
     events = {str(e["case_id"]): e for e in cur.sql(EVENTS_SQL, params=params).to_arrow_table().to_pylist()}
