@@ -1,55 +1,145 @@
-"""TUI latency as a person sees it: the app runs in an 80×24 tmux session and the pane is polled.
+"""TUI latency as a person sees it: the app runs in a tmux session and the pane is polled.
 
     python bench/tui_latency.py first-paint --db STORE --run RUN [--repeat 5]
+    python bench/tui_latency.py overview --db STORE --run RUN [--repeat 3]
+    python bench/tui_latency.py case-open --db STORE --run RUN [--repeat 3]
+    python bench/tui_latency.py slices --db STORE --run RUN [--repeat 3]
     python bench/tui_latency.py case-move --db STORE --run RUN [--presses 20] [--gap 0.25]
+    python bench/tui_latency.py all --db STORE --run RUN
 
-``first-paint`` prints seconds from launching ``ragtriage tui`` until the overview's metric table header (mean,
-median, p10) is on screen; ``case-move`` opens the Failures list, enters the first case and prints the time from
-each ``n``/``p`` key until the status line shows the new position and the header a different query (``Q …``).
-Set ``RAGTRIAGE_TUI_CACHE=off`` to time an overview without the summary ``ragtriage load`` precomputes. Needs
-tmux. A benchmark, not a test: it prints figures and asserts nothing.
+``first-paint`` prints seconds from launching ``ragtriage tui`` (80×24) until the overview's metric table header
+(mean, median, p10) is on screen. ``overview`` runs the app 80×120, so every section fits, and prints seconds until
+the metric table and until the failures-per-category table are on screen. ``case-open`` opens the Failures list
+(``f``) and prints the seconds until it is listed, then presses Enter and prints the milliseconds until the case
+screen shows the first case's query: the first case a person opens, with nothing fetched before. ``slices`` presses
+``s`` as soon as the metric table shows, and again in an app whose overview has drawn its slice bars, and prints
+the milliseconds until the slice rows are listed. ``case-move``
+opens the first failing case and prints the time from each ``n``/``p`` key until the status line shows the new
+position and the header a different query (``Q …``).
+
+Set ``RAGTRIAGE_TUI_CACHE=off`` to time an overview without the summary ``ragtriage load`` precomputes. The app
+runs with this process's ``PYTHONPATH`` and ``RAGTRIAGE_*`` variables on a tmux server of its own. Needs tmux. A
+benchmark, not a test: it prints figures and asserts nothing. The app writes its notes file beside the store, so
+give it a copy of a shared store.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 RAGTRIAGE = str(Path(sys.executable).with_name("ragtriage"))
+SOCKET = f"ragtriage-bench-{os.getpid()}"  # a server of its own: never a person's sessions, nor another bench's
+TIMEOUT_S = 120.0
+POLL_S = 0.005
 
 
 def tmux(*args: str) -> str:
-    # its own tmux server (-L), so the benchmark never touches a person's sessions
-    return subprocess.run(["tmux", "-L", "ragtriage-bench", *args], capture_output=True, text=True, check=False).stdout
+    return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=False).stdout
 
 
 def pane(session: str) -> list[str]:
     return tmux("capture-pane", "-p", "-t", session).splitlines()
 
 
-def start(session: str, db: str, run: str) -> None:
-    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", f"{RAGTRIAGE} tui --db {db} --run {run}")
+def start(session: str, db: str, run: str, size: tuple[int, int] = (80, 24)) -> None:
+    """The app in a new session; the environment is passed explicitly (a running tmux server keeps its own)."""
+    env = {k: v for k, v in os.environ.items() if k == "PYTHONPATH" or k.startswith("RAGTRIAGE_")}
+    command = " ".join(
+        ["env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), RAGTRIAGE, "tui", "--db", db, "--run", run]
+    )
+    tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
+
+
+def stop(session: str) -> None:
+    tmux("kill-session", "-t", session)
+    time.sleep(0.5)
+
+
+def wait_for(session: str, seen: Callable[[list[str]], bool], what: str) -> float:
+    """Seconds until ``seen`` holds for the pane."""
+    t = time.perf_counter()
+    while not seen(pane(session)):
+        if time.perf_counter() - t > TIMEOUT_S:
+            raise SystemExit(f"{what} did not appear within {TIMEOUT_S:.0f} s:\n" + "\n".join(pane(session)))
+        time.sleep(POLL_S)
+    return time.perf_counter() - t
+
+
+def has(pattern: str) -> Callable[[list[str]], bool]:
+    rx = re.compile(pattern)
+    return lambda lines: any(rx.search(line) for line in lines)
+
+
+METRIC_TABLE = has(r"mean\s+median\s+p10")
+CATEGORIES = has(r"Failures per category")
+LISTED = has(r"\d+ of \d+ cases")
+SLICES_LISTED = has(r"\d+ of \d+ slices")
+SLICE_BARS = has(r"^ Mean .* by ")
+CASE_SHOWN = has(r"^ Q ")
 
 
 def first_paint(db: str, run: str, repeat: int) -> list[float]:
     out = []
     for i in range(repeat):
-        session = f"rtfp{i}"
-        t = time.perf_counter()
+        session = f"fp{i}"
         start(session, db, run)
-        while not any(re.search(r"mean\s+median\s+p10", line) for line in pane(session)):
-            if time.perf_counter() - t > 60:
-                raise SystemExit("the metric table did not appear within 60 s")
-            time.sleep(0.02)
-        out.append(time.perf_counter() - t)
-        tmux("kill-session", "-t", session)
-        time.sleep(0.5)
+        out.append(wait_for(session, METRIC_TABLE, "the metric table"))
+        stop(session)
+    return out
+
+
+def overview(db: str, run: str, repeat: int) -> list[tuple[float, float]]:
+    """(metric table, category counts) seconds, in a pane tall enough to show both."""
+    out = []
+    for i in range(repeat):
+        session = f"ov{i}"
+        t = time.perf_counter()
+        start(session, db, run, (80, 120))
+        wait_for(session, METRIC_TABLE, "the metric table")
+        table = time.perf_counter() - t
+        wait_for(session, CATEGORIES, "the failures per category")
+        out.append((table, time.perf_counter() - t))
+        stop(session)
+    return out
+
+
+def case_open(db: str, run: str, repeat: int) -> list[tuple[float, float]]:
+    """(Failures list seconds, first case milliseconds): each in a new app, so nothing is fetched before."""
+    out = []
+    for i in range(repeat):
+        session = f"co{i}"
+        start(session, db, run)
+        wait_for(session, METRIC_TABLE, "the metric table")
+        tmux("send-keys", "-t", session, "f")
+        listed = wait_for(session, LISTED, "the failures list")
+        tmux("send-keys", "-t", session, "Enter")
+        opened = wait_for(session, CASE_SHOWN, "the case screen")
+        out.append((listed, opened * 1000))
+        stop(session)
+    return out
+
+
+def slices(db: str, run: str, repeat: int, filled: bool) -> list[float]:
+    """Milliseconds from `s` to the slice rows: pressed as soon as the metric table shows, or (``filled``) once
+    the overview has drawn its slice bars (80×120, so the section is on screen)."""
+    out = []
+    for i in range(repeat):
+        session = f"sl{i}"
+        start(session, db, run, (80, 120) if filled else (80, 24))
+        wait_for(session, SLICE_BARS if filled else METRIC_TABLE, "the overview")
+        tmux("send-keys", "-t", session, "s")
+        out.append(wait_for(session, SLICES_LISTED, "the slices") * 1000)
+        stop(session)
     return out
 
 
@@ -57,14 +147,20 @@ def _query_line(lines: list[str]) -> str:
     return next((x for x in lines if x.startswith(" Q ")), "")  # the case screen's first header line
 
 
+def moved(want: str, old: str) -> Callable[[list[str]], bool]:
+    """The status line shows position ``want`` and the header a query other than ``old``."""
+    return lambda lines: want in lines[1] and _query_line(lines) not in ("", old)
+
+
 def case_move(db: str, run: str, presses: int, gap: float) -> list[float]:
-    session = "rtcm"
+    session = "cm"
     start(session, db, run)
-    time.sleep(4)
+    wait_for(session, METRIC_TABLE, "the metric table")
     tmux("send-keys", "-t", session, "f")
-    time.sleep(2)
+    wait_for(session, LISTED, "the failures list")
     tmux("send-keys", "-t", session, "Enter")
-    time.sleep(3)
+    wait_for(session, CASE_SHOWN, "the case screen")
+    time.sleep(1.0)  # the neighbours' prefetch
     out = []
     for key in ["n"] * presses + ["p"] * presses:
         lines = pane(session)
@@ -75,35 +171,55 @@ def case_move(db: str, run: str, presses: int, gap: float) -> list[float]:
         old = _query_line(lines)
         t = time.perf_counter()
         tmux("send-keys", "-t", session, key)
-        while True:
-            lines = pane(session)
-            if want in lines[1] and _query_line(lines) not in ("", old):
-                break
+        wait_for(session, moved(want, old), "the next case")
         out.append((time.perf_counter() - t) * 1000)
         time.sleep(gap)
-    tmux("kill-session", "-t", session)
+    stop(session)
     return out
+
+
+def spread(values: list[float], unit: str, digits: int) -> str:
+    values = sorted(values)
+    shown = ", ".join(f"{v:.{digits}f}" for v in values)
+    return f"{shown} {unit}; median {statistics.median(values):.{digits}f} {unit}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("first-paint", "case-move"))
+    ap.add_argument("what", choices=("first-paint", "overview", "case-open", "slices", "case-move", "all"))
     ap.add_argument("--db", required=True)
     ap.add_argument("--run", required=True)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--presses", type=int, default=20)
     ap.add_argument("--gap", type=float, default=0.25)
     a = ap.parse_args()
     if shutil.which("tmux") is None:
         raise SystemExit("tmux is not installed")
-    if a.what == "first-paint":
-        secs = sorted(first_paint(a.db, a.run, a.repeat))
-        shown = ", ".join(f"{s:.2f}" for s in secs)
-        print(f"metric table on screen after {shown} s; median {statistics.median(secs):.2f} s")
-    else:
-        ms = sorted(case_move(a.db, a.run, a.presses, a.gap))
-        p95 = ms[max(0, int(len(ms) * 0.95) - 1)]
-        print(f"n={len(ms)} median {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms, max {ms[-1]:.1f} ms")
+    todo = ("first-paint", "overview", "case-open", "slices", "case-move") if a.what == "all" else (a.what,)
+    for what in todo:
+        if what == "first-paint":
+            print(f"first paint: metric table on screen after {spread(first_paint(a.db, a.run, a.repeat), 's', 2)}")
+        elif what == "overview":
+            both = overview(a.db, a.run, a.repeat)
+            print(f"overview: metric table after {spread([t for t, _ in both], 's', 2)}")
+            print(f"overview: failures per category after {spread([c for _, c in both], 's', 2)}")
+        elif what == "case-open":
+            both = case_open(a.db, a.run, a.repeat)
+            print(f"case-open: failures list after {spread([t for t, _ in both], 's', 2)}")
+            print(f"case-open: first case after {spread([c for _, c in both], 'ms', 0)}")
+        elif what == "slices":
+            print(
+                f"slices: s at the metric table, listed after {spread(slices(a.db, a.run, a.repeat, False), 'ms', 0)}"
+            )
+            print(
+                f"slices: s once the overview is filled, after {spread(slices(a.db, a.run, a.repeat, True), 'ms', 0)}"
+            )
+        else:
+            ms = sorted(case_move(a.db, a.run, a.presses, a.gap))
+            p95 = ms[max(0, int(len(ms) * 0.95) - 1)]
+            print(
+                f"case-move: n={len(ms)} median {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms, max {ms[-1]:.1f} ms"
+            )
 
 
 if __name__ == "__main__":

@@ -24,16 +24,19 @@ SLOW = 20.0
 
 @pytest.fixture
 def slow_failures(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """The real classify.run_classification, held back until the test sets the event (at most SLOW seconds), like a
-    large run."""
-    fast = data.FETCHERS["classification"]
+    """The real failure list and failure counts (classify.failure_list, classify.failure_summary), held back until
+    the test sets the event (at most SLOW seconds), like a large run."""
     release = threading.Event()
 
-    def slow(*args: Any) -> Any:
-        release.wait(SLOW)
-        return fast(*args)
+    def held(fast: Any) -> Any:
+        def slow(*args: Any) -> Any:
+            release.wait(SLOW)
+            return fast(*args)
 
-    monkeypatch.setitem(data.FETCHERS, "classification", slow)
+        return slow
+
+    for kind in ("failure_list", "failure_summary"):
+        monkeypatch.setitem(data.FETCHERS, kind, held(data.FETCHERS[kind]))
     return release
 
 
@@ -81,7 +84,7 @@ async def test_overview_shows_the_metric_table_while_heavier_sections_load(
         # nDCG@3 of bm25, exponential gain: q1 7/log2(3)/7 = 0.6309, q2 0, q3 (grade 2 at rank 2) 0.6309,
         # q10 (grade 3 at rank 1; ideal adds a grade-2 unit at rank 2) 7/(7 + 3/log2(3)) = 0.7872 → mean 0.5123
         assert "nDCG@3      0.5123" in summary
-        assert static_text(app, "#sec-categories").strip() == "loading classify.run_classification…"
+        assert static_text(app, "#sec-categories").strip() == "loading classify.failure_summary…"
         slow_failures.set()
         await settle(pilot)
         assert "ranking" in static_text(app, "#sec-categories")

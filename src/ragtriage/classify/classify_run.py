@@ -182,24 +182,29 @@ def failures(
     category: str | None = None,
     pattern: str | None = None,
     k: int | None = None,
+    case_ids: Sequence[str] | None = None,
 ) -> pa.Table:
     """The run's classified failures at :func:`judging_k` (stored ones when fresh, else computed without
-    storing), with the case's query, split and query_type; filtered by ``category`` and ``pattern``; ordered by
-    case, failure, k. Columns: :data:`FAILURE_SCHEMA`."""
+    storing), with the case's query, split and query_type; filtered by ``category``, ``pattern`` and ``case_ids``
+    (from fresh stored rows a few cases read in milliseconds); ordered by case, failure, k. Columns:
+    :data:`FAILURE_SCHEMA`."""
     cutoff = judging_k(con, run_id, k)
     cur = con.cursor()
     try:
         src = failure_source(cur, run_id, cutoff)
+        case = "" if case_ids is None else " AND f.case_id IN (SELECT unnest($case_ids::VARCHAR[]))"
         sql = f"""
             SELECT f.run_id, f.case_id, c.query, c.split, c.query_type, f.failure, f.category, f.rule,
                    f.confidence, CAST(f.evidence AS VARCHAR) AS evidence, f.patterns, f.experiments,
                    f.dataset_version, f.k
             FROM {src} f LEFT JOIN cases c USING (case_id)
             WHERE ($category IS NULL OR f.category = $category)
-              AND ($pattern IS NULL OR list_contains(f.patterns, $pattern))
+              AND ($pattern IS NULL OR list_contains(f.patterns, $pattern)){case}
             ORDER BY f.case_id, list_position({FAILURE_ORDER}, f.failure), f.k, f.rule
         """
-        params = {"category": category, "pattern": pattern, "run_id": run_id, "k": cutoff}
+        params: dict[str, object] = {"category": category, "pattern": pattern, "run_id": run_id, "k": cutoff}
+        if case_ids is not None:
+            params["case_ids"] = list(case_ids)
         return cur.sql(sql, params=params).to_arrow_table().cast(FAILURE_SCHEMA)
     finally:
         cur.close()

@@ -23,6 +23,8 @@ the case has no principal or the unit is not in the snapshot), by the same rules
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 import pyarrow as pa
 
@@ -43,10 +45,29 @@ LOCATIONS = (
 _LOCATION_ORDER = "[" + ", ".join(f"'{x}'" for x in LOCATIONS) + "]"
 
 _IRREGULAR_ROWS = """SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet
-                     FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs)"""
+                     FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs){case}"""
 
-# CTE bodies, parameterised by $run_id and $k; ``locations`` is the last one.
-LOCATION_CTES = f"""
+
+def location_ctes(*, one_case: bool = False) -> str:
+    """The CTE bodies, parameterised by $run_id and $k; ``locations`` is the last one.
+
+    ``one_case`` cuts every scan to the cases of the list ``$case_ids`` first (their labels, their lists in every
+    run, their principals), so a few cases cost milliseconds at any store size; ``indexed`` is then NULL (not
+    looked up), because whether any run returned a unit for *any* case needs a pass over every result row.
+    """
+    case = " AND case_id IN (SELECT unnest($case_ids::VARCHAR[]))" if one_case else ""
+    where_case = " WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))" if one_case else ""
+    # a few cases: the few rows each CTE holds are computed once, not re-scanned wherever the CTE is named
+    small = "MATERIALIZED " if one_case else ""
+    if one_case:
+        returned = "SELECT unit_id FROM relevant WHERE false"
+        corpus_rows = "documents WHERE unit_id IN (SELECT unit_id FROM relevant)"
+        indexed = "CAST(NULL AS BOOLEAN)"
+    else:
+        returned = "SELECT DISTINCT unit_id FROM results"
+        corpus_rows = "documents"
+        indexed = "rt.unit_id IS NOT NULL"
+    return f"""
 manifest AS (
     SELECT EXISTS (SELECT 1 FROM documents) AS loaded
 ),
@@ -56,31 +77,32 @@ acl_policy AS (
 threshold AS (
     SELECT {CURRENT_THRESHOLD} AS t
 ),
-relevant AS (
-    {relevant_labels("(SELECT t FROM threshold)")}
+relevant AS {small}(
+    SELECT * FROM ({relevant_labels("(SELECT t FROM threshold)")}){where_case}
 ),
-label_ids AS (
+label_ids AS {small}(
     SELECT case_id, unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,
            min(section_id) AS section_id
-    FROM labels GROUP BY case_id, unit_id
+    FROM labels{where_case} GROUP BY case_id, unit_id
 ),
 -- Ranks are unique per list (the load refuses duplicates): in a run without repeats whose every list holds
 -- ranks 1..n, a unit's position is its rank, read with no window. Other runs are numbered by windows.
 plain_runs AS (
     SELECT u.run_id FROM runs u JOIN (
         SELECT run_key, sum(top_rank) = sum(n) AS contiguous
-        FROM (SELECT run_key, count(*) AS n, max(rank) AS top_rank FROM result_rows GROUP BY run_key, case_id, stage)
+        FROM (SELECT run_key, count(*) AS n, max(rank) AS top_rank FROM result_rows{where_case}
+              GROUP BY run_key, case_id, stage)
         GROUP BY run_key) USING (run_key)
     WHERE u.has_repeats IS false AND contiguous
 ),
 -- A repeat keeps its first occurrence and is not counted: positions are numbered after de-duplication, so a
 -- list A, B, A, C puts C at 3, as metrics.ranking does.
 irregular_positions AS MATERIALIZED (
-    {deduplicated(_IRREGULAR_ROWS, "run_id, case_id, stage")}
+    {deduplicated(_IRREGULAR_ROWS.format(case=case), "run_id, case_id, stage")}
 ),
-positions AS NOT MATERIALIZED (
+positions AS {"MATERIALIZED" if one_case else "NOT MATERIALIZED"} (
     SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet, CAST(rank AS BIGINT) AS pos
-    FROM results WHERE run_id IN (SELECT run_id FROM plain_runs)
+    FROM results WHERE run_id IN (SELECT run_id FROM plain_runs){case}
     UNION ALL
     SELECT * FROM irregular_positions
 ),
@@ -88,7 +110,8 @@ positions AS NOT MATERIALIZED (
 judged_run AS (
     SELECT case_id, unit_id, min(pos) FILTER (WHERE stage = 'final') AS final_rank,
            min(pos) FILTER (WHERE stage = 'candidate') AS candidate_rank
-    FROM positions SEMI JOIN qrels USING (case_id, unit_id) WHERE run_id = $run_id GROUP BY case_id, unit_id
+    FROM positions SEMI JOIN (SELECT case_id, unit_id FROM qrels{where_case}) USING (case_id, unit_id)
+    WHERE run_id = $run_id GROUP BY case_id, unit_id
 ),
 this_run AS (
     SELECT * FROM judged_run SEMI JOIN relevant USING (case_id, unit_id)
@@ -99,21 +122,21 @@ other_runs AS (
     FROM positions SEMI JOIN relevant USING (case_id, unit_id) WHERE run_id <> $run_id GROUP BY case_id, unit_id
 ),
 returned AS (
-    SELECT DISTINCT unit_id FROM results
+    {returned}
 ),
 corpus AS (
     SELECT unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,
            min(coalesce(section_id, document_id)) AS section,
            CASE WHEN count(DISTINCT chunk_kind) = 1 THEN any_value(chunk_kind) END AS chunk_kind,
            min(title) AS title, string_agg(text, ' ' ORDER BY position) AS text
-    FROM documents GROUP BY unit_id
+    FROM {corpus_rows} GROUP BY unit_id
 ),
 corpus_documents AS (
     SELECT DISTINCT document_id FROM documents
 ),
 principals AS (
     SELECT case_id, principal_groups, principal_tenant FROM cases
-    WHERE principal_id IS NOT NULL OR principal_groups IS NOT NULL OR principal_tenant IS NOT NULL
+    WHERE (principal_id IS NOT NULL OR principal_groups IS NOT NULL OR principal_tenant IS NOT NULL){case}
 ),
 permission AS (
     SELECT r.case_id, r.unit_id,
@@ -136,7 +159,7 @@ locations AS (
            CASE WHEN pm.permitted IS DISTINCT FROM false THEN o.best_other END AS best_other_run,
            CASE WHEN m.loaded THEN cd.document_id IS NOT NULL END AS document_in_corpus, pm.permitted,
            c.chunk_kind, coalesce(c.section, l.section_id, l.document_id) AS section,
-           rt.unit_id IS NOT NULL AS indexed, CAST($k AS INTEGER) AS k
+           {indexed} AS indexed, CAST($k AS INTEGER) AS k
     FROM relevant r
     LEFT JOIN label_ids l USING (case_id, unit_id)
     LEFT JOIN corpus c USING (unit_id)
@@ -148,14 +171,15 @@ locations AS (
     CROSS JOIN manifest m
 )"""
 
-_LOCATIONS_SQL = (
-    "WITH "
-    + LOCATION_CTES
-    + f"""
-SELECT * FROM locations WHERE $case_id IS NULL OR case_id = $case_id
+
+LOCATION_CTES = location_ctes()
+
+_ORDER = f"""
+SELECT * FROM locations
 ORDER BY case_id, list_position({_LOCATION_ORDER}, location), final_rank NULLS LAST, unit_id
 """
-)
+_LOCATIONS_SQL = "WITH " + LOCATION_CTES + _ORDER
+_CASE_LOCATIONS_SQL = "WITH " + location_ctes(one_case=True) + _ORDER
 
 
 def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
@@ -171,17 +195,27 @@ def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
 
 
 def unit_locations(
-    con: duckdb.DuckDBPyConnection, run_id: str, case_id: str | None = None, *, k: int | None = None
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    case_id: str | Sequence[str] | None = None,
+    *,
+    k: int | None = None,
 ) -> pa.Table:
-    """One row per labelled relevant unit (of ``case_id``, or every case): where ``run_id`` put it, at ``k``.
+    """One row per labelled relevant unit (of ``case_id``, a case or a list of cases, or every case): where
+    ``run_id`` put it, at ``k``.
 
     ``k`` defaults to the run's own cutoff. Columns: case_id, unit_id, document_id, chunk_id, grade,
     final_rank, candidate_rank, in_corpus, best_rank_other_runs, location, then best_other_run,
-    document_in_corpus, permitted, chunk_kind, section, indexed and k.
+    document_in_corpus, permitted, chunk_kind, section, indexed and k. With ``case_id`` only those cases' rows are
+    read (milliseconds at any store size) and ``indexed`` is NULL (see :func:`location_ctes`).
     """
     cutoff = run_k(con, run_id) if k is None else int(k)
     cur = con.cursor()
     try:
-        return cur.sql(_LOCATIONS_SQL, params={"run_id": run_id, "k": cutoff, "case_id": case_id}).to_arrow_table()
+        if case_id is None:
+            return cur.sql(_LOCATIONS_SQL, params={"run_id": run_id, "k": cutoff}).to_arrow_table()
+        cases = [case_id] if isinstance(case_id, str) else list(case_id)
+        params = {"run_id": run_id, "k": cutoff, "case_ids": cases}
+        return cur.sql(_CASE_LOCATIONS_SQL, params=params).to_arrow_table()
     finally:
         cur.close()

@@ -41,10 +41,19 @@ class EvalContext:
     split: str | None
     threshold: int
     unit: str
+    #: Only these cases (a case screen's one case), or every case when None.
+    cases: tuple[str, ...] | None = None
 
     @property
     def depth(self) -> int:
         return max(self.ks)
+
+    def case_filter(self) -> tuple[str, list[Any]]:
+        """`` AND <condition>`` and its parameter keeping the chosen cases' rows (nothing for every case): added
+        to a scan of ``results``, so one case reads its own rows only."""
+        if self.cases is None:
+            return "", []
+        return " AND case_id IN (SELECT unnest(?::VARCHAR[]))", [list(self.cases)]
 
     def gain_sql(self, grade: str) -> str:
         return gain_sql(self.gain, grade)
@@ -57,6 +66,10 @@ class EvalContext:
         if self.split is not None:
             where.append("split = ?")
             params.append(self.split)
+        cut, cut_params = self.case_filter()
+        if cut:
+            where.append(cut.removeprefix(" AND "))
+            params += cut_params
         return "SELECT case_id FROM cases" + (f" WHERE {' AND '.join(where)}" if where else ""), params
 
     def population_sql(self, *, trec: bool = False) -> tuple[str, list[Any]]:
@@ -64,7 +77,14 @@ class EvalContext:
         without any label cannot be judged (trec_eval and ir_measures skip it too); :func:`population_counts`
         counts it for the header."""
         base, params = self.base_population_sql(trec=trec)
-        return f"SELECT case_id FROM ({base}) SEMI JOIN qrels USING (case_id)", params
+        qrels, qrels_params = self.qrels_sql()
+        return f"SELECT case_id FROM ({base}) SEMI JOIN {qrels} USING (case_id)", params + qrels_params
+
+    def qrels_sql(self) -> tuple[str, list[Any]]:
+        """The qrels relation and its parameters: cut to the chosen cases by a filter (a semi join against the
+        cases would build a hash table of every label of the store)."""
+        cut, cut_params = self.case_filter()
+        return ("qrels", []) if not cut else (f"(SELECT * FROM qrels WHERE {cut.removeprefix(' AND ')})", cut_params)
 
 
 def parse_ks(ks: Sequence[int] | str) -> tuple[int, ...]:
@@ -88,6 +108,7 @@ def resolve(
     stage: str = "final",
     gain: str = "exponential",
     split: str | None = None,
+    cases: Sequence[str] | None = None,
 ) -> EvalContext:
     if stage not in STAGES:
         raise MetricsError(f"stage {stage!r}: use one of {', '.join(STAGES)}")
@@ -104,7 +125,8 @@ def resolve(
         cur.close()
     if row is None:
         raise StoreError("no current dataset; run `ragtriage load --dataset DIR` first")
-    return EvalContext(run_id, stage, parse_ks(ks), gain, split, int(row[0]), str(row[1]))
+    chosen = None if cases is None else tuple(str(c) for c in cases)
+    return EvalContext(run_id, stage, parse_ks(ks), gain, split, int(row[0]), str(row[1]), chosen)
 
 
 def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None, **tables: pa.Table) -> pa.Table:

@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.relevance import is_relevant
-from ragtriage.metrics.context import DEFAULT_KS, EvalContext, arrow, resolve
+from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, resolve
 from ragtriage.metrics.ranking import cut_lists
 
 MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
@@ -36,6 +36,18 @@ def per_case_schema(ks: Sequence[int], *, counts: bool = True) -> pa.Schema:
         fields += [pa.field(f"{m}@{k}", pa.float64()) for m in MEASURES]
         fields.append(pa.field(f"zero_hit@{k}", pa.bool_()))
     return pa.schema(fields)
+
+
+def given_per_case(
+    table: pa.Table, ks: Sequence[int], measures: Sequence[str] = MEASURES, extra: Sequence[str] = ()
+) -> pa.Table:
+    """A per-case table a caller computed already (to summarise or slice it), refused unless it has the
+    ``measures`` at every k of ``ks`` and the ``extra`` columns."""
+    need = [*extra, *(f"{m}@{k}" for m in measures for k in ks)]
+    missing = [c for c in need if c not in table.column_names]
+    if missing:
+        raise MetricsError(f"per-case table without {', '.join(missing)}: compute it at cutoffs {list(ks)}")
+    return table
 
 
 def hits_sql(k: int) -> str:
@@ -89,11 +101,12 @@ def _per_k_columns(ks: Sequence[int]) -> str:
 def per_case_sql(ctx: EvalContext) -> tuple[str, list[object]]:
     """The per-case query over a registered ``_lists`` (case_id, unit_id, pos) table."""
     pop, params = ctx.population_sql()
+    qrels, qrels_params = ctx.qrels_sql()
     sql = f"""
     WITH pop AS MATERIALIZED ({pop}),
     q AS MATERIALIZED (
         SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel, {ctx.gain_sql("q.grade")} AS g
-        FROM qrels q SEMI JOIN pop USING (case_id)
+        FROM {qrels} q SEMI JOIN pop USING (case_id)
     ),
     n AS (
         SELECT pop.case_id, count(q.unit_id) FILTER (WHERE q.rel) AS n_relevant,
@@ -114,28 +127,30 @@ def per_case_sql(ctx: EvalContext) -> tuple[str, list[object]]:
     FROM n LEFT JOIN a USING (case_id)
     ORDER BY n.case_id
     """
-    return sql, params
+    return sql, params + qrels_params
 
 
 def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
     """De-duplicated result counts over the whole stage (a full pass over the run's rows, so kept apart)."""
     pop, params = ctx.population_sql()
+    cut, cut_params = ctx.case_filter()
+    qrels, qrels_params = ctx.qrels_sql()
     return arrow(
         con,
         f"""WITH pop AS ({pop}),
-            r AS (SELECT DISTINCT case_id, unit_id FROM results WHERE run_id = ? AND stage = ?),
+            r AS (SELECT DISTINCT case_id, unit_id FROM results WHERE run_id = ? AND stage = ?{cut}),
             q AS (SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel
-                  FROM qrels q SEMI JOIN pop USING (case_id))
+                  FROM {qrels} q SEMI JOIN pop USING (case_id))
             SELECT r.case_id, CAST(count(q.unit_id) AS BIGINT) AS n_judged_retrieved,
                    CAST(count(*) FILTER (WHERE q.rel) AS BIGINT) AS n_relevant_retrieved,
                    CAST(count(*) AS BIGINT) AS n_retrieved
             FROM r SEMI JOIN pop USING (case_id) LEFT JOIN q USING (case_id, unit_id) GROUP BY r.case_id""",
-        params + [ctx.run_id, ctx.stage],
+        params + [ctx.run_id, ctx.stage, *cut_params, *qrels_params],
     )
 
 
 def per_case_context(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts: bool = True) -> pa.Table:
-    lists = cut_lists(con, ctx.run_id, ctx.stage, ctx.depth)
+    lists = cut_lists(con, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())
     sql, params = per_case_sql(ctx)
     table = arrow(con, sql, params, _lists=lists)
     if not counts:
@@ -162,10 +177,13 @@ def per_case(
     gain: str = "exponential",
     split: str | None = None,
     counts: bool = True,
+    cases: Sequence[str] | None = None,
 ) -> pa.Table:
     """One row per answerable case (cases without results score 0): counts and ``P@k`` ... ``Judged@k``;
     columns :func:`per_case_schema`.
 
     ``counts=False`` skips n_retrieved/n_judged_retrieved, which need a pass over every result row of the run.
+    ``cases`` keeps those cases only, reading only their rows (the TUI's case screen: milliseconds at any size).
     """
-    return per_case_context(con, resolve(con, run_id, ks, stage=stage, gain=gain, split=split), counts=counts)
+    ctx = resolve(con, run_id, ks, stage=stage, gain=gain, split=split, cases=cases)
+    return per_case_context(con, ctx, counts=counts)

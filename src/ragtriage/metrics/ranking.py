@@ -15,6 +15,8 @@ repeat always has equal hashes, so no repeat is missed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +25,7 @@ from ragtriage.metrics.context import arrow
 from ragtriage.store.dedup import deduplicated, first_occurrence
 
 _TOP = """SELECT case_id, unit_id, rank FROM results
-          WHERE run_id = ? AND stage = ? AND rank <= ?"""
+          WHERE run_id = ? AND stage = ? AND rank <= ?{cut}"""
 
 # list_distinct over each case's (at most depth) hashes is about twice as fast as count(DISTINCT ...) here
 _IRREGULAR = """SELECT case_id, len(list_distinct(h)) < ? AS short
@@ -51,9 +53,12 @@ _CUT = f"""WITH rows AS (SELECT * FROM _top SEMI JOIN _irregular USING (case_id)
           SELECT case_id, unit_id, rank AS pos FROM _top ANTI JOIN _irregular USING (case_id)"""
 
 
-def cut_lists(con: duckdb.DuckDBPyConnection, run_id: str, stage: str, depth: int) -> pa.Table:
-    """(case_id, unit_id, pos) for every de-duplicated result at position <= depth of one run and stage."""
-    top = arrow(con, _TOP, [run_id, stage, depth])
+def cut_lists(
+    con: duckdb.DuckDBPyConnection, run_id: str, stage: str, depth: int, cut: tuple[str, list[Any]] = ("", [])
+) -> pa.Table:
+    """(case_id, unit_id, pos) for every de-duplicated result at position <= depth of one run and stage; ``cut``
+    (``EvalContext.case_filter``) keeps some cases' lists only."""
+    top = arrow(con, _TOP.format(cut=cut[0]), [run_id, stage, depth, *cut[1]])
     irregular = arrow(con, _IRREGULAR, [depth, depth], _top=top)
     if irregular.num_rows == 0:
         return pa.table({"case_id": top["case_id"], "unit_id": top["unit_id"], "pos": pc.cast(top["rank"], pa.int32())})

@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
+from ragtriage.arrays import non_null_values
 from ragtriage.contract.dimensions import CASE_DIMENSIONS, EVIDENCE_DIMENSIONS, NO_VALUE, SLICE_DIMENSIONS
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.metrics.context import DEFAULT_KS, MetricsError, arrow, resolve
 from ragtriage.metrics.distribution import describe
-from ragtriage.metrics.per_case import MEASURES, per_case_context
-from ragtriage.metrics.summary import column_values
+from ragtriage.metrics.per_case import MEASURES, given_per_case, per_case_context
 
 CASE_FIELDS = CASE_DIMENSIONS  # the one list, ragtriage.contract.dimensions
 EVIDENCE_FIELDS = EVIDENCE_DIMENSIONS
@@ -63,11 +64,16 @@ def slices(
     gain: str = "exponential",
     split: str | None = None,
     seed: int = 0,
+    per_case: pa.Table | None = None,
 ) -> pa.Table:
     """One row per slice value, worst mean ``measure@k`` first (k defaults to the deepest cutoff).
 
     Columns: dimension, slice_value, n, n_without_relevant, measure, threshold, gain, mean, median, p10, min,
     ci_low, ci_high (of ``measure@k``), zero_hit_rate (at k), then the mean of every measure@k.
+
+    ``per_case`` is :func:`ragtriage.metrics.per_case.per_case` of the same run, stage, gain and split at (at least)
+    these cutoffs, when the caller has it already (the TUI slices by one dimension after another): computing it is
+    most of the cost.
     """
     if by not in SLICE_DIMENSIONS:
         raise MetricsError(f"slice by {by!r}: use one of {', '.join(SLICE_DIMENSIONS)}")
@@ -75,12 +81,16 @@ def slices(
     k = ctx.depth if k is None else k
     if k not in ctx.ks or measure not in MEASURES:
         raise MetricsError(f"{measure}@{k}: pick a measure of {', '.join(MEASURES)} and k of {list(ctx.ks)}")
-    table = per_case_context(con, ctx, counts=False)
+    if per_case is None:
+        table = per_case_context(con, ctx, counts=False)
+    else:
+        table = given_per_case(per_case, ctx.ks, extra=("case_id", "n_relevant", f"zero_hit@{k}"))
+    table = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
     means = ", ".join(f'avg(p."{m}@{c}") AS "{m}@{c}"' for m in MEASURES for c in ctx.ks)
     grouped = arrow(
         con,
         f"""WITH mem AS ({membership_sql(by, ctx.threshold)})
-            SELECT coalesce(m.v, '{NONE}') AS slice_value, list(p.case_id) AS case_ids,
+            SELECT coalesce(m.v, '{NONE}') AS slice_value, list(p._row) AS rows,
                    count(*) AS n, count(*) FILTER (WHERE p.n_relevant = 0) AS n_without_relevant,
                    avg(CAST(p."zero_hit@{k}" AS DOUBLE)) AS zero_hit_rate, {means}
             FROM _p p JOIN (SELECT DISTINCT case_id, v FROM mem) m USING (case_id)
@@ -93,11 +103,12 @@ def slices(
 def _with_distributions(
     per_case: pa.Table, grouped: pa.Table, by: str, name: str, threshold: int, gain: str, seed: int
 ) -> pa.Table:
-    index = {cid: i for i, cid in enumerate(per_case["case_id"].to_pylist())}
+    values = per_case.column(name)
     rows = []
-    for g in grouped.to_pylist():
-        part = per_case.take([index[c] for c in g.pop("case_ids")])
-        d = describe(column_values(part, name), seed=seed)
+    for i in range(grouped.num_rows):
+        g = grouped.slice(i, 1).drop_columns(["rows"]).to_pylist()[0]
+        members = grouped.column("rows")[i].values.to_numpy(zero_copy_only=False)
+        d = describe(non_null_values(values.take(members), np.float64), seed=seed)
         head = {
             "dimension": by,
             "slice_value": g.pop("slice_value"),

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.arrays import non_null_values
-from ragtriage.metrics.context import DEFAULT_KS, EvalContext, resolve
+from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, resolve
 from ragtriage.metrics.distribution import Distribution, describe
-from ragtriage.metrics.per_case import MEASURES, per_case_context
+from ragtriage.metrics.per_case import MEASURES, given_per_case, per_case_context
 
 
 @dataclass(frozen=True)
@@ -145,13 +145,18 @@ def summarize(
     split: str | None = None,
     seed: int = 0,
     measures: Sequence[str] = MEASURES,
+    per_case: pa.Table | None = None,
 ) -> MetricReport:
-    """Mean, median, p10, min and a seeded 95% bootstrap interval of every measure@k, over answerable cases."""
+    """Mean, median, p10, min and a seeded 95% bootstrap interval of every measure@k, over answerable cases.
+
+    ``per_case``: :func:`ragtriage.metrics.per_case.per_case` of the same run, stage, gain and split at (at least)
+    these cutoffs, when the caller has it already (the TUI, which also draws it); computing it is most of the cost.
+    """
     ctx = resolve(con, run_id, ks, stage=stage, gain=gain, split=split)
     unknown = [m for m in measures if m not in MEASURES]
     if unknown:
-        from ragtriage.metrics.context import MetricsError
-
         raise MetricsError(f"unknown measure(s) {', '.join(unknown)}; use {', '.join(MEASURES)}")
-    table = per_case_context(con, ctx, counts=False)
-    return report_from_table(ctx, table, measures, seed)
+    if per_case is None:
+        per_case = per_case_context(con, ctx, counts=False)
+    extra = ["n_relevant", *(f"zero_hit@{k}" for k in ctx.ks)]
+    return report_from_table(ctx, given_per_case(per_case, ctx.ks, measures, extra), measures, seed)

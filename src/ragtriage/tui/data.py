@@ -25,7 +25,17 @@ import pyarrow.compute as pc
 from ragtriage.arrays import non_null_values
 from ragtriage.checks.leakage import leakage as core_leakage
 from ragtriage.checks.staleness import stale_results
-from ragtriage.classify import CostReport, RunClassification, judging_k, run_classification, unit_locations
+from ragtriage.classify import (
+    CostReport,
+    FailureSummary,
+    RunClassification,
+    failure_list,
+    failure_summary,
+    judging_k,
+    run_classification,
+)
+from ragtriage.classify.classify_run import failure_source
+from ragtriage.classify.stored import is_fresh
 from ragtriage.gate.compare import Comparison
 from ragtriage.gate.compare import compare as core_compare
 from ragtriage.metrics import summary_cache
@@ -97,27 +107,28 @@ def measure_ks(k: int) -> tuple[int, ...]:
 
 
 class RunCache:
-    """Whole-run core answers (failures, leakage, per-case metrics, unit locations, k), fetched once per run and
-    shared by workers. A failure is cached too, so a core error is reported once, not retried on every case."""
+    """Core answers kept for the session (per run: k, per-case metrics, leakage, the failure list, ...), fetched
+    once and shared by workers. A failure is cached too, so a core error is reported once, not retried on every
+    case. Keys are tuples: (kind, run_id) for :data:`FETCHERS`, any tuple for :meth:`remember`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._key_locks: dict[tuple[str, str], threading.Lock] = {}
-        self._values: dict[tuple[str, str], Any] = {}
+        self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self._values: dict[tuple[Any, ...], Any] = {}
 
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
 
-    def _get(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> Any:
-        key = (kind, run_id)
+    def remember(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """``compute()`` once per key; a second asker waits for the first instead of computing it again."""
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:  # a second asker waits for the first instead of computing the same answer again
+        with key_lock:
             hit = self._values.get(key)
             if hit is None:
                 try:
-                    hit = FETCHERS[kind](cur, run_id, self)
+                    hit = compute()
                 except ViewError as exc:
                     hit = exc
                 self._values[key] = hit
@@ -125,23 +136,38 @@ class RunCache:
             raise hit
         return hit
 
+    def get(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> Any:
+        """The answer of :data:`FETCHERS`[kind] for the run."""
+        return self.remember((kind, run_id), lambda: FETCHERS[kind](cur, run_id, self))
+
     def table(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> pa.Table:
-        value = self._get(kind, run_id, cur)
+        value = self.get(kind, run_id, cur)
         assert isinstance(value, pa.Table)
         return value
 
     def k(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> int:
-        value = self._get("k", run_id, cur)
+        value = self.get("k", run_id, cur)
         assert isinstance(value, int)
         return value
 
+    def fresh(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> bool:
+        value = self.get("fresh", run_id, cur)
+        assert isinstance(value, bool)
+        return value
+
     def classification(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> RunClassification:
-        value = self._get("classification", run_id, cur)
+        value = self.get("classification", run_id, cur)
         assert isinstance(value, RunClassification)
+        return value
+
+    def failure_summary(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> FailureSummary:
+        value = self.get("failure_summary", run_id, cur)
+        assert isinstance(value, FailureSummary)
         return value
 
 
 FAILURE_COLUMNS = ("case_id", "failure", "category", "rule", "evidence", "patterns", "k")
+FAILURE_LIST_COLUMNS = ("case_id", "query", "category", "rule", "patterns")
 LEAK_COLUMNS = ("case_id", "stage", "rank", "unit_id", "rule", "detail")
 LOCATION_COLUMNS = ("case_id", "unit_id", "grade", "location", "final_rank", "candidate_rank", "permitted")
 
@@ -151,15 +177,29 @@ def _k(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> int:
     return core("classify.judging_k", judging_k, cur, run_id)
 
 
+def _fresh(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> bool:
+    """Whether the run's classification is stored and fresh: then one case's failures are read from the store
+    (milliseconds); else the run is classified once (:func:`_classification`) and every case read from that."""
+    return core("classify.stored.is_fresh", is_fresh, cur, run_id, cache.k(run_id, cur))
+
+
 def _classification(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> RunClassification:
-    """The stored classification (failures and cost per category) when fresh, else computed once here."""
+    """The whole run's classification (stored when fresh, else computed once here): only a store whose stored
+    rows are out of date needs it."""
     found = core("classify.run_classification", run_classification, cur, run_id, k=cache.k(run_id, cur))
     require(found.rows, FAILURE_COLUMNS, "classify.run_classification")
     return found
 
 
-def _failures(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
-    return cache.classification(run_id, cur).rows
+def _failure_summary(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> FailureSummary:
+    """Failures per category and their cost (what ``failures --summary`` prints): stored counts, no evidence."""
+    return core("classify.failure_summary", failure_summary, cur, run_id, k=cache.k(run_id, cur))
+
+
+def _failure_list(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
+    """One row per failing case (``classify.failure_list``: stored rows without their evidence)."""
+    listed = core("classify.failure_list", failure_list, cur, run_id, k=cache.k(run_id, cur))
+    return require(listed, FAILURE_LIST_COLUMNS, "classify.failure_list")
 
 
 def _leakage(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
@@ -167,9 +207,17 @@ def _leakage(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa
 
 
 def _per_case(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
-    """At 3, 5, 10 and every loaded run's k, so a baseline has figures at the candidate's k too."""
-    ks = tuple(sorted({*DEFAULT_KS, *(int(r[0]) for r in cur.execute("SELECT DISTINCT k FROM runs").fetchall())}))
-    return require(core("metrics.per_case", core_per_case, cur, run_id, ks), ("case_id",), "metrics.per_case")
+    """Every case's measures at 3, 5, 10 and the run's k, without the result counts (a second pass over every
+    result row): the overview's histogram, the slices, and the summary when it is not cached."""
+    ks = measure_ks(cache.k(run_id, cur))
+    table = core("metrics.per_case", core_per_case, cur, run_id, ks, counts=False)
+    return require(table, ("case_id",), "metrics.per_case")
+
+
+def _per_case_counts(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
+    """As :func:`_per_case` with the result counts the zero-hit list shows."""
+    table = core("metrics.per_case", core_per_case, cur, run_id, (cache.k(run_id, cur),))
+    return require(table, ("case_id", "n_relevant", "n_retrieved"), "metrics.per_case")
 
 
 def _stale(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
@@ -177,21 +225,20 @@ def _stale(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.T
     return require(stale, ("case_id", "stage", "rank", "reason"), "checks.stale_results")
 
 
-def _locations(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
-    """Where every labelled unit of every case is (one call per run: per case it costs as much as per run)."""
-    located = core("classify.unit_locations", unit_locations, cur, run_id)
-    return require(located, LOCATION_COLUMNS, "classify.unit_locations")
-
-
 FETCHERS: dict[str, Callable[[duckdb.DuckDBPyConnection, str, RunCache], Any]] = {
     "k": _k,
+    "fresh": _fresh,
     "classification": _classification,
-    "failures": _failures,
+    "failure_summary": _failure_summary,
+    "failure_list": _failure_list,
     "leakage": _leakage,
     "per_case": _per_case,
-    "unit_locations": _locations,
+    "per_case_counts": _per_case_counts,
     "stale": _stale,
 }
+#: Whole-run answers the case screen reads; fetched in the background once the overview is filled, so the first
+#: case a person opens does not wait for them.
+CASE_SCREEN_KINDS = ("leakage", "stale", "fresh")
 
 
 def run_ids(cur: duckdb.DuckDBPyConnection) -> list[str]:
@@ -228,11 +275,15 @@ class Summary:
     context: str
 
 
-def summary(cur: duckdb.DuckDBPyConnection, run_id: str, db_path: str | Path | None = None) -> Summary:
-    """With ``db_path`` the full table is read from / written to :mod:`summary_cache`."""
+def summary(
+    cur: duckdb.DuckDBPyConnection, run_id: str, db_path: str | Path | None = None, cache: RunCache | None = None
+) -> Summary:
+    """With ``db_path`` the full table is read from / written to :mod:`summary_cache`; on a miss, with ``cache``
+    the run's per-case table is computed once for the summary, the histogram and the slices."""
     full = summary_cache.load(db_path, run_id) if db_path is not None else None
     if full is None:
-        full = core("metrics.summarize", summarize, cur, run_id).to_arrow()
+        per_case = cache.table("per_case", run_id, cur) if cache is not None else None
+        full = core("metrics.summarize", summarize, cur, run_id, per_case=per_case).to_arrow()
         if db_path is not None:
             summary_cache.save(db_path, run_id, full)
     require(full, SUMMARY_COLUMNS, "metrics.summarize")
@@ -263,22 +314,25 @@ def distribution(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache, f
 
 @dataclass(frozen=True)
 class Categories:
-    """Failing cases per automatic category and what each costs the run (``CostReport``, classify.cost)."""
+    """Failures per automatic category and what each costs the run (``classify.failure_summary``: the figures
+    ``failures --summary`` prints, read from the stored classification)."""
 
-    counts: pa.Table  # category, cases, cost (NULL for security: a hard failure, never a measure)
+    counts: pa.Table  # category, failures, cost (NULL for security: a hard failure, never a measure)
     costs: CostReport
 
 
-def categories(found: RunClassification) -> Categories:
-    """Failing cases per category (a case with two categories counts in both) beside the category's cost."""
-    counts = found.rows.group_by("category").aggregate([("case_id", "count_distinct")])
-    counts = counts.rename_columns(["category", "cases"])
-    cost = pa.table(
-        {"category": [c.category for c in found.costs.costs], "cost": [c.cost for c in found.costs.costs]},
-        schema=pa.schema([("category", pa.string()), ("cost", pa.float64())]),
+def categories(found: FailureSummary) -> Categories:
+    """Failures per category beside the category's cost, most failures first."""
+    cost = {c.category: c.cost for c in found.costs.costs}
+    names = sorted(found.by_category, key=lambda c: (-found.by_category[c], c))
+    counts = pa.table(
+        {
+            "category": pa.array(names, pa.string()),
+            "failures": pa.array([found.by_category[c] for c in names], pa.int64()),
+            "cost": pa.array([cost.get(c) for c in names], pa.float64()),
+        }
     )
-    joined = counts.join(cost, "category", join_type="left outer")
-    return Categories(joined.sort_by([("cases", "descending"), ("category", "ascending")]), found.costs)
+    return Categories(counts, found.costs)
 
 
 def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:
@@ -292,28 +346,39 @@ def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:
         cur.unregister("_rows")
 
 
-def triage_table(cur: duckdb.DuckDBPyConnection, fail: pa.Table, run_id: str, store: NotesStore) -> pa.Table:
-    """The failures list: one row per failing case, its automatic categories and rules beside the person's
-    triage, ids in natural order."""
+def triage_table(cur: duckdb.DuckDBPyConnection, listed: pa.Table, run_id: str, store: NotesStore) -> pa.Table:
+    """The failures list: one row per failing case (``classify.failure_list``), its automatic categories and
+    rules beside the person's triage, ids in natural order."""
     notes = store.to_arrow(run_id)
-    cur.register("_fail", fail)
+    cur.register("_list", listed)
     cur.register("_notes", notes)
-    agg = "string_agg(DISTINCT {0}, '; ' ORDER BY {0})"
     try:
         rows = cur.sql(
-            f"""SELECT f.case_id, any_value(n.status) AS status, any_value(n.category) AS mine,
-                       {agg.format("f.rule")} AS rule, any_value(c.query) AS query,
-                       nullif(string_agg(DISTINCT p.pattern, '; ' ORDER BY p.pattern), '') AS pattern,
-                       any_value(n.note) AS note, {agg.format("f.category")} AS _auto,
-                       string_agg(CAST(f.evidence AS VARCHAR), ' ') AS _units
-                FROM _fail f LEFT JOIN cases c USING (case_id) LEFT JOIN _notes n USING (case_id)
-                LEFT JOIN (SELECT case_id, unnest(patterns) AS pattern FROM _fail) p USING (case_id)
-                GROUP BY f.case_id"""
+            """SELECT f.case_id, n.status, n.category AS mine, f.rule, f.query, f.patterns AS pattern, n.note,
+                      f.category AS _auto
+               FROM _list f LEFT JOIN _notes n USING (case_id)"""
         ).to_arrow_table()
     finally:
-        cur.unregister("_fail")
+        cur.unregister("_list")
         cur.unregister("_notes")
     return natural_order(rows, "case_id")
+
+
+def failure_units(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
+    """(case_id, _units): each failing case's evidence as text, so `/` finds a case by any unit id its failures
+    name. Fetched when a search starts, not with the list: it reads every failure's evidence."""
+    k = cache.k(run_id, cur)
+    if cache.fresh(run_id, cur):
+        src = failure_source(cur, run_id, k)
+        sql = f"SELECT case_id, string_agg(CAST(evidence AS VARCHAR), ' ') AS _units FROM {src} GROUP BY case_id"
+        return cur.sql(sql, params={"run_id": run_id, "k": k}).to_arrow_table()
+    rows = cache.classification(run_id, cur).rows
+    cur.register("_cls", rows.select(["case_id", "evidence"]))
+    try:
+        sql = "SELECT case_id, string_agg(CAST(evidence AS VARCHAR), ' ') AS _units FROM _cls GROUP BY case_id"
+        return cur.sql(sql).to_arrow_table()
+    finally:
+        cur.unregister("_cls")
 
 
 def leakage_by_case(cur: duckdb.DuckDBPyConnection, leaks: pa.Table) -> pa.Table:
@@ -362,7 +427,7 @@ def zero_hit(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> tu
     """Answerable cases with no relevant result in the run's top k (``zero_hit@k`` of metrics.per_case)."""
     k = cache.k(run_id, cur)
     flag = f"zero_hit@{k}"
-    per_case = require(cache.table("per_case", run_id, cur), (flag, "n_relevant", "n_retrieved"), "metrics.per_case")
+    per_case = require(cache.table("per_case_counts", run_id, cur), (flag,), "metrics.per_case")
     hits = per_case.filter(pc.fill_null(per_case.column(flag), False))
     rows = with_query(cur, hits.select(["case_id", "n_relevant", "n_retrieved"]))
     rows = rows.rename_columns(["case_id", "relevant", "retrieved", "query"])
@@ -382,8 +447,22 @@ SLICE_LEAD = ("slice_value", "n", "mean", "median", "p10", "zero_hit_rate", "ci_
 
 
 def slices(cur: duckdb.DuckDBPyConnection, run_id: str, dimension: str, cache: RunCache) -> Slices:
+    """``metrics.slices`` at the run's k, kept per (run, dimension): the overview's slice bars and the Slices
+    view read one answer."""
     k = cache.k(run_id, cur)
-    table = core("metrics.slices", core_slices, cur, run_id, by=dimension, ks=measure_ks(k), k=k)
+    table = cache.remember(
+        ("slices", run_id, dimension),
+        lambda: core(
+            "metrics.slices",
+            core_slices,
+            cur,
+            run_id,
+            by=dimension,
+            ks=measure_ks(k),
+            k=k,
+            per_case=cache.table("per_case", run_id, cur),
+        ),
+    )
     require(table, (*SLICE_LEAD, "measure", "threshold", "gain"), "metrics.slices")
     first = table.slice(0, 1).to_pylist()
     measure = f"{first[0]['measure']} grade>={first[0]['threshold']} {first[0]['gain']}" if first else ""

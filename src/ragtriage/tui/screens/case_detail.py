@@ -25,14 +25,16 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from ragtriage.safe_text import visible
-from ragtriage.tui.detail_data import CaseDetail, case_detail
+from ragtriage.tui.detail_data import CaseDetail, case_detail, case_details
 from ragtriage.tui.screens.base import LOAD_GROUP, DataScreen
 from ragtriage.tui.text import delta, lit, middle, num, wrap_lines
 from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
 from ragtriage.tui.widgets.line_table import Column, LineTable
 
 PASSAGE_CHARS = 300
-PREFETCH_KEEP = 8
+PREFETCH_AHEAD = 8
+PREFETCH_BEHIND = 2
+PREFETCH_KEEP = 24
 HEADER_MEASURES = ("P", "R", "RR", "nDCG")
 SHOWN_FAILURES = 3
 
@@ -347,6 +349,7 @@ class CaseScreen(TriageKeys, DataScreen):
         self.MODE = mode  # type: ignore[misc]  # the view bar highlights the list this case was opened from
         self.detail: CaseDetail | None = None
         self.prefetched: dict[tuple[Any, ...], Rendered] = {}
+        self.in_flight: set[tuple[Any, ...]] = set()  # keys a prefetch worker is fetching now
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
@@ -400,23 +403,32 @@ class CaseScreen(TriageKeys, DataScreen):
         self.call_after_refresh(self.prefetch_neighbours)  # after the paint: its Python work would slow the paint
 
     def prefetch_neighbours(self) -> None:
-        """Fetch the cases around this one in the background, so `n`/`p` show them without a query; two ahead,
-        so that a run of `n` finds the next case ready while the one after it is fetched."""
-        around = (self.pos + 1, self.pos - 1, self.pos + 2)
-        want = [self.case_list[i] for i in around if 0 <= i < len(self.case_list)]
-        want = [c for c in want if self.detail_key(c) not in self.prefetched]
-        if want:
-            self.prefetch(want, self.stale_key(), self.width_for_workers)
+        """Fetch the cases around this one in the background, in one batch (each query reads those cases' rows
+        only, so eight cost about what one does), so `n`/`p` show them without a query. A new batch starts when
+        fewer than half of it is left ahead."""
+        ahead = [
+            self.case_list[i] for i in range(self.pos + 1, min(self.pos + 1 + PREFETCH_AHEAD, len(self.case_list)))
+        ]
+        behind = [self.case_list[i] for i in range(max(0, self.pos - PREFETCH_BEHIND), self.pos)]
+        have = self.prefetched.keys() | self.in_flight
+        missing = [c for c in ahead + behind if self.detail_key(c) not in have]
+        ready_ahead = sum(1 for c in ahead if self.detail_key(c) in have)
+        if missing and (ready_ahead < PREFETCH_AHEAD // 2 or any(c in missing for c in behind)):
+            self.in_flight |= {self.detail_key(c) for c in missing}
+            self.prefetch(missing, self.stale_key(), self.width_for_workers)
 
-    @work(thread=True, exclusive=True, group="case-prefetch", exit_on_error=False)
+    @work(thread=True, group="case-prefetch", exit_on_error=False)
     def prefetch(self, case_ids: list[str], key: tuple[Any, ...], width: int) -> None:
         app = self.triage
-        with app.reader.cursor() as cur:
-            for case_id in case_ids:
+        try:
+            with app.reader.cursor() as cur:
+                found = case_details(cur, key[0], case_ids, app.store, app.cache, key[1])
+            for detail in found:
                 if get_current_worker().is_cancelled:
                     return
-                found = rendered(case_detail(cur, key[0], case_id, app.store, app.cache, key[1]), width)
-                self.app.call_from_thread(self.keep_prefetched, (*key, case_id), found)
+                self.app.call_from_thread(self.keep_prefetched, (*key, detail.case["case_id"]), rendered(detail, width))
+        finally:
+            self.app.call_from_thread(self.in_flight.difference_update, {(*key, c) for c in case_ids})
 
     def keep_prefetched(self, key: tuple[Any, ...], found: Rendered) -> None:
         if key[:-1] != self.stale_key():

@@ -10,11 +10,14 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from textual import work
 from textual.binding import Binding, BindingType
+from textual.worker import Worker, WorkerState
 
 from ragtriage.safe_text import visible
 from ragtriage.tui import data
 from ragtriage.tui.screens.table_view import TableScreen
+from ragtriage.tui.text import natural_order
 from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
 
 FILTERS = {"_auto": "a", "pattern": "p", "status": "u"}
@@ -58,8 +61,8 @@ class FailuresScreen(TriageKeys, TableScreen):
         return f"run {self.triage.run_id}"
 
     def fetch(self, cur: Any) -> tuple[pa.Table, set[str] | None]:
-        fail = self.triage.cache.table("failures", self.triage.run_id, cur)
-        rows = data.triage_table(cur, fail, self.triage.run_id, self.triage.store)
+        listed = self.triage.cache.table("failure_list", self.triage.run_id, cur)
+        rows = data.triage_table(cur, listed, self.triage.run_id, self.triage.store)
         cases = None
         if self.slice_filter:
             cases = set(data.slice_case_ids(cur, *self.slice_filter))
@@ -67,8 +70,37 @@ class FailuresScreen(TriageKeys, TableScreen):
 
     def show(self, result: tuple[pa.Table, set[str] | None]) -> None:
         keep = self.cursor_case()
-        self.source, self.slice_cases = result
+        rows, self.slice_cases = result
+        self.source = self.with_units(rows)
         self.render_table(keep)
+
+    units: pa.Table | None = None
+
+    def with_units(self, rows: pa.Table) -> pa.Table:
+        """The list with the searchable unit ids, once fetched (a join re-orders rows: natural order again)."""
+        if self.units is None or "_units" in rows.column_names:
+            return rows
+        return natural_order(rows.join(self.units, "case_id", join_type="left outer"), "case_id")
+
+    def action_search(self) -> None:
+        """`/` searches the unit ids the failures name too: their evidence is fetched now, not with the list."""
+        super().action_search()
+        if self.units is None:
+            self.load_units(self.triage.run_id)
+
+    @work(thread=True, exclusive=True, group="failure-units", exit_on_error=False)
+    def load_units(self, run_id: str) -> pa.Table:
+        with self.triage.reader.cursor() as cur:
+            return data.failure_units(cur, run_id, self.triage.cache)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "failure-units" and event.worker.node is self:
+            if event.state == WorkerState.SUCCESS and self.source is not None:
+                self.units = event.worker.result
+                self.source = self.with_units(self.source)
+                self.render_table(self.cursor_case())
+            return
+        super().on_worker_state_changed(event)
 
     def transform(self, table: pa.Table) -> pa.Table:
         if self.slice_cases is not None:

@@ -112,8 +112,9 @@ class OverviewScreen(DataScreen):
         Binding("g", "scroll_to(0)", "Top", show=False),
         Binding("G", "scroll_to(-1)", "Bottom", show=False),
     ]
-    #: The order sections are fetched in (the metric table first: it is what a person reads first).
-    SECTIONS = ("identity", "summary", "leaks", "dist", "slices", "categories")
+    #: The order sections are fetched in: the metric table first (what a person reads first), then the stored
+    #: answers (failure counts, leaks), then the ones computed from every result row (histogram, slices).
+    SECTIONS = ("identity", "summary", "categories", "leaks", "dist", "slices")
     #: The order they are shown in: the leak banner right under the identity, never below the fold.
     SHOWN = ("identity", "leaks", "summary", "dist", "slices", "categories")
     LOADING: ClassVar[dict[str, str]] = {
@@ -122,7 +123,7 @@ class OverviewScreen(DataScreen):
         "leaks": "loading checks.leakage…",
         "dist": "loading metrics.per_case…",
         "slices": "loading metrics.slices…",
-        "categories": "loading classify.run_classification…",
+        "categories": "loading classify.failure_summary…",
     }
     PAINT_WAIT = 2.0
     DEFAULT_CSS = """
@@ -175,6 +176,20 @@ class OverviewScreen(DataScreen):
                 self.post_message(self.SectionLoaded(name, None, str(exc), painted))
             if name == "summary":
                 painted.wait(self.PAINT_WAIT)
+        if names == self.SECTIONS:
+            self.warm_case_screen(run_id)
+
+    def warm_case_screen(self, run_id: str) -> None:
+        """Whole-run answers the case screen needs, fetched while the person reads the overview."""
+        app = self.triage
+        for kind in data.CASE_SCREEN_KINDS:
+            if get_current_worker().is_cancelled:
+                return
+            try:
+                with app.reader.cursor() as cur:
+                    app.cache.get(kind, run_id, cur)
+            except data.ViewError:
+                pass  # cached as the error: the case screen shows it in its section
 
     def fetch_section(self, name: str, run_id: str) -> Any:
         """Worker body: one core call on a short-lived connection; returns, never touches a widget."""
@@ -185,12 +200,12 @@ class OverviewScreen(DataScreen):
             if name == "leaks":
                 return data.leak_counts(app.cache.table("leakage", run_id, cur))
             if name == "summary":
-                return data.summary(cur, run_id, app.db_path)
+                return data.summary(cur, run_id, app.db_path, app.cache)
             if name == "dist":
                 return data.distribution(cur, run_id, app.cache, self.family)
             if name == "slices":
                 return data.slices(cur, run_id, SLICE_DIMENSION, app.cache)
-            return data.categories(app.cache.classification(run_id, cur))
+            return data.categories(app.cache.failure_summary(run_id, cur))
 
     def on_overview_screen_section_loaded(self, message: SectionLoaded) -> None:
         self.call_after_refresh(message.painted.set)
