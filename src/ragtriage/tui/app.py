@@ -19,6 +19,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
@@ -171,9 +172,22 @@ class TriageApp(App[None]):
         self._writer_running = False
         super().__init__()
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification is plain text with controls made visible: they quote case ids, run ids, paths and
+        core messages, all data (``markup`` is accepted for Textual's signature and ignored)."""
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
+
     # lifecycle -------------------------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        self.sub_title = f"{self.db_path.name} · run {self.run_id}"
+        self.sub_title = visible(f"{self.db_path.name} · run {self.run_id}")
         self._writer_running = True
         self._notes_writer()
         self.switch_mode("overview")
@@ -260,7 +274,9 @@ class TriageApp(App[None]):
         from ragtriage.tui.screens.modals import NoteEditor
 
         note = self.store.get(run_id, case_id)
-        text = note.note if note and note.note else ""
+        # the editor draws its text as it is: controls made visible first (a note holding ESC[2J would clear the
+        # screen); saved only when changed, so opening and closing a note never rewrites it
+        text = visible(note.note, keep_newlines=True) if note and note.note else ""
 
         def saved(value: str | None) -> None:
             if value is not None and value != text:
@@ -295,7 +311,7 @@ class TriageApp(App[None]):
         self.run_id = run_id
         if self.baseline == run_id:
             self.baseline = next((r for r in self.runs if r != run_id), None)
-        self.sub_title = f"{self.db_path.name} · run {self.run_id}"
+        self.sub_title = visible(f"{self.db_path.name} · run {self.run_id}")
         while len(self.screen_stack) > 1:
             self.pop_screen()
         reload = getattr(self.screen, "reload", None)
