@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.cells import cell_len
+from textual.fuzzy import Matcher
 from textual.widgets import TextArea
 
 from ragtriage.notes import NotesStore, notes_path_for
 from ragtriage.safe_text import visible
 from ragtriage.tui.app import TriageApp
+from ragtriage.tui.commands import literal_highlight
 from ragtriage.tui.screens.case_detail import CaseScreen
 from ragtriage.tui.screens.lists import LeakageScreen
 from ragtriage.tui.widgets.arrow_table import ArrowTable
@@ -136,3 +138,24 @@ async def test_the_note_editor_shows_controls_visibly_and_leaves_an_unchanged_no
         await settle(pilot)
     after = store.get("bm25", "q3")
     assert after is not None and after.note == HOSTILE_NOTE and after.updated_at == before.updated_at
+
+
+@pilot_test
+async def test_the_palette_shows_case_and_run_ids_as_typed(hostile_db: Path) -> None:
+    app = TriageApp(hostile_db, "bm25", author="tester")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p", "q")
+        await settle(pilot)
+        await pilot.pause(0.3)
+        text = shown(app)
+        assert "[bold]q8[/]" in text and "q7␛[2J\\u202eevil" in text
+        await pilot.press("backspace", "e", "v", "i", "l")
+        await pilot.pause(0.3)
+        assert f"Use run: {visible(EVIL_RUN)}" in shown(app)
+
+
+def test_literal_highlight_keeps_brackets() -> None:
+    matcher = Matcher("q8")
+    assert matcher.highlight("[bold]q8[/]").plain == "q8"  # Textual's own reads the candidate as markup
+    assert literal_highlight(matcher, "[bold]q8[/]").plain == "[bold]q8[/]"
