@@ -8,9 +8,10 @@ from pathlib import Path
 
 from rich.cells import cell_len
 from textual.fuzzy import Matcher
-from textual.widgets import TextArea
+from textual.widgets import Input, TextArea
 
 from ragtriage.notes import NotesStore, notes_path_for
+from ragtriage.output_paths import name_part
 from ragtriage.safe_text import visible
 from ragtriage.tui.app import TriageApp
 from ragtriage.tui.commands import literal_highlight
@@ -159,3 +160,20 @@ def test_literal_highlight_keeps_brackets() -> None:
     matcher = Matcher("q8")
     assert matcher.highlight("[bold]q8[/]").plain == "q8"  # Textual's own reads the candidate as markup
     assert literal_highlight(matcher, "[bold]q8[/]").plain == "[bold]q8[/]"
+
+
+@pilot_test
+async def test_the_export_prompt_names_a_file_without_the_run_ids_controls(hostile_db: Path, tmp_path: Path) -> None:
+    app = TriageApp(hostile_db, EVIL_RUN, author="tester", export_dir=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("E")
+        await settle(pilot)
+        assert app.screen.query_one(Input).value == str(tmp_path / "ragtriage-notes-evil_2J_b_run_b.csv")
+        shown(app)
+
+
+def test_name_part() -> None:
+    assert name_part("evil\x1b[2J[b]run[/b]") == "evil_2J_b_run_b"
+    assert name_part("../../etc/passwd") == "etc_passwd" and name_part("run-a.v2") == "run-a.v2"
+    assert name_part("\x1b") == "run"

@@ -24,6 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
 from ragtriage.notes import Note, NotesError, NotesStore, default_author, notes_path_for
+from ragtriage.output_paths import name_part
 from ragtriage.safe_text import visible
 from ragtriage.store import StoreError, connect
 from ragtriage.tui.commands import TriageCommands
@@ -332,7 +333,7 @@ class TriageApp(App[None]):
     def action_export(self) -> None:
         from ragtriage.tui.screens.modals import PathPrompt
 
-        default = str(self.export_dir / f"ragtriage-notes-{self.run_id}.csv")
+        default = str(self.export_dir / f"ragtriage-notes-{name_part(self.run_id)}.csv")
 
         def chosen(path: str | None) -> None:
             if not path:
