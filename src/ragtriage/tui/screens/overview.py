@@ -213,7 +213,7 @@ class OverviewScreen(DataScreen):
             self.section(message.name, self.render_section(message.name, message.result))
         else:
             self.failed[message.name] = message.error
-            self.section(message.name, Text(message.error, style="red"))
+            self.section(message.name, Text(visible(message.error), style="red"))
             self.set_status(f"{len(self.failed)} section(s) unavailable", error=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
