@@ -12,10 +12,17 @@ triage.duckdb.notes.sqlite`` destroyed every note. So before any file is written
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ragtriage.notes.store import NOTES_SUFFIX
 from ragtriage.store.file_kind import file_kind
+
+
+def name_part(text: str) -> str:
+    """A data string (a run id) as part of a default file name: letters, digits, ``.``, ``_`` and ``-`` kept,
+    every other run of characters (path separators, spaces, control bytes) one ``_``; never empty."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "run"
 
 
 class OutputRefused(ValueError):

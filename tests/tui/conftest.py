@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ragtriage.notes import NotesStore, notes_path_for
 from tests.factory import make_store
 
 DOCS = [
@@ -123,3 +124,61 @@ def db_path(tmp_path: Path) -> Path:
     )
     con.close()
     return tmp_path / "t.duckdb"
+
+
+# The hostile additions of the untrusted-input audit: a run id, case ids, slice values, an event error, a snippet
+# and a note holding terminal escapes, OSC 8 links, bidi controls, Rich markup and spreadsheet formulas.
+ESC, OSC8, BIDI = "\x1b[2J", "\x1b]8;;http://x\x07click\x1b]8;;\x07", "\u202eevil"
+MARKUP, LINK, FORMULA = "[bold red]x[/]", "[link=http://evil.example]l[/link]", "=cmd|'/C calc'!A0"
+EVIL_RUN = "evil" + ESC + "[b]run[/b]"
+EVIL_CASE = "q7" + ESC + BIDI
+MARKUP_CASE = "[bold]q8[/]"
+HOSTILE_NOTE = f"note {ESC}{OSC8} {BIDI} {MARKUP} {LINK}\n{FORMULA}"
+
+
+@pytest.fixture
+def hostile_db(tmp_path: Path) -> Path:
+    """conftest's store plus the hostile strings above: two leaking cases (q3, and q8 whose id is markup), slice
+    values that are escapes, markup and an OSC 8 link, a hostile baseline run id and a hostile note on q3."""
+    cases = [dict(c) for c in CASES]
+    cases[1]["query_type"] = ESC + MARKUP
+    cases[2]["query_type"] = LINK + BIDI
+    cases.append({"id": EVIL_CASE, "query": "w" * 400 + " " + OSC8, "principal": PRINCIPAL, "query_type": OSC8})
+    cases.append({"id": MARKUP_CASE, "query": f"{FORMULA} {MARKUP}", "principal": PRINCIPAL, "query_type": "lookup"})
+    labels = [
+        *LABELS,
+        {"case_id": EVIL_CASE, "document_id": "d3", "chunk_id": "d3#1", "grade": 3},
+        {"case_id": MARKUP_CASE, "document_id": "d2", "chunk_id": "d2#1", "grade": 2},
+    ]
+
+    def results(first: str) -> list[dict[str, object]]:
+        return [
+            *_results(first),
+            {"case_id": EVIL_CASE, "document_id": "d1", "chunk_id": "d1#2", "score": 0.5, "snippet": ESC + OSC8},
+            {"case_id": MARKUP_CASE, "document_id": "d2", "chunk_id": "d2#1", "score": 0.5, "snippet": FORMULA},
+        ]
+
+    events = [
+        {
+            "case_id": "q2",
+            "latency_ms": 12.0,
+            "status": "error",
+            "error": f"{ESC}boom {MARKUP}{OSC8}",
+            "timed_out": True,
+        }
+    ]
+    con = make_store(
+        tmp_path,
+        cases=cases,
+        labels=labels,
+        documents=DOCS,
+        runs=[
+            {"run": {"run_id": "bm25", "k": 2, "candidate_k": 5}, "results": results("d1#2"), "events": events},
+            {"run": {"run_id": EVIL_RUN, "k": 2, "candidate_k": 5}, "results": results("d1#1")},
+        ],
+        db="h.duckdb",
+    )
+    con.close()
+    path = tmp_path / "h.duckdb"
+    NotesStore(notes_path_for(path)).set("bm25", "q3", author="mallory", note=HOSTILE_NOTE)
+    return path

@@ -17,7 +17,7 @@ from ragtriage.tui.screens.case_detail import CaseScreen
 from ragtriage.tui.screens.failures import FailuresScreen
 from ragtriage.tui.screens.table_view import replay
 from ragtriage.tui.widgets.footer import FittingFooter, FooterKey, key_width
-from tests.tui.helpers import pilot_test, settle, static_text
+from tests.tui.helpers import pilot_test, plain, settle, static_text
 
 SLOW = 20.0
 
@@ -213,3 +213,24 @@ async def test_a_burst_of_scroll_keys_scrolls_by_each_key(db_path: Path) -> None
         burst(app, "k", "k")
         await settle(pilot)
         assert body.scroll_y == 3
+
+
+@pilot_test
+async def test_the_overview_draws_its_pictures_only_while_it_is_on_screen(
+    db_path: Path, slow_failures: threading.Event
+) -> None:
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        overview = app.screen
+        await pilot.press("f")  # while the overview waits for the failure counts
+        slow_failures.set()
+        await settle(pilot)
+        assert isinstance(app.screen, FailuresScreen)
+        assert "ranking" in plain(overview.query_one("#sec-categories").content)  # stored answers: fetched
+        assert "loading metrics.per_case" in plain(overview.query_one("#sec-dist").content)  # left for later
+        assert not overview.query("#plot-dist")
+        await pilot.press("o")
+        await settle(pilot)
+        assert app.screen is overview and overview.query_one("#plot-dist").display
+        assert "per case" in static_text(app, "#sec-dist")

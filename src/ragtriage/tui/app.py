@@ -19,10 +19,12 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
 from ragtriage.notes import Note, NotesError, NotesStore, default_author, notes_path_for
+from ragtriage.output_paths import name_part
 from ragtriage.safe_text import visible
 from ragtriage.store import StoreError, connect
 from ragtriage.tui.commands import TriageCommands
@@ -171,9 +173,22 @@ class TriageApp(App[None]):
         self._writer_running = False
         super().__init__()
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notification is plain text with controls made visible: they quote case ids, run ids, paths and
+        core messages, all data (``markup`` is accepted for Textual's signature and ignored)."""
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
+
     # lifecycle -------------------------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        self.sub_title = f"{self.db_path.name} · run {self.run_id}"
+        self.sub_title = visible(f"{self.db_path.name} · run {self.run_id}")
         self._writer_running = True
         self._notes_writer()
         self.switch_mode("overview")
@@ -260,7 +275,9 @@ class TriageApp(App[None]):
         from ragtriage.tui.screens.modals import NoteEditor
 
         note = self.store.get(run_id, case_id)
-        text = note.note if note and note.note else ""
+        # the editor draws its text as it is: controls made visible first (a note holding ESC[2J would clear the
+        # screen); saved only when changed, so opening and closing a note never rewrites it
+        text = visible(note.note, keep_newlines=True) if note and note.note else ""
 
         def saved(value: str | None) -> None:
             if value is not None and value != text:
@@ -295,7 +312,7 @@ class TriageApp(App[None]):
         self.run_id = run_id
         if self.baseline == run_id:
             self.baseline = next((r for r in self.runs if r != run_id), None)
-        self.sub_title = f"{self.db_path.name} · run {self.run_id}"
+        self.sub_title = visible(f"{self.db_path.name} · run {self.run_id}")
         while len(self.screen_stack) > 1:
             self.pop_screen()
         reload = getattr(self.screen, "reload", None)
@@ -316,7 +333,7 @@ class TriageApp(App[None]):
     def action_export(self) -> None:
         from ragtriage.tui.screens.modals import PathPrompt
 
-        default = str(self.export_dir / f"ragtriage-notes-{self.run_id}.csv")
+        default = str(self.export_dir / f"ragtriage-notes-{name_part(self.run_id)}.csv")
 
         def chosen(path: str | None) -> None:
             if not path:

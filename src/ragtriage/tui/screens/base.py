@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
+from ragtriage.safe_text import visible
 from ragtriage.tui.widgets.footer import FittingFooter
 
 if TYPE_CHECKING:
@@ -90,10 +91,11 @@ class DataScreen(Screen[None]):
     def set_status(self, text: str, error: bool = False) -> None:
         self._status = (text, error)
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(self.bar_detail(), style="bold")
+        # run ids, case ids and slice values reach these strings from data: never a control byte to the terminal
+        line.append(visible(self.bar_detail()), style="bold")
         if text:
             line.append(" │ ")
-            line.append(text, style="bold red" if error else "")
+            line.append(visible(text), style="bold red" if error else "")
         self.query_one("#status", Static).update(line)
 
     def reload(self) -> None:

@@ -127,7 +127,7 @@ def why_block(d: CaseDetail, width: int) -> RenderableType:
     for i, part in enumerate(wrap_lines(query, width - 2, 2)):
         lines.append(Text.assemble(("Q " if i == 0 else "  ", "bold"), part))
     if "classification" in d.errors:
-        lines.append(Text(d.errors["classification"], style="red"))
+        lines.append(Text(visible(d.errors["classification"]), style="red"))
     elif not d.failures:
         lines.append(Text("not a failure of this run (no rule fired)", style="green"))
     for f in d.failures[:SHOWN_FAILURES]:
@@ -140,7 +140,7 @@ def why_block(d: CaseDetail, width: int) -> RenderableType:
     if len(d.failures) > SHOWN_FAILURES:
         lines.append(Text(f"… {len(d.failures) - SHOWN_FAILURES} more failures below", style="dim"))
     if "metrics" in d.errors:
-        lines.append(Text(d.errors["metrics"], style="red"))
+        lines.append(Text(visible(d.errors["metrics"]), style="red"))
     elif not d.metrics:
         lines.append(Text(f"no metrics at k={d.k}: the case has no relevant label (not averaged)", style="dim"))
     lines.append(events_line(d))
@@ -186,7 +186,7 @@ def results_block(d: CaseDetail, stage: str, width: int, flagged_only: bool = Fa
 
 def missing_block(d: CaseDetail, width: int) -> RenderableType:
     if "missing" in d.errors:
-        return Text(d.errors["missing"], style="red")
+        return Text(visible(d.errors["missing"]), style="red")
     missing = [m for m in d.locations if m.get("location") != "final-top-k"]
     if not missing:
         return Text(f"every labelled relevant unit is in the final top {d.k}", style="green")
@@ -203,7 +203,7 @@ def missing_block(d: CaseDetail, width: int) -> RenderableType:
 
 def leaks_block(d: CaseDetail) -> RenderableType:
     if "leaks" in d.errors:
-        return Text(d.errors["leaks"], style="red")
+        return Text(visible(d.errors["leaks"]), style="red")
     out: list[Text] = []
     for leak in d.leaks:
         out.append(Text.assemble((f"{leak.stage} #{leak.rank} ", "bold red"), lit(leak.unit_id, "bold")))

@@ -52,6 +52,10 @@ class LeakageScreen(TableScreen):
 
     MODE = "leakage"
     TABLE_CLASSES = "hard-failure"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "move('down')", "Next case"),
+        Binding("p", "move('up')", "Prev case"),
+    ]
     DEFAULT_CSS = """
     LeakageScreen #tablebox { height: 1fr; }
     LeakageScreen #reasons { height: 1fr; border-top: solid $error; padding: 0 1; }
@@ -106,6 +110,7 @@ class SlicesScreen(TableScreen):
     MODE = "slices"
     ROW_NOUN = "slices"
     FREE_TEXT = ("slice_value",)
+    KEY_COLUMNS = 6  # slice_value, n, mean, median, p10, zero_hit_rate
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "dimension", "Dimension"),
         Binding("enter", "open", "Failing cases"),

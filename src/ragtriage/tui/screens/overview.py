@@ -113,7 +113,8 @@ class OverviewScreen(DataScreen):
         Binding("G", "scroll_to(-1)", "Bottom", show=False),
     ]
     #: The order sections are fetched in: the metric table first (what a person reads first), then the stored
-    #: answers (failure counts, leaks), then the ones computed from every result row (histogram, slices).
+    #: answers (failure counts, leaks) and the case screen's whole-run answers, then the ones computed from every
+    #: result row (histogram, slices).
     SECTIONS = ("identity", "summary", "categories", "leaks", "dist", "slices")
     #: The order they are shown in: the leak banner right under the identity, never below the fold.
     SHOWN = ("identity", "leaks", "summary", "dist", "slices", "categories")
@@ -137,6 +138,8 @@ class OverviewScreen(DataScreen):
     def __init__(self) -> None:
         super().__init__()
         self.family = data.CASE_MEASURES[0]
+        self.on_screen = threading.Event()
+        self.on_screen.set()
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
@@ -152,6 +155,7 @@ class OverviewScreen(DataScreen):
 
     def reload(self) -> None:
         self._loaded_for = self.stale_key()
+        self.deferred = None
         self.set_bar()
         self.failed: dict[str, str] = {}
         for name in self.SECTIONS:
@@ -166,7 +170,10 @@ class OverviewScreen(DataScreen):
         right after the (cheap) identity, and the heavier sections wait until it is on screen, because a DuckDB
         query running while the UI thread paints slows both."""
         worker = get_current_worker()
-        for name in names:
+        for i, name in enumerate(names):
+            if name in self.HEAVY and not self.on_screen.is_set():
+                self.app.call_from_thread(self.defer, run_id, names[i:])
+                return
             if worker.is_cancelled:
                 return
             painted = threading.Event()
@@ -176,8 +183,31 @@ class OverviewScreen(DataScreen):
                 self.post_message(self.SectionLoaded(name, None, str(exc), painted))
             if name == "summary":
                 painted.wait(self.PAINT_WAIT)
-        if names == self.SECTIONS:
-            self.warm_case_screen(run_id)
+            if name == "leaks" and names == self.SECTIONS:
+                self.warm_case_screen(run_id)
+
+    #: Sections computed from every result row: fetched only while the overview is on screen, so a person who
+    #: has moved on to a list or a case is not slowed by a histogram nobody is looking at.
+    HEAVY = ("dist", "slices")
+
+    deferred: tuple[str, tuple[str, ...]] | None = None
+
+    def defer(self, run_id: str, names: tuple[str, ...]) -> None:
+        """Sections left for when the overview is on screen again (``on_screen_resume``)."""
+        self.deferred = (run_id, names)
+        if self.on_screen.is_set():
+            self.on_screen_resume()
+
+    def on_screen_suspend(self) -> None:
+        self.on_screen.clear()
+
+    def on_screen_resume(self) -> None:
+        self.on_screen.set()
+        super().on_screen_resume()
+        if self.deferred is not None:
+            (run_id, names), self.deferred = self.deferred, None
+            if run_id == self.triage.run_id:
+                self.load_sections(run_id, names)
 
     def warm_case_screen(self, run_id: str) -> None:
         """Whole-run answers the case screen needs, fetched while the person reads the overview."""
@@ -213,7 +243,7 @@ class OverviewScreen(DataScreen):
             self.section(message.name, self.render_section(message.name, message.result))
         else:
             self.failed[message.name] = message.error
-            self.section(message.name, Text(message.error, style="red"))
+            self.section(message.name, Text(visible(message.error), style="red"))
             self.set_status(f"{len(self.failed)} section(s) unavailable", error=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

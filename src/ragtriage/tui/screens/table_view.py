@@ -76,6 +76,8 @@ class TableScreen(DataScreen):
     """
     TABLE_CLASSES: ClassVar[str] = ""
     FREE_TEXT: ClassVar[tuple[str, ...]] = FREE_TEXT
+    #: How many leading columns must fit at 80 columns beside the free text (see ``displayable``'s ``keep``).
+    KEY_COLUMNS: ClassVar[int] = 0
 
     def __init__(self) -> None:
         super().__init__()
@@ -152,9 +154,11 @@ class TableScreen(DataScreen):
             shown = sort_table(shown, self.sort_column, descending=self.descending)
         self.shown = shown
         box = self.query_one("#tablebox", Container)
+        if not box.is_attached:
+            return  # a key typed while the app quits (q then u): the screen is being taken down
         box.remove_children()
         self._rendered_width = self.app.size.width
-        widget = ArrowTable(shown, self._rendered_width, self.FREE_TEXT, classes=self.TABLE_CLASSES)
+        widget = ArrowTable(shown, self._rendered_width, self.FREE_TEXT, self.KEY_COLUMNS, classes=self.TABLE_CLASSES)
         box.mount(widget)
         if keep_case and "case_id" in shown.column_names:
             ids = shown.column("case_id").to_pylist()

@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual_fastdatatable import ArrowBackend, DataTable
 
-from ragtriage.safe_text import is_string_type, visible_array
+from ragtriage.safe_text import is_string_type, visible, visible_array
 
 ID_WIDTH = 24
 LABEL_WIDTH = 40
@@ -54,9 +55,10 @@ def fixed4(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return pa.chunked_array([pa.array(np.char.rjust(out.astype(str), width))], pa.string())
 
 
-def displayable(table: pa.Table, width: int, free_text: tuple[str, ...] = FREE_TEXT) -> pa.Table:
+def displayable(table: pa.Table, width: int, free_text: tuple[str, ...] = FREE_TEXT, keep: int = 0) -> pa.Table:
     """``table`` as the cells a person reads at ``width`` columns (see the module docstring); columns whose name
-    starts with ``_`` are for search only and not shown."""
+    starts with ``_`` are for search only and not shown. The first ``keep`` columns must fit beside the free text
+    even when they come after it (Slices: the value, then its n, mean, median, p10 and zero-hit rate)."""
     table = table.select([n for n in table.column_names if not n.startswith("_")])
     cols: list[Any] = []
     fixed = 0
@@ -76,7 +78,7 @@ def displayable(table: pa.Table, width: int, free_text: tuple[str, ...] = FREE_T
             elif name not in free_text:
                 col = end_cut(col, LABEL_WIDTH)
         cols.append(col)
-        if name not in free_text and i < last_free:
+        if name not in free_text and (i < last_free or i < keep):
             fixed += max(len(name), column_width(col)) + GAP
     free = {n: column_width(c) for n, c in zip(table.column_names, cols, strict=True) if n in free_text}
     if free:
@@ -122,10 +124,15 @@ class ArrowTable(DataTable):
         Binding("ctrl+b", "page_up", "Page up", show=False),
     ]
 
-    def __init__(self, table: pa.Table, width: int = 80, free_text: tuple[str, ...] = FREE_TEXT, **kwargs: Any) -> None:
+    def __init__(
+        self, table: pa.Table, width: int = 80, free_text: tuple[str, ...] = FREE_TEXT, keep: int = 0, **kwargs: Any
+    ) -> None:
         self.arrow = table
+        shown = displayable(table, width, free_text, keep)
         super().__init__(
-            backend=ArrowBackend(displayable(table, width, free_text)),
+            backend=ArrowBackend(shown),
+            # as Text: a label string would be read as markup (a run id `[b]x[/b]` names a Compare column)
+            column_labels=[Text(visible(name)) for name in shown.column_names],
             cursor_type="row",
             max_column_content_width=max(width, MIN_TEXT),
             render_markup=False,
