@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ragtriage.gate.significance import bootstrap_ci, paired_test, sign_flip_test
+from ragtriage.gate.significance import _flip_sums, bootstrap_ci, paired_test, sign_flip_test, sign_flip_tests
+from ragtriage.metrics.distribution import bootstrap_means
 
 # Ten fixed per-case nDCG values for two systems (two ties, so two zero differences).
 CAND = np.array([0.9, 0.7, 0.5, 1.0, 0.3, 0.8, 0.6, 0.4, 0.2, 0.75])
@@ -106,3 +107,61 @@ def test_p_value_is_a_probability_and_symmetric_in_the_sign_of_the_differences(d
     assert p == pytest.approx(q)
     low, high = bootstrap_ci(d, n_resamples=500, seed=seed)
     assert d.min() - 1e-12 <= low <= high <= d.max() + 1e-12
+
+
+def _sparse_differences(n: int, seed: int) -> np.ndarray:
+    """Two columns of paired differences, 70% ties: a measure with five distinct |differences| (drawn as
+    binomial counts per value) and a continuous one (drawn as random bytes over per-8-case tables)."""
+    rng = np.random.default_rng(seed)
+    changed = rng.random((n, 2)) < 0.3
+    few = rng.choice([-0.2, -0.1, 0.1, 0.2, 0.3, 0.5], size=n)
+    cont = rng.normal(0.01, 0.2, size=n)
+    return np.where(changed, np.column_stack([few, cont]), 0.0)
+
+
+def test_sparse_sign_flip_nulls_have_the_exact_null_variance() -> None:
+    # Under H0 each sum of s_i * d_i has mean 0 and variance sum(d_i^2), whichever way it is drawn.
+    d = _sparse_differences(3000, 5)
+    for j in range(2):
+        null = _flip_sums(d[:, j], 20_000, np.random.default_rng(1))
+        scale = float(np.sqrt((d[:, j] ** 2).sum()))
+        assert abs(null.mean()) / scale < 0.03
+        assert null.var() / scale**2 == pytest.approx(1.0, abs=0.05)
+
+
+def test_sparse_sign_flip_p_values_agree_with_scipy_and_do_not_depend_on_the_table() -> None:
+    d = _sparse_differences(3000, 9)
+    together, exact = sign_flip_tests(d, n_resamples=20_000, seed=4)
+    assert not exact.any()
+    for j in range(2):
+        alone, _ = sign_flip_test(d[:, j], n_resamples=20_000, seed=4)
+        assert together[j] == alone  # each column draws from its own generator seeded with the seed
+        ref = stats.permutation_test(
+            (d[:, j],),
+            np.mean,
+            permutation_type="samples",
+            vectorized=True,
+            n_resamples=20_000,
+            rng=np.random.default_rng(2),
+        )
+        assert together[j] == pytest.approx(ref.pvalue, abs=0.02)
+
+
+def test_bootstrap_of_many_distinct_values_with_ties_skips_zero_rows_and_agrees_with_scipy() -> None:
+    # > 4096 distinct values: resampled case by case, only over the non-zero rows (K ~ Binomial(n, r/n) draws)
+    d = _sparse_differences(20_000, 3)[:, 1]
+    low, high = bootstrap_ci(d, n_resamples=10_000, seed=2)
+    ref = stats.bootstrap((d,), np.mean, n_resamples=10_000, method="percentile", rng=np.random.default_rng(0))
+    se = float(d.std() / np.sqrt(len(d)))
+    assert low == pytest.approx(ref.confidence_interval.low, abs=0.1 * se)
+    assert high == pytest.approx(ref.confidence_interval.high, abs=0.1 * se)
+
+
+def test_large_multinomial_bootstrap_is_split_reproducibly_and_keeps_the_standard_error() -> None:
+    # 600 distinct values x 10,000 resamples: drawn in two halves on two threads from child generators
+    rng = np.random.default_rng(8)
+    x = rng.choice(rng.normal(size=600), size=50_000)
+    first = bootstrap_means(x, 10_000, np.random.default_rng(3))
+    assert np.array_equal(first, bootstrap_means(x, 10_000, np.random.default_rng(3)))
+    assert first.mean() == pytest.approx(x.mean(), abs=0.05 * x.std() / np.sqrt(len(x)))
+    assert first.std() == pytest.approx(x.std() / np.sqrt(len(x)), rel=0.04)

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 
 import duckdb
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
+from ragtriage.arrays import non_null_values, table_of
 from ragtriage.gate import sources
-from ragtriage.gate.significance import paired_test
+from ragtriage.gate.significance import paired_tests
 
 FAMILIES = ("P", "R", "RR", "nDCG", "AP", "Success")
 _METRIC = re.compile(r"^(P|R|RR|nDCG|AP|Success)@([1-9][0-9]*)$")
@@ -91,39 +93,53 @@ def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[st
     ).to_arrow_table()
 
 
+def _codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint64]:
+    """Integer codes of a string column (equal strings, equal codes), without a Python object per row."""
+    return non_null_values(column.combine_chunks().dictionary_encode().indices, np.uint64)
+
+
 def _summarise(pairs: pa.Table, slice_col: str, seed: int, n_resamples: int) -> list[dict[str, object]]:
-    """One summary row per (metric, slice); numpy per group, groups found from the sorted key columns."""
+    """One summary row per (metric, slice). Rows are sorted by metric, slice, case; the metrics of one slice that
+    pair the same cases are tested together (``paired_tests``: one set of resamples for all of them)."""
     if pairs.num_rows == 0:
         return []
-    metric = np.asarray(pairs.column("metric").to_pylist(), dtype=object)
-    slices = np.asarray(pairs.column(slice_col).to_pylist(), dtype=object)
-    cand = pairs.column("candidate").to_numpy()
-    base = pairs.column("baseline").to_numpy()
-    keys = np.char.add(np.char.add(metric.astype(str), "\x00"), slices.astype(str))
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    ends = np.r_[starts[1:], len(keys)]
+    metric, slices = pairs.column("metric"), pairs.column(slice_col)
+    metric_code, slice_code, case_code = _codes(metric), _codes(slices), _codes(pairs.column("case_id"))
+    cand = non_null_values(pairs.column("candidate"), np.float64)  # pairs hold defined values only
+    base = non_null_values(pairs.column("baseline"), np.float64)
+    change = np.r_[True, (metric_code[1:] != metric_code[:-1]) | (slice_code[1:] != slice_code[:-1])]
+    starts = np.flatnonzero(change)
+    ends = np.r_[starts[1:], len(change)]
+    by_slice: dict[int, list[tuple[int, int]]] = {}
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        by_slice.setdefault(int(slice_code[s]), []).append((s, e))
     out: list[dict[str, object]] = []
-    for s, e in zip(starts, ends, strict=True):
-        c, b = cand[s:e], base[s:e]
-        d = c - b
-        test = paired_test(c, b, n_resamples=n_resamples, seed=seed)
-        out.append(
-            {
-                "slice": str(slices[s]),
-                "metric": str(metric[s]),
-                "n": int(e - s),
-                "wins": int(np.count_nonzero(d > TIE)),
-                "ties": int(np.count_nonzero(np.abs(d) <= TIE)),
-                "losses": int(np.count_nonzero(d < -TIE)),
-                "candidate": float(c.mean()),
-                "baseline": float(b.mean()),
-                "mean_diff": test.mean_diff,
-                "ci_low": test.ci_low,
-                "ci_high": test.ci_high,
-                "p_value": test.p_value,
-                "exact": test.exact,
-            }
-        )
+    for segments in by_slice.values():
+        first = case_code[segments[0][0] : segments[0][1]]
+        same = all(np.array_equal(case_code[s:e], first) for s, e in segments[1:])
+        for batch in [segments] if same else [[seg] for seg in segments]:
+            c = np.column_stack([cand[s:e] for s, e in batch])
+            b = np.column_stack([base[s:e] for s, e in batch])
+            d = c - b
+            tests = paired_tests(c, b, n_resamples=n_resamples, seed=seed)
+            for j, ((s, _), test) in enumerate(zip(batch, tests, strict=True)):
+                out.append(
+                    {
+                        "slice": str(slices[s]),
+                        "metric": str(metric[s]),
+                        "n": test.n,
+                        "wins": int(np.count_nonzero(d[:, j] > TIE)),
+                        "ties": int(np.count_nonzero(np.abs(d[:, j]) <= TIE)),
+                        "losses": int(np.count_nonzero(d[:, j] < -TIE)),
+                        "candidate": float(c[:, j].mean()),
+                        "baseline": float(b[:, j].mean()),
+                        "mean_diff": test.mean_diff,
+                        "ci_low": test.ci_low,
+                        "ci_high": test.ci_high,
+                        "p_value": test.p_value,
+                        "exact": test.exact,
+                    }
+                )
     return out
 
 
@@ -185,11 +201,14 @@ def compare_tables(
            ORDER BY metric_order, case_id"""
     ).to_arrow_table()
     rows = _summarise(overall, "slice", seed, n_resamples)
-    if set(pairs.column("slice").to_pylist()) - {OVERALL}:
+    sliced = cur.execute("SELECT count(*) FROM pairs WHERE slice <> $all", {"all": OVERALL}).fetchone()
+    if sliced and sliced[0]:
         rows += _summarise(pairs, "slice", seed, n_resamples)
     order = {m: i for i, m in enumerate(metrics)}
     rows.sort(key=lambda r: (order[str(r["metric"])], r["slice"] != OVERALL, str(r["slice"])))
-    summary = pa.Table.from_pylist(rows, schema=SUMMARY_SCHEMA)
+    summary = table_of(
+        {f.name: np.array([r[f.name] for r in rows], dtype=object) for f in SUMMARY_SCHEMA}, SUMMARY_SCHEMA
+    )
     return summary, pairs.drop_columns(["metric_order"]), _worst(pairs, worst_n)
 
 

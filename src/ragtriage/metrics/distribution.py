@@ -17,6 +17,8 @@ N_RESAMPLES = 1000
 CONFIDENCE = 0.95
 _MAX_DISTINCT = 4096
 _BATCH = 64
+_PARALLEL_DRAWS = 4_000_000  # multinomial cells above which the draw is split over two threads
+_BLOCK_DRAWS = 4_000_000  # row draws held at once by the sparse resampler (memory bounded at any n)
 
 
 @dataclass(frozen=True)
@@ -39,22 +41,69 @@ def bootstrap_means(
     A vector gives shape (B,); an n x m matrix gives (B, m) whose columns share every resample, so the
     difference of two columns' resampled means is the resampled mean of their paired difference. A vector with
     few distinct values draws multinomial counts; otherwise case indices are drawn in batches of at most
-    ``_BATCH`` resamples (memory bounded at any n).
+    ``_BATCH`` resamples (memory bounded at any n), and only over the rows that are not all zero when there are
+    such rows (``_sparse_means``).
     """
     n = values.shape[0]
     if values.ndim == 1 and n:
         uniq, counts = np.unique(values, return_counts=True)
         if len(uniq) <= _MAX_DISTINCT:
-            draws = rng.multinomial(n, counts / n, size=n_resamples)
-            return np.asarray(draws @ uniq / n, dtype=np.float64)
+            return _multinomial_means(uniq, counts, n_resamples, rng)
     matrix = values.reshape(n, -1)
-    means = np.empty((n_resamples, matrix.shape[1]), dtype=np.float64)
-    for start in range(0, n_resamples, _BATCH):
-        b = min(start + _BATCH, n_resamples) - start
-        idx = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
-        counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n)
-        means[start : start + b] = counts @ matrix / n
+    nonzero = np.flatnonzero(np.any(matrix != 0.0, axis=1)) if n else np.empty(0, dtype=np.int64)
+    if 0 < nonzero.size < n:
+        means = _sparse_means(matrix[nonzero], n, n_resamples, rng)
+    else:
+        means = np.empty((n_resamples, matrix.shape[1]), dtype=np.float64)
+        for start in range(0, n_resamples, _BATCH):
+            b = min(start + _BATCH, n_resamples) - start
+            idx = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
+            counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n)
+            means[start : start + b] = counts @ matrix / n
     return means if values.ndim > 1 else means[:, 0]
+
+
+def _multinomial_means(
+    uniq: npt.NDArray[np.float64], counts: npt.NDArray[np.int64], n_resamples: int, rng: np.random.Generator
+) -> npt.NDArray[np.float64]:
+    """Resampled means from multinomial counts over the distinct values. numpy draws a multinomial without the
+    GIL, so a large draw (nDCG differences over 100,000 cases: 2,700 values x 10,000 resamples, 2.6 s) is split
+    in two halves drawn side by side from two child generators of ``rng`` (reproducible for a seed, whatever the
+    machine)."""
+    n = int(counts.sum())
+    p = counts / n
+    if len(uniq) * n_resamples < _PARALLEL_DRAWS:
+        return np.asarray(rng.multinomial(n, p, size=n_resamples) @ uniq / n, dtype=np.float64)
+    from concurrent.futures import ThreadPoolExecutor
+
+    half = n_resamples // 2
+    sizes = (half, n_resamples - half)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        parts = list(pool.map(lambda g, size: g.multinomial(n, p, size=size) @ uniq / n, rng.spawn(2), sizes))
+    return np.asarray(np.concatenate(parts), dtype=np.float64)
+
+
+def _sparse_means(
+    rows: npt.NDArray[np.float64], n: int, n_resamples: int, rng: np.random.Generator
+) -> npt.NDArray[np.float64]:
+    """Resampled means of an n-row matrix whose all-zero rows are left out (``rows`` are the others).
+
+    Of n draws with replacement, the number K that land on a non-zero row is Binomial(n, r/n), and those K are
+    uniform over the r rows; the zero rows add nothing to a sum. So each resample draws K and then K row indices,
+    not n: the same distribution as resampling every case, at r/n of the cost (paired differences of two runs are
+    zero on most cases: 78% of 100,000 for nDCG@10 on the scale bench).
+    """
+    r, m = rows.shape
+    means = np.empty((n_resamples, m), dtype=np.float64)
+    per_block = max(1, _BLOCK_DRAWS // r)
+    for start in range(0, n_resamples, per_block):
+        b = min(start + per_block, n_resamples) - start
+        k = rng.binomial(n, r / n, size=b)
+        idx = rng.integers(0, r, size=int(k.sum()))
+        seg = np.repeat(np.arange(b), k)
+        for j in range(m):
+            means[start : start + b, j] = np.bincount(seg, weights=rows[idx, j], minlength=b) / n
+    return means
 
 
 def describe(values: npt.NDArray[np.float64], seed: int = 0, resamples: int = N_RESAMPLES) -> Distribution:
