@@ -16,6 +16,8 @@ import numpy.typing as npt
 N_RESAMPLES = 1000
 CONFIDENCE = 0.95
 _MAX_DISTINCT = 4096
+# One multinomial cell costs about as much as drawing this many case indices (beyond _MAX_DISTINCT, the cheaper wins).
+_MULTINOMIAL_COST = 8
 _BATCH = 64
 _PARALLEL_DRAWS = 4_000_000  # multinomial cells above which the draw is split over two threads
 _BLOCK_DRAWS = 4_000_000  # row draws held at once by the sparse resampler (memory bounded at any n)
@@ -40,14 +42,16 @@ def bootstrap_means(
 
     A vector gives shape (B,); an n x m matrix gives (B, m) whose columns share every resample, so the
     difference of two columns' resampled means is the resampled mean of their paired difference. A vector with
-    few distinct values draws multinomial counts; otherwise case indices are drawn in batches of at most
+    few distinct values (at most ``_MAX_DISTINCT``, or far fewer than its non-zero values) draws multinomial
+    counts; otherwise case indices are drawn in batches of at most
     ``_BATCH`` resamples (memory bounded at any n), and only over the rows that are not all zero when there are
     such rows (``_sparse_means``).
     """
     n = values.shape[0]
     if values.ndim == 1 and n:
         uniq, counts = np.unique(values, return_counts=True)
-        if len(uniq) <= _MAX_DISTINCT:
+        nonzero = n - int(counts[uniq == 0.0].sum())
+        if len(uniq) <= _MAX_DISTINCT or len(uniq) * _MULTINOMIAL_COST < nonzero:
             return _multinomial_means(uniq, counts, n_resamples, rng)
     matrix = values.reshape(n, -1)
     nonzero = np.flatnonzero(np.any(matrix != 0.0, axis=1)) if n else np.empty(0, dtype=np.int64)
