@@ -109,21 +109,37 @@ def _results(q1_first: str) -> list[dict[str, object]]:
     ]
 
 
+RUNS = [
+    {"run": {"run_id": "bm25", "k": 2, "candidate_k": 5}, "results": _results("d1#2")},
+    {"run": {"run_id": "hybrid", "k": 2, "candidate_k": 5}, "results": _results("d1#1")},
+]
+
+
+def _store(tmp_path: Path, runs: list[dict[str, object]], db: str) -> Path:
+    con = make_store(tmp_path, cases=CASES, labels=LABELS, documents=DOCS, runs=runs, db=db)
+    con.close()
+    return tmp_path / db
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
-    con = make_store(
-        tmp_path,
-        cases=CASES,
-        labels=LABELS,
-        documents=DOCS,
-        runs=[
-            {"run": {"run_id": "bm25", "k": 2, "candidate_k": 5}, "results": _results("d1#2")},
-            {"run": {"run_id": "hybrid", "k": 2, "candidate_k": 5}, "results": _results("d1#1")},
-        ],
-        db="t.duckdb",
-    )
-    con.close()
-    return tmp_path / "t.duckdb"
+    return _store(tmp_path, RUNS, "t.duckdb")
+
+
+#: A third run for the N-run Compare: q1, q2 and q3 find their relevant unit first, q10 finds nothing.
+DENSE_RESULTS = [
+    {"case_id": "q1", "document_id": "d1", "chunk_id": "d1#1", "score": 0.9},
+    {"case_id": "q2", "document_id": "d3", "chunk_id": "d3#1", "score": 0.8},
+    {"case_id": "q3", "document_id": "d1", "chunk_id": "d1#2", "score": 0.7},
+    {"case_id": "q4", "document_id": "d3", "chunk_id": "d3#1", "score": 0.2},
+]
+
+
+@pytest.fixture
+def three_runs_db(tmp_path: Path) -> Path:
+    """conftest's store with a third run, ``dense``, of the same dataset."""
+    dense = {"run": {"run_id": "dense", "k": 2, "candidate_k": 5}, "results": DENSE_RESULTS}
+    return _store(tmp_path, [*RUNS, dense], "t3.duckdb")
 
 
 # The hostile additions of the untrusted-input audit: a run id, case ids, slice values, an event error, a snippet

@@ -1,5 +1,6 @@
-"""SVG snapshots at 80×24 of every view, the help screen, and the case screen of a leaking case (q3), a zero-hit
-case (q2) and a dataset-defect case with hostile text (q10), on the conftest store read through the real core.
+"""SVG snapshots at 80×24 of every view, the help screen, the case screen of a leaking case (q3), a zero-hit
+case (q2) and a dataset-defect case with hostile text (q10), on the conftest store read through the real core;
+and the N-run Compare of three runs with a case opened from it (the runs' final lists side by side).
 
 Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update`, then look at the pictures
 (`tests/tui/__snapshots__/test_snapshots/*.svg`) before committing them.
@@ -54,3 +55,13 @@ def test_view(snap_compare: Any, db_path: Path, keys: tuple[str, ...]) -> None:
 @pytest.mark.parametrize("case_id", ["q3", "q2", "q10"], ids=["leaking", "zero_hit", "dataset_defect_hostile"])
 def test_case_screen(snap_compare: Any, db_path: Path, case_id: str) -> None:
     assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=opening(case_id))
+
+
+def test_compare_of_three_runs(snap_compare: Any, three_runs_db: Path) -> None:
+    app = TriageApp(three_runs_db, "hybrid", "bm25", author="snap")
+    assert snap_compare(app, terminal_size=SIZE, run_before=pressing("c"))
+
+
+def test_case_with_the_runs_side_by_side(snap_compare: Any, three_runs_db: Path) -> None:
+    app = TriageApp(three_runs_db, "hybrid", "bm25", author="snap")
+    assert snap_compare(app, terminal_size=SIZE, run_before=pressing("c", "enter", "j", "j", "j", "j", "j"))

@@ -162,6 +162,8 @@ class TriageApp(App[None]):
                 raise StoreError(f"unknown {name} {value!r}; loaded runs: {', '.join(self.runs)}")
         self.run_id = run_id or (newest[0] if newest else self.runs[-1])
         self.baseline = baseline or next((r for r in self.runs if r != self.run_id), None)
+        #: The runs Compare listed (open run, baseline, the rest): a case opened from it shows their lists
+        self.compare_runs: tuple[str, ...] = ()
         self.store = NotesStore(notes_path or notes_path_for(db_path))
         self.author = author or default_author()
         self.export_dir = Path(export_dir) if export_dir else Path.cwd()

@@ -19,10 +19,11 @@ from typing import Any, TypeVar
 
 import duckdb
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.arrays import non_null_values
+from ragtriage.arrays import non_null_values, table_of
 from ragtriage.checks.leakage import leakage as core_leakage
 from ragtriage.checks.staleness import stale_results
 from ragtriage.classify import (
@@ -36,15 +37,16 @@ from ragtriage.classify import (
 )
 from ragtriage.classify.classify_run import failure_source
 from ragtriage.classify.stored import is_fresh
-from ragtriage.gate.compare import Comparison
-from ragtriage.gate.compare import compare as core_compare
+from ragtriage.experiments.runs_table import measure_names, paired_matrix
+from ragtriage.gate.compare import TIE
+from ragtriage.gate.sources import paired_version
 from ragtriage.metrics import summary_cache
 from ragtriage.metrics.per_case import per_case as core_per_case
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, NONE, membership_sql
 from ragtriage.metrics.slices import slices as core_slices
 from ragtriage.metrics.summary import summarize
 from ragtriage.notes import NotesStore
-from ragtriage.store import connect
+from ragtriage.store import StoreError, connect
 from ragtriage.tui.text import natural_order
 
 DIMENSIONS = CASE_FIELDS + EVIDENCE_FIELDS
@@ -482,34 +484,71 @@ def slice_case_ids(cur: duckdb.DuckDBPyConnection, dimension: str, value: Any, t
 
 
 @dataclass(frozen=True)
+class RunsMatrix:
+    """Per-case values of every compared run at the open run's k, computed once (the measure key re-selects).
+
+    ``runs`` is the baseline, the open run, then every other loaded run of the same dataset version; the cases are
+    those ``experiments.runs_table.paired_matrix`` pairs (relevant units, a value in every run), so the list, the
+    CLI's ``compare --runs`` and the report agree on the population.
+    """
+
+    runs: tuple[str, ...]
+    measures: tuple[str, ...]
+    case_ids: pa.Array
+    values: npt.NDArray[np.float64]  # cases x runs x measures
+
+
+def runs_matrix(
+    cur: duckdb.DuckDBPyConnection, run_id: str, baseline: str, loaded: Sequence[str], cache: RunCache
+) -> RunsMatrix:
+    k = cache.k(run_id, cur)
+    runs = [baseline, run_id]
+    for other in loaded:
+        if other in runs:
+            continue
+        try:
+            paired_version(cur, other, baseline)
+        except StoreError:
+            continue  # loaded against another dataset version: not comparable case by case
+        runs.append(other)
+    measures = measure_names([f"{family}@{k}" for family in CASE_MEASURES])
+    case_ids, values = core("experiments.paired_matrix", paired_matrix, cur, runs, measures, None)
+    return RunsMatrix(tuple(runs), measures, case_ids, values)
+
+
+@dataclass(frozen=True)
 class CompareView:
-    """One measure of ``gate.compare`` as a list: one row per paired case, worst regression first."""
+    """One measure of a :class:`RunsMatrix` as a list: one row per paired case with each run's value and the open
+    run's Δ against the baseline, worst regression first. ``runs`` name the value columns in table order."""
 
     table: pa.Table
     measure: str
+    runs: tuple[str, ...]
     wins: int
     losses: int
     ties: int
     deltas: list[float]
 
 
-def comparison(cur: duckdb.DuckDBPyConnection, run_id: str, baseline: str, cache: RunCache) -> Comparison:
-    """gate.compare of every case measure at the run's k (one call; the measure key only re-selects)."""
-    k = cache.k(run_id, cur)
-    metrics = [f"{m}@{k}" for m in CASE_MEASURES]
-    result = core("gate.compare", core_compare, cur, run_id, baseline, metrics=metrics, n_resamples=1000)
-    require(result.pairs, ("case_id", "metric", "candidate", "baseline", "diff"), "gate.compare")
-    return result
-
-
-def compare_view(cur: duckdb.DuckDBPyConnection, result: Comparison, family: str) -> CompareView:
-    measure = f"{family}@{result.ks[-1]}"  # every measure was compared at the run's k
-    pairs = result.pairs.filter(pc.equal(result.pairs.column("metric"), measure))
-    rows = pairs.select(["case_id", "baseline", "candidate", "diff"])
-    rows = natural_order(with_query(cur, rows), "case_id").sort_by([("diff", "ascending")])
-    diff = non_null_values(rows.column("diff"), np.float64)
-    wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
-    return CompareView(rows, measure, wins, losses, int(len(diff)) - wins - losses, diff.tolist())
+def compare_view(cur: duckdb.DuckDBPyConnection, matrix: RunsMatrix, family: str) -> CompareView:
+    j = [m.split("@")[0] for m in matrix.measures].index(family)
+    values = matrix.values[:, :, j]
+    diff = values[:, 1] - values[:, 0]
+    order = [0, 1, *range(2, len(matrix.runs))]  # baseline, the open run and its Δ, then the other runs
+    columns: dict[str, npt.NDArray[Any]] = {"case_id": np.asarray(matrix.case_ids.to_pylist(), dtype=object)}
+    fields = [("case_id", pa.string())]
+    for pos, i in enumerate(order):
+        columns[f"r{i}"] = values[:, i]
+        fields.append((f"r{i}", pa.float64()))
+        if pos == 1:
+            columns["delta"] = diff
+            fields.append(("delta", pa.float64()))
+    rows = with_query(cur, table_of(columns, pa.schema(fields)))
+    rows = natural_order(rows, "case_id").sort_by([("delta", "ascending")])
+    shown = non_null_values(rows.column("delta"), np.float64)
+    wins, losses = int((shown > TIE).sum()), int((shown < -TIE).sum())
+    runs = tuple(matrix.runs[i] for i in order)
+    return CompareView(rows, matrix.measures[j], runs, wins, losses, len(shown) - wins - losses, shown.tolist())
 
 
 def leak_counts(leaks: pa.Table) -> tuple[int, int]:

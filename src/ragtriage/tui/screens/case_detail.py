@@ -152,25 +152,37 @@ def why_block(d: CaseDetail, width: int) -> RenderableType:
 RESULT_COLUMNS = (Column("#", right=True), Column("unit", flex=True), Column("grade", right=True), Column("flags"))
 
 
-def flags(d: CaseDetail, r: dict[str, Any]) -> Text:
+#: Flag words and the letters the side-by-side panels use for them (legend in the panels' heading).
+FLAG_LETTERS = {"LEAK": "L", "stale": "S", "dup": "D", "not-in-corpus": "N", "relevant": "R"}
+
+
+def flags(d: CaseDetail, r: dict[str, Any], *, compact: bool = False) -> Text:
     out = Text()
+
+    def add(word: str, style: str, detail: str = "") -> None:
+        out.append(FLAG_LETTERS[word] if compact else f"{word}{detail} ", style=style)
+
     key = (str(r["stage"]), int(r["rank"]))
     if key in d.leaked_at():
-        out.append("LEAK ", style="bold white on red")
+        add("LEAK", "bold white on red")
     if key in d.stale:
-        out.append(f"stale({d.stale[key]}) ", style="yellow")
+        add("stale", "yellow", f"({d.stale[key]})")
     if r["duplicate"]:
-        out.append("dup ", style="dim")
+        add("dup", "dim")
     if r["not_in_corpus"]:
-        out.append("not-in-corpus ", style="yellow")
+        add("not-in-corpus", "yellow")
     if str(r["unit_id"]) in d.relevant:
-        out.append("relevant", style="bold green")
+        add("relevant", "bold green")
+    out.rstrip()
     return out
 
 
-def results_block(d: CaseDetail, stage: str, width: int, flagged_only: bool = False) -> RenderableType:
+def results_block(
+    d: CaseDetail, stage: str, width: int, flagged_only: bool = False, *, compact: bool = False
+) -> RenderableType:
     """One line per result of ``stage``; ``flagged_only`` keeps the rows with a flag (the candidate list is long
-    and only its relevant, leaked or stale rows explain anything)."""
+    and only its relevant, leaked or stale rows explain anything); ``compact`` writes flags as letters (a panel
+    of the side-by-side lists is a third of the width)."""
     rows = []
     for r in d.results:
         if r["stage"] != stage:
@@ -178,7 +190,7 @@ def results_block(d: CaseDetail, stage: str, width: int, flagged_only: bool = Fa
         if flagged_only and not flags(d, r).plain:
             continue
         grade = Text("unjudged", style="yellow") if r["grade"] is None else Text(str(r["grade"]))
-        rows.append([Text(str(r["rank"])), lit(r["unit_id"]), grade, flags(d, r)])
+        rows.append([Text(str(r["rank"])), lit(r["unit_id"]), grade, flags(d, r, compact=compact)])
     if not rows:
         return Text(f"no {'flagged ' if flagged_only else ''}{stage} results", style="yellow")
     return LineTable(RESULT_COLUMNS, rows, middle_cut=True)
@@ -261,10 +273,32 @@ def passages_block(d: CaseDetail) -> RenderableType:
     return Group(*out) if out else Text("(no final-stage results)")
 
 
-SECTIONS = ("why", "results", "leaks", "missing", "triage", "classification", "candidates", "passages")
+SECTIONS = ("why", "runs", "results", "leaks", "missing", "triage", "classification", "candidates", "passages")
+#: Narrowest panel of the side-by-side ranked lists (rank, unit, grade, a flag): two fit at 80 columns.
+PANEL_WIDTH = 34
 
 
-def sections(d: CaseDetail, width: int) -> dict[str, RenderableType]:
+def panels_fit(width: int) -> int:
+    return max(1, (width + 2) // (PANEL_WIDTH + 2))
+
+
+def runs_block(details: list[CaseDetail], offset: int, total: int, width: int) -> RenderableType:
+    """The final lists of several runs for one case side by side, one panel per run; the heading says which of
+    how many runs are shown and that `[`/`]` shift the window."""
+    grid = Table.grid(expand=True, padding=(0, 2))
+    for _ in details:
+        grid.add_column(ratio=1)
+    panels: list[RenderableType] = []
+    for d in details:
+        panels.append(Group(lit(d.run_id, "bold"), results_block(d, "final", width, compact=True)))
+    grid.add_row(*panels)
+    shown = f"runs {offset + 1}-{offset + len(details)} of {total}"
+    more = " ([ ] shift)" if total > len(details) else ""
+    legend = Text("flags: " + ", ".join(f"{c} {w}" for w, c in FLAG_LETTERS.items()), style="dim")
+    return Group(heading(f"Final lists side by side: {shown}{more}"), legend, grid)
+
+
+def sections(d: CaseDetail, width: int, side: RenderableType | None = None) -> dict[str, RenderableType]:
     n_final = sum(1 for r in d.results if r["stage"] == "final")
     n_cand = len(d.results) - n_final
     leaks: RenderableType = Text("")
@@ -272,6 +306,7 @@ def sections(d: CaseDetail, width: int) -> dict[str, RenderableType]:
         leaks = Group(Text("Leaked results (final first), full reasons", style="bold underline red"), leaks_block(d))
     return {
         "why": why_block(d, width),
+        "runs": side if side is not None else Text(""),
         "results": Group(heading(f"Final list ({n_final}; k={d.k})"), results_block(d, "final", width)),
         "missing": Group(heading("Labelled evidence not in the final top k"), missing_block(d, width)),
         "leaks": leaks,
@@ -320,8 +355,8 @@ class Rendered:
     sections: dict[str, Text]
 
 
-def rendered(d: CaseDetail, width: int) -> Rendered:
-    return Rendered(d, width, {name: prerender(body, width) for name, body in sections(d, width).items()})
+def rendered(d: CaseDetail, width: int, side: RenderableType | None = None) -> Rendered:
+    return Rendered(d, width, {name: prerender(body, width) for name, body in sections(d, width, side).items()})
 
 
 class CaseScreen(TriageKeys, DataScreen):
@@ -330,6 +365,8 @@ class CaseScreen(TriageKeys, DataScreen):
         *TRIAGE_BINDINGS,
         Binding("n", "step(1)", "Next"),
         Binding("p", "step(-1)", "Prev"),
+        Binding("right_square_bracket", "shift_runs(1)", "Runs →"),
+        Binding("left_square_bracket", "shift_runs(-1)", "← Runs"),
         Binding("j", "scroll(1)", "Down", show=False),
         Binding("k", "scroll(-1)", "Up", show=False),
         Binding("g", "scroll_home", "Top", show=False),
@@ -350,6 +387,7 @@ class CaseScreen(TriageKeys, DataScreen):
         self.detail: CaseDetail | None = None
         self.prefetched: dict[tuple[Any, ...], Rendered] = {}
         self.in_flight: set[tuple[Any, ...]] = set()  # keys a prefetch worker is fetching now
+        self.run_offset = 0  # first run of the side-by-side window (opened from Compare)
 
     def compose(self) -> ComposeResult:
         yield from self.compose_bar()
@@ -368,10 +406,36 @@ class CaseScreen(TriageKeys, DataScreen):
         width = self.query_one("#sec-why", Static).content_region.width
         return width if width > 0 else max(20, self.app.size.width - 4)
 
+    def side_runs(self) -> tuple[str, ...]:
+        """The runs whose lists stand side by side: Compare's runs when the case was opened from it."""
+        runs = self.triage.compare_runs
+        return runs if self.MODE == "compare" and self.triage.run_id in runs and len(runs) > 1 else ()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "shift_runs":
+            return bool(self.side_runs())
+        return super().check_action(action, parameters)
+
     def fetch(self, cur: Any) -> Rendered:
         width = self.width_for_workers
         app = self.triage
-        return rendered(case_detail(cur, app.run_id, self.case_id, app.store, app.cache, app.baseline), width)
+        detail = case_detail(cur, app.run_id, self.case_id, app.store, app.cache, app.baseline)
+        runs = self.side_runs()
+        if not runs:
+            return rendered(detail, width)
+        window = runs[self.run_offset : self.run_offset + panels_fit(width)]
+        details = [
+            detail if r == app.run_id else case_detail(cur, r, self.case_id, app.store, app.cache) for r in window
+        ]
+        return rendered(detail, width, runs_block(details, self.run_offset, len(runs), width))
+
+    def action_shift_runs(self, step: int) -> None:
+        runs = self.side_runs()
+        fit = panels_fit(self.width_for_workers)
+        offset = max(0, min(self.run_offset + step * fit, len(runs) - fit))
+        if offset != self.run_offset:
+            self.run_offset = offset
+            self.reload()
 
     width_for_workers = 76
 
@@ -395,6 +459,7 @@ class CaseScreen(TriageKeys, DataScreen):
         for name in SECTIONS:
             self.query_one(f"#sec-{name}", Static).update(result.sections[name])
         self.query_one("#sec-leaks", Static).display = bool(d.leaks or "leaks" in d.errors)
+        self.query_one("#sec-runs", Static).display = bool(self.side_runs())
         if d.leaks:
             final = sum(1 for leak in d.leaks if leak.stage == "final")
             self.set_status(f"LEAKS: {final} final, {len(d.leaks) - final} candidate results", error=True)
@@ -410,6 +475,8 @@ class CaseScreen(TriageKeys, DataScreen):
             self.case_list[i] for i in range(self.pos + 1, min(self.pos + 1 + PREFETCH_AHEAD, len(self.case_list)))
         ]
         behind = [self.case_list[i] for i in range(max(0, self.pos - PREFETCH_BEHIND), self.pos)]
+        if self.side_runs():
+            return  # the neighbours' side-by-side lists are fetched when shown (prefetch holds one run's detail)
         have = self.prefetched.keys() | self.in_flight
         missing = [c for c in ahead + behind if self.detail_key(c) not in have]
         ready_ahead = sum(1 for c in ahead if self.detail_key(c) in have)
@@ -438,7 +505,7 @@ class CaseScreen(TriageKeys, DataScreen):
         self.prefetched[key] = found
 
     def stale_key(self) -> tuple[Any, ...]:
-        return (*super().stale_key(), self.triage.notes_version)
+        return (*super().stale_key(), self.triage.notes_version, self.run_offset)
 
     def triage_case(self) -> str | None:
         return self.case_id

@@ -16,7 +16,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ragtriage.gate.compare import Comparison
 from ragtriage.safe_text import visible
 from ragtriage.tui import data
 from ragtriage.tui.screens.table_view import TableScreen
@@ -149,8 +148,9 @@ class SlicesScreen(TableScreen):
 
 
 class CompareScreen(TableScreen):
-    """One row per paired case: the measure for the baseline and the run and Δ, worst regression first; `m`
-    cycles the measure, `b` the baseline; the Δ distribution is drawn below."""
+    """One row per paired case: the measure for the baseline, the open run and its Δ, then every other loaded run
+    of the same dataset, worst regression of the open run first; `m` cycles the measure, `b` the baseline; the Δ
+    distribution is drawn below. Enter opens the case with the runs' ranked lists side by side."""
 
     MODE = "compare"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -165,7 +165,7 @@ class CompareScreen(TableScreen):
     def __init__(self) -> None:
         super().__init__()
         self.family = data.CASE_MEASURES[0]
-        self.result: Comparison | None = None
+        self.matrix: data.RunsMatrix | None = None
         self.view: data.CompareView | None = None
 
     def compose_below(self) -> ComposeResult:
@@ -176,20 +176,19 @@ class CompareScreen(TableScreen):
         return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'} · {measure}"
 
     def fetch(self, cur: Any) -> data.CompareView:
-        if not self.triage.baseline:
+        app = self.triage
+        if not app.baseline:
             raise data.ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
-        if self.result is None or (self.result.run_id, self.result.baseline) != (
-            self.triage.run_id,
-            self.triage.baseline,
-        ):
-            self.result = data.comparison(cur, self.triage.run_id, self.triage.baseline, self.triage.cache)
-        return data.compare_view(cur, self.result, self.family)
+        if self.matrix is None or self.matrix.runs[:2] != (app.baseline, app.run_id):
+            self.matrix = data.runs_matrix(cur, app.run_id, app.baseline, app.runs, app.cache)
+        return data.compare_view(cur, self.matrix, self.family)
 
     def show(self, result: data.CompareView) -> None:
         self.view = result
+        self.triage.compare_runs = (result.runs[1], result.runs[0], *result.runs[2:])  # the case screen's panels
         self.set_bar()
-        names = [visible(self.triage.baseline or "baseline"), visible(self.triage.run_id)]
-        self.source = result.table.rename_columns(["case_id", *names, "Δ", "query"])
+        names = [visible(r) for r in result.runs]
+        self.source = result.table.rename_columns(["case_id", names[0], names[1], "Δ", *names[2:], "query"])
         self.render_table()
         runs = f"{self.triage.run_id} − {self.triage.baseline}"
         self.query_one(DeltaHistogram).show(result.deltas, f"cases per Δ {result.measure} ({runs})")

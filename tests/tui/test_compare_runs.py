@@ -1,0 +1,112 @@
+"""The N-run Compare: one row per paired case with every run's value at the run's k and the open run's Δ, the
+measure key, and the case screen opened from it with the runs' final lists side by side (`[`/`]` shift them).
+
+Expected values are derived here from the conftest store's labels (grade >= 2 relevant, k = 2, gain 2^g - 1,
+log2(i + 1) discount), not read from the core.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtriage.tui.app import TriageApp
+from ragtriage.tui.screens.case_detail import CaseScreen
+from ragtriage.tui.screens.lists import CompareScreen
+from tests.tui.helpers import pilot_test, settle, static_text
+
+SECOND = 1 / math.log2(3)  # the discount at rank 2
+# nDCG@2 per case and run: q1's grade-3 unit at rank 2 (bm25) or 1; q3's grade-2 unit at rank 2 (bm25, hybrid) or
+# 1 (dense); q10's grade-3 unit first of two relevant units (ideal 7 + 3/log2 3) for bm25 and hybrid, absent from dense
+NDCG = {
+    "q1": {"bm25": 7 * SECOND / 7, "hybrid": 1.0, "dense": 1.0},
+    "q2": {"bm25": 0.0, "hybrid": 0.0, "dense": 1.0},
+    "q3": {"bm25": 3 * SECOND / 3, "hybrid": 3 * SECOND / 3, "dense": 1.0},
+    "q10": {"bm25": 7 / (7 + 3 * SECOND), "hybrid": 7 / (7 + 3 * SECOND), "dense": 0.0},
+}
+# P@2 divides by k: one relevant unit in the top 2 is 0.5
+PRECISION = {
+    "q1": {"bm25": 0.5, "hybrid": 0.5, "dense": 0.5},
+    "q2": {"bm25": 0.0, "hybrid": 0.0, "dense": 0.5},
+    "q3": {"bm25": 0.5, "hybrid": 0.5, "dense": 0.5},
+    "q10": {"bm25": 0.5, "hybrid": 0.5, "dense": 0.0},
+}
+
+
+def rows_of(app: TriageApp) -> dict[str, dict[str, Any]]:
+    screen = app.screen
+    assert isinstance(screen, CompareScreen) and screen.shown is not None
+    return {r["case_id"]: r for r in screen.shown.to_pylist()}
+
+
+def check(rows: dict[str, dict[str, Any]], expected: dict[str, dict[str, float]]) -> None:
+    assert set(rows) == set(expected)  # q4 has no relevant unit: not paired
+    for case, by_run in expected.items():
+        for run, value in by_run.items():
+            assert rows[case][run] == pytest.approx(value, abs=1e-12), (case, run)
+        assert rows[case]["Δ"] == pytest.approx(by_run["hybrid"] - by_run["bm25"], abs=1e-12)
+
+
+@pilot_test
+async def test_every_run_of_the_dataset_is_a_column_and_m_cycles_the_measure(three_runs_db: Path) -> None:
+    app = TriageApp(three_runs_db, "hybrid", "bm25", author="t")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.shown is not None
+        assert screen.shown.column_names == ["case_id", "bm25", "hybrid", "Δ", "dense", "query"]
+        check(rows_of(app), NDCG)
+        # worst regression of the open run first: only q1 moved (up), so it comes last
+        assert screen.shown.column("case_id").to_pylist()[-1] == "q1"
+        assert "hybrid vs bm25 · nDCG@2" in static_text(app, "#status")
+        assert "+1 / -0 / =3" in static_text(app, "#status")
+        await pilot.press("m")  # nDCG → P
+        await settle(pilot)
+        assert "hybrid vs bm25 · P@2" in static_text(app, "#status")
+        check(rows_of(app), PRECISION)
+
+
+@pilot_test
+async def test_enter_shows_the_runs_final_lists_side_by_side_and_brackets_shift_them(three_runs_db: Path) -> None:
+    app = TriageApp(three_runs_db, "hybrid", "bm25", author="t")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        ids = app.screen.shown.column("case_id").to_pylist()  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, CaseScreen) and app.screen.case_id == ids[0]
+        side = static_text(app, "#sec-runs")
+        # two panels fit at 80 columns: the open run and the baseline
+        assert "runs 1-2 of 3" in side and "hybrid" in side and "bm25" in side and "dense" not in side
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        side = static_text(app, "#sec-runs")
+        assert "runs 2-3 of 3" in side and "dense" in side and "hybrid" not in side.split("\n", 2)[-1]
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert "runs 1-2 of 3" in static_text(app, "#sec-runs")
+        await pilot.press("n")  # the next case of the Compare list, still side by side
+        await settle(pilot)
+        assert app.screen.case_id == ids[1] and "runs 1-2 of 3" in static_text(app, "#sec-runs")
+
+
+@pilot_test
+async def test_a_case_opened_from_another_list_has_no_side_by_side(three_runs_db: Path) -> None:
+    app = TriageApp(three_runs_db, "hybrid", "bm25", author="t")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        await pilot.press("f")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, CaseScreen)
+        assert not app.screen.query_one("#sec-runs").display
