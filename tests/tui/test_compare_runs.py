@@ -1,5 +1,6 @@
 """The N-run Compare: one row per paired case with every run's value at the run's k and the open run's Δ, the
-measure key, and the case screen opened from it with the runs' final lists side by side (`[`/`]` shift them).
+measure key, and the case screen opened from it with the runs' final lists side by side (`[`/`]` shift them);
+a run loaded by a real second process while the app is open joins the run list and Compare.
 
 Expected values are derived here from the conftest store's labels (grade >= 2 relevant, k = 2, gain 2^g - 1,
 log2(i + 1) discount), not read from the core.
@@ -110,3 +111,32 @@ async def test_a_case_opened_from_another_list_has_no_side_by_side(three_runs_db
         await settle(pilot)
         assert isinstance(app.screen, CaseScreen)
         assert not app.screen.query_one("#sec-runs").display
+
+
+@pilot_test
+async def test_a_run_loaded_by_another_process_joins_the_open_app(db_path: Path, tmp_path: Path) -> None:
+    import asyncio
+    import subprocess
+    import sys
+
+    from tests.factory import write_run
+    from tests.tui.conftest import DENSE_RESULTS
+
+    ranked = [{**r, "rank": 1} for r in DENSE_RESULTS]
+    run_dir = write_run(tmp_path / "dense", {"run_id": "dense", "k": 2, "candidate_k": 5}, ranked, None)
+    app = TriageApp(db_path, "hybrid", "bm25", author="t")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.runs == ["bm25", "hybrid"]
+        load = [sys.executable, "-m", "ragtriage.cli", "--wait", "load", "--db", str(db_path), "--run", str(run_dir)]
+        done = await asyncio.to_thread(subprocess.run, load, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        for _ in range(200):  # the app polls every few seconds
+            if "dense" in app.runs:
+                break
+            await asyncio.sleep(0.05)
+        assert app.runs == ["bm25", "dense", "hybrid"]
+        assert any("new run(s) loaded: dense" in str(n.message) for n in app._notifications)
+        await pilot.press("c")
+        await settle(pilot)
+        assert app.screen.shown.column_names == ["case_id", "bm25", "hybrid", "Δ", "dense", "query"]  # type: ignore[attr-defined]

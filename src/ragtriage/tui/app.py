@@ -4,6 +4,8 @@
   per worker call, so several people, CLI reports and a `ragtriage load` can use one database while it is open.
 - Notes written by another process (a second triager) show within a second: the app polls the notes file's
   SQLite ``data_version`` (a cheap pragma) and reloads the view when it changes.
+- Runs loaded by another process while the app is open join its run list within a few seconds, and a
+  notification names them and the keys that use them (`R` next run, `c` Compare).
 - Notes go through one queue to one writer worker, so two quick keys on one case are stored in the order
   pressed; the footer says "saved" only once SQLite has committed the change. Quitting drains the queue.
 """
@@ -15,6 +17,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, ClassVar
 
+import duckdb
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -35,6 +38,7 @@ from ragtriage.tui.text import natural_order
 
 _STOP = object()
 NOTES_POLL_S = 1.0
+RUNS_POLL_S = 3.0  # a short read-only open: a load starting in that moment waits or says the store is busy
 
 
 class NotesWatch:
@@ -196,6 +200,7 @@ class TriageApp(App[None]):
         self.switch_mode("overview")
         self._notes_watch = NotesWatch(self.store.path)
         self.set_interval(NOTES_POLL_S, self._poll_notes)
+        self.set_interval(RUNS_POLL_S, self._poll_runs)
 
     def _poll_notes(self) -> None:
         """Another process saved a note: refresh what shows notes (our own saves refresh on NoteSaved too)."""
@@ -204,6 +209,23 @@ class TriageApp(App[None]):
             handler = getattr(self.screen, "on_note_saved", None)
             if handler:
                 handler()
+
+    @work(thread=True, exclusive=True, group="runs-watch", exit_on_error=False)
+    def _poll_runs(self) -> None:
+        """Runs another process loaded since the app opened (a store being written is skipped until free)."""
+        try:
+            with self.reader.cursor() as cur:
+                loaded = [str(r[0]) for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        except (StoreError, duckdb.Error):
+            return
+        new = [r for r in loaded if r not in self.runs]
+        if new:
+            self.call_from_thread(self._runs_landed, loaded, new)
+
+    def _runs_landed(self, loaded: list[str], new: list[str]) -> None:
+        self.runs = sorted({*self.runs, *new})
+        names = ", ".join(new)
+        self.notify(f"new run(s) loaded: {names}. R switches runs; c compares them.", timeout=8)
 
     def on_unmount(self) -> None:
         self.drain_notes()

@@ -166,6 +166,7 @@ class CompareScreen(TableScreen):
         super().__init__()
         self.family = data.CASE_MEASURES[0]
         self.matrix: data.RunsMatrix | None = None
+        self.matrix_key: tuple[Any, ...] = ()
         self.view: data.CompareView | None = None
 
     def compose_below(self) -> ComposeResult:
@@ -179,8 +180,9 @@ class CompareScreen(TableScreen):
         app = self.triage
         if not app.baseline:
             raise data.ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
-        if self.matrix is None or self.matrix.runs[:2] != (app.baseline, app.run_id):
-            self.matrix = data.runs_matrix(cur, app.run_id, app.baseline, app.runs, app.cache)
+        key = (app.baseline, app.run_id, tuple(app.runs))  # a run loaded meanwhile joins on the next reload
+        if self.matrix is None or self.matrix_key != key:
+            self.matrix, self.matrix_key = data.runs_matrix(cur, app.run_id, app.baseline, app.runs, app.cache), key
         return data.compare_view(cur, self.matrix, self.family)
 
     def show(self, result: data.CompareView) -> None:
