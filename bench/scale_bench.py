@@ -93,7 +93,7 @@ dcg AS (SELECT r.case_id, sum((pow(2, l.grade) - 1) / log2(r.rank + 1)) AS dcg
 ideal AS (SELECT case_id, sum((pow(2, grade) - 1) / log2(pos + 1)) AS idcg FROM (
           SELECT case_id, grade, row_number() OVER (PARTITION BY case_id ORDER BY grade DESC) AS pos
           FROM lab WHERE grade >= {THRESHOLD}) WHERE pos <= 10 GROUP BY case_id)
-SELECT avg(coalesce(dcg.dcg, 0) / idcg) FROM ideal LEFT JOIN dcg USING (case_id)''').fetchone()[0])
+SELECT avg(coalesce(dcg.dcg, 0) / idcg) FROM ideal LEFT JOIN dcg USING (case_id)''').fetchall()[0][0])
 """.replace("{THRESHOLD}", str(THRESHOLD))
 
 PYTREC = """
@@ -144,8 +144,8 @@ def timed(cmd: list[str], repeat: int) -> tuple[float | None, float | None, str]
                 [GNU_TIME, "-f", "%M", "-o", rss.name, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
             )
             walls.append(time.perf_counter() - start)
-            # 1 is a verdict (check found leaks, a gate failed), not a crash
-            if proc.returncode not in (0, 1):
+            # 1 is a verdict (check found leaks, a gate failed), not a crash; a Python traceback is one
+            if proc.returncode not in (0, 1) or b"Traceback (most recent call last)" in proc.stderr:
                 last = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
                 return None, None, last[0][:100]
             peaks.append(int(rss.read().split()[-1]) / 1024)
