@@ -83,3 +83,25 @@ def test_metric_names_and_parsing() -> None:
     assert parse_metric("nDCG@5") == ("nDCG", 5)
     with pytest.raises(ValueError, match="unknown metric 'MRR'"):
         parse_metric("MRR")
+
+
+def test_intervals_draw_the_packages_interval_resamples_and_the_test_its_own() -> None:
+    import numpy as np
+
+    from ragtriage.gate.significance import bootstrap_ci
+    from ragtriage.metrics.distribution import N_RESAMPLES
+
+    rng = np.random.default_rng(5)
+    cand_v, base_v = rng.random(40), rng.random(40)
+    ids = [f"q{i}" for i in range(40)]
+
+    def table(v: np.ndarray) -> pa.Table:
+        return pa.table({"case_id": ids, "n_relevant": [1] * 40, "n_retrieved": [10] * 40, "nDCG@5": v.tolist()})
+
+    cases = pa.table({"case_id": ids, "split": ["holdout"] * 40, "slice": ["all"] * 40})
+    summary, _, _ = compare_tables(table(cand_v), table(base_v), cases, ["nDCG@5"], n_resamples=20_000, seed=3)
+    overall = summary.to_pylist()[0]
+    d = cand_v - base_v
+    # the interval: 1,000 resamples (as metrics and compare --runs), not the test's 20,000
+    assert (overall["ci_low"], overall["ci_high"]) == bootstrap_ci(d, n_resamples=N_RESAMPLES, seed=3)
+    assert (overall["ci_low"], overall["ci_high"]) != bootstrap_ci(d, n_resamples=20_000, seed=3)

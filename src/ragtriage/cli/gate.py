@@ -45,7 +45,9 @@ def compare(
         bool, typer.Option("--categories", help="Also count failures added/fixed per defect category (classifier).")
     ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and randomization test.")] = 0,
-    resamples: Annotated[int, typer.Option(help="Bootstrap / randomization resamples.")] = 10_000,
+    resamples: Annotated[
+        int, typer.Option(help="Randomization (sign-flip) test resamples; intervals draw 1,000 bootstrap resamples.")
+    ] = 10_000,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Paired comparison against a baseline.
@@ -134,6 +136,7 @@ def _comparison_output(result: Comparison) -> Output:
 
     from ragtriage.arrays import table_of
     from ragtriage.gate import compare_reports as rep
+    from ragtriage.gate.compare import INTERVAL_RESAMPLES
 
     text = rep.text_rows(result)
     columns = list(zip(*text, strict=True)) if text else [() for _ in rep.TEXT_HEADERS]
@@ -147,7 +150,7 @@ def _comparison_output(result: Comparison) -> Output:
         "by": result.by,
         "split": result.split or "all splits",
         "stage": "final",
-        "test": "paired bootstrap 95% CI and sign-flip p",
+        "test": f"paired bootstrap 95% CI ({INTERVAL_RESAMPLES} resamples) and sign-flip p",
         "resamples": result.n_resamples,
         "seed": result.seed,
         "unpaired": result.unpaired,

@@ -24,10 +24,10 @@ from ragtriage.arrays import non_null_values, table_of
 from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
 from ragtriage.experiments.paired import CORRECTIONS, TESTS, adjust, paired_pvalues
 from ragtriage.gate import sources
-from ragtriage.gate.compare import TIE
+from ragtriage.gate.compare import INTERVAL_RESAMPLES, TIE
 from ragtriage.metrics.distribution import bootstrap_means
 
-BOOTSTRAP_RESAMPLES = 1000  # as ``ragtriage metrics`` draws for the interval of a mean
+BOOTSTRAP_RESAMPLES = INTERVAL_RESAMPLES  # as ``ragtriage metrics`` and the one-pair compare draw for an interval
 CONFIDENCE = 0.95
 DEFAULT_MEASURES = ("nDCG@10", "R@10", "RR@10")
 

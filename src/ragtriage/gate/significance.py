@@ -157,14 +157,21 @@ def sign_flip_test(diffs: FloatArray, *, n_resamples: int = 10_000, seed: int = 
 
 
 def paired_tests(
-    candidate: FloatArray, baseline: FloatArray, *, n_resamples: int = 10_000, seed: int = 0
+    candidate: FloatArray,
+    baseline: FloatArray,
+    *,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    interval_resamples: int | None = None,
 ) -> list[PairedTest]:
     """``paired_test`` of every column of two n x m matrices of paired values. The columns share one set of sign
     vectors (``sign_flip_tests``); each column's interval is its own seeded bootstrap (``bootstrap_ci``: a
-    column of few distinct differences draws multinomial counts, far cheaper than resampling shared rows)."""
+    column of few distinct differences draws multinomial counts, far cheaper than resampling shared rows) of
+    ``interval_resamples`` resamples (default ``n_resamples``)."""
     d = np.asarray(candidate, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
     n, m = d.shape
-    intervals = [bootstrap_ci(d[:, j], n_resamples=n_resamples, seed=seed) for j in range(m)]
+    boot = n_resamples if interval_resamples is None else interval_resamples
+    intervals = [bootstrap_ci(d[:, j], n_resamples=boot, seed=seed) for j in range(m)]
     p, exact = sign_flip_tests(d, n_resamples=n_resamples, seed=seed) if n else (np.full(m, np.nan), np.ones(m, bool))
     mean = d.mean(axis=0) if n else np.full(m, np.nan)
     return [
