@@ -93,7 +93,7 @@ dcg AS (SELECT r.case_id, sum((pow(2, l.grade) - 1) / log2(r.rank + 1)) AS dcg
 ideal AS (SELECT case_id, sum((pow(2, grade) - 1) / log2(pos + 1)) AS idcg FROM (
           SELECT case_id, grade, row_number() OVER (PARTITION BY case_id ORDER BY grade DESC) AS pos
           FROM lab WHERE grade >= {THRESHOLD}) WHERE pos <= 10 GROUP BY case_id)
-SELECT avg(coalesce(dcg.dcg, 0) / idcg) FROM ideal LEFT JOIN dcg USING (case_id)''').fetchone()[0])
+SELECT avg(coalesce(dcg.dcg, 0) / idcg) FROM ideal LEFT JOIN dcg USING (case_id)''').fetchall()[0][0])
 """.replace("{THRESHOLD}", str(THRESHOLD))
 
 PYTREC = """
