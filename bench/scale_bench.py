@@ -144,8 +144,8 @@ def timed(cmd: list[str], repeat: int) -> tuple[float | None, float | None, str]
                 [GNU_TIME, "-f", "%M", "-o", rss.name, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
             )
             walls.append(time.perf_counter() - start)
-            # 1 is a verdict (check found leaks, a gate failed), not a crash
-            if proc.returncode not in (0, 1):
+            # 1 is a verdict (check found leaks, a gate failed), not a crash; a Python traceback is one
+            if proc.returncode not in (0, 1) or b"Traceback (most recent call last)" in proc.stderr:
                 last = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
                 return None, None, last[0][:100]
             peaks.append(int(rss.read().split()[-1]) / 1024)

@@ -16,8 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 
 from ragtriage.contract.errors import Finding
@@ -41,9 +39,9 @@ class Suspects:
     """How a duplicate rule narrows its exact grouping. ``sql`` runs over ``{table} s``.
 
     With ``n > 0`` it gives columns p0..p{n-1}: the first n group keys of every group that may hold a duplicate.
-    With ``n == 0`` it gives one UINTEGER ``h`` per row, a 32-bit hash of the whole key (:func:`short_hash`); the
-    suspects are the rows whose hash occurs more than once, found by sorting the hashes in numpy (0.5 s at 10M
-    rows, where SQL needs 2.3 s to group by the hash and 2 s to group by the key itself).
+    With ``n == 0`` it gives one UBIGINT ``h`` per row, a hash of the whole key; the suspects are the rows whose
+    hash occurs more than once, found by sorting the hashes in numpy (0.8 s at 10M rows, where SQL needs 1.3 s
+    to sort each group's hashes and 2 s to group by the key itself).
     """
 
     sql: str
@@ -97,18 +95,11 @@ def small_int_suspects(prefix: list[str], value: str) -> Suspects:
     )
 
 
-def short_hash(keys: list[str]) -> str:
-    """The top 32 bits of DuckDB's hash of ``keys``: half the bytes of the full hash to fetch and sort (numpy
-    sorts 10M of them 2.5x faster). The extra collisions (about n^2 / 2^33: some 10k rows at 10M) only send clean
-    rows on to the exact grouping."""
-    return f"CAST(hash({', '.join(keys)}) >> 32 AS UINTEGER)"
-
-
 def hashed_suspects(keys: list[str]) -> Suspects:
     """Rows whose whole key hashes like another row's. Equal keys always have equal hashes, so no duplicate is
     missed; a hash collision only sends clean rows on to the exact check."""
     present = " AND ".join(f"({e}) IS NOT NULL" for e in keys)
-    return Suspects(f"SELECT {short_hash(keys)} AS h FROM {{table}} s WHERE {present}", 0)
+    return Suspects(f"SELECT hash({', '.join(keys)}) AS h FROM {{table}} s WHERE {present}", 0)
 
 
 def unknown_ref_rule(field: str, ref_table: str, ref_col: str, what: str, severity: str = "error") -> Rule:
@@ -132,7 +123,7 @@ def _group_sql(table: str, r: Rule) -> str:
         on = " AND ".join(f"({r.group_by[i]}) = x.p{i}" for i in range(r.suspects.n))
         source = f"{table} s JOIN ({sus}) x ON {on}"
     elif r.suspects:
-        source = f"{table} s SEMI JOIN _dup_hashes x ON {short_hash(r.group_by)} = x.h"
+        source = f"{table} s SEMI JOIN _dup_hashes x ON hash({', '.join(r.group_by)}) = x.h"
     return (
         f"SELECT line, {r.message} AS msg FROM (SELECT max(s.line) AS line, {keys} FROM {source} "
         f"WHERE {present} GROUP BY ALL HAVING count(*) > 1)"
@@ -177,10 +168,10 @@ def _row_rules(
     return out
 
 
-def _repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> npt.NDArray[np.uint32]:
-    # the suspects query hashes present keys only, so no hash is null
-    h = np.sort(con.sql(sql).to_arrow_table().column("h").to_numpy())
-    return np.unique(h[1:][h[1:] == h[:-1]])
+def _repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    """The row hashes that occur more than once, grouped in DuckDB: no column of every row's hash comes back to
+    Python (240 MB at 30M rows, twice over for a numpy sort), and the group costs what the sort did."""
+    return con.sql(f"SELECT h FROM ({sql}) GROUP BY h HAVING count(*) > 1").to_arrow_table()
 
 
 def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule], limit: int = 50) -> list[Finding]:
@@ -192,11 +183,11 @@ def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule
         dups = None
         if r.suspects and not r.suspects.n:
             dups = _repeated_hashes(con, r.suspects.sql.replace("{table}", staged.name))
-            if len(dups) == 0:
+            if dups.num_rows == 0:
                 by_rule[id(r)] = []
                 continue
             # the caller's own connection: a cursor would not see rows written in its open transaction
-            con.register("_dup_hashes", pa.table({"h": pa.array(dups, pa.uint32())}))
+            con.register("_dup_hashes", dups)
         try:
             sql = _group_sql(staged.name, r)
             # one grouping gives both the first rows and the total (grouping twice cost seconds at 10M rows)
