@@ -10,12 +10,12 @@ run's own k unless the caller names another.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ragtriage.checks import leakage, negative_outcomes, version_pairs
 from ragtriage.classify import stored
@@ -69,40 +69,69 @@ def _cutoffs(con: duckdb.DuckDBPyConnection, run_id: str, ks: int | Sequence[int
     return cutoffs
 
 
+def _decided_sql() -> str:
+    """The classified rows of the facts registered as ``_cls_facts`` (parameters $run_id and $k)."""
+    return decide_sql(
+        "(SELECT f.*, $run_id AS run_id, r.dataset_version, CAST($k AS INTEGER) AS k "
+        "FROM _cls_facts f, (SELECT value AS dataset_version FROM meta WHERE key = 'current_dataset') r)"
+    )
+
+
 def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> tuple[pa.Table, CostReport]:
     facts = cur.sql(FACTS_SQL, params={"run_id": run_id, "k": k}).to_arrow_table()
     cur.register("_cls_facts", facts)
     try:
-        sql = decide_sql(
-            "(SELECT f.*, $run_id AS run_id, r.dataset_version, CAST($k AS INTEGER) AS k "
-            "FROM _cls_facts f, (SELECT value AS dataset_version FROM meta WHERE key = 'current_dataset') r)"
-        )
-        rows = cur.sql(sql, params={"run_id": run_id, "k": k}).to_arrow_table()
+        rows = cur.sql(_decided_sql(), params={"run_id": run_id, "k": k}).to_arrow_table()
     finally:
         cur.unregister("_cls_facts")
     return rows, category_costs(cur, run_id, k, facts)
 
 
-def _classify(
-    con: duckdb.DuckDBPyConnection, run_id: str, cutoffs: list[int]
-) -> list[tuple[int, pa.Table, CostReport]]:
+def _store_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> None:
+    """Classify and store at ``k`` with the rows written by SQL straight from the facts (see stored.store_query)."""
+    facts = cur.sql(FACTS_SQL, params={"run_id": run_id, "k": k}).to_arrow_table()
+    costs = category_costs(cur, run_id, k, facts)
+    cur.register("_cls_facts", facts)
+    try:
+        stored.store_query(cur, run_id, k, _decided_sql(), {"k": k}, costs.to_table())
+    finally:
+        cur.unregister("_cls_facts")
+
+
+T = TypeVar("T")
+
+
+def _with_checks(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    cutoffs: list[int],
+    at: Callable[[duckdb.DuckDBPyConnection, str, int], T],
+) -> list[tuple[int, T]]:
+    """``at(cur, run_id, k)`` for each cutoff, on a cursor holding the checks layer's findings of the run."""
     cur = con.cursor()
     # stale_first is version_pairs filtered on its flag (same statement, same order): compute the pairs once.
+    # A mask, not an expression: pc.field() imports pyarrow.dataset and Acero (0.9 s of a load).
     pairs = version_pairs(cur, run_id)
     checks = {
         LEAKS: leakage(cur, run_id),
         NEGATIVES: negative_outcomes(cur, run_id),
-        STALE_FIRST: pairs.filter(pc.field("stale_first")),
+        STALE_FIRST: pairs.filter(pairs.column("stale_first").fill_null(False)),
         VERSION_PAIRS: pairs,
     }
     try:
         for name, table in checks.items():
             cur.register(name, table)
-        return [(k, *_classify_at(cur, run_id, k)) for k in cutoffs]
+        return [(k, at(cur, run_id, k)) for k in cutoffs]
     finally:
         for name in checks:
             cur.unregister(name)
         cur.close()
+
+
+def _classify(
+    con: duckdb.DuckDBPyConnection, run_id: str, cutoffs: list[int]
+) -> list[tuple[int, pa.Table, CostReport]]:
+    return [(k, *parts) for k, parts in _with_checks(con, run_id, cutoffs, _classify_at)]
 
 
 def classify_run(
@@ -122,6 +151,12 @@ def classify_run(
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
+def store_classification(con: duckdb.DuckDBPyConnection, run_id: str, *, ks: int | Sequence[int] | None = None) -> None:
+    """:func:`classify_run` with ``store`` for a caller that does not read the rows: they are written from SQL
+    to the store without passing through Arrow."""
+    _with_checks(con, run_id, _cutoffs(con, run_id, ks), _store_at)
+
+
 def refresh(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Classify and store every run whose stored classification at its own k is missing or stale; returns
     their ids. ``ragtriage load`` and ``import-labels`` call it, so readers find fresh rows."""
@@ -130,7 +165,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str]:
     try:
         for rid in run_ids(cur):
             if not stored.is_fresh(cur, rid, run_k(cur, rid)):
-                classify_run(con, rid, store=True)
+                store_classification(con, rid)
                 done.append(rid)
     finally:
         cur.close()

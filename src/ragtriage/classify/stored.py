@@ -81,6 +81,19 @@ def store(con: duckdb.DuckDBPyConnection, run_id: str, k: int, rows: pa.Table, c
     """Replace ``run_id``'s stored rows at ``k`` for the current dataset version, in one transaction."""
     cur = con.cursor()
     try:
+        cur.register("_cls_rows", rows)
+        store_query(cur, run_id, k, "SELECT * FROM _cls_rows", {}, costs)
+    finally:
+        cur.close()
+
+
+def store_query(
+    cur: duckdb.DuckDBPyConnection, run_id: str, k: int, rows_sql: str, params: dict[str, object], costs: pa.Table
+) -> None:
+    """:func:`store` from the rows of query ``rows_sql`` (``params`` its parameters besides $run_id), run on
+    ``cur`` with the relations registered on it: the rows go from DuckDB to DuckDB, never through Arrow (at 30M
+    result rows they were 0.6 GB of Arrow held only to be written back)."""
+    try:
         cur.execute("BEGIN TRANSACTION")
         try:
             if not _has_tables(cur):
@@ -88,21 +101,21 @@ def store(con: duckdb.DuckDBPyConnection, run_id: str, k: int, rows: pa.Table, c
             cur.execute(DDL)
             version = "(SELECT value FROM meta WHERE key = 'current_dataset')"
             where = f"run_id = $run_id AND k = $k AND dataset_version = {version}"
-            params = {"run_id": run_id, "k": k}
-            cur.execute(f"DELETE FROM {TABLE} WHERE {where}", params)
-            cur.execute(f"DELETE FROM {COST_TABLE} WHERE {where}", params)
-            cur.register("_cls_rows", rows)
-            cur.register("_cls_costs", costs)
+            keys = {"run_id": run_id, "k": k}
+            cur.execute(f"DELETE FROM {TABLE} WHERE {where}", keys)
+            cur.execute(f"DELETE FROM {COST_TABLE} WHERE {where}", keys)
             cur.execute(
                 f"INSERT INTO {TABLE} SELECT {', '.join(COLUMNS)}, "
-                "(SELECT score_threshold FROM runs WHERE run_id = $run_id), now()::TIMESTAMP FROM _cls_rows",
-                {"run_id": run_id},
+                f"(SELECT score_threshold FROM runs WHERE run_id = $run_id), now()::TIMESTAMP FROM ({rows_sql})",
+                {**params, "run_id": run_id},
             )
+            cur.register("_cls_costs", costs)
             cur.execute(
                 f"INSERT INTO {COST_TABLE} SELECT $run_id, {version}, $k, {', '.join(COST_COLUMNS)}, "
                 "now()::TIMESTAMP FROM _cls_costs",
-                params,
+                keys,
             )
+            cur.unregister("_cls_costs")
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
@@ -112,8 +125,6 @@ def store(con: duckdb.DuckDBPyConnection, run_id: str, k: int, rows: pa.Table, c
             f"cannot store classifications for run {run_id!r} ({exc}); open the store writable "
             "or classify with store=False"
         ) from exc
-    finally:
-        cur.close()
 
 
 def is_fresh(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> bool:
