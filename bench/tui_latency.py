@@ -5,6 +5,7 @@
     python bench/tui_latency.py case-open --db STORE --run RUN [--repeat 3]
     python bench/tui_latency.py slices --db STORE --run RUN [--repeat 3]
     python bench/tui_latency.py case-move --db STORE --run RUN [--presses 20] [--gap 0.25]
+    python bench/tui_latency.py compare --db STORE --run RUN [--repeat 3]
     python bench/tui_latency.py all --db STORE --run RUN
 
 ``first-paint`` prints seconds from launching ``ragtriage tui`` (80×24) until the overview's metric table header
@@ -15,7 +16,9 @@ screen shows the first case's query: the first case a person opens, with nothing
 ``s`` as soon as the metric table shows, and again in an app whose overview has drawn its slice bars, and prints
 the milliseconds until the slice rows are listed. ``case-move``
 opens the first failing case and prints the time from each ``n``/``p`` key until the status line shows the new
-position and the header a different query (``Q …``).
+position and the header a different query (``Q …``). ``compare`` presses ``c`` as soon as the metric table
+shows and prints the seconds until the N-run Compare lists its cases (every loaded run of the dataset against the
+default baseline), then presses Enter and prints the milliseconds until the side-by-side case shows its lists.
 
 Set ``RAGTRIAGE_TUI_CACHE=off`` to time an overview without the summary ``ragtriage load`` precomputes. The app
 runs with this process's ``PYTHONPATH`` and ``RAGTRIAGE_*`` variables on a tmux server of its own. Needs tmux. A
@@ -86,6 +89,8 @@ LISTED = has(r"\d+ of \d+ cases")
 SLICES_LISTED = has(r"\d+ of \d+ slices")
 SLICE_BARS = has(r"^ Mean .* by ")
 CASE_SHOWN = has(r"^ Q ")
+COMPARED = has(r" vs .* │ \+\d+ / -\d+ / =\d+")  # the status line: wins / losses / ties of the open run
+SIDE_BY_SIDE = has(r"Final lists side by side: runs \d+-\d+ of \d+")
 
 
 def first_paint(db: str, run: str, repeat: int) -> list[float]:
@@ -178,6 +183,22 @@ def case_move(db: str, run: str, presses: int, gap: float) -> list[float]:
     return out
 
 
+def compare(db: str, run: str, repeat: int) -> list[tuple[float, float]]:
+    """(Compare listed seconds, side-by-side case milliseconds), each in a new app: nothing fetched before."""
+    out = []
+    for i in range(repeat):
+        session = f"cmp{i}"
+        start(session, db, run)
+        wait_for(session, METRIC_TABLE, "the metric table")
+        tmux("send-keys", "-t", session, "c")
+        listed = wait_for(session, COMPARED, "the compare list")
+        tmux("send-keys", "-t", session, "Enter")
+        opened = wait_for(session, SIDE_BY_SIDE, "the side-by-side case")
+        out.append((listed, opened * 1000))
+        stop(session)
+    return out
+
+
 def spread(values: list[float], unit: str, digits: int) -> str:
     values = sorted(values)
     shown = ", ".join(f"{v:.{digits}f}" for v in values)
@@ -186,7 +207,7 @@ def spread(values: list[float], unit: str, digits: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("first-paint", "overview", "case-open", "slices", "case-move", "all"))
+    ap.add_argument("what", choices=("first-paint", "overview", "case-open", "slices", "case-move", "compare", "all"))
     ap.add_argument("--db", required=True)
     ap.add_argument("--run", required=True)
     ap.add_argument("--repeat", type=int, default=3)
@@ -195,7 +216,7 @@ def main() -> None:
     a = ap.parse_args()
     if shutil.which("tmux") is None:
         raise SystemExit("tmux is not installed")
-    todo = ("first-paint", "overview", "case-open", "slices", "case-move") if a.what == "all" else (a.what,)
+    todo = ("first-paint", "overview", "case-open", "slices", "case-move", "compare") if a.what == "all" else (a.what,)
     for what in todo:
         if what == "first-paint":
             print(f"first paint: metric table on screen after {spread(first_paint(a.db, a.run, a.repeat), 's', 2)}")
@@ -214,6 +235,10 @@ def main() -> None:
             print(
                 f"slices: s once the overview is filled, after {spread(slices(a.db, a.run, a.repeat, True), 'ms', 0)}"
             )
+        elif what == "compare":
+            both = compare(a.db, a.run, a.repeat)
+            print(f"compare: N-run list after {spread([t for t, _ in both], 's', 2)}")
+            print(f"compare: side-by-side case after {spread([c for _, c in both], 'ms', 0)}")
         else:
             ms = sorted(case_move(a.db, a.run, a.presses, a.gap))
             p95 = ms[max(0, int(len(ms) * 0.95) - 1)]
