@@ -3,9 +3,9 @@ here).
 
 Each function takes a DuckDB cursor (one per worker thread) and returns an Arrow table whose columns are named
 in this module. The core's answers have declared columns (``classify.failures``, ``checks.leakage``,
-``metrics.per_case``, ``metrics.slices``, ``gate.compare``); :func:`require` checks the ones read here, so a
-changed core schema is a clear message, not a guessed column. A core error is raised as :class:`ViewError` with
-the core's words, which the view prints in place of its table.
+``metrics.per_case``, ``metrics.slices``, ``experiments.runs_table.paired_matrix``); :func:`require` checks the
+ones read here, so a changed core schema is a clear message, not a guessed column. A core error is raised as
+:class:`ViewError` with the core's words, which the view prints in place of its table.
 """
 
 from __future__ import annotations
