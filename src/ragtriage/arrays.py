@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,3 +42,9 @@ def table_of(columns: dict[str, npt.NDArray[Any]], schema: pa.Schema) -> pa.Tabl
         return con.sql(f"SELECT {select} FROM _cols").to_arrow_table().cast(schema)
     finally:
         con.close()
+
+
+def table_of_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """A few result rows (dicts keyed by the schema's names) as an Arrow table, through :func:`table_of`: for
+    summaries of a handful of rows, which ``pa.Table.from_pylist`` would build only after importing pandas."""
+    return table_of({f.name: np.array([r[f.name] for r in rows], dtype=object) for f in schema}, schema)

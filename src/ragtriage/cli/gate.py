@@ -131,17 +131,14 @@ def _compare_one(
 
 def _comparison_output(result: Comparison) -> Output:
     """The summary rows (numbers, for json/csv), the same rows formatted for a reader, and the worst cases."""
-    import numpy as np
     import pyarrow as pa
 
-    from ragtriage.arrays import table_of
+    from ragtriage.arrays import table_of_rows
     from ragtriage.gate import compare_reports as rep
     from ragtriage.gate.compare import INTERVAL_RESAMPLES
 
-    text = rep.text_rows(result)
-    columns = list(zip(*text, strict=True)) if text else [() for _ in rep.TEXT_HEADERS]
     schema = pa.schema([(h, pa.string()) for h in rep.TEXT_HEADERS])
-    shown = table_of({h: np.array(col, dtype=object) for h, col in zip(rep.TEXT_HEADERS, columns, strict=True)}, schema)
+    shown = table_of_rows([dict(zip(rep.TEXT_HEADERS, row, strict=True)) for row in rep.text_rows(result)], schema)
     context = {
         "run": result.run_id,
         "baseline": result.baseline,

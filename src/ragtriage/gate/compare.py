@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ragtriage.arrays import non_null_values, table_of
+from ragtriage.arrays import non_null_values, table_of_rows
 from ragtriage.gate import sources
 from ragtriage.gate.significance import paired_tests
 from ragtriage.metrics.distribution import N_RESAMPLES
@@ -106,7 +106,8 @@ def _codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint64]:
 
 def _summarise(pairs: pa.Table, slice_col: str, seed: int, n_resamples: int) -> list[dict[str, object]]:
     """One summary row per (metric, slice). Rows are sorted by metric, slice, case; the metrics of one slice that
-    pair the same cases are tested together (``paired_tests``: one set of resamples for all of them)."""
+    pair the same cases go to ``paired_tests`` as the columns of one matrix (each column keeps its own seeded
+    draws, so a figure does not depend on which other metrics were asked for)."""
     if pairs.num_rows == 0:
         return []
     metric, slices = pairs.column("metric"), pairs.column(slice_col)
@@ -212,9 +213,7 @@ def compare_tables(
         rows += _summarise(pairs, "slice", seed, n_resamples)
     order = {m: i for i, m in enumerate(metrics)}
     rows.sort(key=lambda r: (order[str(r["metric"])], r["slice"] != OVERALL, str(r["slice"])))
-    summary = table_of(
-        {f.name: np.array([r[f.name] for r in rows], dtype=object) for f in SUMMARY_SCHEMA}, SUMMARY_SCHEMA
-    )
+    summary = table_of_rows(rows, SUMMARY_SCHEMA)
     return summary, pairs.drop_columns(["metric_order"]), _worst(pairs, worst_n)
 
 

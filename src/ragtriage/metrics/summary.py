@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.arrays import non_null_values, table_of
+from ragtriage.arrays import non_null_values, table_of_rows
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, resolve
 from ragtriage.metrics.distribution import Distribution, describe
 from ragtriage.metrics.per_case import MEASURES, given_per_case, per_case_context
@@ -95,7 +95,7 @@ class MetricReport:
                 ("mode", pa.string()),
             ]
         )
-        return table_of({f.name: np.array([r[f.name] for r in rows], dtype=object) for f in schema}, schema)
+        return table_of_rows(rows, schema)
 
     to_arrow_table = to_arrow
 

@@ -220,12 +220,11 @@ class TriageApp(App[None]):
             return
         new = [r for r in loaded if r not in self.runs]
         if new:
-            self.call_from_thread(self._runs_landed, loaded, new)
+            self.call_from_thread(self._runs_landed, new)
 
-    def _runs_landed(self, loaded: list[str], new: list[str]) -> None:
+    def _runs_landed(self, new: list[str]) -> None:
         self.runs = sorted({*self.runs, *new})
-        names = ", ".join(new)
-        self.notify(f"new run(s) loaded: {names}. R switches runs; c compares them.", timeout=8)
+        self.notify(f"new run(s) loaded: {', '.join(new)}. R switches runs; c compares them.", timeout=8)
 
     def on_unmount(self) -> None:
         self.drain_notes()

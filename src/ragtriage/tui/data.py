@@ -38,7 +38,7 @@ from ragtriage.classify import (
 from ragtriage.classify.classify_run import failure_source
 from ragtriage.classify.stored import is_fresh
 from ragtriage.experiments.runs_table import measure_names, paired_matrix
-from ragtriage.gate.compare import TIE
+from ragtriage.gate.compare import TIE, parse_metric
 from ragtriage.gate.sources import paired_version
 from ragtriage.metrics import summary_cache
 from ragtriage.metrics.per_case import per_case as core_per_case
@@ -370,15 +370,13 @@ def failure_units(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) 
     """(case_id, _units): each failing case's evidence as text, so `/` finds a case by any unit id its failures
     name. Fetched when a search starts, not with the list: it reads every failure's evidence."""
     k = cache.k(run_id, cur)
+    units = "SELECT case_id, string_agg(CAST(evidence AS VARCHAR), ' ') AS _units FROM {} GROUP BY case_id"
     if cache.fresh(run_id, cur):
-        src = failure_source(cur, run_id, k)
-        sql = f"SELECT case_id, string_agg(CAST(evidence AS VARCHAR), ' ') AS _units FROM {src} GROUP BY case_id"
-        return cur.sql(sql, params={"run_id": run_id, "k": k}).to_arrow_table()
+        return cur.sql(units.format(failure_source(cur, run_id, k)), params={"run_id": run_id, "k": k}).to_arrow_table()
     rows = cache.classification(run_id, cur).rows
     cur.register("_cls", rows.select(["case_id", "evidence"]))
     try:
-        sql = "SELECT case_id, string_agg(CAST(evidence AS VARCHAR), ' ') AS _units FROM _cls GROUP BY case_id"
-        return cur.sql(sql).to_arrow_table()
+        return cur.sql(units.format("_cls")).to_arrow_table()
     finally:
         cur.unregister("_cls")
 
@@ -531,24 +529,23 @@ class CompareView:
 
 
 def compare_view(cur: duckdb.DuckDBPyConnection, matrix: RunsMatrix, family: str) -> CompareView:
-    j = [m.split("@")[0] for m in matrix.measures].index(family)
+    j = [parse_metric(m)[0] for m in matrix.measures].index(family)
     values = matrix.values[:, :, j]
     diff = values[:, 1] - values[:, 0]
-    order = [0, 1, *range(2, len(matrix.runs))]  # baseline, the open run and its Δ, then the other runs
     columns: dict[str, npt.NDArray[Any]] = {"case_id": np.asarray(matrix.case_ids.to_pylist(), dtype=object)}
     fields = [("case_id", pa.string())]
-    for pos, i in enumerate(order):
+    for i in range(len(matrix.runs)):  # baseline, the open run and its Δ, then the other runs
         columns[f"r{i}"] = values[:, i]
         fields.append((f"r{i}", pa.float64()))
-        if pos == 1:
+        if i == 1:
             columns["delta"] = diff
             fields.append(("delta", pa.float64()))
     rows = with_query(cur, table_of(columns, pa.schema(fields)))
     rows = natural_order(rows, "case_id").sort_by([("delta", "ascending")])
     shown = non_null_values(rows.column("delta"), np.float64)
     wins, losses = int((shown > TIE).sum()), int((shown < -TIE).sum())
-    runs = tuple(matrix.runs[i] for i in order)
-    return CompareView(rows, matrix.measures[j], runs, wins, losses, len(shown) - wins - losses, shown.tolist())
+    ties = len(shown) - wins - losses
+    return CompareView(rows, matrix.measures[j], matrix.runs, wins, losses, ties, shown.tolist())
 
 
 def leak_counts(leaks: pa.Table) -> tuple[int, int]:
