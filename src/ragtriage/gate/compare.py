@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import duckdb
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 
 from ragtriage.arrays import non_null_values, table_of_rows
@@ -70,70 +69,71 @@ class Comparison:
         raise KeyError(f"{metric} / {slice_value}")
 
 
-def _long(alias: str, metrics: Sequence[str]) -> str:
-    """Per-case wide table → (case_id, metric, value), keeping only cases with relevant units."""
-    parts = [
-        f"""SELECT case_id, '{m}' AS metric, {i} AS metric_order, CAST("{m}" AS DOUBLE) AS value
-            FROM {alias} WHERE n_relevant > 0"""
-        for i, m in enumerate(metrics)
-    ]
-    return " UNION ALL ".join(parts)
-
-
 def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[str], split: str | None) -> pa.Table:
+    """(slice, case_id, metric, metric_order, candidate, baseline, diff) of every case both runs define, sorted by
+    metric, slice and case. The two tables are joined once per case (not once per case and metric) and then
+    unfolded into one row per metric."""
     cur = duckdb.connect()
     cur.register("cand", cand)
     cur.register("base", base)
     cur.register("case_slices", cases)
+    cols = ", ".join(f'CAST(c."{m}" AS DOUBLE) AS c{i}, CAST(b."{m}" AS DOUBLE) AS b{i}' for i, m in enumerate(metrics))
+    unfolded = " UNION ALL ".join(
+        f"""SELECT slice, case_id, '{m}' AS metric, {i} AS metric_order, c{i} AS candidate, b{i} AS baseline,
+                   c{i} - b{i} AS diff
+            FROM j WHERE c{i} IS NOT NULL AND b{i} IS NOT NULL"""
+        for i, m in enumerate(metrics)
+    )
     return cur.sql(
         f"""
-        WITH c AS ({_long("cand", metrics)}), b AS ({_long("base", metrics)}),
-        kept AS (SELECT DISTINCT case_id FROM case_slices WHERE $split IS NULL OR split = $split)
-        SELECT s.slice, c.case_id, c.metric, c.metric_order, c.value AS candidate, b.value AS baseline,
-               c.value - b.value AS diff
-        FROM c JOIN b USING (case_id, metric) JOIN kept USING (case_id) JOIN case_slices s USING (case_id)
-        WHERE c.value IS NOT NULL AND b.value IS NOT NULL
-        ORDER BY c.metric_order, s.slice, c.case_id
+        WITH j AS (SELECT s.slice, case_id, {cols}
+                   FROM cand c JOIN base b USING (case_id) JOIN case_slices s USING (case_id)
+                   WHERE c.n_relevant > 0 AND b.n_relevant > 0 AND ($split IS NULL OR s.split = $split))
+        {unfolded}
+        ORDER BY metric_order, slice, case_id
         """,
         params={"split": split},
     ).to_arrow_table()
 
 
-def _codes(column: pa.ChunkedArray) -> npt.NDArray[np.uint64]:
-    """Integer codes of a string column (equal strings, equal codes), without a Python object per row."""
-    return non_null_values(column.combine_chunks().dictionary_encode().indices, np.uint64)
+def _segments(pairs: pa.Table) -> list[tuple[str, str, int]]:
+    """(metric, slice, rows) of each run of equal (metric, slice) in ``pairs``, in the table's order (metric_order,
+    then slice): a count per group in DuckDB instead of a code per row."""
+    cur = duckdb.connect()
+    cur.register("pairs", pairs.select(["metric", "metric_order", "slice"]))
+    rows = cur.execute(
+        "SELECT metric, slice, count(*) FROM pairs GROUP BY metric_order, metric, slice ORDER BY metric_order, slice"
+    ).fetchall()
+    cur.close()
+    return [(str(m), str(sl), int(n)) for m, sl, n in rows]
 
 
-def _summarise(pairs: pa.Table, slice_col: str, seed: int, n_resamples: int) -> list[dict[str, object]]:
-    """One summary row per (metric, slice). Rows are sorted by metric, slice, case; the metrics of one slice that
-    pair the same cases go to ``paired_tests`` as the columns of one matrix (each column keeps its own seeded
-    draws, so a figure does not depend on which other metrics were asked for)."""
+def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, object]]:
+    """One summary row per (metric, slice). Rows are sorted by metric, slice, case; the metrics of one slice
+    with as many paired cases go to ``paired_tests`` as the columns of one matrix (each column keeps its own
+    seeded draws, so a figure does not depend on which other metrics were asked for or were batched with it)."""
     if pairs.num_rows == 0:
         return []
-    metric, slices = pairs.column("metric"), pairs.column(slice_col)
-    metric_code, slice_code, case_code = _codes(metric), _codes(slices), _codes(pairs.column("case_id"))
     cand = non_null_values(pairs.column("candidate"), np.float64)  # pairs hold defined values only
     base = non_null_values(pairs.column("baseline"), np.float64)
-    change = np.r_[True, (metric_code[1:] != metric_code[:-1]) | (slice_code[1:] != slice_code[:-1])]
-    starts = np.flatnonzero(change)
-    ends = np.r_[starts[1:], len(change)]
-    by_slice: dict[int, list[tuple[int, int]]] = {}
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        by_slice.setdefault(int(slice_code[s]), []).append((s, e))
+    by_slice: dict[str, list[tuple[int, int, str]]] = {}
+    start = 0
+    for metric, slice_value, rows in _segments(pairs):
+        by_slice.setdefault(slice_value, []).append((start, start + rows, metric))
+        start += rows
     out: list[dict[str, object]] = []
-    for segments in by_slice.values():
-        first = case_code[segments[0][0] : segments[0][1]]
-        same = all(np.array_equal(case_code[s:e], first) for s, e in segments[1:])
-        for batch in [segments] if same else [[seg] for seg in segments]:
-            c = np.column_stack([cand[s:e] for s, e in batch])
-            b = np.column_stack([base[s:e] for s, e in batch])
+    for slice_value, segments in by_slice.items():
+        sizes = {e - s for s, e, _ in segments}
+        for batch in [segments] if len(sizes) == 1 else [[seg] for seg in segments]:
+            c = np.column_stack([cand[s:e] for s, e, _ in batch])
+            b = np.column_stack([base[s:e] for s, e, _ in batch])
             d = c - b
             tests = paired_tests(c, b, n_resamples=n_resamples, seed=seed, interval_resamples=INTERVAL_RESAMPLES)
-            for j, ((s, _), test) in enumerate(zip(batch, tests, strict=True)):
+            for j, ((_, _, metric), test) in enumerate(zip(batch, tests, strict=True)):
                 out.append(
                     {
-                        "slice": str(slices[s]),
-                        "metric": str(metric[s]),
+                        "slice": slice_value,
+                        "metric": metric,
                         "n": test.n,
                         "wins": int(np.count_nonzero(d[:, j] > TIE)),
                         "ties": int(np.count_nonzero(np.abs(d[:, j]) <= TIE)),
@@ -184,6 +184,19 @@ SUMMARY_SCHEMA = pa.schema(
 )
 
 
+def _unpaired(cand: pa.Table, base: pa.Table) -> dict[str, int]:
+    """Cases in one run's per-case table and not the other's (a set difference in DuckDB, not Python sets)."""
+    cur = duckdb.connect()
+    cur.register("cand", cand.select(["case_id"]))
+    cur.register("base", base.select(["case_id"]))
+    row = cur.execute(
+        """SELECT (SELECT count(*) FROM cand ANTI JOIN base USING (case_id)),
+                  (SELECT count(*) FROM base ANTI JOIN cand USING (case_id))"""
+    ).fetchall()[0]
+    cur.close()
+    return {"candidate_only": int(row[0]), "baseline_only": int(row[1])}
+
+
 def compare_tables(
     candidate: pa.Table,
     baseline: pa.Table,
@@ -203,14 +216,16 @@ def compare_tables(
     pairs = _pairs(candidate, baseline, cases, metrics, split)
     cur = duckdb.connect()
     cur.register("pairs", pairs)
-    overall = cur.sql(
-        """SELECT DISTINCT 'all' AS slice, case_id, metric, metric_order, candidate, baseline, diff FROM pairs
-           ORDER BY metric_order, case_id"""
-    ).to_arrow_table()
-    rows = _summarise(overall, "slice", seed, n_resamples)
-    sliced = cur.execute("SELECT count(*) FROM pairs WHERE slice <> $all", {"all": OVERALL}).fetchone()
-    if sliced and sliced[0]:
-        rows += _summarise(pairs, "slice", seed, n_resamples)
+    sliced = cur.execute("SELECT count(*) FROM pairs WHERE slice <> $all", {"all": OVERALL}).fetchall()[0][0]
+    overall = pairs  # without --by every row is the overall slice already, in its order
+    if sliced:
+        overall = cur.sql(
+            """SELECT DISTINCT 'all' AS slice, case_id, metric, metric_order, candidate, baseline, diff FROM pairs
+               ORDER BY metric_order, case_id"""
+        ).to_arrow_table()
+    rows = _summarise(overall, seed, n_resamples)
+    if sliced:
+        rows += _summarise(pairs, seed, n_resamples)
     order = {m: i for i, m in enumerate(metrics)}
     rows.sort(key=lambda r: (order[str(r["metric"])], r["slice"] != OVERALL, str(r["slice"])))
     summary = table_of_rows(rows, SUMMARY_SCHEMA)
@@ -234,11 +249,10 @@ def compare(
     version = sources.paired_version(con, run_id, baseline)
     names = list(metrics) if metrics else metric_names(ks)
     cutoffs = tuple(sorted({parse_metric(m)[1] for m in names}))
-    cand, base = sources.per_case(con, run_id, cutoffs), sources.per_case(con, baseline, cutoffs)
+    cand, base = sources.per_case_pair(con, run_id, baseline, cutoffs)
     cases = sources.case_slices(con, version, by)
     summary, pairs, worst = compare_tables(
         cand, base, cases, names, split=split, seed=seed, n_resamples=n_resamples, worst_n=worst_n
     )
-    cand_ids, base_ids = set(cand.column("case_id").to_pylist()), set(base.column("case_id").to_pylist())
-    unpaired = {"candidate_only": len(cand_ids - base_ids), "baseline_only": len(base_ids - cand_ids)}
+    unpaired = _unpaired(cand, base)
     return Comparison(run_id, baseline, version, cutoffs, by, split, seed, n_resamples, summary, pairs, worst, unpaired)

@@ -47,14 +47,15 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     at = {k: _categories(t) for k, t in tables.items()}
     classified = _categories(tables[run_k], basis="classified failure")
     costs = sources.category_costs(con, run_id)
+    candidate, base = sources.per_case_pair(con, run_id, baseline, ks)
     ctx = Context(
         con=con,
         config=config,
         run_id=run_id,
         baseline=baseline,
         dataset_version=version,
-        candidate=sources.per_case(con, run_id, ks),
-        base=sources.per_case(con, baseline, ks),
+        candidate=candidate,
+        base=base,
         report_slices=sources.case_slices(con, version, config.report_by),
         categories=at[run_k],
         run_k=run_k,

@@ -1,11 +1,14 @@
-"""A disk cache of ``metrics.summarize``'s table per store state, so the TUI's overview of a large run paints at
-once: ``ragtriage load`` fills it (:func:`warm`) and the overview reads it.
+"""A disk cache of ``metrics.summarize``'s table and of the per-case table under it, per store state, so the TUI's
+overview of a large run paints at once and ``compare``/``gate`` read both runs' per-case values instead of
+computing them: ``ragtriage load`` fills it (:func:`warm`), the overview and ``gate.sources.per_case`` read it.
 
 On 10M result rows ``metrics.summarize`` costs 1.0–1.5 s, as much as the rest of start-up, and the figures can
 only change when the store or the metrics code changes. The key is therefore the store file's path, size and
 modification time (and its WAL's), the run id, and the size and modification
 time of every source file of ``ragtriage.metrics`` and ``ragtriage.store``: a new load, a checkpoint or an edited
-metric definition is a miss and recomputes. Entries are Arrow IPC files under
+metric definition is a miss and recomputes. The per-case entry is ``per_case`` at :data:`DEFAULT_KS` (final stage,
+default gain, every answerable case: what ``summarize`` computes), zstd-compressed (a few MiB at 300,000 cases);
+a request at a subset of those cutoffs reads its columns (:func:`per_case_columns`). Entries are Arrow IPC files under
 :func:`ragtriage.paths.cache_root` (``~/.cache/ragtriage/summary`` on Linux); ``RAGTRIAGE_TUI_CACHE`` names
 another folder, or ``off`` disables the cache. A cache
 that cannot be read or written is a miss, never an error: the overview then computes the table as without it.
@@ -17,11 +20,15 @@ import contextlib
 import hashlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ragtriage.paths import cache_root
+
+if TYPE_CHECKING:
+    import duckdb
 
 CACHE_ENV = "RAGTRIAGE_TUI_CACHE"
 _CODE_PACKAGES = ("metrics", "store", "contract")
@@ -57,28 +64,33 @@ def entry_key(db_path: str | Path, run_id: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def load(db_path: str | Path, run_id: str) -> pa.Table | None:
-    """The cached table for this store state, or None on a miss or an unreadable entry."""
+PER_CASE = "per-case"
+
+
+def load(db_path: str | Path, run_id: str, kind: str = "") -> pa.Table | None:
+    """The cached table for this store state (``kind`` ``PER_CASE``: the per-case table), or None on a miss or an
+    unreadable entry."""
     folder = cache_dir()
     if folder is None:
         return None
     try:
-        with ipc.open_file(folder / f"{entry_key(db_path, run_id)}.arrow") as reader:
+        with ipc.open_file(folder / f"{entry_key(db_path, run_id)}{kind and '.' + kind}.arrow") as reader:
             return reader.read_all()
     except (OSError, pa.ArrowInvalid):
         return None
 
 
-def save(db_path: str | Path, run_id: str, table: pa.Table) -> bool:
+def save(db_path: str | Path, run_id: str, table: pa.Table, kind: str = "") -> bool:
     """Write one entry atomically (temp file + rename); False when the folder is not writable."""
     folder = cache_dir()
     if folder is None:
         return False
-    target = folder / f"{entry_key(db_path, run_id)}.arrow"
+    target = folder / f"{entry_key(db_path, run_id)}{kind and '.' + kind}.arrow"
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    options = ipc.IpcWriteOptions(compression="zstd") if kind else None
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema, options=options) as writer:
             writer.write_table(table)
         tmp.replace(target)
     except OSError:
@@ -94,6 +106,8 @@ def warm(db_path: str | Path) -> list[str]:
     summary cannot be computed is skipped, and the TUI computes (and reports) it itself."""
     if cache_dir() is None:
         return []
+    from ragtriage.metrics.context import DEFAULT_KS, resolve
+    from ragtriage.metrics.per_case import per_case_context
     from ragtriage.metrics.summary import summarize
     from ragtriage.store.connection import connect, run_ids
 
@@ -101,14 +115,44 @@ def warm(db_path: str | Path) -> list[str]:
     done = []
     try:
         for rid in run_ids(con):
-            if load(db_path, rid) is None:
+            if load(db_path, rid) is None or load(db_path, rid, PER_CASE) is None:
                 try:
-                    table = summarize(con, rid).to_arrow_table()
+                    cases = per_case_context(con, resolve(con, rid, DEFAULT_KS), counts=False)
+                    table = summarize(con, rid, per_case=cases).to_arrow_table()
                 except Exception:  # noqa: BLE001 - the TUI shows the core's own message for this run
                     continue
-                if not save(db_path, rid, table):
+                if not (save(db_path, rid, table) and save(db_path, rid, cases, PER_CASE)):
                     break
             done.append(rid)
     finally:
         con.close()
     return done
+
+
+def store_path(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """The file of the store ``con`` reads (None for an in-memory database)."""
+    cur = con.cursor()
+    try:
+        rows = cur.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    finally:
+        cur.close()
+    return Path(rows[0][0]) if rows and rows[0][0] else None
+
+
+def per_case_columns(con: duckdb.DuckDBPyConnection, run_id: str, ks: tuple[int, ...]) -> pa.Table | None:
+    """The cached per-case table of ``run_id`` cut to the cutoffs ``ks`` (columns as ``per_case(...,
+    counts=False)`` gives them), or None when the cache has no entry for this store state or ``ks`` is not a
+    subset of the cached cutoffs."""
+    from ragtriage.metrics.context import DEFAULT_KS
+    from ragtriage.metrics.per_case import per_case_schema
+
+    if not set(ks) <= set(DEFAULT_KS):
+        return None
+    path = store_path(con)
+    table = load(path, run_id, PER_CASE) if path is not None else None
+    if table is None:
+        return None
+    schema = per_case_schema(ks, counts=False)
+    if not set(schema.names) <= set(table.column_names):
+        return None
+    return table.select(schema.names).cast(schema)

@@ -1,0 +1,68 @@
+"""The per-case cache `ragtriage load` fills: compare and the gate read it, it gives the figures a computation
+gives, and a store that changed is never answered from an old entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from ragtriage.gate import sources
+from ragtriage.gate.compare import compare
+from ragtriage.metrics import summary_cache
+from ragtriage.metrics.per_case import per_case
+from ragtriage.store import connect
+from tests.factory import SAMPLE, load_sample
+
+pytestmark = pytest.mark.skipif(not (SAMPLE / "dataset").is_dir(), reason="sample_runs not generated")
+RUNS = ("bm25", "hybrid-rerank")
+
+
+def _store(tmp_path: Path) -> Path:
+    db = load_sample(tmp_path / "s.duckdb", RUNS)
+    assert summary_cache.warm(db) == sorted(RUNS)
+    return db
+
+
+def test_cached_per_case_equals_the_computed_one_at_every_subset_of_cutoffs(
+    tmp_path: Path, summary_cache_dir: Path
+) -> None:
+    db = _store(tmp_path)
+    con = connect(db, read_only=True)
+    try:
+        for ks in [(10,), (3, 10), (3, 5, 10)]:
+            cached = summary_cache.per_case_columns(con, "bm25", ks)
+            assert cached is not None
+            assert cached.equals(per_case(con, "bm25", ks, counts=False))
+        assert summary_cache.per_case_columns(con, "bm25", (20,)) is None  # not a cached cutoff: computed
+    finally:
+        con.close()
+    assert list(summary_cache_dir.glob("*.per-case.arrow"))
+
+
+def test_compare_reads_the_entry_and_ignores_it_once_the_store_changed(tmp_path: Path, summary_cache_dir: Path) -> None:
+    db = _store(tmp_path)
+    con = connect(db, read_only=True)
+    try:
+        computed = compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10")
+        entry = summary_cache.load(db, "bm25", summary_cache.PER_CASE)
+        assert entry is not None
+        # an entry that says every bm25 case scored 0: compare must now report hybrid-rerank's mean as the gain
+        col = entry.schema.get_field_index("nDCG@10")
+        zeros = pc.multiply(entry.column(col), pa.scalar(0.0))
+        assert summary_cache.save(db, "bm25", entry.set_column(col, "nDCG@10", zeros), summary_cache.PER_CASE)
+        read = compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10")
+        assert read["baseline"] == 0.0
+        assert read["mean_diff"] == pytest.approx(computed["candidate"])
+        assert sources.per_case(con, "bm25", (10,)).column("nDCG@10").to_pylist() == zeros.to_pylist()
+    finally:
+        con.close()
+    # a write to the store (another load) changes its key: the doctored entry is no longer read
+    load_sample(db, ("no-acl-filter",))
+    con = connect(db, read_only=True)
+    try:
+        assert compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10") == computed
+    finally:
+        con.close()
