@@ -66,3 +66,20 @@ def test_compare_reads_the_entry_and_ignores_it_once_the_store_changed(tmp_path:
         assert compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10") == computed
     finally:
         con.close()
+
+
+def test_the_cache_folder_keeps_its_newest_entries_within_its_limit(tmp_path: Path) -> None:
+    import os
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    for i in range(5):
+        entry = folder / f"e{i}.arrow"
+        entry.write_bytes(b"x" * 100)
+        os.utime(entry, ns=(i * 10**9, i * 10**9))
+    newest = folder / "e4.arrow"
+    assert summary_cache.prune(folder, keep=newest, limit=250) == 3
+    assert sorted(p.name for p in folder.iterdir()) == ["e3.arrow", "e4.arrow"]
+    os.utime(newest, ns=(0, 0))  # the entry just written stays even when it is the oldest
+    assert summary_cache.prune(folder, keep=newest, limit=100) == 1
+    assert [p.name for p in folder.iterdir()] == ["e4.arrow"]

@@ -97,7 +97,33 @@ def save(db_path: str | Path, run_id: str, table: pa.Table, kind: str = "") -> b
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         return False
+    prune(folder, keep=target)
     return True
+
+
+#: the folder's size above which the oldest entries go (every store state leaves entries behind)
+MAX_BYTES = 512 << 20
+
+
+def prune(folder: Path, *, keep: Path, limit: int = MAX_BYTES) -> int:
+    """Delete the least recently written entries until the folder holds at most ``limit`` bytes (``keep``, just
+    written, stays); returns how many went. A per-case entry is about 3 MiB per 300,000 cases."""
+    try:
+        entries = [(e.stat().st_mtime_ns, e.stat().st_size, e) for e in folder.glob("*.arrow")]
+    except OSError:
+        return 0
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, entry in sorted(entries, key=lambda t: t[0]):
+        if total <= limit:
+            break
+        if entry == keep:
+            continue
+        with contextlib.suppress(OSError):
+            entry.unlink()
+            total -= size
+            removed += 1
+    return removed
 
 
 def warm(db_path: str | Path) -> list[str]:
