@@ -42,27 +42,40 @@ def test_cached_per_case_equals_the_computed_one_at_every_subset_of_cutoffs(
     assert list(summary_cache_dir.glob("*.per-case.arrow"))
 
 
-def test_compare_reads_the_entry_and_ignores_it_once_the_store_changed(tmp_path: Path, summary_cache_dir: Path) -> None:
+def test_compare_reads_the_entry_until_the_run_or_the_labels_change(tmp_path: Path, summary_cache_dir: Path) -> None:
+    from ragtriage.store import load_run
+
     db = _store(tmp_path)
     con = connect(db, read_only=True)
     try:
         computed = compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10")
-        entry = summary_cache.load(db, "bm25", summary_cache.PER_CASE)
+        key = summary_cache.per_case_key(con, "bm25")
+        assert key is not None
+        entry = summary_cache.load(db, "bm25", key=key)
         assert entry is not None
         # an entry that says every bm25 case scored 0: compare must now report hybrid-rerank's mean as the gain
         col = entry.schema.get_field_index("nDCG@10")
         zeros = pc.multiply(entry.column(col), pa.scalar(0.0))
-        assert summary_cache.save(db, "bm25", entry.set_column(col, "nDCG@10", zeros), summary_cache.PER_CASE)
+        assert summary_cache.save(db, "bm25", entry.set_column(col, "nDCG@10", zeros), key=key)
         read = compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10")
         assert read["baseline"] == 0.0
         assert read["mean_diff"] == pytest.approx(computed["candidate"])
         assert sources.per_case(con, "bm25", (10,)).column("nDCG@10").to_pylist() == zeros.to_pylist()
     finally:
         con.close()
-    # a write to the store (another load) changes its key: the doctored entry is no longer read
+    # another run loaded: bm25's labels and rows are what they were, so its entry is still read
     load_sample(db, ("no-acl-filter",))
     con = connect(db, read_only=True)
     try:
+        assert summary_cache.per_case_key(con, "bm25") == key
+        assert compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10")["baseline"] == 0.0
+    finally:
+        con.close()
+    # bm25 loaded again (--replace): a new key, so the doctored entry is never read for the new rows
+    con = connect(db)
+    try:
+        load_run(con, SAMPLE / "runs" / "bm25", replace=True)
+        assert summary_cache.per_case_key(con, "bm25") != key
         assert compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10") == computed
     finally:
         con.close()

@@ -7,8 +7,9 @@ only change when the store or the metrics code changes. The key is therefore the
 modification time (and its WAL's), the run id, and the size and modification
 time of every source file of ``ragtriage.metrics`` and ``ragtriage.store``: a new load, a checkpoint or an edited
 metric definition is a miss and recomputes. The per-case entry is ``per_case`` at :data:`DEFAULT_KS` (final stage,
-default gain, every answerable case: what ``summarize`` computes), zstd-compressed (a few MiB at 300,000 cases);
-a request at a subset of those cutoffs reads its columns (:func:`per_case_columns`). Entries are Arrow IPC files under
+default gain, every answerable case: what ``summarize`` computes), zstd-compressed (a few MiB at 300,000 cases),
+keyed by what its values depend on (:func:`per_case_key`); a request at a subset of those cutoffs reads its
+columns (:func:`per_case_columns`). Entries are Arrow IPC files under
 :func:`ragtriage.paths.cache_root` (``~/.cache/ragtriage/summary`` on Linux); ``RAGTRIAGE_TUI_CACHE`` names
 another folder, or ``off`` disables the cache. A cache
 that cannot be read or written is a miss, never an error: the overview then computes the table as without it.
@@ -64,30 +65,53 @@ def entry_key(db_path: str | Path, run_id: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-PER_CASE = "per-case"
+def per_case_key(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+    """The key of ``run_id``'s per-case entry: what its values depend on, read from the store (the store's file,
+    the current dataset version, which is a hash of the cases, labels and rubric, the run's key and load time,
+    and the code), not the file's size and time, so a write that changes neither the labels nor the run
+    (``calibrate``, ``gate --record``, a reclassification) keeps the entry. None for an in-memory store or an
+    unknown run."""
+    path = store_path(con)
+    if path is None:
+        return None
+    cur = con.cursor()
+    try:
+        rows = cur.execute(
+            """SELECT (SELECT value FROM meta WHERE key = 'current_dataset'), run_key, CAST(loaded_at AS VARCHAR),
+                      unit, dataset_version
+               FROM runs WHERE run_id = ?""",
+            [run_id],
+        ).fetchall()
+    finally:
+        cur.close()
+    if not rows:
+        return None
+    raw = "\n".join([str(path.resolve()), run_id, *(str(v) for v in rows[0]), code_fingerprint()])
+    return hashlib.sha256(raw.encode()).hexdigest()[:32] + ".per-case"
 
 
-def load(db_path: str | Path, run_id: str, kind: str = "") -> pa.Table | None:
-    """The cached table for this store state (``kind`` ``PER_CASE``: the per-case table), or None on a miss or an
-    unreadable entry."""
+def load(db_path: str | Path, run_id: str, *, key: str | None = None) -> pa.Table | None:
+    """The cached table for this store state (``key``: an entry named by :func:`per_case_key` instead), or None
+    on a miss or an unreadable entry."""
     folder = cache_dir()
     if folder is None:
         return None
     try:
-        with ipc.open_file(folder / f"{entry_key(db_path, run_id)}{kind and '.' + kind}.arrow") as reader:
+        with ipc.open_file(folder / f"{key or entry_key(db_path, run_id)}.arrow") as reader:
             return reader.read_all()
     except (OSError, pa.ArrowInvalid):
         return None
 
 
-def save(db_path: str | Path, run_id: str, table: pa.Table, kind: str = "") -> bool:
-    """Write one entry atomically (temp file + rename); False when the folder is not writable."""
+def save(db_path: str | Path, run_id: str, table: pa.Table, *, key: str | None = None) -> bool:
+    """Write one entry atomically (temp file + rename); False when the folder is not writable. A per-case entry
+    (``key``) is zstd-compressed."""
     folder = cache_dir()
     if folder is None:
         return False
-    target = folder / f"{entry_key(db_path, run_id)}{kind and '.' + kind}.arrow"
+    target = folder / f"{key or entry_key(db_path, run_id)}.arrow"
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    options = ipc.IpcWriteOptions(compression="zstd") if kind else None
+    options = ipc.IpcWriteOptions(compression="zstd") if key else None
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema, options=options) as writer:
@@ -141,13 +165,14 @@ def warm(db_path: str | Path) -> list[str]:
     done = []
     try:
         for rid in run_ids(con):
-            if load(db_path, rid) is None or load(db_path, rid, PER_CASE) is None:
+            key = per_case_key(con, rid)
+            if load(db_path, rid) is None or (key is not None and load(db_path, rid, key=key) is None):
                 try:
                     cases = per_case_context(con, resolve(con, rid, DEFAULT_KS), counts=False)
                     table = summarize(con, rid, per_case=cases).to_arrow_table()
                 except Exception:  # noqa: BLE001 - the TUI shows the core's own message for this run
                     continue
-                if not (save(db_path, rid, table) and save(db_path, rid, cases, PER_CASE)):
+                if not (save(db_path, rid, table) and (key is None or save(db_path, rid, cases, key=key))):
                     break
             done.append(rid)
     finally:
@@ -174,8 +199,8 @@ def per_case_columns(con: duckdb.DuckDBPyConnection, run_id: str, ks: tuple[int,
 
     if not set(ks) <= set(DEFAULT_KS):
         return None
-    path = store_path(con)
-    table = load(path, run_id, PER_CASE) if path is not None else None
+    key = per_case_key(con, run_id)
+    table = load("", run_id, key=key) if key is not None else None
     if table is None:
         return None
     schema = per_case_schema(ks, counts=False)
