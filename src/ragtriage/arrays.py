@@ -48,3 +48,20 @@ def table_of_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Ta
     """A few result rows (dicts keyed by the schema's names) as an Arrow table, through :func:`table_of`: for
     summaries of a handful of rows, which ``pa.Table.from_pylist`` would build only after importing pandas."""
     return table_of({f.name: np.array([r[f.name] for r in rows], dtype=object) for f in schema}, schema)
+
+
+def rows_where_in(table: pa.Table, column: str, values: Sequence[str]) -> pa.Table:
+    """The rows of ``table`` whose string ``column`` is one of ``values``, in table order, filtered by DuckDB:
+    pyarrow compares with Python values only after converting them, which imports pandas when it is installed
+    (0.3 s, paid by the first case a TUI session opens)."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.register("_rows", table)
+        return con.sql(
+            f'SELECT * FROM _rows WHERE list_contains($values::VARCHAR[], "{column}")',  # a filter keeps the order
+            params={"values": list(values)},
+        ).to_arrow_table()
+    finally:
+        con.close()

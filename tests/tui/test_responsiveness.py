@@ -70,7 +70,7 @@ async def test_keys_typed_while_the_failures_list_loads_act_once_it_is_there(
         assert isinstance(app.screen, CaseScreen)
         assert app.screen.case_id == "q4"  # third failing case of bm25, in natural order: q2, q3, q4, q10
         assert app.screen.pos == 2
-        assert app.screen.case_list == ["q2", "q3", "q4", "q10"]
+        assert list(app.screen.case_list) == ["q2", "q3", "q4", "q10"]
 
 
 @pilot_test

@@ -32,3 +32,23 @@ def test_reading_values_does_not_import_pandas() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[1.0, 2.0] False"
+
+
+def test_rows_of_some_cases_keep_the_table_order_and_never_import_pandas() -> None:
+    code = (
+        "import sys, duckdb\n"
+        "from ragtriage.arrays import rows_where_in\n"
+        "from ragtriage.tui.case_ids import CaseIds\n"
+        "t = duckdb.sql(\"SELECT * FROM (VALUES ('q2', 1), ('q1', 2), ('q2', 3), ('q3', 4)) v(case_id, n)\")"
+        ".to_arrow_table()\n"
+        "got = rows_where_in(t, 'case_id', ['q2', 'q3'])\n"
+        "assert got.column('n').to_pylist() == [1, 3, 4], got\n"
+        "assert rows_where_in(t, 'case_id', ['zz']).num_rows == 0\n"
+        "ids = CaseIds(t.column('case_id'))\n"
+        "assert (len(ids), ids[1], ids[-1], ids[1:3]) == (4, 'q1', 'q3', ['q1', 'q2'])\n"
+        "assert (ids.position('q3', 3), ids.position('q3', 0), ids.position('q1', None), ids.position('x', 1)) "
+        "== (3, 3, 1, -1)\n"
+        "assert 'pandas' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import queue
 import sqlite3
+from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import duckdb
 from textual import work
@@ -32,6 +34,9 @@ from ragtriage.safe_text import visible
 from ragtriage.store import StoreError, connect
 from ragtriage.tui.commands import TriageCommands
 from ragtriage.tui.data import RunCache, StoreReader
+
+if TYPE_CHECKING:
+    from ragtriage.tui.detail_data import CaseDetail
 from ragtriage.tui.screens.base import VIEW_KEYS
 from ragtriage.tui.screens.overview import OverviewScreen
 from ragtriage.tui.text import natural_order
@@ -175,6 +180,7 @@ class TriageApp(App[None]):
         self.case_index: list[str] = []
         self._case_index_requested = False
         self.notes_version = 0
+        self.early_case: tuple[tuple[Any, ...], Future[CaseDetail]] | None = None  # see open_case
         self._notes_queue: queue.Queue[Any] = queue.Queue()
         self._writer_running = False
         super().__init__()
@@ -312,14 +318,27 @@ class TriageApp(App[None]):
     def view_keys(self) -> tuple[tuple[str, str, str], ...]:
         return VIEW_KEYS
 
-    def open_case(self, case_id: str, case_list: list[str]) -> None:
+    def open_case(self, case_id: str, case_list: Sequence[str], pos: int | None = None) -> None:
         """The case screen on top of the list it came from (one case screen at a time: opening another from the
-        palette replaces it, so Escape always goes back to the list)."""
+        palette replaces it, so Escape always goes back to the list). ``pos``: where the case is in the list
+        (the cursor row), so no search runs over it."""
+        from ragtriage.tui.detail_data import case_detail_soon
         from ragtriage.tui.screens.case_detail import CaseScreen
 
         if isinstance(self.screen, CaseScreen):
             self.pop_screen()
-        self.push_screen(CaseScreen(case_id, case_list, self.current_mode or "failures"))
+        key = (self.run_id, self.baseline, self.notes_version, case_id)
+        self.early_case = (
+            key,
+            case_detail_soon(self.reader, self.run_id, case_id, self.store, self.cache, self.baseline),
+        )
+        self.push_screen(CaseScreen(case_id, case_list, self.current_mode or "failures", pos))
+
+    def take_early_case(self, key: tuple[Any, ...]) -> Future[CaseDetail] | None:
+        """The detail :meth:`open_case` started for ``key`` (run, baseline, notes version, case), once; None when
+        the case screen asks for anything else (another case, or notes changed since)."""
+        early, self.early_case = self.early_case, None
+        return early[1] if early is not None and early[0] == key else None
 
     def show_view(self, mode: str) -> None:
         """Switch to a top-level view from anywhere (palette, keys): what was stacked on the current view is

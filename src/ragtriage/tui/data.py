@@ -23,7 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.arrays import non_null_values, table_of
+from ragtriage.arrays import non_null_values, rows_where_in, table_of
 from ragtriage.checks.leakage import leakage as core_leakage
 from ragtriage.checks.staleness import stale_results
 from ragtriage.classify import (
@@ -413,7 +413,7 @@ class Leak:
 
 def case_leaks(leaks: pa.Table, case_id: str) -> list[Leak]:
     """The case's leaked results, final stage first, by rank (a handful per case)."""
-    mine = leaks.filter(pc.equal(leaks.column("case_id"), case_id))
+    mine = rows_where_in(leaks, "case_id", [case_id])
     grouped: dict[tuple[str, int, str], list[str]] = {}
     for r in mine.select(["stage", "rank", "unit_id", "rule", "detail"]).to_pylist():
         unit, detail = str(r["unit_id"]), str(r["detail"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -25,6 +26,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from ragtriage.safe_text import visible
+from ragtriage.tui.case_ids import CaseIds
 from ragtriage.tui.detail_data import CaseDetail, case_detail, case_details
 from ragtriage.tui.screens.base import LOAD_GROUP, DataScreen
 from ragtriage.tui.text import delta, lit, middle, num, wrap_lines
@@ -378,10 +380,13 @@ class CaseScreen(TriageKeys, DataScreen):
     CaseScreen #sec-why { margin-top: 0; }
     """
 
-    def __init__(self, case_id: str, case_list: list[str], mode: str) -> None:
+    def __init__(self, case_id: str, case_list: Sequence[str], mode: str, pos: int | None = None) -> None:
         super().__init__()
-        self.case_list = case_list or [case_id]
-        self.pos = self.case_list.index(case_id) if case_id in self.case_list else -1
+        self.case_list: Sequence[str] = case_list if len(case_list) else [case_id]
+        if isinstance(self.case_list, CaseIds):
+            self.pos = self.case_list.position(case_id, pos)
+        else:
+            self.pos = self.case_list.index(case_id) if case_id in self.case_list else -1
         self.case_id = case_id
         self.MODE = mode  # type: ignore[misc]  # the view bar highlights the list this case was opened from
         self.detail: CaseDetail | None = None
@@ -419,7 +424,11 @@ class CaseScreen(TriageKeys, DataScreen):
     def fetch(self, cur: Any) -> Rendered:
         width = self.width_for_workers
         app = self.triage
-        detail = case_detail(cur, app.run_id, self.case_id, app.store, app.cache, app.baseline)
+        early = app.take_early_case((app.run_id, app.baseline, app.notes_version, self.case_id))
+        if early is not None:  # started by open_case while this screen was being built
+            detail = early.result()
+        else:
+            detail = case_detail(cur, app.run_id, self.case_id, app.store, app.cache, app.baseline)
         runs = self.side_runs()
         if not runs:
             return rendered(detail, width)

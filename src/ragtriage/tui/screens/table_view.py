@@ -15,6 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.widgets import Input
 
+from ragtriage.tui.case_ids import CaseIds
 from ragtriage.tui.screens.base import DataScreen
 from ragtriage.tui.text import sort_table
 from ragtriage.tui.widgets.arrow_table import FREE_TEXT, ArrowTable
@@ -194,8 +195,10 @@ class TableScreen(DataScreen):
             self.pending.append("open")
             return
         row = self.current_row()
-        if row and row.get("case_id"):
-            self.triage.open_case(str(row["case_id"]), self.case_ids())
+        widget = self.table_widget()
+        if row and row.get("case_id") and self.shown is not None:
+            ids = CaseIds(self.shown.column("case_id"))
+            self.triage.open_case(str(row["case_id"]), ids, widget.cursor_row if widget is not None else None)
 
     def on_data_table_row_selected(self, event: Any) -> None:
         self.action_open()
