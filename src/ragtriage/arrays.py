@@ -29,6 +29,11 @@ def non_null_values(col: pa.ChunkedArray | pa.Array, dtype: type[np.float64] | t
 _SQL_TYPES = {pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.string(): "VARCHAR"}
 
 
+def row_numbers(n: int) -> pa.Array:
+    """0 .. n-1 as an Arrow int64 array over numpy's buffer (``pa.array(np.arange(n))`` imports pandas)."""
+    return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int64))])
+
+
 def table_of(columns: dict[str, npt.NDArray[Any]], schema: pa.Schema) -> pa.Table:
     """numpy columns as an Arrow table of ``schema`` (float64, int64, bool, string; NaN or None is null), built by
     DuckDB's numpy scan: pyarrow's own constructors from Python or numpy import pandas (0.6 s) when it is

@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ragtriage.arrays import non_null_values
+from ragtriage.arrays import non_null_values, row_numbers, table_of_rows
 from ragtriage.contract.dimensions import CASE_DIMENSIONS, EVIDENCE_DIMENSIONS, NO_VALUE, SLICE_DIMENSIONS
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.metrics.context import DEFAULT_KS, MetricsError, arrow, resolve
@@ -85,7 +85,7 @@ def slices(
         table = per_case_context(con, ctx, counts=False)
     else:
         table = given_per_case(per_case, ctx.ks, extra=("case_id", "n_relevant", f"zero_hit@{k}"))
-    table = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    table = table.append_column("_row", row_numbers(table.num_rows))
     means = ", ".join(f'avg(p."{m}@{c}") AS "{m}@{c}"' for m in MEASURES for c in ctx.ks)
     grouped = arrow(
         con,
@@ -107,7 +107,7 @@ def _with_distributions(
     rows = []
     for i in range(grouped.num_rows):
         g = grouped.slice(i, 1).drop_columns(["rows"]).to_pylist()[0]
-        members = grouped.column("rows")[i].values.to_numpy(zero_copy_only=False)
+        members = grouped.column("rows")[i].values  # row numbers as an Arrow array: no numpy round trip
         d = describe(non_null_values(values.take(members), np.float64), seed=seed)
         head = {
             "dimension": by,
@@ -126,4 +126,9 @@ def _with_distributions(
         }
         rows.append({**head, **g})
     rows.sort(key=lambda r: (r["mean"] is not None, r["mean"] or 0.0, str(r["slice_value"])))
-    return pa.Table.from_pylist(rows)
+    strings, counts = ("dimension", "slice_value", "measure", "gain"), ("n", "n_without_relevant", "threshold")
+    names = list(rows[0]) if rows else [*strings, *counts]
+    schema = pa.schema(
+        [(c, pa.string() if c in strings else pa.int64() if c in counts else pa.float64()) for c in names]
+    )
+    return table_of_rows(rows, schema)

@@ -210,9 +210,11 @@ def _leakage(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa
 
 def _per_case(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
     """Every case's measures at 3, 5, 10 and the run's k, without the result counts (a second pass over every
-    result row): the overview's histogram, the slices, and the summary when it is not cached."""
+    result row): the overview's histogram, the slices, and the summary when it is not cached. Read from the
+    per-case cache when the run's k is one of 3, 5, 10 and the load filled it."""
     ks = measure_ks(cache.k(run_id, cur))
-    table = core("metrics.per_case", core_per_case, cur, run_id, ks, counts=False)
+    cached = summary_cache.per_case_columns(cur, run_id, ks)  # `ragtriage load` kept it: no pass over the rows
+    table = cached if cached is not None else core("metrics.per_case", core_per_case, cur, run_id, ks, counts=False)
     return require(table, ("case_id",), "metrics.per_case")
 
 
