@@ -168,9 +168,11 @@ def _row_rules(
     return out
 
 
-def _repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
-    """The row hashes that occur more than once, grouped in DuckDB: no column of every row's hash comes back to
-    Python (240 MB at 30M rows, twice over for a numpy sort), and the group costs what the sort did."""
+def repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    """The hashes ``h`` of query ``sql`` that occur more than once, grouped in DuckDB: no column of every row's
+    hash comes back to Python (240 MB at 30M rows). Equal keys have equal hashes, so a caller confirms its
+    suspects on the keys themselves. (Sorting the hashes and comparing neighbours is 0.1-0.4 s faster at 10M rows,
+    but it speeds a Parquet load more than a TREC one: the TREC/Parquet load ratio went from 1.41 to 1.68.)"""
     return con.sql(f"SELECT h FROM ({sql}) GROUP BY h HAVING count(*) > 1").to_arrow_table()
 
 
@@ -182,7 +184,7 @@ def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule
             continue
         dups = None
         if r.suspects and not r.suspects.n:
-            dups = _repeated_hashes(con, r.suspects.sql.replace("{table}", staged.name))
+            dups = repeated_hashes(con, r.suspects.sql.replace("{table}", staged.name))
             if dups.num_rows == 0:
                 by_rule[id(r)] = []
                 continue

@@ -38,7 +38,7 @@ from ragtriage.metrics.context import (
 )
 from ragtriage.metrics.measures import NEEDS_RELEVANT, Measure, parse_measures
 from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql
-from ragtriage.metrics.ranking import judged_positions_sql
+from ragtriage.metrics.ranking import has_repeats, judged_positions_sql
 from ragtriage.store.load_memory import UNRANKED
 
 _DCG_GAIN = {"log2": "linear", "exp-log2": "exponential"}
@@ -299,11 +299,12 @@ def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str, trec_compat: bool) -
     """(has repeats, order the lists by score, staged without ranks): trec-compat orders by score unless the
     recorded rank already is trec_eval's order; a run staged without ranks (an evaluation without a store) is
     ordered by score in both modes, which is the rank its loader would have recorded."""
-    rows = con.execute("SELECT has_repeats, source_format FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    rows = con.execute("SELECT source_format FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    repeats = has_repeats(con, run_id)  # the one reading of the load's flag (unknown counts as repeats)
     if not rows:
-        return True, trec_compat, False
-    repeats, unranked = rows[0][0] is not False, rows[0][1] == UNRANKED
-    return repeats, unranked or (trec_compat and rows[0][1] not in RANKED_AS_TREC), unranked
+        return repeats, trec_compat, False
+    unranked = rows[0][0] == UNRANKED
+    return repeats, unranked or (trec_compat and rows[0][0] not in RANKED_AS_TREC), unranked
 
 
 def evaluate_run(

@@ -151,15 +151,11 @@ def _tags(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
 
 
 def _repeats(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether a docno appears twice in one query's list. A sort of one 64-bit hash per row, each compared with
-    its neighbour, is DuckDB's cheapest exact test here (a hash aggregate of 10M keys costs twice as much); equal
-    hashes are then confirmed on the ids, so a collision never claims a repeat."""
-    suspects = con.execute(
-        """SELECT count(*) FROM (SELECT h, lag(h) OVER (ORDER BY h) AS prev
-                                 FROM (SELECT hash(case_id, document_id) AS h FROM stg_run))
-           WHERE h = prev"""
-    ).fetchall()[0][0]
-    if not suspects:
+    """Whether a docno appears twice in one query's list: the load's suspect search (``contract.rules``), then the
+    suspects confirmed on the ids, so a hash collision never claims a repeat."""
+    from ragtriage.contract.rules import repeated_hashes
+
+    if repeated_hashes(con, "SELECT hash(case_id, document_id) AS h FROM stg_run").num_rows == 0:
         return False
     found = con.execute(
         "SELECT count(*) FROM (SELECT 1 FROM stg_run GROUP BY case_id, document_id HAVING count(*) > 1)"
