@@ -51,12 +51,12 @@ def test_compare_reads_the_entry_until_the_run_or_the_labels_change(tmp_path: Pa
         computed = compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10")
         key = summary_cache.per_case_key(con, "bm25")
         assert key is not None
-        entry = summary_cache.load(db, "bm25", key=key)
+        entry = summary_cache.read_entry(key)
         assert entry is not None
         # an entry that says every bm25 case scored 0: compare must now report hybrid-rerank's mean as the gain
         col = entry.schema.get_field_index("nDCG@10")
         zeros = pc.multiply(entry.column(col), pa.scalar(0.0))
-        assert summary_cache.save(db, "bm25", entry.set_column(col, "nDCG@10", zeros), key=key)
+        assert summary_cache.write_entry(key, entry.set_column(col, "nDCG@10", zeros), compressed=True)
         read = compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10")
         assert read["baseline"] == 0.0
         assert read["mean_diff"] == pytest.approx(computed["candidate"])

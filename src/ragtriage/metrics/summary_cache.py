@@ -90,28 +90,37 @@ def per_case_key(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
     return hashlib.sha256(raw.encode()).hexdigest()[:32] + ".per-case"
 
 
-def load(db_path: str | Path, run_id: str, *, key: str | None = None) -> pa.Table | None:
-    """The cached table for this store state (``key``: an entry named by :func:`per_case_key` instead), or None
-    on a miss or an unreadable entry."""
+def load(db_path: str | Path, run_id: str) -> pa.Table | None:
+    """The cached summary table for this store state, or None on a miss or an unreadable entry."""
+    return read_entry(entry_key(db_path, run_id))
+
+
+def save(db_path: str | Path, run_id: str, table: pa.Table) -> bool:
+    """Write the summary entry of this store state; False when the folder is not writable."""
+    return write_entry(entry_key(db_path, run_id), table)
+
+
+def read_entry(name: str) -> pa.Table | None:
+    """The entry ``name`` (:func:`entry_key` or :func:`per_case_key`), or None on a miss or an unreadable one."""
     folder = cache_dir()
     if folder is None:
         return None
     try:
-        with ipc.open_file(folder / f"{key or entry_key(db_path, run_id)}.arrow") as reader:
+        with ipc.open_file(folder / f"{name}.arrow") as reader:
             return reader.read_all()
     except (OSError, pa.ArrowInvalid):
         return None
 
 
-def save(db_path: str | Path, run_id: str, table: pa.Table, *, key: str | None = None) -> bool:
-    """Write one entry atomically (temp file + rename); False when the folder is not writable. A per-case entry
-    (``key``) is zstd-compressed."""
+def write_entry(name: str, table: pa.Table, *, compressed: bool = False) -> bool:
+    """Write one entry atomically (temp file + rename), zstd-compressed if asked (the per-case tables); False
+    when the folder is not writable."""
     folder = cache_dir()
     if folder is None:
         return False
-    target = folder / f"{key or entry_key(db_path, run_id)}.arrow"
+    target = folder / f"{name}.arrow"
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    options = ipc.IpcWriteOptions(compression="zstd") if key else None
+    options = ipc.IpcWriteOptions(compression="zstd") if compressed else None
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema, options=options) as writer:
@@ -166,13 +175,13 @@ def warm(db_path: str | Path) -> list[str]:
     try:
         for rid in run_ids(con):
             key = per_case_key(con, rid)
-            if load(db_path, rid) is None or (key is not None and load(db_path, rid, key=key) is None):
+            if load(db_path, rid) is None or (key is not None and read_entry(key) is None):
                 try:
                     cases = per_case_context(con, resolve(con, rid, DEFAULT_KS), counts=False)
                     table = summarize(con, rid, per_case=cases).to_arrow_table()
                 except Exception:  # noqa: BLE001 - the TUI shows the core's own message for this run
                     continue
-                if not (save(db_path, rid, table) and (key is None or save(db_path, rid, cases, key=key))):
+                if not (save(db_path, rid, table) and (key is None or write_entry(key, cases, compressed=True))):
                     break
             done.append(rid)
     finally:
@@ -200,7 +209,7 @@ def per_case_columns(con: duckdb.DuckDBPyConnection, run_id: str, ks: tuple[int,
     if not set(ks) <= set(DEFAULT_KS):
         return None
     key = per_case_key(con, run_id)
-    table = load("", run_id, key=key) if key is not None else None
+    table = read_entry(key) if key is not None else None
     if table is None:
         return None
     schema = per_case_schema(ks, counts=False)
