@@ -118,20 +118,35 @@ def overview(db: str, run: str, repeat: int) -> list[tuple[float, float]]:
     return out
 
 
-def case_open(db: str, run: str, repeat: int) -> list[tuple[float, float]]:
-    """(Failures list seconds, first case milliseconds): each in a new app, so nothing is fetched before."""
+def _list_then_enter(
+    db: str,
+    run: str,
+    repeat: int,
+    key: str,
+    listed_when: Callable[[list[str]], bool],
+    listed_what: str,
+    opened_when: Callable[[list[str]], bool],
+    opened_what: str,
+) -> list[tuple[float, float]]:
+    """(seconds from ``key`` at the metric table to a list, milliseconds from Enter on it to the case), each in a
+    new app, so nothing is fetched before."""
     out = []
     for i in range(repeat):
-        session = f"co{i}"
+        session = f"{key}{i}"
         start(session, db, run)
         wait_for(session, METRIC_TABLE, "the metric table")
-        tmux("send-keys", "-t", session, "f")
-        listed = wait_for(session, LISTED, "the failures list")
+        tmux("send-keys", "-t", session, key)
+        listed = wait_for(session, listed_when, listed_what)
         tmux("send-keys", "-t", session, "Enter")
-        opened = wait_for(session, CASE_SHOWN, "the case screen")
+        opened = wait_for(session, opened_when, opened_what)
         out.append((listed, opened * 1000))
         stop(session)
     return out
+
+
+def case_open(db: str, run: str, repeat: int) -> list[tuple[float, float]]:
+    """(Failures list seconds, first case milliseconds): each in a new app, so nothing is fetched before."""
+    return _list_then_enter(db, run, repeat, "f", LISTED, "the failures list", CASE_SHOWN, "the case screen")
 
 
 def slices(db: str, run: str, repeat: int, filled: bool) -> list[float]:
@@ -185,18 +200,7 @@ def case_move(db: str, run: str, presses: int, gap: float) -> list[float]:
 
 def compare(db: str, run: str, repeat: int) -> list[tuple[float, float]]:
     """(Compare listed seconds, side-by-side case milliseconds), each in a new app: nothing fetched before."""
-    out = []
-    for i in range(repeat):
-        session = f"cmp{i}"
-        start(session, db, run)
-        wait_for(session, METRIC_TABLE, "the metric table")
-        tmux("send-keys", "-t", session, "c")
-        listed = wait_for(session, COMPARED, "the compare list")
-        tmux("send-keys", "-t", session, "Enter")
-        opened = wait_for(session, SIDE_BY_SIDE, "the side-by-side case")
-        out.append((listed, opened * 1000))
-        stop(session)
-    return out
+    return _list_then_enter(db, run, repeat, "c", COMPARED, "the compare list", SIDE_BY_SIDE, "the side-by-side case")
 
 
 def spread(values: list[float], unit: str, digits: int) -> str:
