@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -174,6 +175,11 @@ def test_each_format_gives_trec_eval_figures(tmp_path: Path, case: str) -> None:
     assert summary.dataset is not None and summary.dataset.rows["labels"] == 98
     assert summary.runs[0].rows["results"] == 75
     assert_agrees(con, "r", read_qrels(), read_run())
+    # the load records each file's sha256 (for a TREC run, hashed on another thread while DuckDB reads it)
+    files = dict(con.execute("SELECT path, sha256 FROM loads WHERE NOT starts_with(sha256, 'rows-md5:')").fetchall())
+    assert {p for p in (qrels, run) if isinstance(p, Path) and p.is_file()} <= {Path(p) for p in files}
+    for path, sha in files.items():
+        assert sha == hashlib.sha256(Path(path).read_bytes()).hexdigest(), path
 
 
 def test_msmarco_run_ranks_by_its_rank_column_and_says_score_is_derived(tmp_path: Path) -> None:

@@ -23,6 +23,10 @@ RUNS: dict[str, list[str] | bytes] = {
     "blank line": [*GOOD[:5], "", *GOOD[5:]],
     "comment": ["# a comment line", *GOOD],
     "six-token comment": ["# a b c d e", *GOOD],
+    "six-token comment, number fifth": ["# a b c 1.5 e", *GOOD],
+    "empty field in six columns": [*GOOD, "q9 Q0  1 2.0 tag"],
+    "leading space": [*GOOD, " q9 Q0 d1 1 2.0"],
+    "trailing space": [*GOOD[:3], "q9 Q0 d1 1 2.0 ", *GOOD[3:]],
     "double space later": [*GOOD[:9], "q9 Q0  d1 1 2.0 tag", *GOOD[9:]],
     "missing field": [*GOOD, "q9 Q0 d1 1 2.0"],
     "extra field": [*GOOD, "q9 Q0 d1 1 2.0 tag more"],
@@ -79,8 +83,8 @@ def test_the_fast_path_reads_well_formed_files_and_gives_up_on_the_others(tmp_pa
     taken = {name: trec_csv.read_run(con, _write(tmp_path / f"{i}.txt", c), f"t{i}") is not None
              for i, (name, c) in enumerate(RUNS.items())}  # fmt: skip
     assert {n for n, ok in taken.items() if ok} == {
-        "plain", "tabs", "crlf", "no final newline", "six-token comment", "blocks moved", "ascending scores",
-        "second tag", "score ties, docno ascending", "queries interleaved"
+        "plain", "tabs", "crlf", "no final newline", "six-token comment, number fifth", "blocks moved",
+        "ascending scores", "second tag", "score ties, docno ascending", "queries interleaved"
     }  # fmt: skip
 
 
@@ -127,3 +131,17 @@ def test_qrels_stage_as_the_general_reader_stages_them(
     con = duckdb.connect()
     taken = trec_csv.read_qrels(con, path, "t", LABEL_COLUMNS)
     assert taken == (name in ("plain", "comment"))
+
+
+def test_the_hash_started_beside_the_read_is_the_files_sha256_and_a_changed_file_is_hashed_again(
+    tmp_path: Path,
+) -> None:
+    import hashlib
+
+    from ragtriage.contract import digest
+
+    path = _write(tmp_path / "run.txt", GOOD)
+    assert trec_csv.read_run(duckdb.connect(), path, "t") is not None  # starts the hash (digest.prefetch)
+    assert digest.sha256_of(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    _write(path, [*GOOD, GOOD[0]])
+    assert digest.sha256_of(path) == hashlib.sha256(path.read_bytes()).hexdigest()

@@ -20,6 +20,7 @@ import pyarrow as pa
 from ragtriage import __version__
 from ragtriage.annotate.pool import pool_relation
 from ragtriage.annotate.versions import LABEL_COLUMNS, DatasetRow, dataset_row, fork_version, scalar
+from ragtriage.contract.digest import sha256_of
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.field_rules import ID_CONTROLS
 from ragtriage.contract.fields import LABELS
@@ -28,7 +29,6 @@ from ragtriage.contract.staging import Staged, qident, sql_str, stage
 from ragtriage.csv_out import restore_sql
 from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
-from ragtriage.store.load import file_sha256
 
 STAGED = "_annotate_import"
 GRADED = "_annotate_graded"
@@ -205,7 +205,7 @@ def _record(con: duckdb.DuckDBPyConnection, path: Path, parent: str, report: Imp
     """Log the import in ``loads``; a new version inherits its parent's load warnings plus the import's own."""
     con.execute(
         "INSERT INTO loads SELECT coalesce(max(load_id), 0) + 1, 'labels', ?, ?, ?, ?, ?, now()::TIMESTAMP FROM loads",
-        [report.version, str(path), file_sha256(path), rows, __version__],
+        [report.version, str(path), sha256_of(path), rows, __version__],
     )
     if report.unchanged:
         return

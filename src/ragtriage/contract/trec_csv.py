@@ -19,11 +19,21 @@ from pathlib import Path
 
 import duckdb
 
+from ragtriage.contract import digest
 from ragtriage.contract.compression import duckdb_source, head_bytes, open_binary
 from ragtriage.contract.staging import sql_str
 
-RUN_FIELDS = ("case_id", "q0", "document_id", "rank", "score", "tag")
-QRELS_FIELDS = ("case_id", "iteration", "document_id", "grade")
+RUN_FIELDS = {
+    "case_id": "VARCHAR",
+    "q0": "VARCHAR",
+    "document_id": "VARCHAR",
+    "rank": "VARCHAR",
+    "score": "DOUBLE",
+    "tag": "VARCHAR",
+}
+"""The reader types the score: a line whose score is not a number is rejected, and the general reader reports it
+(the reader's DOUBLE accepts exactly what ``TRY_CAST(... AS DOUBLE)`` accepts, NaN and infinities included)."""
+QRELS_FIELDS = {"case_id": "VARCHAR", "iteration": "VARCHAR", "document_id": "VARCHAR", "grade": "VARCHAR"}
 
 
 def delimiter(path: Path) -> str | None:
@@ -40,11 +50,11 @@ def delimiter(path: Path) -> str | None:
     return None
 
 
-def _read_sql(path: Path, fields: tuple[str, ...], delim: str, table: str) -> str:
+def _read_sql(path: Path, fields: dict[str, str], delim: str, table: str) -> str:
     """DuckDB's reader at its default line limit (2 MiB; a longer line is rejected and the general reader, which
     takes 64 MiB, reads the file): raising the limit to 64 MiB here made the whole read twice as slow."""
     src, comp = duckdb_source(path)
-    cols = ", ".join(f"{sql_str(f)}: 'VARCHAR'" for f in fields)
+    cols = ", ".join(f"{sql_str(f)}: {sql_str(t)}" for f, t in fields.items())
     return (
         f"read_csv({sql_str(str(src))}, columns={{{cols}}}, header=false, delim={sql_str(delim)}, quote='', "
         f"escape='', auto_detect=false, compression='{comp}', store_rejects=true, "
@@ -88,11 +98,12 @@ def census(path: Path, other: bytes) -> tuple[int, bool] | None:
 
 
 def _read(
-    con: duckdb.DuckDBPyConnection, path: Path, table: str, fields: tuple[str, ...], select: str, temp: bool = True
+    con: duckdb.DuckDBPyConnection, path: Path, table: str, fields: dict[str, str], select: str, temp: bool = True
 ) -> int | None:
     """``CREATE TABLE table AS SELECT {select}`` over the file's ``fields``, and its row count when every line
     became a row (none rejected, no blank line skipped); else None with nothing left behind."""
     delim = delimiter(path)
+    digest.prefetch(path)  # the load records the file's sha256: hashed on another core while DuckDB reads
     counted = census(path, b"\t" if delim == " " else b" ") if delim else None
     if delim is None or counted is None:
         return None
@@ -117,11 +128,6 @@ def _give_up(con: duckdb.DuckDBPyConnection, *tables: str) -> None:
     _drop_rejects(con, tables[0])
 
 
-def _blank(fields: tuple[str, ...]) -> str:
-    """Some field is empty: two separators in a row, which the general reader would count as one."""
-    return " OR ".join(f"{f} IS NULL" for f in fields)
-
-
 @dataclass(frozen=True)
 class TrecRun:
     """A run read by this path: ``first`` is the rowid of the file's first line (``rowid - first + 1`` is the line
@@ -141,7 +147,9 @@ def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bo
     Rowids follow the insertion order, which the reader keeps, and start at 2^55 inside a transaction. None, with
     nothing left behind, when the general reader must read the file. ``temp=False`` makes ``table`` a table of
     the main schema, which cursors of ``con`` see too."""
-    score = f"CASE WHEN {_blank(RUN_FIELDS)} THEN NULL ELSE TRY_CAST(score AS DOUBLE) END"
+    # An empty field (two separators in a row) is NULL: in a field the table keeps, the aggregates below see it;
+    # in one it drops (Q0, rank), it empties the score, which they see too.
+    score = "CASE WHEN q0 IS NULL OR rank IS NULL THEN NULL ELSE score END"
     select = f"case_id, document_id, CAST(NULL AS VARCHAR) AS chunk_id, {score} AS score, tag"
     rows = _read(con, path, table, RUN_FIELDS, select, temp)
     if rows is None:
@@ -155,13 +163,14 @@ def read_run(con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bo
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {cases} AS
             SELECT case_id, min(rowid) - {first} + 1 AS first, max(rowid) - {first} + 1 AS last, count(*) AS n,
-                   count(score) AS scored, min(score) AS lo, max(score) AS hi,
+                   least(count(score), count(document_id), count(tag)) AS complete, min(score) AS lo, max(score) AS hi,
                    count(*) FILTER (WHERE tag <> {sql_str(tag0[0][0])}) AS other_tags
             FROM {table} GROUP BY case_id"""
     )
     con.execute(f"DELETE FROM {cases} WHERE starts_with(case_id, '#')")
     data, bad, others = con.execute(
-        f"""SELECT sum(n), count(*) FILTER (WHERE scored < n OR isnan(hi) OR isinf(hi) OR isinf(lo)),
+        f"""SELECT sum(n),
+                   count(*) FILTER (WHERE case_id IS NULL OR complete < n OR isnan(hi) OR isinf(hi) OR isinf(lo)),
                    sum(other_tags)
             FROM {cases}"""
     ).fetchall()[0]
@@ -177,8 +186,7 @@ def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: 
     """Create ``table(line, case_id, document_id, grade, {columns})`` from TREC qrels (``qid iter docno rel``),
     ``#`` lines left out as the general reader leaves them out. False, with nothing left behind, when the general
     reader must read the file instead."""
-    grade = f"CASE WHEN {_blank(QRELS_FIELDS)} THEN NULL ELSE TRY_CAST(grade AS BIGINT) END"
-    select = f"row_number() OVER () AS line, case_id, document_id, {grade} AS grade, {columns}"
+    select = f"row_number() OVER () AS line, case_id, document_id, TRY_CAST(grade AS BIGINT) AS grade, {columns}"
     rows = _read(con, path, table, QRELS_FIELDS, select)
     if rows is None:
         return False

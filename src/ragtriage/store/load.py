@@ -7,7 +7,6 @@ in ``load_warnings`` and counted by ``ragtriage info``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 import duckdb
 
 from ragtriage import __version__
+from ragtriage.contract.digest import sha256_of
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.manifest import DatasetManifest
 from ragtriage.contract.rules import apply_rules
@@ -67,14 +67,6 @@ def noop(_: str) -> None:
     return None
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _record_loads(
     con: duckdb.DuckDBPyConnection,
     kind: str,
@@ -84,7 +76,7 @@ def _record_loads(
 ) -> None:
     """One ``loads`` row per input: a file's sha256, or for an in-memory input (dict, DataFrame) an md5 over its
     staged rows. Written inside the load's transaction, so the history holds only what was committed."""
-    entries = [(str(p), file_sha256(p), n) for p, n in files if p.is_file()]
+    entries = [(str(p), sha256_of(p), n) for p, n in files if p.is_file()]
     for s in staged.values():
         if s.fmt == "derived":  # cases made from the qrels: the qrels file is already recorded
             continue
