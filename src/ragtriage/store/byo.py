@@ -50,6 +50,7 @@ from ragtriage.store.discover import (
 )
 from ragtriage.store.grades import apply_grade_map, derived_scale, parse_grade_map
 from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, write_run
+from ragtriage.store.memory_cap import capped
 
 Input = Any  # Path | str | dict[str, dict[str, float]] | pandas/polars DataFrame | pyarrow Table
 
@@ -97,13 +98,14 @@ class LoadSummary:
 
 
 def load_inputs(con: duckdb.DuckDBPyConnection, req: LoadRequest, progress: Progress = noop) -> LoadSummary:
-    """Load ``req`` into ``con`` (a file store or ``connect(":memory:")``) as one transaction."""
+    """Load ``req`` into ``con`` (a file store or ``connect(":memory:")``) as one transaction, with DuckDB's
+    working memory capped on a file store (``memory_cap``)."""
     if req.dataset is not None and req.qrels is not None:
         raise ValueError("pass either a dataset folder or a qrels file, not both")
     if req.topics is not None and req.qrels is None:
         raise ValueError("topics need qrels: pass --qrels FILE with --topics FILE")
     grade_map = parse_grade_map(req.grade_map)
-    with scratch():
+    with scratch(), capped(con):
         con.execute("BEGIN TRANSACTION")
         try:
             summary = _load(con, req, grade_map, progress)
