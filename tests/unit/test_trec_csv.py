@@ -25,6 +25,11 @@ RUNS: dict[str, list[str] | bytes] = {
     "six-token comment": ["# a b c d e", *GOOD],
     "six-token comment, number fifth": ["# a b c 1.5 e", *GOOD],
     "empty field in six columns": [*GOOD, "q9 Q0  1 2.0 tag"],
+    # past the 64 KiB the delimiter is sniffed from, so the CSV reader itself meets the empty fields
+    "empty Q0 past the sniffed head": [*GOOD * 100, "q9  d1 1 2.0 tag"],
+    "empty rank past the sniffed head": [*GOOD * 100, "q9 Q0 d1  2.0 tag"],
+    "empty docno past the sniffed head": [*GOOD * 100, "q9 Q0  1 2.0 tag"],
+    "empty tag past the sniffed head": [*GOOD * 100, "q9 Q0 d1 1 2.0 "],
     "leading space": [*GOOD, " q9 Q0 d1 1 2.0"],
     "trailing space": [*GOOD[:3], "q9 Q0 d1 1 2.0 ", *GOOD[3:]],
     "double space later": [*GOOD[:9], "q9 Q0  d1 1 2.0 tag", *GOOD[9:]],
@@ -108,6 +113,8 @@ QRELS: dict[str, list[str]] = {
     "bad grade": [f"q{i // 3} 0 d{i} {'x' if i == 7 else 1}" for i in range(30)],
     "blank line": ["q1 0 d1 1", "", "q1 0 d2 0", "q2 0 d3 2"],
     "three fields": ["q1 0 d1 1", "q1 d2 0"],
+    "empty field in four columns": ["q1 0 d1 1", "q1  d2 0", "q2 0 d3 2"],
+    "empty field past the sniffed head": [*[f"q{i // 3} 0 d{i} 1" for i in range(6000)], "q1  d2 0"],
 }
 
 

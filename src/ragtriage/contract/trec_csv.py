@@ -186,7 +186,10 @@ def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: 
     """Create ``table(line, case_id, document_id, grade, {columns})`` from TREC qrels (``qid iter docno rel``),
     ``#`` lines left out as the general reader leaves them out. False, with nothing left behind, when the general
     reader must read the file instead."""
-    select = f"row_number() OVER () AS line, case_id, document_id, TRY_CAST(grade AS BIGINT) AS grade, {columns}"
+    # an empty field (two separators in a row, which the general reader counts as one) empties the grade
+    blank = " OR ".join(f"{f} IS NULL" for f in QRELS_FIELDS)
+    grade = f"CASE WHEN {blank} THEN NULL ELSE TRY_CAST(grade AS BIGINT) END"
+    select = f"row_number() OVER () AS line, case_id, document_id, {grade} AS grade, {columns}"
     rows = _read(con, path, table, QRELS_FIELDS, select)
     if rows is None:
         return False
