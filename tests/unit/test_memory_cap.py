@@ -60,3 +60,21 @@ def test_a_load_under_a_tiny_cap_spills_and_stores_the_same(tmp_path: Path, monk
         assert set(seen) == {f"{limit / (1 << 20):.1f} MiB" if limit < 1 << 30 else "1.0 GiB"}
     assert stored[0] == stored[1]
     assert stored[0][0][0][0] == 2_000_000 and any(code == "duplicate-in-list" for code, _, _ in stored[0][1])
+
+
+def test_a_machine_smaller_than_the_cap_keeps_duckdbs_own_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtriage.store import memory_cap
+
+    qrels, run = _files(tmp_path, cases=50)
+    con = connect(tmp_path / "s.duckdb")
+    default = _limit(con)
+    seen: list[str] = []
+    monkeypatch.setattr(memory_cap, "_default_limit", lambda: LOAD_LIMIT // 2)  # the cap would raise the limit
+    load_inputs(con, LoadRequest(qrels=qrels, runs=[run]), lambda _: seen.append(_limit(con)))
+    assert set(seen) == {default}
+    seen.clear()
+    monkeypatch.setattr(memory_cap, "_default_limit", lambda: None)  # the platform does not say: capped
+    load_inputs(con, LoadRequest(runs=[run], replace=True), lambda _: seen.append(_limit(con)))
+    assert set(seen) == {"1.0 GiB"} and _limit(con) == default

@@ -24,9 +24,12 @@ LOAD_LIMIT = 1 << 30
 """Bytes of working memory DuckDB may use during a load (when the machine's default is larger)."""
 
 
-def _default_limit() -> int:
-    """DuckDB's default memory limit: 80% of physical memory."""
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.8)
+def _default_limit() -> int | None:
+    """DuckDB's default memory limit, 80% of physical memory (None where the platform does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.8)
+    except (AttributeError, ValueError, OSError):  # no os.sysconf (Windows) or no such name
+        return None
 
 
 @contextmanager
@@ -35,7 +38,8 @@ def capped(con: duckdb.DuckDBPyConnection, limit: int = LOAD_LIMIT) -> Iterator[
 
     The limit is the database's, not the connection's: cursors of ``con`` share it while the block runs."""
     on_disk = con.execute("SELECT path IS NOT NULL FROM duckdb_databases() WHERE database_name = current_database()")
-    if not on_disk.fetchall()[0][0] or _default_limit() <= limit:
+    default = _default_limit()
+    if not on_disk.fetchall()[0][0] or (default is not None and default <= limit):
         yield
         return
     con.execute(f"SET memory_limit = '{int(limit)}B'")
