@@ -126,7 +126,8 @@ def fork_version(con: duckdb.DuckDBPyConnection, parent: str, labels_relation: s
         )
         con.execute(
             f"""INSERT INTO all_labels BY NAME
-                SELECT {sql_str(version)} AS dataset_version, {", ".join(LABEL_COLUMNS)}, line FROM {labels_relation}"""
+                SELECT {sql_str(version)} AS dataset_version, {", ".join(LABEL_COLUMNS)}, line FROM {labels_relation}
+                ORDER BY case_id, line"""  # case order, as the load stores labels (store/load.write_dataset)
         )
     set_current_dataset(con, version)
     return version, exists
