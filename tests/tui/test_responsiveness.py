@@ -234,3 +234,44 @@ async def test_the_overview_draws_its_pictures_only_while_it_is_on_screen(
         await settle(pilot)
         assert app.screen is overview and overview.query_one("#plot-dist").display
         assert "per case" in static_text(app, "#sec-dist")
+
+
+@pilot_test
+async def test_the_row_the_cursor_rests_on_is_read_ahead_and_enter_uses_that_read(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list reads the highlighted row's case ahead (TableScreen.PREFETCH_AFTER after the cursor stops), so Enter
+    opens it from that read: one read per case, none for a row the cursor only passed over."""
+    import ragtriage.tui.detail_data as detail_data
+
+    reads: list[str] = []
+    real = detail_data.case_detail_soon
+
+    def counted(reader: Any, run_id: str, case_id: str, *args: Any) -> Any:
+        reads.append(case_id)
+        return real(reader, run_id, case_id, *args)
+
+    monkeypatch.setattr(detail_data, "case_detail_soon", counted)
+    monkeypatch.setattr(FailuresScreen, "PREFETCH_AFTER", 1.0)  # longer than two key presses of the pilot take
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, FailuresScreen)
+        ids = screen.case_ids()
+        assert len(ids) >= 3
+        await asyncio.sleep(FailuresScreen.PREFETCH_AFTER * 2.5)
+        await pilot.pause()
+        assert reads == [ids[0]]  # the first row, highlighted when the list appears
+        await pilot.press("down", "down")  # passes over the second row without resting on it
+        await asyncio.sleep(FailuresScreen.PREFETCH_AFTER * 2.5)
+        await pilot.pause()
+        assert reads == [ids[0], ids[2]]
+        assert app.early_case is not None and app.early_case[0][-1] == ids[2]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, CaseScreen) and app.screen.case_id == ids[2]
+        assert app.screen.detail is not None and app.screen.detail.case["case_id"] == ids[2]
+        assert reads == [ids[0], ids[2]]  # Enter took the read the rest started
+        assert app.early_case is None

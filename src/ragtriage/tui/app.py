@@ -322,17 +322,31 @@ class TriageApp(App[None]):
         """The case screen on top of the list it came from (one case screen at a time: opening another from the
         palette replaces it, so Escape always goes back to the list). ``pos``: where the case is in the list
         (the cursor row), so no search runs over it."""
-        from ragtriage.tui.detail_data import case_detail_soon
         from ragtriage.tui.screens.case_detail import CaseScreen
 
         if isinstance(self.screen, CaseScreen):
             self.pop_screen()
+        self.prefetch_case(case_id)  # a no-op when the list's highlight already started this read
+        self.push_screen(CaseScreen(case_id, case_list, self.current_mode or "failures", pos))
+
+    def prefetch_case(self, case_id: str) -> None:
+        """Start reading ``case_id``'s detail on the early-read thread (:func:`case_detail_soon`), unless that read
+        is already started: lists call it for the row the cursor rests on, so Enter finds the read done or under
+        way, and :meth:`open_case` calls it for the case it opens. A read started for another case is cancelled
+        when it has not begun (one that runs finishes unread: the thread takes one read at a time)."""
+        from ragtriage.tui.detail_data import case_detail_soon
+
         key = (self.run_id, self.baseline, self.notes_version, case_id)
+        if self.early_case is not None:
+            started = self.early_case[1]
+            failed = started.done() and not started.cancelled() and started.exception() is not None
+            if self.early_case[0] == key and not failed:  # a failed read (a store busy then) is tried again
+                return
+            started.cancel()
         self.early_case = (
             key,
             case_detail_soon(self.reader, self.run_id, case_id, self.store, self.cache, self.baseline),
         )
-        self.push_screen(CaseScreen(case_id, case_list, self.current_mode or "failures", pos))
 
     def take_early_case(self, key: tuple[Any, ...]) -> Future[CaseDetail] | None:
         """The detail :meth:`open_case` started for ``key`` (run, baseline, notes version, case), once; None when

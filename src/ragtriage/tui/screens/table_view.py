@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container
+from textual.timer import Timer
 from textual.widgets import Input
 
 from ragtriage.tui.case_ids import CaseIds
@@ -202,6 +203,23 @@ class TableScreen(DataScreen):
 
     def on_data_table_row_selected(self, event: Any) -> None:
         self.action_open()
+
+    #: Seconds the cursor rests on a row before its case is read ahead (scrolling past rows reads nothing).
+    PREFETCH_AFTER: ClassVar[float] = 0.05
+    _prefetch_timer: Timer | None = None
+
+    def on_data_table_row_highlighted(self, event: Any) -> None:
+        """Read the highlighted row's case ahead (``TriageApp.prefetch_case``): Enter then finds it read or under
+        way, instead of starting the read while Textual mounts the case screen."""
+        if self._prefetch_timer is not None:
+            self._prefetch_timer.stop()
+        self._prefetch_timer = self.set_timer(self.PREFETCH_AFTER, self._prefetch_highlighted)
+
+    def _prefetch_highlighted(self) -> None:
+        self._prefetch_timer = None
+        case_id = self.cursor_case()
+        if case_id is not None and self.is_current:
+            self.triage.prefetch_case(case_id)
 
     def action_sort(self) -> None:
         if self.source is None or not self.source.column_names:
