@@ -34,12 +34,12 @@ from ragtriage.safe_text import visible
 from ragtriage.store import StoreError, connect
 from ragtriage.tui.commands import TriageCommands
 from ragtriage.tui.data import RunCache, StoreReader
-
-if TYPE_CHECKING:
-    from ragtriage.tui.detail_data import CaseDetail
 from ragtriage.tui.screens.base import VIEW_KEYS
 from ragtriage.tui.screens.overview import OverviewScreen
 from ragtriage.tui.text import natural_order
+
+if TYPE_CHECKING:
+    from ragtriage.tui.detail_data import CaseDetail
 
 _STOP = object()
 NOTES_POLL_S = 1.0
@@ -336,7 +336,7 @@ class TriageApp(App[None]):
         when it has not begun (one that runs finishes unread: the thread takes one read at a time)."""
         from ragtriage.tui.detail_data import case_detail_soon
 
-        key = (self.run_id, self.baseline, self.notes_version, case_id)
+        key = self._early_key(case_id)
         if self.early_case is not None:
             started = self.early_case[1]
             failed = started.done() and not started.cancelled() and started.exception() is not None
@@ -348,11 +348,15 @@ class TriageApp(App[None]):
             case_detail_soon(self.reader, self.run_id, case_id, self.store, self.cache, self.baseline),
         )
 
-    def take_early_case(self, key: tuple[Any, ...]) -> Future[CaseDetail] | None:
-        """The detail :meth:`open_case` started for ``key`` (run, baseline, notes version, case), once; None when
-        the case screen asks for anything else (another case, or notes changed since)."""
+    def take_early_case(self, case_id: str) -> Future[CaseDetail] | None:
+        """The read :meth:`prefetch_case` started for ``case_id``, once; None when it was started for another case,
+        run or baseline, or before a note changed (the notes version is part of its key)."""
         early, self.early_case = self.early_case, None
-        return early[1] if early is not None and early[0] == key else None
+        return early[1] if early is not None and early[0] == self._early_key(case_id) else None
+
+    def _early_key(self, case_id: str) -> tuple[Any, ...]:
+        """What an early read of a case depends on: the run, the baseline, the notes version and the case."""
+        return (self.run_id, self.baseline, self.notes_version, case_id)
 
     def show_view(self, mode: str) -> None:
         """Switch to a top-level view from anywhere (palette, keys): what was stacked on the current view is

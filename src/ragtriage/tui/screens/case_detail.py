@@ -424,8 +424,8 @@ class CaseScreen(TriageKeys, DataScreen):
     def fetch(self, cur: Any) -> Rendered:
         width = self.width_for_workers
         app = self.triage
-        early = app.take_early_case((app.run_id, app.baseline, app.notes_version, self.case_id))
-        if early is not None:  # started by open_case while this screen was being built
+        early = app.take_early_case(self.case_id)
+        if early is not None:  # started by the list's highlight or by open_case, while this screen was being built
             detail = early.result()
         else:
             detail = case_detail(cur, app.run_id, self.case_id, app.store, app.cache, app.baseline)
