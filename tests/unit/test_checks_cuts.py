@@ -9,7 +9,6 @@ hand-derived findings must be there.
 
 from __future__ import annotations
 
-import importlib
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -18,10 +17,9 @@ import duckdb
 import pytest
 
 from ragtriage.checks import negatives, scope, staleness
+from ragtriage.checks.leakage import LEAKAGE_SQL, PRINCIPAL_CUT
 from ragtriage.checks.units import MATCHED, run_results, with_query
 from tests.factory import make_store
-
-leakage_mod = importlib.import_module("ragtriage.checks.leakage")  # the package exports a function of that name
 
 ALICE = {"id": "alice", "groups": ["staff"], "tenant": "t1"}
 GROUP_ONLY = {"groups": ["staff"]}
@@ -149,7 +147,7 @@ def uncut(sql: str, cut: str, full: Callable[[], str] = run_results) -> str:
 
 
 CHECKS = {
-    "leakage": (leakage_mod.LEAKAGE_SQL, leakage_mod.PRINCIPAL_CUT),
+    "leakage": (LEAKAGE_SQL, PRINCIPAL_CUT),
     "scope": (scope._SCOPE_SQL, scope.SCOPE_CUT),
     "pairs": (scope._PAIRS_SQL, scope.PAIR_CUT),
     "stale": (staleness._STALE_SQL, staleness.STALE_CUT),
@@ -239,7 +237,7 @@ def test_stale_rows_at_each_cases_date_and_through_the_document(con: duckdb.Duck
 
 
 def test_leaks_and_broadened_pairs_outside_the_principal_cases(con: duckdb.DuckDBPyConnection) -> None:
-    leaks = {(r["case_id"], r["stage"], r["document_id"]) for r in rows(con, leakage_mod.LEAKAGE_SQL)}
+    leaks = {(r["case_id"], r["stage"], r["document_id"]) for r in rows(con, LEAKAGE_SQL)}
     assert leaks == {("as-of-run", "candidate", "secret")}
     broadened = [r for r in rows(con, scope._SCOPE_SQL) if r["rule"] == "optional-filter-broadened"]
     assert [(r["case_id"], r["document_id"]) for r in broadened] == [("without", "secret")]
