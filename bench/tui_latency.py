@@ -12,7 +12,10 @@
 (mean, median, p10) is on screen. ``overview`` runs the app 80×120, so every section fits, and prints seconds until
 the metric table and until the failures-per-category table are on screen. ``case-open`` opens the Failures list
 (``f``) and prints the seconds until it is listed, then presses Enter and prints the milliseconds until the case
-screen shows the first case's query: the first case a person opens, with nothing fetched before. ``slices`` presses
+screen shows the first case's query: the first case a person opens. The list reads the case under its cursor
+ahead as soon as it has its rows, so this times the case screen's mount and paint plus whatever of that read is
+left; a second figure sends Down and Enter at once, opening a case the list has not read ahead (its read starts at
+Enter, as for a person who moves and opens without pausing). ``slices`` presses
 ``s`` as soon as the metric table shows, and again in an app whose overview has drawn its slice bars, and prints
 the milliseconds until the slice rows are listed. ``case-move``
 opens the first failing case and prints the time from each ``n``/``p`` key until the status line shows the new
@@ -127,9 +130,11 @@ def _list_then_enter(
     listed_what: str,
     opened_when: Callable[[list[str]], bool],
     opened_what: str,
+    before_enter: tuple[str, ...] = (),
 ) -> list[tuple[float, float]]:
     """(seconds from ``key`` at the metric table to a list, milliseconds from Enter on it to the case), each in a
-    new app, so nothing is fetched before."""
+    new app, so nothing is fetched before. ``before_enter``: keys sent with Enter in one go (Down: a row the
+    cursor only passes over, so the list has not read its case ahead)."""
     out = []
     for i in range(repeat):
         session = f"{key}{i}"
@@ -137,16 +142,18 @@ def _list_then_enter(
         wait_for(session, METRIC_TABLE, "the metric table")
         tmux("send-keys", "-t", session, key)
         listed = wait_for(session, listed_when, listed_what)
-        tmux("send-keys", "-t", session, "Enter")
+        tmux("send-keys", "-t", session, *before_enter, "Enter")
         opened = wait_for(session, opened_when, opened_what)
         out.append((listed, opened * 1000))
         stop(session)
     return out
 
 
-def case_open(db: str, run: str, repeat: int) -> list[tuple[float, float]]:
+def case_open(db: str, run: str, repeat: int, before_enter: tuple[str, ...] = ()) -> list[tuple[float, float]]:
     """(Failures list seconds, first case milliseconds): each in a new app, so nothing is fetched before."""
-    return _list_then_enter(db, run, repeat, "f", LISTED, "the failures list", CASE_SHOWN, "the case screen")
+    return _list_then_enter(
+        db, run, repeat, "f", LISTED, "the failures list", CASE_SHOWN, "the case screen", before_enter
+    )
 
 
 def slices(db: str, run: str, repeat: int, filled: bool) -> list[float]:
@@ -232,6 +239,9 @@ def main() -> None:
             both = case_open(a.db, a.run, a.repeat)
             print(f"case-open: failures list after {spread([t for t, _ in both], 's', 2)}")
             print(f"case-open: first case after {spread([c for _, c in both], 'ms', 0)}")
+            cold = case_open(a.db, a.run, a.repeat, ("Down",))
+            cold_ms = spread([c for _, c in cold], "ms", 0)
+            print(f"case-open: second case, Down+Enter at once (not read ahead), after {cold_ms}")
         elif what == "slices":
             print(
                 f"slices: s at the metric table, listed after {spread(slices(a.db, a.run, a.repeat, False), 'ms', 0)}"

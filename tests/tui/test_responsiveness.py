@@ -236,6 +236,15 @@ async def test_the_overview_draws_its_pictures_only_while_it_is_on_screen(
         assert "per case" in static_text(app, "#sec-dist")
 
 
+async def failures_list(app: TriageApp, pilot: Any) -> FailuresScreen:
+    """The Failures list, opened with `f` and filled."""
+    await pilot.press("f")
+    await settle(pilot)
+    screen = app.screen
+    assert isinstance(screen, FailuresScreen)
+    return screen
+
+
 @pilot_test
 async def test_the_row_the_cursor_rests_on_is_read_ahead_and_enter_uses_that_read(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -247,23 +256,21 @@ async def test_the_row_the_cursor_rests_on_is_read_ahead_and_enter_uses_that_rea
     reads: list[str] = []
     real = detail_data.case_detail_soon
 
-    def counted(reader: Any, run_id: str, case_id: str, *args: Any) -> Any:
+    def counted(reader: Any, run_id: str, case_id: str, *args: Any, **kwargs: Any) -> Any:
         reads.append(case_id)
-        return real(reader, run_id, case_id, *args)
+        return real(reader, run_id, case_id, *args, **kwargs)
 
     monkeypatch.setattr(detail_data, "case_detail_soon", counted)
     monkeypatch.setattr(FailuresScreen, "PREFETCH_AFTER", 1.0)  # longer than two key presses of the pilot take
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("f")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, FailuresScreen)
+        screen = await failures_list(app, pilot)
         ids = screen.case_ids()
         assert len(ids) >= 3
+        assert reads == [ids[0]]  # the first row, read as the list appears: no rest needed
         await asyncio.sleep(FailuresScreen.PREFETCH_AFTER * 2.5)
         await pilot.pause()
-        assert reads == [ids[0]]  # the first row, highlighted when the list appears
+        assert reads == [ids[0]]  # its highlight's own read ahead finds the read started
         await pilot.press("down", "down")  # passes over the second row without resting on it
         await asyncio.sleep(FailuresScreen.PREFETCH_AFTER * 2.5)
         await pilot.pause()
@@ -275,3 +282,77 @@ async def test_the_row_the_cursor_rests_on_is_read_ahead_and_enter_uses_that_rea
         assert app.screen.detail is not None and app.screen.detail.case["case_id"] == ids[2]
         assert reads == [ids[0], ids[2]]  # Enter took the read the rest started
         assert app.early_case is None
+
+
+@pilot_test
+async def test_a_case_read_ahead_is_laid_out_ahead_and_shown_without_a_second_layout(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read ahead also lays the sections out (at the width the case screen's body will have), so the screen
+    shows that layout as it is; the case's text is the same as a case read on opening."""
+    import ragtriage.tui.screens.case_detail as case_screen
+
+    laid_out: list[tuple[str, int]] = []
+    real = case_screen.rendered
+
+    def counted(d: Any, width: int, side: Any = None) -> Any:
+        laid_out.append((str(d.case["case_id"]), width))
+        return real(d, width, side)
+
+    monkeypatch.setattr(case_screen, "rendered", counted)
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        first = (await failures_list(app, pilot)).case_ids()[0]
+        await until(lambda: app.early_case is not None and app.early_case[1].done())
+        assert laid_out == [(first, 76)]  # 80 columns less the body's padding and scrollbar
+        await pilot.press("enter")
+        await settle(pilot)
+        case = app.screen
+        assert isinstance(case, CaseScreen) and case.case_id == first
+        assert case.section_width() == 76
+        assert laid_out[0] == (first, 76) and laid_out.count((first, 76)) == 1  # not laid out again
+        assert "Q " in static_text(app, "#sec-why")
+        ahead = static_text(app, "#sec-results")
+        await pilot.press("n", "p")  # back to the first case, now from the screen's own neighbour reads
+        await settle(pilot)
+        assert case.case_id == first and static_text(app, "#sec-results") == ahead
+
+
+@pilot_test
+async def test_footer_is_rebuilt_only_when_its_keys_change(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual's Footer rebuilds every key on each bindings refresh (focus moves, screen pushes); FittingFooter
+    composes its keys at mount and again only for different keys, once for changes that come together."""
+    composed: list[str] = []
+    real = FittingFooter.compose
+
+    def counted(self: FittingFooter) -> Any:
+        composed.append(type(self.screen).__name__)
+        return real(self)
+
+    monkeypatch.setattr(FittingFooter, "compose", counted)
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        composed.clear()
+        await pilot.press("f")
+        await settle(pilot)
+        # mount, then once when the list takes focus (Enter becomes the table's select_cursor)
+        assert composed == ["FailuresScreen", "FailuresScreen"]
+        composed.clear()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, CaseScreen)
+        assert composed == ["CaseScreen"]  # at mount only: the bindings refreshes after it find the same keys
+        assert footer_fits(app) == ["esc", "1-4", "5-8", "e", "n", "p", "?"]
+        composed.clear()
+        await pilot.press("n", "n")
+        await settle(pilot)
+        assert composed == []
+        await pilot.press("escape")
+        await settle(pilot)
+        assert footer_fits(app) == ["⏎", "esc", "/", "t", "1-4", "5-8", "?"]
+        composed.clear()
+        await pilot.press("slash")  # the search box takes focus: the keys it types leave the footer
+        await settle(pilot)
+        assert composed == ["FailuresScreen"]
+        assert footer_fits(app) == ["esc", "/"]

@@ -16,6 +16,7 @@ import queue
 import sqlite3
 from collections.abc import Sequence
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -39,7 +40,7 @@ from ragtriage.tui.screens.overview import OverviewScreen
 from ragtriage.tui.text import natural_order
 
 if TYPE_CHECKING:
-    from ragtriage.tui.detail_data import CaseDetail
+    from ragtriage.tui.screens.case_detail import Rendered
 
 _STOP = object()
 NOTES_POLL_S = 1.0
@@ -180,7 +181,7 @@ class TriageApp(App[None]):
         self.case_index: list[str] = []
         self._case_index_requested = False
         self.notes_version = 0
-        self.early_case: tuple[tuple[Any, ...], Future[CaseDetail]] | None = None  # see open_case
+        self.early_case: tuple[tuple[Any, ...], Future[Rendered]] | None = None  # see prefetch_case
         self._notes_queue: queue.Queue[Any] = queue.Queue()
         self._writer_running = False
         super().__init__()
@@ -335,6 +336,7 @@ class TriageApp(App[None]):
         way, and :meth:`open_case` calls it for the case it opens. A read started for another case is cancelled
         when it has not begun (one that runs finishes unread: the thread takes one read at a time)."""
         from ragtriage.tui.detail_data import case_detail_soon
+        from ragtriage.tui.screens.case_detail import body_width, rendered
 
         key = self._early_key(case_id)
         if self.early_case is not None:
@@ -345,10 +347,18 @@ class TriageApp(App[None]):
             started.cancel()
         self.early_case = (
             key,
-            case_detail_soon(self.reader, self.run_id, case_id, self.store, self.cache, self.baseline),
+            case_detail_soon(
+                self.reader,
+                self.run_id,
+                case_id,
+                self.store,
+                self.cache,
+                self.baseline,
+                partial(rendered, width=body_width(self.size.width)),
+            ),
         )
 
-    def take_early_case(self, case_id: str) -> Future[CaseDetail] | None:
+    def take_early_case(self, case_id: str) -> Future[Rendered] | None:
         """The read :meth:`prefetch_case` started for ``case_id``, once; None when it was started for another case,
         run or baseline, or before a note changed (the notes version is part of its key)."""
         early, self.early_case = self.early_case, None

@@ -151,14 +151,17 @@ def case_detail_soon(
     case_id: str,
     store: NotesStore,
     cache: RunCache,
-    baseline: str | None = None,
-) -> Future[CaseDetail]:
-    """:func:`case_detail` started now on a cursor of its own, for a case screen that is still being built: the
-    reads run while Textual mounts the screen (80-120 ms at 80x24), not after it."""
+    baseline: str | None,
+    then: Callable[[CaseDetail], T],
+) -> Future[T]:
+    """``then(case_detail(...))`` started now on a cursor of its own, for a case screen that is not built yet: the
+    reads (and ``then``, the screen's layout of the sections) run while the list is shown or Textual mounts the
+    screen, not after it."""
 
-    def run() -> CaseDetail:
+    def run() -> T:
         with reader.cursor() as cur:
-            return case_detail(cur, run_id, case_id, store, cache, baseline)
+            detail = case_detail(cur, run_id, case_id, store, cache, baseline)
+        return then(detail)
 
     return _EARLY.submit(run)
 

@@ -361,6 +361,12 @@ def rendered(d: CaseDetail, width: int, side: RenderableType | None = None) -> R
     return Rendered(d, width, {name: prerender(body, width) for name, body in sections(d, width, side).items()})
 
 
+def body_width(screen_width: int) -> int:
+    """Cells a section has in a terminal ``screen_width`` wide: the body's padding and its scrollbar taken off
+    (what :meth:`CaseScreen.section_width` measures once laid out; a read ahead lays the case out at this)."""
+    return max(20, screen_width - 4)
+
+
 class CaseScreen(TriageKeys, DataScreen):
     MODE = "failures"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -409,7 +415,7 @@ class CaseScreen(TriageKeys, DataScreen):
     def section_width(self) -> int:
         """Cells a section has: the body less its padding and scrollbar (known after the first layout)."""
         width = self.query_one("#sec-why", Static).content_region.width
-        return width if width > 0 else max(20, self.app.size.width - 4)
+        return width if width > 0 else body_width(self.app.size.width)
 
     def side_runs(self) -> tuple[str, ...]:
         """The runs whose lists stand side by side: Compare's runs when the case was opened from it."""
@@ -425,11 +431,14 @@ class CaseScreen(TriageKeys, DataScreen):
         width = self.width_for_workers
         app = self.triage
         early = app.take_early_case(self.case_id)
+        runs = self.side_runs()
         if early is not None:  # started by the list's highlight or by open_case, while this screen was being built
-            detail = early.result()
+            ready = early.result()
+            if ready.width == width and not runs:
+                return ready
+            detail = ready.detail
         else:
             detail = case_detail(cur, app.run_id, self.case_id, app.store, app.cache, app.baseline)
-        runs = self.side_runs()
         if not runs:
             return rendered(detail, width)
         window = runs[self.run_offset : self.run_offset + panels_fit(width)]

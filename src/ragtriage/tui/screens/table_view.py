@@ -168,9 +168,14 @@ class TableScreen(DataScreen):
                 widget.move_cursor(row=ids.index(keep_case))
         if not self.query_one("#search", Input).has_focus:
             widget.focus()
+        first = self._table is None
         self._table = widget
         self.set_status(self.describe())
         self.replay_pending()
+        if first:
+            # The list's first showing: read the cursor's case now, not after the cursor rests (the table's first
+            # paint keeps the UI thread busy for a while; at 30M rows about a second for 300,000 failing cases).
+            self._prefetch_highlighted()
 
     _rendered_width = 0
 

@@ -1,14 +1,20 @@
-"""A footer that shows only the keys that fit, and always the help key that lists the rest.
+"""A footer that shows only the keys that fit, and always the help key that lists the rest, and is rebuilt only
+when what it shows changes.
 
 Textual's Footer lays every key out in one row and docks the command-palette key on the right on top of it: at
 80 columns the Failures view's keys ran under the palette key and left stray letters beside it ("palettet").
 This one drops keys from the end of the row until the rest fit beside the palette key, keeping `?` (the help
 screen lists every key of the view), and lays the row out again when the terminal is resized.
+
+Textual's Footer also rebuilds every key widget each time the screen's bindings are refreshed (focus changes,
+screen pushes, mounts), keys changed or not. Opening a case at 30M rows fired it five times on the same keys, each
+20-80 ms of the UI thread while the case's reads waited for the GIL. This one rebuilds only when the keys it would
+show differ from those shown, and once for any number of changes before the rebuild runs.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from textual import events
@@ -16,6 +22,9 @@ from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
 
 HELP_KEYS = ("question_mark", "?")
 
@@ -47,6 +56,28 @@ class FittingFooter(Footer):
     """Footer(compact=True) whose row never overflows (see the module docstring)."""
 
     _laid_out_for = 0
+    #: What the last compose showed (:meth:`shown_keys`): None until the first compose with bindings ready.
+    _composed: tuple[Any, ...] | None = None
+    #: A rebuild is asked for and has not run yet: it reads the keys when it runs, so a change meanwhile needs no
+    #: second rebuild.
+    _asked = False
+
+    def shown_keys(self) -> tuple[Any, ...]:
+        """Everything a compose reads from the screen's bindings (the shown ones and the palette's), as comparable
+        values."""
+        palette = self.app.COMMAND_PALETTE_BINDING
+        return tuple(
+            (key, binding.key, binding.description, binding.action, binding.group, enabled, tooltip)
+            for key, (_, binding, enabled, tooltip) in self.screen.active_bindings.items()
+            if binding.show or key == palette
+        )
+
+    def bindings_changed(self, screen: Screen[Any]) -> None:
+        if self.is_attached and screen is self.screen and screen.app.app_focus:
+            if self._asked or self.shown_keys() == self._composed:
+                return  # a rebuild is coming, or the keys are those shown: Footer would rebuild every key for nothing
+            self._asked = True
+        super().bindings_changed(screen)
 
     def compose(self) -> ComposeResult:
         widgets = list(super().compose())
@@ -55,6 +86,8 @@ class FittingFooter(Footer):
         others: list[Widget] = [w for w in widgets if w not in palette and w not in keys]
         width = self.size.width or self.app.size.width
         self._laid_out_for = width
+        if self._bindings_ready:
+            self._composed, self._asked = self.shown_keys(), False
         budget = width - sum(key_width(p, self.compact) + 1 for p in palette) - 1
         yield from others
         yield from fitting(keys, budget, self.compact)
@@ -66,3 +99,6 @@ class FittingFooter(Footer):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(compact=True, **kwargs)
+        # Compose the keys at mount rather than after the screen's first bindings refresh (an empty row until
+        # then, and a second rebuild of every key): the refresh that follows finds the same keys and is skipped.
+        self.set_reactive(Footer._bindings_ready, True)
