@@ -289,7 +289,7 @@ async def test_a_case_read_ahead_is_laid_out_ahead_and_shown_without_a_second_la
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The read ahead also lays the sections out (at the width the case screen's body will have), so the screen
-    shows that layout as it is; the case's text is the same as a case read on opening."""
+    shows that layout as it is, at mount; the case's text is the same as a case read on opening."""
     import ragtriage.tui.screens.case_detail as case_screen
 
     laid_out: list[tuple[str, int]] = []
@@ -300,6 +300,14 @@ async def test_a_case_read_ahead_is_laid_out_ahead_and_shown_without_a_second_la
         return real(d, width, side)
 
     monkeypatch.setattr(case_screen, "rendered", counted)
+    fetched: list[str] = []
+    real_fetch = CaseScreen.fetch
+
+    def fetch(self: CaseScreen, cur: Any) -> Any:
+        fetched.append(self.case_id)
+        return real_fetch(self, cur)
+
+    monkeypatch.setattr(CaseScreen, "fetch", fetch)
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
         first = (await failures_list(app, pilot)).case_ids()[0]
@@ -310,7 +318,9 @@ async def test_a_case_read_ahead_is_laid_out_ahead_and_shown_without_a_second_la
         case = app.screen
         assert isinstance(case, CaseScreen) and case.case_id == first
         assert case.section_width() == 76
-        assert laid_out[0] == (first, 76) and laid_out.count((first, 76)) == 1  # not laid out again
+        # not laid out again, nor at another width once the body's scrollbar shows (its gutter is kept)
+        assert [w for c, w in laid_out if c == first] == [76]
+        assert fetched == []  # shown at mount from the finished read: no worker, no connection
         assert "Q " in static_text(app, "#sec-why")
         ahead = static_text(app, "#sec-results")
         await pilot.press("n", "p")  # back to the first case, now from the screen's own neighbour reads

@@ -364,6 +364,18 @@ class TriageApp(App[None]):
         early, self.early_case = self.early_case, None
         return early[1] if early is not None and early[0] == self._early_key(case_id) else None
 
+    def early_case_ready(self, case_id: str) -> Rendered | None:
+        """The read :meth:`prefetch_case` started for ``case_id`` if it has finished without error, taken once;
+        None otherwise, leaving a read still running to :meth:`take_early_case`. A case screen that finds it at
+        mount shows the case in its first layout, with no worker and no connection opened."""
+        if self.early_case is None or self.early_case[0] != self._early_key(case_id):
+            return None
+        read = self.early_case[1]
+        if not read.done() or read.cancelled() or read.exception() is not None:
+            return None
+        self.early_case = None
+        return read.result()
+
     def _early_key(self, case_id: str) -> tuple[Any, ...]:
         """What an early read of a case depends on: the run, the baseline, the notes version and the case."""
         return (self.run_id, self.baseline, self.notes_version, case_id)

@@ -362,8 +362,10 @@ def rendered(d: CaseDetail, width: int, side: RenderableType | None = None) -> R
 
 
 def body_width(screen_width: int) -> int:
-    """Cells a section has in a terminal ``screen_width`` wide: the body's padding and its scrollbar taken off
-    (what :meth:`CaseScreen.section_width` measures once laid out; a read ahead lays the case out at this)."""
+    """Cells a section has in a terminal ``screen_width`` wide: the body's padding and its scrollbar's gutter
+    taken off (what :meth:`CaseScreen.section_width` measures once laid out; a read ahead lays the case out at
+    this). The gutter is kept when no scrollbar shows (``scrollbar-gutter: stable``), so the width does not
+    change as the content grows past the screen, which would lay the case out again."""
     return max(20, screen_width - 4)
 
 
@@ -381,7 +383,7 @@ class CaseScreen(TriageKeys, DataScreen):
         Binding("G", "scroll_end", "Bottom", show=False),
     ]
     DEFAULT_CSS = """
-    CaseScreen #body { height: 1fr; padding: 0 1; }
+    CaseScreen #body { height: 1fr; padding: 0 1; scrollbar-gutter: stable; }
     CaseScreen .section { margin-top: 1; }
     CaseScreen #sec-why { margin-top: 0; }
     """
@@ -459,6 +461,14 @@ class CaseScreen(TriageKeys, DataScreen):
 
     def reload(self) -> None:
         self.width_for_workers = self.section_width()
+        ready = None if self.side_runs() else self.triage.early_case_ready(self.case_id)
+        if ready is not None and ready.width == self.width_for_workers:
+            # read and laid out ahead (the list's cursor rested on it): shown now, in the screen's first layout
+            self.workers.cancel_group(self, LOAD_GROUP)
+            self._loaded_for = self.stale_key()
+            self.set_bar()
+            self.show(ready)
+            return
         super().reload()
 
     def on_resize(self) -> None:
