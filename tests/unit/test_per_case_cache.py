@@ -81,6 +81,42 @@ def test_compare_reads_the_entry_until_the_run_or_the_labels_change(tmp_path: Pa
         con.close()
 
 
+def test_load_keeps_the_first_slices_of_a_run_at_a_cached_cutoff_and_the_tui_reads_them(
+    tmp_path: Path, summary_cache_dir: Path
+) -> None:
+    """bm25 is judged at k=10 (a cached cutoff), hybrid-rerank at k=8 (not one: its slices are computed when asked).
+    The kept table is the computed one; a kept table is what the TUI's Slices view shows."""
+    from ragtriage.metrics.slices import slices
+    from ragtriage.tui import data
+
+    db = _store(tmp_path)
+    con = connect(db, read_only=True)
+    try:
+        kept = summary_cache.cached_slices(con, "bm25", "query_type", (3, 5, 10), 10)
+        assert kept is not None and kept.num_rows >= 2
+        assert kept.equals(slices(con, "bm25", "query_type", (3, 5, 10), k=10))
+        assert summary_cache.cached_slices(con, "bm25", "query_type", (3, 5, 10), 5) is None  # another question
+        assert summary_cache.cached_slices(con, "bm25", "language", (3, 5, 10), 10) is None
+        assert summary_cache.cached_slices(con, "hybrid-rerank", "query_type", (3, 5, 8, 10), 8) is None
+        key = summary_cache.slices_key(con, "bm25", "query_type", (3, 5, 10), 10)
+        assert key is not None
+        # a kept table whose first slice is renamed: the TUI shows the kept table, so it read it
+        names = kept.column("slice_value").to_pylist()
+        doctored = kept.set_column(
+            kept.schema.get_field_index("slice_value"), "slice_value", pa.array(["kept", *names[1:]])
+        )
+        assert summary_cache.write_entry(key, doctored, compressed=True)
+        shown = data.slices(con, "bm25", "query_type", data.RunCache()).table.column("slice_value").to_pylist()
+        assert shown == ["kept", *names[1:]]
+        computed = data.slices(con, "hybrid-rerank", "query_type", data.RunCache()).table
+        assert (
+            computed.column("slice_value").to_pylist()
+            == slices(con, "hybrid-rerank", ks=(3, 5, 8, 10), k=8).column("slice_value").to_pylist()
+        )
+    finally:
+        con.close()
+
+
 def test_the_cache_folder_keeps_its_newest_entries_within_its_limit(tmp_path: Path) -> None:
     import os
 

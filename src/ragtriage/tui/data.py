@@ -452,19 +452,16 @@ def slices(cur: duckdb.DuckDBPyConnection, run_id: str, dimension: str, cache: R
     """``metrics.slices`` at the run's k, kept per (run, dimension): the overview's slice bars and the Slices
     view read one answer."""
     k = cache.k(run_id, cur)
-    table = cache.remember(
-        ("slices", run_id, dimension),
-        lambda: core(
-            "metrics.slices",
-            core_slices,
-            cur,
-            run_id,
-            by=dimension,
-            ks=measure_ks(k),
-            k=k,
-            per_case=cache.table("per_case", run_id, cur),
-        ),
-    )
+    ks = measure_ks(k)
+
+    def computed() -> pa.Table:
+        kept = summary_cache.cached_slices(cur, run_id, dimension, ks, k)  # `ragtriage load` kept the first one
+        if kept is not None:
+            return kept
+        per_case = cache.table("per_case", run_id, cur)
+        return core("metrics.slices", core_slices, cur, run_id, by=dimension, ks=ks, k=k, per_case=per_case)
+
+    table = cache.remember(("slices", run_id, dimension), computed)
     require(table, (*SLICE_LEAD, "measure", "threshold", "gain"), "metrics.slices")
     first = table.slice(0, 1).to_pylist()
     measure = f"{first[0]['measure']} grade>={first[0]['threshold']} {first[0]['gain']}" if first else ""
