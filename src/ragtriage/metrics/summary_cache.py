@@ -9,7 +9,10 @@ time of every source file of ``ragtriage.metrics`` and ``ragtriage.store``: a ne
 metric definition is a miss and recomputes. The per-case entry is ``per_case`` at :data:`DEFAULT_KS` (final stage,
 default gain, every answerable case: what ``summarize`` computes), zstd-compressed (a few MiB at 300,000 cases),
 keyed by what its values depend on (:func:`per_case_key`); a request at a subset of those cutoffs reads its
-columns (:func:`per_case_columns`). Entries are Arrow IPC files under
+columns (:func:`per_case_columns`). Beside it, for a run judged at one of those cutoffs, ``metrics.slices`` by the
+first slice dimension at the run's k (:func:`slices_key`, :func:`cached_slices`): the TUI's Slices view and its
+overview's slice bars start from it (0.5 s of bootstrap and grouping at 300,000 cases). Entries are Arrow IPC
+files under
 :func:`ragtriage.paths.cache_root` (``~/.cache/ragtriage/summary`` on Linux); ``RAGTRIAGE_TUI_CACHE`` names
 another folder, or ``off`` disables the cache. A cache
 that cannot be read or written is a miss, never an error: the overview then computes the table as without it.
