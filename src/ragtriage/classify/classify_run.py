@@ -22,9 +22,8 @@ from ragtriage.classify import stored
 from ragtriage.classify.cost import CostReport, category_costs
 from ragtriage.classify.decide import decide_sql
 from ragtriage.classify.facts import FACTS_SQL, LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS
-from ragtriage.classify.locations import run_k
 from ragtriage.classify.rules import FAILURES
-from ragtriage.store import run_ids
+from ragtriage.store import run_ids, run_k
 
 #: What :func:`failures` returns, column for column: the seam the CLI, the TUI and the notes export read.
 #: ``evidence`` is JSON text; ``patterns`` and ``experiments`` are lists of names; ``k`` is the cutoff judged at.

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from ragtriage.checks.units import denials
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
-from ragtriage.store import require_run
+from ragtriage.store import run_k
 from ragtriage.store.dedup import deduplicated
 
 LOCATIONS = (
@@ -180,18 +180,6 @@ ORDER BY case_id, list_position({_LOCATION_ORDER}, location), final_rank NULLS L
 """
 _LOCATIONS_SQL = "WITH " + LOCATION_CTES + _ORDER
 _CASE_LOCATIONS_SQL = "WITH " + location_ctes(one_case=True) + _ORDER
-
-
-def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
-    """The run's final cutoff (``runs.k``); raises ``StoreError`` for an unknown run."""
-    cur = con.cursor()
-    try:
-        require_run(cur, run_id)
-        row = cur.execute("SELECT k FROM runs WHERE run_id = ?", [run_id]).fetchone()
-    finally:
-        cur.close()
-    assert row is not None
-    return int(row[0])
 
 
 def unit_locations(

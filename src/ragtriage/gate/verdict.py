@@ -18,6 +18,7 @@ from ragtriage.gate.config import GateConfig
 from ragtriage.gate.outcome import Verdict
 from ragtriage.gate.reproducibility import reproducibility_rule
 from ragtriage.gate.rules import Context, relevance_rules
+from ragtriage.store import run_k
 
 VERDICTS_DDL = """
 CREATE TABLE IF NOT EXISTS gate_verdicts (
@@ -42,10 +43,10 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     """Run every rule of ``config`` on ``run_id`` against ``baseline``; raises StoreError for unusable input."""
     version = sources.paired_version(con, run_id, baseline)
     ks = config.ks()
-    run_k = int(sources.first_row(con, "SELECT k FROM runs WHERE run_id = ?", [run_id])[0])  # type: ignore[index]
-    tables = {k: sources.defect_categories(con, run_id, k) for k in sorted({*ks, run_k})}
+    own_k = run_k(con, run_id)
+    tables = {k: sources.defect_categories(con, run_id, k) for k in sorted({*ks, own_k})}
     at = {k: _categories(t) for k, t in tables.items()}
-    classified = _categories(tables[run_k], basis="classified failure")
+    classified = _categories(tables[own_k], basis="classified failure")
     costs = sources.category_costs(con, run_id)
     candidate, base = sources.per_case_pair(con, run_id, baseline, ks)
     ctx = Context(
@@ -57,8 +58,8 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         candidate=candidate,
         base=base,
         report_slices=sources.case_slices(con, version, config.report_by),
-        categories=at[run_k],
-        run_k=run_k,
+        categories=at[own_k],
+        run_k=own_k,
         categories_at=at,
         classified=classified,
     )

@@ -212,11 +212,11 @@ def _warm_slices(con: duckdb.DuckDBPyConnection, run_id: str, cases: pa.Table | 
     from ragtriage.contract.dimensions import SLICE_DIMENSIONS
     from ragtriage.metrics.context import DEFAULT_KS
     from ragtriage.metrics.slices import slices
+    from ragtriage.store.connection import run_k
 
-    rows = con.execute("SELECT k FROM runs WHERE run_id = ?", [run_id]).fetchall()
-    if not rows or int(rows[0][0]) not in DEFAULT_KS:
+    k, by = run_k(con, run_id), SLICE_DIMENSIONS[0]
+    if k not in DEFAULT_KS:
         return
-    k, by = int(rows[0][0]), SLICE_DIMENSIONS[0]
     key = slices_key(con, run_id, by, DEFAULT_KS, k)
     if key is None or read_entry(key) is not None:
         return

@@ -10,6 +10,7 @@ from ragtriage.store.connection import (
     reading,
     require_run,
     run_ids,
+    run_k,
     set_current_dataset,
 )
 from ragtriage.store.load import LoadReport
@@ -30,5 +31,6 @@ __all__ = [
     "load_run",
     "require_run",
     "run_ids",
+    "run_k",
     "set_current_dataset",
 ]

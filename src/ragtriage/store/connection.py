@@ -205,5 +205,17 @@ def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         raise StoreError(f"unknown run {run_id!r}; loaded runs: {', '.join(known) or 'none'}")
 
 
+def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
+    """The run's final cutoff (``runs.k``, from run.json); raises ``StoreError`` for an unknown run."""
+    cur = con.cursor()
+    try:
+        require_run(cur, run_id)
+        row = cur.execute("SELECT k FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    finally:
+        cur.close()
+    assert row is not None
+    return int(row[0])
+
+
 def run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
