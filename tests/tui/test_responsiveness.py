@@ -329,6 +329,45 @@ async def test_a_case_read_ahead_is_laid_out_ahead_and_shown_without_a_second_la
 
 
 @pilot_test
+async def test_a_read_ahead_laid_out_at_another_width_is_laid_out_again_not_read_again(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The terminal widened between the read ahead and Enter: the case screen lays the case out at its new width
+    from the read it has, and reads nothing more."""
+    import ragtriage.tui.screens.case_detail as case_screen
+
+    laid_out: list[tuple[str, int]] = []
+    real = case_screen.rendered
+
+    def counted(d: Any, width: int, side: Any = None) -> Any:
+        laid_out.append((str(d.case["case_id"]), width))
+        return real(d, width, side)
+
+    read_again: list[str] = []
+    real_read = case_screen.case_detail
+
+    def read(cur: Any, run_id: str, case_id: str, *args: Any) -> Any:
+        read_again.append(case_id)
+        return real_read(cur, run_id, case_id, *args)
+
+    monkeypatch.setattr(case_screen, "rendered", counted)
+    monkeypatch.setattr(case_screen, "case_detail", read)
+    app = make_app(db_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        first = (await failures_list(app, pilot)).case_ids()[0]
+        await until(lambda: app.early_case is not None and app.early_case[1].done())
+        await pilot.resize_terminal(100, 24)
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        case = app.screen
+        assert isinstance(case, CaseScreen) and case.case_id == first
+        assert [w for c, w in laid_out if c == first] == [76, 96]
+        assert read_again == []
+        assert "Q " in static_text(app, "#sec-why")
+
+
+@pilot_test
 async def test_footer_is_rebuilt_only_when_its_keys_change(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Textual's Footer rebuilds every key on each bindings refresh (focus moves, screen pushes); FittingFooter
     composes its keys at mount and again only for different keys, once for changes that come together."""

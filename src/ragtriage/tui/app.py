@@ -338,15 +338,14 @@ class TriageApp(App[None]):
         from ragtriage.tui.detail_data import case_detail_soon
         from ragtriage.tui.screens.case_detail import body_width, rendered
 
-        key = self._early_key(case_id)
+        started = self._early_for(case_id)
+        failed = started is not None and started.done() and not started.cancelled() and started.exception() is not None
+        if started is not None and not failed:  # a failed read (a store busy then) is tried again
+            return
         if self.early_case is not None:
-            started = self.early_case[1]
-            failed = started.done() and not started.cancelled() and started.exception() is not None
-            if self.early_case[0] == key and not failed:  # a failed read (a store busy then) is tried again
-                return
-            started.cancel()
+            self.early_case[1].cancel()
         self.early_case = (
-            key,
+            self._early_key(case_id),
             case_detail_soon(
                 self.reader,
                 self.run_id,
@@ -361,20 +360,28 @@ class TriageApp(App[None]):
     def take_early_case(self, case_id: str) -> Future[Rendered] | None:
         """The read :meth:`prefetch_case` started for ``case_id``, once; None when it was started for another case,
         run or baseline, or before a note changed (the notes version is part of its key)."""
-        early, self.early_case = self.early_case, None
-        return early[1] if early is not None and early[0] == self._early_key(case_id) else None
+        early = self._early_for(case_id)
+        self.early_case = None
+        return early
 
-    def early_case_ready(self, case_id: str) -> Rendered | None:
-        """The read :meth:`prefetch_case` started for ``case_id`` if it has finished without error, taken once;
-        None otherwise, leaving a read still running to :meth:`take_early_case`. A case screen that finds it at
-        mount shows the case in its first layout, with no worker and no connection opened."""
-        if self.early_case is None or self.early_case[0] != self._early_key(case_id):
+    def early_case_ready(self, case_id: str, width: int) -> Rendered | None:
+        """The read :meth:`prefetch_case` started for ``case_id`` if it has finished without error and laid the
+        case out at ``width``, taken once; None otherwise, leaving the read to :meth:`take_early_case` (a read
+        still running, or one to lay out again at another width without reading the case again). A case screen
+        that finds it at mount shows the case in its first layout, with no worker and no connection opened."""
+        read = self._early_for(case_id)
+        if read is None or not read.done() or read.cancelled() or read.exception() is not None:
             return None
-        read = self.early_case[1]
-        if not read.done() or read.cancelled() or read.exception() is not None:
+        if read.result().width != width:
             return None
         self.early_case = None
         return read.result()
+
+    def _early_for(self, case_id: str) -> Future[Rendered] | None:
+        """The read :meth:`prefetch_case` started, if it was started for ``case_id`` as things are now (left in
+        place)."""
+        early = self.early_case
+        return early[1] if early is not None and early[0] == self._early_key(case_id) else None
 
     def _early_key(self, case_id: str) -> tuple[Any, ...]:
         """What an early read of a case depends on: the run, the baseline, the notes version and the case."""

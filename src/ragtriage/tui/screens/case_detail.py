@@ -461,8 +461,8 @@ class CaseScreen(TriageKeys, DataScreen):
 
     def reload(self) -> None:
         self.width_for_workers = self.section_width()
-        ready = None if self.side_runs() else self.triage.early_case_ready(self.case_id)
-        if ready is not None and ready.width == self.width_for_workers:
+        ready = None if self.side_runs() else self.triage.early_case_ready(self.case_id, self.width_for_workers)
+        if ready is not None:
             # read and laid out ahead (the list's cursor rested on it): shown now, in the screen's first layout
             self.workers.cancel_group(self, LOAD_GROUP)
             self._loaded_for = self.stale_key()
