@@ -56,7 +56,7 @@ class FittingFooter(Footer):
     """Footer(compact=True) whose row never overflows (see the module docstring)."""
 
     _laid_out_for = 0
-    #: What the last compose showed (:meth:`shown_keys`): None until the first compose with bindings ready.
+    #: What the last compose showed (:meth:`shown_keys`): None until the first compose (at mount).
     _composed: tuple[Any, ...] | None = None
     #: A rebuild is asked for and has not run yet: it reads the keys when it runs, so a change meanwhile needs no
     #: second rebuild.
@@ -86,8 +86,7 @@ class FittingFooter(Footer):
         others: list[Widget] = [w for w in widgets if w not in palette and w not in keys]
         width = self.size.width or self.app.size.width
         self._laid_out_for = width
-        if self._bindings_ready:
-            self._composed, self._asked = self.shown_keys(), False
+        self._composed, self._asked = self.shown_keys(), False
         budget = width - sum(key_width(p, self.compact) + 1 for p in palette) - 1
         yield from others
         yield from fitting(keys, budget, self.compact)
