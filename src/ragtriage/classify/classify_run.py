@@ -11,6 +11,7 @@ run's own k unless the caller names another.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -19,11 +20,12 @@ import pyarrow as pa
 
 from ragtriage.checks import leakage, negative_outcomes, version_pairs
 from ragtriage.classify import stored
-from ragtriage.classify.cost import CostReport, category_costs
+from ragtriage.classify.cost import CostReport, CostTally
 from ragtriage.classify.decide import decide_sql
-from ragtriage.classify.facts import FACTS_SQL, LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS
+from ragtriage.classify.facts import LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS, fact_chunks
 from ragtriage.classify.rules import FAILURES
 from ragtriage.store import run_ids, run_k
+from ragtriage.store.memory_cap import capped
 
 #: What :func:`failures` returns, column for column: the seam the CLI, the TUI and the notes export read.
 #: ``evidence`` is JSON text; ``patterns`` and ``experiments`` are lists of names; ``k`` is the cutoff judged at.
@@ -77,24 +79,32 @@ def _decided_sql() -> str:
 
 
 def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> tuple[pa.Table, CostReport]:
-    facts = cur.sql(FACTS_SQL, params={"run_id": run_id, "k": k}).to_arrow_table()
-    cur.register("_cls_facts", facts)
-    try:
-        rows = cur.sql(_decided_sql(), params={"run_id": run_id, "k": k}).to_arrow_table()
-    finally:
-        cur.unregister("_cls_facts")
-    return rows, category_costs(cur, run_id, k, facts)
+    tally = CostTally(cur, run_id, k)
+    parts = []
+    with closing(fact_chunks(cur, run_id, k)) as chunks:
+        for facts in chunks:
+            cur.register("_cls_facts", facts)
+            try:
+                parts.append(cur.sql(_decided_sql(), params={"run_id": run_id, "k": k}).to_arrow_table())
+            finally:
+                cur.unregister("_cls_facts")
+            tally.add(facts)
+    return pa.concat_tables(parts), tally.report()
 
 
 def _store_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> None:
-    """Classify and store at ``k`` with the rows written by SQL straight from the facts (see stored.store_query)."""
-    facts = cur.sql(FACTS_SQL, params={"run_id": run_id, "k": k}).to_arrow_table()
-    costs = category_costs(cur, run_id, k, facts)
-    cur.register("_cls_facts", facts)
-    try:
-        stored.store_query(cur, run_id, k, _decided_sql(), {"k": k}, costs.to_table())
-    finally:
-        cur.unregister("_cls_facts")
+    """Classify and store at ``k``, a chunk of cases at a time, in one transaction: the rows are written by SQL
+    straight from each chunk's facts (see stored.Writer.rows)."""
+    tally = CostTally(cur, run_id, k)
+    with stored.replacing(cur, run_id, k) as writer, closing(fact_chunks(cur, run_id, k)) as chunks:
+        for facts in chunks:
+            cur.register("_cls_facts", facts)
+            try:
+                writer.rows(_decided_sql(), {"k": k})
+            finally:
+                cur.unregister("_cls_facts")
+            tally.add(facts)
+        writer.costs(tally.report().to_table())
 
 
 T = TypeVar("T")
@@ -162,10 +172,12 @@ def refresh(con: duckdb.DuckDBPyConnection) -> list[str]:
     done = []
     cur = con.cursor()
     try:
-        for rid in run_ids(cur):
-            if not stored.is_fresh(cur, rid, run_k(cur, rid)):
-                store_classification(con, rid)
-                done.append(rid)
+        # chunked (facts.fact_chunks), the classification fits the load's memory cap at little cost in time
+        with capped(con):
+            for rid in run_ids(cur):
+                if not stored.is_fresh(cur, rid, run_k(cur, rid)):
+                    store_classification(con, rid)
+                    done.append(rid)
     finally:
         cur.close()
     return done

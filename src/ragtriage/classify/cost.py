@@ -182,23 +182,41 @@ FROM n LEFT JOIN hits h USING (case_id) WHERE n.n_relevant > 0
 """
 
 
-def category_costs(con: duckdb.DuckDBPyConnection, run_id: str, k: int, facts: pa.Table) -> CostReport:
-    """The nDCG@k each category costs ``run_id``, from the classifier's facts of one cutoff (``facts.FACTS_SQL``
-    rows: case_id, failure, n_relevant, top_units, missing)."""
-    ctx = resolve(con, run_id, [k])
-    cur = con.cursor()
-    try:
-        params = {"threshold": ctx.threshold, "run_id": run_id, "k": k}
-        mean_row = cur.execute(_mean_sql(ctx.gain_sql("q.grade"), k), params).fetchall()[0]
-        cur.register("_cost_facts", facts.select(["case_id", "failure", "n_relevant", "top_units", "missing"]))
-        rows = cur.sql(_cost_sql(ctx.gain_sql("q.grade"), k), params={"threshold": ctx.threshold}).fetchall()
-    finally:
-        cur.close()
-    population = int(mean_row[0])
-    mean_value = float(mean_row[1]) / population if population else None
-    lost = {str(r[0]): (float(r[1]), int(r[2])) for r in rows}
-    costs = tuple(
-        CategoryCost(c, lost.get(c, (0.0, 0))[0] / population if population else 0.0, lost.get(c, (0.0, 0))[1])
-        for c in COST_CATEGORIES
-    )
-    return CostReport(run_id, f"nDCG@{k}", k, mean_value, population, _ordered(costs))
+class CostTally:
+    """The category costs of one run at one k, summed over the classifier's facts as they come, a chunk of cases
+    at a time (``facts.fact_chunks``): every cost is a sum over failing cases, so no chunk needs another."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, run_id: str, k: int) -> None:
+        self._con, self._run_id, self._k = con, run_id, k
+        self._ctx = resolve(con, run_id, [k])
+        self._lost: dict[str, tuple[float, int]] = {}
+
+    def add(self, facts: pa.Table) -> None:
+        """Count the loss of the failing cases in ``facts`` (``facts`` rows: case_id, failure, n_relevant,
+        top_units, missing; a case's rows all in this table)."""
+        cur = self._con.cursor()
+        try:
+            cur.register("_cost_facts", facts.select(["case_id", "failure", "n_relevant", "top_units", "missing"]))
+            sql = _cost_sql(self._ctx.gain_sql("q.grade"), self._k)
+            rows = cur.sql(sql, params={"threshold": self._ctx.threshold}).fetchall()
+        finally:
+            cur.close()
+        for category, lost, cases in rows:
+            before = self._lost.get(str(category), (0.0, 0))
+            self._lost[str(category)] = (before[0] + float(lost), before[1] + int(cases))
+
+    def report(self) -> CostReport:
+        """The costs of everything added, on the run's mean nDCG@k."""
+        cur = self._con.cursor()
+        try:
+            params = {"threshold": self._ctx.threshold, "run_id": self._run_id, "k": self._k}
+            mean_row = cur.execute(_mean_sql(self._ctx.gain_sql("q.grade"), self._k), params).fetchall()[0]
+        finally:
+            cur.close()
+        population = int(mean_row[0])
+        mean_value = float(mean_row[1]) / population if population else None
+        lost = {c: self._lost.get(c, (0.0, 0)) for c in COST_CATEGORIES}
+        costs = tuple(
+            CategoryCost(c, lost[c][0] / population if population else 0.0, lost[c][1]) for c in COST_CATEGORIES
+        )
+        return CostReport(self._run_id, f"nDCG@{self._k}", self._k, mean_value, population, _ordered(costs))

@@ -14,11 +14,26 @@ Failures:
 * ``negative-not-abstained`` — a negative case that failed its expected behaviour (``checks.negative_outcomes``);
 * ``stale-first`` — a stale version ranks above an in-force one within the final top k (``checks.stale_first``);
 * ``leakage`` — any leaked result row, any stage (``checks.leakage``); category ``security``, always apart.
+
+How (:func:`fact_chunks`). Two statements read the run's rows once and keep on the cursor what the facts need: where
+every relevant unit is (``_cls_locations``, one row per labelled relevant unit) and the final top k of the cases
+that fail or show a stale version first (``_cls_top``). The facts are then computed by case-id range, a chunk of
+cases per statement, from those tables. Every fact is a fact of one case, so the chunks' rows are the rows one
+statement over every case gives, in the same order. What a chunk costs in memory is its own cases' lists: at 30M
+result rows one statement over all 300,000 failing cases peaked at 2.6 GiB, most of it list aggregates and join
+tables of lists, and the classification of the rows and their costs (per case too) each as much again.
 """
 
 from __future__ import annotations
 
-from ragtriage.classify.locations import LOCATION_CTES
+import math
+from collections.abc import Generator
+from contextlib import suppress
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.classify.locations import LOCATION_CTES, corpus_sql
 from ragtriage.classify.rules import (
     CROWD_MIN,
     DEFAULT_RECALL_BAR,
@@ -27,10 +42,15 @@ from ragtriage.classify.rules import (
     NOT_RETRIEVED,
     UNJUDGED_TOP,
 )
-from ragtriage.contract.relevance import is_relevant
+from ragtriage.contract.relevance import CURRENT_THRESHOLD, is_relevant, relevant_labels
 
 # Checks-layer tables the statement reads (registered by the caller).
 LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS = "_cls_leaks", "_cls_negatives", "_cls_stale_first", "_cls_versions"
+# What fact_chunks keeps on the cursor between its statements (temp tables, dropped when it is done).
+LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE = "_cls_locations", "_cls_top", "_cls_corpus"
+
+# Rows of the kept tables per chunk: 30M result rows (1.5M relevant labels, 3M top-k rows) take six chunks.
+CHUNK_ROWS = 750_000
 
 # Leaked rows listed in the evidence (final stage first); the counts cover all of them.
 LEAKS_SHOWN = 20
@@ -64,14 +84,77 @@ run_config AS (
           FROM runs WHERE run_id = $run_id)
 )"""
 
-_ANSWERABLE_CTES = f"""
+
+def in_chunk(case_id: str) -> str:
+    """SQL: the case id ``case_id`` is in the chunk from parameter $lo (inclusive) to $hi (exclusive), either of
+    them NULL for an open end."""
+    return (
+        f"((CAST($lo AS VARCHAR) IS NULL OR {case_id} >= CAST($lo AS VARCHAR)) "
+        f"AND (CAST($hi AS VARCHAR) IS NULL OR {case_id} < CAST($hi AS VARCHAR)))"
+    )
+
+
+_BAR_CTE = f"""
 bar AS (
     SELECT coalesce(try_cast(json_extract_string(any_value(manifest), '$.recall_bar') AS DOUBLE),
                     {DEFAULT_RECALL_BAR}) AS bar
     FROM current_dataset
+)"""
+
+# An answerable case fails when no relevant unit is in its top k, or fewer than the bar's share of them.
+_FAILING = "n_relevant = 0 OR n_found < (SELECT bar FROM bar) * n_relevant"
+
+_STALE_CASES_CTE = f"""
+stale_cases AS (
+    SELECT case_id, first(detail ORDER BY stale_rank, family) AS stale_detail
+    FROM {STALE_FIRST} WHERE stage = 'final' AND stale_rank <= $k AND {in_chunk("case_id")} GROUP BY case_id
+)"""
+
+# The locations of every relevant unit: the one pass over every run's rows (judged positions, other runs, what any
+# run returned).
+_LOCATIONS_TABLE_SQL = f"CREATE OR REPLACE TEMP TABLE {LOCATIONS_TABLE} AS WITH {LOCATION_CTES} SELECT * FROM locations"
+
+# The final top k of the cases whose top k the facts read: failing answerable cases and stale-first lists. Cutting
+# the run's rows to them (and to pos <= k) before any join or aggregate is what keeps a 10M-row run to seconds.
+_TOP_TABLE_SQL = f"""CREATE OR REPLACE TEMP TABLE {TOP_TABLE} AS
+WITH {LOCATION_CTES},{_BAR_CTE},{_STALE_CASES_CTE},
+counts AS (
+    SELECT a.case_id, count(l.unit_id) AS n_relevant,
+           count(l.unit_id) FILTER (WHERE l.location = 'final-top-k') AS n_found
+    FROM cases a LEFT JOIN {LOCATIONS_TABLE} l USING (case_id) WHERE a.answerable GROUP BY a.case_id
 ),
+focus AS (
+    SELECT case_id FROM counts WHERE {_FAILING} UNION SELECT case_id FROM stale_cases
+)
+SELECT case_id, pos, unit_id, document_id, snippet FROM positions
+WHERE run_id = $run_id AND stage = 'final' AND pos <= $k AND case_id IN (SELECT case_id FROM focus)"""
+
+# The manifest's units among those top lists (the facts read their text, headings and sections).
+_CORPUS_TABLE_SQL = f"CREATE OR REPLACE TEMP TABLE {CORPUS_TABLE} AS " + corpus_sql(
+    f"documents WHERE unit_id IN (SELECT unit_id FROM {TOP_TABLE})"
+)
+
+# A chunk's own rows of every source, under the names the facts read.
+_CHUNK_SOURCES = f"""
+threshold AS (
+    SELECT {CURRENT_THRESHOLD} AS t
+),
+relevant AS (
+    SELECT * FROM ({relevant_labels("(SELECT t FROM threshold)")}) WHERE {in_chunk("case_id")}
+),
+locations AS (
+    SELECT * FROM {LOCATIONS_TABLE} WHERE {in_chunk("case_id")}
+),
+final_top AS (
+    SELECT * FROM {TOP_TABLE} WHERE {in_chunk("case_id")}
+),
+corpus AS (
+    SELECT * FROM {CORPUS_TABLE}
+)"""
+
+_ANSWERABLE_CTES = f"""{_BAR_CTE},
 answerable AS (
-    SELECT case_id, query, query_type, tags FROM cases WHERE answerable
+    SELECT case_id, query, query_type, tags FROM cases WHERE answerable AND {in_chunk("case_id")}
 ),
 per_case AS (
     SELECT a.case_id, count(l.unit_id) AS n_relevant,
@@ -86,30 +169,16 @@ per_case AS (
                                      indexed := l.indexed))
                         FILTER (WHERE l.location <> 'final-top-k')), []) AS missing
     FROM answerable a LEFT JOIN locations l USING (case_id) GROUP BY a.case_id
-),
-stale_cases AS (
-    SELECT case_id, first(detail ORDER BY stale_rank, family) AS stale_detail
-    FROM {STALE_FIRST} WHERE stage = 'final' AND stale_rank <= $k GROUP BY case_id
-),
--- The cases whose top k the facts read: failing answerable cases and stale-first lists. Cutting the run's rows
--- to them (and to pos <= k) before any join or aggregate is what keeps a 10M-row run to seconds.
-focus AS (
-    SELECT case_id FROM per_case WHERE n_relevant = 0 OR n_found < (SELECT bar FROM bar) * n_relevant
-    UNION SELECT case_id FROM stale_cases
-),
-final_top AS NOT MATERIALIZED (
-    SELECT case_id, pos, unit_id, document_id, snippet FROM positions
-    WHERE run_id = $run_id AND stage = 'final' AND pos <= $k AND case_id IN (SELECT case_id FROM focus)
-),
+),{_STALE_CASES_CTE},
 top_lists AS (
     SELECT case_id, count(*) AS n_top, count(*) FILTER (WHERE pos <= {UNJUDGED_TOP}) AS n_head,
            list(struct_pack(pos := pos, unit_id := unit_id)) AS top, min(document_id) AS first_document
     FROM final_top GROUP BY case_id
 ),
+-- Units are distinct within a list after de-duplication: a judged unit in the top k is one row of final_top.
 top_judged AS (
-    SELECT case_id, count(*) FILTER (WHERE final_rank <= $k) AS n_judged,
-           count(*) FILTER (WHERE final_rank <= $k AND final_rank <= {UNJUDGED_TOP}) AS n_head_judged
-    FROM judged_run GROUP BY case_id
+    SELECT case_id, count(*) AS n_judged, count(*) FILTER (WHERE pos <= {UNJUDGED_TOP}) AS n_head_judged
+    FROM final_top SEMI JOIN qrels USING (case_id, unit_id) GROUP BY case_id
 ),
 -- list(... ORDER BY pos) sorts every list; the lists mostly arrive in order, so sort only those that do not.
 top_agg AS (
@@ -141,7 +210,7 @@ crowd AS (
 disputed AS (
     SELECT q.case_id, list(q.unit_id ORDER BY q.unit_id) AS disputed
     FROM qrels q LEFT JOIN top_agg t USING (case_id)
-    WHERE q.max_grade - q.min_grade >= 2
+    WHERE q.max_grade - q.min_grade >= 2 AND {in_chunk("q.case_id")}
       AND {is_relevant("q.grade", "(SELECT t FROM threshold)")}
           = NOT coalesce(list_contains(t.top_units, q.unit_id), false)
     GROUP BY q.case_id
@@ -187,7 +256,8 @@ duplicate_pairs AS (
 ),
 version_mix AS (
     SELECT case_id, list(family ORDER BY family) AS version_mix
-    FROM {VERSION_PAIRS} WHERE stage = 'final' AND stale_rank <= $k AND current_rank <= $k GROUP BY case_id
+    FROM {VERSION_PAIRS}
+    WHERE stage = 'final' AND stale_rank <= $k AND current_rank <= $k AND {in_chunk("case_id")} GROUP BY case_id
 ),
 answerable_facts AS (
     SELECT p.case_id,
@@ -218,7 +288,7 @@ answerable_facts AS (
     LEFT JOIN disputed d USING (case_id) LEFT JOIN heading_hits h USING (case_id)
     LEFT JOIN identifiers_missed im USING (case_id) LEFT JOIN version_mix vm USING (case_id)
     LEFT JOIN duplicate_pairs dp USING (case_id) LEFT JOIN stale_cases sc USING (case_id)
-    WHERE p.n_relevant = 0 OR p.n_found < (SELECT bar FROM bar) * p.n_relevant
+    WHERE {_FAILING}
 )"""
 
 _OTHER_CTES = f"""
@@ -229,7 +299,7 @@ negative_facts AS (
     SELECT n.case_id, 'negative-not-abstained' AS failure, coalesce(rc.n_relevant, 0) AS n_relevant,
            n.expected_behavior, n.reason, n.top_score, n.threshold, n.n_results
     FROM {NEGATIVES} n LEFT JOIN relevant_counts rc USING (case_id)
-    WHERE NOT n.passed
+    WHERE NOT n.passed AND {in_chunk("n.case_id")}
 ),
 stale_facts AS (
     SELECT s.case_id, 'stale-first' AS failure, true AS stale_first, s.stale_detail,
@@ -241,12 +311,12 @@ leak_facts AS (
            count(*) FILTER (WHERE stage = 'final') AS n_leaked_final,
            list_slice(list(struct_pack(stage := stage, rank := rank, unit_id := unit_id, rule := rule)
                            ORDER BY stage DESC, rank, rule), 1, {LEAKS_SHOWN}) AS leaks
-    FROM {LEAKS} GROUP BY case_id
+    FROM {LEAKS} WHERE {in_chunk("case_id")} GROUP BY case_id
 )"""
 
-FACTS_SQL = (
+_CHUNK_FACTS_SQL = (
     "WITH "
-    + LOCATION_CTES
+    + _CHUNK_SOURCES
     + ","
     + RUN_CONFIG_CTE
     + ","
@@ -262,6 +332,47 @@ SELECT * FROM (
 ) CROSS JOIN run_config
 """
 )
+
+
+def _bounds(cur: duckdb.DuckDBPyConnection) -> list[tuple[str | None, str | None]]:
+    """Case-id ranges of about CHUNK_ROWS rows of the kept tables each (equal numbers of cases; one open range
+    when everything fits in one)."""
+    kept = f"SELECT (SELECT count(*) FROM {LOCATIONS_TABLE}) + (SELECT count(*) FROM {TOP_TABLE})"
+    rows = cur.execute(kept).fetchall()[0][0]
+    chunks = math.ceil(int(rows) / CHUNK_ROWS)
+    if chunks <= 1:
+        return [(None, None)]
+    cases = int(cur.execute("SELECT count(*) FROM cases").fetchall()[0][0])
+    step = math.ceil(cases / chunks)
+    cuts = [
+        str(r[0])
+        for r in cur.execute(
+            "SELECT case_id FROM (SELECT case_id, row_number() OVER (ORDER BY case_id) AS i FROM cases) "
+            "WHERE i > 1 AND (i - 1) % $step = 0 ORDER BY case_id",
+            {"step": step},
+        ).fetchall()
+    ]
+    edges: list[str | None] = [None, *cuts, None]
+    return list(zip(edges[:-1], edges[1:], strict=True))
+
+
+def fact_chunks(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Generator[pa.Table]:
+    """The facts of ``run_id`` at ``k``, one table per chunk of cases in case-id order, read on ``cur`` (which
+    holds the checks layer's tables). The kept tables are dropped when the last chunk is read (or the reader
+    stops)."""
+    params = {"run_id": run_id, "k": k, "lo": None, "hi": None}
+    try:
+        cur.execute(_LOCATIONS_TABLE_SQL, {"run_id": run_id, "k": k})
+        cur.execute(_TOP_TABLE_SQL, params)
+        cur.execute(_CORPUS_TABLE_SQL)
+        for lo, hi in _bounds(cur):
+            yield cur.sql(_CHUNK_FACTS_SQL, params={**params, "lo": lo, "hi": hi}).to_arrow_table()
+    finally:
+        # after a failed statement in the caller's transaction the drop fails too; the rollback drops them
+        with suppress(duckdb.Error):
+            for table in (LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE):
+                cur.execute(f"DROP TABLE IF EXISTS {table}")
+
 
 # The facts each failure kind carries into its evidence JSON (besides k, rules and patterns).
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {

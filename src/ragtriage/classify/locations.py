@@ -48,6 +48,16 @@ _IRREGULAR_ROWS = """SELECT run_id, case_id, stage, unit_id, document_id, chunk_
                      FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs){case}"""
 
 
+def corpus_sql(rows: str) -> str:
+    """SQL: one row per unit of the manifest rows ``rows`` (a table name, optionally with a WHERE), its text the
+    chunks' texts in manifest order."""
+    return f"""SELECT unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,
+           min(coalesce(section_id, document_id)) AS section,
+           CASE WHEN count(DISTINCT chunk_kind) = 1 THEN any_value(chunk_kind) END AS chunk_kind,
+           min(title) AS title, string_agg(text, ' ' ORDER BY position) AS text
+    FROM {rows} GROUP BY unit_id"""
+
+
 def location_ctes(*, one_case: bool = False) -> str:
     """The CTE bodies, parameterised by $run_id and $k; ``locations`` is the last one.
 
@@ -125,11 +135,7 @@ returned AS (
     {returned}
 ),
 corpus AS (
-    SELECT unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,
-           min(coalesce(section_id, document_id)) AS section,
-           CASE WHEN count(DISTINCT chunk_kind) = 1 THEN any_value(chunk_kind) END AS chunk_kind,
-           min(title) AS title, string_agg(text, ' ' ORDER BY position) AS text
-    FROM {corpus_rows} GROUP BY unit_id
+    {corpus_sql(corpus_rows)}
 ),
 corpus_documents AS (
     SELECT DISTINCT document_id FROM documents
