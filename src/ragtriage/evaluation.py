@@ -34,6 +34,7 @@ from ragtriage.metrics.measures import Measure
 from ragtriage.store import connect
 from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
 from ragtriage.store.load_memory import light_store
+from ragtriage.store.memory_cap import cap_in_memory
 
 DEFAULT_MEASURES = ("P@10", "R@100", "nDCG@10", "RR", "AP")
 
@@ -73,6 +74,7 @@ def memory_store(
     con = connect(":memory:")
     source = RunSource(run, run_id="run") if not isinstance(run, RunSource) else run
     try:
+        cap_in_memory(con)
         summary = load_inputs(con, LoadRequest(qrels=qrels, runs=[source], threshold=threshold, grade_map=grade_map))
     except BaseException:
         con.close()

@@ -1,8 +1,11 @@
 """A load on a file store runs under DuckDB memory cap (store/memory_cap.py), and the cap changes nothing it
-stores: a load under a cap far below what its queries would take spills and gives the same rows and warnings."""
+stores: a load under a cap far below what its queries would take spills and gives the same rows and warnings. The
+classification a load stores runs under the cap too, and an evaluation without a store is capped for its whole
+life, spilling to a folder of its own that goes when it closes."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -38,7 +41,7 @@ def test_the_load_runs_under_the_cap_and_gives_the_default_back(tmp_path: Path) 
     load_inputs(con, LoadRequest(qrels=qrels, runs=[run]), lambda _: seen.append(_limit(con)))
     assert seen and set(seen) == {f"{LOAD_LIMIT / (1 << 30):.1f} GiB"}
     assert _limit(con) == default
-    mem = connect(":memory:")  # nowhere to spill but the working directory: not capped
+    mem = connect(":memory:")  # the load leaves an in-memory store's limit to its maker (cap_in_memory)
     seen.clear()
     load_inputs(mem, LoadRequest(qrels=qrels, runs=[run]), lambda _: seen.append(_limit(mem)))
     assert set(seen) == {default}
@@ -78,3 +81,62 @@ def test_a_machine_smaller_than_the_cap_keeps_duckdbs_own_limit(
     monkeypatch.setattr(memory_cap, "_default_limit", lambda: None)  # the platform does not say: capped
     load_inputs(con, LoadRequest(runs=[run], replace=True), lambda _: seen.append(_limit(con)))
     assert set(seen) == {"1.0 GiB"} and _limit(con) == default
+
+
+def test_the_classification_a_load_stores_runs_under_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from ragtriage.classify import refresh
+
+    qrels, run = _files(tmp_path, cases=50)
+    con = connect(tmp_path / "s.duckdb")
+    default = _limit(con)
+    load_inputs(con, LoadRequest(qrels=qrels, runs=[run]))
+    module = sys.modules["ragtriage.classify.classify_run"]
+    seen: list[str] = []
+    real = module.store_classification
+    monkeypatch.setattr(module, "store_classification", lambda c, r: (seen.append(_limit(c)), real(c, r))[1])
+    assert refresh(con) == ["tag"]
+    assert seen == ["1.0 GiB"] and _limit(con) == default
+
+
+def test_an_evaluation_without_a_store_spills_to_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtriage.metrics.measure_eval import evaluate_run
+    from ragtriage.store import load_memory, memory_cap
+
+    qrels, _ = _files(tmp_path)
+    run = tmp_path / "clean.trec"  # no document twice in a list: the light path reads it
+    duckdb.execute(f"""COPY (SELECT 'q' || (i // 100), 'Q0', 'd' || ((i // 100) * 7 + i % 100), i % 100 + 1,
+                                    100.0 - (i % 100), 'tag' FROM range(2000000) t(i))
+                       TO '{run}' (FORMAT csv, DELIMITER ' ', HEADER false, QUOTE '')""")
+    figures = []
+    for limit in (LOAD_LIMIT, 64 << 20):  # 2M rows: about 80 MB of run
+        monkeypatch.setattr(load_memory, "cap_in_memory", lambda con, limit=limit: memory_cap.cap_in_memory(con, limit))
+        light = load_memory.light_store(qrels, run)
+        assert light is not None
+        con, run_id, _ = light
+        folder = Path(str(con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]))
+        assert folder.name.startswith("ragtriage-spill-") and str(folder.parent) == tempfile.gettempdir()
+        res = evaluate_run(con, run_id, ["nDCG@10", "AP", "P@5"])
+        figures.append(res.aggregate.select(["measure", "value", "n"]).to_pylist())
+        assert _limit(con) == (f"{limit / (1 << 20):.1f} MiB" if limit < 1 << 30 else "1.0 GiB")
+        spilled = folder.exists() and any(folder.iterdir())
+        assert spilled == (limit < 1 << 30)
+        con.close()
+        assert not folder.exists()  # DuckDB removes the folder it made
+    assert figures[0] == figures[1] and figures[0][0]["n"] == 20_000
+
+
+def test_a_compressed_file_the_general_reader_reads_loads_under_the_cap(tmp_path: Path) -> None:
+    """trec_eval's own gzipped test files take the general reader, whose read buffer once was 1 GiB: a load under
+    the 1 GiB cap refused them ("could not allocate block of size 1.0 GiB")."""
+    data = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+    con = connect(tmp_path / "s.duckdb")
+    seen: list[str] = []
+    request = LoadRequest(qrels=data / "qrels.test.gz", runs=[data / "results.test.gz"])
+    summary = load_inputs(con, request, lambda _: seen.append(_limit(con)))
+    assert set(seen) == {"1.0 GiB"}
+    assert summary.runs[0].rows == {"results": 1500}
+    assert con.execute("SELECT count(*) FROM labels").fetchall()[0][0] == 3681

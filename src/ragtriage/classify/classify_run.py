@@ -93,8 +93,8 @@ def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> tuple[p
 
 
 def _store_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> None:
-    """Classify and store at ``k``, a chunk of cases at a time, in one transaction: the rows are written by SQL
-    straight from each chunk's facts (see stored.Writer.rows)."""
+    """Classify and store at ``k``, a chunk of cases at a time (see stored.replacing): the rows are written by SQL
+    straight from each chunk's facts (stored.Writer.rows)."""
     tally = CostTally(cur, run_id, k)
     with stored.replacing(cur, run_id, k) as writer, closing(fact_chunks(cur, run_id, k)) as chunks:
         for facts in chunks:
@@ -150,7 +150,7 @@ def classify_run(
 
     Columns: run_id, case_id, failure, category, rule, confidence, evidence (JSON text), patterns,
     experiments, dataset_version, k. With ``store`` the run's rows and category costs at each cutoff are
-    replaced in one transaction per cutoff (``con`` must then be writable).
+    replaced per cutoff (``stored.replacing``; ``con`` must then be writable).
     """
     parts = _classify(con, run_id, _cutoffs(con, run_id, ks))
     if store:

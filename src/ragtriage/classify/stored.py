@@ -81,7 +81,7 @@ def _has_tables(cur: duckdb.DuckDBPyConnection) -> bool:
 
 
 def store(con: duckdb.DuckDBPyConnection, run_id: str, k: int, rows: pa.Table, costs: pa.Table) -> None:
-    """Replace ``run_id``'s stored rows at ``k`` for the current dataset version, in one transaction."""
+    """Replace ``run_id``'s stored rows at ``k`` for the current dataset version (see :func:`replacing`)."""
     cur = con.cursor()
     try:
         cur.register("_cls_rows", rows)

@@ -172,13 +172,18 @@ _KIND_NAMES = {
 }
 
 
+# The general reader's longest line, and its read buffer: DuckDB's default buffer is 16 lines of the longest, 1 GiB,
+# which a load under its 1 GiB memory cap (store/memory_cap.py) cannot allocate for a compressed file.
+_LONG_LINES = "max_line_size=67108864, buffer_size=134217728"
+
+
 def lines_sql(path: Path, column: str = "j") -> str:
     """Every line of a text file (decompressed) as one VARCHAR ``column`` with its 1-based ``line`` number."""
     src, comp = duckdb_source(path)
     return (
         f"SELECT row_number() OVER () AS line, {column} FROM read_csv({sql_str(str(src))}, "
         f"columns={{{sql_str(column)}: 'VARCHAR'}}, header=false, delim=chr(30), quote='', escape='', "
-        f"auto_detect=false, strict_mode=false, max_line_size=67108864, compression='{comp}')"
+        f"auto_detect=false, strict_mode=false, {_LONG_LINES}, compression='{comp}')"
     )
 
 
@@ -190,7 +195,7 @@ def _source_sql(path: Path, fmt: str) -> str:
         delim = "\\t" if fmt == "tsv" else ","
         return (
             f"SELECT row_number() OVER () + 1 AS line, * FROM read_csv({sql_str(str(src))}, all_varchar=true, "
-            f"header=true, delim=E'{delim}', max_line_size=67108864, compression='{comp}')"
+            f"header=true, delim=E'{delim}', {_LONG_LINES}, compression='{comp}')"
         )
     p = sql_str(str(path))
     return (

@@ -30,6 +30,7 @@ from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.trec import LABEL_COLUMNS
 from ragtriage.contract.trec_csv import TrecRun, read_run
 from ragtriage.store.grades import apply_grade_map, parse_grade_map
+from ragtriage.store.memory_cap import cap_in_memory
 from ragtriage.store.schema import QRELS_LIVE
 
 RUN_ID = "run"
@@ -68,6 +69,7 @@ def light_store(
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
+        cap_in_memory(con)
         with scratch():
             read = _stage(con, qrels, run_path, mapping)
         if read is None:
