@@ -101,7 +101,9 @@ bar AS (
     FROM current_dataset
 )"""
 
-# An answerable case fails when no relevant unit is in its top k, or fewer than the bar's share of them.
+# A case's relevant units and those found in its top k (over its ``locations`` rows ``l``); it fails when none is
+# found, or fewer than the bar's share of them.
+_COUNTS = "count(l.unit_id) AS n_relevant, count(l.unit_id) FILTER (WHERE l.location = 'final-top-k') AS n_found"
 _FAILING = "n_relevant = 0 OR n_found < (SELECT bar FROM bar) * n_relevant"
 
 _STALE_CASES_CTE = f"""
@@ -119,8 +121,7 @@ _LOCATIONS_TABLE_SQL = f"CREATE OR REPLACE TEMP TABLE {LOCATIONS_TABLE} AS WITH 
 _TOP_TABLE_SQL = f"""CREATE OR REPLACE TEMP TABLE {TOP_TABLE} AS
 WITH {LOCATION_CTES},{_BAR_CTE},{_STALE_CASES_CTE},
 counts AS (
-    SELECT a.case_id, count(l.unit_id) AS n_relevant,
-           count(l.unit_id) FILTER (WHERE l.location = 'final-top-k') AS n_found
+    SELECT a.case_id, {_COUNTS}
     FROM cases a LEFT JOIN {LOCATIONS_TABLE} l USING (case_id) WHERE a.answerable GROUP BY a.case_id
 ),
 focus AS (
@@ -157,8 +158,7 @@ answerable AS (
     SELECT case_id, query, query_type, tags FROM cases WHERE answerable AND {in_chunk("case_id")}
 ),
 per_case AS (
-    SELECT a.case_id, count(l.unit_id) AS n_relevant,
-           count(l.unit_id) FILTER (WHERE l.location = 'final-top-k') AS n_found,
+    SELECT a.case_id, {_COUNTS},
            coalesce(list_sort(list(struct_pack(unit_id := l.unit_id, document_id := l.document_id, grade := l.grade,
                                      location := l.location, final_rank := l.final_rank,
                                      candidate_rank := l.candidate_rank,
