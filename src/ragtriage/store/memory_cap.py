@@ -7,13 +7,13 @@ finishes sooner: 2.4 s against 3.9 s for that check, 15.8 s against 18.3 s for t
 with a peak of 1.1 GiB (``bench/scale_bench.py``'s data; README "Performance").
 
 The classification that ``ragtriage load`` runs afterwards (``classify.refresh``) is capped too. It works a chunk
-of cases at a time (``classify.facts.fact_chunks``), so under the cap it spills little: at 30M rows per run its
-peak went from 2.9 GiB to 1.2 GiB for 13% more time. (Before the chunks, one statement over every case spilled
-heavily under the cap, 15 s becoming 40 s per run.)
+of cases at a time (``classify.facts.fact_chunks``), so under the cap it spills little: the whole load of two
+30M-row runs went from a 3.0 GiB peak to 1.3 GiB for 8% more time (90 s to 98 s). (Before the chunks, one
+statement over every case spilled heavily under the cap, 15 s becoming 40 s per run.)
 
 The in-memory database of an evaluation without a store (``ragtriage.evaluate``, the store-less ``metrics``) is
 capped for its whole life (:func:`cap_in_memory`), spilling to a folder of its own in the system's temp directory:
-a 30M-row TREC run held 3.2 GiB uncapped, 1.2 GiB capped.
+the whole process peaked at 3.2 GiB for a 30M-row TREC run uncapped, at 1.3-1.4 GiB capped (18 s becoming 20-22 s).
 """
 
 from __future__ import annotations
