@@ -78,33 +78,37 @@ def _decided_sql() -> str:
     )
 
 
-def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> tuple[pa.Table, CostReport]:
+def _each_chunk(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, decide: Callable[[], None]) -> CostReport:
+    """``decide()`` once per chunk of the run's facts (``facts.fact_chunks``), with the chunk registered as
+    ``_cls_facts`` (what :func:`_decided_sql` reads); returns the costs summed over the chunks."""
     tally = CostTally(cur, run_id, k)
-    parts = []
     with closing(fact_chunks(cur, run_id, k)) as chunks:
         for facts in chunks:
             cur.register("_cls_facts", facts)
             try:
-                parts.append(cur.sql(_decided_sql(), params={"run_id": run_id, "k": k}).to_arrow_table())
+                decide()
             finally:
                 cur.unregister("_cls_facts")
             tally.add(facts)
-    return pa.concat_tables(parts), tally.report()
+    return tally.report()
+
+
+def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> tuple[pa.Table, CostReport]:
+    parts: list[pa.Table] = []
+
+    def decide() -> None:
+        parts.append(cur.sql(_decided_sql(), params={"run_id": run_id, "k": k}).to_arrow_table())
+
+    costs = _each_chunk(cur, run_id, k, decide)
+    return pa.concat_tables(parts), costs
 
 
 def _store_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> None:
     """Classify and store at ``k``, a chunk of cases at a time (see stored.replacing): the rows are written by SQL
     straight from each chunk's facts (stored.Writer.rows)."""
-    tally = CostTally(cur, run_id, k)
-    with stored.replacing(cur, run_id, k) as writer, closing(fact_chunks(cur, run_id, k)) as chunks:
-        for facts in chunks:
-            cur.register("_cls_facts", facts)
-            try:
-                writer.rows(_decided_sql(), {"k": k})
-            finally:
-                cur.unregister("_cls_facts")
-            tally.add(facts)
-        writer.costs(tally.report().to_table())
+    with stored.replacing(cur, run_id, k) as writer:
+        costs = _each_chunk(cur, run_id, k, lambda: writer.rows(_decided_sql(), {"k": k}))
+        writer.costs(costs.to_table())
 
 
 T = TypeVar("T")

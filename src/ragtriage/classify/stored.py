@@ -146,16 +146,19 @@ def replacing(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator[W
     on an error the rows written so far are deleted again. (One transaction for every piece held each piece's rows
     in memory until the commit: 0.9 GB more at 30M result rows.) A write the store refuses raises
     :class:`StoreError`; the caller's own errors pass unchanged."""
-    where = f"run_id = $run_id AND k = $k AND dataset_version = {_VERSION}"
-    keys = {"run_id": run_id, "k": k}
+
+    def drop_stored() -> None:  # costs first: from then on no reader takes the rows as fresh
+        where = f"run_id = $run_id AND k = $k AND dataset_version = {_VERSION}"
+        for table in (COST_TABLE, TABLE):
+            cur.execute(f"DELETE FROM {table} WHERE {where}", {"run_id": run_id, "k": k})
+
     with _storing(run_id):
         cur.execute("BEGIN TRANSACTION")
         try:
             if not _has_tables(cur):
                 cur.execute(f"DROP TABLE IF EXISTS {TABLE}; DROP TABLE IF EXISTS {COST_TABLE}")
             cur.execute(DDL)
-            cur.execute(f"DELETE FROM {COST_TABLE} WHERE {where}", keys)
-            cur.execute(f"DELETE FROM {TABLE} WHERE {where}", keys)
+            drop_stored()
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
@@ -164,8 +167,7 @@ def replacing(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator[W
         yield Writer(cur, run_id, k)
     except BaseException:
         with suppress(duckdb.Error):
-            cur.execute(f"DELETE FROM {COST_TABLE} WHERE {where}", keys)
-            cur.execute(f"DELETE FROM {TABLE} WHERE {where}", keys)
+            drop_stored()
         raise
 
 

@@ -38,14 +38,20 @@ def _default_limit() -> int | None:
         return None
 
 
+def _lowers(limit: int) -> bool:
+    """Whether ``limit`` is below DuckDB's default (a machine smaller than the cap keeps its own limit; a
+    platform that does not say is capped)."""
+    default = _default_limit()
+    return default is None or default > limit
+
+
 @contextmanager
 def capped(con: duckdb.DuckDBPyConnection, limit: int = LOAD_LIMIT) -> Iterator[None]:
     """DuckDB's memory limit lowered to ``limit`` for the block on a file store, then back to its default.
 
     The limit is the database's, not the connection's: cursors of ``con`` share it while the block runs."""
     on_disk = con.execute("SELECT path IS NOT NULL FROM duckdb_databases() WHERE database_name = current_database()")
-    default = _default_limit()
-    if not on_disk.fetchall()[0][0] or (default is not None and default <= limit):
+    if not on_disk.fetchall()[0][0] or not _lowers(limit):
         yield
         return
     con.execute(f"SET memory_limit = '{int(limit)}B'")
@@ -59,8 +65,7 @@ def cap_in_memory(con: duckdb.DuckDBPyConnection, limit: int = LOAD_LIMIT) -> No
     """Cap an in-memory database's working memory at ``limit`` (when the machine's default is larger) and let it
     spill to a folder of its own under the system's temp directory, which DuckDB creates at the first spill and
     removes when the connection closes. The folder's name is not guessable (the temp directory is shared)."""
-    default = _default_limit()
-    if default is not None and default <= limit:
+    if not _lowers(limit):
         return
     folder = os.path.join(tempfile.gettempdir(), f"ragtriage-spill-{os.getpid()}-{secrets.token_hex(8)}")
     con.execute("SET temp_directory = ?", [folder])
