@@ -3,6 +3,7 @@ gives, and a store that changed is never answered from an old entry."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -79,6 +80,51 @@ def test_compare_reads_the_entry_until_the_run_or_the_labels_change(tmp_path: Pa
         assert compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10") == computed
     finally:
         con.close()
+
+
+def test_a_miss_is_computed_once_and_kept_for_the_next_compare(
+    tmp_path: Path, summary_cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store whose entries are gone (loaded by another version, a cache emptied): the first compare computes
+    both runs' per-case tables and keeps them; the next one reads them, and the kept table is the computed one."""
+    db = load_sample(tmp_path / "s.duckdb", RUNS)  # no warm(): nothing cached
+    con = connect(db, read_only=True)
+    try:
+        assert summary_cache.per_case_columns(con, "bm25", (10,)) is None
+        first = compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10")
+        kept = summary_cache.per_case_columns(con, "bm25", (3, 5, 10))
+        assert kept is not None and kept.equals(per_case(con, "bm25", (3, 5, 10), counts=False))
+        assert summary_cache.per_case_columns(con, "hybrid-rerank", (10,)) is not None
+        # the next compare reads the entry: nothing recomputes it
+        module = sys.modules["ragtriage.metrics.per_case"]  # the package's name `per_case` is the function
+
+        def recompute(*_: object, **__: object) -> None:
+            raise AssertionError("per-case values recomputed on a kept entry")
+
+        monkeypatch.setattr(module, "per_case_context", recompute)
+        assert compare(con, "hybrid-rerank", "bm25", (10,)).row("nDCG@10") == first
+        monkeypatch.undo()
+        # a cutoff the entry cannot hold is computed and keeps nothing more
+        entries = sorted(summary_cache_dir.glob("*.per-case.arrow"))
+        assert len(entries) == 2
+        assert sources.per_case(con, "bm25", (20,)).equals(per_case(con, "bm25", (20,), counts=False))
+        assert sorted(summary_cache_dir.glob("*.per-case.arrow")) == entries
+    finally:
+        con.close()
+
+
+def test_with_the_cache_off_a_miss_is_computed_and_nothing_is_written(
+    tmp_path: Path, summary_cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = load_sample(tmp_path / "s.duckdb", RUNS)
+    monkeypatch.setenv(summary_cache.CACHE_ENV, "off")
+    con = connect(db, read_only=True)
+    try:
+        assert summary_cache.per_case_kept(con, "bm25", (10,)) is None
+        assert sources.per_case(con, "bm25", (10,)).equals(per_case(con, "bm25", (10,), counts=False))
+    finally:
+        con.close()
+    assert not summary_cache_dir.exists() or not list(summary_cache_dir.iterdir())
 
 
 def test_load_keeps_the_first_slices_of_a_run_at_a_cached_cutoff_and_the_tui_reads_them(

@@ -40,12 +40,13 @@ def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) ->
 
 def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> pa.Table:
     """Per-case metric table of the final stage: case_id, n_relevant, ``P@k`` ... ``Judged@k``; read from the
-    per-case cache (``metrics.summary_cache``) when ``ragtriage load`` filled it for this store state."""
+    per-case cache (``metrics.summary_cache``) when ``ragtriage load`` (or an earlier call here) filled it for this
+    store state, and kept there when this call computes it."""
     from ragtriage.metrics import summary_cache
     from ragtriage.metrics.per_case import per_case as metrics_per_case
 
     cutoffs = tuple(sorted(set(ks)))
-    cached = summary_cache.per_case_columns(con, run_id, cutoffs)  # what `ragtriage load` computed already
+    cached = summary_cache.per_case_kept(con, run_id, cutoffs)
     if cached is not None:
         return cached
     table: pa.Table = metrics_per_case(con, run_id, cutoffs, stage="final", counts=False)

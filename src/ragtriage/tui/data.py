@@ -211,9 +211,9 @@ def _leakage(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa
 def _per_case(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
     """Every case's measures at 3, 5, 10 and the run's k, without the result counts (a second pass over every
     result row): the overview's histogram, the slices, and the summary when it is not cached. Read from the
-    per-case cache when the run's k is one of 3, 5, 10 and the load filled it."""
+    per-case cache when the run's k is one of 3, 5, 10 (the load fills it; a miss computes and keeps it)."""
     ks = measure_ks(cache.k(run_id, cur))
-    cached = summary_cache.per_case_columns(cur, run_id, ks)  # `ragtriage load` kept it: no pass over the rows
+    cached = core("metrics.per_case", summary_cache.per_case_kept, cur, run_id, ks)  # computed once per store state
     table = cached if cached is not None else core("metrics.per_case", core_per_case, cur, run_id, ks, counts=False)
     return require(table, ("case_id",), "metrics.per_case")
 
