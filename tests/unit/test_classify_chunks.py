@@ -101,3 +101,35 @@ def test_an_error_midway_leaves_no_rows_and_nothing_fresh(
     monkeypatch.undo()
     assert run_classification(sample, "bm25").rows.num_rows == 96  # classified again on the fly
     cur.close()
+
+
+def test_a_summary_computed_a_chunk_at_a_time_is_the_stored_one(
+    sample: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store loaded with --no-precompute: failures --summary counts each chunk's rows in SQL and adds the chunks
+    up (never holding every row); the figures are those of the stored classification, patterns included."""
+    from ragtriage.classify import failure_summary
+
+    monkeypatch.setattr(facts, "CHUNK_ROWS", 40)
+    runs = ("hybrid-rerank", "no-acl-filter")  # leaks, negatives and patterns between them
+    computed = {r: failure_summary(sample, r) for r in runs}
+    monkeypatch.undo()  # stored in one chunk: the test above holds that many chunks store the same rows
+    for r in runs:
+        store_classification(sample, r)
+        kept = failure_summary(sample, r)
+        got = computed[r]
+        assert kept.from_store and not got.from_store
+        assert got.by_pattern, r  # the sample's runs match patterns: a sum over chunks is tested on them
+        assert (got.failures, got.cases, got.by_category, got.by_failure, got.by_pattern) == (
+            kept.failures,
+            kept.cases,
+            kept.by_category,
+            kept.by_failure,
+            kept.by_pattern,
+        ), r
+        assert list(got.by_category.items()) == list(kept.by_category.items())  # same order: largest first
+        for a, b in zip(got.costs.costs, kept.costs.costs, strict=True):
+            assert (a.category, a.cases) == (b.category, b.cases) and a.cost == pytest.approx(b.cost, abs=1e-12)
+    rows = classify_run(sample, "no-acl-filter", store=False)
+    assert computed["no-acl-filter"].failures == rows.num_rows == 214
+    assert computed["no-acl-filter"].cases == len(set(rows.column("case_id").to_pylist()))

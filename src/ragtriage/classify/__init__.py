@@ -14,6 +14,7 @@ from ragtriage.classify.classify_run import (
     judging_k,
     refresh,
     run_classification,
+    store_classification,
 )
 from ragtriage.classify.cost import COST_CATEGORIES, CategoryCost, CostReport
 from ragtriage.classify.locations import LOCATIONS, unit_locations
@@ -42,5 +43,6 @@ __all__ = [
     "judging_k",
     "refresh",
     "run_classification",
+    "store_classification",
     "unit_locations",
 ]

@@ -164,6 +164,24 @@ def classify_run(
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
+def fold_classification(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    k: int,
+    fold: Callable[[duckdb.DuckDBPyConnection, str, dict[str, object]], None],
+) -> CostReport:
+    """Classify ``run_id`` at ``k`` without storing or keeping the rows: ``fold(cur, rows_sql, params)`` is called
+    once per chunk of cases (``facts.fact_chunks``) with a query of that chunk's classified rows (the columns of
+    :func:`classify_run`) and its parameters, to aggregate them in SQL. A reader of counts on a store loaded with
+    ``--no-precompute`` so never holds every row's evidence (0.6 GB of Arrow at 30M result rows)."""
+
+    def at(cur: duckdb.DuckDBPyConnection, rid: str, cutoff: int) -> CostReport:
+        return _each_chunk(cur, rid, cutoff, lambda: fold(cur, _decided_sql(), {"run_id": rid, "k": cutoff}))
+
+    ((_, costs),) = _with_checks(con, run_id, [k], at)
+    return costs
+
+
 def store_classification(con: duckdb.DuckDBPyConnection, run_id: str, *, ks: int | Sequence[int] | None = None) -> None:
     """:func:`classify_run` with ``store`` for a caller that does not read the rows: they are written from SQL
     to the store without passing through Arrow."""

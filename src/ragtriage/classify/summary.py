@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-import pyarrow as pa
 
 from ragtriage.classify import stored
-from ragtriage.classify.classify_run import failure_source, judging_k, run_classification
+from ragtriage.classify.classify_run import failure_source, fold_classification, judging_k
 from ragtriage.classify.cost import CostReport
 
 
@@ -40,10 +39,11 @@ ORDER BY kind, n DESC, name
 
 
 def _counts(rows: list[tuple[str, str, int]]) -> dict[str, dict[str, int]]:
+    """Counts by kind and name, summed over ``rows`` (one chunk's counts after another), largest first."""
     out: dict[str, dict[str, int]] = {"category": {}, "failure": {}, "pattern": {}, "total": {}}
     for kind, name, n in rows:
-        out[kind][name] = int(n)
-    return out
+        out[kind][name] = out[kind].get(name, 0) + int(n)
+    return {kind: dict(sorted(named.items(), key=lambda kv: (-kv[1], str(kv[0])))) for kind, named in out.items()}
 
 
 def failure_summary(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> FailureSummary:
@@ -53,16 +53,27 @@ def failure_summary(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | Non
     try:
         if stored.is_fresh(cur, run_id, cutoff):
             src = failure_source(cur, run_id, cutoff)
-            rows = cur.execute(_COUNTS.format(src=src), {"run_id": run_id, "k": cutoff}).fetchall()
+            kept = cur.execute(_COUNTS.format(src=src), {"run_id": run_id, "k": cutoff}).fetchall()
             costs = CostReport.from_table(run_id, cutoff, stored.cost_rows(cur, run_id, cutoff))
-            return _summary(run_id, cutoff, _counts(rows), costs, True)
-        result = run_classification(con, run_id, k=cutoff)
-        table: pa.Table = result.rows
-        cur.register("_sum_rows", table)
-        rows = cur.execute(_COUNTS.format(src="_sum_rows")).fetchall()
-        return _summary(run_id, cutoff, _counts(rows), result.costs, False)
+            return _summary(run_id, cutoff, _counts(kept), costs, True)
     finally:
         cur.close()
+    rows: list[tuple[str, str, int]] = []
+
+    def count(chunk: duckdb.DuckDBPyConnection, rows_sql: str, params: dict[str, object]) -> None:
+        # the chunk's rows once, without their evidence, then counted: every count adds up over the chunks, which
+        # partition the cases (so distinct cases add up too)
+        chunk.execute(
+            f"CREATE OR REPLACE TEMP TABLE _sum_rows AS SELECT case_id, category, failure, patterns FROM ({rows_sql})",
+            params,
+        )
+        try:
+            rows.extend(chunk.execute(_COUNTS.format(src="_sum_rows")).fetchall())
+        finally:
+            chunk.execute("DROP TABLE _sum_rows")
+
+    costs = fold_classification(con, run_id, cutoff, count)
+    return _summary(run_id, cutoff, _counts(rows), costs, False)
 
 
 def _summary(

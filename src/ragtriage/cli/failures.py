@@ -105,8 +105,9 @@ def failures_cmd(
     import duckdb
 
     from ragtriage.classify import CATEGORIES as VERDICTS
-    from ragtriage.classify import PATTERNS, classify_run, failure_summary, failures
+    from ragtriage.classify import PATTERNS, failure_summary, failures, store_classification
     from ragtriage.store import StoreError
+    from ragtriage.store.memory_cap import capped
 
     if category is not None and category not in VERDICTS:
         raise _fail(ValueError(f"unknown category {category!r}; use one of: {', '.join(VERDICTS)}"))
@@ -116,12 +117,15 @@ def failures_cmd(
     con = None
     try:
         con = open_existing(db, read_only=not reclassify)
-        if reclassify:
-            classify_run(con, run, ks=k, store=True)
-        if summary:
-            stats = failure_summary(con, run, k=k)
-        else:
-            rows = failures(con, run, category=category, pattern=pattern, k=k)
+        # the load's memory cap: a run classified here (--reclassify, or a store loaded with --no-precompute)
+        # is classified a chunk of cases at a time, which fits it (30M rows: 1.5 GiB and more without)
+        with capped(con):
+            if reclassify:
+                store_classification(con, run, ks=k)
+            if summary:
+                stats = failure_summary(con, run, k=k)
+            else:
+                rows = failures(con, run, category=category, pattern=pattern, k=k)
     except (StoreError, duckdb.Error, OSError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
