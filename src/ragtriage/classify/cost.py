@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from ragtriage.classify.locations import LOCATION_CTES
+from ragtriage.classify.facts import JUDGED_TABLE
 from ragtriage.classify.rules import ANSWERABLE, UNIT_CATEGORY
 from ragtriage.metrics.context import resolve
 from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql
@@ -159,11 +159,11 @@ SELECT category, sum(least(fixed, 1.0) - ndcg) AS lost, count(*) AS cases FROM s
 
 def _mean_sql(gain: str, k: int) -> str:
     """The run's mean nDCG@k over answerable cases with a relevant label, from the positions of judged units
-    alone (only they carry gain): the metrics' definitions without cutting every list to k (at k=100 on 10M
-    rows that pass costs more than all of this). A test holds it equal to ``metrics.per_case``."""
+    alone (only they carry gain; ``facts.JUDGED_TABLE``, kept by ``facts.fact_chunks``): the metrics'
+    definitions without cutting every list to k (at k=100 on 10M rows that pass costs more than all of this). A
+    test holds it equal to ``metrics.per_case``."""
     return f"""
-WITH {LOCATION_CTES},
-pop AS (SELECT case_id FROM cases WHERE answerable),
+WITH pop AS (SELECT case_id FROM cases WHERE answerable),
 gq AS (
     SELECT q.case_id, q.unit_id, {gain} AS g, q.grade >= $threshold AS rel FROM qrels q SEMI JOIN pop USING (case_id)
 ),
@@ -174,7 +174,7 @@ n AS (
 ),
 hits AS (
     SELECT case_id, {dcg_sql(k)} AS dcg
-    FROM (SELECT j.case_id, j.final_rank AS pos, gq.g FROM judged_run j JOIN gq USING (case_id, unit_id))
+    FROM (SELECT j.case_id, j.final_rank AS pos, gq.g FROM {JUDGED_TABLE} j JOIN gq USING (case_id, unit_id))
     GROUP BY case_id
 )
 SELECT count(*) AS population, sum(coalesce(h.dcg / nullif({ideal_dcg_sql(k)}, 0), 0.0)) AS total
@@ -184,16 +184,24 @@ FROM n LEFT JOIN hits h USING (case_id) WHERE n.n_relevant > 0
 
 class CostTally:
     """The category costs of one run at one k, summed over the classifier's facts as they come, a chunk of cases
-    at a time (``facts.fact_chunks``): every cost is a sum over failing cases, so no chunk needs another."""
+    at a time (``facts.fact_chunks``): every cost is a sum over failing cases, so no chunk needs another.
+
+    ``con`` is the cursor ``fact_chunks`` reads on: the run's mean is read at the first chunk from the judged
+    positions it keeps there (temp tables are the cursor's own)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, run_id: str, k: int) -> None:
         self._con, self._run_id, self._k = con, run_id, k
         self._ctx = resolve(con, run_id, [k])
         self._lost: dict[str, tuple[float, int]] = {}
+        self._mean: tuple[int, float] | None = None
 
     def add(self, facts: pa.Table) -> None:
         """Count the loss of the failing cases in ``facts`` (``facts`` rows: case_id, failure, n_relevant,
         top_units, missing; a case's rows all in this table)."""
+        if self._mean is None:
+            sql = _mean_sql(self._ctx.gain_sql("q.grade"), self._k)
+            population, total = self._con.execute(sql, {"threshold": self._ctx.threshold}).fetchall()[0]
+            self._mean = (int(population), float(total or 0.0))
         cur = self._con.cursor()
         try:
             cur.register("_cost_facts", facts.select(["case_id", "failure", "n_relevant", "top_units", "missing"]))
@@ -207,14 +215,10 @@ class CostTally:
 
     def report(self) -> CostReport:
         """The costs of everything added, on the run's mean nDCG@k."""
-        cur = self._con.cursor()
-        try:
-            params = {"threshold": self._ctx.threshold, "run_id": self._run_id, "k": self._k}
-            mean_row = cur.execute(_mean_sql(self._ctx.gain_sql("q.grade"), self._k), params).fetchall()[0]
-        finally:
-            cur.close()
-        population = int(mean_row[0])
-        mean_value = float(mean_row[1]) / population if population else None
+        if self._mean is None:  # fact_chunks always yields a chunk, so only a misuse gets here
+            raise RuntimeError("CostTally.report before any chunk was added: the run's mean is read with the first")
+        population, total = self._mean
+        mean_value = total / population if population else None
         lost = {c: self._lost.get(c, (0.0, 0)) for c in COST_CATEGORIES}
         costs = tuple(
             CategoryCost(c, lost[c][0] / population if population else 0.0, lost[c][1]) for c in COST_CATEGORIES

@@ -15,13 +15,15 @@ Failures:
 * ``stale-first`` — a stale version ranks above an in-force one within the final top k (``checks.stale_first``);
 * ``leakage`` — any leaked result row, any stage (``checks.leakage``); category ``security``, always apart.
 
-How (:func:`fact_chunks`). Two statements read the run's rows once and keep on the cursor what the facts need: where
-every relevant unit is (``_cls_locations``, one row per labelled relevant unit) and the final top k of the cases
-that fail or show a stale version first (``_cls_top``). The facts are then computed by case-id range, a chunk of
-cases per statement, from those tables. Every fact is a fact of one case, so the chunks' rows are the rows one
-statement over every case gives, in the same order. What a chunk costs in memory is its own cases' lists: at 30M
-result rows one statement over all 300,000 failing cases peaked at 2.6 GiB, most of it list aggregates and join
-tables of lists, and the classification of the rows and their costs (per case too) each as much again.
+How (:func:`fact_chunks`). A few statements read the run's rows once and keep on the cursor what the facts need:
+which runs are numbered by rank and the run's judged units at their positions (``_cls_plain_runs``, ``_cls_judged``,
+read by the next statements and by the cost's mean), where every relevant unit is (``_cls_locations``, one row per
+labelled relevant unit) and the final top k of the cases that fail or show a stale version first (``_cls_top``). The
+facts are then computed by case-id range, a chunk of cases per statement, from those tables. Every fact is a fact of
+one case, so the chunks' rows are the rows one statement over every case gives, in the same order. What a chunk
+costs in memory is its own cases' lists: at 30M result rows one statement over all 300,000 failing cases peaked at
+2.6 GiB, most of it list aggregates and join tables of lists, and the classification of the rows and their costs
+(per case too) each as much again.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from contextlib import suppress
 import duckdb
 import pyarrow as pa
 
-from ragtriage.classify.locations import LOCATION_CTES, corpus_sql
+from ragtriage.classify.locations import LOCATION_CTES, corpus_sql, location_ctes
 from ragtriage.classify.rules import (
     CROWD_MIN,
     DEFAULT_RECALL_BAR,
@@ -48,6 +50,9 @@ from ragtriage.contract.relevance import CURRENT_THRESHOLD, is_relevant, relevan
 LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS = "_cls_leaks", "_cls_negatives", "_cls_stale_first", "_cls_versions"
 # What fact_chunks keeps on the cursor between its statements (temp tables, dropped when it is done).
 LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE = "_cls_locations", "_cls_top", "_cls_corpus"
+# ... and the two CTEs of ``locations.location_ctes`` that read every run's rows, kept for the statements after
+# them: the runs numbered by rank, and the run's judged units at their positions (``cost.CostTally`` reads it too)
+PLAIN_RUNS_TABLE, JUDGED_TABLE = "_cls_plain_runs", "_cls_judged"
 
 # Rows of the kept tables per chunk: 30M result rows (1.5M relevant labels, 3M top-k rows) take six chunks.
 CHUNK_ROWS = 750_000
@@ -114,12 +119,20 @@ stale_cases AS (
 
 # The locations of every relevant unit: the one pass over every run's rows (judged positions, other runs, what any
 # run returned).
-_LOCATIONS_TABLE_SQL = f"CREATE OR REPLACE TEMP TABLE {LOCATIONS_TABLE} AS WITH {LOCATION_CTES} SELECT * FROM locations"
+_PLAIN_RUNS_TABLE_SQL = (
+    f"CREATE OR REPLACE TEMP TABLE {PLAIN_RUNS_TABLE} AS WITH {LOCATION_CTES} SELECT run_id FROM plain_runs"
+)
+_JUDGED_TABLE_SQL = (
+    f"CREATE OR REPLACE TEMP TABLE {JUDGED_TABLE} AS "
+    f"WITH {location_ctes(plain_runs=PLAIN_RUNS_TABLE)} SELECT * FROM judged_run"
+)
+_KEPT_CTES = location_ctes(plain_runs=PLAIN_RUNS_TABLE, judged_run=JUDGED_TABLE)
+_LOCATIONS_TABLE_SQL = f"CREATE OR REPLACE TEMP TABLE {LOCATIONS_TABLE} AS WITH {_KEPT_CTES} SELECT * FROM locations"
 
 # The final top k of the cases whose top k the facts read: failing answerable cases and stale-first lists. Cutting
 # the run's rows to them (and to pos <= k) before any join or aggregate is what keeps a 10M-row run to seconds.
 _TOP_TABLE_SQL = f"""CREATE OR REPLACE TEMP TABLE {TOP_TABLE} AS
-WITH {LOCATION_CTES},{_BAR_CTE},{_STALE_CASES_CTE},
+WITH {_KEPT_CTES},{_BAR_CTE},{_STALE_CASES_CTE},
 counts AS (
     SELECT a.case_id, {_COUNTS}
     FROM cases a LEFT JOIN {LOCATIONS_TABLE} l USING (case_id) WHERE a.answerable GROUP BY a.case_id
@@ -362,7 +375,9 @@ def fact_chunks(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Generato
     stops)."""
     params = {"run_id": run_id, "k": k, "lo": None, "hi": None}
     try:
-        cur.execute(_LOCATIONS_TABLE_SQL, {"run_id": run_id, "k": k})
+        # every statement over location_ctes takes its parameters, named or not in what it selects
+        for sql in (_PLAIN_RUNS_TABLE_SQL, _JUDGED_TABLE_SQL, _LOCATIONS_TABLE_SQL):
+            cur.execute(sql, {"run_id": run_id, "k": k})
         cur.execute(_TOP_TABLE_SQL, params)
         cur.execute(_CORPUS_TABLE_SQL)
         for lo, hi in _bounds(cur):
@@ -370,7 +385,7 @@ def fact_chunks(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Generato
     finally:
         # after a failed statement in the caller's transaction the drop fails too; the rollback drops them
         with suppress(duckdb.Error):
-            for table in (LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE):
+            for table in (PLAIN_RUNS_TABLE, JUDGED_TABLE, LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE):
                 cur.execute(f"DROP TABLE IF EXISTS {table}")
 
 
