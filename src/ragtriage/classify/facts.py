@@ -117,8 +117,8 @@ stale_cases AS (
     FROM {STALE_FIRST} WHERE stage = 'final' AND stale_rank <= $k AND {in_chunk("case_id")} GROUP BY case_id
 )"""
 
-# The locations of every relevant unit: the one pass over every run's rows (judged positions, other runs, what any
-# run returned).
+# The statements that read every run's rows: which runs are numbered by rank, the run's judged positions, then the
+# locations of every relevant unit (other runs, what any run returned) over those two.
 _PLAIN_RUNS_TABLE_SQL = (
     f"CREATE OR REPLACE TEMP TABLE {PLAIN_RUNS_TABLE} AS WITH {LOCATION_CTES} SELECT run_id FROM plain_runs"
 )

@@ -252,16 +252,18 @@ def per_case_kept(con: duckdb.DuckDBPyConnection, run_id: str, ks: tuple[int, ..
     from ragtriage.metrics.context import DEFAULT_KS, resolve
     from ragtriage.metrics.per_case import per_case_context
 
-    found = per_case_columns(con, run_id, ks)
-    if found is not None or not set(ks) <= set(DEFAULT_KS) or cache_dir() is None:
-        return found
+    if not set(ks) <= set(DEFAULT_KS):
+        return None
     key = per_case_key(con, run_id)
     if key is None:
         return None
-    table = per_case_context(con, resolve(con, run_id, DEFAULT_KS), counts=False)
-    if not write_entry(key, table, compressed=True):
-        return _columns(table, ks)
-    return per_case_columns(con, run_id, ks)
+    table = read_entry(key)
+    if table is None:
+        if cache_dir() is None:
+            return None
+        table = per_case_context(con, resolve(con, run_id, DEFAULT_KS), counts=False)
+        write_entry(key, table, compressed=True)  # not writable: this call still answers from the table
+    return _columns(table, ks)
 
 
 def _columns(table: pa.Table, ks: tuple[int, ...]) -> pa.Table | None:
