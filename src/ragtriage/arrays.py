@@ -1,5 +1,5 @@
 """Arrow columns as numpy arrays without pyarrow's ``to_numpy``, which imports pandas whenever it is installed
-(0.6 s, paid by the first metric summary, duplicate check or TUI histogram of a process)."""
+(a cost paid by the first metric summary, duplicate check or TUI histogram of a process)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,7 @@ def row_numbers(n: int) -> pa.Array:
 
 def table_of(columns: dict[str, npt.NDArray[Any]], schema: pa.Schema) -> pa.Table:
     """numpy columns as an Arrow table of ``schema`` (float64, int64, bool, string; NaN or None is null), built by
-    DuckDB's numpy scan: pyarrow's own constructors from Python or numpy import pandas (0.6 s) when it is
-    installed."""
+    DuckDB's numpy scan: pyarrow's own constructors from Python or numpy import pandas when it is installed."""
     import duckdb
 
     con = duckdb.connect()
@@ -62,9 +61,9 @@ def table_of_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Ta
 def rows_where_in(table: pa.Table, column: str, values: Sequence[str]) -> pa.Table:
     """The rows of ``table`` whose string ``column`` is one of ``values``, in table order, filtered by DuckDB:
     pyarrow compares with Python values only after converting them, which imports pandas when it is installed
-    (0.3 s, paid by the first case a TUI session opens). An empty table is returned as it is, and the filter runs
-    on a cursor of one in-memory database kept for the process: a new database per call cost 10-15 ms, twice
-    per case the TUI opens."""
+    (paid by the first case a TUI session opens). An empty table is returned as it is, and the filter runs on a
+    cursor of one in-memory database kept for the process: opening a database per call would be paid twice per
+    case the TUI opens."""
     if table.num_rows == 0:
         return table
     cur = _memory().cursor()

@@ -1,7 +1,7 @@
 """Outputs never destroy inputs: the one check every command runs on a path it is about to write.
 
-``export-notes --csv triage.duckdb`` once replaced the store with a CSV and exited 0; ``--csv
-triage.duckdb.notes.sqlite`` destroyed every note. So before any file is written (``--csv``, ``--out``,
+A mistyped ``--csv triage.duckdb`` must not replace the store, nor ``--csv triage.duckdb.notes.sqlite`` the
+notes. So before any file is written (``--csv``, ``--out``,
 ``--junit``, ``--markdown``, ``--json``, ``--html``) its path is refused when it is
 
 - the store, its write-ahead log or its notes file (compared after resolving links);

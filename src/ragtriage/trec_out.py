@@ -4,7 +4,7 @@
 (``%ld``: num_q, num_ret, num_rel, num_rel_ret) and every other value with four decimals (``%6.4f``). Query ids
 came from a data file: control characters are made visible (``ragtriage.safe_text``) so a line stays one line.
 The lines are formatted by DuckDB's ``printf`` over the whole table, in the table's order: no Python loop per
-query (a -q listing of 1M queries is tens of millions of lines). ``ragtriage.output`` renders ``--format trec``
+query (a -q listing has a line per measure and query). ``ragtriage.output`` renders ``--format trec``
 through here.
 """
 

@@ -25,8 +25,8 @@ FINDING_COLUMNS = ("check", "case_id", "stage", "rank", "document_id", "chunk_id
 
 # Each check's rows in the findings shape, in report order (UNION ALL and LIMIT keep every part's row order). The
 # derived tables and counts are DuckDB statements over the Arrow tables: a check without a manifest has a row per
-# case (300k at 30M result rows), and pyarrow's Python-scalar compute would import pandas (0.3 s) to compare a
-# string. ``$first`` caps every part (a terminal's view); ``$unchecked`` is 0 to leave those out.
+# case, and pyarrow's Python-scalar compute would import pandas to compare a string. ``$first`` caps every part
+# (a terminal's view); ``$unchecked`` is 0 to leave those out.
 _FINDINGS_SQL = """
 SELECT CAST("check" AS VARCHAR) AS "check", CAST(case_id AS VARCHAR) AS case_id, CAST(stage AS VARCHAR) AS stage,
        CAST(rank AS BIGINT) AS rank, CAST(document_id AS VARCHAR) AS document_id,

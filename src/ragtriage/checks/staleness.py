@@ -83,8 +83,8 @@ def stale_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 # Stale and fresh versions in one list. The stale rows are few and found as in ``stale_results``; a fresh version
 # is then any other row of the same list whose document is in the same family, found by one scan of the run
-# probing the documents of those families only. (Grouping every matched row of every list by family instead cost
-# 2 s at 3M rows with a manifest, where most lists hold some unit that is stale for some case.)
+# probing the documents of those families only, instead of grouping every matched row of every list by family,
+# which is slow where most lists hold some unit that is stale for some case.
 _PAIRS_SQL = (
     with_query(AS_OF, STALE_KEYS, run_results(STALE_CUT), MATCHED, JUDGED)
     + f"""

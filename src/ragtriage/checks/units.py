@@ -29,7 +29,7 @@ def run_results(cut: str = "") -> str:
     ``SEMI JOIN principals p USING (case_id)``) before anything else reads them.
 
     Most checks concern few cases (those with a principal, a filter, a negative expectation) or few units (those
-    that can be stale): cutting first lets DuckDB skip the rest of a 30M-row run, and skip it entirely when the
+    that can be stale): cutting first lets DuckDB skip the rest of a large run, and skip it entirely when the
     cut is empty. The fragment is ``NOT MATERIALIZED``: it is read more than once (``by_document``, ``matched``)
     and scanning the rows again costs far less than DuckDB's default of copying every column of every row.
     """

@@ -123,7 +123,7 @@ def _with_checks(
     """``at(cur, run_id, k)`` for each cutoff, on a cursor holding the checks layer's findings of the run."""
     cur = con.cursor()
     # stale_first is version_pairs filtered on its flag (same statement, same order): compute the pairs once.
-    # A mask, not an expression: pc.field() imports pyarrow.dataset and Acero (0.9 s of a load).
+    # A mask, not an expression: pc.field() imports pyarrow.dataset and Acero, a large share of a small load.
     pairs = version_pairs(cur, run_id)
     checks = {
         LEAKS: leakage(cur, run_id),
@@ -173,7 +173,7 @@ def fold_classification(
     """Classify ``run_id`` at ``k`` without storing or keeping the rows: ``fold(cur, rows_sql, params)`` is called
     once per chunk of cases (``facts.fact_chunks``) with a query of that chunk's classified rows (the columns of
     :func:`classify_run`) and its parameters, to aggregate them in SQL. A reader of counts on a store loaded with
-    ``--no-precompute`` so never holds every row's evidence (0.6 GB of Arrow at 30M result rows)."""
+    ``--no-precompute`` so never holds every row's evidence in Arrow."""
 
     def at(cur: duckdb.DuckDBPyConnection, rid: str, cutoff: int) -> CostReport:
         return _each_chunk(cur, rid, cutoff, lambda: fold(cur, _decided_sql(), {"run_id": rid, "k": cutoff}))
@@ -281,8 +281,7 @@ def failures(
 def failure_list(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> pa.Table:
     """One row per failing case at :func:`judging_k`, for a list view: case_id, query, category, rule and
     patterns (each '; '-joined when a case fails in several ways), failures and the highest confidence. Read in
-    SQL from the stored rows when fresh, without the evidence: a 10M-row run's list fills in well under a
-    second."""
+    SQL from the stored rows when fresh, without the evidence, so a large run's list fills in without classifying."""
     cutoff = judging_k(con, run_id, k)
     cur = con.cursor()
     try:

@@ -161,7 +161,7 @@ SELECT category, sum(least(fixed, 1.0) - ndcg) AS lost, count(*) AS cases FROM s
 def _mean_sql(gain: str, k: int) -> str:
     """The run's mean nDCG@k over answerable cases with a relevant label, from the positions of judged units
     alone (only they carry gain; ``facts.JUDGED_TABLE``, kept by ``facts.fact_chunks``): the metrics'
-    definitions without cutting every list to k (at k=100 on 10M rows that pass costs more than all of this). A
+    definitions without cutting every list to k (at a deep k that pass costs more than all of this). A
     test holds it equal to ``metrics.per_case``."""
     return f"""
 WITH pop AS (SELECT case_id FROM cases WHERE answerable),

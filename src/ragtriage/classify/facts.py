@@ -21,9 +21,9 @@ read by the next statements and by the cost's mean), where every relevant unit i
 labelled relevant unit) and the final top k of the cases that fail or show a stale version first (``_cls_top``). The
 facts are then computed by case-id range, a chunk of cases per statement, from those tables. Every fact is a fact of
 one case, so the chunks' rows are the rows one statement over every case gives, in the same order. What a chunk
-costs in memory is its own cases' lists: at 30M result rows one statement over all 300,000 failing cases peaked at
-2.6 GiB, most of it list aggregates and join tables of lists, and the classification of the rows and their costs
-(per case too) each as much again.
+costs in memory is its own cases' lists: one statement over every failing case would hold the list aggregates
+and join tables of every case at once, and the classification of the rows and their costs (per case too) each as
+much again.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE = "_cls_locations", "_cls_top", "_cls_c
 # them: the runs numbered by rank, and the run's judged units at their positions (``cost.CostTally`` reads it too)
 PLAIN_RUNS_TABLE, JUDGED_TABLE = "_cls_plain_runs", "_cls_judged"
 
-# Rows of the kept tables per chunk: 30M result rows (1.5M relevant labels, 3M top-k rows) take six chunks.
+# Rows of the kept tables per chunk: bounds what one statement holds, whatever the size of the run.
 CHUNK_ROWS = 750_000
 
 # Leaked rows listed in the evidence (final stage first); the counts cover all of them.
@@ -130,7 +130,8 @@ _KEPT_CTES = location_ctes(plain_runs=PLAIN_RUNS_TABLE, judged_run=JUDGED_TABLE)
 _LOCATIONS_TABLE_SQL = f"CREATE OR REPLACE TEMP TABLE {LOCATIONS_TABLE} AS WITH {_KEPT_CTES} SELECT * FROM locations"
 
 # The final top k of the cases whose top k the facts read: failing answerable cases and stale-first lists. Cutting
-# the run's rows to them (and to pos <= k) before any join or aggregate is what keeps a 10M-row run to seconds.
+# the run's rows to them (and to pos <= k) before any join or aggregate keeps the work proportional to the
+# failing cases.
 _TOP_TABLE_SQL = f"""CREATE OR REPLACE TEMP TABLE {TOP_TABLE} AS
 WITH {_KEPT_CTES},{_BAR_CTE},{_STALE_CASES_CTE},
 counts AS (

@@ -62,12 +62,12 @@ def location_ctes(*, one_case: bool = False, plain_runs: str | None = None, judg
     """The CTE bodies, parameterised by $run_id and $k; ``locations`` is the last one.
 
     ``one_case`` cuts every scan to the cases of the list ``$case_ids`` first (their labels, their lists in every
-    run, their principals), so a few cases cost milliseconds at any store size; ``indexed`` is then NULL (not
+    run, their principals), so a few cases cost the same at any store size; ``indexed`` is then NULL (not
     looked up), because whether any run returned a unit for *any* case needs a pass over every result row.
 
     ``plain_runs`` and ``judged_run`` name tables holding those CTEs' rows, computed by an earlier statement with
     the same parameters: the classifier's statements share them (``facts.fact_chunks``) instead of each reading
-    every run's rows again for them (about 3 s per 30M-row run).
+    every run's rows again for them.
     """
     case = " AND case_id IN (SELECT unnest($case_ids::VARCHAR[]))" if one_case else ""
     where_case = " WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))" if one_case else ""

@@ -1,6 +1,6 @@
 """The stored classification: one run's failures and category costs per (run, dataset version, k).
 
-Classifying a 10M-row run costs seconds, reading its stored rows milliseconds, so ``ragtriage load`` and
+Classifying a large run costs far more than reading its stored rows, so ``ragtriage load`` and
 ``import-labels`` classify every run once (:func:`refresh` through ``classify_run``) and ``failures``, the gate
 and the TUI read the rows. Both tables are derived data created on first use (no store schema change): a store
 written before them simply has nothing stored, and a table of an older layout is rebuilt.
@@ -100,8 +100,8 @@ class Writer:
 
     def rows(self, rows_sql: str, params: dict[str, object]) -> None:
         """Append the rows of query ``rows_sql`` (``params`` its parameters besides $run_id), run on the cursor
-        with the relations registered on it: from DuckDB to DuckDB, never through Arrow (at 30M result rows they
-        were 0.6 GB of Arrow held only to be written back)."""
+        with the relations registered on it: from DuckDB to DuckDB, never through Arrow, which would hold every
+        row only to write it back."""
         with _storing(self._run_id):
             self._cur.execute(
                 f"INSERT INTO {TABLE} SELECT {', '.join(COLUMNS)}, "
@@ -143,8 +143,8 @@ def replacing(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator[W
     pieces as the caller likes, each its own transaction, then the costs.
 
     Rows without their costs are never fresh (:func:`is_fresh`), so no reader takes a classification half written;
-    on an error the rows written so far are deleted again. (One transaction for every piece held each piece's rows
-    in memory until the commit: 0.9 GB more at 30M result rows.) A write the store refuses raises
+    on an error the rows written so far are deleted again. (One transaction for every piece would hold each
+    piece's rows in memory until the commit.) A write the store refuses raises
     :class:`StoreError`; the caller's own errors pass unchanged."""
 
     def drop_stored() -> None:  # costs first: from then on no reader takes the rows as fresh

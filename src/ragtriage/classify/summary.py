@@ -1,7 +1,7 @@
 """A run's failures in counts (per category, failure kind, pattern) with what each category costs.
 
 ``failures --summary`` and the TUI Overview read this. From fresh stored rows it is a few aggregates in SQL and
-never fetches the evidence, which is what keeps it well under a second on a 10M-row run.
+never fetches the evidence, which keeps it fast on a large run.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    # plain help: typer's rich help imports rich.markdown and markdown_it (~0.15 s), half the start-up budget,
+    # plain help: typer's rich help imports rich.markdown and markdown_it, a large share of start-up,
     # and plain text is what docs/cli.md records
     rich_markup_mode=None,
 )

@@ -79,7 +79,7 @@ def check(
     finally:
         _close(con)
     # table and markdown print the first rows of each check only: the rest is never built (a run leaking on
-    # every row of 3M has two million leak rows, which a terminal table cannot hold)
+    # every row has a leak row per result, which a terminal table cannot hold)
     shown: pa.Table | None = None
     cut = 0
     if fmt in (Format.table, Format.markdown):

@@ -118,7 +118,7 @@ def failures_cmd(
     try:
         con = open_existing(db, read_only=not reclassify)
         # the load's memory cap: a run classified here (--reclassify, or a store loaded with --no-precompute)
-        # is classified a chunk of cases at a time, which fits it (30M rows: 1.5 GiB and more without)
+        # is classified a chunk of cases at a time, which fits it
         with capped(con):
             if reclassify:
                 store_classification(con, run, ks=k)

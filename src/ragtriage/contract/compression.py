@@ -1,6 +1,6 @@
 """Compressed inputs (.gz, .bz2) read like plain ones, recognised by their magic bytes whatever the file name.
 
-DuckDB's readers decompress gzip themselves (``compression='gzip'``), so a gzipped 10M-line run is still scanned
+DuckDB's readers decompress gzip themselves (``compression='gzip'``), so a gzipped run is still scanned
 in vectorised C++. DuckDB has no bzip2 reader: a bzip2 file is decompressed once, in blocks, into a scratch file
 that lives as long as the load (``scratch()``), and DuckDB reads that copy.
 """

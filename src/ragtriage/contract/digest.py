@@ -1,7 +1,7 @@
 """The sha256 of an input file, computed beside the load's own reading of it.
 
-Every load records each input file's sha256 (the ``loads`` table). For a 10M-line TREC run that is 300 MB of
-hashing, 0.2 s of one core; DuckDB's CSV reader, reading the same file into a table at the same time, leaves
+Every load records each input file's sha256 (the ``loads`` table). For a large TREC run that is much
+hashing on one core; DuckDB's CSV reader, reading the same file into a table at the same time, leaves
 part of the second core idle. ``prefetch`` therefore starts the hash on a thread of its own (hashlib releases
 the GIL) and the record's ``sha256_of`` waits for it. A digest is keyed by the file's size and modification
 time, so a file changed in between is hashed again.

@@ -1,7 +1,7 @@
 """The pytrec_eval / ranx shape: ``{qid: {docno: value}}`` as a JSON file or a Python dict.
 
-DuckDB casts the whole document to ``MAP(VARCHAR, MAP(VARCHAR, VARCHAR))`` and unnests it, so a file of a million
-entries is read in about a second without a Python loop; a Python dict is serialised once by ``json.dumps`` (C
+DuckDB casts the whole document to ``MAP(VARCHAR, MAP(VARCHAR, VARCHAR))`` and unnests it, so a file of many
+entries is read without a Python loop; a Python dict is serialised once by ``json.dumps`` (C
 code) and read the same way. A JSON document has no useful line numbers, so findings name the query and
 document instead (``row`` is the entry's position).
 """

@@ -1,12 +1,12 @@
 """Semantic rules over staged tables: values on their scale, keys unique, references resolvable.
 
 Each rule is one SQL predicate over a staging table. All row rules of a table are checked in one scan (only the
-rows breaking some rule go on to build messages), and each duplicate rule is one aggregate, so checking 10M
+rows breaking some rule go on to build messages), and each duplicate rule is one aggregate, so checking a run's
 result rows is a handful of scans. Rules that need another table (unknown case ids, units absent from the
 corpus) take that table's name.
 
-A duplicate rule grouped by one key per row (case, stage, rank) builds a 10M-group hash table, which costs about
-2 s at 10M rows. It may therefore name ``suspects``: a cheaper aggregate over a key prefix that returns every
+A duplicate rule grouped by one key per row (case, stage, rank) builds a hash table with a group per row, which is
+costly on a large run. It may therefore name ``suspects``: a cheaper aggregate over a key prefix that returns every
 prefix group that *can* hold a duplicate (and, ideally, few others); the exact grouping then runs over those
 groups only. A suspects query may over-report, never under-report, so the result stays exact.
 """
@@ -40,8 +40,8 @@ class Suspects:
 
     With ``n > 0`` it gives columns p0..p{n-1}: the first n group keys of every group that may hold a duplicate.
     With ``n == 0`` it gives one UBIGINT ``h`` per row, a hash of the whole key; the suspects are the rows whose
-    hash occurs more than once, found by sorting the hashes in numpy (0.8 s at 10M rows, where SQL needs 1.3 s
-    to sort each group's hashes and 2 s to group by the key itself).
+    hash occurs more than once, found by sorting the hashes in numpy (cheaper than sorting each group's hashes in
+    SQL or grouping by the key itself).
     """
 
     sql: str
@@ -68,7 +68,7 @@ def enum_rules(table: Table) -> list[Rule]:
 def duplicate_rule(
     keys: list[str], field: str, what: str, *, key_exprs: list[str] | None = None, suspects: Suspects | None = None
 ) -> Rule:
-    """Duplicates found with one hash aggregate (a window over 10M rows costs seconds; GROUP BY does not)."""
+    """Duplicates found with one hash aggregate (a window over every row is costly; GROUP BY is not)."""
     exprs = key_exprs or [qident(k) for k in keys]
     return Rule(
         field,
@@ -82,7 +82,7 @@ def duplicate_rule(
 
 def small_int_suspects(prefix: list[str], value: str) -> Suspects:
     """Prefix groups where an integer ``value`` (a rank) repeats: each group's values are split into blocks of 64
-    and a block holds a repeat exactly when its bit set has fewer bits than it has rows. Exact, and about 5x
+    and a block holds a repeat exactly when its bit set has fewer bits than it has rows. Exact, and much
     cheaper than grouping by the value itself."""
     cols = ", ".join(f"{e} AS p{i}" for i, e in enumerate(prefix))
     ps = ", ".join(f"p{i}" for i in range(len(prefix)))
@@ -170,9 +170,9 @@ def _row_rules(
 
 def repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     """The hashes ``h`` of query ``sql`` that occur more than once, grouped in DuckDB: no column of every row's
-    hash comes back to Python (240 MB at 30M rows). Equal keys have equal hashes, so a caller confirms its
-    suspects on the keys themselves. (Sorting the hashes and comparing neighbours is 0.1-0.4 s faster at 10M rows,
-    but it speeds a Parquet load more than a TREC one: the TREC/Parquet load ratio went from 1.41 to 1.68.)"""
+    hash comes back to Python. Equal keys have equal hashes, so a caller confirms its suspects on the keys
+    themselves. (Sorting the hashes and comparing neighbours is a little faster, but it speeds a Parquet load more
+    than a TREC one.)"""
     return con.sql(f"SELECT h FROM ({sql}) GROUP BY h HAVING count(*) > 1").to_arrow_table()
 
 
@@ -192,7 +192,7 @@ def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule
             con.register("_dup_hashes", dups)
         try:
             sql = _group_sql(staged.name, r)
-            # one grouping gives both the first rows and the total (grouping twice cost seconds at 10M rows)
+            # one grouping gives both the first rows and the total (grouping twice doubles the cost)
             found = con.execute(
                 f"SELECT line, msg, count(*) OVER () AS total FROM ({sql}) ORDER BY line LIMIT {limit}"
             ).fetchall()

@@ -1,6 +1,6 @@
 """Read one input file into a typed DuckDB staging table, recording every type error with its line and field.
 
-Every format goes through DuckDB's own readers, so a 10M-row file is typed in vectorised SQL, never row by row in
+Every format goes through DuckDB's own readers, so a large file is typed in vectorised SQL, never row by row in
 Python. JSONL is read one line per row (so a malformed line is reported by its number instead of aborting the
 read); CSV is read as text and cast; Parquet keeps its native types and is cast where they differ.
 """
@@ -218,7 +218,7 @@ def stage(
     ``aliases`` maps a contract field to the column name a foreign format uses (BEIR's ``_id`` for ``id``).
     Type errors and missing required fields are returned as findings; the caller decides whether to go on.
     ``materialize=False`` makes ``name`` a typed view instead, for Parquet only: a Parquet scan is cheap enough
-    that a caller reading the rows once or twice (the loader writing 10M results) should not pay for a copy.
+    that a caller reading the rows once or twice (the loader writing a run's results) should not pay for a copy.
     Text formats are always materialised, since every scan of them would parse the text again.
     """
     fmt = detect_format(path, fmt)

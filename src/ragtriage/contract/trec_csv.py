@@ -2,7 +2,7 @@
 
 A file whose every line is exactly its fields separated by one space (or one tab) -- what trec_eval's users and
 every toolkit write -- is read by DuckDB's parallel CSV reader with a fixed schema: no line is split in SQL, and a
-10M-line run is typed in one pass at the speed of the reader. A line the reader rejects (another field count, two
+large run is typed in one pass at the speed of the reader. A line the reader rejects (another field count, two
 spaces, bad UTF-8; counted in a rejects table, never raised, since an error would abort the load's transaction) or
 a value the general reader would report (a score that is not a finite number, a grade that is not an integer) makes
 this path give up, and ``contract/trec.py`` reads the file again with its general reader, which reports every
@@ -52,7 +52,7 @@ def delimiter(path: Path) -> str | None:
 
 def _read_sql(path: Path, fields: dict[str, str], delim: str, table: str) -> str:
     """DuckDB's reader at its default line limit (2 MiB; a longer line is rejected and the general reader, which
-    takes 64 MiB, reads the file): raising the limit to 64 MiB here made the whole read twice as slow."""
+    takes 64 MiB, reads the file): a higher limit here slows the whole read."""
     src, comp = duckdb_source(path)
     cols = ", ".join(f"{sql_str(f)}: {sql_str(t)}" for f, t in fields.items())
     return (

@@ -5,10 +5,10 @@ case, same labels) is what removes the between-query variance that dwarfs most s
 test follows scipy's ``permutation_test(permutation_type='samples')`` definition exactly: an exact test over every
 sign vector when there are at most ``n_resamples`` of them, otherwise a seeded Monte Carlo test with the +1
 correction, and a two-sided p-value of twice the smaller tail, capped at 1. The tests check our figures against
-scipy; we do not call it because it resamples one comparison at a time (1.1 s for 200 cases and 57 s for 20,000
-at 10,000 resamples, measured). Here a Monte Carlo null is drawn over the non-zero differences only, as
-binomial counts per distinct value or as random bytes looked up in per-8-case tables (``_flip_sums``): a
-comparison of 100,000 cases at 10,000 resamples takes about 0.1 s per metric.
+scipy; we do not call it because it resamples one comparison at a time, too slow for thousands of cases at
+10,000 resamples (``bench/`` compares the two). Here a Monte Carlo null is drawn over the non-zero differences only, as
+binomial counts per distinct value or as random bytes looked up in per-8-case tables (``_flip_sums``), which
+keeps a comparison of many cases at 10,000 resamples to a fraction of a second per metric.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _BLOCK_CELLS = 2_000_000
 # One binomial draw costs about as much as this many sign bits, which decides how a column is drawn.
 _BINOMIAL_COST = 16
 # Rows whose byte tables are held at once (256 sums of 8 bytes per 8 rows: 1 MiB for 4,096 rows). A table that
-# fits in a core's cache makes the random look-ups 2.3x faster than one 16 MiB table for 65,536 rows.
+# fits in a core's cache makes the random look-ups much faster than one large table for every row.
 _TABLE_ROWS = 1 << 12
 # cases x resamples of one column above which several drawn columns are tested on two threads
 _PARALLEL_CELLS = 50_000_000
@@ -91,7 +91,7 @@ def sign_flip_tests(
     decides (zeros do not change the proportions). The other columns are tested on seeded Monte Carlo sign
     vectors over their non-zero differences only (a zero flips to itself), each column from its own generator
     seeded with ``seed``: a column's p-value is the same alone or in any table. ``_flip_sums`` draws them in a
-    fraction of a second per column (scipy's permutation_test takes 57 s for one comparison of 20,000 cases).
+    fraction of a second per column, where scipy's permutation_test resamples one comparison at a time.
     """
     d = np.asarray(diffs, dtype=np.float64)
     n, m = d.shape
@@ -132,7 +132,7 @@ def _flip_sums(col: FloatArray, n_resamples: int, rng: np.random.Generator) -> F
       value v are interchangeable, so the sum is ``sum_v v * (c_v - 2 * Binomial(c_v, 1/2))``, one binomial draw
       per distinct value instead of one sign per case;
     - otherwise random bytes, one bit per case: a table of every 8-case group's sum for each of the 256 byte
-      values turns a resample into n/8 look-ups (a 0/1 float matrix product costs 8x more, mostly in making the
+      values turns a resample into n/8 look-ups (a 0/1 float matrix product costs more, mostly in making the
       matrix).
     """
     nonzero = col[col != 0.0]

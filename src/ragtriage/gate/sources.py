@@ -57,8 +57,8 @@ def per_case_pair(
     con: duckdb.DuckDBPyConnection, run_id: str, baseline: str, ks: Sequence[int]
 ) -> tuple[pa.Table, pa.Table]:
     """:func:`per_case` of two runs computed side by side, each on a cursor of its own: a part of each query runs
-    on one core (its Arrow scan, its final order), so two of them take about 0.7x the time of one after the
-    other (2.3 s against 3.2 s for two runs of 30M rows)."""
+    on one core (its Arrow scan, its final order), so two of them side by side take less than one after the
+    other."""
     from concurrent.futures import ThreadPoolExecutor
 
     def one(rid: str) -> pa.Table:

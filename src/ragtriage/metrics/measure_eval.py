@@ -268,7 +268,7 @@ def measures_sql(
     """The per-case query: one row per evaluated case, ``_no_relevant`` (none at the dataset threshold),
     ``_in_run`` and column ``m{i}`` = value of ``measures[i]`` (resolved). ``unranked``: a run of
     ``store.load_memory`` (every row scored and of a case, every case in the population unless a split is asked),
-    which needs no population filter on its 10M rows and no NULL-safe order."""
+    which needs no population filter on its rows and no NULL-safe order."""
     b = _Sql(ctx.threshold, trec)
     exprs = [f"CAST({b.expr(m)} AS DOUBLE) AS m{i}" for i, m in enumerate(measures)]
     b.nrel(ctx.threshold)

@@ -1,8 +1,8 @@
 """The evaluated ranked lists: one row per de-duplicated result within the deepest cutoff.
 
 A unit can appear several times in one list (in document mode, several chunks of one document); the first
-occurrence (lowest recorded rank) counts and positions are re-numbered 1..n. Windows over every result row cost
-seconds at 10M rows, so the lists are cut first. Ranks are unique per (run, case, stage), so a unit at position p
+occurrence (lowest recorded rank) counts and positions are re-numbered 1..n. Windows over every result row are
+costly on a large run, so the lists are cut first. Ranks are unique per (run, case, stage), so a unit at position p
 of the de-duplicated list has recorded rank >= p, and the rows with rank <= depth hold every position <= depth.
 A case whose rows there are exactly ranks 1..depth with distinct units (the common case) has position = rank and
 needs no window at all. Every other case (repeats, rank gaps, or fewer than ``depth`` rows there: ranks 1, 2, 3,
@@ -33,7 +33,7 @@ _IRREGULAR = """SELECT case_id, len(list_distinct(h)) < ? AS short
                       FROM _top GROUP BY case_id)
                 WHERE n <> top_rank OR len(list_distinct(h)) <> n OR n < ?"""
 
-# a run the load found without repeats (``runs.has_repeats`` false) needs no hashes: a quarter second at 30M rows
+# a run the load found without repeats (``runs.has_repeats`` false) needs no hashes
 _IRREGULAR_NO_REPEATS = """SELECT case_id, n < ? AS short
                 FROM (SELECT case_id, count(*) AS n, max(rank) AS top_rank FROM _top GROUP BY case_id)
                 WHERE n <> top_rank OR n < ?"""

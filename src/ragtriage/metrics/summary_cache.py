@@ -2,16 +2,16 @@
 overview of a large run paints at once and ``compare``/``gate`` read both runs' per-case values instead of
 computing them: ``ragtriage load`` fills it (:func:`warm`), the overview and ``gate.sources.per_case`` read it.
 
-On 10M result rows ``metrics.summarize`` costs 1.0–1.5 s, as much as the rest of start-up, and the figures can
+On a large run ``metrics.summarize`` costs as much as the rest of start-up, and the figures can
 only change when the store or the metrics code changes. The key is therefore the store file's path, size and
 modification time (and its WAL's), the run id, and the size and modification
 time of every source file of ``ragtriage.metrics`` and ``ragtriage.store``: a new load, a checkpoint or an edited
 metric definition is a miss and recomputes. The per-case entry is ``per_case`` at :data:`DEFAULT_KS` (final stage,
-default gain, every answerable case: what ``summarize`` computes), zstd-compressed (a few MiB at 300,000 cases),
+default gain, every answerable case: what ``summarize`` computes), zstd-compressed,
 keyed by what its values depend on (:func:`per_case_key`); a request at a subset of those cutoffs reads its
 columns (:func:`per_case_columns`). Beside it, for a run judged at one of those cutoffs, ``metrics.slices`` by the
 first slice dimension at the run's k (:func:`slices_key`, :func:`cached_slices`): the TUI's Slices view and its
-overview's slice bars start from it (0.5 s of bootstrap and grouping at 300,000 cases). Entries are Arrow IPC
+overview's slice bars start from it (no bootstrap or grouping to wait for). Entries are Arrow IPC
 files under
 :func:`ragtriage.paths.cache_root` (``~/.cache/ragtriage/summary`` on Linux); ``RAGTRIAGE_TUI_CACHE`` names
 another folder, or ``off`` disables the cache. A cache
@@ -55,7 +55,7 @@ def _stat_part(path: Path) -> str:
 
 
 def code_fingerprint() -> str:
-    """Size and mtime of the source files the figures depend on (a few dozen stat calls, well under 10 ms)."""
+    """Size and mtime of the source files the figures depend on (a few dozen stat calls)."""
     root = Path(__file__).resolve().parent.parent
     parts = [_stat_part(p) for pkg in _CODE_PACKAGES for p in sorted((root / pkg).rglob("*.py"))]
     return "\n".join(parts)
@@ -143,7 +143,7 @@ MAX_BYTES = 512 << 20
 
 def prune(folder: Path, *, keep: Path, limit: int = MAX_BYTES) -> int:
     """Delete the least recently written entries until the folder holds at most ``limit`` bytes (``keep``, just
-    written, stays); returns how many went. A per-case entry is about 3 MiB per 300,000 cases."""
+    written, stays); returns how many went."""
     try:
         entries = [(e.stat().st_mtime_ns, e.stat().st_size, e) for e in folder.glob("*.arrow")]
     except OSError:
@@ -207,8 +207,8 @@ def slices_key(con: duckdb.DuckDBPyConnection, run_id: str, by: str, ks: tuple[i
 
 
 def _warm_slices(con: duckdb.DuckDBPyConnection, run_id: str, cases: pa.Table | None) -> None:
-    """Slices by the first dimension at the run's own k, when that k is a cached cutoff (0.4-0.5 s at 30M rows:
-    the Slices view then lists them without that wait). ``cases``: the per-case table just computed, if any."""
+    """Slices by the first dimension at the run's own k, when that k is a cached cutoff (the Slices
+    view then lists them without computing them). ``cases``: the per-case table just computed, if any."""
     from ragtriage.contract.dimensions import SLICE_DIMENSIONS
     from ragtriage.metrics.context import DEFAULT_KS
     from ragtriage.metrics.slices import slices
@@ -246,7 +246,7 @@ def store_path(con: duckdb.DuckDBPyConnection) -> Path | None:
 
 def per_case_kept(con: duckdb.DuckDBPyConnection, run_id: str, ks: tuple[int, ...]) -> pa.Table | None:
     """:func:`per_case_columns`, and on a miss the entry computed and written first, so only the first
-    ``compare`` or ``gate`` after a code change or an older load pays for it (at 30M rows: 5.8 s, then 3.3 s).
+    ``compare`` or ``gate`` after a code change or an older load pays for it.
     None where no entry can be kept: ``ks`` not within the cached cutoffs, an in-memory store, the cache off or
     not writable (the caller then computes at ``ks`` itself)."""
     from ragtriage.metrics.context import DEFAULT_KS, resolve

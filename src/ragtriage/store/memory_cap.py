@@ -1,19 +1,17 @@
-"""DuckDB's working memory during a load, capped so that a 30M-row load stays near 1 GiB.
+"""DuckDB's working memory during a load, capped so that a load of a large run stays near 1 GiB.
 
 DuckDB's own limit is 80% of the machine's memory. Under it, the load's duplicate-in-list check (a hash aggregate
-with one group per result row) grows its table to 2.2 GiB at 30M rows and the process peaks at 2.3 GiB per run.
-Under a 1 GiB limit DuckDB partitions the same aggregate (spilling to the store's ``.tmp`` folder if it must) and
-finishes sooner: 2.4 s against 3.9 s for that check, 15.8 s against 18.3 s for the dataset and one 30M-row run,
-with a peak of 1.1 GiB (``bench/scale_bench.py``'s data; README "Performance").
+with one group per result row) grows its table with the run. Under a 1 GiB limit DuckDB partitions the same
+aggregate (spilling to the store's ``.tmp`` folder if it must) and finishes no later, in a fraction of the memory
+(``bench/scale_bench.py`` measures both; docs/performance.md).
 
 The classification that ``ragtriage load`` runs afterwards (``classify.refresh``) is capped too. It works a chunk
-of cases at a time (``classify.facts.fact_chunks``), so under the cap it spills little: the whole load of two
-30M-row runs went from a 3.0 GiB peak to 1.3 GiB for 8% more time (90 s to 98 s). (Before the chunks, one
-statement over every case spilled heavily under the cap, 15 s becoming 40 s per run.)
+of cases at a time (``classify.facts.fact_chunks``), so under the cap it spills little; one statement over every
+case would spill heavily.
 
 The in-memory database of an evaluation without a store (``ragtriage.evaluate``, the store-less ``metrics``) is
-capped for its whole life (:func:`cap_in_memory`), spilling to a folder of its own in the system's temp directory:
-the whole process peaked at 3.2 GiB for a 30M-row TREC run uncapped, at 1.3-1.4 GiB capped (18 s becoming 20-22 s).
+capped for its whole life (:func:`cap_in_memory`), spilling to a folder of its own in the system's temp directory,
+so a large TREC run evaluated without a store stays bounded too.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def run_findings(
     unit_expr = {"document": "s.document_id", "chunk": "s.chunk_id"}.get(unit, "coalesce(s.chunk_id, s.document_id)")
     doc_unit = "document_id" if unit == "document" else "chunk_id"
     # Units the corpus knows had their ids checked when the dataset loaded: scan only the others (a regex over
-    # every id of 10M rows costs seconds).
+    # every id of a large run is costly).
     unknown = (
         f"{unit_expr} NOT IN (SELECT {doc_unit} FROM documents WHERE {doc_unit} IS NOT NULL)" if has_docs else "TRUE"
     )

@@ -7,8 +7,8 @@ filter around. A new label import creates a new version and moves the pointer in
 ``unit_id`` is materialised at load time on labels and documents from the dataset's unit (``document`` →
 document_id, ``chunk`` → chunk_id, falling back to section_id), so every later join is on a single column.
 
-Result rows are the one table that reaches 10M rows, and writing a string column of that size costs about a
-second even when every value is the same. ``result_rows`` therefore keeps only what varies: the run is an
+Result rows are the one large table, and writing a string column of that size is costly even when every
+value is the same. ``result_rows`` therefore keeps only what varies: the run is an
 integer key, the stage a two-value enum, and the unit id is not stored twice; the ``results`` view restores
 ``run_id``, ``stage`` and ``unit_id`` by a join with the (tiny) ``runs`` table.
 """

@@ -251,8 +251,8 @@ class TriageApp(App[None]):
         self.exit()
 
     def ensure_case_index(self) -> None:
-        """Load every case id for the command palette, once, when the palette first opens: on 100k cases the
-        query costs half a second that the overview's first paint should not share."""
+        """Load every case id for the command palette, once, when the palette first opens: on many cases the
+        query is a wait that the overview's first paint should not share."""
         if not self._case_index_requested:
             self._case_index_requested = True
             self._load_case_index()

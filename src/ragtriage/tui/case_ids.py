@@ -1,7 +1,7 @@
 """The case ids a case screen steps through with `n`/`p`, held as the list's Arrow column.
 
-A Failures list at 30M result rows holds 300,000 cases; turning them into Python strings when a case opens cost the
-key press 60-80 ms on the UI thread. The screen reads a handful of neighbours at a time, so they are taken from the
+A Failures list of a large run holds many cases; turning them into Python strings when a case opens would cost
+the key press its time on the UI thread. The screen reads a handful of neighbours at a time, so they are taken from the
 column one by one instead.
 """
 

@@ -3,7 +3,7 @@
 Everything that can be asked for one case is: its failures (``classify.failures``, from the stored classification
 when fresh), where its labelled units are (``classify.unit_locations``), its measures and the baseline's
 (``metrics.per_case``), its ranked lists and its events; each reads only the case's rows, so a case opens in
-the same few tens of milliseconds on a 30M-row store as on the sample, with nothing computed for the run first.
+the same time on a large store as on the sample, with nothing computed for the run first.
 Leakage and staleness are whole-run answers kept by :class:`ragtriage.tui.data.RunCache` (fetched in the
 background once the overview is filled). A section whose core call fails says so in ``errors``; the rest of the
 case still shows.
@@ -130,7 +130,7 @@ def case_detail(
 
 
 #: Reads of one case run side by side: each is a few small queries whose time is mostly per-query overhead, so
-#: on two cores the case opens in the time of the slowest read, not of their sum (30M rows: 280 → 180 ms).
+#: on two cores the case opens in the time of the slowest read, not of their sum.
 _READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="case-read")
 
 

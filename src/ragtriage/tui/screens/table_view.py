@@ -174,7 +174,7 @@ class TableScreen(DataScreen):
         self.replay_pending()
         if first:
             # The list's first showing: read the cursor's case now, not after the cursor rests (the table's first
-            # paint keeps the UI thread busy for a while; at 30M rows about a second for 300,000 failing cases).
+            # paint of a long list keeps the UI thread busy for a while).
             self._prefetch_highlighted()
 
     _rendered_width = 0

@@ -1,6 +1,6 @@
 """A virtualised table over an Arrow table (textual-fastdatatable), with vim keys and literal, legible cells.
 
-fastdatatable renders only the visible rows, so a 100k-row list paints as fast as a 10-row one; the widget is
+fastdatatable renders only the visible rows, so a long list paints as fast as a short one; the widget is
 rebuilt on every new table because the backend is fixed at construction. What it is given is made legible
 first (:func:`displayable`): every string through the one sanitiser, ids cut in the middle, numbers as
 right-aligned fixed-width text with 4 decimals (never ``0.…``), and the free-text column given the width left.

@@ -7,9 +7,9 @@ This one drops keys from the end of the row until the rest fit beside the palett
 screen lists every key of the view), and lays the row out again when the terminal is resized.
 
 Textual's Footer also rebuilds every key widget each time the screen's bindings are refreshed (focus changes,
-screen pushes, mounts), keys changed or not. Opening a case at 30M rows fired it five times on the same keys, each
-20-80 ms of the UI thread while the case's reads waited for the GIL. This one rebuilds only when the keys it would
-show differ from those shown, and once for any number of changes before the rebuild runs.
+screen pushes, mounts), keys changed or not, several times per case opened, holding the UI thread while the
+case's reads wait for the GIL. This one rebuilds only when the keys it would show differ from those shown, and once
+for any number of changes before the rebuild runs.
 """
 
 from __future__ import annotations

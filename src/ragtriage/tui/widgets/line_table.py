@@ -1,7 +1,7 @@
 """A table drawn as one line of text per row: columns sized from the data once, one flexible column.
 
-Rich's Table measures every cell on every render; the case detail's 58 ranked results took 66 ms a render and
-Textual renders a Static more than once per update, which made moving between cases slow. Here each cell is
+Rich's Table measures every cell on every render, and Textual renders a Static more than once per update, which
+makes moving between cases slow. Here each cell is
 measured once and each row is one ``Text`` line (styles kept, never wrapped: the flexible column is cut with
 an ellipsis, the others are as wide as their widest cell).
 """
