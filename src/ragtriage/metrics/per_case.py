@@ -59,6 +59,16 @@ def fixed_measures(ks: Sequence[int]) -> list[Measure]:
     return [Measure(m, cutoff=k) for k in ks for m in MEASURES]
 
 
+def fixed_column(m: Measure) -> str | None:
+    """The fixed table's column holding measure ``m`` as parsed (parameters left to the dataset and the default
+    gain), or None when the table has no such column."""
+    if m.name == "NumRel" and m.rel is None:
+        return "n_relevant"
+    if m.name in MEASURES and m.cutoff is not None and m.rel is None and m.dcg is None:
+        return f"{m.name}@{m.cutoff}"
+    return None
+
+
 def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
     """case_id, n_relevant and the fixed measures at ``ctx.ks`` with ``zero_hit@k``, from the one engine."""
     measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed_measures(ctx.ks)]]
