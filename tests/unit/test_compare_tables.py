@@ -5,7 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from ragtriage.gate.compare import compare_tables, metric_names, parse_metric
+from ragtriage.gate.compare import compare_tables, metric_names
+from ragtriage.gate.config import gate_metric
 
 
 def _per_case(rows: list[tuple[str, int, float, float]]) -> pa.Table:
@@ -80,9 +81,10 @@ def test_multi_valued_slice_counts_a_case_once_overall() -> None:
 
 def test_metric_names_and_parsing() -> None:
     assert metric_names([10, 5])[:2] == ["P@5", "P@10"]
-    assert parse_metric("nDCG@5") == ("nDCG", 5)
-    with pytest.raises(ValueError, match="unknown metric 'MRR'"):
-        parse_metric("MRR")
+    assert gate_metric("nDCG@5") == "nDCG@5"
+    assert gate_metric("MRR@10") == "RR@10" and gate_metric("recall_5") == "R@5"
+    with pytest.raises(ValueError, match="'MRR': a gate rule takes one of P, R, RR"):
+        gate_metric("MRR")
 
 
 def test_intervals_draw_the_packages_interval_resamples_and_the_test_its_own() -> None:

@@ -195,8 +195,8 @@ def test_compare_formats(db: Path) -> None:
 
 
 def test_compare_bad_metric_exits_2(db: Path) -> None:
-    code, _, err = _invoke("compare", "--db", db, "--run", "cand", "--baseline", "base", "--metric", "MAP")
-    assert code == 2 and "unknown metric 'MAP'" in err
+    code, _, err = _invoke("compare", "--db", db, "--run", "cand", "--baseline", "base", "--metric", "MAPP")
+    assert code == 2 and "unknown measure 'MAPP'" in err
 
 
 def test_runs_on_different_dataset_versions_exit_2(tmp_path: Path, db: Path) -> None:

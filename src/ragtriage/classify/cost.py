@@ -23,11 +23,15 @@ from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragtriage.classify.facts import JUDGED_TABLE
 from ragtriage.classify.rules import ANSWERABLE, UNIT_CATEGORY
-from ragtriage.metrics.context import resolve
-from ragtriage.metrics.per_case import dcg_sql, ideal_dcg_sql
+from ragtriage.contract.relevance import is_relevant
+from ragtriage.metrics.context import EvalContext, resolve
+from ragtriage.metrics.engine import evaluate
+from ragtriage.metrics.gain import dcg_sql, discount_sql, ideal_dcg_sql
+from ragtriage.metrics.measures import Measure
 
 # Categories a measure can be lost to (security is a hard failure, never a measure).
 COST_CATEGORIES = ("ranking", "ingestion", "dataset", "undetermined")
@@ -103,7 +107,7 @@ WITH failing AS MATERIALIZED (
     SELECT case_id, top_units, missing FROM _cost_facts WHERE failure IN ({answerable}) AND n_relevant > 0
 ),
 g AS (
-    SELECT q.case_id, q.unit_id, q.grade >= $threshold AS rel, {gain} AS g,
+    SELECT q.case_id, q.unit_id, {is_relevant("q.grade", "$threshold")} AS rel, {gain} AS g,
            nullif(list_position(f.top_units, q.unit_id), 0) AS pos
     FROM qrels q JOIN failing f USING (case_id)
 ),
@@ -112,7 +116,7 @@ missing_units AS (
     FROM (SELECT case_id, unnest(missing) AS u FROM failing)
 ),
 now AS (
-    SELECT case_id, coalesce({dcg_sql(k)}, 0.0) AS dcg,
+    SELECT case_id, coalesce({dcg_sql(k, "g")}, 0.0) AS dcg,
            coalesce(list_sort(list(pos) FILTER (WHERE rel AND pos <= {k})), []) AS found_pos
     FROM g GROUP BY case_id
 ),
@@ -136,15 +140,15 @@ slotted AS (
     FROM placed p JOIN now w USING (case_id)
 ),
 moved AS (
-    SELECT s.case_id, s.category, sum((s.g - coalesce(d.g, 0.0)) / log2(s.slot + 1)) AS delta
+    SELECT s.case_id, s.category, sum((s.g - coalesce(d.g, 0.0)) / {discount_sql("s.slot")}) AS delta
     FROM slotted s LEFT JOIN g d ON d.case_id = s.case_id AND d.pos = s.slot
     WHERE s.slot <= {k} GROUP BY s.case_id, s.category
 ),
 idcg AS (
-    SELECT n.case_id, n.category, {ideal_dcg_sql(k)} AS idcg FROM ideal n
+    SELECT n.case_id, n.category, {ideal_dcg_sql(k, "n.gains")} AS idcg FROM ideal n
 ),
 idcg_fixed AS (
-    SELECT n.case_id, n.category, {ideal_dcg_sql(k)} AS idcg
+    SELECT n.case_id, n.category, {ideal_dcg_sql(k, "n.gains")} AS idcg
     FROM (SELECT case_id, category, fixed_gains AS gains FROM ideal) n
 ),
 scored AS (
@@ -158,29 +162,15 @@ SELECT category, sum(least(fixed, 1.0) - ndcg) AS lost, count(*) AS cases FROM s
 """
 
 
-def _mean_sql(gain: str, k: int) -> str:
-    """The run's mean nDCG@k over answerable cases with a relevant label, from the positions of judged units
-    alone (only they carry gain; ``facts.JUDGED_TABLE``, kept by ``facts.fact_chunks``): the metrics'
-    definitions without cutting every list to k (at a deep k that pass costs more than all of this). A
-    test holds it equal to ``metrics.per_case``."""
-    return f"""
-WITH pop AS (SELECT case_id FROM cases WHERE answerable),
-gq AS (
-    SELECT q.case_id, q.unit_id, {gain} AS g, q.grade >= $threshold AS rel FROM qrels q SEMI JOIN pop USING (case_id)
-),
-n AS (
-    SELECT case_id, count(*) FILTER (WHERE rel) AS n_relevant,
-           list(g ORDER BY g DESC) FILTER (WHERE g > 0) AS gains
-    FROM gq GROUP BY case_id
-),
-hits AS (
-    SELECT case_id, {dcg_sql(k)} AS dcg
-    FROM (SELECT j.case_id, j.final_rank AS pos, gq.g FROM {JUDGED_TABLE} j JOIN gq USING (case_id, unit_id))
-    GROUP BY case_id
-)
-SELECT count(*) AS population, sum(coalesce(h.dcg / nullif({ideal_dcg_sql(k)}, 0), 0.0)) AS total
-FROM n LEFT JOIN hits h USING (case_id) WHERE n.n_relevant > 0
-"""
+def _mean(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> tuple[int, float]:
+    """(cases, summed nDCG@k) of the run over answerable cases with a relevant label: the engine's nDCG@k read from
+    the positions of judged units alone (only they carry gain; ``facts.JUDGED_TABLE``, kept by
+    ``facts.fact_chunks`` on ``con``), without cutting every list to k (at a deep k that pass costs more
+    than all of this)."""
+    measure = Measure("nDCG", cutoff=ctx.depth).resolve(ctx.threshold, ctx.gain)
+    judged = f"(SELECT case_id, unit_id, final_rank AS pos FROM {JUDGED_TABLE})"
+    values = evaluate(con, ctx, [measure], trec=False, judged=judged).column("m0")
+    return int(pc.count(values).as_py()), float(pc.sum(values).as_py() or 0.0)
 
 
 class CostTally:
@@ -200,9 +190,7 @@ class CostTally:
         """Count the loss of the failing cases in ``facts`` (``facts`` rows: case_id, failure, n_relevant,
         top_units, missing; a case's rows all in this table)."""
         if self._mean is None:
-            sql = _mean_sql(self._ctx.gain_sql("q.grade"), self._k)
-            population, total = self._con.execute(sql, {"threshold": self._ctx.threshold}).fetchall()[0]
-            self._mean = (int(population), float(total or 0.0))
+            self._mean = _mean(self._con, self._ctx)
         cur = self._con.cursor()
         try:
             cur.register("_cost_facts", facts.select(["case_id", "failure", "n_relevant", "top_units", "missing"]))

@@ -135,7 +135,7 @@ def _comparison_output(result: Comparison) -> Output:
 
     from ragtriage.arrays import table_of_rows
     from ragtriage.gate import compare_reports as rep
-    from ragtriage.gate.compare import INTERVAL_RESAMPLES
+    from ragtriage.gate.paired_table import method
 
     schema = pa.schema([(h, pa.string()) for h in rep.TEXT_HEADERS])
     shown = table_of_rows([dict(zip(rep.TEXT_HEADERS, row, strict=True)) for row in rep.text_rows(result)], schema)
@@ -147,9 +147,7 @@ def _comparison_output(result: Comparison) -> Output:
         "by": result.by,
         "split": result.split or "all splits",
         "stage": "final",
-        "test": f"paired bootstrap 95% CI ({INTERVAL_RESAMPLES} resamples) and sign-flip p",
-        "resamples": result.n_resamples,
-        "seed": result.seed,
+        "method": method(n_resamples=result.n_resamples, seed=result.seed),
         "unpaired": result.unpaired,
     }
     return Output(result.summary, context, sections={"worst": result.worst}, shown=shown)

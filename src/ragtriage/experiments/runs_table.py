@@ -1,12 +1,12 @@
 """Many runs x many measures against one baseline, in one table, with the significance corrected over the table.
 
-Every run is evaluated on the same paired cases: the cases of the shared dataset version (one split when asked)
-that have at least one relevant unit, so that each mean, interval and test is over identical queries. Per
-(run, measure): the mean and its 95% percentile-bootstrap interval; per (candidate, measure) against the
-baseline: the mean difference and its interval, wins/ties/losses, a paired test's p-value and that p-value
-corrected over all comparisons of the table (``paired``). Resamples are shared by every column of the table (the
-same bootstrap draws and, for the randomization test, the same sign vectors), so the whole table costs about as
-much as one comparison.
+Every run is evaluated on the same paired cases (``gate.paired_table.paired_matrix``: the cases of the shared
+dataset version, one split when asked, that have at least one relevant unit), so that each mean, interval and
+test is over identical queries. Per (run, measure): the mean and its 95% percentile-bootstrap interval (one set
+of resamples shared by every column); per (candidate, measure) against the baseline: the mean difference, its
+interval, wins/ties/losses and the p-value of ``gate.paired_table.pair_stats`` (what ``compare --run`` and the
+gate print for the same pair), or of another paired test (``paired``), and that p-value corrected over all
+comparisons of the table.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ragtriage.arrays import non_null_values, table_of
+from ragtriage.arrays import table_of
 from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
 from ragtriage.experiments.paired import CORRECTIONS, TESTS, adjust, paired_pvalues
 from ragtriage.gate import sources
-from ragtriage.gate.compare import INTERVAL_RESAMPLES, TIE
-from ragtriage.metrics.distribution import bootstrap_means
+from ragtriage.gate.paired_table import INTERVAL_RESAMPLES, method, pair_stats, paired_matrix
+from ragtriage.metrics.distribution import CONFIDENCE, bootstrap_means
 
-BOOTSTRAP_RESAMPLES = INTERVAL_RESAMPLES  # as ``ragtriage metrics`` and the one-pair compare draw for an interval
-CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = INTERVAL_RESAMPLES
+__all__ = ["BOOTSTRAP_RESAMPLES", "RunsComparison", "compare_runs", "paired_matrix", "table_from_values"]
 DEFAULT_MEASURES = ("nDCG@10", "R@10", "RR@10")
 
 
@@ -67,13 +67,13 @@ class RunsComparison:
         return next(c for c in self.configs if c.run_id == run_id)
 
     def method(self) -> str:
-        """The sentence every rendering prints under the table."""
+        """The sentence every rendering prints under the table (the paired part is ``paired_table.method``'s)."""
         return (
-            f"{TESTS[self.test]}, two-sided, {self.n_resamples} resamples, seed {self.seed}; p corrected by "
+            f"{method(n_resamples=self.n_resamples, seed=self.seed, test=TESTS[self.test])}; p corrected by "
             f"{CORRECTIONS[self.correction]} over {self.n_comparisons} comparisons "
             f"({len(self.candidates)} runs x {len(self.measures)} measures), alpha {self.alpha}; "
-            f"{int(CONFIDENCE * 100)}% percentile bootstrap intervals ({BOOTSTRAP_RESAMPLES} resamples); "
-            f"{self.n_cases} paired cases with relevant units"
+            f"each run's mean with a {int(CONFIDENCE * 100)}% percentile bootstrap interval "
+            f"({BOOTSTRAP_RESAMPLES} resamples); {self.n_cases} paired cases with relevant units"
         )
 
     def per_case(self) -> pa.Table:
@@ -108,32 +108,6 @@ def measure_names(measures: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(m) for m in parse_measures(measures)))
 
 
-def paired_matrix(
-    con: duckdb.DuckDBPyConnection, runs: Sequence[str], measures: Sequence[str], split: str | None
-) -> tuple[pa.Array, npt.NDArray[np.float64]]:
-    """(case_ids, values n x runs x measures) over the cases with relevant units on ``split``, sorted by case.
-
-    Values come from ``metrics.measure_eval`` (the one per-case definition of every ir_measures measure), with
-    ``NumRel`` alongside to keep the cases that have relevant units, as the one-pair compare does.
-    """
-    cur = duckdb.connect()
-    for i, run in enumerate(runs):
-        wide = sources.measure_values(con, run, [*measures, "NumRel"], split)
-        cur.register(f"r{i}", wide.rename_columns(["case_id", *(f"c{i}_{j}" for j in range(len(measures))), "nrel"]))
-    cols = [f"c{i}_{j}" for i in range(len(runs)) for j in range(len(measures))]
-    joins = " ".join(f"JOIN r{i} USING (case_id)" for i in range(1, len(runs)))
-    defined = " AND ".join(f"{c} IS NOT NULL" for c in cols)
-    table = cur.sql(
-        f"""SELECT case_id, {", ".join(f"CAST({c} AS DOUBLE) AS {c}" for c in cols)}
-            FROM r0 {joins} WHERE r0.nrel > 0 AND {defined} ORDER BY case_id"""
-    ).to_arrow_table()
-    values = np.empty((table.num_rows, len(runs), len(measures)))
-    for i in range(len(runs)):
-        for j in range(len(measures)):
-            values[:, i, j] = non_null_values(table.column(f"c{i}_{j}"), np.float64)
-    return table.column("case_id").combine_chunks(), values
-
-
 def _intervals(
     x: npt.NDArray[np.float64], boot: npt.NDArray[np.float64]
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -166,9 +140,12 @@ def table_from_values(
     low, high = _intervals(x, boot)
     cand = x[:, m:]
     base = np.tile(x[:, :m], (1, r - 1))
-    d = cand - base
-    d_low, d_high = _intervals(d, boot[:, m:] - np.tile(boot[:, :m], (1, r - 1)) if n >= 2 else boot)
-    p, exact = paired_pvalues(cand, base, test, n_resamples=n_resamples, seed=seed)
+    stats = pair_stats(cand, base, seed=seed, n_resamples=n_resamples)
+    p, exact = (
+        (np.array([s.p_value for s in stats]), np.array([s.exact for s in stats]))
+        if test == "randomization" and n >= 2
+        else paired_pvalues(cand, base, test, n_resamples=n_resamples, seed=seed)
+    )
     p_adj = adjust(p, correction)
     nan = np.full(m, np.nan)  # the baseline's rows have no comparison
 
@@ -182,12 +159,12 @@ def table_from_values(
         "mean": x.mean(axis=0) if n else np.full(r * m, np.nan),
         "ci_low": low,
         "ci_high": high,
-        "delta": with_base(d.mean(axis=0) if n else np.full(d.shape[1], np.nan)),
-        "delta_ci_low": with_base(d_low),
-        "delta_ci_high": with_base(d_high),
-        "wins": with_base(np.count_nonzero(d > TIE, axis=0)),
-        "ties": with_base(np.count_nonzero(np.abs(d) <= TIE, axis=0)),
-        "losses": with_base(np.count_nonzero(d < -TIE, axis=0)),
+        "delta": with_base(np.array([s.mean_diff for s in stats])),
+        "delta_ci_low": with_base(np.array([s.ci_low for s in stats])),
+        "delta_ci_high": with_base(np.array([s.ci_high for s in stats])),
+        "wins": with_base(np.array([s.wins for s in stats])),
+        "ties": with_base(np.array([s.ties for s in stats])),
+        "losses": with_base(np.array([s.losses for s in stats])),
         "p_value": with_base(p),
         "p_adjusted": with_base(p_adj),
         "significant": with_base(np.where(np.isnan(p_adj), np.nan, p_adj < alpha)),

@@ -1,43 +1,30 @@
-"""Paired comparison of a candidate run against a baseline, per metric and cutoff, overall and per slice.
+"""Paired comparison of one candidate run against a baseline, per measure, overall and per slice.
 
-A case is paired when both runs have a defined figure for it (it has relevant units) on the same dataset
-version; differences are ``candidate - baseline``. Each (slice, metric) gets wins/ties/losses, the two means,
-a paired bootstrap 95% interval (``INTERVAL_RESAMPLES``) and a sign-flip randomization p-value
-(``significance``, ``n_resamples``), and the cases that
-lost most are listed by id so a reader can open them.
+The overall rows are the one-candidate case of ``compare --runs``: the same per-case values
+(``sources.measure_values``), the same paired cases and the same statistics (``paired_table.pair_stats``), so
+both print the same figures. Each (slice, measure) gets wins/ties/losses, the two means, the interval and the
+p-value (``paired_table.method`` states how), and the cases that lost most are listed by id so a reader can open
+them.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
 from ragtriage.arrays import non_null_values, table_of_rows
+from ragtriage.contract.staging import qident, sql_str
 from ragtriage.gate import sources
-from ragtriage.gate.significance import paired_tests
-from ragtriage.metrics.distribution import N_RESAMPLES
+from ragtriage.gate.paired_table import TIE, pair_stats
+from ragtriage.metrics.measures import parse_measures
 
 FAMILIES = ("P", "R", "RR", "nDCG", "AP", "Success")
-_METRIC = re.compile(r"^(P|R|RR|nDCG|AP|Success)@([1-9][0-9]*)$")
-TIE = 1e-12
 OVERALL = "all"
-#: Bootstrap resamples of every interval, as ``ragtriage metrics`` and ``compare --runs`` draw them; the
-#: randomization test takes ``n_resamples`` (its p-value decides, the interval only describes), so the interval's
-#: cost, which grows with cases x resamples, is kept apart from the test's.
-INTERVAL_RESAMPLES = N_RESAMPLES
-
-
-def parse_metric(name: str) -> tuple[str, int]:
-    """``"nDCG@5"`` → ("nDCG", 5); anything else is a ValueError naming the accepted forms."""
-    m = _METRIC.match(name)
-    if m is None:
-        raise ValueError(f"unknown metric {name!r}; use one of {', '.join(f + '@k' for f in FAMILIES)} (e.g. nDCG@5)")
-    return m.group(1), int(m.group(2))
+__all__ = ["TIE", "Comparison", "compare", "compare_tables", "metric_names"]
 
 
 def metric_names(ks: Sequence[int]) -> list[str]:
@@ -77,9 +64,11 @@ def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[st
     cur.register("cand", cand)
     cur.register("base", base)
     cur.register("case_slices", cases)
-    cols = ", ".join(f'CAST(c."{m}" AS DOUBLE) AS c{i}, CAST(b."{m}" AS DOUBLE) AS b{i}' for i, m in enumerate(metrics))
+    cols = ", ".join(
+        f"CAST(c.{qident(m)} AS DOUBLE) AS c{i}, CAST(b.{qident(m)} AS DOUBLE) AS b{i}" for i, m in enumerate(metrics)
+    )
     unfolded = " UNION ALL ".join(
-        f"""SELECT slice, case_id, '{m}' AS metric, {i} AS metric_order, c{i} AS candidate, b{i} AS baseline,
+        f"""SELECT slice, case_id, {sql_str(m)} AS metric, {i} AS metric_order, c{i} AS candidate, b{i} AS baseline,
                    c{i} - b{i} AS diff
             FROM j WHERE c{i} IS NOT NULL AND b{i} IS NOT NULL"""
         for i, m in enumerate(metrics)
@@ -127,26 +116,9 @@ def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, o
         for batch in [segments] if len(sizes) == 1 else [[seg] for seg in segments]:
             c = np.column_stack([cand[s:e] for s, e, _ in batch])
             b = np.column_stack([base[s:e] for s, e, _ in batch])
-            d = c - b
-            tests = paired_tests(c, b, n_resamples=n_resamples, seed=seed, interval_resamples=INTERVAL_RESAMPLES)
-            for j, ((_, _, metric), test) in enumerate(zip(batch, tests, strict=True)):
-                out.append(
-                    {
-                        "slice": slice_value,
-                        "metric": metric,
-                        "n": test.n,
-                        "wins": int(np.count_nonzero(d[:, j] > TIE)),
-                        "ties": int(np.count_nonzero(np.abs(d[:, j]) <= TIE)),
-                        "losses": int(np.count_nonzero(d[:, j] < -TIE)),
-                        "candidate": float(c[:, j].mean()),
-                        "baseline": float(b[:, j].mean()),
-                        "mean_diff": test.mean_diff,
-                        "ci_low": test.ci_low,
-                        "ci_high": test.ci_high,
-                        "p_value": test.p_value,
-                        "exact": test.exact,
-                    }
-                )
+            stats = pair_stats(c, b, seed=seed, n_resamples=n_resamples)
+            for (_, _, metric), st in zip(batch, stats, strict=True):
+                out.append({"slice": slice_value, "metric": metric, **asdict(st)})
     return out
 
 
@@ -245,11 +217,19 @@ def compare(
     metrics: Sequence[str] | None = None,
     worst_n: int = 10,
 ) -> Comparison:
-    """Compare ``run_id`` with ``baseline`` on every metric at ``ks`` (or the named ``metrics``)."""
+    """Compare ``run_id`` with ``baseline`` on every metric at ``ks`` (or the named ``metrics``: any measure name
+    ``metrics.measures.parse_measure`` reads)."""
     version = sources.paired_version(con, run_id, baseline)
-    names = list(metrics) if metrics else metric_names(ks)
-    cutoffs = tuple(sorted({parse_metric(m)[1] for m in names}))
-    cand, base = sources.per_case_pair(con, run_id, baseline, cutoffs)
+    parsed = parse_measures(list(metrics) if metrics else metric_names(ks))
+    names = list(dict.fromkeys(str(m) for m in parsed))
+    cutoffs = tuple(sorted({m.cutoff for m in parsed if m.cutoff is not None}))
+    cand, base = sources.side_by_side(
+        lambda cur, rid: sources.measure_values(cur, rid, [*names, "NumRel"]).rename_columns(
+            ["case_id", *names, "n_relevant"]
+        ),
+        con,
+        (run_id, baseline),
+    )
     cases = sources.case_slices(con, version, by)
     summary, pairs, worst = compare_tables(
         cand, base, cases, names, split=split, seed=seed, n_resamples=n_resamples, worst_n=worst_n

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.csv_out import csv_text
-from ragtriage.gate.compare import INTERVAL_RESAMPLES, Comparison
+from ragtriage.gate.compare import Comparison
+from ragtriage.gate.paired_table import method
 from ragtriage.safe_text import markdown_cell
 
 COLUMNS = (
@@ -41,8 +42,7 @@ def header(c: Comparison) -> str:
     split = c.split or "all splits"
     return (
         f"{c.run_id} vs {c.baseline} · dataset {c.dataset_version[:12]} · {split} · stage final · "
-        f"paired bootstrap 95% CI ({INTERVAL_RESAMPLES} resamples) and sign-flip p ({c.n_resamples} resamples, "
-        f"seed {c.seed})"
+        f"{method(n_resamples=c.n_resamples, seed=c.seed)}"
     )
 
 

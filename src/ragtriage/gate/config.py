@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ragtriage.contract.dimensions import SLICE_DIMENSIONS as SLICE_COLUMNS
-from ragtriage.gate.compare import parse_metric
 
 REPRO_ITEMS = (
     "dataset_version",
@@ -101,7 +100,7 @@ class GateConfig:
 
     def ks(self) -> tuple[int, ...]:
         """Every cutoff a rule needs, so per-case metrics are computed once."""
-        cut = {parse_metric(m)[1] for m in self.metrics}
+        cut = {cutoff_of(m) for m in self.metrics}
         if self.zero_hit:
             cut.add(self.zero_hit.k)
         return tuple(sorted(cut)) or (10,)
@@ -196,10 +195,29 @@ class _Reader:
 
     def metric(self, table: str, index: int, name: str) -> str:
         try:
-            parse_metric(name)
+            return gate_metric(name)
         except ValueError as exc:
             raise self.fail(table, index, "metric", str(exc)) from exc
-        return name
+
+
+def gate_metric(name: str) -> str:
+    """The fixed-table column a gate rule reads for measure ``name`` (parsed by ``metrics.measures``: ``MRR@10``
+    and ``recall_5`` name ``RR@10`` and ``R@5``); a ValueError names what the gate takes."""
+    from ragtriage.metrics.measures import parse_measure
+    from ragtriage.metrics.per_case import MEASURES, fixed_column
+
+    column = fixed_column(parse_measure(name))
+    if column is None or "@" not in column:
+        raise ValueError(
+            f"metric {name!r}: a gate rule takes one of {', '.join(MEASURES)} at a cutoff, at the dataset's "
+            "threshold and gain (e.g. nDCG@10)"
+        )
+    return column
+
+
+def cutoff_of(metric: str) -> int:
+    """The cutoff of a metric :func:`gate_metric` accepted (``nDCG@10`` -> 10)."""
+    return int(metric.rsplit("@", 1)[1])
 
 
 def _split(value: str | None) -> str | None:

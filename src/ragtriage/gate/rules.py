@@ -14,8 +14,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.gate import sources
-from ragtriage.gate.compare import TIE, compare_tables, parse_metric
-from ragtriage.gate.config import CriticalCases, GateConfig, Latency, NegativeCases, Regression, SliceMinimum, ZeroHit
+from ragtriage.gate.compare import TIE, compare_tables
+from ragtriage.gate.config import (
+    CriticalCases,
+    GateConfig,
+    Latency,
+    NegativeCases,
+    Regression,
+    SliceMinimum,
+    ZeroHit,
+    cutoff_of,
+)
 from ragtriage.gate.outcome import FailingCase, RuleResult
 
 
@@ -154,9 +163,21 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
                 seen[r["case_id"]] = ctx.failing(
                     r["case_id"],
                     f"{rule.metric} {r['baseline']:.3f} → {r['candidate']:.3f}",
-                    k=parse_metric(rule.metric)[1],
+                    k=cutoff_of(rule.metric),
                 )
-    return RuleResult(name, "regression", passed, figure, threshold, o["mean_diff"], tuple(seen.values()), notes)
+    return RuleResult(
+        name,
+        "regression",
+        passed,
+        figure,
+        threshold,
+        o["mean_diff"],
+        tuple(seen.values()),
+        notes,
+        ci_low=o["ci_low"],
+        ci_high=o["ci_high"],
+        p_value=o["p_value"],
+    )
 
 
 def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
@@ -181,7 +202,7 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
         ()
         if passed
         else tuple(
-            ctx.failing(c, f"{rule.metric} {v:.3f} < {rule.min:g}", slice_label=label, k=parse_metric(rule.metric)[1])
+            ctx.failing(c, f"{rule.metric} {v:.3f} < {rule.min:g}", slice_label=label, k=cutoff_of(rule.metric))
             for c, v in below
         )
     )
@@ -194,7 +215,7 @@ def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
     rows = _scored(ctx, rule.metric, rule.split, critical)
     below = [(c, v) for c, v in rows if v < rule.min - TIE]
     failures = tuple(
-        ctx.failing(c, f"critical case: {rule.metric} {v:.3f} < {rule.min:g}", k=parse_metric(rule.metric)[1])
+        ctx.failing(c, f"critical case: {rule.metric} {v:.3f} < {rule.min:g}", k=cutoff_of(rule.metric))
         for c, v in below
     )
     figure = f"{len(below)} of {len(rows)} critical cases below {rule.min:g} on {rule.metric}"

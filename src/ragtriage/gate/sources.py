@@ -7,7 +7,7 @@ on their own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import duckdb
@@ -41,47 +41,82 @@ def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) ->
 def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> pa.Table:
     """Per-case metric table of the final stage: case_id, n_relevant, ``P@k`` ... ``Judged@k``; read from the
     per-case cache (``metrics.summary_cache``) when ``ragtriage load`` (or an earlier call here) filled it for this
-    store state, and kept there when this call computes it."""
+    store state, and kept there when this call computes it. Computed beside the cached cutoffs otherwise, so a
+    figure at a cached cutoff comes from one computation whichever cutoffs a command asks."""
     from ragtriage.metrics import summary_cache
+    from ragtriage.metrics.context import DEFAULT_KS
     from ragtriage.metrics.per_case import per_case as metrics_per_case
+    from ragtriage.metrics.per_case import per_case_schema
 
     cutoffs = tuple(sorted(set(ks)))
     cached = summary_cache.per_case_kept(con, run_id, cutoffs)
     if cached is not None:
         return cached
-    table: pa.Table = metrics_per_case(con, run_id, cutoffs, stage="final", counts=False)
-    return table
+    table: pa.Table = metrics_per_case(con, run_id, sorted({*DEFAULT_KS, *cutoffs}), stage="final", counts=False)
+    schema = per_case_schema(cutoffs, counts=False)
+    return table.select(schema.names).cast(schema)
 
 
-def per_case_pair(
-    con: duckdb.DuckDBPyConnection, run_id: str, baseline: str, ks: Sequence[int]
-) -> tuple[pa.Table, pa.Table]:
-    """:func:`per_case` of two runs computed side by side, each on a cursor of its own: a part of each query runs
-    on one core (its Arrow scan, its final order), so two of them side by side take less than one after the
-    other."""
+def side_by_side(
+    fn: Callable[[duckdb.DuckDBPyConnection, str], pa.Table], con: duckdb.DuckDBPyConnection, runs: Sequence[str]
+) -> list[pa.Table]:
+    """``fn(cursor, run)`` of several runs computed side by side, each on a cursor of its own: a part of each
+    query runs on one core (its Arrow scan, its final order), so two of them side by side take less than one after
+    the other."""
     from concurrent.futures import ThreadPoolExecutor
 
     def one(rid: str) -> pa.Table:
         cur = con.cursor()
         try:
-            return per_case(cur, rid, ks)
+            return fn(cur, rid)
         finally:
             cur.close()
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        cand, base = pool.map(one, (run_id, baseline))
+        return list(pool.map(one, runs))
+
+
+def per_case_pair(
+    con: duckdb.DuckDBPyConnection, run_id: str, baseline: str, ks: Sequence[int]
+) -> tuple[pa.Table, pa.Table]:
+    """:func:`per_case` of two runs, side by side."""
+    cand, base = side_by_side(lambda cur, rid: per_case(cur, rid, ks), con, (run_id, baseline))
     return cand, base
 
 
 def measure_values(
     con: duckdb.DuckDBPyConnection, run_id: str, measures: Sequence[str], split: str | None = None
 ) -> pa.Table:
-    """Per-case values of ir_measures-named ``measures`` on the final stage (``metrics.measure_eval``): case_id, then
-    one column per measure in the order given (NULL where a measure is undefined for a case)."""
-    from ragtriage.metrics.measure_eval import evaluate_run
+    """Per-case values of ir_measures-named ``measures`` on the final stage: case_id, then one column per measure
+    named as given, in that order (NULL where a measure is undefined for a case), over the cases of ``split``.
 
-    table: pa.Table = evaluate_run(con, run_id, measures, split=split).wide
-    return table
+    Measures the fixed table holds (``P@k`` ... ``Judged@k`` at the dataset's threshold and the default gain,
+    ``NumRel`` as n_relevant) are read from :func:`per_case`, the table the gate and the TUI read, so every
+    command compares the same figures; any other measure is asked of ``metrics.measure_eval``. Both are the one
+    engine's values."""
+    from ragtriage.metrics.measure_eval import evaluate_run
+    from ragtriage.metrics.measures import parse_measure
+    from ragtriage.metrics.per_case import fixed_column
+
+    columns = [fixed_column(parse_measure(m)) for m in measures]
+    if any(c is None for c in columns):
+        table: pa.Table = evaluate_run(con, run_id, measures, split=split).wide
+        return table.rename_columns(["case_id", *measures])
+    ks = sorted({int(c.rsplit("@", 1)[1]) for c in columns if c and "@" in c})
+    fixed = per_case(con, run_id, ks or [10])
+    select = ", ".join(f'"{c}" AS "m{i}"' for i, c in enumerate(columns))
+    cur = con.cursor()
+    try:
+        cur.register("_fixed", fixed)
+        kept = cur.sql(
+            f"""SELECT case_id, {select} FROM _fixed
+                WHERE $split IS NULL OR case_id IN (SELECT case_id FROM cases WHERE split = $split)
+                ORDER BY case_id""",
+            params={"split": split},
+        ).to_arrow_table()
+    finally:
+        cur.close()
+    return kept.rename_columns(["case_id", *measures])
 
 
 def leaks(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:

@@ -4,7 +4,8 @@ Every function takes a DuckDB connection to a store and returns Arrow tables or 
 so the CLI, the TUI and the gate print the same numbers. Definitions: docs/metrics.md.
 """
 
-from ragtriage.metrics.context import DEFAULT_KS, GAINS, EvalContext, MetricsError, parse_ks
+from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, parse_ks
+from ragtriage.metrics.gain import GAINS
 from ragtriage.metrics.judged import judged_report
 from ragtriage.metrics.latency import latency_report
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run

@@ -14,18 +14,11 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.fields import SPLITS, STAGES
+from ragtriage.contract.relevance import relevant_labels
+from ragtriage.metrics.gain import GAINS, gain_sql
 from ragtriage.store import StoreError, current_dataset_version, require_run
 
-GAINS = ("exponential", "linear")
 DEFAULT_KS = (3, 5, 10)
-
-
-def gain_sql(gain: str, grade: str) -> str:
-    """Gain of a grade (``linear``: the grade, ``exponential``: 2^grade - 1); grades at or below zero never add to
-    DCG (trec_eval skips them too)."""
-    if gain == "linear":
-        return f"CAST(greatest({grade}, 0) AS DOUBLE)"
-    return f"(CASE WHEN {grade} > 0 THEN pow(2.0, {grade}) - 1.0 ELSE 0.0 END)"
 
 
 class MetricsError(ValueError):
@@ -165,7 +158,7 @@ def population_counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec:
     row = arrow(
         con,
         f"""WITH l AS ({pop}),
-                rel AS (SELECT DISTINCT case_id FROM qrels WHERE grade >= {ctx.threshold}),
+                rel AS (SELECT DISTINCT case_id FROM ({relevant_labels(ctx.threshold)})),
                 ran AS (SELECT DISTINCT case_id FROM results WHERE run_id = ? AND stage = ?)
             SELECT (SELECT count(*) FROM l) AS cases,
                    (SELECT count(*) FROM l ANTI JOIN rel USING (case_id)) AS without_relevant,

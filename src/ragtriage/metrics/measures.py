@@ -20,6 +20,7 @@ from ragtriage.metrics.context import MetricsError
 DCGS = ("log2", "exp-log2")
 #: gain name of the metrics layer (``--gain``) -> ir_measures' ``dcg`` parameter
 GAIN_TO_DCG = {"linear": "log2", "exponential": "exp-log2"}
+DCG_TO_GAIN = {dcg: gain for gain, dcg in GAIN_TO_DCG.items()}
 
 #: canonical name -> (parameters it takes besides the cutoff, whether it takes a cutoff, whether one is required)
 _SPECS: dict[str, tuple[tuple[str, ...], bool, bool]] = {

@@ -1,4 +1,5 @@
-"""Per-case metrics of one run and stage, computed in DuckDB over the cut lists (see ``ranking``).
+"""The fixed per-case table of one run and stage (``P@k`` ... ``Judged@k`` at every k): the measures of the one
+engine (``metrics.engine``) in the columns the CLI, the TUI, compare, the gate and the notes export read.
 
 Definitions (docs/metrics.md): relevant = effective grade >= the dataset's relevance threshold; P@k divides by k
 even when the list is shorter; R@k, nDCG@k and AP@k divide by the labelled relevant units and are NULL for a case
@@ -13,10 +14,12 @@ from collections.abc import Sequence
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, resolve
-from ragtriage.metrics.ranking import cut_lists
+from ragtriage.metrics.engine import evaluate
+from ragtriage.metrics.measures import Measure
 
 MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
 # measures whose denominator is the labelled relevant units: undefined for a case without any
@@ -50,84 +53,32 @@ def given_per_case(
     return table
 
 
-def hits_sql(k: int) -> str:
-    """Relevant results within k, over rows (pos, rel, g) of a cut list; shared with trec-compat."""
-    return f"count(*) FILTER (WHERE rel AND pos <= {k})"
+def fixed_measures(ks: Sequence[int]) -> list[Measure]:
+    """The fixed table's measures, in its column order: per k ``P@k`` ... ``Judged@k`` (parameters left to the
+    dataset's threshold and the context's gain)."""
+    return [Measure(m, cutoff=k) for k in ks for m in MEASURES]
 
 
-def dcg_sql(k: int | None, g: str = "g") -> str:
-    """DCG@k: gain g discounted by log2(position + 1), the one definition every mode uses (k None: whole list)."""
-    return f"sum({g} / log2(pos + 1))" + (f" FILTER (WHERE pos <= {k})" if k is not None else "")
+def fixed_column(m: Measure) -> str | None:
+    """The fixed table's column holding measure ``m`` as parsed (parameters left to the dataset and the default
+    gain), or None when the table has no such column."""
+    if m.name == "NumRel" and m.rel is None:
+        return "n_relevant"
+    if m.name in MEASURES and m.cutoff is not None and m.rel is None and m.dcg is None:
+        return f"{m.name}@{m.cutoff}"
+    return None
 
 
-def ideal_dcg_sql(k: int | None, gains: str = "n.gains") -> str:
-    """The ideal DCG@k from ``gains``, a case's positive gains sorted descending (k None: all of them)."""
-    cut = f"{gains}[1:{k}]" if k is not None else gains
-    return f"list_sum(list_transform({cut}, lambda x, j: x / log2(j + 1)))"
-
-
-def _per_k_aggregates(ks: Sequence[int]) -> str:
-    parts = []
-    for k in ks:
-        parts += [
-            f"{hits_sql(k)} AS hits_{k}",
-            f"count(*) FILTER (WHERE judged AND pos <= {k}) AS judged_{k}",
-            f"count(*) FILTER (WHERE pos <= {k}) AS listed_{k}",
-            f"coalesce({dcg_sql(k)}, 0) AS dcg_{k}",
-        ]
-    return ",\n".join(parts)
-
-
-def _per_k_columns(ks: Sequence[int]) -> str:
-    parts = []
-    for k in ks:
-        hits = f"coalesce(a.hits_{k}, 0)"
-        idcg = ideal_dcg_sql(k)
-        # AP: the j-th relevant result at position p contributes precision j / p
-        ap = f"list_sum(list_transform(list_filter(a.rel_pos, lambda p: p <= {k}), lambda p, j: j / p))"
-        parts += [
-            f'{hits} / {k}.0 AS "P@{k}"',
-            f'CASE WHEN n.n_relevant > 0 THEN {hits} / n.n_relevant END AS "R@{k}"',
-            f'CASE WHEN a.first_rel <= {k} THEN 1.0::DOUBLE / a.first_rel ELSE 0.0::DOUBLE END AS "RR@{k}"',
-            f'CASE WHEN n.n_relevant > 0 THEN coalesce(a.dcg_{k} / nullif({idcg}, 0), 0.0) END AS "nDCG@{k}"',
-            f'CASE WHEN n.n_relevant > 0 THEN coalesce({ap}, 0.0) / n.n_relevant END AS "AP@{k}"',
-            f'CASE WHEN {hits} > 0 THEN 1.0::DOUBLE ELSE 0.0::DOUBLE END AS "Success@{k}"',
-            f'coalesce(a.judged_{k} / nullif(a.listed_{k}, 0), 0.0) AS "Judged@{k}"',
-            f'{hits} = 0 AS "zero_hit@{k}"',
-        ]
-    return ",\n".join(parts)
-
-
-def per_case_sql(ctx: EvalContext) -> tuple[str, list[object]]:
-    """The per-case query over a registered ``_lists`` (case_id, unit_id, pos) table."""
-    pop, params = ctx.population_sql()
-    qrels, qrels_params = ctx.qrels_sql()
-    sql = f"""
-    WITH pop AS MATERIALIZED ({pop}),
-    q AS MATERIALIZED (
-        SELECT q.case_id, q.unit_id, {is_relevant("q.grade", ctx.threshold)} AS rel, {ctx.gain_sql("q.grade")} AS g
-        FROM {qrels} q SEMI JOIN pop USING (case_id)
-    ),
-    n AS (
-        SELECT pop.case_id, count(q.unit_id) FILTER (WHERE q.rel) AS n_relevant,
-               list(q.g ORDER BY q.g DESC) FILTER (WHERE q.g > 0) AS gains
-        FROM pop LEFT JOIN q USING (case_id) GROUP BY pop.case_id
-    ),
-    hit AS (
-        SELECT l.case_id, l.pos, q.case_id IS NOT NULL AS judged, coalesce(q.rel, FALSE) AS rel,
-               coalesce(q.g, 0.0) AS g
-        FROM _lists l LEFT JOIN q USING (case_id, unit_id)
-    ),
-    a AS (
-        SELECT case_id, min(pos) FILTER (WHERE rel) AS first_rel, list(pos ORDER BY pos) FILTER (WHERE rel) AS rel_pos,
-               {_per_k_aggregates(ctx.ks)}
-        FROM hit GROUP BY case_id
-    )
-    SELECT n.case_id, CAST(n.n_relevant AS BIGINT) AS n_relevant, {_per_k_columns(ctx.ks)}
-    FROM n LEFT JOIN a USING (case_id)
-    ORDER BY n.case_id
-    """
-    return sql, params + qrels_params
+def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
+    """case_id, n_relevant and the fixed measures at ``ctx.ks`` with ``zero_hit@k``, from the one engine."""
+    measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed_measures(ctx.ks)]]
+    table = evaluate(con, ctx, measures, trec=False)
+    values = {str(m): table[f"m{i}"] for i, m in enumerate(measures)}
+    columns = {"case_id": table["case_id"], "n_relevant": table["m0"]}
+    for k in ctx.ks:
+        columns.update({f"{m}@{k}": values[f"{m}@{k}"] for m in MEASURES})
+        columns[f"zero_hit@{k}"] = pc.equal(values[f"Success@{k}"], 0.0)
+    return pa.table(columns).cast(per_case_schema(ctx.ks, counts=False))
 
 
 def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
@@ -150,11 +101,9 @@ def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
 
 
 def per_case_context(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts: bool = True) -> pa.Table:
-    lists = cut_lists(con, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())
-    sql, params = per_case_sql(ctx)
-    table = arrow(con, sql, params, _lists=lists)
+    table = per_case_values(con, ctx)
     if not counts:
-        return table.cast(per_case_schema(ctx.ks, counts=False))
+        return table
     joined = arrow(
         con,
         """SELECT m.case_id, m.n_relevant,

@@ -37,10 +37,12 @@ from ragtriage.classify import (
 )
 from ragtriage.classify.classify_run import failure_source
 from ragtriage.classify.stored import is_fresh
-from ragtriage.experiments.runs_table import measure_names, paired_matrix
-from ragtriage.gate.compare import TIE, parse_metric
+from ragtriage.experiments.runs_table import measure_names
+from ragtriage.gate.compare import TIE
+from ragtriage.gate.paired_table import paired_matrix
 from ragtriage.gate.sources import paired_version
 from ragtriage.metrics import summary_cache
+from ragtriage.metrics.measures import parse_measure
 from ragtriage.metrics.per_case import per_case as core_per_case
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, NONE, membership_sql
 from ragtriage.metrics.slices import slices as core_slices
@@ -528,7 +530,7 @@ class CompareView:
 
 
 def compare_view(cur: duckdb.DuckDBPyConnection, matrix: RunsMatrix, family: str) -> CompareView:
-    j = [parse_metric(m)[0] for m in matrix.measures].index(family)
+    j = [parse_measure(m).name for m in matrix.measures].index(family)
     values = matrix.values[:, :, j]
     diff = values[:, 1] - values[:, 0]
     columns: dict[str, npt.NDArray[Any]] = {"case_id": np.asarray(matrix.case_ids.to_pylist(), dtype=object)}

@@ -1,0 +1,113 @@
+"""The one paired comparison every command reads: the paired table (per-case values of runs x measures over the
+same cases) and the statistics of a candidate's column against the baseline's (mean difference, interval,
+p-value, wins/ties/losses), stated in one sentence.
+
+``compare --run`` (``gate.compare``), the gate's regression rule, ``compare --runs`` and ``report``
+(``experiments.runs_table``) and the TUI's Compare take their figures from here, so for the same pair, measure
+and cases they print the same mean difference, interval and p-value, digit for digit.
+
+A case is paired when it has a relevant unit and every run has a defined value for it; differences are
+``candidate - baseline``. The interval is a percentile bootstrap of the mean difference, seeded per column
+(``INTERVAL_RESAMPLES`` resamples: the interval describes, the test decides); the p-value is the two-sided
+sign-flip randomization test of ``significance`` (``n_resamples``), or a test of ``experiments.paired``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from ragtriage.arrays import non_null_values
+from ragtriage.gate import sources
+from ragtriage.gate.significance import paired_tests
+from ragtriage.metrics.distribution import CONFIDENCE, N_RESAMPLES
+
+#: |difference| at or below which a case is a tie
+TIE = 1e-12
+#: bootstrap resamples of every interval, as ``ragtriage metrics`` draws them for a mean
+INTERVAL_RESAMPLES = N_RESAMPLES
+RANDOMIZATION = "paired randomization (sign-flip) test"
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def method(*, n_resamples: int, seed: int, test: str = RANDOMIZATION) -> str:
+    """The sentence that states how every paired figure was made: interval, test, resamples and seed."""
+    drawn = f", {n_resamples} resamples unless exact" if test == RANDOMIZATION else ""
+    return (
+        f"Δ = candidate - baseline on paired cases; {int(CONFIDENCE * 100)}% percentile bootstrap interval of the "
+        f"mean Δ ({INTERVAL_RESAMPLES} resamples); two-sided {test}{drawn}; seed {seed}"
+    )
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """One candidate column against its baseline column over ``n`` paired cases."""
+
+    n: int
+    candidate: float
+    baseline: float
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    exact: bool
+    wins: int
+    ties: int
+    losses: int
+
+
+def pair_stats(candidate: FloatArray, baseline: FloatArray, *, seed: int, n_resamples: int) -> list[PairStats]:
+    """The statistics of each column of two n x m matrices of paired values. Each column draws its own seeded
+    resamples, so a figure does not depend on which other columns were asked with it."""
+    c, b = np.asarray(candidate, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    d = c - b
+    n = d.shape[0]
+    tests = paired_tests(c, b, n_resamples=n_resamples, seed=seed, interval_resamples=INTERVAL_RESAMPLES)
+    return [
+        PairStats(
+            n=t.n,
+            candidate=float(c[:, j].mean()) if n else float("nan"),
+            baseline=float(b[:, j].mean()) if n else float("nan"),
+            mean_diff=t.mean_diff,
+            ci_low=t.ci_low,
+            ci_high=t.ci_high,
+            p_value=t.p_value,
+            exact=t.exact,
+            wins=int(np.count_nonzero(d[:, j] > TIE)),
+            ties=int(np.count_nonzero(np.abs(d[:, j]) <= TIE)),
+            losses=int(np.count_nonzero(d[:, j] < -TIE)),
+        )
+        for j, t in enumerate(tests)
+    ]
+
+
+def paired_matrix(
+    con: duckdb.DuckDBPyConnection, runs: Sequence[str], measures: Sequence[str], split: str | None
+) -> tuple[pa.Array, FloatArray]:
+    """(case_ids, values n x runs x measures) over the paired cases of ``split``, sorted by case.
+
+    Values come from ``sources.measure_values`` (the one engine, through the fixed table where it holds the
+    measure), with ``NumRel`` alongside to keep the cases that have relevant units."""
+    cur = duckdb.connect()
+    for i, run in enumerate(runs):
+        wide = sources.measure_values(con, run, [*measures, "NumRel"], split)
+        cur.register(f"r{i}", wide.rename_columns(["case_id", *(f"c{i}_{j}" for j in range(len(measures))), "nrel"]))
+    cols = [f"c{i}_{j}" for i in range(len(runs)) for j in range(len(measures))]
+    joins = " ".join(f"JOIN r{i} USING (case_id)" for i in range(1, len(runs)))
+    defined = " AND ".join(f"{c} IS NOT NULL" for c in cols)
+    table = cur.sql(
+        f"""SELECT case_id, {", ".join(f"CAST({c} AS DOUBLE) AS {c}" for c in cols)}
+            FROM r0 {joins} WHERE r0.nrel > 0 AND {defined} ORDER BY case_id"""
+    ).to_arrow_table()
+    cur.close()
+    values = np.empty((table.num_rows, len(runs), len(measures)))
+    for i in range(len(runs)):
+        for j in range(len(measures)):
+            values[:, i, j] = non_null_values(table.column(f"c{i}_{j}"), np.float64)
+    return table.column("case_id").combine_chunks(), values

@@ -1,0 +1,321 @@
+"""The one measure engine: per-case values of any list of resolved measures (``metrics.measures.Measure``) on one
+run and stage, in one DuckDB query. The fixed table (``per_case``), ``--measure`` strings and trec-compat
+(``measure_eval``), and through them slices, compare, the gate, the report, the classifier and the TUI, all ask it.
+
+Every measure is a function registered under its canonical name (:func:`register`) that writes the SQL of one
+case's value from the columns a :class:`Builder` collects (each aggregate once however many measures read it).
+Definitions follow trec_eval / ir_measures (docs/metrics.md "Measures by name"): relevant = ``is_relevant`` at
+``rel`` (the dataset's threshold when left out); a unit with a negative grade is judged but never relevant and,
+as trec_eval's "unjudged in pool", is skipped by Bpref; DCG adds positive gains only (``metrics.gain``).
+
+The lists are read in one of two shapes, with the same values: every measure with a cutoff (and lists ordered by
+recorded rank) reads the de-duplicated lists cut at the deepest cutoff (``ranking.cut_lists``: only the top of
+each list is read); otherwise every judged unit at its position in the whole list (``ranking.judged_positions_sql``).
+Population (``EvalContext.population_sql``): a case without labels is left out; a case absent from the run scores
+0; a case with labels but none relevant is NULL in the measures divided by its relevant units (``NEEDS_RELEVANT``)
+by default, 0 in trec-compat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.contract.relevance import is_relevant
+from ragtriage.metrics.context import EvalContext, arrow
+from ragtriage.metrics.gain import dcg_sql, gain_sql, ideal_dcg_sql
+from ragtriage.metrics.measures import DCG_TO_GAIN, Measure
+from ragtriage.metrics.ranking import cut_lists, has_repeats, judged_positions_sql
+from ragtriage.store.load_memory import UNRANKED
+
+
+def _tag(r: int) -> str:
+    return str(r).replace("-", "m")
+
+
+class Builder:
+    """Collects the aggregate columns the measures need (each once): ``agg`` over a case's judged rows
+    ``(pos, grade)``, ``stats`` over its qrels ``q(unit_id, grade)``; values read ``a.<name>``, ``n.<name>`` and
+    ``nret.num_ret`` (the de-duplicated list length)."""
+
+    def __init__(self, threshold: int, trec: bool) -> None:
+        self.threshold, self.trec = threshold, trec
+        self.agg: dict[str, str] = {}
+        self.stats: dict[str, str] = {}
+        self.bpref: set[int] = set()
+
+    def stat(self, name: str, sql: str) -> str:
+        """A per-case aggregate over the case's qrels ``q``, named once."""
+        self.stats[name] = sql
+        return f"n.{name}"
+
+    def aggregate(self, name: str, sql: str) -> str:
+        """A per-case aggregate over the case's judged rows, named once."""
+        self.agg[name] = sql
+        return f"a.{name}"
+
+    def nrel(self, r: int) -> str:
+        """Relevant labels of the case at ``r``."""
+        return self.stat(f"nrel_{_tag(r)}", f"count(q.unit_id) FILTER (WHERE {is_relevant('q.grade', r)})")
+
+    def nonrel(self, r: int) -> str:
+        """Judged non-relevant labels at ``r`` (a negative grade is "unjudged in pool" for trec_eval)."""
+        judged_nonrel = f"q.grade >= 0 AND NOT {is_relevant('q.grade', r)}"
+        return self.stat(f"nnon_{_tag(r)}", f"count(q.unit_id) FILTER (WHERE {judged_nonrel})")
+
+    def hits(self, r: int, k: int | None) -> str:
+        """Relevant results at ``r`` within ``k`` (the whole list for None)."""
+        within = f" AND pos <= {k}" if k else ""
+        hits = self.aggregate(f"h_{_tag(r)}_{k or 'all'}", f"count(*) FILTER (WHERE {is_relevant('grade', r)}{within})")
+        return f"coalesce({hits}, 0)"
+
+    def judged(self, k: int | None) -> str:
+        """Judged results within ``k``."""
+        judged = self.aggregate(f"j_{k or 'all'}", "count(*)" + (f" FILTER (WHERE pos <= {k})" if k else ""))
+        return f"coalesce({judged}, 0)"
+
+    def rel_pos(self, r: int) -> str:
+        """The positions of the relevant results at ``r``, ascending."""
+        return self.aggregate(f"rp_{_tag(r)}", f"list(pos ORDER BY pos) FILTER (WHERE {is_relevant('grade', r)})")
+
+    def first(self, r: int) -> str:
+        """The position of the first relevant result at ``r`` (NULL without one)."""
+        return self.aggregate(f"fr_{_tag(r)}", f"min(pos) FILTER (WHERE {is_relevant('grade', r)})")
+
+    def dcg(self, gain: str, k: int | None) -> tuple[str, str]:
+        """(DCG@k of the list, ideal DCG@k of the case) under ``gain``."""
+        dcg = self.aggregate(f"dcg_{gain[:3]}_{k or 'all'}", dcg_sql(k, gain_sql(gain, "grade")))
+        positive = f"list({gain_sql(gain, 'q.grade')} ORDER BY q.grade DESC) FILTER (WHERE q.grade > 0)"
+        return dcg, ideal_dcg_sql(k, self.stat(f"gains_{gain[:3]}", positive))
+
+    def bpref_before(self, r: int) -> str:
+        """Judged non-relevant results ranked before each row (the Bpref window, added to the rows when asked)."""
+        self.bpref.add(r)
+        self.nrel(r)
+        self.nonrel(r)
+        return f"nb_{_tag(r)}"
+
+    def per_relevant(self, value: str, r: int) -> str:
+        """``value`` for a case with relevant units at ``r``; else NULL (default) or 0 (trec-compat)."""
+        return f"CASE WHEN {self.nrel(r)} > 0 THEN {value} ELSE {'0.0' if self.trec else 'NULL'} END"
+
+    def expr(self, m: Measure) -> str:
+        return _REGISTRY[m.name](self, m, m.rel if m.rel is not None else self.threshold)
+
+    def hit_rows(self) -> str:
+        """The judged rows, with the non-relevant judged units before each row when Bpref needs them."""
+        if not self.bpref:
+            return "jp"
+        cols = ", ".join(
+            f"count(*) FILTER (WHERE grade >= 0 AND NOT {is_relevant('grade', r)}) OVER (PARTITION BY case_id "
+            f"ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS nb_{_tag(r)}"
+            for r in sorted(self.bpref)
+        )
+        stats = ", ".join(f"n.nrel_{_tag(r)}, n.nnon_{_tag(r)}" for r in sorted(self.bpref))
+        return f"(SELECT jp.*, {cols}, {stats} FROM jp JOIN n USING (case_id))"
+
+
+#: (builder, measure, relevance threshold it is taken at) -> SQL of one case's value
+MeasureSql = Callable[[Builder, Measure, int], str]
+_REGISTRY: dict[str, MeasureSql] = {}
+
+
+def register(name: str) -> Callable[[MeasureSql], MeasureSql]:
+    """Register the SQL of measure ``name`` (a name of ``measures._SPECS``): the one place it is defined."""
+
+    def add(fn: MeasureSql) -> MeasureSql:
+        _REGISTRY[name] = fn
+        return fn
+
+    return add
+
+
+@register("P")
+def _p(b: Builder, m: Measure, r: int) -> str:
+    return f"{b.hits(r, m.cutoff)} / {m.cutoff}.0"
+
+
+@register("Success")
+def _success(b: Builder, m: Measure, r: int) -> str:
+    return f"CASE WHEN {b.hits(r, m.cutoff)} > 0 THEN 1.0 ELSE 0.0 END"
+
+
+@register("RR")
+def _rr(b: Builder, m: Measure, r: int) -> str:
+    fr, k = b.first(r), m.cutoff
+    return f"coalesce(1.0 / {fr}, 0.0)" if k is None else f"CASE WHEN {fr} <= {k} THEN 1.0 / {fr} ELSE 0.0 END"
+
+
+@register("Judged")
+def _judged(b: Builder, m: Measure, r: int) -> str:
+    size = "nret.num_ret" if m.cutoff is None else f"least({m.cutoff}, nret.num_ret)"
+    return f"CASE WHEN nret.num_ret > 0 THEN {b.judged(m.cutoff)} / {size} ELSE 0.0 END"
+
+
+@register("NumRet")
+def _num_ret(b: Builder, m: Measure, r: int) -> str:
+    return "coalesce(nret.num_ret, 0)"
+
+
+@register("NumRelRet")
+def _num_rel_ret(b: Builder, m: Measure, r: int) -> str:
+    return b.hits(r, None)
+
+
+@register("NumRel")
+def _num_rel(b: Builder, m: Measure, r: int) -> str:
+    return b.nrel(r)
+
+
+@register("NumQ")
+def _num_q(b: Builder, m: Measure, r: int) -> str:
+    return "1"
+
+
+@register("R")
+def _recall(b: Builder, m: Measure, r: int) -> str:
+    return b.per_relevant(f"{b.hits(r, m.cutoff)} / {b.nrel(r)}", r)
+
+
+@register("AP")
+def _ap(b: Builder, m: Measure, r: int) -> str:
+    rp, k = b.rel_pos(r), m.cutoff
+    cut = rp if k is None else f"list_filter({rp}, lambda p: p <= {k})"
+    # the j-th relevant result at position p contributes precision j / p
+    return b.per_relevant(f"coalesce(list_sum(list_transform({cut}, lambda p, j: j / p)), 0.0) / {b.nrel(r)}", r)
+
+
+@register("Rprec")
+def _rprec(b: Builder, m: Measure, r: int) -> str:
+    nrel = b.nrel(r)
+    return b.per_relevant(f"coalesce(len(list_filter({b.rel_pos(r)}, lambda p: p <= {nrel})), 0) / {nrel}", r)
+
+
+@register("Bpref")
+def _bpref(b: Builder, m: Measure, r: int) -> str:
+    before, t = b.bpref_before(r), _tag(r)
+    bpref = b.aggregate(
+        f"bp_{t}",
+        f"sum(CASE WHEN {before} > 0 THEN 1.0 - least({before}, nrel_{t}) / least(nnon_{t}, nrel_{t}) "
+        f"ELSE 1.0 END) FILTER (WHERE {is_relevant('grade', r)})",
+    )
+    return b.per_relevant(f"coalesce({bpref}, 0.0) / {b.nrel(r)}", r)
+
+
+@register("nDCG")
+def _ndcg(b: Builder, m: Measure, r: int) -> str:
+    # defined by its gains; the NULL rule of default mode is the dataset threshold's
+    dcg, ideal = b.dcg(DCG_TO_GAIN[m.dcg or "exp-log2"], m.cutoff)
+    value = f"coalesce({dcg} / nullif({ideal}, 0), 0.0)"
+    # trec_eval scores a case without relevant units from its gains (grades below the threshold count too)
+    return value if b.trec else b.per_relevant(value, b.threshold)
+
+
+def measures_sql(
+    measures: Sequence[Measure],
+    ctx: EvalContext,
+    *,
+    trec: bool,
+    repeats: bool,
+    by_score: bool,
+    unranked: bool = False,
+    cut: str | None = None,
+) -> tuple[str, list[object]]:
+    """The per-case query: one row per evaluated case, ``_no_relevant`` (none at the dataset threshold),
+    ``_in_run`` and column ``m{i}`` = value of ``measures[i]`` (resolved). ``cut``: a relation
+    ``(case_id, unit_id, pos)`` holding the lists at their de-duplicated positions down to the deepest cutoff
+    (every measure has one) instead of the run's rows. ``unranked``: a run of
+    ``store.load_memory`` (every row scored and of a case, every case in the population unless a split is asked),
+    which needs no population filter on its rows and no NULL-safe order."""
+    b = Builder(ctx.threshold, trec)
+    exprs = [f"CAST({b.expr(m)} AS DOUBLE) AS m{i}" for i, m in enumerate(measures)]
+    b.nrel(ctx.threshold)
+    pop, params = ctx.population_sql(trec=trec)
+    qrels, qrels_params = ctx.qrels_sql()
+    stats = ",\n".join(f"{v} AS {k}" for k, v in b.stats.items())
+    agg = ",\n".join(f"{v} AS {k}" for k, v in b.agg.items()) or "count(*) AS n_judged"
+    if cut:
+        lists = f"""jp AS (SELECT l.case_id, l.pos, q.grade FROM {cut} l JOIN q USING (case_id, unit_id)),
+        nret AS (SELECT case_id, count(*) AS num_ret FROM {cut} GROUP BY case_id)"""
+        run_params: list[object] = []
+    else:
+        keep = "" if unranked and ctx.split is None else "AND case_id IN (SELECT case_id FROM pop)"
+        lists = f"""r AS NOT MATERIALIZED (SELECT case_id, unit_id, rank, score FROM results
+              WHERE run_id = ? AND stage = ? {keep}),
+        {judged_positions_sql(by_score=by_score, repeats=repeats, scored=unranked)}"""
+        run_params = [ctx.run_id, ctx.stage]
+    sql = f"""
+    WITH pop AS MATERIALIZED ({pop}),
+    q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM {qrels} SEMI JOIN pop USING (case_id)),
+    {lists},
+    n AS (SELECT pop.case_id, {stats} FROM pop JOIN q USING (case_id) GROUP BY pop.case_id),
+    a AS (SELECT case_id, {agg} FROM {b.hit_rows()} GROUP BY case_id)
+    SELECT n.case_id, {b.nrel(ctx.threshold)} = 0 AS _no_relevant, nret.case_id IS NOT NULL AS _in_run,
+           {", ".join(exprs)}
+    FROM n LEFT JOIN a USING (case_id) LEFT JOIN nret USING (case_id) ORDER BY n.case_id
+    """
+    return sql, [*params, *qrels_params, *run_params]
+
+
+#: run formats whose loader ranks each list in trec_eval's order (score descending, docno descending; MS MARCO's
+#: score is 1/rank), so trec-compat can take the recorded rank instead of numbering every list again
+RANKED_AS_TREC = frozenset({"trec", "msmarco", "json"})
+
+
+def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str, trec_compat: bool) -> tuple[bool, bool, bool]:
+    """(has repeats, order the lists by score, staged without ranks): trec-compat orders by score unless the
+    recorded rank already is trec_eval's order; a run staged without ranks (an evaluation without a store) is
+    ordered by score in both modes, which is the rank its loader would have recorded."""
+    cur = con.cursor()
+    try:
+        rows = cur.execute("SELECT source_format FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    finally:
+        cur.close()
+    repeats = has_repeats(con, run_id)  # the one reading of the load's flag (unknown counts as repeats)
+    if not rows:
+        return repeats, trec_compat, False
+    unranked = rows[0][0] == UNRANKED
+    return repeats, unranked or (trec_compat and rows[0][0] not in RANKED_AS_TREC), unranked
+
+
+#: measures that read no ranked list at all
+_LABELS_ONLY = frozenset({"NumRel", "NumQ"})
+
+
+def _depth(measures: Sequence[Measure]) -> int | None:
+    """How deep the lists must be read: the deepest cutoff, or None when some measure reads a whole list."""
+    listed = [m for m in measures if m.name not in _LABELS_ONLY]
+    if not listed or any(m.cutoff is None for m in listed):
+        return None
+    return max(m.cutoff for m in listed if m.cutoff is not None)
+
+
+def evaluate(
+    con: duckdb.DuckDBPyConnection,
+    ctx: EvalContext,
+    measures: Sequence[Measure],
+    *,
+    trec: bool,
+    judged: str | None = None,
+) -> pa.Table:
+    """Per-case values of resolved ``measures``: case_id, ``_no_relevant``, ``_in_run``, then ``m{i}`` per measure,
+    one row per case of the population, ordered by case_id.
+
+    ``judged``: a relation of ``con`` (a temp table is its own: the query runs on ``con``, not on a cursor of it)
+    with (case_id, unit_id, pos) of at least every judged unit of each list down to the deepest cutoff, which a
+    caller holds already (the classifier); measures reading the list length (Judged, NumRet) are refused there."""
+    repeats, by_score, unranked = _run_facts(con, ctx.run_id, trec)
+    depth = _depth(measures)
+    if judged is not None:
+        if depth is None or any(m.name in {"Judged", "NumRet"} for m in measures):
+            raise ValueError("judged positions answer measures with a cutoff that do not read the list length")
+        sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut=judged)
+        return con.sql(sql, params=params).to_arrow_table()
+    if not by_score and depth is not None:
+        lists = cut_lists(con, ctx.run_id, ctx.stage, depth, ctx.case_filter())
+        sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut="_lists")
+        return arrow(con, sql, params, _lists=lists)
+    sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=by_score, unranked=unranked)
+    return arrow(con, sql, params)

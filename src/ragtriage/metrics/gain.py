@@ -1,0 +1,33 @@
+"""Gain and discount of DCG, written once: every nDCG (the fixed table, ``--measure`` strings, trec-compat) and
+the classifier's cost build their SQL from these functions.
+
+Gain of a grade: ``linear`` is the grade itself, ``exponential`` is 2^grade - 1; a grade at or below zero adds
+nothing (trec_eval skips it too). Discount of position p (1-based): log2(p + 1).
+"""
+
+from __future__ import annotations
+
+GAINS = ("exponential", "linear")
+
+
+def gain_sql(gain: str, grade: str) -> str:
+    """SQL: the gain of ``grade`` (a column expression) under ``gain``."""
+    if gain == "linear":
+        return f"CAST(greatest({grade}, 0) AS DOUBLE)"
+    return f"(CASE WHEN {grade} > 0 THEN pow(2.0, {grade}) - 1.0 ELSE 0.0 END)"
+
+
+def discount_sql(pos: str) -> str:
+    """SQL: the discount dividing a gain at 1-based position ``pos``."""
+    return f"log2({pos} + 1)"
+
+
+def dcg_sql(k: int | None, g: str = "g", pos: str = "pos") -> str:
+    """SQL aggregate: DCG@k of rows holding gain ``g`` at position ``pos`` (k None: the whole list)."""
+    return f"sum({g} / {discount_sql(pos)})" + (f" FILTER (WHERE {pos} <= {k})" if k is not None else "")
+
+
+def ideal_dcg_sql(k: int | None, gains: str) -> str:
+    """SQL: the ideal DCG@k from ``gains``, a list of a case's positive gains sorted descending (k None: all)."""
+    cut = f"{gains}[1:{k}]" if k is not None else gains
+    return f"list_sum(list_transform({cut}, lambda x, j: x / {discount_sql('j')}))"
