@@ -28,6 +28,12 @@ figure { margin: 1em 0; }
 """
 
 
+# Nothing may load but the page itself: no script, no remote file, no frame, no form target. Styles are inline
+# (the page's own and matplotlib's in each SVG) and the plots' raster parts (a heatmap, a colour bar) are data:
+# URIs inside the inline SVG, which a browser fetches as images: without ``img-src data:`` they are blocked.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+
 def _e(text: str) -> str:
     return html.escape(visible(text), quote=True)
 
@@ -50,7 +56,7 @@ def to_html(title: str, parts: list[Section], plots: dict[str, str]) -> str:
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="note">ragtriage {_e(__version__)} · written {stamp}</p>',
