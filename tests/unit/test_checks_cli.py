@@ -66,7 +66,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_check_exit_codes(db: Path) -> None:
-    assert runner.invoke(app, ["check", "--db", str(db), "--run", "clean"]).exit_code == 0
+    clean = runner.invoke(app, ["check", "--db", str(db), "--run", "clean"])
+    assert clean.exit_code == 0 and "verdict PASSED (3 case(s) checked)" in clean.output
     leaky = runner.invoke(app, ["check", "--db", str(db), "--run", "leaky"])
     assert leaky.exit_code == 1
     assert "FAILED: leakage" in leaky.output and "acl-no-overlap" in leaky.output

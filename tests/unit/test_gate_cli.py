@@ -143,7 +143,7 @@ def test_leaking_run_fails_even_when_relevance_passes(tmp_path: Path, db: Path) 
     [
         ("[[regression]]\nmetric = 'R@10'\ntolerence = 0.1\n", "gate.toml:3: unknown key 'tolerence'"),
         ("[gate\n", "gate.toml:1: not valid TOML"),
-        ("[leakage]\nenabled = false\n", "gate.toml:2: [leakage] takes no keys"),
+        ("[leakage]\nenabled = false\n", "gate.toml:2: [leakage] takes only min_checked_share"),
     ],
 )
 def test_bad_gate_file_exits_2_naming_file_line_and_key(tmp_path: Path, db: Path, text: str, needle: str) -> None:

@@ -92,6 +92,12 @@ def test_empty_file_keeps_leakage_and_full_reproducibility(tmp_path: Path) -> No
     [
         ("[[regression]]\nmetric = 'R@10'\ntolerence = 0.1\n", 3, "unknown key 'tolerence' in [[regression]]"),
         ("[leakage]\nenabled = false\n", 2, "cannot be disabled"),
+        ("[leakage]\nmin_checked_share = nan\n", 2, "min_checked_share must be a finite number from 0 to 1"),
+        ("[leakage]\nmin_checked_share = inf\n", 2, "min_checked_share must be a finite number from 0 to 1"),
+        ("[leakage]\nmin_checked_share = -0.1\n", 2, "min_checked_share must be a finite number from 0 to 1"),
+        ("[leakage]\nmin_checked_share = 1.5\n", 2, "min_checked_share must be a finite number from 0 to 1"),
+        ("[leakage]\nmin_checked_share = '90%'\n", 2, "min_checked_share has the wrong type"),
+        ("[leakage]\nmin_checked_share = true\n", 2, "min_checked_share has the wrong type"),
         ("[gate]\nname = 'x'\n[latensy]\np95_ms = 3\n", 3, "unknown table 'latensy'"),
         ("[[regression]]\nmetric = 'MAPP@10'\n", 2, "unknown measure 'MAPP'"),
         ("[[regression]]\nmetric = 'AP'\n", 2, "a gate rule takes one of P, R, RR"),
@@ -110,6 +116,12 @@ def test_bad_files_name_file_line_and_key(tmp_path: Path, text: str, line: int, 
     msg = str(info.value)
     assert msg.startswith(f"{path}:{line}: "), msg
     assert needle in msg
+
+
+def test_leakage_takes_a_share_of_checked_cases(tmp_path: Path) -> None:
+    assert parse_gate(_write(tmp_path, "")).leakage.min_checked_share == 0.0
+    assert parse_gate(_write(tmp_path, "[leakage]\nmin_checked_share = 1\n")).leakage.min_checked_share == 1.0
+    assert parse_gate(_write(tmp_path, "[leakage]\nmin_checked_share = 0.95\n")).leakage.min_checked_share == 0.95
 
 
 def test_second_array_item_error_points_at_its_own_line(tmp_path: Path) -> None:

@@ -86,7 +86,8 @@ def test_unchecked_cases_are_counted_by_check_and_by_the_gate(tmp_path: Path) ->
     _store(tmp_path, {"ok": {"id": "u", "groups": ["staff"], "tenant": "acme"}, "anon": None}).close()
     db = str(tmp_path / "store.duckdb")
     res = runner.invoke(app, ["check", "--db", db, "--run", "r"])
-    assert "(1 case(s) unchecked: no principal)" in res.output and "unchecked (no principal): anon" in res.output
+    assert "FAILED: leakage; 1 case(s) NOT CHECKED (no principal)" in res.output
+    assert "unchecked (no principal): anon" in res.output
     gate = tmp_path / "g.toml"
     gate.write_text('[gate]\nname = "g"\n')
     res = runner.invoke(app, ["gate", "--db", db, "--gate", str(gate), "--run", "r", "--baseline", "r", "--no-record"])

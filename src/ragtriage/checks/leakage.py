@@ -11,6 +11,8 @@ per case by ``unverifiable_results`` (the loader's ingestion warning) rather tha
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import duckdb
 import pyarrow as pa
 
@@ -99,6 +101,36 @@ ORDER BY c.case_id
 def unchecked_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Cases without a principal: reported as unchecked, never as passing (``has_results``: the run answered)."""
     return run_query(con, run_id, _UNCHECKED_SQL)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How many cases leakage could be checked on: those with a principal, given a corpus manifest (without one
+    no unit's acl or tenant is known, so no case is checked). ``check`` and the gate read the same figures."""
+
+    cases: int
+    unchecked: int  # cases without a principal
+    has_manifest: bool
+
+    @property
+    def checked(self) -> int:
+        return self.cases - self.unchecked if self.has_manifest else 0
+
+    @property
+    def share(self) -> float:
+        return self.checked / self.cases if self.cases else 0.0
+
+    def why_unchecked(self) -> str:
+        return "no corpus manifest to read acls from" if not self.has_manifest else "no principal"
+
+
+_COVERAGE_SQL = "SELECT (SELECT count(*) FROM cases), (SELECT count(*) > 0 FROM documents)"
+
+
+def coverage(con: duckdb.DuckDBPyConnection, unchecked: pa.Table) -> Coverage:
+    """The leakage check's coverage, given the :func:`unchecked_cases` table."""
+    ((cases, has_manifest),) = con.execute(_COVERAGE_SQL).fetchall()
+    return Coverage(int(cases), unchecked.num_rows, bool(has_manifest))
 
 
 UNVERIFIABLE_FIRST = 5

@@ -1,20 +1,31 @@
 """All safety and scope checks of one run, gathered into one report with one verdict.
 
-``passed`` is the hard verdict: false when anything leaked, in any stage, directly or through a snippet or
-metadata, or when a case without an optional filter saw units the filtered case's principal may not see. Scope
-violations and failed negative cases are reported beside it and fail only ``strict_passed``; stale results are
-information for triage. ``findings`` flattens every table into one long table (the CSV and table output).
+``verdict`` is the hard verdict, one of three: ``failed`` when anything leaked, in any stage, directly or through
+a snippet or metadata, or when a case without an optional filter saw units the filtered case's principal may not
+see; ``not checked`` when nothing could be checked (no case has a principal, or there is no corpus manifest to
+read acls from), which is never a pass; else ``passed``, with the cases that could not be checked counted beside
+it. ``passed`` is ``verdict == passed``. Scope violations and failed negative cases are reported beside it and
+fail only ``strict_passed``; stale results are information for triage. ``findings`` flattens every table into
+one long table (the CSV and table output).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from ragtriage.checks.leakage import leakage, leaked_result_rows, unchecked_cases, unverifiable_results
+from ragtriage.checks.leakage import (
+    Coverage,
+    coverage,
+    leakage,
+    leaked_result_rows,
+    unchecked_cases,
+    unverifiable_results,
+)
 from ragtriage.checks.negatives import negative_outcomes
 from ragtriage.checks.scope import filter_pairs, scope_violations, unchecked_filters
 from ragtriage.checks.staleness import stale_first, stale_results
@@ -61,6 +72,14 @@ SELECT (SELECT count(DISTINCT case_id) FROM leakage) AS leaked_cases,
 """
 
 
+class CheckVerdict(StrEnum):
+    """The three outcomes of ``check``: a run that could not be checked has not passed."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_CHECKED = "not checked"
+
+
 @dataclass(frozen=True)
 class CheckReport:
     run_id: str
@@ -73,6 +92,7 @@ class CheckReport:
     negatives: pa.Table
     stale: pa.Table
     stale_first: pa.Table
+    coverage: Coverage
     _tallies: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _tables(self) -> dict[str, pa.Table]:
@@ -109,8 +129,29 @@ class CheckReport:
         return over_arrow("SELECT * FROM negatives WHERE NOT passed", negatives=self.negatives)
 
     @property
+    def verdict(self) -> CheckVerdict:
+        if self.leakage.num_rows or self._tally()["optional_filter_broadened"]:
+            return CheckVerdict.FAILED
+        return CheckVerdict.PASSED if self.coverage.checked else CheckVerdict.NOT_CHECKED
+
+    def verdict_line(self) -> str:
+        """The verdict as one sentence: what failed, or how many cases it covers and why the rest were not
+        checked (the CLI's ``verdict`` and what any other view says)."""
+        cov = self.coverage
+        unchecked = f"{cov.cases - cov.checked:,} case(s) NOT CHECKED ({cov.why_unchecked()})"
+        if self.verdict is CheckVerdict.FAILED:
+            what = "leakage" if self.leakage.num_rows else "a missing optional filter broadened access"
+            return f"FAILED: {what}" + (f"; {unchecked}" if cov.checked < cov.cases else "")
+        if self.verdict is CheckVerdict.NOT_CHECKED:
+            why = "no case has a principal" if cov.has_manifest else cov.why_unchecked()
+            return f"NOT CHECKED: {why}; leakage of none of the {cov.cases:,} case(s) could be checked"
+        if cov.checked < cov.cases:
+            return f"PASSED on {cov.checked:,} checked case(s); {unchecked}"
+        return f"PASSED ({cov.checked:,} case(s) checked)"
+
+    @property
     def passed(self) -> bool:
-        return bool(self.leakage.num_rows == 0 and self._tally()["optional_filter_broadened"] == 0)
+        return self.verdict is CheckVerdict.PASSED
 
     @property
     def strict_passed(self) -> bool:
@@ -124,6 +165,8 @@ class CheckReport:
             "leak_findings": self.leakage.num_rows,
             "leaked_cases": tally["leaked_cases"],
             "candidate_only_leaked_cases": tally["candidate_only_leaked_cases"],
+            "cases": self.coverage.cases,
+            "checked_cases": self.coverage.checked,
             "unchecked_cases": self.unchecked.num_rows,
             "unverifiable_rows": tally["unverifiable_rows"],
             "unverifiable_cases": tally["unverifiable_cases"],
@@ -152,6 +195,7 @@ class CheckReport:
         }
         return {
             "run_id": self.run_id,
+            "verdict": self.verdict.value,
             "passed": self.passed,
             "strict_passed": self.strict_passed,
             "counts": self.counts(),
@@ -189,10 +233,11 @@ class CheckReport:
 def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> CheckReport:
     """Run every check on ``run_id`` (unknown run: ``StoreError``)."""
     require_run(con, run_id)
+    unchecked = unchecked_cases(con, run_id)
     return CheckReport(
         run_id=run_id,
         leakage=leakage(con, run_id),
-        unchecked=unchecked_cases(con, run_id),
+        unchecked=unchecked,
         unverifiable=unverifiable_results(con, run_id),
         scope=scope_violations(con, run_id),
         pairs=filter_pairs(con, run_id),
@@ -200,4 +245,5 @@ def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> CheckReport:
         negatives=negative_outcomes(con, run_id),
         stale=stale_results(con, run_id),
         stale_first=stale_first(con, run_id),
+        coverage=coverage(con, unchecked),
     )

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ragtriage.checks.calibration import Calibration
-    from ragtriage.checks.report import CheckReport
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -27,12 +26,8 @@ err = Console(stderr=True, soft_wrap=True)
 RunOpt = Annotated[str, typer.Option("--run", help="run_id to check (see `ragtriage info`).")]
 
 
-def _verdict(report: CheckReport) -> str:
-    if report.leakage.num_rows:
-        return "FAILED: leakage"
-    if not report.passed:
-        return "FAILED: a missing optional filter broadened access"
-    return "PASSED"
+EXIT_NOT_CHECKED = 3
+"""`check`'s exit code when nothing could be checked (no case has a principal, or no manifest): not a pass."""
 
 
 def _shown(findings: pa.Table) -> pa.Table:
@@ -61,7 +56,12 @@ def check(
         int, typer.Option(help="Rows per check in table and markdown output (0: all); json and csv list all.")
     ] = 20,
 ) -> None:
-    """Leakage, filter scope, negative cases and stale documents of one run. Exit 1 if anything leaked."""
+    """Leakage, filter scope, negative cases and stale documents of one run.
+
+    Exit 0: nothing leaked in the cases that could be checked (--strict: and no scope violation or failed negative
+    case). Exit 1: a leak, or a missing optional filter that broadened access. Exit 2: bad input. Exit 3: nothing
+    could be checked (no case has a principal, or no corpus manifest): the verdict is NOT CHECKED, never a pass.
+    """
     import duckdb
     import numpy as np
     import pyarrow as pa
@@ -95,7 +95,8 @@ def check(
     counts = report.counts()
     context = {
         "run": run,
-        "verdict": _verdict(report) + (f" ({unchecked:,} case(s) unchecked: no principal)" if unchecked else ""),
+        "verdict": report.verdict_line(),
+        "checked": f"{report.coverage.checked:,} of {report.coverage.cases:,} case(s)",
         "passed": report.passed,
         "strict_passed": report.strict_passed,
     }
@@ -104,6 +105,10 @@ def check(
         pa.schema([("check", pa.string()), ("count", pa.int64())]),
     )
     show(Output(findings, context, notes, {"counts": section}, shown=shown, empty="no findings"), fmt)
+    from ragtriage.checks import CheckVerdict
+
+    if report.verdict is CheckVerdict.NOT_CHECKED:
+        raise typer.Exit(EXIT_NOT_CHECKED)
     ok = report.strict_passed if strict else report.passed
     if not ok:
         raise typer.Exit(1)

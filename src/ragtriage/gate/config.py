@@ -2,12 +2,14 @@
 
 A gate must be written before the candidate run exists and must mean exactly what it says, so every unknown key
 or wrong type is an error naming the file, line and key (a typo such as ``tolerence`` would otherwise silently
-drop a rule). Leakage is not configurable: a ``[leakage]`` table may appear, but any key in it is an error.
+drop a rule). Leakage cannot be disabled or relaxed: a ``[leakage]`` table may only raise the share of cases it
+must have checked (``min_checked_share``); any other key in it is an error.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -34,6 +36,14 @@ class GateFileError(ValueError):
         where = f"{path}:{line}" if line else str(path)
         super().__init__(f"{where}: {message}" + (f" (key {key!r})" if key and key not in message else ""))
         self.path, self.line, self.key = path, line, key
+
+
+@dataclass(frozen=True)
+class Leakage:
+    """Leakage is always checked; ``min_checked_share`` is the share of cases it must have been able to check (cases
+    with a principal, given a manifest). With the default 0 the rule still fails when no case was checked."""
+
+    min_checked_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,7 @@ class GateConfig:
     report_by: str = "query_type"
     seed: int = 0
     n_resamples: int = 10_000
+    leakage: Leakage = Leakage()
     regressions: tuple[Regression, ...] = ()
     slice_minima: tuple[SliceMinimum, ...] = ()
     critical: CriticalCases | None = None
@@ -109,7 +120,7 @@ class GateConfig:
 # Allowed keys per table and their types (float accepts int too).
 _SPECS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "gate": {"name": str, "split": str, "report_by": str, "seed": int, "n_resamples": int},
-    "leakage": {},
+    "leakage": {"min_checked_share": (int, float)},
     "regression": {
         "metric": str,
         "tolerance": (int, float),
@@ -180,7 +191,7 @@ class _Reader:
                         table,
                         index,
                         key,
-                        f"[leakage] takes no keys: leakage is always checked and "
+                        f"[leakage] takes only min_checked_share: leakage is always checked and "
                         f"cannot be disabled or relaxed (remove {key!r})",
                     )
                 allowed = ", ".join(spec)
@@ -192,6 +203,12 @@ class _Reader:
             if key not in body:
                 raise self.fail(table, index, None, f"{label} needs {key!r}")
         return body
+
+    def share(self, table: str, key: str, value: float) -> float:
+        """A share of cases: a finite number in [0, 1] (NaN or inf from TOML would make the rule meaningless)."""
+        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            raise self.fail(table, 0, key, f"[{table}] {key} must be a finite number from 0 to 1, not {value!r}")
+        return float(value)
 
     def metric(self, table: str, index: int, name: str) -> str:
         try:
@@ -250,8 +267,10 @@ def parse_gate(path: Path) -> GateConfig:
     report_by = gate.get("report_by", "query_type")
     if report_by not in SLICE_COLUMNS:
         raise r.fail("gate", 0, "report_by", f"report_by {report_by!r} is not a slice column: {_COLUMNS}")
-    r.check("leakage", 0, doc.get("leakage", {}))
-    kw: dict[str, Any] = {}
+    leak = r.check("leakage", 0, doc.get("leakage", {}))
+    kw: dict[str, Any] = {
+        "leakage": Leakage(r.share("leakage", "min_checked_share", leak.get("min_checked_share", 0.0)))
+    }
     for table in _ARRAYS:
         items = doc.get(table, [])
         if not isinstance(items, list):

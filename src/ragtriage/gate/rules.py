@@ -104,26 +104,42 @@ def _scored(ctx: Context, metric: str, split: str | None, cases: pa.Table | None
 
 
 def leakage_rule(ctx: Context) -> RuleResult:
-    from ragtriage.checks.leakage import leaked_result_rows, unchecked_cases
+    """No leaked row, in any stage; and leakage must have been checked on some case (on at least the gate's
+    ``[leakage] min_checked_share`` of them): a run nobody could check has not shown that it does not leak."""
+    from ragtriage.checks.leakage import coverage, leaked_result_rows, unchecked_cases
 
     table = sources.leaks(ctx.con, ctx.run_id)
     rows = table.to_pylist()
-    unchecked = unchecked_cases(ctx.con, ctx.run_id).column("case_id").to_pylist()
+    unchecked = unchecked_cases(ctx.con, ctx.run_id)
+    cov = coverage(ctx.con, unchecked)
+    need = ctx.config.leakage.min_checked_share
+    covered = cov.checked > 0 and cov.share >= need - TIE
     per_case: dict[str, list[str]] = {}
     for r in rows:
         unit = r.get("chunk_id") or r.get("document_id")
         per_case.setdefault(r["case_id"], []).append(f"{r['stage']} rank {r['rank']} {unit}: {r['rule']}")
     failures = tuple(ctx.failing(c, _first(d), category="security") for c, d in per_case.items())
+    notes: tuple[str, ...] = ()
+    if cov.checked < cov.cases:
+        ids = unchecked.column("case_id").slice(0, 10).to_pylist()
+        more = f" … ({unchecked.num_rows} in all)" if unchecked.num_rows > len(ids) else ""
+        listed = f": {', '.join(ids)}{more}" if ids and cov.has_manifest else ""
+        notes = (f"{cov.cases - cov.checked} case(s) unchecked ({cov.why_unchecked()}){listed}",)
+    if not covered:
+        notes += (
+            f"leakage NOT CHECKED on enough cases: {cov.checked} of {cov.cases} checked, "
+            f"the gate needs {'at least one' if not need else f'{need:.0%}'}",
+        )
     return RuleResult(
         "leakage",
         "leakage",
-        not rows,
+        not rows and covered,
         f"{leaked_result_rows(table)} leaked result row(s) ({len(rows)} rule finding(s)) in {len(per_case)} "
-        "case(s), any stage",
-        "no leaked rows (always on)",
+        f"case(s), any stage; {cov.checked} of {cov.cases} case(s) checked ({cov.share:.1%})",
+        "no leaked rows (always on), checked on " + (f"≥ {need:.0%} of cases" if need else "at least one case"),
         float(leaked_result_rows(table)),
         failures,
-        notes=(f"{len(unchecked)} case(s) unchecked (no principal): {', '.join(unchecked)}",) if unchecked else (),
+        notes=notes,
     )
 
 
