@@ -8,8 +8,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ragtriage.gate.config import parse_gate
+from ragtriage.gate.config import Regression, parse_gate
 from ragtriage.gate.outcome import RuleResult, Verdict
+from ragtriage.gate.rules import _regression_reason
 from ragtriage.gate.verdict import evaluate_gate, record_verdict
 from tests.unit.test_gate_store import backdate, gate_store_fixture  # noqa: F401  (fixture)
 
@@ -42,6 +43,7 @@ def test_regression_beyond_tolerance_fails_with_the_losing_case(
     assert not r.passed and not v.passed
     assert r.value == pytest.approx(-0.25)
     assert "p = 1" in r.figure and "0/3/1 W/T/L on 4 holdout cases" in r.figure
+    assert r.notes == ("failed: Δ -0.2500 is below -0.1 (the rule does not ask for significance)",)
     (f,) = r.failures
     assert (f.case_id, f.slice, f.category) == ("h2", "query_type=direct", "ranking")
     assert f.detail == "R@10 1.000 → 0.000"
@@ -52,7 +54,18 @@ def test_regression_within_tolerance_or_not_significant_passes(
 ) -> None:
     assert _rule(_run(tmp_path, gate_store, REG + "tolerance = 0.25\n"), "regression:R@10:holdout").passed
     r = _rule(_run(tmp_path, gate_store, REG + "require_significance = true\n"), "regression:R@10:holdout")
-    assert r.passed and r.notes == ("drop exceeds tolerance but is not significant",)
+    # holdout mean Δ -0.25 below the tolerance 0, one non-zero difference: exact p = 1
+    assert r.passed and r.notes == ("passed: Δ -0.2500 is below -0 but not significant (p = 1 ≥ 0.05)",)
+    assert r.threshold == "mean ΔR@10 ≥ -0, or a larger drop that is not significant (p ≥ 0.05)"
+    within = _rule(_run(tmp_path, gate_store, REG + "tolerance = 0.25\n"), "regression:R@10:holdout")
+    assert within.notes == ("passed: Δ -0.2500 is within the tolerance (≥ -0.25); p = 1 is reported, not required",)
+    assert within.threshold == "mean ΔR@10 ≥ -0.25"
+
+
+def test_a_significant_drop_names_its_p_value() -> None:
+    rule = Regression("R@10", tolerance=0.02, require_significance=True, alpha=0.05)
+    why = _regression_reason(rule, -0.1, 0.0012, drop=True, significant=True)
+    assert why == "failed: Δ -0.1000 is below -0.02 and significant (p = 0.0012 < 0.05)"
 
 
 def test_regression_on_all_splits_counts_the_dev_case(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:

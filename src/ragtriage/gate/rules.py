@@ -154,8 +154,9 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
         n_resamples=ctx.config.n_resamples,
     )
     name = f"regression:{rule.metric}:{_split_label(rule.split)}"
-    sig = f", significant at p < {rule.alpha:g}" if rule.require_significance else ""
-    threshold = f"mean Δ{rule.metric} ≥ -{rule.tolerance:g}{sig}"
+    threshold = f"mean Δ{rule.metric} ≥ -{rule.tolerance:g}"
+    if rule.require_significance:
+        threshold += f", or a larger drop that is not significant (p ≥ {rule.alpha:g})"
     overall = [r for r in summary.to_pylist() if r["slice"] == "all"]
     if not overall:
         return RuleResult(name, "regression", False, f"no paired cases on {_split_label(rule.split)}", threshold)
@@ -168,7 +169,7 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
         f"[95% CI {o['ci_low']:+.4f}, {o['ci_high']:+.4f}], p = {o['p_value']:.4g}, "
         f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {_cases_on(o['n'], rule.split)}"
     )
-    notes = ("drop exceeds tolerance but is not significant",) if drop and passed else ()
+    notes = (_regression_reason(rule, o["mean_diff"], o["p_value"], drop, significant),)
     losses = pairs.filter(pc.less(pairs.column("diff"), -TIE)).sort_by(
         [("diff", "ascending"), ("case_id", "ascending")]
     )
@@ -194,6 +195,20 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
         ci_high=o["ci_high"],
         p_value=o["p_value"],
     )
+
+
+def _regression_reason(rule: Regression, delta: float, p: float, drop: bool, significant: bool) -> str:
+    """Why a regression rule passed or failed, in the rule's own terms: the tolerance decides, and significance
+    only when the gate asks for it and the drop exceeds the tolerance (a p-value beside a pass is not a
+    requirement that was met)."""
+    bound = f"Δ {delta:+.4f}"
+    if not drop:
+        return f"passed: {bound} is within the tolerance (≥ -{rule.tolerance:g}); p = {p:.4g} is reported, not required"
+    if not rule.require_significance:
+        return f"failed: {bound} is below -{rule.tolerance:g} (the rule does not ask for significance)"
+    if significant:
+        return f"failed: {bound} is below -{rule.tolerance:g} and significant (p = {p:.4g} < {rule.alpha:g})"
+    return f"passed: {bound} is below -{rule.tolerance:g} but not significant (p = {p:.4g} ≥ {rule.alpha:g})"
 
 
 def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
