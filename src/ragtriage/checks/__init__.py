@@ -18,11 +18,13 @@ from ragtriage.checks.negatives import negative_outcomes
 from ragtriage.checks.report import FINDING_COLUMNS, CheckReport, CheckVerdict, check_run
 from ragtriage.checks.scope import SCOPE_ATTRIBUTES, filter_pairs, scope_violations, unchecked_filters
 from ragtriage.checks.staleness import stale_first, stale_results, version_pairs
+from ragtriage.checks.units import STAGE_ORDER, stage_order
 
 __all__ = [
     "DEFAULT_TARGET_RECALL",
     "FINDING_COLUMNS",
     "SCOPE_ATTRIBUTES",
+    "STAGE_ORDER",
     "Calibration",
     "CalibrationError",
     "CheckReport",
@@ -36,6 +38,7 @@ __all__ = [
     "negative_outcomes",
     "scope_violations",
     "stale_first",
+    "stage_order",
     "stale_results",
     "store_threshold",
     "unchecked_cases",

@@ -25,6 +25,7 @@ from ragtriage.checks.units import (
     denials,
     run_query,
     run_results,
+    stage_order,
     with_query,
 )
 
@@ -67,17 +68,20 @@ leaks AS (
 PRINCIPAL_CUT = "SEMI JOIN principals p USING (case_id)"
 _PRINCIPAL_RESULTS = run_results(PRINCIPAL_CUT)
 
+LEAK_ORDER = f"{stage_order('stage')}, case_id, rank, rule"
+"""The one order of leak rows: final-stage leaks first (``units.STAGE_ORDER``), then by case, rank and rule."""
+
 LEAKAGE_SQL = (
     with_query(PRINCIPALS, _PRINCIPAL_RESULTS, MATCHED, LEAKS)
-    + """
+    + f"""
 SELECT run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule, detail, forbidden_units
-FROM leaks ORDER BY case_id, stage, rank, rule
+FROM leaks ORDER BY {LEAK_ORDER}
 """
 )
 
 
 def leakage(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
-    """Every leaked result row of ``run_id``, one row per (result row, rule broken), any stage."""
+    """Every leaked result row of ``run_id``, one row per (result row, rule broken), any stage, in ``LEAK_ORDER``."""
     return run_query(con, run_id, LEAKAGE_SQL)
 
 
@@ -144,7 +148,7 @@ SELECT $run_id AS run_id, case_id, stage, count(*) AS rows, min(rank) AS first_r
        array_to_string(arg_min(coalesce(chunk_id, document_id), rank, {UNVERIFIABLE_FIRST}), ', ') AS first_units,
        'unit not in the corpus manifest' AS reason,
        count(*) || ' row(s) whose unit is not in the corpus manifest; first by rank: ' || first_units AS detail
-FROM unknown_units GROUP BY case_id, stage ORDER BY case_id, stage
+FROM unknown_units GROUP BY case_id, stage ORDER BY {stage_order("stage")}, case_id
 """
 )
 

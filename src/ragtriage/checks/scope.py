@@ -27,6 +27,7 @@ from ragtriage.checks.units import (
     denials,
     run_query,
     run_results,
+    stage_order,
     with_query,
 )
 
@@ -151,10 +152,10 @@ _SCOPE_SQL = (
         _SCOPE,
         PAIR_VIOLATIONS,
     )
-    + """
+    + f"""
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, filter, expected, actual, rule, detail
 FROM (SELECT * FROM filter_violations UNION ALL SELECT * FROM pair_violations)
-ORDER BY case_id, stage, rank, filter
+ORDER BY {stage_order("stage")}, case_id, rank, filter
 """
 )
 

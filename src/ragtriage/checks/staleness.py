@@ -18,7 +18,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from ragtriage.checks.units import MATCHED, run_query, run_results, with_query
+from ragtriage.checks.units import MATCHED, run_query, run_results, stage_order, with_query
 
 _STEM = r"regexp_replace(document_id, '[-_.]v?[0-9]+([._][0-9]+)*$', '')"
 
@@ -62,7 +62,7 @@ judged AS (
 STALE_CUT = "SEMI JOIN stale_keys k USING (case_id, stage, rank)"
 _STALE_SQL = (
     with_query(AS_OF, STALE_KEYS, run_results(STALE_CUT), MATCHED, JUDGED)
-    + """
+    + f"""
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason,
        string_agg(DISTINCT m_label, ', ' ORDER BY m_label) AS stale_units, min(status) AS status,
        min(effective_from) AS effective_from, max(effective_to) AS effective_to, any_value(as_of) AS as_of,
@@ -71,7 +71,7 @@ SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason,
        || coalesce(CAST(any_value(as_of) AS VARCHAR), 'no date') AS detail
 FROM judged WHERE reason IS NOT NULL
 GROUP BY run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason
-ORDER BY case_id, stage, rank, reason
+ORDER BY {stage_order("stage")}, case_id, rank, reason
 """
 )
 

@@ -16,6 +16,16 @@ import pyarrow as pa
 
 from ragtriage.store import require_run
 
+STAGE_ORDER = ("final", "candidate")
+"""The order in which every check lists rows of a stage: what the user was shown (the final list) before what
+only the candidate stage saw. ``check``, the gate and the TUI all list leaks in this order."""
+
+
+def stage_order(column: str = "stage") -> str:
+    """SQL sort key of a stage column in ``STAGE_ORDER`` (1 for final, 2 for candidate)."""
+    return f"list_position({list(STAGE_ORDER)!r}, CAST({column} AS VARCHAR))"
+
+
 # Manifest attributes a check may compare; the alias ``d`` is the documents table.
 UNIT_COLUMNS = (
     "d.document_id AS m_document_id, d.chunk_id AS m_chunk_id, d.unit_id AS m_unit_id, "

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from ragtriage.arrays import non_null_values, rows_where_in, table_of
 from ragtriage.checks.leakage import leakage as core_leakage
 from ragtriage.checks.staleness import stale_results
+from ragtriage.checks.units import stage_order
 from ragtriage.classify import (
     CostReport,
     FailureSummary,
@@ -387,22 +388,23 @@ def failure_units(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) 
 
 def leakage_by_case(cur: duckdb.DuckDBPyConnection, leaks: pa.Table) -> pa.Table:
     """One row per leaking case: leaked units in the final list and in the candidates, the rules broken; cases
-    with a final-stage leak first (what a user is shown), then natural id order."""
+    by the first stage they leak in (``checks.units.STAGE_ORDER``: final first, as ``check`` lists them), then
+    natural id order."""
     cur.register("_leaks", leaks)
     try:
         rows = cur.sql(
-            """SELECT case_id,
+            f"""SELECT case_id,
                       count(DISTINCT unit_id) FILTER (WHERE stage = 'final') AS final,
                       count(DISTINCT unit_id) FILTER (WHERE stage <> 'final') AS candidate,
                       string_agg(DISTINCT rule, ', ' ORDER BY rule) AS rules,
-                      string_agg(DISTINCT unit_id, ' ') AS _units
+                      string_agg(DISTINCT unit_id, ' ') AS _units,
+                      min({stage_order("stage")}) AS __stage
                FROM _leaks GROUP BY case_id"""
         ).to_arrow_table()
     finally:
         cur.unregister("_leaks")
     rows = natural_order(with_query(cur, rows), "case_id")
-    has_final = pc.greater(rows.column("final"), 0)
-    return rows.append_column("__f", has_final).sort_by([("__f", "descending")]).drop_columns(["__f"])
+    return rows.sort_by([("__stage", "ascending")]).drop_columns(["__stage"])
 
 
 @dataclass(frozen=True)
@@ -416,15 +418,15 @@ class Leak:
 
 
 def case_leaks(leaks: pa.Table, case_id: str) -> list[Leak]:
-    """The case's leaked results, final stage first, by rank (a handful per case)."""
+    """The case's leaked results in the order ``checks.leakage`` gives them (``LEAK_ORDER``: final stage first,
+    then by rank), a handful per case."""
     mine = rows_where_in(leaks, "case_id", [case_id])
     grouped: dict[tuple[str, int, str], list[str]] = {}
     for r in mine.select(["stage", "rank", "unit_id", "rule", "detail"]).to_pylist():
         unit, detail = str(r["unit_id"]), str(r["detail"])
         detail = detail.removeprefix(f"{unit}: ")  # the unit is on the line already
         grouped.setdefault((str(r["stage"]), int(r["rank"]), unit), []).append(f"{r['rule']}: {detail}")
-    keys = sorted(grouped, key=lambda key: (key[0] != "final", key[1]))
-    return [Leak(s, rank, unit, grouped[(s, rank, unit)]) for s, rank, unit in keys]
+    return [Leak(s, rank, unit, reasons) for (s, rank, unit), reasons in grouped.items()]
 
 
 def zero_hit(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> tuple[pa.Table, int]:
