@@ -96,7 +96,10 @@ def test_html_tables_parse_back_to_the_hand_figures(store: Path, tmp_path: Path)
     text, parser = _parsed(out)
     main, config, by_slice, categories = parser.tables[:4]
     header = main[0]
-    rows = {(r[0], r[2]): dict(zip(header, r, strict=True)) for r in main[1:]}
+    # no case has a principal: neither run's leakage could be checked, and each run cell says so before any figure
+    assert {r[0] for r in main[1:]} == {"base ✗ NOT CHECKED", "cand ✗ NOT CHECKED"}
+    assert "cand: leakage NOT CHECKED (no principal on all 4 case(s)): it cannot pass. Against base: better on" in text
+    rows = {(r[0].split(" ✗")[0], r[2]): dict(zip(header, r, strict=True)) for r in main[1:]}
     # R@10 and P@1: base 1, 1, 0, 0 (mean 0.5); cand 1 on every case (Δ +0.5, W/T/L 2/2/0). Two non-zero
     # differences: exact test over 4 sign vectors, only the identity reaches +0.5: p = 2 * 1/4 = 0.5;
     # Holm over 2 comparisons: 0.5 * 2 = 1.

@@ -60,6 +60,11 @@ def print_sections(parts: list[Section]) -> None:
     console = Console(highlight=False)
     for s in parts:
         console.print(Text(visible(s.title), style="bold"))
+        if s.prose:
+            for n in s.notes:
+                console.print(Text("  " + visible(n)))
+            console.print()
+            continue
         if not s.rows:
             console.print(Text("  (none)"))
         elif s.transitions:  # long values: one line each rather than a table squeezed into 80 columns
@@ -99,6 +104,7 @@ def build(
 
     from ragtriage.experiments.render import Changes
     from ragtriage.experiments.runs_table import DEFAULT_MEASURES, compare_runs
+    from ragtriage.experiments.safety import run_safety
     from ragtriage.experiments.where_changed import category_changes, slice_deltas
     from ragtriage.store import StoreError
 
@@ -121,11 +127,12 @@ def build(
         )
         slices = slice_deltas(con, rc, by) if by else None
         counts, moved = category_changes(con, rc) if categories else (None, None)
+        safety = run_safety(con, rc.runs)
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise fail(exc) from exc
     finally:
         con.close()
-    return rc, Changes(by=by, slices=slices, categories=counts, moved=moved)
+    return rc, Changes(by=by, slices=slices, categories=counts, moved=moved, safety=safety)
 
 
 def print_comparison(rc: RunsComparison, changes: Changes, fmt: str) -> None:
@@ -134,7 +141,7 @@ def print_comparison(rc: RunsComparison, changes: Changes, fmt: str) -> None:
     if fmt == "json":
         typer.echo(render.to_json(rc, changes), nl=False)
     elif fmt == "csv":
-        typer.echo(render.to_csv(rc), nl=False)
+        typer.echo(render.to_csv(rc, changes), nl=False)
     elif fmt == "markdown":
         typer.echo(render.to_markdown(render.sections(rc, changes)), nl=False)
     else:

@@ -18,6 +18,8 @@ import pyarrow as pa
 from ragtriage.arrays import table_of
 from ragtriage.csv_out import csv_text
 from ragtriage.experiments.runs_table import RunsComparison
+from ragtriage.experiments.safety import RunSafety
+from ragtriage.gate.compare import TIE
 from ragtriage.safe_text import visible
 
 
@@ -29,6 +31,7 @@ class Changes:
     slices: pa.Table | None = None
     categories: pa.Table | None = None
     moved: pa.Table | None = None
+    safety: tuple[RunSafety, ...] = ()  # each run's leakage, shown before any figure
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,11 @@ class Section:
     notes: list[str] = field(default_factory=list)
     text_columns: int = 2  # the first columns are left-aligned text, the rest figures
     transitions: bool = False  # rows are (run, key, before, after): a terminal prints "run  key: before → after"
+
+    @property
+    def prose(self) -> bool:
+        """A section of sentences only (its notes), no table."""
+        return not self.headers
 
 
 def _f(v: Any, digits: int = 4, sign: bool = False) -> str:
@@ -59,9 +67,41 @@ def _ci(low: Any, high: Any, sign: bool = False, digits: int = 4) -> str:
     return f"[{_f(low, digits, sign)}, {_f(high, digits, sign)}]"
 
 
-def main_section(rc: RunsComparison, *, compact: bool = False) -> Section:
-    """One row per run and measure. ``compact`` (a terminal) keeps 3 digits and drops the raw p and Δ interval."""
+def _safety_of(safety: tuple[RunSafety, ...]) -> dict[str, RunSafety]:
+    return {s.run_id: s for s in safety}
+
+
+def run_sentence(rc: RunsComparison, run: str, safety: RunSafety | None) -> str:
+    """One run in one sentence: what blocks it (leakage) first, then on which measures it is better or worse than
+    the baseline and whether each difference is significant after the table's correction."""
     corr = {"holm": "Holm", "bh": "BH"}[rc.correction]
+    block = safety.phrase() if safety else "leakage not evaluated"
+    if run == rc.baseline:
+        return f"{run} (baseline): {block}."
+    moved: dict[str, list[str]] = {"better": [], "worse": [], "equal": []}
+    for r in rc.table.to_pylist():
+        d = r["delta"]
+        if r["run_id"] != run or d is None or math.isnan(d):
+            continue
+        sig = "significant" if r["significant"] else "not significant"
+        way = "better" if d > TIE else "worse" if d < -TIE else "equal"
+        moved[way].append(f"{r['measure']} ({_f(d, sign=True)}, {sig}, p({corr}) {_p(r['p_adjusted'])})")
+    figures = "; ".join(f"{way} on {', '.join(items)}" for way, items in moved.items() if items)
+    return f"{run}: {block}. Against {rc.baseline}: {figures or 'no measure could be compared'}."
+
+
+def summary_section(rc: RunsComparison, safety: tuple[RunSafety, ...]) -> Section:
+    """The opening: one sentence per run, the baseline's last."""
+    of = _safety_of(safety)
+    runs = [*rc.candidates, rc.baseline]
+    return Section("Verdict per run", [], [], [run_sentence(rc, r, of.get(r)) for r in runs])
+
+
+def main_section(rc: RunsComparison, *, compact: bool = False, safety: tuple[RunSafety, ...] = ()) -> Section:
+    """One row per run and measure. ``compact`` (a terminal) keeps 3 digits and drops the raw p and Δ interval.
+    A run that leaks, or whose leakage could not be checked, is marked in its run cell, before any figure."""
+    corr = {"holm": "Holm", "bh": "BH"}[rc.correction]
+    of = _safety_of(safety)
     digits = 3 if compact else 4
     headers = ["run", "changed", "measure", "mean", "95% CI", "Δ", "Δ 95% CI", "W/T/L", "p", f"p ({corr})", "sig"]
     rows = []
@@ -75,8 +115,9 @@ def main_section(rc: RunsComparison, *, compact: bool = False) -> Section:
             changed = f"{len(cfg.changes)}" + (" ⚠" if cfg.warning else "")
         else:
             changed = (", ".join(c.variable for c in cfg.changes) or "nothing") + (" ⚠" if cfg.warning else "")
+        mark = of[r["run_id"]].status.upper() if r["run_id"] in of and of[r["run_id"]].blocked else ""
         cells = {
-            "run": r["run_id"],
+            "run": r["run_id"] + ("" if not mark else " ✗" if compact else f" ✗ {mark}"),
             "measure": r["measure"],
             "mean": _f(r["mean"], digits),
             "95% CI": _ci(r["ci_low"], r["ci_high"], digits=digits),
@@ -104,6 +145,8 @@ def main_section(rc: RunsComparison, *, compact: bool = False) -> Section:
         "changed: configuration variables that differ from the baseline's run.json (⚠: more than one changed, so "
         "the difference cannot be attributed to one variable)",
     ]
+    if any(s.blocked for s in safety):
+        notes.insert(0, "✗: the run leaks or its leakage could not be checked: it fails, whatever its figures")
     return Section("Runs against the baseline", headers, [[c[h] for h in headers] for c in rows], notes, 3)
 
 
@@ -166,7 +209,8 @@ def category_sections(rc: RunsComparison, categories: pa.Table, moved: pa.Table)
 
 def sections(rc: RunsComparison, changes: Changes | None = None, *, compact: bool = False) -> list[Section]:
     """Every section of a comparison, in the order a reader wants them (``compact`` for an 80-column terminal)."""
-    out = [main_section(rc, compact=compact), config_section(rc)]
+    safety = changes.safety if changes else ()
+    out = [summary_section(rc, safety), main_section(rc, compact=compact, safety=safety), config_section(rc)]
     if changes and changes.by and changes.slices is not None:
         out.append(slice_section(rc, changes.by, changes.slices, compact=compact))
     if changes and changes.categories is not None and changes.moved is not None:
@@ -180,6 +224,8 @@ def _md_cell(text: str) -> str:
 
 def section_markdown(s: Section, level: int = 3) -> list[str]:
     lines = [f"{'#' * level} {_md_cell(s.title)}", ""]
+    if s.prose:
+        return lines + [f"- {_md_cell(n)}" for n in s.notes] + [""]
     if s.rows:
         lines += ["| " + " | ".join(_md_cell(h) for h in s.headers) + " |"]
         lines += ["|" + "".join("---|" if i < s.text_columns else "---:|" for i in range(len(s.headers)))]
@@ -217,6 +263,19 @@ def to_dict(rc: RunsComparison, changes: Changes | None = None) -> dict[str, Any
         "n_resamples": rc.n_resamples,
         "n_cases": rc.n_cases,
         "method": rc.method(),
+        "verdicts": summary_section(rc, changes.safety if changes else ()).notes,
+        "leakage": [
+            {
+                "run_id": x.run_id,
+                "status": x.status,
+                "blocked": x.blocked,
+                "leaked_result_rows": x.leaked_rows,
+                "leaked_cases": x.leaked_cases,
+                "cases": x.coverage.cases,
+                "checked_cases": x.coverage.checked,
+            }
+            for x in (changes.safety if changes else ())
+        ],
         "table": [{k: _clean(v) for k, v in r.items()} for r in rc.table.to_pylist()],
         "configuration": [
             {"run_id": c.run_id, "changes": [vars(x) for x in c.changes], "warning": c.warning} for c in rc.configs
@@ -235,9 +294,17 @@ def to_json(rc: RunsComparison, changes: Changes | None = None) -> str:
     return json.dumps(to_dict(rc, changes), indent=2, ensure_ascii=False) + "\n"
 
 
-def to_csv(rc: RunsComparison) -> str:
-    """The main table with each run's changed variables, through the one CSV writer."""
+def to_csv(rc: RunsComparison, changes: Changes | None = None) -> str:
+    """The main table with each run's leakage status (right after its id, before any figure) and changed
+    variables, through the one CSV writer."""
     summary = {c.run_id: c.summary() for c in rc.configs}
-    changes = np.array([summary[r] for r in rc.table.column("run_id").to_pylist()], dtype=object)
-    column = table_of({"configuration_changes": changes}, pa.schema([("configuration_changes", pa.string())]))
-    return csv_text(rc.table.append_column("configuration_changes", column.column(0)))
+    status = {x.run_id: x.status for x in (changes.safety if changes else ())}
+    ids = rc.table.column("run_id").to_pylist()
+    diff = np.array([summary[r] for r in ids], dtype=object)
+    leak = np.array([status.get(r, "not evaluated") for r in ids], dtype=object)
+    extra = table_of(
+        {"leakage": leak, "configuration_changes": diff},
+        pa.schema([("leakage", pa.string()), ("configuration_changes", pa.string())]),
+    )
+    table = rc.table.add_column(1, "leakage", extra.column("leakage"))
+    return csv_text(table.append_column("configuration_changes", extra.column("configuration_changes")))

@@ -63,6 +63,9 @@ def to_html(title: str, parts: list[Section], plots: dict[str, str]) -> str:
     ]
     for s in parts:
         out.append(f"<h2>{_e(s.title)}</h2>")
+        if s.prose:
+            out += ["<ul>", *[f"<li>{_e(n)}</li>" for n in s.notes], "</ul>"]
+            continue
         out += _table(s)
         out += [f'<p class="note">{_e(n)}</p>' for n in s.notes]
     out.append("<h2>Plots</h2>")

@@ -127,6 +127,17 @@ def leaks(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     return table
 
 
+def leak_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int, Any]:
+    """(distinct leaked result rows, leaking cases, ``checks.leakage.Coverage``) of the run, any stage."""
+    import pyarrow.compute as pc
+
+    from ragtriage.checks.leakage import coverage, leakage, leaked_result_rows, unchecked_cases
+
+    table = leakage(con, run_id)
+    cases = pc.count_distinct(table.column("case_id")).as_py() if table.num_rows else 0
+    return leaked_result_rows(table), int(cases), coverage(con, unchecked_cases(con, run_id))
+
+
 def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """One row per unanswerable case: case_id, expected_behavior, passed, reason."""
     from ragtriage.checks.negatives import negative_outcomes as outcomes
