@@ -97,10 +97,18 @@ def build(
     seed: int,
     resamples: int,
     categories: bool,
+    gate: Path | None = None,
 ) -> tuple[RunsComparison, Changes]:
-    """Open the store read-only, compute the comparison and what the caller asked of ``where_changed``; exit 2 on
-    unusable input."""
+    """Open the store read-only, compute the comparison, what the caller asked of ``where_changed`` and each run's
+    leakage (and, with ``gate``, the gate's failed rules for each candidate); exit 2 on unusable input."""
     import duckdb
+
+    from ragtriage.gate.config import GateFileError, parse_gate
+
+    try:
+        config = parse_gate(gate) if gate is not None else None
+    except GateFileError as exc:
+        raise fail(exc) from exc
 
     from ragtriage.experiments.render import Changes
     from ragtriage.experiments.runs_table import DEFAULT_MEASURES, compare_runs
@@ -127,7 +135,7 @@ def build(
         )
         slices = slice_deltas(con, rc, by) if by else None
         counts, moved = category_changes(con, rc) if categories else (None, None)
-        safety = run_safety(con, rc.runs)
+        safety = run_safety(con, rc.runs, gate=config, baseline=rc.baseline)
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise fail(exc) from exc
     finally:
@@ -169,9 +177,17 @@ def report(
     alpha: Annotated[float, typer.Option(help="Significance level after correction.")] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and randomization test.")] = 0,
     resamples: Annotated[int, typer.Option(help="Randomization resamples.")] = 10_000,
+    gate: Annotated[
+        Path | None,
+        typer.Option("--gate", help="Gate file (TOML): the opening names the rules each candidate fails."),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
 ) -> None:
-    """Publish a comparison of several runs: table, configuration diff, per-slice and per-category changes, plots."""
+    """Publish a comparison of several runs: table, configuration diff, per-slice and per-category changes, plots.
+
+    It opens with one sentence per run: what blocks it (leakage; with --gate, the rules it fails), then the
+    measures it is better or worse on against the baseline, significant or not.
+    """
     from ragtriage.experiments import charts, render
     from ragtriage.experiments.report_html import to_html, to_markdown
 
@@ -199,6 +215,7 @@ def report(
         seed=seed,
         resamples=resamples,
         categories=True,
+        gate=gate,
     )
     parts = render.sections(rc, changes)
     plots = charts.charts(rc, by, changes.slices)

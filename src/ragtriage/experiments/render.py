@@ -115,7 +115,7 @@ def main_section(rc: RunsComparison, *, compact: bool = False, safety: tuple[Run
             changed = f"{len(cfg.changes)}" + (" ⚠" if cfg.warning else "")
         else:
             changed = (", ".join(c.variable for c in cfg.changes) or "nothing") + (" ⚠" if cfg.warning else "")
-        mark = of[r["run_id"]].status.upper() if r["run_id"] in of and of[r["run_id"]].blocked else ""
+        mark = of[r["run_id"]].mark if r["run_id"] in of else ""
         cells = {
             "run": r["run_id"] + ("" if not mark else " ✗" if compact else f" ✗ {mark}"),
             "measure": r["measure"],
@@ -146,7 +146,7 @@ def main_section(rc: RunsComparison, *, compact: bool = False, safety: tuple[Run
         "the difference cannot be attributed to one variable)",
     ]
     if any(s.blocked for s in safety):
-        notes.insert(0, "✗: the run leaks or its leakage could not be checked: it fails, whatever its figures")
+        notes.insert(0, "✗: the run leaks, its leakage was not checked, or it fails the gate, whatever its figures")
     return Section("Runs against the baseline", headers, [[c[h] for h in headers] for c in rows], notes, 3)
 
 
@@ -273,6 +273,8 @@ def to_dict(rc: RunsComparison, changes: Changes | None = None) -> dict[str, Any
                 "leaked_cases": x.leaked_cases,
                 "cases": x.coverage.cases,
                 "checked_cases": x.coverage.checked,
+                "gate": x.gate or None,
+                "gate_failed": list(x.gate_failed),
             }
             for x in (changes.safety if changes else ())
         ],

@@ -1,4 +1,5 @@
-"""Whether each run of a comparison may ship at all, before any relevance figure is read: leakage.
+"""Whether each run of a comparison may ship at all, before any relevance figure is read: leakage, and the rules
+of a release gate when one is given.
 
 A run that leaks has failed however its measures moved (leakage is a verdict, never a metric), and a run whose
 leakage could not be checked (no case has a principal, or no corpus manifest) has not shown that it does not
@@ -17,6 +18,7 @@ from ragtriage.gate import sources
 
 if TYPE_CHECKING:
     from ragtriage.checks.leakage import Coverage
+    from ragtriage.gate.config import GateConfig
 
 LEAKS = "leaks"
 NOT_CHECKED = "not checked"
@@ -31,6 +33,8 @@ class RunSafety:
     leaked_rows: int
     leaked_cases: int
     coverage: Coverage
+    gate: str = ""  # the gate file's name when one was evaluated
+    gate_failed: tuple[str, ...] = ()  # the gate's failed rules other than leakage (stated above)
 
     @property
     def status(self) -> str:
@@ -41,27 +45,51 @@ class RunSafety:
 
     @property
     def blocked(self) -> bool:
-        """The run cannot pass a release on these figures: it leaks, or nothing could be checked."""
-        return self.status != NO_LEAK
+        """The run cannot pass a release on these figures: it leaks, nothing could be checked, or it fails a rule
+        of the gate."""
+        return self.status != NO_LEAK or bool(self.gate_failed)
+
+    @property
+    def mark(self) -> str:
+        """The run cell's mark: ``LEAKS``, ``NOT CHECKED``, ``FAILS GATE`` or nothing."""
+        if self.status != NO_LEAK:
+            return self.status.upper()
+        return "FAILS GATE" if self.gate_failed else ""
 
     def phrase(self) -> str:
-        """What the leakage check found, for the run's sentence."""
+        """What blocks the run (leakage, then the gate's rules), for the run's sentence."""
         cov = self.coverage
         if self.status == LEAKS:
-            return (
+            text = (
                 f"FAILS: it leaks ({self.leaked_rows:,} leaked result row(s) in {self.leaked_cases:,} case(s), any "
                 "stage), whatever its figures"
             )
-        if self.status == NOT_CHECKED:
-            return f"leakage NOT CHECKED ({cov.why_unchecked()} on all {cov.cases:,} case(s)): it cannot pass"
-        partly = f"; {cov.cases - cov.checked:,} not checked ({cov.why_unchecked()})" if cov.checked < cov.cases else ""
-        return f"no leak found ({cov.checked:,} of {cov.cases:,} case(s) checked{partly})"
+        elif self.status == NOT_CHECKED:
+            text = f"leakage NOT CHECKED ({cov.why_unchecked()} on all {cov.cases:,} case(s)): it cannot pass"
+        else:
+            more = cov.cases - cov.checked
+            partly = f"; {more:,} not checked ({cov.why_unchecked()})" if more else ""
+            text = f"no leak found ({cov.checked:,} of {cov.cases:,} case(s) checked{partly})"
+        if self.gate and self.gate_failed:
+            text += f"; FAILS gate '{self.gate}' on {', '.join(self.gate_failed)}"
+        elif self.gate:
+            text += f"; every other rule of gate '{self.gate}' passes"
+        return text
 
 
-def run_safety(con: duckdb.DuckDBPyConnection, runs: Sequence[str]) -> tuple[RunSafety, ...]:
-    """The leakage of every run of a comparison, baseline included, in the order given."""
+def run_safety(
+    con: duckdb.DuckDBPyConnection, runs: Sequence[str], *, gate: GateConfig | None = None, baseline: str = ""
+) -> tuple[RunSafety, ...]:
+    """The leakage of every run of a comparison, baseline included, in the order given; with ``gate``, each
+    candidate's failed rules against ``baseline`` (``gate.verdict.evaluate_gate``, nothing recorded)."""
+    from ragtriage.gate.verdict import evaluate_gate
+
     out = []
     for run in runs:
         rows, cases, cov = sources.leak_summary(con, run)
-        out.append(RunSafety(run, rows, cases, cov))
+        failed: tuple[str, ...] = ()
+        if gate is not None and run != baseline:
+            verdict = evaluate_gate(con, gate, run, baseline)
+            failed = tuple(r.rule for r in verdict.rules if not r.passed and r.kind != "leakage")
+        out.append(RunSafety(run, rows, cases, cov, gate.name if gate and run != baseline else "", failed))
     return tuple(out)
