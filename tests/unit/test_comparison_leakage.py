@@ -108,3 +108,20 @@ def test_with_a_gate_the_opening_names_the_rules_each_candidate_fails(db: Path, 
     bad.write_text("[leakage]\nmin_checked_share = 2\n")
     res = runner.invoke(app, [*args, "--gate", str(bad), "--force"])
     assert res.exit_code == 2 and "min_checked_share must be a finite number from 0 to 1" in res.output
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "json", "csv"])
+def test_compare_one_candidate_states_its_leakage_before_any_figure(db: Path, fmt: str) -> None:
+    args = ["compare", "--db", str(db), "--run", "no-acl-filter", "--baseline", "bm25", "--format", fmt]
+    out = runner.invoke(app, [*args, "--resamples", "1000"]).output
+    phrase = LEAKS.removeprefix("no-acl-filter: ").removesuffix(".")
+    if fmt == "json":
+        doc = json.loads(out)
+        assert list(doc["context"])[0] == "leakage" and doc["context"]["leakage"] == phrase
+    elif fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert list(rows[0])[0] == "leakage" and {r["leakage"] for r in rows} == {phrase}
+    else:
+        assert out.lstrip("*").startswith(f"leakage {phrase} · run no-acl-filter"), out[:200]
+    clean = runner.invoke(app, ["compare", "--db", str(db), "--run", "hybrid-rerank", "--baseline", "bm25"]).output
+    assert clean.startswith("leakage no leak found (167 of 170 case(s) checked; 3 not checked (no principal))")

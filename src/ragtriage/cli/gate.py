@@ -103,6 +103,7 @@ def _compare_one(
 ) -> None:
     import duckdb
 
+    from ragtriage.experiments.safety import run_safety
     from ragtriage.gate.compare import compare as run_compare
     from ragtriage.store import StoreError
 
@@ -122,15 +123,17 @@ def _compare_one(
             n_resamples=resamples,
             metrics=metric or None,
         )
+        (safety,) = run_safety(con, [run])
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     finally:
         con.close()
-    show(_comparison_output(result), fmt)
+    show(_comparison_output(result, safety.phrase()), fmt)
 
 
-def _comparison_output(result: Comparison) -> Output:
-    """The summary rows (numbers, for json/csv), the same rows formatted for a reader, and the worst cases."""
+def _comparison_output(result: Comparison, leakage: str) -> Output:
+    """The summary rows (numbers, for json/csv), the same rows formatted for a reader, and the worst cases;
+    the candidate's leakage (``experiments.safety``) leads the context, before any figure."""
     import pyarrow as pa
 
     from ragtriage.arrays import table_of_rows
@@ -140,6 +143,7 @@ def _comparison_output(result: Comparison) -> Output:
     schema = pa.schema([(h, pa.string()) for h in rep.TEXT_HEADERS])
     shown = table_of_rows([dict(zip(rep.TEXT_HEADERS, row, strict=True)) for row in rep.text_rows(result)], schema)
     context = {
+        "leakage": leakage,
         "run": result.run_id,
         "baseline": result.baseline,
         "dataset": result.dataset_version[:12],
