@@ -17,7 +17,7 @@ from ragtriage.cli import app
 from tests.factory import load_sample
 
 runner = CliRunner()
-LEAKS = "no-acl-filter: FAILS: it leaks (2,681 leaked result row(s) in 153 case(s), any stage), whatever its figures."
+LEAKS = "✗ no-acl-filter: FAILS: it leaks (2,681 leaked result row(s) in 153 case(s), any stage), whatever its figures."
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,8 @@ def test_with_a_gate_the_opening_names_the_rules_each_candidate_fails(db: Path, 
     res = runner.invoke(app, [*args, "--gate", str(gate), "--resamples", "2000"])
     assert res.exit_code == 0, res.output
     md = out.read_text(encoding="utf-8")
-    assert "checked; 3 not checked (no principal)); FAILS gate 'gate' on slice_minimum:query_type=date:nDCG@10" in md
+    opening = "- ✗ hybrid-rerank: no leak found (167 of 170 case(s) checked; 3 not checked (no principal)); "
+    assert opening + "FAILS gate 'gate' on slice_minimum:query_type=date:nDCG@10" in md
     assert "| hybrid-rerank ✗ FAILS GATE | " in md
     bad = tmp_path / "bad.toml"
     bad.write_text("[leakage]\nmin_checked_share = 2\n")
@@ -114,7 +115,7 @@ def test_with_a_gate_the_opening_names_the_rules_each_candidate_fails(db: Path, 
 def test_compare_one_candidate_states_its_leakage_before_any_figure(db: Path, fmt: str) -> None:
     args = ["compare", "--db", str(db), "--run", "no-acl-filter", "--baseline", "bm25", "--format", fmt]
     out = runner.invoke(app, [*args, "--resamples", "1000"]).output
-    phrase = LEAKS.removeprefix("no-acl-filter: ").removesuffix(".")
+    phrase = LEAKS.removeprefix("✗ no-acl-filter: ").removesuffix(".")
     if fmt == "json":
         doc = json.loads(out)
         assert list(doc["context"])[0] == "leakage" and doc["context"]["leakage"] == phrase

@@ -98,7 +98,9 @@ def test_html_tables_parse_back_to_the_hand_figures(store: Path, tmp_path: Path)
     header = main[0]
     # no case has a principal: neither run's leakage could be checked, and each run cell says so before any figure
     assert {r[0] for r in main[1:]} == {"base ✗ NOT CHECKED", "cand ✗ NOT CHECKED"}
-    assert "cand: leakage NOT CHECKED (no principal on all 4 case(s)): it cannot pass. Against base: better on" in text
+    assert (
+        "✗ cand: leakage NOT CHECKED (no principal on all 4 case(s)): it cannot pass. Against base: better on" in text
+    )
     rows = {(r[0].split(" ✗")[0], r[2]): dict(zip(header, r, strict=True)) for r in main[1:]}
     # R@10 and P@1: base 1, 1, 0, 0 (mean 0.5); cand 1 on every case (Δ +0.5, W/T/L 2/2/0). Two non-zero
     # differences: exact test over 4 sign vectors, only the identity reaches +0.5: p = 2 * 1/4 = 0.5;

@@ -76,8 +76,9 @@ def run_sentence(rc: RunsComparison, run: str, safety: RunSafety | None) -> str:
     the baseline and whether each difference is significant after the table's correction."""
     corr = {"holm": "Holm", "bh": "BH"}[rc.correction]
     block = safety.phrase() if safety else "leakage not evaluated"
+    mark = "✗ " if safety and safety.blocked else ""  # as in the run's cells of the table
     if run == rc.baseline:
-        return f"{run} (baseline): {block}."
+        return f"{mark}{run} (baseline): {block}."
     moved: dict[str, list[str]] = {"better": [], "worse": [], "equal": []}
     for r in rc.table.to_pylist():
         d = r["delta"]
@@ -87,7 +88,7 @@ def run_sentence(rc: RunsComparison, run: str, safety: RunSafety | None) -> str:
         way = "better" if d > TIE else "worse" if d < -TIE else "equal"
         moved[way].append(f"{r['measure']} ({_f(d, sign=True)}, {sig}, p({corr}) {_p(r['p_adjusted'])})")
     figures = "; ".join(f"{way} on {', '.join(items)}" for way, items in moved.items() if items)
-    return f"{run}: {block}. Against {rc.baseline}: {figures or 'no measure could be compared'}."
+    return f"{mark}{run}: {block}. Against {rc.baseline}: {figures or 'no measure could be compared'}."
 
 
 def summary_section(rc: RunsComparison, safety: tuple[RunSafety, ...]) -> Section:
