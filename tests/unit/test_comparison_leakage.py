@@ -126,3 +126,16 @@ def test_compare_one_candidate_states_its_leakage_before_any_figure(db: Path, fm
         assert out.lstrip("*").startswith(f"leakage {phrase} · run no-acl-filter"), out[:200]
     clean = runner.invoke(app, ["compare", "--db", str(db), "--run", "hybrid-rerank", "--baseline", "bm25"]).output
     assert clean.startswith("leakage no leak found (167 of 170 case(s) checked; 3 not checked (no principal))")
+
+
+def test_compare_with_a_gate_names_the_failed_rules_in_both_forms(db: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "gate.toml"
+    gate.write_text(
+        "[[slice_minimum]]\nslice = { query_type = 'date' }\nmetric = 'nDCG@10'\nmin = 0.75\nsplit = 'all'\n"
+    )
+    base = ["compare", "--db", str(db), "--baseline", "bm25", "--gate", str(gate), "--resamples", "500"]
+    many = runner.invoke(app, [*base, "--runs", "hybrid-rerank", "--format", "json"])
+    (entry,) = [x for x in json.loads(many.output)["leakage"] if x["run_id"] == "hybrid-rerank"]
+    assert entry["gate"] == "gate" and "slice_minimum:query_type=date:nDCG@10" in entry["gate_failed"]
+    one = runner.invoke(app, [*base, "--run", "hybrid-rerank", "--format", "json"])
+    assert "FAILS gate 'gate' on slice_minimum:query_type=date:nDCG@10" in json.loads(one.output)["context"]["leakage"]

@@ -48,9 +48,14 @@ def compare(
     resamples: Annotated[
         int, typer.Option(help="Randomization (sign-flip) test resamples; intervals draw 1,000 bootstrap resamples.")
     ] = 10_000,
+    gate_file: Annotated[
+        Path | None,
+        typer.Option("--gate", help="Gate file (TOML): name the rules each candidate fails before its figures."),
+    ] = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """Paired comparison against a baseline.
+    """Paired comparison against a baseline. Each candidate's leakage (and, with --gate, the rules it fails) is
+    stated before any figure.
 
     With --runs (or --measure): many runs x many measures in one table, corrected for multiple comparisons, with
     the configuration diff of each run. With --run alone: one candidate on every metric at --k, per slice, with
@@ -79,6 +84,7 @@ def compare(
             seed=seed,
             resamples=resamples,
             categories=categories,
+            gate=gate_file,
         )
         if fmt is Format.trec:
             raise _fail(ValueError("--format trec writes trec_eval's lines; use it with `metrics`"))
@@ -86,7 +92,7 @@ def compare(
         return
     if run is None:
         raise _fail(ValueError("give --run RUN (one candidate) or --runs a,b,... (several)"))
-    _compare_one(run, baseline, db, k, by, split, metric, seed, resamples, fmt)
+    _compare_one(run, baseline, db, k, by, split, metric, seed, resamples, fmt, gate_file)
 
 
 def _compare_one(
@@ -100,16 +106,19 @@ def _compare_one(
     seed: int,
     resamples: int,
     fmt: Format,
+    gate_file: Path | None,
 ) -> None:
     import duckdb
 
     from ragtriage.experiments.safety import run_safety
     from ragtriage.gate.compare import compare as run_compare
+    from ragtriage.gate.config import GateFileError, parse_gate
     from ragtriage.store import StoreError
 
     try:
+        config = parse_gate(gate_file) if gate_file is not None else None
         con = open_existing(db, read_only=True)
-    except (StoreError, duckdb.Error) as exc:
+    except (GateFileError, StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
         result = run_compare(
@@ -123,7 +132,7 @@ def _compare_one(
             n_resamples=resamples,
             metrics=metric or None,
         )
-        (safety,) = run_safety(con, [run])
+        (safety,) = run_safety(con, [run], gate=config, baseline=baseline)
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     finally:
