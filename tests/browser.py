@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -87,10 +88,18 @@ class DevTools:
     def __init__(self, executable: str, timeout: float = 60.0) -> None:
         self.timeout = timeout
         self._profile = tempfile.mkdtemp(prefix="ragtriage-chromium-")
-        to_browser_r, self._to_browser = os.pipe()
-        self._from_browser, from_browser_w = os.pipe()
-        # the child must see the pipes as fds 3 and 4
+        read_end, self._to_browser = os.pipe()
+        self._from_browser, write_end = os.pipe()
+        # The child must see the pipes as fds 3 and 4. bash moves them there (no preexec_fn, which is unsafe
+        # once the test has started threads); the ends are first moved above 9 so that "3<&r 4>&w" cannot clobber
+        # one with the other.
+        to_browser_r, from_browser_w = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (read_end, write_end))
+        os.close(read_end)
+        os.close(write_end)
         args = [
+            "/bin/bash",  # dash reads only one-digit descriptors in a redirection
+            "-c",
+            f'exec "$0" "$@" 3<&{to_browser_r} 4>&{from_browser_w} {to_browser_r}<&- {from_browser_w}>&-',
             executable,
             "--headless",
             "--remote-debugging-pipe",
@@ -104,13 +113,6 @@ class DevTools:
             f"--user-data-dir={self._profile}",
             "about:blank",
         ]
-
-        def fds() -> None:
-            # through fresh numbers first: a pipe end may itself be 3 or 4
-            read_end, write_end = os.dup(to_browser_r), os.dup(from_browser_w)
-            os.dup2(read_end, 3)
-            os.dup2(write_end, 4)
-
         # Chromium writes crash reports and dconf settings under HOME: keep them in the throw-away profile
         home = {"HOME": self._profile, "XDG_CONFIG_HOME": self._profile, "XDG_CACHE_HOME": self._profile}
         self.proc = subprocess.Popen(
@@ -119,8 +121,7 @@ class DevTools:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=fds,  # dup2 onto 3 and 4 between fork and exec
-            pass_fds=(3, 4),  # kept open past exec (close_fds closes the rest)
+            pass_fds=(to_browser_r, from_browser_w),
         )
         os.close(to_browser_r)
         os.close(from_browser_w)
