@@ -47,6 +47,14 @@ FORCE_HELP = "Overwrite an existing output file (never the store, its notes or a
 _WAIT: dict[str, bool] = {"wait": False}
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from ragtriage import __version__
+
+        typer.echo(f"ragtriage {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     wait: Annotated[
@@ -56,6 +64,10 @@ def _main(
             envvar="RAGTRIAGE_WAIT",
             help="When another process holds the store (a load), wait for it instead of failing.",
         ),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
     ] = False,
 ) -> None:
     """Judge retrieval alone: metrics, leakage and scope checks, defect classification, release gate, triage TUI."""
