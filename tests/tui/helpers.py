@@ -1,4 +1,8 @@
-"""Pilot helpers: wait for the view workers (never the long-lived notes writer) and read widget text."""
+"""Pilot helpers: wait for the view workers (never the long-lived notes writer) and read widget text.
+
+The waits follow the app's own signals (its workers finishing, its notes queue draining, a widget showing what a
+test waits for), never a time budget: a slow or busy machine makes a test slower, not failing. HANG_GUARD only
+stops a test that would otherwise wait forever on a real hang."""
 
 from __future__ import annotations
 
@@ -14,22 +18,38 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 LONG_LIVED = {"notes"}
+#: Seconds after which a wait is a hang, not a slow machine (no wait of a passing test comes near it).
+HANG_GUARD = 600.0
 
 
-async def settle(pilot: Pilot[Any], timeout: float = 10.0) -> None:
-    """Until no short worker runs and the notes queue is empty, then one more refresh."""
+async def settle(pilot: Pilot[Any]) -> None:
+    """Until no short worker runs and the notes queue is empty, then one more refresh. Running workers are awaited
+    (their own completion is the signal); a worker started meanwhile is awaited in the next round."""
     app = pilot.app
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + HANG_GUARD
     await pilot.pause()
-    while time.monotonic() < deadline:
-        busy = [w for w in app.workers if w.group not in LONG_LIVED and w.is_running]
+    while True:
+        busy = [w for w in app.workers if w.group not in LONG_LIVED and not w.is_finished]
         if not busy and app._notes_queue.unfinished_tasks == 0:  # type: ignore[attr-defined]
             break
-        await asyncio.sleep(0.02)
-    else:
-        raise TimeoutError("workers still running")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"hung: workers {[w.name for w in busy]} still running after {HANG_GUARD:.0f} s")
+        running = [w.wait() for w in busy if w.is_running]
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)  # a failed or cancelled worker is finished too
+        else:
+            await asyncio.sleep(0.02)  # pending workers, or the notes writer still saving
     await pilot.pause()
     await pilot.pause()
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Until ``predicate()`` holds: a state of the app the test waits for (a section filled, a read finished)."""
+    deadline = time.monotonic() + HANG_GUARD
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"hung: condition not reached after {HANG_GUARD:.0f} s")
+        await asyncio.sleep(0.01)
 
 
 def plain(renderable: Any) -> str:

@@ -17,7 +17,7 @@ import pytest
 from ragtriage.tui.app import TriageApp
 from ragtriage.tui.screens.case_detail import CaseScreen
 from ragtriage.tui.screens.lists import CompareScreen
-from tests.tui.helpers import pilot_test, settle, static_text
+from tests.tui.helpers import pilot_test, settle, static_text, until
 
 SECOND = 1 / math.log2(3)  # the discount at rank 2
 # nDCG@2 per case and run: q1's grade-3 unit at rank 2 (bm25) or 1; q3's grade-2 unit at rank 2 (bm25, hybrid) or
@@ -141,10 +141,7 @@ async def test_a_run_loaded_by_another_process_joins_the_open_app(db_path: Path,
         load = [sys.executable, "-m", "ragtriage.cli", "--wait", "load", "--db", str(db_path), "--run", str(run_dir)]
         done = await asyncio.to_thread(subprocess.run, load, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        for _ in range(200):  # the app polls every few seconds
-            if "dense" in app.runs:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: "dense" in app.runs)  # the app polls the store every few seconds
         assert app.runs == ["bm25", "dense", "hybrid"]
         assert any("new run(s) loaded: dense" in m for m in seen)
         await pilot.press("c")

@@ -3,9 +3,8 @@ moving between cases uses the prefetched neighbour, and the footer never overflo
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,39 +16,30 @@ from ragtriage.tui.screens.case_detail import CaseScreen
 from ragtriage.tui.screens.failures import FailuresScreen
 from ragtriage.tui.screens.table_view import replay
 from ragtriage.tui.widgets.footer import FittingFooter, FooterKey, key_width
-from tests.tui.helpers import pilot_test, plain, settle, static_text
-
-SLOW = 20.0
+from tests.tui.helpers import HANG_GUARD, pilot_test, plain, settle, static_text, until
 
 
 @pytest.fixture
-def slow_failures(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+def slow_failures(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """The real failure list and failure counts (classify.failure_list, classify.failure_summary), held back until
-    the test sets the event (at most SLOW seconds), like a large run."""
+    the test sets the event, like a large run (the fixture sets it at teardown, so no worker is left waiting)."""
     release = threading.Event()
 
     def held(fast: Any) -> Any:
         def slow(*args: Any) -> Any:
-            release.wait(SLOW)
+            release.wait()
             return fast(*args)
 
         return slow
 
     for kind in ("failure_list", "failure_summary"):
         monkeypatch.setitem(data.FETCHERS, kind, held(data.FETCHERS[kind]))
-    return release
+    yield release
+    release.set()
 
 
 def make_app(db_path: Path) -> TriageApp:
     return TriageApp(db_path, "bm25", "hybrid", author="tester")
-
-
-async def until(predicate: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not reached")
-        await asyncio.sleep(0.01)
 
 
 @pilot_test
@@ -245,6 +235,15 @@ async def failures_list(app: TriageApp, pilot: Any) -> FailuresScreen:
     return screen
 
 
+async def rest(screen: FailuresScreen, pilot: Any) -> None:
+    """The cursor rests on its row: the rest timer the last highlight started fires now."""
+    timer = screen._prefetch_timer
+    assert timer is not None, "no highlight is waiting for the cursor to rest"
+    timer.stop()
+    screen._prefetch_highlighted()
+    await pilot.pause()
+
+
 @pilot_test
 async def test_the_row_the_cursor_rests_on_is_read_ahead_and_enter_uses_that_read(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -261,19 +260,19 @@ async def test_the_row_the_cursor_rests_on_is_read_ahead_and_enter_uses_that_rea
         return real(reader, run_id, case_id, *args, **kwargs)
 
     monkeypatch.setattr(detail_data, "case_detail_soon", counted)
-    monkeypatch.setattr(FailuresScreen, "PREFETCH_AFTER", 1.0)  # longer than two key presses of the pilot take
+    # The rest never elapses by itself here, however slow the machine: rest() is the timer firing.
+    monkeypatch.setattr(FailuresScreen, "PREFETCH_AFTER", HANG_GUARD)
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await failures_list(app, pilot)
         ids = screen.case_ids()
         assert len(ids) >= 3
         assert reads == [ids[0]]  # the first row, read as the list appears: no rest needed
-        await asyncio.sleep(FailuresScreen.PREFETCH_AFTER * 2.5)
-        await pilot.pause()
+        await rest(screen, pilot)
         assert reads == [ids[0]]  # its highlight's own read ahead finds the read started
         await pilot.press("down", "down")  # passes over the second row without resting on it
-        await asyncio.sleep(FailuresScreen.PREFETCH_AFTER * 2.5)
-        await pilot.pause()
+        assert reads == [ids[0]]
+        await rest(screen, pilot)
         assert reads == [ids[0], ids[2]]
         assert app.early_case is not None and app.early_case[0][-1] == ids[2]
         await pilot.press("enter")
