@@ -6,8 +6,9 @@ Each phase runs in its own process (peak RSS is its own; ranx's numba kernels co
     python bench/compare_bench.py [--cases 25000] [--depth 100] [--dir /tmp/ragtriage-compare-bench]
                                   [--repeat 3] [--skip-reference]
 
-Not a timed test: it prints medians of ``--repeat`` runs and the ratio to ranx. The machine may be shared, so
-figures are noisy; compare medians.
+Not a timed test: it prints medians of ``--repeat`` runs and the ratio to ranx, and writes every figure to
+bench/results/compare-<time>.json (bench/results_json.py). The machine may be shared, so figures are noisy;
+compare medians.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from results_json import Recorder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from metrics_bench import THRESHOLD, generate  # noqa: E402  (the same dataset and baseline run)
@@ -202,6 +205,7 @@ def main() -> None:
     ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--skip-reference", action="store_true")
     ap.add_argument("--ranx-timeout", type=float, default=1800.0, help="give up on ranx after this many seconds")
+    ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     a = ap.parse_args()
     if a.phase:
         out = PHASES[a.phase](a.dir, a.repeat)
@@ -218,6 +222,14 @@ def main() -> None:
     phases = ["sample", "load", "compare"] + ([] if a.skip_reference else ["ranx"])
     res = {p: run_phase(p, a.dir, a.repeat, a.ranx_timeout if p == "ranx" else None) for p in phases}
     c, x = res["compare"], res.get("ranx", {})
+    params = {"cases": a.cases, "depth": a.depth, "runs": len(BIG_RUNS), "repeat": a.repeat}
+    rec = Recorder("compare", {**params, "skip_reference": a.skip_reference}, shared=not a.quiet_machine)
+    rec.note("Each phase in its own process; *_s are median wall seconds, *_cpu_s CPU seconds, peak_rss_mib its own.")
+    rec.add_phases(res)
+    if "ranx_warm_s" in x and "compare_core_s" in c:
+        ratio = (x["ranx_build_s"] + x["ranx_warm_s"]) / c["compare_core_s"]
+        rec.add(phase="ratio", name="ranx (build + warm) / ragtriage core", value=ratio)
+    rec.write()
     load = os.getloadavg()[0]
     print(
         f"medians of {a.repeat}; load average {load:.1f} on {os.cpu_count()} cores "

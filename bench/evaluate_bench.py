@@ -10,8 +10,9 @@ N cases x ``depth`` results (rows / depth cases), ``labels`` judged documents pe
 TREC 6-column format with distinct scores. Both sides compute trec_eval's set for ``--k``: num_q, num_ret,
 num_rel, num_rel_ret, map, Rprec, bpref, recip_rank, P, recall, ndcg_cut, map_cut, success at k.
 
-Not a timed test: it prints the median wall time and peak RSS of each side and the ratio ragtriage / pytrec_eval
-(issue 18's bar: <= 0.5 at 1M rows, <= 0.15 at 10M). The machine may be shared: quote medians.
+Not a timed test: it prints the median wall time and peak RSS of each side and the ratio ragtriage / pytrec_eval,
+and writes them to bench/results/evaluate-<time>.json (bench/results_json.py). The machine may be shared: quote
+medians and ratios.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from results_json import Recorder
 
 PYTREC = """
 import sys, pytrec_eval
@@ -91,7 +94,11 @@ def main() -> None:
     ap.add_argument("--k", default="10")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-evaluate-bench"))
     ap.add_argument("--data", type=Path, nargs="+", help="folders holding qrels.txt and run-a.txt (no generation)")
+    ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     args = ap.parse_args()
+    params = {"depth": args.depth, "labels": args.labels, "repeat": args.repeat, "k": args.k}
+    rec = Recorder("evaluate", params, shared=not args.quiet_machine)
+    rec.note("Whole processes from TREC files, trec_eval's measure set at k; median seconds, largest peak RSS.")
     cli = str(Path(sys.executable).parent / "ragtriage")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; median of {args.repeat}")
     print("| rows | ragtriage metrics --qrels --run | pytrec_eval | ratio |")
@@ -112,6 +119,15 @@ def main() -> None:
             f"| {t_ours / t_ref:.2f}x |",
             flush=True,
         )
+        rec.add(
+            rows=label,
+            name="ragtriage metrics --qrels --run",
+            seconds=t_ours,
+            peak_mib=m_ours,
+            vs_pytrec_eval=t_ours / t_ref,
+        )
+        rec.add(rows=label, name="pytrec_eval (peer)", seconds=t_ref, peak_mib=m_ref)
+    rec.write()
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from results_json import Recorder
+
 KS = (3, 5, 10)
 THRESHOLD = 2
 
@@ -275,6 +277,7 @@ def main() -> None:
     ap.add_argument("--phase", choices=sorted(PHASES))
     ap.add_argument("--skip-reference", action="store_true")
     ap.add_argument("--unit", choices=("chunk", "document"), default="chunk")
+    ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     a = ap.parse_args()
     if a.phase:
         out = PHASES[a.phase](a.dir)
@@ -290,6 +293,11 @@ def main() -> None:
     phases = ["load", "metrics", "measures", "classify", "failures"]
     phases += [] if a.skip_reference else ["pytrec", "ranx"]
     res = {p: run_phase(p, a.dir) for p in phases}
+    params = {"cases": a.cases, "depth": a.depth, "unit": a.unit, "skip_reference": a.skip_reference}
+    rec = Recorder("metrics", params, shared=not a.quiet_machine)
+    rec.note("Each phase in its own process; *_s are wall seconds, peak_rss_mib the phase's own peak.")
+    rec.add_phases(res)
+    rec.write()
     for p, r in res.items():
         print(
             f"{p:8s} "

@@ -1,6 +1,7 @@
 """Scale benchmark: every command as a whole process at 1M/10M/30M result rows, beside its peers and the floor.
 
     python bench/scale_bench.py [--sizes 1M,10M,30M] [--repeat 3] [--dir /tmp/ragtriage-scale] [--markdown out.md]
+                                [--quiet-machine]
 
 For each size it generates N cases x 100 results (5 labels per case) as Parquet (the contract's form) and as
 TREC text (what pytrec_eval, ir_measures and trec_eval users hold), then times, each in its own process:
@@ -13,8 +14,10 @@ TREC text (what pytrec_eval, ir_measures and trec_eval users hold), then times, 
 - the floor: one DuckDB query over the same Parquet computing mean nDCG@10.
 
 Every figure is the median of ``--repeat`` runs; peak memory is the process's maximum RSS (GNU time's ``%M``).
-It prints a Markdown table with the ratios against the floor and against pytrec_eval. A benchmark, not a test:
-the machine is shared, so quote medians and ratios, not single times.
+It prints a Markdown table with the ratios against the floor and against pytrec_eval, and writes every figure to
+bench/results/scale-<time>.json (bench/results_json.py), from which scripts/perf_doc.py renders
+docs/performance.md. A benchmark, not a test: on a shared machine quote medians and ratios, not single times
+(``--quiet-machine`` records that nothing else ran).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from results_json import Recorder
 
 DEPTH = 100
 LABELS_PER_CASE = 5
@@ -218,7 +223,12 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-scale"))
     ap.add_argument("--markdown", type=Path, help="also write the table to this file")
     ap.add_argument("--keep", action="store_true", help="keep each size's files (they are large)")
+    ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     a = ap.parse_args()
+    shape = {"depth": DEPTH, "labels_per_case": LABELS_PER_CASE, "threshold": THRESHOLD, "runs_per_load": 2}
+    rec = Recorder("scale", {"sizes": a.sizes, "repeat": a.repeat, **shape}, shared=not a.quiet_machine)
+    rec.note("Whole processes; seconds are the median of `repeat` runs, peak_mib the largest peak RSS (GNU time).")
+    rec.note("Synthetic data: N cases x 100 results per run, 5 labels per case, document ids d0..d(7N+300).")
     results: dict[str, list[Figure]] = {}
     for size in a.sizes.split(","):
         root = a.dir / size.strip()
@@ -230,6 +240,18 @@ def main() -> None:
         results[size.strip()] = measure(root, a.repeat)
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
+    for size, figures in results.items():
+        floor = next(f for f in figures if f.name.startswith("floor"))
+        pytrec = next(f for f in figures if f.name.startswith("pytrec"))
+        for f in figures:
+            ratios = {}
+            if f.seconds is not None and floor.seconds and f is not floor:
+                ratios["vs_floor"] = f.seconds / floor.seconds
+            same_work = "metrics" in f.name or f.name.startswith("ir_measures")  # nDCG@10 from the same files
+            if f.seconds is not None and pytrec.seconds and same_work:
+                ratios["vs_pytrec_eval"] = f.seconds / pytrec.seconds
+            rec.add(rows=size, name=f.name, seconds=f.seconds, peak_mib=f.peak_mib, **ratios, note=f.note)
+    rec.write()
     table = markdown(results)
     header = textwrap.dedent(f"""\
         Whole processes, median of {a.repeat}, peak RSS per process; N cases x {DEPTH} results,

@@ -14,7 +14,8 @@ The script prints the median of each and the ratios. Usage:
 
     python bench/trec_load_bench.py [--cases 100000] [--depth 100] [--repeat 3] [--dir /tmp/ragtriage-trec-bench]
 
-Not a timed test: the machine is shared, so quote the medians it prints.
+Not a timed test: the machine is shared, so quote the medians it prints. Every figure is also written to
+bench/results/trec-load-<time>.json (bench/results_json.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from results_json import Recorder
 
 
 def generate(root: Path, cases: int, depth: int) -> None:
@@ -96,6 +99,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-trec-bench"))
     ap.add_argument("--child", nargs=2, type=Path)
+    ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     args = ap.parse_args()
     if args.child:
         _child(*args.child)
@@ -113,6 +117,9 @@ def main() -> None:
     load_inputs(con, LoadRequest(qrels=root / "qrels.txt"))
     con.close()
     n = args.cases * args.depth
+    params = {"cases": args.cases, "depth": args.depth, "repeat": args.repeat}
+    rec = Recorder("trec-load", params, shared=not args.quiet_machine)
+    rec.note("TREC and Parquet loads alternate, each into a fresh copy of a store holding the qrels; medians.")
     for label, measure in (("`ragtriage load` command", _command), ("load_inputs in-process", _timed)):
         trec, parquet = [], []
         for _ in range(args.repeat):
@@ -122,7 +129,10 @@ def main() -> None:
         print(f"{label}:")
         print(f"  TREC run    ({n:,} lines): median {mt:.2f} s over {[round(x, 2) for x in trec]}")
         print(f"  Parquet run ({n:,} rows):  median {mp:.2f} s over {[round(x, 2) for x in parquet]}")
-        print(f"  ratio TREC / Parquet: {mt / mp:.2f} (bar: <= 1.5)")
+        print(f"  ratio TREC / Parquet: {mt / mp:.2f}")
+        rec.add(rows=n, name=f"{label}: TREC run", seconds=mt, vs_parquet=mt / mp)
+        rec.add(rows=n, name=f"{label}: Parquet run", seconds=mp)
+    rec.write()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ default baseline), then presses Enter and prints the milliseconds until the side
 
 Set ``RAGTRIAGE_TUI_CACHE=off`` to time an overview without the summary ``ragtriage load`` precomputes. The app
 runs with this process's ``PYTHONPATH`` and ``RAGTRIAGE_*`` variables on a tmux server of its own. Needs tmux. A
-benchmark, not a test: it prints figures and asserts nothing. The app writes its notes file beside the store, so
+benchmark, not a test: it prints figures, asserts nothing, and writes them to bench/results/tui-latency-<time>.json.
+The app writes its notes file beside the store, so
 give it a copy of a shared store.
 """
 
@@ -42,6 +43,8 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from results_json import Recorder
 
 RAGTRIAGE = str(Path(sys.executable).with_name("ragtriage"))
 SOCKET = f"ragtriage-bench-{os.getpid()}"  # a server of its own: never a person's sessions, nor another bench's
@@ -210,6 +213,17 @@ def compare(db: str, run: str, repeat: int) -> list[tuple[float, float]]:
     return _list_then_enter(db, run, repeat, "c", COMPARED, "the compare list", SIDE_BY_SIDE, "the side-by-side case")
 
 
+REC: Recorder | None = None
+
+
+def say(label: str, values: list[float], unit: str, digits: int) -> None:
+    """Print a figure's values and median, and record them."""
+    print(f"{label} after {spread(values, unit, digits)}")
+    if REC is not None:
+        s = sorted(values)
+        REC.add(name=label, unit=unit, median=statistics.median(s), min=s[0], max=s[-1], n=len(s))
+
+
 def spread(values: list[float], unit: str, digits: int) -> str:
     values = sorted(values)
     shown = ", ".join(f"{v:.{digits}f}" for v in values)
@@ -224,41 +238,41 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--presses", type=int, default=20)
     ap.add_argument("--gap", type=float, default=0.25)
+    ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     a = ap.parse_args()
     if shutil.which("tmux") is None:
         raise SystemExit("tmux is not installed")
+    global REC
+    params = {"what": a.what, "run": a.run, "repeat": a.repeat, "presses": a.presses, "gap": a.gap}
+    REC = Recorder("tui-latency", params, shared=not a.quiet_machine)
+    REC.note("The app in a tmux pane at 80x24 (overview: 80x120), polled until the figure's text is on screen.")
     todo = ("first-paint", "overview", "case-open", "slices", "case-move", "compare") if a.what == "all" else (a.what,)
     for what in todo:
         if what == "first-paint":
-            print(f"first paint: metric table on screen after {spread(first_paint(a.db, a.run, a.repeat), 's', 2)}")
+            say("first paint: metric table on screen", first_paint(a.db, a.run, a.repeat), "s", 2)
         elif what == "overview":
             both = overview(a.db, a.run, a.repeat)
-            print(f"overview: metric table after {spread([t for t, _ in both], 's', 2)}")
-            print(f"overview: failures per category after {spread([c for _, c in both], 's', 2)}")
+            say("overview: metric table", [t for t, _ in both], "s", 2)
+            say("overview: failures per category", [c for _, c in both], "s", 2)
         elif what == "case-open":
             both = case_open(a.db, a.run, a.repeat)
-            print(f"case-open: failures list after {spread([t for t, _ in both], 's', 2)}")
-            print(f"case-open: first case after {spread([c for _, c in both], 'ms', 0)}")
+            say("case-open: failures list", [t for t, _ in both], "s", 2)
+            say("case-open: first case", [c for _, c in both], "ms", 0)
             cold = case_open(a.db, a.run, a.repeat, ("Down",))
-            cold_ms = spread([c for _, c in cold], "ms", 0)
-            print(f"case-open: second case, Down+Enter at once (not read ahead), after {cold_ms}")
+            say("case-open: second case, Down+Enter at once (not read ahead)", [c for _, c in cold], "ms", 0)
         elif what == "slices":
-            print(
-                f"slices: s at the metric table, listed after {spread(slices(a.db, a.run, a.repeat, False), 'ms', 0)}"
-            )
-            print(
-                f"slices: s once the overview is filled, after {spread(slices(a.db, a.run, a.repeat, True), 'ms', 0)}"
-            )
+            say("slices: s at the metric table, listed", slices(a.db, a.run, a.repeat, False), "ms", 0)
+            say("slices: s once the overview is filled, listed", slices(a.db, a.run, a.repeat, True), "ms", 0)
         elif what == "compare":
             both = compare(a.db, a.run, a.repeat)
-            print(f"compare: N-run list after {spread([t for t, _ in both], 's', 2)}")
-            print(f"compare: side-by-side case after {spread([c for _, c in both], 'ms', 0)}")
+            say("compare: N-run list", [t for t, _ in both], "s", 2)
+            say("compare: side-by-side case", [c for _, c in both], "ms", 0)
         else:
             ms = sorted(case_move(a.db, a.run, a.presses, a.gap))
             p95 = ms[max(0, int(len(ms) * 0.95) - 1)]
-            print(
-                f"case-move: n={len(ms)} median {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms, max {ms[-1]:.1f} ms"
-            )
+            say("case-move: n/p", ms, "ms", 1)
+            print(f"case-move: n={len(ms)} p95 {p95:.1f} ms, max {ms[-1]:.1f} ms")
+    REC.write()
 
 
 if __name__ == "__main__":
