@@ -51,6 +51,7 @@ def check(rows: dict[str, dict[str, Any]], expected: dict[str, dict[str, float]]
         assert rows[case]["Δ"] == pytest.approx(by_run["hybrid"] - by_run["bm25"], abs=1e-12)
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_every_run_of_the_dataset_is_a_column_and_m_cycles_the_measure(three_runs_db: Path) -> None:
     app = TriageApp(three_runs_db, "hybrid", "bm25", author="t")
@@ -72,6 +73,7 @@ async def test_every_run_of_the_dataset_is_a_column_and_m_cycles_the_measure(thr
         check(rows_of(app), PRECISION)
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_enter_shows_the_runs_final_lists_side_by_side_and_brackets_shift_them(three_runs_db: Path) -> None:
     app = TriageApp(three_runs_db, "hybrid", "bm25", author="t")
@@ -98,6 +100,7 @@ async def test_enter_shows_the_runs_final_lists_side_by_side_and_brackets_shift_
         assert app.screen.case_id == ids[1] and "runs 1-2 of 3" in static_text(app, "#sec-runs")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_a_case_opened_from_another_list_has_no_side_by_side(three_runs_db: Path) -> None:
     app = TriageApp(three_runs_db, "hybrid", "bm25", author="t")
@@ -113,6 +116,7 @@ async def test_a_case_opened_from_another_list_has_no_side_by_side(three_runs_db
         assert not app.screen.query_one("#sec-runs").display
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_a_run_loaded_by_another_process_joins_the_open_app(db_path: Path, tmp_path: Path) -> None:
     import asyncio

@@ -42,6 +42,7 @@ def make_app(db_path: Path) -> TriageApp:
     return TriageApp(db_path, "bm25", "hybrid", author="tester")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_keys_typed_while_the_failures_list_loads_act_once_it_is_there(
     db_path: Path, slow_failures: threading.Event
@@ -63,6 +64,7 @@ async def test_keys_typed_while_the_failures_list_loads_act_once_it_is_there(
         assert list(app.screen.case_list) == ["q2", "q3", "q4", "q10"]
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_overview_shows_the_metric_table_while_heavier_sections_load(
     db_path: Path, slow_failures: threading.Event
@@ -80,6 +82,7 @@ async def test_overview_shows_the_metric_table_while_heavier_sections_load(
         assert "ranking" in static_text(app, "#sec-categories")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_next_case_comes_from_the_prefetch_and_notes_invalidate_it(db_path: Path) -> None:
     app = make_app(db_path)
@@ -122,6 +125,7 @@ def footer_fits(app: TriageApp) -> list[str]:
     return [k.key_display for k in keys]
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_footer_keeps_help_and_never_overflows_at_80_columns(db_path: Path) -> None:
     app = make_app(db_path)
@@ -137,6 +141,7 @@ async def test_footer_keeps_help_and_never_overflows_at_80_columns(db_path: Path
         assert footer_fits(app) == ["esc", "1-4", "5-8", "e", "n", "p", "?"]
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_n_and_p_follow_the_order_of_the_list_the_case_came_from(db_path: Path) -> None:
     app = make_app(db_path)
@@ -163,6 +168,7 @@ async def test_n_and_p_follow_the_order_of_the_list_the_case_came_from(db_path: 
         assert app.screen.case_ids() == ["q3"]  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_footer_shows_every_key_at_200_columns(db_path: Path) -> None:
     app = make_app(db_path)
@@ -190,6 +196,7 @@ def burst(app: TriageApp, *keys: str) -> None:
         app._driver.send_message(event)
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_a_burst_of_scroll_keys_scrolls_by_each_key(db_path: Path) -> None:
     app = make_app(db_path)
@@ -205,6 +212,7 @@ async def test_a_burst_of_scroll_keys_scrolls_by_each_key(db_path: Path) -> None
         assert body.scroll_y == 3
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_the_overview_draws_its_pictures_only_while_it_is_on_screen(
     db_path: Path, slow_failures: threading.Event
@@ -244,6 +252,7 @@ async def rest(screen: FailuresScreen, pilot: Any) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_the_row_the_cursor_rests_on_is_read_ahead_and_enter_uses_that_read(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -283,6 +292,7 @@ async def test_the_row_the_cursor_rests_on_is_read_ahead_and_enter_uses_that_rea
         assert app.early_case is None
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_a_case_read_ahead_is_laid_out_ahead_and_shown_without_a_second_layout(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -327,6 +337,7 @@ async def test_a_case_read_ahead_is_laid_out_ahead_and_shown_without_a_second_la
         assert case.case_id == first and static_text(app, "#sec-results") == ahead
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_a_read_ahead_laid_out_at_another_width_is_laid_out_again_not_read_again(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -366,6 +377,7 @@ async def test_a_read_ahead_laid_out_at_another_width_is_laid_out_again_not_read
         assert "Q " in static_text(app, "#sec-why")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_footer_is_rebuilt_only_when_its_keys_change(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Textual's Footer rebuilds every key on each bindings refresh (focus moves, screen pushes); FittingFooter

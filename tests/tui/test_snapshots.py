@@ -48,20 +48,24 @@ def opening(case_id: str) -> Callable[[Any], Awaitable[None]]:
     [(), ("s",), ("z",), ("l",), ("f",), ("c",), ("f", "question_mark")],
     ids=["overview", "slices", "zerohit", "leakage", "failures", "compare", "help"],
 )
+@pytest.mark.slow
 def test_view(snap_compare: Any, db_path: Path, keys: tuple[str, ...]) -> None:
     assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=pressing(*keys))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case_id", ["q3", "q2", "q10"], ids=["leaking", "zero_hit", "dataset_defect_hostile"])
 def test_case_screen(snap_compare: Any, db_path: Path, case_id: str) -> None:
     assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=opening(case_id))
 
 
+@pytest.mark.slow
 def test_compare_of_three_runs(snap_compare: Any, three_runs_db: Path) -> None:
     app = TriageApp(three_runs_db, "hybrid", "bm25", author="snap")
     assert snap_compare(app, terminal_size=SIZE, run_before=pressing("c"))
 
 
+@pytest.mark.slow
 def test_case_with_the_runs_side_by_side(snap_compare: Any, three_runs_db: Path) -> None:
     app = TriageApp(three_runs_db, "hybrid", "bm25", author="snap")
     assert snap_compare(app, terminal_size=SIZE, run_before=pressing("c", "enter", "j", "j", "j", "j", "j"))

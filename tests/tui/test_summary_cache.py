@@ -31,6 +31,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+@pytest.mark.slow
 def test_hit_skips_the_core_and_a_changed_store_recomputes(db_path: Path, counted: list[str]) -> None:
     con = connect(db_path, read_only=True)
     first = data.summary(con, "bm25", db_path)
@@ -52,6 +53,7 @@ def test_hit_skips_the_core_and_a_changed_store_recomputes(db_path: Path, counte
     con.close()
 
 
+@pytest.mark.slow
 def test_off_and_unwritable_cache_still_answer(
     db_path: Path, counted: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,6 +72,7 @@ def test_off_and_unwritable_cache_still_answer(
     con.close()
 
 
+@pytest.mark.slow
 def test_a_corrupt_entry_is_a_miss(db_path: Path, counted: list[str], summary_cache_dir: Path) -> None:
     con = connect(db_path, read_only=True)
     data.summary(con, "bm25", db_path)

@@ -16,6 +16,7 @@ from ragtriage.tui.screens.modals import Confirm, NoteEditor, PathPrompt
 from tests.tui.helpers import pilot_test, settle, static_text
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_failures_list_filters_by_category_and_status(db_path: Path) -> None:
     app = TriageApp(db_path, "bm25", "hybrid", author="ann")
@@ -50,6 +51,7 @@ async def test_failures_list_filters_by_category_and_status(db_path: Path) -> No
         assert screen.case_ids() == ["q2", "q3", "q10"]
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_assign_note_next_and_export_csv(db_path: Path, tmp_path: Path) -> None:
     app = TriageApp(db_path, "bm25", "hybrid", author="ann")
@@ -155,6 +157,7 @@ async def test_assign_note_next_and_export_csv(db_path: Path, tmp_path: Path) ->
     assert float(q1["nDCG@10"]) == pytest.approx(0.6309297535714575)
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_slice_enter_lists_the_slice_failing_cases(db_path: Path) -> None:
     app = TriageApp(db_path, "bm25", "hybrid", author="ann")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from rich.cells import cell_len
 from textual.fuzzy import Matcher
 from textual.widgets import Input, TextArea
@@ -33,6 +34,7 @@ def shown(app: TriageApp) -> str:
     return text
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_every_view_shows_hostile_strings_literally(hostile_db: Path) -> None:
     app = TriageApp(hostile_db, "bm25", EVIL_RUN, author="tester")
@@ -53,6 +55,7 @@ async def test_every_view_shows_hostile_strings_literally(hostile_db: Path) -> N
         assert "[bold]q8[/]" in text and "q7␛[2J\\u202eevil" in text
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_slices_keep_their_key_columns_at_80_columns(hostile_db: Path) -> None:
     app = TriageApp(hostile_db, "bm25", author="tester")
@@ -66,6 +69,7 @@ async def test_slices_keep_their_key_columns_at_80_columns(hostile_db: Path) -> 
         assert "␛[2J[bold red]x[/]" in text and "[link=http://evil.example]l[/link" in text
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_n_in_leakage_moves_to_the_next_leaking_case_and_its_reasons(hostile_db: Path) -> None:
     app = TriageApp(hostile_db, "bm25", author="tester")
@@ -91,6 +95,7 @@ async def test_n_in_leakage_moves_to_the_next_leaking_case_and_its_reasons(hosti
         assert "LEAK" in text and "acl-no-overlap: unit acl [hr], principal groups [eng]" in text
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_the_case_screen_of_a_hostile_case(hostile_db: Path) -> None:
     app = TriageApp(hostile_db, "bm25", author="tester")
@@ -107,6 +112,7 @@ async def test_the_case_screen_of_a_hostile_case(hostile_db: Path) -> None:
         assert "status error · TIMEOUT · error ␛[2Jboom [bold" in text and "red]x[/]␛]8;;http://x␇click" in text
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_notifications_are_plain_text(hostile_db: Path) -> None:
     app = TriageApp(hostile_db, "bm25", author="tester")
@@ -119,6 +125,7 @@ async def test_notifications_are_plain_text(hostile_db: Path) -> None:
         assert note.markup is False
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_the_note_editor_shows_controls_visibly_and_leaves_an_unchanged_note_alone(hostile_db: Path) -> None:
     store = NotesStore(notes_path_for(hostile_db))
@@ -141,6 +148,7 @@ async def test_the_note_editor_shows_controls_visibly_and_leaves_an_unchanged_no
     assert after is not None and after.note == HOSTILE_NOTE and after.updated_at == before.updated_at
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_the_palette_shows_case_and_run_ids_as_typed(hostile_db: Path) -> None:
     app = TriageApp(hostile_db, "bm25", author="tester")
@@ -162,6 +170,7 @@ def test_literal_highlight_keeps_brackets() -> None:
     assert literal_highlight(matcher, "[bold]q8[/]").plain == "[bold]q8[/]"
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_the_export_prompt_names_a_file_without_the_run_ids_controls(hostile_db: Path, tmp_path: Path) -> None:
     app = TriageApp(hostile_db, EVIL_RUN, author="tester", export_dir=tmp_path)

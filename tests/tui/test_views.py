@@ -25,6 +25,7 @@ def make_app(db_path: Path, **kw: object) -> TriageApp:
     return TriageApp(db_path, "bm25", "hybrid", author="tester", **kw)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_overview_shows_identity_and_the_leak_banner_first(db_path: Path) -> None:
     app = make_app(db_path)
@@ -45,6 +46,7 @@ async def test_overview_shows_identity_and_the_leak_banner_first(db_path: Path) 
         assert "P@2 per case" in static_text(app, "#sec-dist")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_leakage_lists_one_row_per_case_and_every_reason_in_full(db_path: Path) -> None:
     app = make_app(db_path)
@@ -65,6 +67,7 @@ async def test_leakage_lists_one_row_per_case_and_every_reason_in_full(db_path: 
         assert "LEAKAGE in 1 cases" in static_text(app, "#status")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_search_finds_case_ids_unit_ids_and_query_text(db_path: Path) -> None:
     app = make_app(db_path)
@@ -91,6 +94,7 @@ async def test_search_finds_case_ids_unit_ids_and_query_text(db_path: Path) -> N
         assert app.screen.case_ids() == ["q2"]  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_sort_is_natural_and_reverses(db_path: Path) -> None:
     app = make_app(db_path)
@@ -113,6 +117,7 @@ def screen_lines(app: TriageApp) -> list[str]:
     return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_case_screen_says_why_in_its_header(db_path: Path) -> None:
     app = make_app(db_path)
@@ -152,6 +157,7 @@ async def test_case_screen_says_why_in_its_header(db_path: Path) -> None:
         assert not isinstance(app.screen, CaseScreen)
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_hostile_strings_show_as_visible_text_and_fit_80_columns(db_path: Path) -> None:
     app = make_app(db_path)
@@ -173,6 +179,7 @@ async def test_hostile_strings_show_as_visible_text_and_fit_80_columns(db_path: 
         assert "d1#9" in static_text(app, "#sec-missing") and "not in the corpus" in static_text(app, "#sec-missing")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_zero_hit_names_its_k(db_path: Path) -> None:
     app = make_app(db_path)
@@ -185,6 +192,7 @@ async def test_zero_hit_names_its_k(db_path: Path) -> None:
         assert "no relevant unit in the final top k=2" in static_text(app, "#status")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_help_lists_the_view_and_app_keys_and_scrolls(db_path: Path) -> None:
     app = make_app(db_path)
@@ -211,6 +219,7 @@ async def test_help_lists_the_view_and_app_keys_and_scrolls(db_path: Path) -> No
         assert isinstance(app.screen, FailuresScreen)
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_palette_opens_cases_and_switches_views_without_stacking(db_path: Path) -> None:
     app = make_app(db_path)
@@ -233,6 +242,7 @@ async def test_palette_opens_cases_and_switches_views_without_stacking(db_path: 
         assert isinstance(app.screen, OverviewScreen)
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_a_core_error_is_a_message_not_a_crash(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import ragtriage.tui.data as data
@@ -252,6 +262,7 @@ async def test_a_core_error_is_a_message_not_a_crash(db_path: Path, monkeypatch:
         assert "the per-case table is gone" in static_text(app, "#status")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_notes_from_another_process_appear_without_a_key_press(db_path: Path) -> None:
     """The app polls the notes file (every NOTES_POLL_S): another triager's note shows in the open list. The test
@@ -273,6 +284,7 @@ async def test_notes_from_another_process_appear_without_a_key_press(db_path: Pa
         assert (rows["q4"]["status"], rows["q4"]["note"]) == ("confirmed", "seen by bob")
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_slices_and_compare_lift_constants_to_the_title(db_path: Path) -> None:
     app = make_app(db_path)

@@ -36,6 +36,7 @@ def test_kappa_perfect_and_undefined() -> None:
     assert math.isnan(kappa(np.zeros((4, 4), dtype=np.int64)))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=2, max_size=60))
 def test_kappa_matches_sklearn(pairs: list[tuple[int, int]]) -> None:

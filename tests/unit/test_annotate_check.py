@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
+import pytest
 from typer.testing import CliRunner
 
 from ragtriage.annotate import dataset_check, import_labels
@@ -125,6 +126,7 @@ def test_relabelling_after_the_change_clears_the_warning(tmp_path: Path) -> None
     assert [(r["case_id"], r["other"]) for r in rows] == [("c1", "default")]
 
 
+@pytest.mark.slow
 def test_cli_strict_exit_code(tmp_path: Path) -> None:
     _store(tmp_path).close()
     db = str(tmp_path / "store.duckdb")

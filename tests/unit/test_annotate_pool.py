@@ -156,6 +156,7 @@ def test_adjudicated_grades_win(tmp_path: Path) -> None:
     assert disagreements(con, include_adjudicated=False).num_rows == 0
 
 
+@pytest.mark.slow
 def test_cli_round_trip(con, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     con.close()
     db = str(tmp_path / "store.duckdb")

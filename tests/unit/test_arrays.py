@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from ragtriage.arrays import non_null_values
 
@@ -34,6 +35,7 @@ def test_reading_values_does_not_import_pandas() -> None:
     assert out.strip() == "[1.0, 2.0] False"
 
 
+@pytest.mark.slow
 def test_rows_of_some_cases_keep_the_table_order_and_never_import_pandas() -> None:
     code = (
         "import sys, duckdb\n"

@@ -19,6 +19,8 @@ import pytest
 from ragtriage.contract.fields import CASES, DOCUMENTS, EVENTS, LABELS, RESULTS, Table
 from tests.bad_inputs import copy_case, digest, load, make_base, no_traceback, write_rows
 
+pytestmark = pytest.mark.slow  # every test here takes seconds of its own: `pytest -m slow` and CI run them
+
 Mutate = Callable[[Path, Path], None]  # (dataset folder, run folder)
 
 DATA_FILES = {"cases": "dataset", "labels": "dataset", "documents": "dataset", "results": "run", "events": "run"}

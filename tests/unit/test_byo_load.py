@@ -379,6 +379,7 @@ def test_cli_loads_compressed_qrels_and_runs_and_exits_2_once_per_cause(tmp_path
     assert "nothing was loaded, the store is unchanged" in res.output
 
 
+@pytest.mark.slow
 def test_validate_checks_trec_beir_json_qrels_runs_and_topics(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -442,6 +443,7 @@ _ids = st.text(alphabet="abcXYZ019-_.", min_size=1, max_size=4)
     st.randoms(use_true_random=False),
     st.booleans(),
 )  # fmt: skip
+@pytest.mark.slow
 def test_trec_ranks_are_trec_evals_whatever_the_line_order(run: Run, rnd: Any, in_order: bool) -> None:
     """Ties (few distinct scores) and shuffled lines: the fast (file already in order) and the sorting path agree
     with trec_eval's order: score descending, docno descending."""

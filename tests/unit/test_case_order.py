@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragtriage.store import connect
 from tests.factory import load_sample
 
@@ -14,6 +16,7 @@ def _in_case_order(rows: list[tuple[str, int]]) -> bool:
     return rows == sorted(rows)
 
 
+@pytest.mark.slow
 def test_labels_and_qrels_are_stored_in_case_order(tmp_path: Path) -> None:
     con = connect(load_sample(tmp_path / "s.duckdb", runs=("bm25",)))
     # a scan returns rows in the order they were inserted (DuckDB keeps insertion order by default)

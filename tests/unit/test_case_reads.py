@@ -49,6 +49,7 @@ def rows_of(table: pa.Table, ids: list[str], drop: tuple[str, ...] = ()) -> list
     return sorted(kept.to_pylist(), key=lambda r: (r["case_id"], str(r.get("unit_id")), str(r.get("failure"))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ids", [[c] for c in CASES] + [["b", "d"], CASES])
 def test_locations_of_some_cases_are_those_of_the_whole_run(con: duckdb.DuckDBPyConnection, ids: list[str]) -> None:
     whole = unit_locations(con, "r")
@@ -73,6 +74,7 @@ def test_the_fixture_reaches_every_location(con: duckdb.DuckDBPyConnection) -> N
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ids", [[c] for c in CASES] + [["a", "c"], ["nope"]])
 def test_per_case_of_some_cases_is_that_of_the_whole_run(con: duckdb.DuckDBPyConnection, ids: list[str]) -> None:
     for run in ("r", "o"):
@@ -97,6 +99,7 @@ def test_failures_of_some_cases_are_those_of_the_whole_run(con: duckdb.DuckDBPyC
     assert failures(con, "r", case_ids=[]).num_rows == 0
 
 
+@pytest.mark.slow
 def test_summary_and_slices_from_a_given_per_case_table(con: duckdb.DuckDBPyConnection) -> None:
     table = per_case(con, "r", (1, 3, 5, 10), counts=False)  # a superset of the cutoffs asked
     assert summarize(con, "r", per_case=table).to_arrow() == summarize(con, "r").to_arrow()

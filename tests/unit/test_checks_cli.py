@@ -65,6 +65,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp / "store.duckdb"
 
 
+@pytest.mark.slow
 def test_check_exit_codes(db: Path) -> None:
     clean = runner.invoke(app, ["check", "--db", str(db), "--run", "clean"])
     assert clean.exit_code == 0 and "verdict PASSED (3 case(s) checked)" in clean.output
@@ -79,6 +80,7 @@ def test_check_exit_codes(db: Path) -> None:
     assert missing.exit_code == 2 and not (db.parent / "none.duckdb").exists()
 
 
+@pytest.mark.slow
 def test_check_json_and_csv(db: Path) -> None:
     out = runner.invoke(app, ["check", "--db", str(db), "--run", "leaky", "--format", "json"])
     doc = json.loads(out.output)
@@ -93,6 +95,7 @@ def test_check_json_and_csv(db: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_calibrate_dry_run_then_store(db: Path) -> None:
     dry = runner.invoke(app, ["calibrate", "--db", str(db), "--run", "clean", "--target-recall", "0.5", "--dry-run"])
     assert dry.exit_code == 0, dry.output
@@ -110,6 +113,7 @@ def test_calibrate_dry_run_then_store(db: Path) -> None:
     assert both.exit_code == 2
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SAMPLE / "runs" / "no-acl-filter").exists(), reason="sample_runs/ not generated yet")
 def test_sample_runs_only_the_no_acl_filter_run_leaks(tmp_path: Path) -> None:
     con = connect(tmp_path / "sample.duckdb")
@@ -122,6 +126,7 @@ def test_sample_runs_only_the_no_acl_filter_run_leaks(tmp_path: Path) -> None:
     assert leaked and all(n == 0 for n in leaked.values()), leaked
 
 
+@pytest.mark.slow
 def test_table_shows_the_first_rows_of_each_check_and_csv_all(tmp_path: Path) -> None:
     """Five leaking rows and one unknown unit: --limit 2 prints two leaks, the unverifiable row, and says how many
     rows were left out; the counts and the csv still have all five."""

@@ -202,6 +202,7 @@ def test_version_pairs_agree_with_grouping_every_row(con: duckdb.DuckDBPyConnect
     assert found and found == rows(con, VERSION_PAIRS_BY_GROUPING)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_random_stores_agree_with_the_full_run(random_con: duckdb.DuckDBPyConnection, name: str) -> None:
     sql, cut = CHECKS[name]

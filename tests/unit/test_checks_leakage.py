@@ -228,6 +228,7 @@ principal_st = st.tuples(st.sampled_from(("t1", "t2")), st.lists(st.sampled_from
     principals=st.lists(principal_st, min_size=1, max_size=3),
     picks=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4), st.booleans()), min_size=1, max_size=8),
 )
+@pytest.mark.slow
 def test_leaks_match_an_independent_oracle(
     units: list[tuple[str, list[str]]],
     principals: list[tuple[str, list[str]]],

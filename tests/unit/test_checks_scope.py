@@ -131,6 +131,7 @@ def test_broadened_access_fails_the_run_though_the_case_has_no_principal(con: du
     assert report.counts()["scope_violations"] == 4 and report.counts()["optional_filter_broadened"] == 1
 
 
+@pytest.mark.slow
 def test_clean_run_passes_scope(tmp_path: Path) -> None:
     con = make_store(
         tmp_path,
@@ -154,6 +155,7 @@ def test_clean_run_passes_scope(tmp_path: Path) -> None:
     assert report.passed
 
 
+@pytest.mark.slow
 def test_conflicting_filters_pass_only_on_a_controlled_empty_result(tmp_path: Path) -> None:
     conflict = {
         "id": "conflict",

@@ -15,6 +15,8 @@ from ragtriage.classify.classify_run import _with_checks, store_classification
 from ragtriage.sample import sample_runs_path
 from ragtriage.store import connect, load_dataset, load_run
 
+pytestmark = pytest.mark.slow  # every test here takes seconds of its own: `pytest -m slow` and CI run them
+
 RUNS = ("bm25", "dense", "hybrid-rerank", "no-acl-filter")
 
 

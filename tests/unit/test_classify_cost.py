@@ -67,6 +67,7 @@ def test_costs_match_the_hand_derivation(con) -> None:  # type: ignore[no-untype
     )
 
 
+@pytest.mark.slow
 def test_stored_costs_read_back_equal(con) -> None:  # type: ignore[no-untyped-def]
     computed = run_classification(con, "r")
     assert not computed.from_store
@@ -86,6 +87,7 @@ def test_stored_costs_read_back_equal(con) -> None:  # type: ignore[no-untyped-d
     assert failure_list(con, "r", k=3).to_pylist()[0]["case_id"] == "ingest"  # computed, not stored, at k=3
 
 
+@pytest.mark.slow
 def test_a_new_load_makes_the_stored_rows_stale(con, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from ragtriage.classify import refresh
     from ragtriage.store import load_run

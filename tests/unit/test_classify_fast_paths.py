@@ -42,6 +42,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> duckdb.DuckDBPyConnection
     return build(tmp_path_factory.mktemp("plain"), CASES, LABELS, ROWS, k=4)
 
 
+@pytest.mark.slow
 def test_plain_run_reads_positions_from_ranks(plain: duckdb.DuckDBPyConnection) -> None:
     (repeats,) = plain.execute("SELECT has_repeats FROM runs WHERE run_id = 'r'").fetchone()  # type: ignore[misc]
     assert repeats is False
@@ -80,6 +81,7 @@ def _irregular(tmp_path: Path) -> duckdb.DuckDBPyConnection:
     return build(tmp_path, CASES, LABELS, rows, k=4)
 
 
+@pytest.mark.slow
 def test_window_path_agrees_with_the_plain_path(plain: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     con = _irregular(tmp_path)
     (repeats,) = con.execute("SELECT has_repeats FROM runs WHERE run_id = 'r'").fetchone()  # type: ignore[misc]
@@ -92,6 +94,7 @@ def test_window_path_agrees_with_the_plain_path(plain: duckdb.DuckDBPyConnection
     assert ranks == {"F1#1": 2, "F2#1": 6}  # positions, not the recorded ranks 4 and 12
 
 
+@pytest.mark.slow
 def test_rank_gaps_without_repeats_take_the_window_path(plain: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     rows = [
         {**r, "rank": 10 * (i + 1)} for c in ("c", "d", "e") for i, r in enumerate(r for r in ROWS if r["case_id"] == c)
@@ -104,6 +107,7 @@ def test_rank_gaps_without_repeats_take_the_window_path(plain: duckdb.DuckDBPyCo
     assert got == want
 
 
+@pytest.mark.slow
 def test_crowding_tie_goes_to_the_smaller_document_id(tmp_path: Path) -> None:
     rows = results("c", ["B#1", "A#1", "B#2", "A#2", "B#3", "A#3", "F1#1"])
     con = build(tmp_path, [case("c")], [label("c", "F1#1", 3)], rows, k=6)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 from ragtriage.classify import RULES, classify_run, unit_locations
 from ragtriage.classify.case_categories import case_categories
@@ -36,6 +37,7 @@ def _manifest_store(tmp_path: Path, documents: list[dict[str, Any]] | None) -> d
     return make_store(tmp_path, cases=cases, labels=labels, documents=documents, runs=[_run("r", rows)])
 
 
+@pytest.mark.slow
 def test_without_a_manifest_nothing_is_absent_from_corpus(tmp_path: Path) -> None:
     con = _manifest_store(tmp_path, None)
     rows = _rows(con)
@@ -50,6 +52,7 @@ def test_without_a_manifest_nothing_is_absent_from_corpus(tmp_path: Path) -> Non
     assert located["c1"]["location"] == "absent-from-runs" and located["c1"]["in_corpus"] is None
 
 
+@pytest.mark.slow
 def test_with_a_manifest_the_ingestion_rules_decide(tmp_path: Path) -> None:
     with_f1 = _manifest_store(tmp_path / "a", DOCUMENTS)
     assert _rows(with_f1)[("c1", "no-relevant-in-top-k")]["rule"] == "ingestion.absent-from-runs"
@@ -58,6 +61,7 @@ def test_with_a_manifest_the_ingestion_rules_decide(tmp_path: Path) -> None:
     assert row["rule"] == "ingestion.absent-from-corpus" and row["evidence"]["facts"]["assumptions"] == []
 
 
+@pytest.mark.slow
 def test_a_leaking_runs_retrieval_is_never_evidence(tmp_path: Path) -> None:
     # C#1 is for group hr only; the principal is staff. Run o (no acl filter) returns it for both cases.
     cases = [case("mixed"), case("only")]
@@ -86,6 +90,7 @@ def _config_store(tmp_path: Path, **run: Any) -> duckdb.DuckDBPyConnection:
     return con
 
 
+@pytest.mark.slow
 def test_advice_reads_the_reranker_field(tmp_path: Path) -> None:
     none = _rows(_config_store(tmp_path / "a", reranker=None))[("c", "no-relevant-in-top-k")]
     assert none["rule"] == "ranking.candidate-not-promoted"
@@ -99,6 +104,7 @@ def test_advice_reads_the_reranker_field(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_advice_reads_retrieval_and_candidate_depth(tmp_path: Path) -> None:
     # F1#1 is found by run o only; r is hybrid with a candidate depth no deeper than k
     rows = results("c", ["F5#1", "F6#1"])
@@ -124,6 +130,7 @@ def test_every_rule_names_known_inputs_and_advice_fields() -> None:
         assert {a.field for a in rule.advice} <= set(CONFIG_FIELDS), rule.name
 
 
+@pytest.mark.slow
 def test_case_categories_cover_cases_the_classifier_passes(tmp_path: Path) -> None:
     # k=2: "order" has its only relevant unit at 2 (no failure, loses nDCG to order); "deep" has one at 3
     cases = [case("order"), case("deep")]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragtriage.classify import PATTERNS
 from ragtriage.classify.rules import PATTERNS_BY_NAME
 from tests.unit.test_classify_locations import build, case, classified, label, results
@@ -20,6 +22,7 @@ def test_every_pattern_has_an_experiment() -> None:
     assert all(p.experiment for p in PATTERNS)
 
 
+@pytest.mark.slow
 def test_heading_only(tmp_path: Path) -> None:
     # c: the heading A#1 of section A/s1 ranks, its body A#2 does not; d: no heading in the top k
     labels = [label("c", "A#2", 3), label("d", "A#2", 3)]
@@ -31,6 +34,7 @@ def test_heading_only(tmp_path: Path) -> None:
     assert patterns_of(got, "d") == []
 
 
+@pytest.mark.slow
 def test_exact_identifier(tmp_path: Path) -> None:
     # c: nothing in the top k contains E4012; d: D#2 (unjudged) contains it
     cases = [case("c", "What does error E4012 mean?"), case("d", "What does error E4012 mean?")]
@@ -43,6 +47,7 @@ def test_exact_identifier(tmp_path: Path) -> None:
     assert patterns_of(got, "d") == []
 
 
+@pytest.mark.slow
 def test_identifier_tokens_need_letters_and_digits(tmp_path: Path) -> None:
     cases = [case("c", "policy 2024 for BG-200 and RN-2024-117 with 2FA")]
     got = classified(build(tmp_path, cases, [label("c", "F1#1", 3)], results("c", FILL)))
@@ -59,6 +64,7 @@ def test_table_answer(tmp_path: Path) -> None:
     assert patterns_of(got, "e") == ["table-answer"]  # the question asks for a table value
 
 
+@pytest.mark.slow
 def test_current_archived_mixed_and_near_duplicates(tmp_path: Path) -> None:
     # c: both policy versions (near-identical text) in the top k; d: only the current one
     labels = [label("c", "F1#1", 3), label("d", "F1#1", 3)]
@@ -79,6 +85,7 @@ def test_near_duplicates_need_a_high_overlap(tmp_path: Path) -> None:
     assert got[("c", "no-relevant-in-top-k")]["evidence"]["facts"]["duplicate_pairs"] == []
 
 
+@pytest.mark.slow
 def test_multi_part_partial(tmp_path: Path) -> None:
     cases = [case("c", query_type="multi-part"), case("d")]
     labels = [label(c, u, 3) for c in ("c", "d") for u in ("F1#1", "F2#1")]
@@ -88,6 +95,7 @@ def test_multi_part_partial(tmp_path: Path) -> None:
     assert patterns_of(got, "d", "recall-below-bar") == []
 
 
+@pytest.mark.slow
 def test_one_document_dominates(tmp_path: Path) -> None:
     labels = [label("c", "F1#1", 3), label("d", "F1#1", 3), label("e", "B#6", 3)]
     rows = (

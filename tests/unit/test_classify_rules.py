@@ -31,6 +31,7 @@ def test_no_relevant_label(tmp_path: Path) -> None:
     assert got[("d", "no-relevant-in-top-k")]["rule"] == "ranking.below-k"  # F1#1 at rank 5 > k 4
 
 
+@pytest.mark.slow
 def test_label_not_in_snapshot_versus_absent_from_corpus(tmp_path: Path) -> None:
     # A#9: its document A is in the snapshot (re-chunked: a dataset defect); Z#1: document Z is not (ingestion)
     con = build(
@@ -81,6 +82,7 @@ def test_unpermitted_evidence_versus_absent_from_runs(tmp_path: Path) -> None:
     assert (d["rule"], d["category"], d["confidence"]) == ("ingestion.absent-from-runs", "ingestion", 0.6)
 
 
+@pytest.mark.slow
 def test_absent_from_runs_versus_found_by_other_run(tmp_path: Path) -> None:
     con = build(
         tmp_path,
@@ -146,6 +148,7 @@ def test_unjudged_top_lowers_confidence(tmp_path: Path) -> None:
     assert d["evidence"]["rules"] == ["ranking.below-k"] and d["confidence"] == 0.85
 
 
+@pytest.mark.slow
 def test_negative_has_relevant_labels(tmp_path: Path) -> None:
     neg = {"answerable": False, "expected_behavior": "insufficient_evidence"}
     cases = [case("c", **neg), case("d", **neg)]
@@ -154,6 +157,7 @@ def test_negative_has_relevant_labels(tmp_path: Path) -> None:
     assert got[("d", "negative-not-abstained")]["rule"] == "ranking.negative-answered"
 
 
+@pytest.mark.slow
 def test_negative_confident_scores_needs_a_threshold(tmp_path: Path) -> None:
     neg = {"answerable": False, "expected_behavior": "below_threshold"}
     cases = [case("c", **neg), case("d", **neg)]
@@ -173,6 +177,7 @@ def test_negative_confident_scores_needs_a_threshold(tmp_path: Path) -> None:
     assert ("d", "negative-not-abstained") not in got  # top score 0.3 < 0.5: abstained as expected
 
 
+@pytest.mark.slow
 def test_negative_not_abstained_fallback(tmp_path: Path) -> None:
     neg = {"answerable": False, "expected_behavior": "insufficient_evidence"}
     cases = [case("c", **neg), case("d", **neg), case("e", **neg)]
@@ -188,6 +193,7 @@ def test_negative_not_abstained_fallback(tmp_path: Path) -> None:
     assert ("e", "negative-not-abstained") not in got
 
 
+@pytest.mark.slow
 def test_leakage_is_security(tmp_path: Path) -> None:
     hr = {"id": "u2", "groups": ["staff", "hr"], "tenant": "t1"}
     labels = [label("c", "F5#1", 3), label("d", "F5#1", 3)]

@@ -39,6 +39,7 @@ def store(tmp_path: Path) -> duckdb.DuckDBPyConnection:
     return build(tmp_path, cases, labels, rows)
 
 
+@pytest.mark.slow
 def test_failures_ordered_and_joined_with_cases(store: duckdb.DuckDBPyConnection) -> None:
     rows = failures(store, "r").to_pylist()
     assert [(r["case_id"], r["failure"], r["category"], r["rule"]) for r in rows] == [
@@ -58,6 +59,7 @@ def test_recall_bar_comes_from_the_dataset(tmp_path: Path) -> None:
     assert classified(con) == {}  # R@4 = 0.5 is not under the bar 0.5
 
 
+@pytest.mark.slow
 def test_store_replaces_the_runs_rows(store: duckdb.DuckDBPyConnection) -> None:
     first = classify_run(store, "r")
     again = classify_run(store, "r")
@@ -80,6 +82,7 @@ def test_several_cutoffs(store: duckdb.DuckDBPyConnection) -> None:
         classify_run(store, "r", ks=[0], store=False)
 
 
+@pytest.mark.slow
 def test_unknown_run_and_read_only(store: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         classify_run(store, "nope", store=False)
@@ -91,6 +94,7 @@ def test_unknown_run_and_read_only(store: duckdb.DuckDBPyConnection, tmp_path: P
     ro.close()
 
 
+@pytest.mark.slow
 def test_cli_summary_filters_and_notes(store: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     store.close()
     db = tmp_path / "store.duckdb"
@@ -119,6 +123,7 @@ def test_cli_summary_filters_and_notes(store: duckdb.DuckDBPyConnection, tmp_pat
     assert missing.exit_code == 2
 
 
+@pytest.mark.slow
 def test_stored_rows_go_stale_when_the_run_is_calibrated(tmp_path: Path) -> None:
     neg = {"answerable": False, "expected_behavior": "below_threshold"}
     con = build(tmp_path, [case("n", **neg)], [label("n", "F9#1", 0)], results("n", FILL, score=0.9))

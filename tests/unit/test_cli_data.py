@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ragtriage.cli import app
@@ -17,6 +18,7 @@ LABELS = [{"case_id": "q1", "document_id": "d1", "chunk_id": "d1#1", "grade": 3}
 DOCS = [{"document_id": "d1", "chunk_id": "d1#1", "acl": ["all"]}]
 
 
+@pytest.mark.slow
 def test_load_info_validate_round_trip(tmp_path: Path) -> None:
     ds = write_dataset(tmp_path / "ds", cases=CASES, labels=LABELS, documents=DOCS)
     run = write_run(
@@ -54,6 +56,7 @@ def test_validate_and_load_exit_2_with_file_line_field(tmp_path: Path) -> None:
     assert "nothing was loaded" in res.output
 
 
+@pytest.mark.slow
 def test_load_precomputes_the_overview_summary_for_the_tui(tmp_path: Path, summary_cache_dir: Path) -> None:
     from ragtriage.metrics import summarize, summary_cache
     from ragtriage.store import connect

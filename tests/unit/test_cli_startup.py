@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HEAVY = ("duckdb", "pyarrow", "numpy", "textual", "jsonschema", "platformdirs")
 
 
@@ -24,6 +26,7 @@ def test_help_imports_no_heavy_module() -> None:
     assert "metrics" in out and "export-notes" in out  # the help listed the commands
 
 
+@pytest.mark.slow
 def test_a_command_still_reaches_its_core(tmp_path: Path) -> None:
     missing = tmp_path / "none.duckdb"
     res = subprocess.run(

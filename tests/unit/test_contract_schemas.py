@@ -7,6 +7,8 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import ragtriage.annotate
 import ragtriage.checks
 import ragtriage.classify
@@ -41,6 +43,7 @@ CORE = (
 )
 
 
+@pytest.mark.slow
 def test_core_imports_without_typer_or_textual() -> None:
     """Every module of the core packages, imported by a plain ``import`` statement in a fresh interpreter where
     typer, textual and rich cannot be imported."""

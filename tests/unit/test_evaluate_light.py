@@ -138,6 +138,7 @@ def test_reports_other_than_measures_load_the_full_way(tmp_path: Path, taken: li
     assert named.exit_code == 0 and taken == [True]
 
 
+@pytest.mark.slow
 def test_beir_dict_and_frame_qrels_take_the_light_path(
     tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:

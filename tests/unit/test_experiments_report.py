@@ -89,6 +89,7 @@ def _report(store: Path, out: Path, *extra: str) -> object:
     return runner.invoke(app, [*args, "--measure", "P@1", "--html", str(out), *extra])
 
 
+@pytest.mark.slow
 def test_html_tables_parse_back_to_the_hand_figures(store: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     res = _report(store, out)
@@ -128,6 +129,7 @@ def test_html_tables_parse_back_to_the_hand_figures(store: Path, tmp_path: Path)
     assert "<script" not in text and text.count("<svg") == 3
 
 
+@pytest.mark.slow
 def test_existing_output_needs_force(store: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     out.write_text("keep me", encoding="utf-8")
@@ -140,6 +142,7 @@ def test_existing_output_needs_force(store: Path, tmp_path: Path) -> None:
     assert _report(store, store, "--force").exit_code == 2
 
 
+@pytest.mark.slow
 def test_markdown_report_writes_its_plots_beside_it(store: Path, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     md = tmp_path / "r.md"
@@ -155,6 +158,7 @@ def test_markdown_report_writes_its_plots_beside_it(store: Path, tmp_path: Path)
         assert svg.startswith("<svg") and "<script" not in svg and "\x1b" not in svg
 
 
+@pytest.mark.slow
 def test_without_matplotlib_the_report_keeps_every_table_and_says_how_to_get_plots(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,6 +32,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return load_sample(tmp_path_factory.mktemp("sample") / "triage.duckdb")
 
 
+@pytest.mark.slow
 def test_configuration_diff_of_the_four_sample_runs(db: Path) -> None:
     con = connect(db, read_only=True)
     try:
@@ -73,6 +74,7 @@ def test_configuration_diff_of_the_four_sample_runs(db: Path) -> None:
     assert acl.warning == ATTRIBUTION_WARNING
 
 
+@pytest.mark.slow
 def test_many_runs_table_agrees_with_the_one_pair_comparison(db: Path) -> None:
     args = ["compare", "--db", str(db), "--runs", ",".join(RUNS), "--baseline", "bm25", "--split", "holdout"]
     res = runner.invoke(app, [*args, *(a for m in MEASURES for a in ("--measure", m)), "--format", "json"])
@@ -113,6 +115,7 @@ def test_old_one_candidate_form_still_works(db: Path) -> None:
     assert res.exit_code == 2 and "nope" in res.output
 
 
+@pytest.mark.slow
 def test_by_slice_and_categories_in_the_terminal_table(db: Path) -> None:
     args = ["compare", "--db", str(db), "--runs", "hybrid-rerank,no-acl-filter", "--baseline", "bm25"]
     res = runner.invoke(app, [*args, "--measure", "nDCG@10", "--by", "query_type", "--categories"])
@@ -127,6 +130,7 @@ def test_by_slice_and_categories_in_the_terminal_table(db: Path) -> None:
     assert security.split() == ["no-acl-filter", "security", "0", "153", "153", "0"]
 
 
+@pytest.mark.slow
 def test_gate_with_two_candidates_reports_each(db: Path, tmp_path: Path) -> None:
     junit, js = tmp_path / "gate.xml", tmp_path / "gate.json"
     res = runner.invoke(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ragtriage.cli import app
@@ -15,6 +16,7 @@ from tests.tui.conftest import CASES, DOCS, LABELS, _results
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_export_notes_cli(tmp_path: Path) -> None:
     con = make_store(
         tmp_path,

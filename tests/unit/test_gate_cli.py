@@ -52,6 +52,7 @@ def _invoke(*args: str | Path) -> tuple[int, str, str]:
     return res.exit_code, res.stdout, res.stderr
 
 
+@pytest.mark.slow
 def test_failing_gate_exits_1_and_writes_three_reports(tmp_path: Path, db: Path) -> None:
     gate = _gate(tmp_path, FAILING)
     junit, md, js = tmp_path / "g.xml", tmp_path / "g.md", tmp_path / "g.json"
@@ -122,6 +123,7 @@ def test_failing_gate_exits_1_and_writes_three_reports(tmp_path: Path, db: Path)
     assert "| slice_minimum:doc_type=table:nDCG@5 | h4 | doc_type=table | ingestion | nDCG@5 0.300 &lt; 0.6 |" in rows
 
 
+@pytest.mark.slow
 def test_passing_gate_exits_0_and_records_the_verdict(tmp_path: Path, db: Path) -> None:
     gate = _gate(tmp_path, "[[regression]]\nmetric = 'R@10'\n[latency]\np95_ms = 10\n")
     code, out, _ = _invoke("gate", "--db", db, "--gate", gate, "--run", "base", "--baseline", "base")
@@ -132,6 +134,7 @@ def test_passing_gate_exits_0_and_records_the_verdict(tmp_path: Path, db: Path) 
     con.close()
 
 
+@pytest.mark.slow
 def test_leaking_run_fails_even_when_relevance_passes(tmp_path: Path, db: Path) -> None:
     gate = _gate(tmp_path, "[reproducibility]\nrequire = []\n")
     code, out, _ = _invoke("gate", "--db", db, "--gate", gate, "--run", "leaky", "--baseline", "base", "--no-record")
@@ -151,11 +154,13 @@ def test_bad_gate_file_exits_2_naming_file_line_and_key(tmp_path: Path, db: Path
     assert code == 2 and needle in err
 
 
+@pytest.mark.slow
 def test_unknown_run_exits_2(tmp_path: Path, db: Path) -> None:
     code, _, err = _invoke("gate", "--db", db, "--gate", _gate(tmp_path, ""), "--run", "nope", "--baseline", "base")
     assert code == 2 and "unknown run 'nope'" in err
 
 
+@pytest.mark.slow
 def test_compare_formats(db: Path) -> None:
     base = [
         "compare",
@@ -199,6 +204,7 @@ def test_compare_bad_metric_exits_2(db: Path) -> None:
     assert code == 2 and "unknown measure 'MAPP'" in err
 
 
+@pytest.mark.slow
 def test_runs_on_different_dataset_versions_exit_2(tmp_path: Path, db: Path) -> None:
     from ragtriage.store import connect, load_dataset, load_run
     from tests.factory import write_dataset, write_run

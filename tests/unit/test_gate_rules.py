@@ -34,6 +34,7 @@ def _ids(r: RuleResult) -> list[str]:
 REG = "[[regression]]\nmetric = 'R@10'\n"
 
 
+@pytest.mark.slow
 def test_regression_beyond_tolerance_fails_with_the_losing_case(
     tmp_path: Path, gate_store: duckdb.DuckDBPyConnection
 ) -> None:
@@ -49,6 +50,7 @@ def test_regression_beyond_tolerance_fails_with_the_losing_case(
     assert f.detail == "R@10 1.000 → 0.000"
 
 
+@pytest.mark.slow
 def test_regression_within_tolerance_or_not_significant_passes(
     tmp_path: Path, gate_store: duckdb.DuckDBPyConnection
 ) -> None:
@@ -68,11 +70,13 @@ def test_a_significant_drop_names_its_p_value() -> None:
     assert why == "failed: Δ -0.1000 is below -0.02 and significant (p = 0.0012 < 0.05)"
 
 
+@pytest.mark.slow
 def test_regression_on_all_splits_counts_the_dev_case(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:
     r = _rule(_run(tmp_path, gate_store, REG + "split = 'all'\ntolerance = 0.21\n"), "regression:R@10:all splits")
     assert r.passed and r.value == pytest.approx(-0.2)
 
 
+@pytest.mark.slow
 def test_regression_with_no_paired_cases_fails(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:
     r = _rule(_run(tmp_path, gate_store, REG + "split = 'staging'\n"), "regression:R@10:staging")
     assert not r.passed and r.figure == "no paired cases on staging"
@@ -81,6 +85,7 @@ def test_regression_with_no_paired_cases_fails(tmp_path: Path, gate_store: duckd
 SLICE = "[[slice_minimum]]\nslice = { doc_type = 'table' }\nmetric = 'nDCG@5'\nmin = "
 
 
+@pytest.mark.slow
 def test_slice_minimum(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:
     r = _rule(_run(tmp_path, gate_store, SLICE + "0.6\n"), "slice_minimum:doc_type=table:nDCG@5")
     # h3 (0.8) and h4 (0.3) have table evidence: mean 0.55 < 0.6; only h4 is below the minimum itself.
@@ -95,6 +100,7 @@ def test_slice_minimum_on_an_empty_slice_fails(tmp_path: Path, gate_store: duckd
     assert not r.passed and "no cases" in r.figure
 
 
+@pytest.mark.slow
 def test_critical_cases(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:
     text = "[critical_cases]\nmetric = 'R@10'\nmin = 1.0\n"
     r = _rule(_run(tmp_path, gate_store, text), "critical_cases:R@10")
@@ -108,6 +114,7 @@ def test_zero_hit_rate(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) ->
     assert _rule(_run(tmp_path, gate_store, "[zero_hit]\nk = 10\nmax_rate = 0.25\n"), "zero_hit@10").passed
 
 
+@pytest.mark.slow
 def test_negative_cases(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:
     r = _rule(_run(tmp_path, gate_store, "[negative_cases]\n"), "negative_cases")
     # n1 returns nothing (passes), n2 returns one result (fails): share 0.5.
@@ -118,6 +125,7 @@ def test_negative_cases(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -
     assert _rule(_run(tmp_path, gate_store, "[negative_cases]\nmin_share = 0.5\n"), "negative_cases").passed
 
 
+@pytest.mark.slow
 def test_latency_p95_and_timeouts(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:
     # 7 latencies 10..60 and 1000: p95 at position 5.7 → 60 + 0.7 * 940 = 718 ms; h4 timed out.
     r = _rule(_run(tmp_path, gate_store, "[latency]\np95_ms = 700\n"), "latency")
@@ -127,11 +135,13 @@ def test_latency_p95_and_timeouts(tmp_path: Path, gate_store: duckdb.DuckDBPyCon
     assert not r.passed and _ids(r) == ["h4"] and r.failures[0].category == "ingestion"
 
 
+@pytest.mark.slow
 def test_latency_without_events_fails(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:
     r = _rule(_run(tmp_path, gate_store, "[latency]\np95_ms = 5000\n", run="leaky"), "latency")
     assert not r.passed and r.figure == "no events recorded for the run"
 
 
+@pytest.mark.slow
 def test_leakage_always_runs_and_fails_on_a_candidate_stage_leak(
     tmp_path: Path, gate_store: duckdb.DuckDBPyConnection
 ) -> None:
@@ -144,6 +154,7 @@ def test_leakage_always_runs_and_fails_on_a_candidate_stage_leak(
     assert _rule(_run(tmp_path, gate_store, ""), "leakage").passed
 
 
+@pytest.mark.slow
 def test_reproducibility(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:
     good = _rule(_run(tmp_path, gate_store, ""), "reproducibility")
     assert good.passed and good.figure == "all recorded"
@@ -156,6 +167,7 @@ def test_reproducibility(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) 
     assert r.passed and any(n.startswith("not required: configuration") for n in r.notes)
 
 
+@pytest.mark.slow
 def test_gate_file_edited_after_the_run_was_loaded_is_reported(
     tmp_path: Path, gate_store: duckdb.DuckDBPyConnection
 ) -> None:
@@ -167,6 +179,7 @@ def test_gate_file_edited_after_the_run_was_loaded_is_reported(
     assert not r.passed and "gate_file_predates_run: gate file modified" in r.figure
 
 
+@pytest.mark.slow
 def test_verdict_is_recorded_with_the_gate_hash(tmp_path: Path, gate_store: duckdb.DuckDBPyConnection) -> None:
     v = _run(tmp_path, gate_store, REG)
     first, second = record_verdict(gate_store, v), record_verdict(gate_store, v)

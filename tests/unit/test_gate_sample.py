@@ -29,6 +29,7 @@ def _failed(junit: Path) -> set[str]:
     return {str(c.get("name")) for c in root.iter("testcase") if c.find("failure") is not None}
 
 
+@pytest.mark.slow
 def test_release_gate_fails_the_best_run_for_its_real_defects(db: Path, tmp_path: Path) -> None:
     junit = tmp_path / "gate.xml"
     res = runner.invoke(
@@ -62,6 +63,7 @@ def test_release_gate_fails_the_best_run_for_its_real_defects(db: Path, tmp_path
     )
 
 
+@pytest.mark.slow
 def test_ranking_gate_passes_the_best_run_and_fails_the_leaking_one_on_leakage_only(db: Path, tmp_path: Path) -> None:
     gate = str(SAMPLE / "gate-pass.toml")
     ok = runner.invoke(

@@ -153,6 +153,7 @@ def backdate(path: Path, seconds: float = 3600.0) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_compare_pairs_cases_and_slices_by_evidence_doc_type(gate_store: duckdb.DuckDBPyConnection) -> None:
     res = compare(gate_store, "cand", "base", metrics=["nDCG@5"], by="doc_type", split="holdout", n_resamples=1000)
     rows = {r["slice"]: r for r in res.summary.to_pylist()}

@@ -116,6 +116,7 @@ GATE = '[gate]\nname = "g"\n[[regression]]\nmetric = "R@3"\ntolerance = 0.0\n'
         ["compare", "--run", "cand", "--baseline", "base", "--by", "doc_type", "--format", "csv", "--k", "3"],
     ],
 )
+@pytest.mark.slow
 def test_every_csv_on_stdout_has_no_formula_and_no_control(db: Path, args: list[str]) -> None:
     _assert_safe_csv(_run(*args, "--db", db))
 
@@ -140,6 +141,7 @@ def test_check_csv_keeps_hostile_ids_visible_but_inert(db: Path) -> None:
         ["dataset", "check"],
     ],
 )
+@pytest.mark.slow
 def test_terminal_output_shows_escapes_and_markup_literally(db: Path, args: list[str]) -> None:
     out = _run(*args, "--db", db)
     _assert_inert(out)
@@ -154,6 +156,7 @@ def test_terminal_output_shows_escapes_and_markup_literally(db: Path, args: list
         ["compare", "--run", "cand", "--baseline", "base", "--by", "doc_type", "--format", "markdown", "--k", "3"],
     ],
 )
+@pytest.mark.slow
 def test_markdown_escapes_cells(db: Path, args: list[str]) -> None:
     out = _run(*args, "--db", db)
     _assert_inert(out)
@@ -168,6 +171,7 @@ def test_markdown_escapes_cells(db: Path, args: list[str]) -> None:
     assert "\\[bold\\]q3\\[/\\]" in out or "--by" in args
 
 
+@pytest.mark.slow
 def test_gate_reports_are_inert_and_well_formed(db: Path, tmp_path: Path) -> None:
     gate = tmp_path / "g.toml"
     gate.write_text(GATE)
@@ -184,6 +188,7 @@ def test_gate_reports_are_inert_and_well_formed(db: Path, tmp_path: Path) -> Non
     assert json.loads(js.read_text())["run_id"] == "cand"  # JSON keeps the stored value (escaped by JSON itself)
 
 
+@pytest.mark.slow
 def test_gate_refuses_to_overwrite_without_force(db: Path, tmp_path: Path) -> None:
     gate = tmp_path / "g.toml"
     gate.write_text(GATE)
@@ -200,6 +205,7 @@ def test_gate_refuses_to_overwrite_without_force(db: Path, tmp_path: Path) -> No
     assert res.exit_code == 1 and junit.read_text().startswith("<?xml")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["export-notes", "pool", "adjudicate"])
 def test_file_outputs_refuse_the_store_its_notes_and_existing_files(db: Path, tmp_path: Path, command: str) -> None:
     flag = "--csv" if command == "export-notes" else "--out"
@@ -224,6 +230,7 @@ def test_export_notes_csv_is_inert(db: Path, tmp_path: Path) -> None:
     assert mine["note"] == "␛]8;;http://evil.example/␇click␛]8;;␇[bold]x[/]" and mine["author"] == "'=me"
 
 
+@pytest.mark.slow
 def test_pool_round_trips_through_import_labels(tmp_path: Path) -> None:
     db = _store(tmp_path)
     pool = tmp_path / "pool.csv"

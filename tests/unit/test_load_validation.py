@@ -169,6 +169,7 @@ def test_warnings_are_counted_not_fatal(tmp_path: Path) -> None:
     assert n == (4,)
 
 
+@pytest.mark.slow
 def test_failing_load_leaves_every_table_unchanged(tmp_path: Path) -> None:
     con = _store(tmp_path)
     good = [{"case_id": "q1", "rank": 1, "document_id": "d1", "chunk_id": "d1#1", "score": 1.0}]

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from ragtriage.contract.fields import TABLES
 from tests.bad_inputs import copy_case, digest, load, make_base, no_traceback
 
+pytestmark = pytest.mark.slow  # every test here takes seconds of its own: `pytest -m slow` and CI run them
+
 FILES = {
     "cases.jsonl": ("dataset", "cases"),
     "labels.jsonl": ("dataset", "labels"),

@@ -67,6 +67,7 @@ def _judged_qrels(labels: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return {q: g for q, g in _qrels(labels).items() if max(g.values()) >= THRESHOLD}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_default_mode_equals_per_case(tmp_path: Path, seed: int) -> None:
     """The measures computation and ``per_case`` share definitions: same figures on cases with relevant labels."""

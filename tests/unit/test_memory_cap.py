@@ -47,6 +47,7 @@ def test_the_load_runs_under_the_cap_and_gives_the_default_back(tmp_path: Path) 
     assert set(seen) == {default}
 
 
+@pytest.mark.slow
 def test_a_load_under_a_tiny_cap_spills_and_stores_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ragtriage.store import byo, memory_cap
 
@@ -100,6 +101,7 @@ def test_the_classification_a_load_stores_runs_under_the_cap(tmp_path: Path, mon
     assert seen == ["1.0 GiB"] and _limit(con) == default
 
 
+@pytest.mark.slow
 def test_an_evaluation_without_a_store_spills_to_its_own_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -38,6 +38,7 @@ def _metrics(db: Path, *args: str) -> str:
     return res.stdout
 
 
+@pytest.mark.slow
 def test_csv_json_markdown_table_carry_the_summary(db: Path) -> None:
     con = connect(db, read_only=True)
     rep = summarize(con, "bm25", (3, 5, 10))

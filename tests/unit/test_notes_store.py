@@ -100,6 +100,7 @@ def _writer(path: str, who: str, field: str, barrier: mp.synchronize.Barrier) ->
         store.set("r", f"{who}-{i}", note=f"{who} wrote {i}", author=who)
 
 
+@pytest.mark.slow
 def test_two_processes_lose_no_write(tmp_path: Path) -> None:
     path = str(tmp_path / "n.sqlite")
     NotesStore(path)

@@ -27,6 +27,7 @@ def _store(tmp_path: Path) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_cached_per_case_equals_the_computed_one_at_every_subset_of_cutoffs(
     tmp_path: Path, summary_cache_dir: Path
 ) -> None:
@@ -43,6 +44,7 @@ def test_cached_per_case_equals_the_computed_one_at_every_subset_of_cutoffs(
     assert list(summary_cache_dir.glob("*.per-case.arrow"))
 
 
+@pytest.mark.slow
 def test_compare_reads_the_entry_until_the_run_or_the_labels_change(tmp_path: Path, summary_cache_dir: Path) -> None:
     from ragtriage.store import load_run
 
@@ -82,6 +84,7 @@ def test_compare_reads_the_entry_until_the_run_or_the_labels_change(tmp_path: Pa
         con.close()
 
 
+@pytest.mark.slow
 def test_a_miss_is_computed_once_and_kept_for_the_next_compare(
     tmp_path: Path, summary_cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -113,6 +116,7 @@ def test_a_miss_is_computed_once_and_kept_for_the_next_compare(
         con.close()
 
 
+@pytest.mark.slow
 def test_with_the_cache_off_a_miss_is_computed_and_nothing_is_written(
     tmp_path: Path, summary_cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -127,6 +131,7 @@ def test_with_the_cache_off_a_miss_is_computed_and_nothing_is_written(
     assert not summary_cache_dir.exists() or not list(summary_cache_dir.iterdir())
 
 
+@pytest.mark.slow
 def test_load_keeps_the_first_slices_of_a_run_at_a_cached_cutoff_and_the_tui_reads_them(
     tmp_path: Path, summary_cache_dir: Path
 ) -> None:

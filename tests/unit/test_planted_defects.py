@@ -57,6 +57,7 @@ def _assigned(rows: list[dict[str, Any]]) -> dict[str, str]:
     return {c: ", ".join(sorted(v)) for c, v in cats.items()}
 
 
+@pytest.mark.slow
 def test_build_is_deterministic(planted_set: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     root, planted = planted_set
     again = _plant().build(tmp_path, sample_runs_path() / "dataset", seed=17, per_kind=8)
@@ -65,6 +66,7 @@ def test_build_is_deterministic(planted_set: tuple[Path, dict[str, Any]], tmp_pa
         assert (tmp_path / name).read_bytes() == (root / name).read_bytes()
 
 
+@pytest.mark.slow
 def test_planted_categories_are_found(planted_set: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     root, planted = planted_set
     con = _load(root, tmp_path / "store.duckdb")
@@ -87,6 +89,7 @@ def test_planted_categories_are_found(planted_set: tuple[Path, dict[str, Any]], 
     assert matrix[("clean", "none")] >= 50
 
 
+@pytest.mark.slow
 def test_the_leaking_run_is_never_cited(planted_set: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     root, planted = planted_set
     con = _load(root, tmp_path / "store.duckdb")
@@ -102,6 +105,7 @@ def test_the_leaking_run_is_never_cited(planted_set: tuple[Path, dict[str, Any]]
     assert {r["rule"] for r in rows if r["case_id"] in unpermitted} == {"dataset.unpermitted-evidence"}
 
 
+@pytest.mark.slow
 def test_without_a_manifest_no_failure_is_absent_from_corpus(
     planted_set: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:

@@ -32,6 +32,7 @@ def _number(text: str) -> int:
     return int(text.replace(",", ""))
 
 
+@pytest.mark.slow
 def test_sample_readme_table_leak_cell_matches(store: duckdb.DuckDBPyConnection) -> None:
     table = (sample_runs_path() / "README.md").read_text(encoding="utf-8")
     row = next(line for line in table.splitlines() if line.startswith("| no-acl-filter |"))

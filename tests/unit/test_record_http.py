@@ -128,6 +128,7 @@ def test_pre_flight_errors(server: HTTPServer, tmp_path: Path) -> None:
         http(server.url_for("/ok"), token_env="NOPE_TOKEN")
 
 
+@pytest.mark.slow
 def test_cli_exit_2_without_traceback_and_the_gate_prints_the_concurrency(server: HTTPServer, tmp_path: Path) -> None:
     runner = CliRunner()
     ds = write_dataset(tmp_path / "ds", n=6)

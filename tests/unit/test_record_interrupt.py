@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.record_helpers import rows, write_dataset
 
 RETRIEVER = """\
@@ -28,6 +30,7 @@ def search(query, case_id):
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_a_partial_run_that_resume_completes(tmp_path: Path) -> None:
     ds = write_dataset(tmp_path / "ds", n=60)
     (tmp_path / "slow_search.py").write_text(RETRIEVER)

@@ -36,6 +36,7 @@ def sample_server() -> Iterator[str]:
     server.server_close()
 
 
+@pytest.mark.slow
 def test_recorded_bm25_equals_the_bundled_run(sample_server: str, tmp_path: Path) -> None:
     # The bundled run passed each case's own principal and filters and applied all filters but effective_on:
     # the server's bm25 does the same with what the recorder sends, so nothing needs overriding here.

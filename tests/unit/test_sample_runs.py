@@ -150,6 +150,7 @@ def test_one_run_has_one_or_two_timeouts_with_fallback() -> None:
     assert 1 <= len(events) <= 2 and all(e["fallback"] for e in events)
 
 
+@pytest.mark.slow
 def test_loads_with_only_the_planted_warnings(store) -> None:
     warn = dict(store.execute("SELECT code, count(*) FROM load_warnings GROUP BY code").fetchall())
     assert warn.pop("label-unit-not-in-snapshot") == 3
@@ -181,6 +182,7 @@ def test_ingestion_gap_hides_labelled_evidence_from_every_run(store) -> None:
     assert {"man-bs40", "ds-bg200", "man-bg200"} <= docs
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("bm25s") is None, reason="needs the 'sample' extra (bm25s)")
 def test_generator_reproduces_the_shipped_files(tmp_path: Path) -> None:
     subprocess.run(

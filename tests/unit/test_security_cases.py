@@ -58,6 +58,7 @@ def test_empty_acl_is_an_acl_where_the_dataset_requires_one(tmp_path: Path) -> N
     assert ("u", "nobody#1", "acl-no-overlap") in _leaks(con)
 
 
+@pytest.mark.slow
 def test_principal_without_id_is_checked_not_skipped(tmp_path: Path) -> None:
     con = _store(
         tmp_path,
@@ -82,6 +83,7 @@ def test_principal_without_id_is_checked_not_skipped(tmp_path: Path) -> None:
     assert counts["leak_findings"] == 5
 
 
+@pytest.mark.slow
 def test_unchecked_cases_are_counted_by_check_and_by_the_gate(tmp_path: Path) -> None:
     _store(tmp_path, {"ok": {"id": "u", "groups": ["staff"], "tenant": "acme"}, "anon": None}).close()
     db = str(tmp_path / "store.duckdb")

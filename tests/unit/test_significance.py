@@ -129,6 +129,7 @@ def test_sparse_sign_flip_nulls_have_the_exact_null_variance() -> None:
         assert null.var() / scale**2 == pytest.approx(1.0, abs=0.05)
 
 
+@pytest.mark.slow
 def test_sparse_sign_flip_p_values_agree_with_scipy_and_do_not_depend_on_the_table() -> None:
     d = _sparse_differences(3000, 9)
     together, exact = sign_flip_tests(d, n_resamples=20_000, seed=4)
@@ -147,6 +148,7 @@ def test_sparse_sign_flip_p_values_agree_with_scipy_and_do_not_depend_on_the_tab
         assert together[j] == pytest.approx(ref.pvalue, abs=0.02)
 
 
+@pytest.mark.slow
 def test_bootstrap_of_many_distinct_values_with_ties_skips_zero_rows_and_agrees_with_scipy() -> None:
     # > 4096 distinct values: resampled case by case, only over the non-zero rows (K ~ Binomial(n, r/n) draws)
     d = _sparse_differences(20_000, 3)[:, 1]
@@ -157,6 +159,7 @@ def test_bootstrap_of_many_distinct_values_with_ties_skips_zero_rows_and_agrees_
     assert high == pytest.approx(ref.confidence_interval.high, abs=0.1 * se)
 
 
+@pytest.mark.slow
 def test_large_multinomial_bootstrap_is_split_reproducibly_and_keeps_the_standard_error() -> None:
     # 600 distinct values x 10,000 resamples: drawn in two halves on two threads from child generators
     rng = np.random.default_rng(8)

@@ -77,6 +77,7 @@ def test_connect_raises_store_locked_with_pid(db: Path, holder: subprocess.Popen
         ["load", "--run", "{tmp}/run0", "--replace"],
     ],
 )
+@pytest.mark.slow
 def test_every_command_says_so_in_one_line(db: Path, holder: subprocess.Popen[str], args: list[str]) -> None:
     res = runner.invoke(app, [a.format(tmp=db.parent) for a in args] + ["--db", str(db)])
     assert res.exit_code == 2, res.output
@@ -84,6 +85,7 @@ def test_every_command_says_so_in_one_line(db: Path, holder: subprocess.Popen[st
     assert res.output.strip().splitlines() == [f"{db}: store in use by PID {holder.pid} (load); retry or pass --wait"]
 
 
+@pytest.mark.slow
 def test_wait_waits_for_the_lock_in_a_real_process(db: Path, holder: subprocess.Popen[str]) -> None:
     waiter = subprocess.Popen(
         [sys.executable, "-c", CLI, "--wait", "info", "--db", str(db)],
@@ -99,6 +101,7 @@ def test_wait_waits_for_the_lock_in_a_real_process(db: Path, holder: subprocess.
     assert "Traceback" not in err and "│ r " in out
 
 
+@pytest.mark.slow
 def test_without_wait_a_real_process_fails_in_one_line(db: Path, holder: subprocess.Popen[str]) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", CLI, "info", "--db", str(db)], capture_output=True, text=True, timeout=60

@@ -49,6 +49,7 @@ def _store(tmp_path: Path, qrels: str, results: str, threshold: int) -> Path:
         ("qrels.rel_level.gz", "results.test.gz", 2, "out.test.aql"),
     ],
 )
+@pytest.mark.slow
 def test_same_lines_as_trec_eval(tmp_path: Path, qrels: str, results: str, threshold: int, expected: str) -> None:
     db = _store(tmp_path, qrels, results, threshold)
     lines = (DATA / expected).read_text().splitlines()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragtriage.annotate.label_import import import_labels
 from ragtriage.classify import classify_run, failures
 from ragtriage.gate.sources import paired_version
@@ -11,6 +13,7 @@ from ragtriage.store import current_dataset_version
 from tests.factory import make_store
 
 
+@pytest.mark.slow
 def test_classification_and_gate_follow_the_current_version(tmp_path: Path) -> None:
     docs = [
         {"document_id": "d1", "chunk_id": "d1#1", "acl": ["all"]},
