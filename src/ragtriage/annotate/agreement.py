@@ -44,6 +44,11 @@ JOIN (SELECT DISTINCT case_id, v FROM ({{members}})) m ON m.case_id = a.case_id
 ORDER BY a.case_id, a.unit_id, a.annotator, b.annotator, m.v
 """
 
+#: A unit's title and text from the corpus snapshot (a document's chunks joined in manifest order).
+UNIT_TEXT = """SELECT unit_id, any_value(title ORDER BY position) AS title,
+       string_agg(text, chr(10) || chr(10) ORDER BY position) AS text
+FROM documents GROUP BY unit_id"""
+
 _DISAGREEMENTS_SQL = f"""
 WITH {_PER_ANNOTATOR}, spread AS (
     SELECT case_id, unit_id, min(grade) AS min_grade, max(grade) AS max_grade, count(*) AS n_annotators,
@@ -51,11 +56,7 @@ WITH {_PER_ANNOTATOR}, spread AS (
            arg_min(document_id, annotator) AS document_id, arg_min(chunk_id, annotator) AS chunk_id
     FROM per_annotator GROUP BY case_id, unit_id
     HAVING count(*) >= 2 AND max(grade) - min(grade) >= $min_diff
-), unit_text AS (
-    SELECT unit_id, any_value(title ORDER BY position) AS title,
-           string_agg(text, chr(10) || chr(10) ORDER BY position) AS text
-    FROM documents GROUP BY unit_id
-)
+), unit_text AS ({UNIT_TEXT})
 SELECT s.case_id, c.query, s.unit_id, s.document_id, s.chunk_id, t.title, t.text, s.grades, s.min_grade,
        s.max_grade, s.n_annotators,
        EXISTS (SELECT 1 FROM labels l WHERE l.case_id = s.case_id AND l.unit_id = s.unit_id

@@ -13,6 +13,7 @@ from ragtriage.cli import (  # noqa: F401  (register commands)
     experiments,
     failures,
     gate,
+    judge,
     metrics,
     record,
     tui,

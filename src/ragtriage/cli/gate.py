@@ -15,6 +15,7 @@ from rich.console import Console
 from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, DbOpt, FormatOpt, app, open_existing, output_path, show
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.experiments import Correction, CorrectionOpt, MeasureOpt, RunsOpt, Test, TestOpt
+from ragtriage.cli.metrics import Labels, LabelsOpt
 from ragtriage.output import Format, Output
 from ragtriage.safe_text import visible
 
@@ -52,6 +53,7 @@ def compare(
         Path | None,
         typer.Option("--gate", help="Gate file (TOML): name the rules each candidate fails before its figures."),
     ] = None,
+    labels: LabelsOpt = Labels.human,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Paired comparison against a baseline. Each candidate's leakage (and, with --gate, the rules it fails) is
@@ -61,6 +63,49 @@ def compare(
     the configuration diff of each run. With --run alone: one candidate on every metric at --k, per slice, with
     the worst regressions.
     """
+    from ragtriage.metrics.context import using_labels
+
+    with using_labels(labels.value):
+        _compare(
+            baseline,
+            run,
+            runs,
+            db,
+            measure,
+            k,
+            by,
+            split,
+            metric,
+            test,
+            correction,
+            alpha,
+            categories,
+            seed,
+            resamples,
+            fmt,
+            gate_file,
+        )
+
+
+def _compare(
+    baseline: str,
+    run: str | None,
+    runs: list[str] | None,
+    db: Path,
+    measure: list[str] | None,
+    k: list[int] | None,
+    by: str | None,
+    split: str | None,
+    metric: list[str] | None,
+    test: Test,
+    correction: Correction,
+    alpha: float,
+    categories: bool,
+    seed: int,
+    resamples: int,
+    fmt: Format,
+    gate_file: Path | None,
+) -> None:
     from ragtriage.cli.experiments import build, print_comparison, split_runs
 
     many = split_runs(runs)
@@ -88,6 +133,7 @@ def compare(
         )
         if fmt is Format.trec:
             raise _fail(ValueError("--format trec writes trec_eval's lines; use it with `metrics`"))
+        _say_labels(db)
         print_comparison(rc, changes, fmt.value)
         return
     if run is None:
@@ -113,6 +159,7 @@ def _compare_one(
     from ragtriage.experiments.safety import run_safety
     from ragtriage.gate.compare import compare as run_compare
     from ragtriage.gate.config import GateFileError, parse_gate
+    from ragtriage.metrics.context import labels_header
     from ragtriage.store import StoreError
 
     try:
@@ -121,6 +168,7 @@ def _compare_one(
     except (GateFileError, StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
+        in_use = labels_header(con)
         result = run_compare(
             con,
             run,
@@ -137,12 +185,27 @@ def _compare_one(
         raise _fail(exc) from exc
     finally:
         con.close()
-    show(_comparison_output(result, safety.phrase()), fmt)
+    show(_comparison_output(result, safety.phrase(), in_use), fmt)
 
 
-def _comparison_output(result: Comparison, leakage: str) -> Output:
+def _say_labels(db: Path) -> None:
+    """The labels line on standard error, where the runs table has no header to hold it: said when the store holds
+    judged labels (a store without them prints exactly what it did before)."""
+    from ragtriage.metrics.context import labels_header
+
+    con = open_existing(db, read_only=True)
+    try:
+        line = labels_header(con)["labels"]
+    finally:
+        con.close()
+    if line != "human only":
+        err.print(visible(f"labels: {line}"), markup=False)
+
+
+def _comparison_output(result: Comparison, leakage: str, labels: dict[str, str] | None = None) -> Output:
     """The summary rows (numbers, for json/csv), the same rows formatted for a reader, and the worst cases;
-    the candidate's leakage (``experiments.safety``) leads the context, before any figure."""
+    the candidate's leakage (``experiments.safety``) leads the context, before any figure, and the labels the
+    figures use close it."""
     import pyarrow as pa
 
     from ragtriage.arrays import table_of_rows
@@ -162,6 +225,7 @@ def _comparison_output(result: Comparison, leakage: str) -> Output:
         "stage": "final",
         "method": method(n_resamples=result.n_resamples, seed=result.seed),
         "unpaired": result.unpaired,
+        **(labels or {}),
     }
     return Output(result.summary, context, sections={"worst": result.worst}, shown=shown)
 
@@ -177,6 +241,7 @@ def gate(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the verdict as JSON here.")] = None,
     record: Annotated[bool, typer.Option(help="Store the verdict in the gate_verdicts table.")] = True,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    labels: LabelsOpt = Labels.human,
 ) -> None:
     """Release gate: exit 0 when every rule passes for every candidate, 1 when any fails, 2 on unusable input."""
     import duckdb
@@ -185,6 +250,7 @@ def gate(
     from ragtriage.gate import reports
     from ragtriage.gate.config import GateFileError, parse_gate
     from ragtriage.gate.verdict import evaluate_gate, record_verdict
+    from ragtriage.metrics.context import labels_header, using_labels
     from ragtriage.store import StoreError
 
     outputs = [
@@ -200,7 +266,9 @@ def gate(
     except (GateFileError, StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
-        verdicts = [evaluate_gate(con, config, r, baseline) for r in split_runs(run)]
+        with using_labels(labels.value):
+            in_use = labels_header(con)["labels"]
+            verdicts = [evaluate_gate(con, config, r, baseline) for r in split_runs(run)]
         if record:
             for verdict in verdicts:
                 record_verdict(con, verdict)
@@ -210,5 +278,7 @@ def gate(
         con.close()
     for path, writer in outputs:
         path.write_text(writer(verdicts), encoding="utf-8")
+    if in_use != "human only":  # a store holding judged labels says which labels decided
+        console.print(visible(f"labels: {in_use}"), markup=False)
     console.print(visible(reports.to_text(verdicts), keep_newlines=True), markup=False, end="")
     raise typer.Exit(0 if all(v.passed for v in verdicts) else 1)

@@ -33,6 +33,19 @@ class Gain(StrEnum):
     linear = "linear"
 
 
+class Labels(StrEnum):
+    human = "human"
+    with_judge = "with-judge"
+
+
+#: ``--labels`` of every command that prints figures (metrics, compare, gate): the people's labels, or those with
+#: the holes an LLM judge filled (``ragtriage judge --fill``).
+LabelsOpt = Annotated[
+    Labels,
+    typer.Option("--labels", help="human: people's labels only; with-judge: unjudged units take an LLM judge's grade."),
+]
+
+
 @app.command("metrics")
 def metrics_cmd(
     db: DbOpt = DEFAULT_DB_PATH,
@@ -60,12 +73,15 @@ def metrics_cmd(
     per_case_rows: Annotated[bool, typer.Option("--per-case", help="One row per case instead of aggregates.")] = False,
     view: Annotated[View, typer.Option("--view", help="summary|stages|judged|latency.")] = View.summary,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    labels: LabelsOpt = Labels.human,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate, or any
     measure named in ir_measures' syntax (--measure); trec_eval's layout with --format trec."""
     from ragtriage.cli.metrics_run import run_metrics
+    from ragtriage.metrics.context import using_labels
 
-    run_metrics(
-        db, run, k, measure, qrels, threshold, by, split, stage, gain, trec_compat, per_case_rows, view, seed, fmt
-    )
+    with using_labels(labels.value):
+        run_metrics(
+            db, run, k, measure, qrels, threshold, by, split, stage, gain, trec_compat, per_case_rows, view, seed, fmt
+        )

@@ -23,7 +23,7 @@ from ragtriage.metrics import (
     stages,
     summarize,
 )
-from ragtriage.metrics.context import parse_ks, population_counts, population_header, resolve
+from ragtriage.metrics.context import labels_header, parse_ks, population_counts, population_header, resolve
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
 from ragtriage.metrics.measures import measures_for_ks
 from ragtriage.output import Format, Output
@@ -95,6 +95,8 @@ def run_metrics(
             res = evaluate_run(
                 con, run_id, names, stage=stage.value, split=split, gain=gain.value, trec_compat=trec_compat
             )
+            if qrels is None:
+                res.context.update(labels_header(con))
             _emit_measures(res, fmt, per_case_rows, load_notes)
             return
         table, context, notes = _compute(
@@ -166,6 +168,7 @@ def _compute(
         "gain": "linear" if trec else gain,
         "mode": "trec-compat" if trec else "default",
         **population_header(population_counts(con, ctx, trec=trec)),
+        **labels_header(con, ctx.labels),
     }
     if view is View.latency:
         return latency_report(con, run), _context({"run": run}), ["latency in ms from events"]

@@ -11,6 +11,17 @@ from __future__ import annotations
 #: The threshold a dataset.json without ``relevance_threshold`` gets (grades 0..3: 2 = "relevant").
 DEFAULT_RELEVANCE_THRESHOLD = 2
 
+#: Annotators named ``judge:<model>`` are LLM judges (``ragtriage judge``): their labels are kept in the dataset
+#: version for audit and agreement, but the store's ``qrels`` are the humans' alone; a judged label counts only
+#: when a command is asked ``--labels with-judge``, and then only on a unit no human labelled.
+JUDGE_PREFIX = "judge:"
+
+
+def is_human(annotator: str = "annotator") -> str:
+    """A SQL boolean: the label of ``annotator`` (a column expression) is a person's, not an LLM judge's."""
+    return f"(NOT starts_with({annotator}, '{JUDGE_PREFIX}'))"
+
+
 #: The current dataset version's threshold, as a scalar subquery.
 CURRENT_THRESHOLD = "(SELECT relevance_threshold FROM current_dataset)"
 
@@ -20,6 +31,7 @@ def is_relevant(grade: str = "grade", threshold: int | str = CURRENT_THRESHOLD) 
     return f"({grade} >= {threshold})"
 
 
-def relevant_labels(threshold: int | str = CURRENT_THRESHOLD) -> str:
-    """A SQL query of the relevant labels: (case_id, unit_id, grade) rows of ``qrels`` at ``threshold``."""
-    return f"SELECT case_id, unit_id, grade FROM qrels WHERE {is_relevant('grade', threshold)}"
+def relevant_labels(threshold: int | str = CURRENT_THRESHOLD, qrels: str = "qrels") -> str:
+    """A SQL query of the relevant labels: (case_id, unit_id, grade) rows of ``qrels`` (the store's, or another
+    relation of its columns such as the judge-filled one) at ``threshold``."""
+    return f"SELECT case_id, unit_id, grade FROM {qrels} WHERE {is_relevant('grade', threshold)}"

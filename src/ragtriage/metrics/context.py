@@ -6,7 +6,9 @@ each report free of validation, and lets every report print the threshold and ga
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,11 +16,34 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.fields import SPLITS, STAGES
-from ragtriage.contract.relevance import relevant_labels
+from ragtriage.contract.relevance import is_human, relevant_labels
 from ragtriage.metrics.gain import GAINS, gain_sql
 from ragtriage.store import StoreError, current_dataset_version, require_run
+from ragtriage.store.schema import QRELS_WITH_JUDGE
 
 DEFAULT_KS = (3, 5, 10)
+#: Which labels the figures use: ``human`` (the store's ``qrels``) or ``with-judge`` (the holes filled by an LLM
+#: judge's labels, ``store.schema.QRELS_WITH_JUDGE``).
+LABEL_CHOICES = ("human", "with-judge")
+_LABELS: ContextVar[str] = ContextVar("ragtriage_labels", default="human")
+
+
+@contextmanager
+def using_labels(choice: str) -> Iterator[None]:
+    """Every context :func:`resolve` makes inside the block uses ``choice`` of labels (a command's ``--labels``):
+    the one switch, so no report function has to pass it through."""
+    if choice not in LABEL_CHOICES:
+        raise MetricsError(f"labels {choice!r}: use one of {', '.join(LABEL_CHOICES)}")
+    token = _LABELS.set(choice)
+    try:
+        yield
+    finally:
+        _LABELS.reset(token)
+
+
+def labels_in_use() -> str:
+    """The label choice of the current block (``human`` outside :func:`using_labels`)."""
+    return _LABELS.get()
 
 
 class MetricsError(ValueError):
@@ -36,6 +61,8 @@ class EvalContext:
     unit: str
     #: Only these cases (a case screen's one case), or every case when None.
     cases: tuple[str, ...] | None = None
+    #: ``human`` or ``with-judge`` (:data:`LABEL_CHOICES`); read by :meth:`qrels_sql` alone.
+    labels: str = "human"
 
     @property
     def depth(self) -> int:
@@ -70,14 +97,17 @@ class EvalContext:
         without any label cannot be judged (trec_eval and ir_measures skip it too); :func:`population_counts`
         counts it for the header."""
         base, params = self.base_population_sql(trec=trec)
-        qrels, qrels_params = self.qrels_sql()
+        qrels, qrels_params = self.qrels_sql(human=True)
         return f"SELECT case_id FROM ({base}) SEMI JOIN {qrels} USING (case_id)", params + qrels_params
 
-    def qrels_sql(self) -> tuple[str, list[Any]]:
+    def qrels_sql(self, *, human: bool = False) -> tuple[str, list[Any]]:
         """The qrels relation and its parameters: cut to the chosen cases by a filter (a semi join against the
-        cases would build a hash table of every label of the store)."""
+        cases would build a hash table of every label of the store). The judged labels of ``with-judge`` fill
+        holes in the grades only: which cases are evaluated (``human=True``) is the people's call either way, so
+        the figures with and without them are over the same cases."""
         cut, cut_params = self.case_filter()
-        return ("qrels", []) if not cut else (f"(SELECT * FROM qrels WHERE {cut.removeprefix(' AND ')})", cut_params)
+        qrels = "qrels" if human or self.labels == "human" else f"({QRELS_WITH_JUDGE})"
+        return (qrels, []) if not cut else (f"(SELECT * FROM {qrels} WHERE {cut.removeprefix(' AND ')})", cut_params)
 
 
 def parse_ks(ks: Sequence[int] | str) -> tuple[int, ...]:
@@ -119,7 +149,7 @@ def resolve(
     if row is None:
         raise StoreError("no current dataset; run `ragtriage load --dataset DIR` first")
     chosen = None if cases is None else tuple(str(c) for c in cases)
-    return EvalContext(run_id, stage, parse_ks(ks), gain, split, int(row[0]), str(row[1]), chosen)
+    return EvalContext(run_id, stage, parse_ks(ks), gain, split, int(row[0]), str(row[1]), chosen, _LABELS.get())
 
 
 def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None, **tables: pa.Table) -> pa.Table:
@@ -147,7 +177,9 @@ def over_arrow(sql: str, params: dict[str, Any] | None = None, **tables: pa.Tabl
 def unlabelled_count(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> int:
     """Cases of the mode's base population that have no label at all (excluded from every measure)."""
     base, params = ctx.base_population_sql(trec=trec)
-    row = arrow(con, f"SELECT count(*) AS n FROM ({base}) ANTI JOIN qrels USING (case_id)", params).to_pylist()
+    qrels, qrels_params = ctx.qrels_sql(human=True)
+    row = arrow(con, f"SELECT count(*) AS n FROM ({base}) ANTI JOIN {qrels} USING (case_id)", params + qrels_params)
+    row = row.to_pylist()
     return int(row[0]["n"])
 
 
@@ -155,15 +187,16 @@ def population_counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec:
     """The header's population figures: evaluated cases, cases excluded for having no label, evaluated cases with
     no relevant label, evaluated cases absent from the run (they score 0, as with trec_eval -c)."""
     pop, params = ctx.population_sql(trec=trec)
+    qrels, qrels_params = ctx.qrels_sql()
     row = arrow(
         con,
         f"""WITH l AS ({pop}),
-                rel AS (SELECT DISTINCT case_id FROM ({relevant_labels(ctx.threshold)})),
+                rel AS (SELECT DISTINCT case_id FROM ({relevant_labels(ctx.threshold, qrels)})),
                 ran AS (SELECT DISTINCT case_id FROM results WHERE run_id = ? AND stage = ?)
             SELECT (SELECT count(*) FROM l) AS cases,
                    (SELECT count(*) FROM l ANTI JOIN rel USING (case_id)) AS without_relevant,
                    (SELECT count(*) FROM l ANTI JOIN ran USING (case_id)) AS absent""",
-        [*params, ctx.run_id, ctx.stage],
+        [*params, *qrels_params, ctx.run_id, ctx.stage],
     ).to_pylist()[0]
     return {"unlabelled": unlabelled_count(con, ctx, trec=trec), **{k: int(v) for k, v in row.items()}}
 
@@ -176,3 +209,19 @@ def population_header(counts: dict[str, int]) -> dict[str, int]:
         "without relevant label": counts["without_relevant"],
         "absent from run (score 0)": counts["absent"],
     }
+
+
+def labels_header(con: duckdb.DuckDBPyConnection, labels: str | None = None) -> dict[str, str]:
+    """The header line saying which labels the figures use and how many of them a judge made (every command that
+    prints figures shows it, so judged labels never pass as a person's)."""
+    row = arrow(
+        con,
+        f"""SELECT count(*) AS labels, count(DISTINCT annotator) AS judges,
+                   count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM qrels q WHERE q.case_id = l.case_id
+                                                      AND q.unit_id = l.unit_id)) AS holes
+            FROM labels l WHERE NOT {is_human("l.annotator")}""",
+    ).to_pylist()[0]
+    if (labels or labels_in_use()) == "human":
+        stored = f"; {row['labels']} judged label(s) stored, not used (--labels with-judge)" if row["labels"] else ""
+        return {"labels": f"human only{stored}"}
+    return {"labels": f"human + judged: {row['holes']} judged label(s) fill unjudged units ({row['judges']} judge(s))"}

@@ -25,17 +25,18 @@ def judged_report(
     """One row per answerable case, least judged first: returned (within k), judged, unjudged, Judged@k, flag."""
     ctx = resolve(con, run_id, (k,), stage=stage, split=split)
     pop, params = ctx.population_sql()
+    qrels, qrels_params = ctx.qrels_sql()
     return arrow(
         con,
         f"""WITH pop AS ({pop}),
             t AS (SELECT l.case_id, count(*) AS returned, count(q.unit_id) AS judged
-                  FROM _lists l LEFT JOIN qrels q USING (case_id, unit_id) GROUP BY l.case_id)
+                  FROM _lists l LEFT JOIN {qrels} q USING (case_id, unit_id) GROUP BY l.case_id)
             SELECT p.case_id, c.query, {k} AS k, coalesce(t.returned, 0) AS returned,
                    coalesce(t.judged, 0) AS judged, coalesce(t.returned - t.judged, 0) AS unjudged,
                    coalesce(t.judged / nullif(t.returned, 0), 0.0) AS "Judged@{k}",
                    coalesce(t.returned - t.judged, 0) * 2 > coalesce(t.returned, 0) AS mostly_unjudged
             FROM pop p JOIN cases c USING (case_id) LEFT JOIN t USING (case_id)
             ORDER BY "Judged@{k}", p.case_id""",
-        params,
+        params + qrels_params,
         _lists=cut_lists(con, run_id, stage, k),
     )

@@ -89,7 +89,11 @@ def per_case_key(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
         cur.close()
     if not rows:
         return None
-    raw = "\n".join([str(path.resolve()), run_id, *(str(v) for v in rows[0]), code_fingerprint()])
+    from ragtriage.metrics.context import labels_in_use
+
+    labels = labels_in_use()  # the judge-filled figures are another entry; the people's keep their key
+    parts = [str(path.resolve()), run_id, *(str(v) for v in rows[0]), code_fingerprint()]
+    raw = "\n".join(parts if labels == "human" else [*parts, labels])
     return hashlib.sha256(raw.encode()).hexdigest()[:32] + ".per-case"
 
 

@@ -15,12 +15,14 @@ integer key, the stage a two-value enum, and the unit id is not stored twice; th
 
 from __future__ import annotations
 
+from ragtriage.contract.relevance import is_human
+
 SCHEMA_VERSION = 4
 
 QRELS_LIVE = """
 WITH per_annotator AS (
     SELECT case_id, unit_id, annotator, max(grade) AS grade
-    FROM labels GROUP BY case_id, unit_id, annotator
+    FROM labels WHERE {HUMAN} GROUP BY case_id, unit_id, annotator
 ), adjudicated AS (
     SELECT case_id, unit_id, grade FROM per_annotator WHERE annotator = 'adjudicated'
 ), pooled AS (
@@ -34,9 +36,21 @@ FROM pooled p LEFT JOIN adjudicated a USING (case_id, unit_id)
 UNION ALL
 SELECT a.case_id, a.unit_id, a.grade, 0, a.grade, a.grade, TRUE
 FROM adjudicated a ANTI JOIN pooled p USING (case_id, unit_id)
-"""
-"""One grade per (case, unit) from ``labels(case_id, unit_id, annotator, grade)`` (the rule is in the DDL below);
-the store materialises it as ``qrels``, and an evaluation without a store (store/load_memory.py) does the same."""
+""".replace("{HUMAN}", is_human())
+"""One grade per (case, unit) from the people's ``labels(case_id, unit_id, annotator, grade)`` (the rule is in the
+DDL below); the store materialises it as ``qrels``, and an evaluation without a store (store/load_memory.py) does
+the same. An LLM judge's labels (annotator ``judge:<model>``) never enter it."""
+
+QRELS_WITH_JUDGE = """
+SELECT case_id, unit_id, grade, n_annotators, min_grade, max_grade, adjudicated FROM qrels
+UNION ALL
+SELECT case_id, unit_id, CAST(floor(quantile_cont(grade, 0.5)) AS INTEGER), 0, min(grade), max(grade), FALSE
+FROM labels l WHERE NOT {HUMAN}
+  AND NOT EXISTS (SELECT 1 FROM qrels q WHERE q.case_id = l.case_id AND q.unit_id = l.unit_id)
+GROUP BY case_id, unit_id
+""".replace("{HUMAN}", is_human("l.annotator"))
+"""``qrels`` with the holes filled by the judges: a unit no person labelled takes the judges' median grade (rounded
+down, as the people's rule); a person's grade always wins. ``n_annotators`` 0 marks a judged row."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (

@@ -43,6 +43,7 @@ from ragtriage.gate.compare import TIE
 from ragtriage.gate.paired_table import paired_matrix
 from ragtriage.gate.sources import paired_version
 from ragtriage.metrics import summary_cache
+from ragtriage.metrics.context import labels_header
 from ragtriage.metrics.measures import parse_measure
 from ragtriage.metrics.per_case import per_case as core_per_case
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, NONE, membership_sql
@@ -266,6 +267,7 @@ def identity(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[dict[str, Any
         )
         or {}
     )
+    dataset.update(labels_header(cur))  # the TUI shows the people's labels; say how many judged ones are stored
     return run, dataset
 
 

@@ -1,0 +1,132 @@
+"""The judge's tables in the store: every answer (the cache and the provenance of every judged label), the pairs
+each session asked about, and the sessions themselves.
+
+``judge_answers`` is keyed by :func:`answer_key`, a hash of (model, prompt SHA-256, scale and rubric, temperature,
+seed, query, unit text): the same question to the same judge is asked once, whichever command or session asks it.
+An answer is written as it arrives, so an interrupted session leaves every answer it got. A request that failed
+(HTTP error after retries, budget spent) is not an answer and is not kept: a rerun asks it again. An answer that
+does not parse is kept with its raw text and the reason, and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+DDL = """
+CREATE TABLE IF NOT EXISTS judge_answers (
+    key VARCHAR PRIMARY KEY,          -- answer_key(): model, prompt, scale, temperature, seed, query, unit text
+    model VARCHAR NOT NULL,
+    prompt_sha256 VARCHAR NOT NULL,
+    temperature DOUBLE NOT NULL,
+    seed INTEGER,
+    raw_answer VARCHAR,               -- the model's text, verbatim (untrusted: shown through safe_text only)
+    grade INTEGER,                    -- parsed grade; NULL when the answer does not parse
+    problem VARCHAR,                  -- why it does not parse
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    answered_at TIMESTAMP NOT NULL
+);
+CREATE SEQUENCE IF NOT EXISTS judge_session_ids START 1;
+CREATE TABLE IF NOT EXISTS judge_sessions (
+    session_id INTEGER PRIMARY KEY,
+    purpose VARCHAR NOT NULL,         -- calibrate | fill
+    model VARCHAR NOT NULL,
+    endpoint VARCHAR NOT NULL,        -- without password or secret-looking query values
+    prompt_sha256 VARCHAR NOT NULL,
+    prompt_path VARCHAR NOT NULL,
+    temperature DOUBLE NOT NULL,
+    seed INTEGER,
+    dataset_version VARCHAR NOT NULL, -- the version whose pairs were asked about
+    settings JSON NOT NULL,           -- runs, depth, pairs file, sample size and seed: what --resume repeats
+    status VARCHAR NOT NULL,          -- running | interrupted | done
+    report JSON,                      -- the calibration report (purpose calibrate)
+    new_version VARCHAR,              -- the dataset version a fill created
+    started_at TIMESTAMP NOT NULL,
+    finished_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS judge_pairs (
+    session_id INTEGER NOT NULL,
+    case_id VARCHAR NOT NULL,
+    unit_id VARCHAR NOT NULL,
+    document_id VARCHAR NOT NULL,
+    chunk_id VARCHAR,
+    section_id VARCHAR,
+    human_grade INTEGER,              -- the people's grade (calibration pairs), NULL for unjudged units
+    key VARCHAR NOT NULL
+);
+"""
+
+#: What every session of one judge shares: the cache key's fixed part.
+ANSWER_COLUMNS = [
+    "key",
+    "model",
+    "prompt_sha256",
+    "temperature",
+    "seed",
+    "raw_answer",
+    "grade",
+    "problem",
+    "prompt_tokens",
+    "completion_tokens",
+]
+
+
+def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(DDL)
+
+
+def has_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store has the judge's tables (a read-only connection cannot create them)."""
+    rows = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'judge_answers' AND NOT temporary"
+    ).fetchall()
+    return bool(rows[0][0])
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """Everything an answer depends on besides the pair."""
+
+    model: str
+    prompt_sha256: str
+    scale: str  # "grade_min..grade_max|rubric"
+    temperature: float
+    seed: int | None
+
+    @property
+    def annotator(self) -> str:
+        return f"judge:{self.model}"
+
+
+def answer_key(judge: JudgeIdentity, query: str, text: str) -> str:
+    payload = json.dumps(
+        [judge.model, judge.prompt_sha256, judge.scale, judge.temperature, judge.seed, query, text],
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def cached_keys(con: duckdb.DuckDBPyConnection, keys: pa.Array) -> set[str]:
+    """The keys of ``keys`` already answered."""
+    cur = con.cursor()
+    try:
+        cur.register("_judge_keys", pa.table({"key": keys}))
+        rows = cur.execute("SELECT key FROM judge_answers SEMI JOIN _judge_keys USING (key)").fetchall()
+    finally:
+        cur.close()
+    return {r[0] for r in rows}
+
+
+def store_answer(con: duckdb.DuckDBPyConnection, row: dict[str, object]) -> None:
+    """Keep one answer (autocommitted: an interruption right after loses nothing)."""
+    cols = ", ".join(ANSWER_COLUMNS)
+    marks = ", ".join("?" for _ in ANSWER_COLUMNS)
+    con.execute(
+        f"INSERT INTO judge_answers ({cols}, answered_at) VALUES ({marks}, now()::TIMESTAMP) ON CONFLICT DO NOTHING",
+        [row[c] for c in ANSWER_COLUMNS],
+    )

@@ -1,0 +1,168 @@
+"""How far the judge agrees with the people on units they graded, before any judged label is used.
+
+On the calibration pairs whose answer parsed: Cohen's kappa on the dataset's grade scale, quadratic-weighted kappa,
+kappa after binarising both raters at the dataset's relevance threshold (``contract.relevance``), the confusion
+matrix (rows: people, columns: judge), precision and recall of each grade, the two grade distributions (a judge
+that over-rates puts more mass on the high grades), and the raw agreement beside the majority-class baseline (the
+agreement of always answering the people's most frequent grade; any constant rater has kappa 0).
+
+Every figure carries a seeded 95% bootstrap interval from ``metrics.distribution.bootstrap_means``, the package's
+one bootstrap: each pair is a one-hot row over the confusion matrix's cells, so a resample's mean row *is* that
+resample's confusion matrix (as proportions), and every statistic is recomputed from it. Kappa is
+``annotate.agreement.kappa``, the one the ``agreement`` command prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragtriage.annotate.agreement import confusion_matrix, kappa
+from ragtriage.metrics.distribution import CONFIDENCE, N_RESAMPLES, bootstrap_means
+
+Matrix = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    pairs: int  # calibration pairs asked about
+    graded: int  # whose answer parsed (the figures are over these)
+    unparsed: int
+    unanswered: int  # no answer (request failed, budget spent, interrupted)
+    grades: tuple[int, ...]
+    threshold: int
+    kappa: Figure
+    kappa_quadratic: Figure
+    kappa_binary: Figure
+    agreement: Figure
+    majority_agreement: Figure  # the majority-class baseline's raw agreement
+    majority_grade: int | None
+    confusion: list[list[int]]  # rows: people's grade, columns: judge's grade
+    precision: dict[int, Figure]
+    recall: dict[int, Figure]
+    human_share: dict[int, Figure]
+    judge_share: dict[int, Figure]
+    seed: int
+
+    def to_json(self) -> dict[str, object]:
+        out = asdict(self)
+        for name in ("precision", "recall", "human_share", "judge_share"):
+            out[name] = {str(g): v for g, v in out[name].items()}
+        return out
+
+
+def _nan_none(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def _binary(m: Matrix, cut: int) -> Matrix:
+    """The 2x2 matrix of a grade matrix with grades at index >= ``cut`` relevant."""
+    return np.array([[m[:cut, :cut].sum(), m[:cut, cut:].sum()], [m[cut:, :cut].sum(), m[cut:, cut:].sum()]])
+
+
+def _stats(m: Matrix, cut: int, majority: int) -> dict[str, float]:
+    """Every figure of one confusion matrix (counts or proportions)."""
+    n = m.sum()
+    out = {
+        "kappa": kappa(m),
+        "kappa_quadratic": kappa(m, "quadratic"),
+        "kappa_binary": kappa(_binary(m, cut)),
+        "agreement": float(np.trace(m) / n) if n else math.nan,
+        "majority_agreement": float(m[majority].sum() / n) if n else math.nan,
+    }
+    for i in range(m.shape[0]):
+        col, row = m[:, i].sum(), m[i].sum()
+        out[f"precision{i}"] = float(m[i, i] / col) if col else math.nan
+        out[f"recall{i}"] = float(m[i, i] / row) if row else math.nan
+        out[f"human{i}"] = float(row / n) if n else math.nan
+        out[f"judge{i}"] = float(col / n) if n else math.nan
+    return out
+
+
+def calibration(
+    answered: pa.Table, grades: tuple[int, ...], threshold: int, *, seed: int = 0, resamples: int = N_RESAMPLES
+) -> Calibration:
+    """The calibration report of ``answered`` (calibration pairs with ``human_grade``, the judge's ``grade`` and
+    ``answered``)."""
+    ok = answered.filter(pc.is_valid(answered.column("grade")))
+    unanswered = answered.num_rows - int(pc.sum(answered.column("answered")).as_py() or 0)
+    human = ok.column("human_grade").to_numpy(zero_copy_only=False).astype(np.int64)
+    judge = ok.column("grade").to_numpy(zero_copy_only=False).astype(np.int64)
+    m = confusion_matrix(human, judge, grades)
+    k = len(grades)
+    cut = max(0, min(k, threshold - grades[0]))
+    majority = int(np.argmax(m.sum(axis=1))) if len(human) else 0
+    point = _stats(m.astype(np.float64), cut, majority)
+    lows, highs = _intervals(
+        human - grades[0], judge - grades[0], k, lambda p: _stats(p, cut, majority), seed, resamples
+    )
+
+    def fig(name: str) -> Figure:
+        return Figure(_nan_none(point[name]), lows.get(name), highs.get(name))
+
+    return Calibration(
+        pairs=answered.num_rows,
+        graded=ok.num_rows,
+        unparsed=answered.num_rows - ok.num_rows - unanswered,
+        unanswered=unanswered,
+        grades=grades,
+        threshold=threshold,
+        kappa=fig("kappa"),
+        kappa_quadratic=fig("kappa_quadratic"),
+        kappa_binary=fig("kappa_binary"),
+        agreement=fig("agreement"),
+        majority_agreement=fig("majority_agreement"),
+        majority_grade=grades[majority] if len(human) else None,
+        confusion=m.tolist(),
+        precision={g: fig(f"precision{i}") for i, g in enumerate(grades)},
+        recall={g: fig(f"recall{i}") for i, g in enumerate(grades)},
+        human_share={g: fig(f"human{i}") for i, g in enumerate(grades)},
+        judge_share={g: fig(f"judge{i}") for i, g in enumerate(grades)},
+        seed=seed,
+    )
+
+
+def _intervals(
+    human: npt.NDArray[np.int64],
+    judge: npt.NDArray[np.int64],
+    k: int,
+    stats: Callable[[Matrix], dict[str, float]],
+    seed: int,
+    resamples: int,
+) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """Percentile intervals of every statistic over resampled confusion matrices (pairs drawn with replacement)."""
+    n = len(human)
+    if n == 0:
+        return {}, {}
+    onehot = np.zeros((n, k * k), dtype=np.float64)
+    onehot[np.arange(n), human * k + judge] = 1.0
+    cells = bootstrap_means(onehot, resamples, np.random.default_rng(seed))  # (B, k*k) proportions
+    values: dict[str, list[float]] = {}
+    for row in cells:
+        for name, v in stats(row.reshape(k, k)).items():
+            values.setdefault(name, []).append(v)
+    tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
+    lows: dict[str, float | None] = {}
+    highs: dict[str, float | None] = {}
+    for name, vs in values.items():
+        arr = np.array(vs, dtype=np.float64)
+        arr = arr[~np.isnan(arr)]
+        if arr.size == 0:
+            lows[name] = highs[name] = None
+            continue
+        lo, hi = np.percentile(arr, [tail, 100.0 - tail])
+        lows[name], highs[name] = float(lo), float(hi)
+    return lows, highs

@@ -1,0 +1,190 @@
+"""One chat-completions request per pair, to any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp's
+server), through ``httpx.AsyncClient``.
+
+A 429 or a 5xx answer, a timeout and a lost connection are asked again, at most ``retries`` times, after the wait
+the server's ``Retry-After`` names (seconds or an HTTP date, capped at ``max_wait_s``) or else an exponential
+backoff with jitter. Other 4xx answers are not retried: the request itself is wrong (a bad model name, a refused
+parameter) and asking again only spends the budget. Every HTTP request, retries included, counts against
+``budget``; once it is spent nothing more is sent.
+
+The API key is read from the environment variable the user names and sent as a bearer token; it is never
+stored, printed or written to a file (the endpoint is described by :func:`ragtriage.record.http_adapter.strip_url`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ragtriage.record.http_adapter import strip_url
+
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class JudgeError(ValueError):
+    """A judge request that cannot be made as asked (no key in the environment, not an http(s) URL)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    url: str
+    model: str
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    seed: int | None = 0  # sent as the API's ``seed`` (OpenAI, vLLM, Ollama, llama.cpp take it); None: not sent
+    max_tokens: int = 64
+    timeout_s: float = 60.0
+    retries: int = 4
+    backoff_s: float = 1.0
+    max_wait_s: float = 60.0
+    concurrency: int = 4
+
+    @property
+    def chat_url(self) -> str:
+        """``URL/chat/completions`` unless the URL already names it (``http://host:8000/v1`` is enough)."""
+        base = self.url.rstrip("/")
+        return base if base.endswith("/chat/completions") else base + "/chat/completions"
+
+    def shown(self) -> str:
+        return strip_url(self.chat_url)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one pair got: the answer text, or the error that ended its attempts."""
+
+    text: str | None
+    error: str | None
+    attempts: int
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class Budget:
+    """HTTP requests left to send (None: no limit)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+        self.sent = 0
+
+    def take(self) -> bool:
+        if self.left is not None and self.left <= 0:
+            return False
+        self.sent += 1
+        if self.left is not None:
+            self.left -= 1
+        return True
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _key(endpoint: Endpoint) -> dict[str, str]:
+    if endpoint.api_key_env is None:
+        return {}
+    value = os.environ.get(endpoint.api_key_env)
+    if not value:
+        raise JudgeError(f"environment variable {endpoint.api_key_env} (--api-key-env) is not set or empty")
+    return {"Authorization": f"Bearer {value}"}
+
+
+class ChatClient:
+    def __init__(self, endpoint: Endpoint, budget: Budget) -> None:
+        if not endpoint.url.startswith(("http://", "https://")):
+            raise JudgeError(f"--endpoint {endpoint.url!r}: give an http:// or https:// URL")
+        self.endpoint = endpoint
+        self.budget = budget
+        self.client = httpx.AsyncClient(
+            headers=_key(endpoint),
+            timeout=httpx.Timeout(endpoint.timeout_s),
+            limits=httpx.Limits(max_connections=endpoint.concurrency, max_keepalive_connections=endpoint.concurrency),
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        e = self.endpoint
+        body: dict[str, Any] = {
+            "model": e.model,
+            "messages": messages,
+            "temperature": e.temperature,
+            "max_tokens": e.max_tokens,
+        }
+        if e.seed is not None:
+            body["seed"] = e.seed
+        return body
+
+    def _wait(self, attempt: int, header: str | None) -> float:
+        told = retry_after(header)
+        if told is not None:
+            return min(told, self.endpoint.max_wait_s)
+        backoff = self.endpoint.backoff_s * float(2**attempt) * (0.5 + random.random())
+        return min(backoff, self.endpoint.max_wait_s)
+
+    async def ask(self, messages: list[dict[str, str]]) -> Reply:
+        """The model's answer to ``messages``, after the retries a busy or failing server needs."""
+        body = self.body(messages)
+        error = "request budget spent"
+        attempt = 0
+        while attempt <= self.endpoint.retries:
+            if not self.budget.take():
+                return Reply(None, "request budget spent", attempt)
+            attempt += 1
+            header = None
+            try:
+                resp = await self.client.post(self.endpoint.chat_url, json=body)
+            except httpx.TimeoutException:
+                error = f"no answer within {self.endpoint.timeout_s:g} s"
+            except httpx.TransportError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            else:
+                if resp.status_code < 400:
+                    return _reply(resp, attempt)
+                error = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                if resp.status_code not in RETRY_STATUS:
+                    return Reply(None, error, attempt)
+                header = resp.headers.get("retry-after")
+            if attempt <= self.endpoint.retries:
+                await asyncio.sleep(self._wait(attempt - 1, header))
+        return Reply(None, error, attempt)
+
+
+def _reply(resp: httpx.Response, attempts: int) -> Reply:
+    """The answer text of a chat-completions response; a body of another shape is an error, not an answer."""
+    try:
+        data = resp.json()
+        text = data["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return Reply(None, f"not a chat-completions response: {resp.text[:300]}", attempts)
+    usage = data.get("usage") if isinstance(data, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+    return Reply(
+        text if isinstance(text, str) else None,
+        None if isinstance(text, str) else "the answer's content is not text",
+        attempts,
+        _int(usage.get("prompt_tokens")),
+        _int(usage.get("completion_tokens")),
+    )
+
+
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None

@@ -1,0 +1,251 @@
+"""A judging session: plan the pairs (which are cached, what asking the rest costs), ask the rest at a stated
+concurrency, and keep every answer as it arrives.
+
+Ctrl-C (or a spent budget) stops the session where it is: the answers received are stored, the session is marked
+``interrupted``, and ``--resume`` asks the same pairs again, the answered ones from the cache (nothing twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.judge.answers import JudgeIdentity, answer_key, cached_keys, ensure_tables, store_answer
+from ragtriage.judge.client import Budget, ChatClient, Endpoint, Reply
+from ragtriage.judge.pairs import gradable
+from ragtriage.judge.prompt import Prompt, Scale, parse_answer
+
+CHARS_PER_TOKEN = 4  # the usual rough rate for English text; the estimate says it is one
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The pairs of a session and what asking them costs, known before anything is sent."""
+
+    pairs: pa.Table  # gradable pairs with their ``key``
+    no_text: int
+    cached: int
+    to_ask: int
+    prompt_tokens: int  # estimated, of the pairs to ask
+    completion_tokens: int  # at most: max_tokens per pair
+    retries: int
+
+    @property
+    def max_requests(self) -> int:
+        return self.to_ask * (1 + self.retries)
+
+    def cost(self, price_in: float | None, price_out: float | None) -> float | None:
+        """Estimated cost at prices per million tokens (None without prices)."""
+        if price_in is None and price_out is None:
+            return None
+        return (self.prompt_tokens * (price_in or 0.0) + self.completion_tokens * (price_out or 0.0)) / 1e6
+
+
+def identity(endpoint: Endpoint, prompt: Prompt, scale: Scale) -> JudgeIdentity:
+    return JudgeIdentity(
+        endpoint.model,
+        prompt.sha256,
+        f"{scale.grade_min}..{scale.grade_max}|{scale.rubric}",
+        endpoint.temperature,
+        endpoint.seed,
+    )
+
+
+def plan(con: duckdb.DuckDBPyConnection, pairs: pa.Table, endpoint: Endpoint, prompt: Prompt, scale: Scale) -> Plan:
+    judge = identity(endpoint, prompt, scale)
+    ok = gradable(pairs)
+    queries = ok.column("query").to_pylist()
+    texts = ok.column("text").to_pylist()
+    keys = [answer_key(judge, q, t) for q, t in zip(queries, texts, strict=True)]
+    ok = ok.append_column("key", pa.array(keys, pa.string()))
+    done = cached_keys(con, ok.column("key").combine_chunks()) if keys else set()
+    fixed = sum(len(m["content"]) for m in prompt.messages("", "", scale))
+    ask_chars = sum(fixed + len(q) + len(t) for q, t, k in zip(queries, texts, keys, strict=True) if k not in done)
+    to_ask = len({k for k in keys if k not in done})
+    return Plan(
+        ok,
+        pairs.num_rows - ok.num_rows,
+        len(keys) - sum(1 for k in keys if k not in done),
+        to_ask,
+        math.ceil(ask_chars / CHARS_PER_TOKEN),
+        to_ask * endpoint.max_tokens,
+        endpoint.retries,
+    )
+
+
+@dataclass
+class Tally:
+    """What the asking did so far (updated as answers arrive, so an interruption still reports them)."""
+
+    to_ask: int
+    answered: int = 0
+    unparsed: int = 0
+    failed: int = 0
+    requests: int = 0
+    interrupted: bool = False
+    budget_spent: bool = False
+    failures: list[str] = field(default_factory=list)  # the first few errors, for the message
+
+
+def start_session(
+    con: duckdb.DuckDBPyConnection,
+    purpose: str,
+    endpoint: Endpoint,
+    prompt: Prompt,
+    version: str,
+    settings: dict[str, object],
+    pairs: pa.Table,
+) -> int:
+    """A new session row and its pairs; returns its id."""
+    ensure_tables(con)
+    row = con.execute(
+        """INSERT INTO judge_sessions (session_id, purpose, model, endpoint, prompt_sha256, prompt_path, temperature,
+                                       seed, dataset_version, settings, status, started_at)
+           VALUES (nextval('judge_session_ids'), ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', now()::TIMESTAMP)
+           RETURNING session_id""",
+        [
+            purpose,
+            endpoint.model,
+            endpoint.shown(),
+            prompt.sha256,
+            prompt.path,
+            endpoint.temperature,
+            endpoint.seed,
+            version,
+            json.dumps(settings, sort_keys=True),
+        ],
+    ).fetchone()
+    assert row is not None
+    session = int(row[0])
+    cur = con.cursor()
+    try:
+        cur.register("_judge_session_pairs", pairs)
+        cur.execute(
+            """INSERT INTO judge_pairs SELECT ?, case_id, unit_id, document_id, chunk_id, section_id, human_grade, key
+               FROM _judge_session_pairs""",
+            [session],
+        )
+    finally:
+        cur.close()
+    return session
+
+
+def end_session(con: duckdb.DuckDBPyConnection, session: int, status: str, report: object = None) -> None:
+    con.execute(
+        "UPDATE judge_sessions SET status = ?, report = ?, finished_at = now()::TIMESTAMP WHERE session_id = ?",
+        [status, None if report is None else json.dumps(report), session],
+    )
+
+
+def ask(
+    con: duckdb.DuckDBPyConnection,
+    planned: Plan,
+    endpoint: Endpoint,
+    prompt: Prompt,
+    scale: Scale,
+    *,
+    budget: int | None = None,
+    progress: Callable[[Tally], None] | None = None,
+) -> Tally:
+    """Ask every planned pair that is not cached; each answer is stored when it arrives. Ctrl-C ends the asking
+    and returns the tally with ``interrupted`` set."""
+    judge = identity(endpoint, prompt, scale)
+    done = cached_keys(con, planned.pairs.column("key").combine_chunks()) if planned.pairs.num_rows else set()
+    todo: dict[str, tuple[str, str]] = {}
+    for q, t, k in zip(
+        planned.pairs.column("query").to_pylist(),
+        planned.pairs.column("text").to_pylist(),
+        planned.pairs.column("key").to_pylist(),
+        strict=True,
+    ):
+        if k not in done:
+            todo.setdefault(k, (q, t))
+    tally = Tally(len(todo))
+    spent = Budget(budget)
+    try:
+        asyncio.run(_ask_all(con, list(todo.items()), endpoint, prompt, scale, judge, spent, tally, progress))
+    except KeyboardInterrupt:
+        tally.interrupted = True
+    tally.requests = spent.sent
+    return tally
+
+
+async def _ask_all(
+    con: duckdb.DuckDBPyConnection,
+    todo: list[tuple[str, tuple[str, str]]],
+    endpoint: Endpoint,
+    prompt: Prompt,
+    scale: Scale,
+    judge: JudgeIdentity,
+    budget: Budget,
+    tally: Tally,
+    progress: Callable[[Tally], None] | None,
+) -> None:
+    client = ChatClient(endpoint, budget)
+    queue: asyncio.Queue[tuple[str, tuple[str, str]]] = asyncio.Queue()
+    for item in todo:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while not queue.empty():
+            key, (query, text) = queue.get_nowait()
+            reply = await client.ask(prompt.messages(query, text, scale))
+            _keep(con, key, reply, judge, scale, tally)
+            if progress is not None:
+                progress(tally)
+            if reply.error == "request budget spent":
+                tally.budget_spent = True
+                return
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, endpoint.concurrency))))
+    finally:
+        await client.aclose()
+
+
+def _keep(
+    con: duckdb.DuckDBPyConnection, key: str, reply: Reply, judge: JudgeIdentity, scale: Scale, tally: Tally
+) -> None:
+    if reply.error is not None:
+        if reply.error != "request budget spent":
+            tally.failed += 1
+            if len(tally.failures) < 3:
+                tally.failures.append(reply.error)
+        return
+    parsed = parse_answer(reply.text, scale)
+    tally.answered += 1
+    tally.unparsed += parsed.grade is None
+    store_answer(
+        con,
+        {
+            "key": key,
+            "model": judge.model,
+            "prompt_sha256": judge.prompt_sha256,
+            "temperature": judge.temperature,
+            "seed": judge.seed,
+            "raw_answer": reply.text,
+            "grade": parsed.grade,
+            "problem": parsed.problem,
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+        },
+    )
+
+
+def answers_of(con: duckdb.DuckDBPyConnection, pairs: pa.Table) -> pa.Table:
+    """``pairs`` with the cached answer of each (``grade``, ``raw_answer``, ``problem``; NULL when not answered)."""
+    cur = con.cursor()
+    try:
+        cur.register("_judge_answer_pairs", pairs)
+        return cur.sql(
+            """SELECT p.*, a.grade, a.raw_answer, a.problem, a.key IS NOT NULL AS answered
+               FROM _judge_answer_pairs p LEFT JOIN judge_answers a USING (key)"""
+        ).to_arrow_table()
+    finally:
+        cur.close()
