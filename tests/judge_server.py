@@ -8,6 +8,7 @@ sees exactly what the model would. Every request body is kept for the tests to i
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -79,6 +80,7 @@ class ChatServer:
 
 @contextmanager
 def chat_server(script: Script, **kw: Any) -> Iterator[ChatServer]:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access line per request buries a failure
     http = HTTPServer(host="127.0.0.1", threaded=True)
     http.start()
     server = ChatServer(http, script, **kw)

@@ -3,7 +3,8 @@
 Pooling is how TREC-style test collections grow: judge what the systems under test actually retrieve, so that
 their metrics are not computed over unjudged (silently irrelevant) units. Each list is first de-duplicated the
 way evaluation reads it (first occurrence of a unit wins, positions renumbered), so ``depth`` means the same
-thing as the ``k`` of the metrics.
+thing as the ``k`` of the metrics. Judged means judged by a person: a unit only an LLM judge graded
+(``ragtriage judge``) stays in the pool.
 
 Each pool row carries what an annotator needs on one line: the query, the passage (the unit's text from the
 corpus snapshot, else the run's snippet), the previous and next chunk of the same document by manifest
@@ -18,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.relevance import is_human
 from ragtriage.contract.staging import sql_str
 from ragtriage.csv_out import write_csv
 from ragtriage.store.connection import current_dataset_version, require_run
@@ -39,7 +41,8 @@ WITH positioned AS (
     FROM positioned WHERE position <= $depth
     GROUP BY case_id, unit_id
 )
-SELECT m.*, EXISTS (SELECT 1 FROM labels l WHERE l.case_id = m.case_id AND l.unit_id = m.unit_id) AS judged
+SELECT m.*, EXISTS (SELECT 1 FROM labels l WHERE l.case_id = m.case_id AND l.unit_id = m.unit_id
+                   AND {is_human("l.annotator")}) AS judged
 FROM merged m
 """
 

@@ -69,6 +69,9 @@ def judge(
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for one answer.")] = 60.0,
     retries: Annotated[int, typer.Option(help="Retries of a 429/5xx/timeout/connection error (with backoff).")] = 4,
+    backoff: Annotated[
+        float, typer.Option(help="First backoff in seconds, doubled per retry, when the server sends no Retry-After.")
+    ] = 1.0,
     max_requests: Annotated[
         int | None, typer.Option("--max-requests", help="Request budget (retries included); stop when spent.")
     ] = None,
@@ -97,6 +100,7 @@ def judge(
         max_tokens,
         timeout,
         retries,
+        backoff_s=backoff,
         concurrency=max(1, concurrency),
     )
     settings: dict[str, Any] = (
@@ -193,7 +197,7 @@ def _judge(
         )
     else:
         sessions = [tally.session] + ([calibration_session] if calibration_session is not None else [])
-        _report_fill(con, ep, prompt, scale, sessions, settings, k, fmt)
+        _report_fill(con, ep, prompt, scale, sessions, planned.pairs, k, fmt)
 
 
 def _has_answers(con: duckdb.DuckDBPyConnection) -> bool:
@@ -369,11 +373,10 @@ def _report_calibration(
     fmt: Format,
 ) -> None:
     from ragtriage.judge import answers_of, calibration
-    from ragtriage.judge.session import end_session
+    from ragtriage.judge.session import end_session, unparsed
 
-    cal = calibration(
-        answers_of(con, pairs), tuple(range(grade_min, grade_max + 1)), threshold, seed=int(settings["sample_seed"])
-    )
+    answered = answers_of(con, pairs)
+    cal = calibration(answered, tuple(range(grade_min, grade_max + 1)), threshold, seed=int(settings["sample_seed"]))
     end_session(con, session, "done", cal.to_json())
     context = {
         "judge": f"judge:{ep.model}",
@@ -398,6 +401,7 @@ def _report_calibration(
             sections={
                 "confusion matrix (rows: people, columns: judge)": _confusion_rows(cal),
                 "per grade": _grade_rows(cal),
+                "answers that did not parse": unparsed(answered),
             },
             title="judge calibration against people's labels",
         ),
@@ -411,13 +415,13 @@ def _report_fill(
     prompt: Prompt,
     scale: Scale,
     sessions: list[int],
-    settings: dict[str, Any],
+    pairs: pa.Table,
     k: int,
     fmt: Format,
 ) -> None:
     from ragtriage.classify import refresh
-    from ragtriage.judge import fill_version, measure_changes, ranking_agreement
-    from ragtriage.judge.session import end_session, identity
+    from ragtriage.judge import answers_of, fill_version, measure_changes, ranking_agreement
+    from ragtriage.judge.session import end_session, identity, unparsed
 
     rep = fill_version(con, identity(ep, prompt, scale), sessions)
     end_session(con, sessions[0], "done")
@@ -442,7 +446,10 @@ def _report_fill(
             changes,
             context,
             notes,
-            sections={"system ranking": ranking_agreement(changes)},
+            sections={
+                "system ranking": ranking_agreement(changes),
+                "answers that did not parse": unparsed(answers_of(con, pairs)),
+            },
             title="what the judge's labels change",
         ),
         fmt,

@@ -19,7 +19,7 @@ import duckdb
 
 from ragtriage.annotate.versions import LABEL_COLUMNS, fork_version, scalar
 from ragtriage.contract.staging import sql_str
-from ragtriage.judge.answers import JudgeIdentity
+from ragtriage.judge.answers import JudgeIdentity, has_tables
 from ragtriage.store.connection import current_dataset_version
 
 NEW_LABELS = "_judge_version_labels"
@@ -50,6 +50,8 @@ def _lineage(con: duckdb.DuckDBPyConnection, version: str) -> list[str]:
 def latest_calibration(con: duckdb.DuckDBPyConnection, judge: JudgeIdentity) -> tuple[int, dict[str, object]] | None:
     """The newest finished calibration of this judge (model, prompt, temperature, seed) on the current version or
     one of its ancestors: (session id, report)."""
+    if not has_tables(con):
+        return None
     rows = con.execute(
         """SELECT session_id, report FROM judge_sessions
            WHERE purpose = 'calibrate' AND status = 'done' AND model = ? AND prompt_sha256 = ? AND temperature = ?

@@ -249,3 +249,12 @@ def answers_of(con: duckdb.DuckDBPyConnection, pairs: pa.Table) -> pa.Table:
         ).to_arrow_table()
     finally:
         cur.close()
+
+
+def unparsed(answered: pa.Table) -> pa.Table:
+    """The pairs of ``answers_of`` whose answer did not parse: case, unit, the raw answer (untrusted text, shown
+    only through the output module) and why."""
+    import pyarrow.compute as pc
+
+    bad = answered.filter(pc.and_(answered.column("answered"), pc.is_null(answered.column("grade"))))
+    return bad.select(["case_id", "unit_id", "raw_answer", "problem"])
