@@ -14,6 +14,7 @@ import ragtriage.checks
 import ragtriage.classify
 import ragtriage.contract
 import ragtriage.gate
+import ragtriage.judge
 import ragtriage.metrics
 import ragtriage.notes
 import ragtriage.record
@@ -40,6 +41,7 @@ CORE = (
     ragtriage.notes,
     ragtriage.annotate,
     ragtriage.record,
+    ragtriage.judge,
 )
 
 

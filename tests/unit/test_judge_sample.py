@@ -281,7 +281,7 @@ def test_headers_say_which_labels(db: Path, server: ChatServer) -> None:
     run_cli(db, server, "--fill", "--runs", "bm25", "--depth", "3")
     runner = CliRunner()
     plain = runner.invoke(app, ["metrics", "--db", str(db), "--run", "bm25", "--k", "10"])
-    assert "labels human only;" in plain.stdout and "judged label(s) stored, not used" in plain.stdout
+    assert "labels human only (" in plain.stdout and "judged label(s) stored, not used" in plain.stdout
     with_judge = runner.invoke(
         app, ["metrics", "--db", str(db), "--run", "bm25", "--k", "10", "--labels", "with-judge"]
     )
@@ -305,7 +305,7 @@ def test_headers_say_which_labels(db: Path, server: ChatServer) -> None:
             "--no-record",
         ],
     )
-    assert gate.stdout.startswith("labels: human only;")
+    assert gate.stdout.startswith("labels: human only (")
     agree = runner.invoke(app, ["agreement", "--db", str(db), "--json"])
     assert agree.exit_code == 0
     con = connect(db, read_only=True)

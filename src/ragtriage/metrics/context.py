@@ -222,6 +222,6 @@ def labels_header(con: duckdb.DuckDBPyConnection, labels: str | None = None) -> 
             FROM labels l WHERE NOT {is_human("l.annotator")}""",
     ).to_pylist()[0]
     if (labels or labels_in_use()) == "human":
-        stored = f"; {row['labels']} judged label(s) stored, not used (--labels with-judge)" if row["labels"] else ""
+        stored = f" ({row['labels']} judged label(s) stored, not used)" if row["labels"] else ""
         return {"labels": f"human only{stored}"}
     return {"labels": f"human + judged: {row['holes']} judged label(s) fill unjudged units ({row['judges']} judge(s))"}

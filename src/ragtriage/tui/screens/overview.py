@@ -81,7 +81,7 @@ def identity_block(run: dict[str, Any], ds: dict[str, Any]) -> RenderableType:
     depth = f" candidates to {run['candidate_k']}" if run.get("candidate_k") is not None else ""
     index = f" index={run['index_version']}" if run.get("index_version") is not None else ""
     grid.add_row("run", lit(f"{run.get('run_id')} k={run.get('k')}{depth}{index}"))
-    if ds.get("labels"):
+    if ds.get("labels") not in (None, "human only"):  # only a store holding judged labels says which it shows
         grid.add_row("labels", Text(visible(ds["labels"]), no_wrap=True, overflow="ellipsis"))
     config = [f"{key}={run[key]}" for key in ("embedding_model", "chunking", "reranker") if run.get(key) is not None]
     if config:
