@@ -142,17 +142,19 @@ def test_malformed_answers_are_kept_counted_and_shown_as_text(db: Path) -> None:
         return answers.get(passage, script(query, passage))
 
     with chat_server(odd) as srv:
-        code, out, err = judge(db, srv, "--calibrate", "4", "--format", "csv")
+        code, out, err = judge(db, srv, "--calibrate", "4", "--format", "json")
         assert code == 0, err
         stored = rows(db, "SELECT raw_answer, grade, problem FROM judge_answers WHERE grade IS NULL ORDER BY problem")
         assert stored == [(hostile, None, "no 'grade: N' line"), ("grade: 2\ngrade: 3", None, "several grades (2, 3)")]
         assert "2 did not parse" in err
-        code, table, _ = judge(db, srv, "--calibrate", "4")
-        assert code == 0
-    assert "\x1b" not in table and "\u202e" not in table and "␛[2J" in table
-    assert "unparsed 2" in table
-    code, csv_out, _ = (0, out, "")
-    assert "\x1b" not in csv_out
+        listed = json.loads(out)["answers that did not parse"]
+        assert {r["raw_answer"] for r in listed} == {hostile, "grade: 2\ngrade: 3"}  # data, verbatim, in JSON
+        for fmt in ("table", "markdown"):
+            code, shown, _ = judge(db, srv, "--calibrate", "4", "--format", fmt)
+            assert code == 0
+            assert "\x1b" not in shown and "\u202e" not in shown and "␛" in shown and "HYPERLINK" in shown
+            assert "unparsed 2" in shown
+        assert len(srv.requests) == 4  # the reports are read from the cache
 
 
 def test_budget_stops_and_resume_continues_without_asking_twice(db: Path) -> None:
@@ -165,6 +167,21 @@ def test_budget_stops_and_resume_continues_without_asking_twice(db: Path) -> Non
         assert code == 0, err
         assert len(srv.requests) == 4 and len(set(srv.asked())) == 4
     assert rows(db, "SELECT session_id, status FROM judge_sessions") == [(1, "done")]
+
+
+def test_fill_resume_takes_the_interrupted_sessions_pairs(db: Path) -> None:
+    with chat_server(script) as srv:
+        assert judge(db, srv, "--calibrate", "4")[0] == 0
+        calibrated = len(srv.requests)
+        code, _, err = judge(db, srv, "--fill", "--runs", "r1", "--depth", "3", "--max-requests", "1")
+        assert code == 0 and "--resume" in err
+        assert rows(db, "SELECT count(*) FROM datasets") == [(1,)]  # nothing filled from a part
+        code, out, err = judge(db, srv, "--fill", "--resume")  # no --runs: the session's own settings
+        assert code == 0, err
+        asked = srv.asked()[calibrated:]
+    assert len(asked) == len(set(asked)) == 3  # the pool's unjudged units (q1 d1#2, q3 d3#2, q3 d1#1), once each
+    assert rows(db, "SELECT count(*) FROM datasets") == [(2,)]
+    assert rows(db, "SELECT count(*) FROM judge_sessions WHERE purpose = 'fill' AND status = 'done'") == [(1,)]
 
 
 def test_ctrl_c_keeps_the_answers_and_resume_finishes(db: Path) -> None:
@@ -281,3 +298,12 @@ def test_the_package_prompt_loads_and_names_its_hash() -> None:
     p = load_prompt()
     assert "{data}" in p.user and len(p.sha256) == 64
     assert os.path.basename(p.path) == "umbrela.prompt"
+
+
+def test_quotas_spread_the_sample_evenly() -> None:
+    from ragtriage.judge.pairs import quotas
+
+    # 5 each; grade 1 has only 2, so its 3 go to the others, one each
+    assert quotas({0: 10, 1: 2, 2: 50, 3: 50}, 20) == {0: 6, 1: 2, 2: 6, 3: 6}
+    assert quotas({0: 3, 1: 1}, 10) == {0: 3, 1: 1}  # asking more than there is takes everything
+    assert quotas({0: 9, 1: 9, 2: 9}, 7) == {0: 3, 1: 2, 2: 2}  # the remainder to the lower grades

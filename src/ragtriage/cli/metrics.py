@@ -79,8 +79,11 @@ def metrics_cmd(
     """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate, or any
     measure named in ir_measures' syntax (--measure); trec_eval's layout with --format trec."""
     from ragtriage.cli.metrics_run import run_metrics
+    from ragtriage.cli._app import fail
     from ragtriage.metrics.context import using_labels
 
+    if qrels is not None and labels is Labels.with_judge:
+        raise fail("--labels with-judge reads the judged labels of a store (--db); a --qrels file has none")
     with using_labels(labels.value):
         run_metrics(
             db, run, k, measure, qrels, threshold, by, split, stage, gain, trec_compat, per_case_rows, view, seed, fmt
