@@ -78,8 +78,8 @@ def metrics_cmd(
 ) -> None:
     """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate, or any
     measure named in ir_measures' syntax (--measure); trec_eval's layout with --format trec."""
-    from ragtriage.cli.metrics_run import run_metrics
     from ragtriage.cli._app import fail
+    from ragtriage.cli.metrics_run import run_metrics
     from ragtriage.metrics.context import using_labels
 
     if qrels is not None and labels is Labels.with_judge:
