@@ -3,7 +3,9 @@ each session asked about, and the sessions themselves.
 
 ``judge_answers`` is keyed by :func:`answer_key`, a hash of (model, prompt SHA-256, scale and rubric, temperature,
 seed, query, unit text): the same question to the same judge is asked once, whichever command or session asks it.
-An answer is written as it arrives, so an interrupted session leaves every answer it got. A request that failed
+Answers are written in small batches as they arrive (at most :data:`FLUSH_EVERY` answers or
+:data:`FLUSH_AFTER_S` seconds old), and what is pending is written when the session stops, Ctrl-C included, so an
+interrupted session leaves every answer it got. A request that failed
 (HTTP error after retries, budget spent) is not an answer and is not kept: a rerun asks it again. An answer that
 does not parse is kept with its raw text and the reason, and counted.
 """
@@ -61,6 +63,9 @@ CREATE TABLE IF NOT EXISTS judge_pairs (
 );
 """
 
+FLUSH_EVERY = 32
+FLUSH_AFTER_S = 0.5
+
 #: What every session of one judge shares: the cache key's fixed part.
 ANSWER_COLUMNS = [
     "key",
@@ -74,6 +79,22 @@ ANSWER_COLUMNS = [
     "prompt_tokens",
     "completion_tokens",
 ]
+
+
+ANSWER_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("model", pa.string()),
+        ("prompt_sha256", pa.string()),
+        ("temperature", pa.float64()),
+        ("seed", pa.int32()),
+        ("raw_answer", pa.string()),
+        ("grade", pa.int32()),
+        ("problem", pa.string()),
+        ("prompt_tokens", pa.int32()),
+        ("completion_tokens", pa.int32()),
+    ]
+)
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -122,11 +143,19 @@ def cached_keys(con: duckdb.DuckDBPyConnection, keys: pa.Array) -> set[str]:
     return {r[0] for r in rows}
 
 
-def store_answer(con: duckdb.DuckDBPyConnection, row: dict[str, object]) -> None:
-    """Keep one answer (autocommitted: an interruption right after loses nothing)."""
-    cols = ", ".join(ANSWER_COLUMNS)
-    marks = ", ".join("?" for _ in ANSWER_COLUMNS)
-    con.execute(
-        f"INSERT INTO judge_answers ({cols}, answered_at) VALUES ({marks}, now()::TIMESTAMP) ON CONFLICT DO NOTHING",
-        [row[c] for c in ANSWER_COLUMNS],
-    )
+def store_answers(con: duckdb.DuckDBPyConnection, rows: list[dict[str, object]]) -> None:
+    """Keep a batch of answers in one transaction (one commit per answer would cap a session at a few dozen
+    answers a second); a key already kept is left as it was."""
+    if not rows:
+        return
+    table = pa.table({c: [r[c] for r in rows] for c in ANSWER_COLUMNS}, schema=ANSWER_SCHEMA)
+    cur = con.cursor()
+    try:
+        cur.register("_judge_new_answers", table)
+        cols = ", ".join(ANSWER_COLUMNS)
+        cur.execute(
+            f"""INSERT INTO judge_answers ({cols}, answered_at)
+                SELECT {cols}, now()::TIMESTAMP FROM _judge_new_answers ON CONFLICT DO NOTHING"""
+        )
+    finally:
+        cur.close()

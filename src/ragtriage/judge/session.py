@@ -10,13 +10,22 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import duckdb
 import pyarrow as pa
 
-from ragtriage.judge.answers import JudgeIdentity, answer_key, cached_keys, ensure_tables, store_answer
+from ragtriage.judge.answers import (
+    FLUSH_AFTER_S,
+    FLUSH_EVERY,
+    JudgeIdentity,
+    answer_key,
+    cached_keys,
+    ensure_tables,
+    store_answers,
+)
 from ragtriage.judge.client import Budget, ChatClient, Endpoint, Reply
 from ragtriage.judge.pairs import gradable
 from ragtriage.judge.prompt import Prompt, Scale, parse_answer
@@ -91,6 +100,16 @@ class Tally:
     interrupted: bool = False
     budget_spent: bool = False
     failures: list[str] = field(default_factory=list)  # the first few errors, for the message
+    pending: list[dict[str, object]] = field(default_factory=list)  # answers not yet written
+    flushed_at: float = 0.0
+
+    def flush(self, con: duckdb.DuckDBPyConnection, *, force: bool = False) -> None:
+        """Write the pending answers when there are enough of them, they have waited long enough, or ``force``."""
+        now = time.monotonic()
+        if self.pending and (force or len(self.pending) >= FLUSH_EVERY or now - self.flushed_at >= FLUSH_AFTER_S):
+            store_answers(con, self.pending)
+            self.pending = []
+            self.flushed_at = now
 
 
 def start_session(
@@ -153,8 +172,8 @@ def ask(
     budget: int | None = None,
     progress: Callable[[Tally], None] | None = None,
 ) -> Tally:
-    """Ask every planned pair that is not cached; each answer is stored when it arrives. Ctrl-C ends the asking
-    and returns the tally with ``interrupted`` set."""
+    """Ask every planned pair that is not cached; answers are stored in small batches as they arrive and the rest
+    when the asking stops. Ctrl-C ends the asking and returns the tally with ``interrupted`` set."""
     judge = identity(endpoint, prompt, scale)
     done = cached_keys(con, planned.pairs.column("key").combine_chunks()) if planned.pairs.num_rows else set()
     todo: dict[str, tuple[str, str]] = {}
@@ -166,12 +185,14 @@ def ask(
     ):
         if k not in done:
             todo.setdefault(k, (q, t))
-    tally = Tally(len(todo))
+    tally = Tally(len(todo), flushed_at=time.monotonic())
     spent = Budget(budget)
     try:
         asyncio.run(_ask_all(con, list(todo.items()), endpoint, prompt, scale, judge, spent, tally, progress))
     except KeyboardInterrupt:
         tally.interrupted = True
+    finally:
+        tally.flush(con, force=True)
     tally.requests = spent.sent
     return tally
 
@@ -196,7 +217,8 @@ async def _ask_all(
         while not queue.empty():
             key, (query, text) = queue.get_nowait()
             reply = await client.ask(prompt.messages(query, text, scale))
-            _keep(con, key, reply, judge, scale, tally)
+            _keep(key, reply, judge, scale, tally)
+            tally.flush(con)
             if progress is not None:
                 progress(tally)
             if reply.error == "request budget spent":
@@ -209,9 +231,7 @@ async def _ask_all(
         await client.aclose()
 
 
-def _keep(
-    con: duckdb.DuckDBPyConnection, key: str, reply: Reply, judge: JudgeIdentity, scale: Scale, tally: Tally
-) -> None:
+def _keep(key: str, reply: Reply, judge: JudgeIdentity, scale: Scale, tally: Tally) -> None:
     if reply.error is not None:
         if reply.error != "request budget spent":
             tally.failed += 1
@@ -221,8 +241,7 @@ def _keep(
     parsed = parse_answer(reply.text, scale)
     tally.answered += 1
     tally.unparsed += parsed.grade is None
-    store_answer(
-        con,
+    tally.pending.append(
         {
             "key": key,
             "model": judge.model,
