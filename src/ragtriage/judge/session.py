@@ -1,5 +1,5 @@
 """A judging session: plan the pairs (which are cached, what asking the rest costs), ask the rest at a stated
-concurrency, and keep every answer as it arrives.
+concurrency, and keep the answers as they arrive (in small batches).
 
 Ctrl-C (or a spent budget) stops the session where it is: the answers received are stored, the session is marked
 ``interrupted``, and ``--resume`` asks the same pairs again, the answered ones from the cache (nothing twice).
