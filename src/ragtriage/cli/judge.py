@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from ragtriage.judge import Calibration, Endpoint, Plan, Prompt, Scale, Tally
+    from ragtriage.judge import Endpoint, Plan, Prompt, Scale, Tally
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -158,6 +159,11 @@ def _judge(
     purpose = "calibrate" if "n" in settings else "fill"
     session = _resumed(con, purpose) if resume else None
     if session is not None:
+        if session["model"] != ep.model:
+            raise ValueError(
+                f"session {session['id']} asked judge:{session['model']}, not judge:{ep.model}: "
+                "resume it with the same --model, or start a new session without --resume"
+            )
         settings = session["settings"]
         prompt_file = Path(session["prompt_path"])
     prompt = load_prompt(prompt_file)
@@ -226,7 +232,7 @@ def _resumed(con: duckdb.DuckDBPyConnection, purpose: str) -> dict[str, Any]:
 
     rows = (
         con.execute(
-            """SELECT session_id, settings, prompt_path, prompt_sha256 FROM judge_sessions
+            """SELECT session_id, settings, prompt_path, prompt_sha256, model FROM judge_sessions
                WHERE purpose = ? AND status IN ('interrupted', 'running') ORDER BY session_id DESC LIMIT 1""",
             [purpose],
         ).fetchall()
@@ -235,8 +241,8 @@ def _resumed(con: duckdb.DuckDBPyConnection, purpose: str) -> dict[str, Any]:
     )
     if not rows:
         raise ValueError(f"no interrupted {purpose} session to resume; run without --resume")
-    sid, settings, path, sha = rows[0]
-    return {"id": int(sid), "settings": json.loads(settings), "prompt_path": path, "prompt_sha256": sha}
+    sid, settings, path, sha, model = rows[0]
+    return {"id": int(sid), "settings": json.loads(settings), "prompt_path": path, "prompt_sha256": sha, "model": model}
 
 
 def _pairs(con: duckdb.DuckDBPyConnection, settings: dict[str, Any]) -> pa.Table:
@@ -270,6 +276,20 @@ def _print_plan(
     )
 
 
+def _progress() -> Callable[[Tally], None]:
+    """A line on standard error at every tenth of the pairs to ask (a long session says it is moving)."""
+    shown = [0]
+
+    def say(t: Tally) -> None:
+        done = t.answered + t.failed
+        step = t.to_ask // 10 or 1
+        if t.to_ask >= 20 and done // step > shown[0]:
+            shown[0] = done // step
+            _say(f"  {done} of {t.to_ask} asked ({t.unparsed} unparsed, {t.failed} failed)")
+
+    return say
+
+
 class _Asked:
     """A finished, interrupted or budget-stopped asking, with its session id."""
 
@@ -299,7 +319,7 @@ def _ask(
         session = int(resumed["id"])
     else:
         session = start_session(con, purpose, ep, prompt, current_dataset_version(con), settings, planned.pairs)
-    tally = ask(con, planned, ep, prompt, scale, budget=budget)
+    tally = ask(con, planned, ep, prompt, scale, budget=budget, progress=_progress())
     stopped = tally.interrupted or tally.budget_spent
     end_session(con, session, "interrupted" if stopped else "running")
     _say(
@@ -316,50 +336,6 @@ def _ask(
     return _Asked(tally, session)
 
 
-def _figure_rows(cal: Calibration) -> pa.Table:
-    import pyarrow as pa
-
-    names = ["kappa", "kappa_quadratic", "kappa_binary", "agreement", "majority_agreement"]
-    figs = [getattr(cal, n) for n in names]
-    shown = [
-        f"Cohen's kappa ({len(cal.grades)} grades)",
-        "quadratic-weighted kappa",
-        f"kappa at grade >= {cal.threshold} (binary)",
-        "raw agreement",
-        f"majority-class baseline (always {cal.majority_grade})",
-    ]
-    return pa.table(
-        {
-            "statistic": shown,
-            "value": [f.value for f in figs],
-            "ci_low": [f.ci_low for f in figs],
-            "ci_high": [f.ci_high for f in figs],
-        }
-    )
-
-
-def _grade_rows(cal: Calibration) -> pa.Table:
-    import pyarrow as pa
-
-    cols: dict[str, list[Any]] = {"grade": list(cal.grades)}
-    for name in ("precision", "recall", "human_share", "judge_share"):
-        figs = getattr(cal, name)
-        cols[name] = [figs[g].value for g in cal.grades]
-        cols[f"{name}_ci"] = [
-            None if figs[g].ci_low is None else f"{figs[g].ci_low:.3f}..{figs[g].ci_high:.3f}" for g in cal.grades
-        ]
-    return pa.table(cols)
-
-
-def _confusion_rows(cal: Calibration) -> pa.Table:
-    import pyarrow as pa
-
-    cols: dict[str, list[Any]] = {"people \\ judge": [str(g) for g in cal.grades]}
-    for j, g in enumerate(cal.grades):
-        cols[str(g)] = [row[j] for row in cal.confusion]
-    return pa.table(cols)
-
-
 def _report_calibration(
     con: duckdb.DuckDBPyConnection,
     session: int,
@@ -373,6 +349,7 @@ def _report_calibration(
     fmt: Format,
 ) -> None:
     from ragtriage.judge import answers_of, calibration
+    from ragtriage.judge.calibrate import confusion_rows, figure_rows, grade_rows
     from ragtriage.judge.session import end_session, unparsed
 
     answered = answers_of(con, pairs)
@@ -395,12 +372,12 @@ def _report_calibration(
     ]
     show(
         Output(
-            _figure_rows(cal),
+            figure_rows(cal),
             context,
             notes,
             sections={
-                "confusion matrix (rows: people, columns: judge)": _confusion_rows(cal),
-                "per grade": _grade_rows(cal),
+                "confusion matrix (rows: people, columns: judge)": confusion_rows(cal),
+                "per grade": grade_rows(cal),
                 "answers that did not parse": unparsed(answered),
             },
             title="judge calibration against people's labels",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -166,3 +167,44 @@ def _intervals(
         lo, hi = np.percentile(arr, [tail, 100.0 - tail])
         lows[name], highs[name] = float(lo), float(hi)
     return lows, highs
+
+
+def figure_rows(cal: Calibration) -> pa.Table:
+    """The kappas, raw agreement and the majority baseline, one row each with its interval."""
+    names = ["kappa", "kappa_quadratic", "kappa_binary", "agreement", "majority_agreement"]
+    figs = [getattr(cal, n) for n in names]
+    shown = [
+        f"Cohen's kappa ({len(cal.grades)} grades)",
+        "quadratic-weighted kappa",
+        f"kappa at grade >= {cal.threshold} (binary)",
+        "raw agreement",
+        f"majority-class baseline (always {cal.majority_grade})",
+    ]
+    return pa.table(
+        {
+            "statistic": shown,
+            "value": [f.value for f in figs],
+            "ci_low": [f.ci_low for f in figs],
+            "ci_high": [f.ci_high for f in figs],
+        }
+    )
+
+
+def grade_rows(cal: Calibration) -> pa.Table:
+    """Per grade: precision, recall and both grade shares, each with its interval as ``low..high``."""
+    cols: dict[str, list[Any]] = {"grade": list(cal.grades)}
+    for name in ("precision", "recall", "human_share", "judge_share"):
+        figs = getattr(cal, name)
+        cols[name] = [figs[g].value for g in cal.grades]
+        cols[f"{name}_ci"] = [
+            None if figs[g].ci_low is None else f"{figs[g].ci_low:.3f}..{figs[g].ci_high:.3f}" for g in cal.grades
+        ]
+    return pa.table(cols)
+
+
+def confusion_rows(cal: Calibration) -> pa.Table:
+    """The confusion matrix as a table: one row per people's grade, one column per judge's grade."""
+    cols: dict[str, list[Any]] = {"people \\ judge": [str(g) for g in cal.grades]}
+    for j, g in enumerate(cal.grades):
+        cols[str(g)] = [row[j] for row in cal.confusion]
+    return pa.table(cols)
