@@ -16,6 +16,7 @@ from ragtriage.cli import (  # noqa: F401  (register commands)
     judge,
     metrics,
     record,
+    trec_eval,
     tui,
 )
 from ragtriage.cli._app import app

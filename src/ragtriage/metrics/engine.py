@@ -28,6 +28,7 @@ from ragtriage.metrics.context import EvalContext, arrow
 from ragtriage.metrics.gain import dcg_sql, gain_sql, ideal_dcg_sql
 from ragtriage.metrics.measures import DCG_TO_GAIN, Measure
 from ragtriage.metrics.ranking import cut_lists, has_repeats, judged_positions_sql
+from ragtriage.metrics.trec_families import FAMILIES, Family, is_text
 from ragtriage.store.load_memory import UNRANKED
 
 
@@ -45,6 +46,7 @@ class Builder:
         self.agg: dict[str, str] = {}
         self.stats: dict[str, str] = {}
         self.bpref: set[int] = set()
+        self.windows: dict[str, str] = {}  # columns added to each judged row (trec_families' running counts)
 
     def stat(self, name: str, sql: str) -> str:
         """A per-case aggregate over the case's qrels ``q``, named once."""
@@ -106,15 +108,16 @@ class Builder:
 
     def hit_rows(self) -> str:
         """The judged rows, with the non-relevant judged units before each row when Bpref needs them."""
-        if not self.bpref:
+        if not self.bpref and not self.windows:
             return "jp"
-        cols = ", ".join(
+        cols = [
             f"count(*) FILTER (WHERE grade >= 0 AND NOT {is_relevant('grade', r)}) OVER (PARTITION BY case_id "
             f"ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS nb_{_tag(r)}"
             for r in sorted(self.bpref)
-        )
-        stats = ", ".join(f"n.nrel_{_tag(r)}, n.nnon_{_tag(r)}" for r in sorted(self.bpref))
-        return f"(SELECT jp.*, {cols}, {stats} FROM jp JOIN n USING (case_id))"
+        ]
+        cols += [f"{v} AS {k}" for k, v in self.windows.items()]
+        stats = [f"n.nrel_{_tag(r)}, n.nnon_{_tag(r)}" for r in sorted(self.bpref)]
+        return f"(SELECT jp.*, {', '.join(cols + stats)} FROM jp JOIN n USING (case_id))"
 
 
 #: (builder, measure, relevance threshold it is taken at) -> SQL of one case's value
@@ -213,6 +216,18 @@ def _ndcg(b: Builder, m: Measure, r: int) -> str:
     return value if b.trec else b.per_relevant(value, b.threshold)
 
 
+def _family(fam: Family) -> MeasureSql:
+    def sql(b: Builder, m: Measure, r: int) -> str:
+        return fam.sql(b, m)
+
+    return sql
+
+
+# trec_eval's measures beyond the core set (all_trec), each defined once in metrics/trec_families.py
+for _fam in FAMILIES.values():
+    register(_fam.name)(_family(_fam))
+
+
 def measures_sql(
     measures: Sequence[Measure],
     ctx: EvalContext,
@@ -230,7 +245,10 @@ def measures_sql(
     ``store.load_memory`` (every row scored and of a case, every case in the population unless a split is asked),
     which needs no population filter on its rows and no NULL-safe order."""
     b = Builder(ctx.threshold, trec)
-    exprs = [f"CAST({b.expr(m)} AS DOUBLE) AS m{i}" for i, m in enumerate(measures)]
+    exprs = [
+        f"{b.expr(m)} AS m{i}" if is_text(m.name) else f"CAST({b.expr(m)} AS DOUBLE) AS m{i}"
+        for i, m in enumerate(measures)
+    ]
     b.nrel(ctx.threshold)
     pop, params = ctx.population_sql(trec=trec)
     qrels, qrels_params = ctx.qrels_sql()

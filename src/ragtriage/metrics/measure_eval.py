@@ -25,6 +25,7 @@ from ragtriage.contract.staging import qident, sql_str
 from ragtriage.metrics.context import over_arrow, population_header, resolve, unlabelled_count
 from ragtriage.metrics.engine import evaluate
 from ragtriage.metrics.measures import NEEDS_RELEVANT, Measure, parse_measures
+from ragtriage.metrics.trec_families import FAMILIES, MIN_GEO_MEAN, is_text
 
 
 @dataclass
@@ -45,7 +46,8 @@ class MeasureResult:
     def _long(self, names: list[str], shown: list[int]) -> str:
         """SQL: (case_id, measure, value, integer, idx) for measure ``i`` of ``shown`` named ``names[i]``."""
         parts = [
-            f"SELECT case_id, {sql_str(names[i])} AS measure, CAST({qident(str(m))} AS DOUBLE) AS value, "
+            f"SELECT case_id, {sql_str(names[i])} AS measure, "
+            f"{'NULL' if is_text(m.name) else f'CAST({qident(str(m))} AS DOUBLE)'} AS value, "
             f"{m.summed} AS integer, {i} AS idx FROM wide"
             for i, m in ((i, self.measures[i]) for i in shown)
         ]
@@ -78,7 +80,7 @@ class MeasureResult:
 
     def _values(self) -> npt.NDArray[np.float64]:
         """Each measure's aggregate (NaN where no case has a value; ``table_of`` makes it null)."""
-        values = [_agg(self.wide.column(str(m)), m.summed) for m in self.measures]
+        values = [_agg(self.wide.column(str(m)), m) for m in self.measures]
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
     @property
@@ -126,9 +128,16 @@ TREC_ROWS = pa.schema(
 )
 
 
-def _agg(col: pa.ChunkedArray, summed: bool) -> float | None:
-    v = (pc.sum if summed else pc.mean)(col).as_py()
-    return None if v is None else float(v)
+def _agg(col: pa.ChunkedArray, m: Measure) -> float | None:
+    """The aggregate of one measure's column: a sum, a mean, or (gm_map, gm_bpref) trec_eval's geometric mean
+    of the values floored at MIN_GEO_MEAN; None for a measure trec_eval prints per query only (relstring)."""
+    how = FAMILIES[m.name].agg if m.name in FAMILIES else ("sum" if m.summed else "mean")
+    if how == "none":
+        return None
+    if how == "gm":
+        col = pc.ln(pc.max_element_wise(col, pa.scalar(MIN_GEO_MEAN)))
+    v = (pc.sum if how == "sum" else pc.mean)(col).as_py()
+    return None if v is None else float(np.exp(v) if how == "gm" else v)
 
 
 def evaluate_run(

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ragtriage.metrics.context import MetricsError
+from ragtriage.metrics.trec_families import FAMILIES, cut_name
+from ragtriage.metrics.trec_families import parse as parse_family
 
 DCGS = ("log2", "exp-log2")
 #: gain name of the metrics layer (``--gain``) -> ir_measures' ``dcg`` parameter
@@ -89,9 +91,12 @@ class Measure:
     rel: int | None = None
     dcg: str | None = None
     defaulted: tuple[str, ...] = ()
+    params: tuple[float, ...] = ()  # a trec_eval family's parameters (``metrics.trec_families``)
 
     def __str__(self) -> str:
         """ir_measures' spelling, parameters that were given (or filled) included: ``nDCG(dcg='log2')@10``."""
+        if self.name in FAMILIES:
+            return self._family_str()
         params = []
         if self.rel is not None and "rel" not in self.defaulted:
             params.append(f"rel={self.rel}")
@@ -103,11 +108,21 @@ class Measure:
         text = f"{name}({', '.join(params)})" if params else name
         return f"{text}@{self.cutoff}" if self.cutoff is not None else text
 
+    def _family_str(self) -> str:
+        fam = FAMILIES[self.name]
+        if fam.cut:
+            return cut_name(fam, self.params[0])
+        if self.params == fam.params:
+            return self.name
+        return f"{self.name}({','.join(f'{x:g}' for x in self.params)})"
+
     @property
     def summed(self) -> bool:
-        return self.name in SUMMED
+        return self.name in SUMMED or (self.name in FAMILIES and FAMILIES[self.name].agg == "sum")
 
     def takes(self, param: str) -> bool:
+        if self.name in FAMILIES:
+            return param == "rel"
         return param in _SPECS[self.name][0]
 
     def resolve(self, threshold: int, gain: str) -> Measure:
@@ -135,6 +150,8 @@ class Measure:
         """trec_eval's name for this measure under ``-l threshold``, or None when trec_eval has no such measure."""
         if self.rel is not None and self.rel != threshold:
             return None
+        if self.name in FAMILIES:
+            return str(replace(self, rel=None, defaulted=()))
         k = self.cutoff
         simple = {"Rprec": "Rprec", "Bpref": "bpref", "NumQ": "num_q", "NumRel": "num_rel", "NumRelRet": "num_rel_ret"}
         if self.name in simple:
@@ -174,6 +191,9 @@ def parse_measure(text: str) -> Measure:
     """``"nDCG(dcg='exp-log2')@10"`` -> ``Measure("nDCG", cutoff=10, dcg="exp-log2")``; raises :class:`MeasureError`
     naming the bad part (unknown name, parameter, value or cutoff)."""
     text = text.strip()
+    family = parse_family(text)
+    if family is not None:
+        return Measure(family[0], params=family[1])
     trec = _from_trec(text)
     if trec is not None:
         return trec

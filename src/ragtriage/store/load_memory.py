@@ -57,11 +57,18 @@ def _qrels_input(source: Any) -> bool:
 
 
 def light_store(
-    qrels: Any, run: Any, *, threshold: int | None = None, grade_map: str | dict[int, int] | None = None
+    qrels: Any,
+    run: Any,
+    *,
+    threshold: int | None = None,
+    grade_map: str | dict[int, int] | None = None,
+    as_trec_eval: bool = False,
 ) -> tuple[duckdb.DuckDBPyConnection, str, list[str]] | None:
     """(connection, run id, notes) of an in-memory evaluation store over qrels (a file of any format, a dict or a
     frame) and a TREC run file, or None when the inputs need the full load (another run format, anything to
-    report)."""
+    report). ``as_trec_eval`` (``ragtriage trec-eval``): never None for a TREC run file; a docno repeated in a
+    list stays in ``stg_run`` for the caller to refuse as trec_eval does, a run the fast reader cannot take is
+    read by the general TREC reader, and a malformed file raises ``ValidationFailed`` with its lines."""
     run_path = _trec_file(run, "run")
     if run_path is None or not _qrels_input(qrels):
         return None
@@ -71,7 +78,7 @@ def light_store(
         con.execute("SET enable_progress_bar = false")
         cap_in_memory(con)
         with scratch():
-            read = _stage(con, qrels, run_path, mapping)
+            read = _stage(con, qrels, run_path, mapping, as_trec_eval)
         if read is None:
             con.close()
             return None
@@ -82,7 +89,9 @@ def light_store(
     return con, RUN_ID, notes
 
 
-def _stage(con: duckdb.DuckDBPyConnection, qrels: Any, run: Path, grade_map: dict[int, int]) -> TrecRun | None:
+def _stage(
+    con: duckdb.DuckDBPyConnection, qrels: Any, run: Path, grade_map: dict[int, int], as_trec_eval: bool = False
+) -> TrecRun | None:
     """Stage both inputs; None when either has anything the full load would report."""
     from ragtriage.contract.errors import ValidationFailed
     from ragtriage.contract.field_rules import field_rules
@@ -93,17 +102,40 @@ def _stage(con: duckdb.DuckDBPyConnection, qrels: Any, run: Path, grade_map: dic
     try:
         labels = stage_qrels(con, qrels)  # the load's own reader for every qrels format (TREC: the CSV fast path)
     except (ValidationFailed, ValueError):  # unreadable or of no known format: the full load says so
-        return None
-    if labels.findings:
+        if as_trec_eval:
+            raise
         return None
     # the label rules that can refuse a load (empty ids, grades beyond INTEGER): any finding goes the full way
-    if apply_rules(con, labels, [r for r in field_rules(LABELS) if r.severity == "error"]):
+    found = labels.findings or apply_rules(con, labels, [r for r in field_rules(LABELS) if r.severity == "error"])
+    if found:
+        if as_trec_eval:
+            raise ValidationFailed(list(found))
         return None
     if grade_map:
         apply_grade_map(con, "stg_labels", grade_map)
     read = read_run(con, run, "stg_run", temp=False)
+    if read is None and as_trec_eval:
+        read = _general_run(con, run)
     # a docno twice in one list: the load keeps its first occurrence and warns, so that run goes the full way
-    return None if read is None or _repeats(con) else read
+    return None if read is None or (not as_trec_eval and _repeats(con)) else read
+
+
+def _general_run(con: duckdb.DuckDBPyConnection, run: Path) -> TrecRun:
+    """``stg_run`` read by the general TREC reader (any whitespace, every bad line found and raised)."""
+    from ragtriage.contract.errors import ValidationFailed
+    from ragtriage.contract.trec import stage_trec_run
+
+    staged, _facts = stage_trec_run(con, run, "stg_run_any")
+    errors = [f for f in staged.findings if f.severity == "error"]
+    if errors:
+        raise ValidationFailed(errors)
+    con.execute(
+        """CREATE OR REPLACE TABLE stg_run AS
+           SELECT case_id, document_id, chunk_id, score, tag FROM stg_run_any ORDER BY line"""
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE stg_run__cases AS SELECT case_id, count(*) AS n FROM stg_run GROUP BY 1")
+    tags = con.execute("SELECT min(tag), max(tag) FROM stg_run").fetchall()[0]
+    return TrecRun(0, "stg_run__cases", str(tags[0]) if tags[0] == tags[1] else None)
 
 
 def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun) -> list[str]:

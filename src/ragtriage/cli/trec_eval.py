@@ -1,0 +1,62 @@
+"""`ragtriage trec-eval [flags] QRELS RUN`: trec_eval's command line, printing what trec_eval prints.
+
+The options mirror trec_eval's (short and long names); the work is in ``ragtriage.trec_eval``, imported when the
+command runs so that `ragtriage --help` stays cheap.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragtriage.cli._app import app, fail, input_errors
+
+
+@app.command("trec-eval")
+def trec_eval_cmd(
+    qrels: Annotated[Path, typer.Argument(help="TREC qrels file (qid iter docno rel).")],
+    run: Annotated[Path, typer.Argument(help="TREC run file (qid Q0 docno rank score tag).")],
+    measure: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-m",
+            "--measure",
+            help="measure[.params] or a nickname (official, set, all_trec); repeatable. Default: official.",
+        ),
+    ] = None,
+    query: Annotated[bool, typer.Option("-q", "--query_eval_wanted", help="Also print each query's values.")] = False,
+    complete: Annotated[
+        bool,
+        typer.Option("-c", "--complete_rel_info_wanted", help="Average over every qrels query; absent ones score 0."),
+    ] = False,
+    level: Annotated[int, typer.Option("-l", "--level_for_rel", help="Relevant: rel >= this level.")] = 1,
+    nosummary: Annotated[bool, typer.Option("-n", "--nosummary", help="Print no summary (all) lines.")] = False,
+    max_docs: Annotated[
+        int | None, typer.Option("-M", "--Max_retrieved_per_topic", help="Evaluate each list's first N only.")
+    ] = None,
+    judged: Annotated[
+        bool, typer.Option("-J", "--Judged_docs_only", help="Drop unjudged documents before evaluating.")
+    ] = False,
+    num_docs: Annotated[
+        int, typer.Option("-N", "--Number_docs_in_coll", help="Documents in the collection (utility's p4).")
+    ] = 0,
+) -> None:
+    """trec_eval's output for QRELS and RUN, line for line (docs/trec_eval.md): same measures, order, layout."""
+    from ragtriage.trec_eval import Options, TrecEvalError, run_trec_eval
+
+    opts = Options(list(measure or []), query, complete, level, not nosummary, max_docs, judged, num_docs)
+    try:
+        out = run_trec_eval(qrels, run, opts)
+    except TrecEvalError as exc:
+        fail(f"trec-eval: {exc}")
+        raise typer.Exit(exc.code) from exc
+    except input_errors() as exc:
+        raise fail(exc) from exc
+    sys.stdout.write(out.text)
+    sys.stdout.flush()
+    if out.error is not None:
+        fail(out.error)
+        raise typer.Exit(out.code)
