@@ -1,0 +1,85 @@
+"""trec_eval's own `make quicktest`, run with `python -m ragtriage.trec_eval`: stdout byte for byte.
+
+The expected outputs (and the comment-test inputs) are trec_eval's files, not kept in this repository: the tests
+read trec_eval's `test/` folder from $RAGTRIAGE_TREC_EVAL_TESTS or from `../shared/trec_eval/test` beside the
+checkout, and skip, saying what to place where, when it is absent. The inputs vendored under
+tests/data/trec_eval/ (with NIST's licence) are used where they exist.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+VENDORED = ROOT / "tests" / "data" / "trec_eval"
+
+
+def _folder() -> Path | None:
+    env = os.environ.get("RAGTRIAGE_TREC_EVAL_TESTS")
+    folder = Path(env) if env else ROOT.parent / "shared" / "trec_eval" / "test"
+    return folder if (folder / "out.test").is_file() else None
+
+
+# the targets of trec_eval's Makefile `quicktest` that use the qrels and trec_results formats
+TARGETS = [
+    ("out.test", ["qrels.test", "results.test"]),
+    ("out.test", ["qrels.test.with-comments", "results.test"]),
+    ("out.comment.test", ["qrels.comment.test", "results.comment.test"]),
+    ("out.test.a", ["-m", "all_trec", "qrels.test", "results.test"]),
+    ("out.test.aq", ["-m", "all_trec", "-q", "qrels.test", "results.test"]),
+    ("out.test.aqc", ["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"]),
+    ("out.test.aqcM", ["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"]),
+    ("out.test.aql", ["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"]),
+]
+
+
+def _input(name: str, folder: Path, tmp: Path) -> str:
+    """A vendored input (gunzipped to tmp) where the repository has it, else trec_eval's own file."""
+    packed = VENDORED / f"{name}.gz"
+    if packed.is_file():
+        out = tmp / name
+        if not out.exists():
+            out.write_bytes(gzip.decompress(packed.read_bytes()))
+        return str(out)
+    return str(folder / name)
+
+
+@pytest.mark.parametrize(("expected", "args"), TARGETS, ids=[f"{e}:{' '.join(a)}" for e, a in TARGETS])
+def test_quicktest_target_byte_for_byte(expected: str, args: list[str], tmp_path: Path) -> None:
+    folder = _folder()
+    if folder is None:
+        pytest.skip(
+            "trec_eval's test folder is absent: place usnistgov/trec_eval's test/ at ../shared/trec_eval/test "
+            "beside the checkout, or set RAGTRIAGE_TREC_EVAL_TESTS to it"
+        )
+    argv = [*args[:-2], *(_input(a, folder, tmp_path) for a in args[-2:])]
+    done = subprocess.run(
+        [sys.executable, "-m", "ragtriage.trec_eval", *argv], capture_output=True, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == (folder / expected).read_bytes()
+
+
+def test_refusals_keep_trec_evals_exit_codes(tmp_path: Path) -> None:
+    """A docno twice in a list (exit 4, after the queries before it), an unknown measure (exit 1)."""
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 1\n")
+    run = tmp_path / "run"
+    run.write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq2 Q0 c 1 2.0 t\nq2 Q0 c 2 1.0 t\n")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+        cmd = [sys.executable, "-m", "ragtriage.trec_eval", *args]
+        return subprocess.run(cmd, capture_output=True, check=False)
+
+    dup = cli("-q", "-m", "P.1", str(qrels), str(run))
+    assert dup.returncode == 4
+    assert dup.stdout == b"P_1                   \tq1\t1.0000\n"
+    assert b"'q2'" in dup.stderr and b"twice in its ranked list" in dup.stderr
+    bad = cli("-m", "nosuch", str(qrels), str(run))
+    assert bad.returncode == 1 and bad.stdout == b""
