@@ -58,10 +58,11 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options) -> Outcome:
     lines = plan(opts.measures, opts.num_docs)
     con = _open(qrels, run, opts.level)
     try:
-        _cut_lists(con, opts.max_docs)
+        _rank(con, opts.max_docs)
         failing = _first_failing(con, opts)
         if opts.judged_only:
             _judged_only(con)
+        _ranked_results(con)
         from ragtriage.metrics.measure_eval import evaluate_run
 
         measures = [p.measure for p in lines if p.measure is not None]
@@ -93,25 +94,37 @@ def _run_id(con: duckdb.DuckDBPyConnection) -> str:
     return str(con.execute("SELECT run_id FROM runs LIMIT 1").fetchall()[0][0])
 
 
-def _cut_lists(con: duckdb.DuckDBPyConnection, max_docs: int | None) -> None:
-    """``-M n``: each list keeps its first n in trec_eval's order (score, then docno, descending)."""
-    if max_docs is not None:
-        con.execute(
-            """DELETE FROM stg_run WHERE rowid IN (
-                 SELECT rowid FROM (SELECT rowid, row_number() OVER (
-                     PARTITION BY case_id ORDER BY score DESC, document_id DESC) AS n FROM stg_run)
-                 WHERE n > ?)""",
-            [max(max_docs, 0)],
-        )
+_ORDER = "row_number() OVER (PARTITION BY case_id ORDER BY score DESC, document_id DESC)"
+
+
+def _rank(con: duckdb.DuckDBPyConnection, max_docs: int | None) -> None:
+    """``ranked``: every list numbered in trec_eval's order (score, then docno, descending), once, so the engine
+    reads positions as recorded ranks (a join) instead of counting, for each judged unit, the units before it;
+    ``-M n`` keeps each list's first n."""
+    cut = "" if max_docs is None else f"QUALIFY {_ORDER} <= {int(max_docs)}"
+    con.execute(
+        f"""CREATE OR REPLACE TABLE ranked AS
+            SELECT case_id, document_id, score, CAST({_ORDER} AS INTEGER) AS rank FROM stg_run {cut}"""
+    )
 
 
 def _judged_only(con: duckdb.DuckDBPyConnection) -> None:
     """``-J``: only the units judged (a grade >= 0) stay in the lists, which close up."""
     con.execute(
-        """DELETE FROM stg_run WHERE rowid IN (
-                 SELECT r.rowid FROM stg_run r ANTI JOIN (SELECT case_id, unit_id FROM qrels WHERE grade >= 0) q
-                 ON q.case_id = r.case_id AND q.unit_id = r.document_id)"""
+        f"""CREATE OR REPLACE TABLE ranked AS
+            SELECT case_id, document_id, score, CAST({_ORDER} AS INTEGER) AS rank
+            FROM ranked r SEMI JOIN (SELECT case_id, unit_id FROM qrels WHERE grade >= 0) q
+                 ON q.case_id = r.case_id AND q.unit_id = r.document_id"""
     )
+
+
+def _ranked_results(con: duckdb.DuckDBPyConnection) -> None:
+    """The store's ``results`` over ``ranked``, recorded as a run ranked in trec_eval's order without repeats."""
+    con.execute(
+        """CREATE OR REPLACE VIEW results AS
+           SELECT 'run' AS run_id, 'final' AS stage, case_id, document_id AS unit_id, rank, score FROM ranked"""
+    )
+    con.execute("UPDATE runs SET source_format = 'trec', has_repeats = FALSE")
 
 
 def _first_failing(con: duckdb.DuckDBPyConnection, opts: Options) -> tuple[str, str] | None:
@@ -119,9 +132,12 @@ def _first_failing(con: duckdb.DuckDBPyConnection, opts: Options) -> tuple[str, 
     checks = [
         "SELECT case_id, 'a document id twice in its qrels: ' || min(document_id) AS why FROM stg_labels "
         "WHERE case_id IN (SELECT case_id FROM cases) GROUP BY case_id, document_id HAVING count(*) > 1",
-        "SELECT case_id, 'a document id twice in its ranked list: ' || min(document_id) AS why FROM stg_run "
-        "GROUP BY case_id, document_id HAVING count(*) > 1",
     ]
+    if _maybe_repeats(con):
+        checks.append(
+            "SELECT case_id, 'a document id twice in its ranked list: ' || min(document_id) AS why FROM ranked "
+            "GROUP BY case_id, document_id HAVING count(*) > 1"
+        )
     if not opts.complete:
         checks.append(
             "SELECT case_id, 'in the qrels but not in the run (use -c to score it 0)' AS why FROM cases "
@@ -135,6 +151,14 @@ def _first_failing(con: duckdb.DuckDBPyConnection, opts: Options) -> tuple[str, 
 
     qid, why = found[0]
     return str(qid), f"trec-eval: query {visible(qid)!r}: {visible(why)}; trec_eval stops here (exit 4)"
+
+
+def _maybe_repeats(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether some list may hold a docno twice: equal (query, docno) hash alike, so no hash repeated means none
+    (one integer key to group instead of two strings)."""
+    from ragtriage.contract.rules import repeated_hashes
+
+    return bool(repeated_hashes(con, "SELECT hash(case_id, document_id) AS h FROM ranked").num_rows > 0)
 
 
 def _tag(con: duckdb.DuckDBPyConnection) -> str:
