@@ -83,3 +83,31 @@ def test_refusals_keep_trec_evals_exit_codes(tmp_path: Path) -> None:
     assert b"'q2'" in dup.stderr and b"twice in its ranked list" in dup.stderr
     bad = cli("-m", "nosuch", str(qrels), str(run))
     assert bad.returncode == 1 and bad.stdout == b""
+
+
+# flags beyond the quicktest, compared with a trec_eval binary when $RAGTRIAGE_TREC_EVAL_BIN names one
+AGAINST_BINARY = [
+    ["-J", "-m", "all_trec", "-q", "qrels.test", "results.test"],
+    ["-n", "-q", "-m", "all_trec", "qrels.test", "results.test"],
+    ["-m", "all_trec", "-q", "-l2", "-J", "qrels.rel_level", "results.test"],
+    ["-m", "all_trec", "-q", "-M5", "-l3", "qrels.rel_level", "results.test"],
+    ["-q", "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000", "-m",
+     "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m", "11pt_avg..25,.5,.75", "-mndcg_cut.10,20,23.4",
+     "-msuccess.2,5,20", "qrels.test", "results.test"],
+    ["-m", "set", "-N", "100000", "-mutility.1,-1,-1,0.01", "-q", "qrels.test", "results.test"],
+    ["-m", "rbp.p=0.5", "-m", "rbp_resid.p=0.8", "-m", "unj.1,3", "-m", "relative_P.2", "-m", "set_F.0.5", "-q",
+     "qrels.rel_level", "results.test"],
+    ["-c", "-q", "-m", "all_trec", "qrels-302.test", "results-302.test"],
+    ["-q", "qrels.test", "results.trunc"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", AGAINST_BINARY, ids=[" ".join(a) for a in AGAINST_BINARY])
+def test_same_bytes_and_exit_as_trec_eval_binary(args: list[str], tmp_path: Path) -> None:
+    binary, folder = os.environ.get("RAGTRIAGE_TREC_EVAL_BIN"), _folder()
+    if not binary or folder is None:
+        pytest.skip("set RAGTRIAGE_TREC_EVAL_BIN to a trec_eval binary and place trec_eval's test/ folder (above)")
+    argv = [*args[:-2], *(str(folder / a) for a in args[-2:])]
+    ours = subprocess.run([sys.executable, "-m", "ragtriage.trec_eval", *argv], capture_output=True, check=False)
+    theirs = subprocess.run([binary, *argv], capture_output=True, check=False)
+    assert (ours.returncode, ours.stdout) == (theirs.returncode, theirs.stdout), ours.stderr.decode()

@@ -71,7 +71,7 @@ class MeasureResult:
                 "measure": np.array([str(m) for m in self.measures], dtype=object),
                 "value": self._values(),
                 "n": np.array([pc.count(self.wide.column(str(m))).as_py() for m in self.measures], dtype=np.int64),
-                "aggregation": np.array(["sum" if m.summed else "mean" for m in self.measures], dtype=object),
+                "aggregation": np.array([_how(m) for m in self.measures], dtype=object),
                 "parameters": np.array([m.parameters() for m in self.measures], dtype=object),
                 "trec": np.array([m.trec_name(self.threshold) for m in self.measures], dtype=object),
             },
@@ -128,10 +128,15 @@ TREC_ROWS = pa.schema(
 )
 
 
+def _how(m: Measure) -> str:
+    """How a measure's per-case values aggregate: sum, mean, gm (trec_eval's geometric mean) or none."""
+    return FAMILIES[m.name].agg if m.name in FAMILIES else ("sum" if m.summed else "mean")
+
+
 def _agg(col: pa.ChunkedArray, m: Measure) -> float | None:
     """The aggregate of one measure's column: a sum, a mean, or (gm_map, gm_bpref) trec_eval's geometric mean
     of the values floored at MIN_GEO_MEAN; None for a measure trec_eval prints per query only (relstring)."""
-    how = FAMILIES[m.name].agg if m.name in FAMILIES else ("sum" if m.summed else "mean")
+    how = _how(m)
     if how == "none":
         return None
     if how == "gm":

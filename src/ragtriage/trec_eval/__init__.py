@@ -141,7 +141,7 @@ def _first_failing(con: duckdb.DuckDBPyConnection, opts: Options) -> tuple[str, 
     if not opts.complete:
         checks.append(
             "SELECT case_id, 'in the qrels but not in the run (use -c to score it 0)' AS why FROM cases "
-            "WHERE case_id NOT IN (SELECT DISTINCT case_id FROM results)"
+            "WHERE case_id NOT IN (SELECT case_id FROM stg_run__cases)"  # the reader's one row per run query
         )
     row = con.execute(f"SELECT case_id, min(why) FROM ({' UNION ALL '.join(checks)}) GROUP BY ALL ORDER BY 1 LIMIT 1")
     found = row.fetchall()
