@@ -1,10 +1,11 @@
 """Benchmark: `ragtriage trec-eval` against the real trec_eval on the same files, same flags, same bytes.
 
     python bench/trec_eval_bench.py --trec-eval /path/to/trec_eval [--rows 1000000,10000000] [--runs 3]
-                                    [--measures official] [--dir /tmp/ragtriage-trec-eval-bench] [--out FILE]
+                                    [--shape trec|rag] [--measures official] [--dir DIR] [--out FILE]
 
-Data (generated once per size by DuckDB, written as TREC files): queries of uneven depth (10 to 2,000 results,
-skewed towards short lists), document ids drawn from a space of 10^9 (``d000123456``), real-valued scores
+Data (generated once per size and shape by DuckDB, written as TREC files): queries of uneven depth (``trec``:
+10 to 2,000 results, as TREC runs; ``rag``: 10 to 200, many more queries, as a RAG evaluation set; both skewed
+towards short lists), document ids drawn from a space of 10^9 (``d000123456``), real-valued scores
 rounded to 3 decimals so that lists hold ties, qrels pooled from the run (about 15% of the listed documents judged,
 grades 0-3) plus relevant documents the run never lists. A second file pair per size adds what real files hold
 and trec_eval refuses: a few lists repeating a document and a few repeated qrels lines. On those both programs
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,18 +33,20 @@ import duckdb
 BENCH = Path(__file__).resolve().parent
 
 
-def generate(folder: Path, rows: int, *, repeats: bool) -> tuple[Path, Path, int]:
+def generate(folder: Path, rows: int, *, repeats: bool, shape: str = "trec") -> tuple[Path, Path, int]:
     """(qrels, run, run lines) for about ``rows`` run lines; ``repeats`` adds repeated docs and qrels lines."""
-    suffix = f"{rows}{'-repeats' if repeats else ''}"
+    suffix = f"{rows}{'' if shape == 'trec' else '-' + shape}{'-repeats' if repeats else ''}"
     qrels, run = folder / f"qrels-{suffix}.txt", folder / f"run-{suffix}.txt"
     if qrels.exists() and run.exists():
         return qrels, run, sum(1 for _ in run.open("rb"))
-    mean_depth = 10 + 1990 / 3  # depth = 10 + 1990 * u^2
+    spread = 1990 if shape == "trec" else 190
+    mean_depth = 10 + spread / 3  # depth = 10 + spread * u^2
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     con.execute("SELECT setseed(0.38)")
     con.execute(
-        f"""CREATE TABLE q AS SELECT 'q' || (1000 + i) AS qid, CAST(10 + floor(1990 * pow(random(), 2)) AS INT) AS depth
+        f"""CREATE TABLE q AS
+            SELECT 'q' || (1000 + i) AS qid, CAST(10 + floor({spread} * pow(random(), 2)) AS INT) AS depth
             FROM range({max(1, round(rows / mean_depth))}) t(i)"""
     )
     con.execute(
@@ -81,38 +85,49 @@ def generate(folder: Path, rows: int, *, repeats: bool) -> tuple[Path, Path, int
     return qrels, run, int(n)
 
 
-def timed(cmd: list[str]) -> tuple[float, int, bytes]:
+def timed(cmd: list[str]) -> tuple[float, float, int, bytes]:
+    """(wall seconds, CPU seconds user+system, exit code, stdout) of one run of ``cmd``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, check=False)
-    return time.perf_counter() - t0, p.returncode, p.stdout
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, p.returncode, p.stdout
 
 
 def bench_size(args: argparse.Namespace, rows: int) -> dict[str, object]:
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
-    qrels, run, lines = generate(folder, rows, repeats=False)
+    qrels, run, lines = generate(folder, rows, repeats=False, shape=args.shape)
     flags = [f for m in args.measures.split(",") for f in ("-m", m)]
     te = [args.trec_eval, *flags, str(qrels), str(run)]
     ours = [sys.executable, "-m", "ragtriage.trec_eval", *flags, str(qrels), str(run)]
     times: dict[str, list[float]] = {"trec_eval": [], "ragtriage": []}
+    cpu: dict[str, list[float]] = {"trec_eval": [], "ragtriage": []}
     same = True
     for _ in range(args.runs):
-        t_te, rc_te, out_te = timed(te)
-        t_rt, rc_rt, out_rt = timed(ours)
+        t_te, c_te, rc_te, out_te = timed(te)
+        t_rt, c_rt, rc_rt, out_rt = timed(ours)
         times["trec_eval"].append(t_te)
         times["ragtriage"].append(t_rt)
+        cpu["trec_eval"].append(c_te)
+        cpu["ragtriage"].append(c_rt)
         same = same and rc_te == rc_rt == 0 and out_te == out_rt
-    rq, rr, rep_lines = generate(folder, rows, repeats=True)
-    _, rc_te, out_te = timed([args.trec_eval, "-q", *flags, str(rq), str(rr)])
-    _, rc_rt, out_rt = timed([sys.executable, "-m", "ragtriage.trec_eval", "-q", *flags, str(rq), str(rr)])
+    rq, rr, rep_lines = generate(folder, rows, repeats=True, shape=args.shape)
+    _, _, rc_te, out_te = timed([args.trec_eval, "-q", *flags, str(rq), str(rr)])
+    _, _, rc_rt, out_rt = timed([sys.executable, "-m", "ragtriage.trec_eval", "-q", *flags, str(rq), str(rr)])
     med = {k: statistics.median(v) for k, v in times.items()}
+    med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     return {
         "run_lines": lines,
-        "queries": sum(1 for _ in qrels.open("rb")) and len({ln.split(None, 1)[0] for ln in qrels.open("rb")}),
+        "queries": len({ln.split(None, 1)[0] for ln in qrels.open("rb")}),
         "measures": args.measures,
         "runs": args.runs,
         "seconds": times,
         "median_seconds": med,
+        "cpu_seconds": cpu,
+        "median_cpu_seconds": med_cpu,
         "ratio_ragtriage_to_trec_eval": med["ragtriage"] / med["trec_eval"],
         "same_stdout_every_run": same,
         "repeats_case": {
@@ -129,6 +144,7 @@ def main() -> None:
     ap.add_argument("--trec-eval", required=True, help="path to a trec_eval binary")
     ap.add_argument("--rows", default="1000000,10000000", help="run lines per size, comma-separated")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--shape", choices=("trec", "rag"), default="trec", help="list depths: TREC-like or RAG-like")
     ap.add_argument("--measures", default="official", help="-m values, comma-separated (official, all_trec, ...)")
     ap.add_argument("--dir", default="/tmp/ragtriage-trec-eval-bench")
     ap.add_argument("--out", default=None, help="JSON file (default bench/results/trec_eval_<time>.json)")
@@ -139,11 +155,13 @@ def main() -> None:
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {platform.python_version()}",
         "trec_eval": version,
-        "data": "uneven depth 10-2000 (u^2 skew), doc ids from 1e9, scores rounded to 3 decimals (ties), "
-        "qrels pooled at ~15% of listed docs (grades 0-3) + 1-20 unretrieved relevant per query",
+        "shape": args.shape,
+        "data": f"uneven depth 10-{2000 if args.shape == 'trec' else 200} (u^2 skew), doc ids from 1e9, scores "
+        "rounded to 3 decimals (ties), qrels pooled at ~15% of listed docs (grades 0-3) + 1-20 unretrieved "
+        "relevant per query",
         "sizes": {},
     }
-    print(f"{'rows':>12} {'trec_eval s':>12} {'ragtriage s':>12} {'ratio':>7}  same bytes  repeats: exits, same")
+    print(f"{'rows':>12} {'trec_eval s':>12} {'ragtriage s':>12} {'ratio':>7} {'cpu ratio':>9}  same bytes  repeats")
     for rows in (int(x) for x in args.rows.split(",")):
         r = bench_size(args, rows)
         results["sizes"][str(rows)] = r  # type: ignore[index]
@@ -151,11 +169,14 @@ def main() -> None:
         rep = r["repeats_case"]
         print(
             f"{r['run_lines']:>12,} {med['trec_eval']:>12.2f} {med['ragtriage']:>12.2f} "  # type: ignore[index]
-            f"{r['ratio_ragtriage_to_trec_eval']:>7.3f}  {r['same_stdout_every_run']!s:>10}  "
+            f"{r['ratio_ragtriage_to_trec_eval']:>7.3f} "
+            f"{r['median_cpu_seconds']['ragtriage'] / r['median_cpu_seconds']['trec_eval']:>9.3f}  "  # type: ignore[index]
+            f"{r['same_stdout_every_run']!s:>10}  "
             f"{rep['trec_eval_exit']}/{rep['ragtriage_exit']}, {rep['same_stdout']}",  # type: ignore[index]
             flush=True,
         )
-    out = Path(args.out) if args.out else BENCH / "results" / f"trec_eval_{time.strftime('%Y%m%dT%H%M%S')}.json"
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    out = Path(args.out) if args.out else BENCH / "results" / f"trec_eval_{args.shape}_{stamp}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {out}")
