@@ -59,6 +59,12 @@ class Family:
     text: bool = False
 
 
+def _f(x: float) -> str:
+    """A parameter as a DOUBLE literal: DuckDB reads ``0.7`` as a DECIMAL, whose exact product rounds unlike C's
+    double (round(0.7 x 15) is 11 in DECIMAL, 10 in double, as trec_eval computes it)."""
+    return f"CAST({float(x)!r} AS DOUBLE)"
+
+
 def _r(b: Builder, m: Measure) -> int:
     return m.rel if m.rel is not None else b.threshold
 
@@ -123,7 +129,7 @@ def _iprec(b: Builder, r: int, level: float) -> str:
     """Interpolated precision at a recall level: the best precision at or after the relevant unit that reaches
     round(level x relevant) relevant units (trec_eval's lround); 0 when the run never reaches it."""
     nrel, rp, nrr = b.nrel(r), b.rel_pos(r), b.hits(r, None)
-    c = f"round({level!r} * {nrel})"
+    c = f"round({_f(level)} * {nrel})"
     best = f"list_max(list_transform({rp}, lambda p, j: CASE WHEN j >= {c} THEN j / p ELSE 0.0 END))"
     return f"CASE WHEN {c} > {nrr} THEN 0.0 ELSE coalesce({best}, 0.0) END"
 
@@ -133,14 +139,15 @@ def _iprec_at_recall(b: Builder, m: Measure) -> str:
 
 
 def _11pt_avg(b: Builder, m: Measure) -> str:
-    parts = " + ".join(f"({_iprec(b, _r(b, m), x)})" for x in m.params)
+    # summed from the highest level down, as trec_eval adds them (the order decides the last bit)
+    parts = " + ".join(f"({_iprec(b, _r(b, m), x)})" for x in sorted(m.params, reverse=True))
     return f"({parts}) / {len(m.params)}.0"
 
 
 def _rprec_mult(b: Builder, m: Measure) -> str:
     """Precision at floor(mult x relevant + 0.9) units (trec_eval's rounding), 0 when that is 0."""
     r = _r(b, m)
-    c = f"floor({m.params[0]!r} * {b.nrel(r)} + 0.9)"
+    c = f"floor({_f(m.params[0])} * {b.nrel(r)} + {_f(0.9)})"
     hits = f"coalesce(len(list_filter({b.rel_pos(r)}, lambda p: p <= {c})), 0)"
     return f"CASE WHEN {c} < 1 THEN 0.0 ELSE {hits} / {c} END"
 
@@ -173,7 +180,7 @@ def _set(kind: str) -> Callable[[Builder, Measure], str]:
             return f"CASE WHEN {ret} > 0 AND {nrel} > 0 THEN ({nrr} * {nrr}) / ({ret} * {nrel}) ELSE 0.0 END"
         x = m.params[0]  # F: (x + 1) P R / (x P + R)
         p, rec = f"({nrr} / {ret})", f"({nrr} / {nrel})"
-        return f"CASE WHEN {nrr} > 0 THEN ({x!r} + 1.0) * {p} * {rec} / ({x!r} * {p} + {rec}) ELSE 0.0 END"
+        return f"CASE WHEN {nrr} > 0 THEN ({_f(x)} + 1.0) * {p} * {rec} / ({_f(x)} * {p} + {rec}) ELSE 0.0 END"
 
     return sql
 
@@ -185,8 +192,8 @@ def _utility(b: Builder, m: Measure) -> str:
     n_docs = m.params[4] if len(m.params) > 4 else 0.0
     nrr, nrel, ret = b.hits(r, None), b.nrel(r), _num_ret()
     value = (
-        f"{p1!r} * {nrr} + {p2!r} * ({ret} - {nrr}) + {p3!r} * ({nrel} - {nrr}) "
-        f"+ {p4!r} * ({n_docs!r} + {nrr} - {ret} - {nrel})"
+        f"{_f(p1)} * {nrr} + {_f(p2)} * ({ret} - {nrr}) + {_f(p3)} * ({nrel} - {nrr}) "
+        f"+ {_f(p4)} * ({_f(n_docs)} + {nrr} - {ret} - {nrel})"
     )
     return f"CASE WHEN nret.num_ret IS NULL THEN 0.0 ELSE {value} END"
 
@@ -207,7 +214,7 @@ def _infap(b: Builder, m: Measure) -> str:
     e = INFAP_EPSILON
     term = (
         f"CASE WHEN pos = 1 THEN 1.0 ELSE 1.0 / pos + ((pos - 1.0) / pos) * "
-        f"(({rb} + {nb} + {ub}) / (pos - 1.0)) * (({rb} + {e!r}) / ({rb} + {nb} + {2 * e!r})) END"
+        f"(({rb} + {nb} + {ub}) / (pos - 1.0)) * (({rb} + {_f(e)}) / ({rb} + {nb} + {_f(2 * e)})) END"
     )
     total = _agg(b, f"infap_{tag}", f"sum({term}) FILTER (WHERE grade >= {r})")
     nrel = b.nrel(r)
@@ -261,7 +268,8 @@ def _ndcg_rel(b: Builder, m: Measure) -> str:
 
 def _rndcg(b: Builder, m: Measure) -> str:
     """nDCG averaged at the R levels: the positions where the ideal ranking's gain drops (the count of units at
-    each positive grade and above), plus the end of the list when it is longer than the positive units."""
+    each positive grade and above), plus the end of the list when it reaches beyond the position after the last
+    positive unit (trec_eval evaluates that position with the drop to gain 0, and the list's end only after it)."""
     ideal = _ideal(b)
     listed = _agg(
         b, "rn_dcg", "list(struct_pack(p := pos, d := grade / log2(pos + 1)) ORDER BY pos) FILTER (WHERE grade > 0)"
@@ -276,8 +284,8 @@ def _rndcg(b: Builder, m: Measure) -> str:
         f"lambda g: len(list_filter({ideal}, lambda y: y >= g)))"
     )
     at_levels = f"list_sum(list_transform({levels}, lambda c: {dcg(f'least(c, {ret})')} / {_ideal_dcg(ideal, 'c')}))"
-    tail = f"CASE WHEN {ret} > {n_pos} THEN {dcg(ret)} / {_ideal_dcg(ideal, n_pos)} ELSE 0.0 END"
-    count = f"(len({levels}) + CASE WHEN {ret} > {n_pos} THEN 1 ELSE 0 END)"
+    tail = f"CASE WHEN {ret} > {n_pos} + 1 THEN {dcg(ret)} / {_ideal_dcg(ideal, n_pos)} ELSE 0.0 END"
+    count = f"(len({levels}) + CASE WHEN {ret} > {n_pos} + 1 THEN 1 ELSE 0 END)"
     nrel = b.nrel(b.threshold)
     return f"CASE WHEN {nrel} = 0 OR {n_pos} = 0 THEN 0.0 ELSE (coalesce({at_levels}, 0.0) + {tail}) / {count} END"
 
@@ -290,19 +298,20 @@ def _gain_scale(b: Builder) -> str:
 
 def _rbp(b: Builder, m: Measure) -> str:
     p = m.params[0]
-    s = _agg(b, f"rbp_{_tag(p)}", f"sum(grade * pow({p!r}, pos - 1)) FILTER (WHERE grade > 0)")
-    return f"(1.0 - {p!r}) * coalesce({s}, 0.0) / {_gain_scale(b)}"
+    s = _agg(b, f"rbp_{_tag(p)}", f"sum(grade * pow({_f(p)}, pos - 1)) FILTER (WHERE grade > 0)")
+    return f"(1.0 - {_f(p)}) * coalesce({s}, 0.0) / {_gain_scale(b)}"
 
 
 def _rbp_resid(b: Builder, m: Measure) -> str:
     """RBP's residual: the weight of the unjudged units (not in the qrels, or a negative grade) plus the tail
     past the list's end."""
     p = m.params[0]
-    judged = _agg(b, f"rbpj_{_tag(p)}", f"sum(pow({p!r}, pos - 1)) FILTER (WHERE grade >= 0)")
+    judged = _agg(b, f"rbpj_{_tag(p)}", f"sum(pow({_f(p)}, pos - 1)) FILTER (WHERE grade >= 0)")
     n_judged = _agg(b, "rbpj_n", "count(*) FILTER (WHERE grade >= 0)")
     ret = _num_ret()
-    unjudged = f"((1.0 - pow({p!r}, {ret})) / (1.0 - {p!r}) - coalesce({judged}, 0.0))"
-    return f"CASE WHEN {ret} > coalesce({n_judged}, 0) THEN pow({p!r}, {ret}) + (1.0 - {p!r}) * {unjudged} ELSE 0.0 END"
+    unjudged = f"((1.0 - pow({_f(p)}, {ret})) / (1.0 - {_f(p)}) - coalesce({judged}, 0.0))"
+    value = f"pow({_f(p)}, {ret}) + (1.0 - {_f(p)}) * {unjudged}"
+    return f"CASE WHEN {ret} > coalesce({n_judged}, 0) THEN {value} ELSE 0.0 END"
 
 
 def _relstring(b: Builder, m: Measure) -> str:
