@@ -82,3 +82,19 @@ def test_family_names_parse_as_measures() -> None:
     assert parse_measure("rbp(0.95)").params == (0.95,)
     assert str(parse_measure("relative_P_5")) == "relative_P_5"
     assert parse_measure("utility").params == (1.0, -1.0, 0.0, 0.0)
+
+
+def test_recall_level_rounds_in_double_precision() -> None:
+    """45 relevant: 0.7 x 45 is 31.499999999999996 in double (trec_eval's lround gives 31), 31.5 exactly (32).
+    The first 31 relevant fill ranks 1-31, the 32nd is at rank 37: 31 relevant -> 1.0, 32 -> 32/37."""
+    qrels = {"q1": {f"r{i:02d}": 1 for i in range(1, 46)}}
+    listed = [f"r{i:02d}" for i in range(1, 32)] + [f"n{i}" for i in range(5)] + ["r32"]
+    run = {"q1": {d: 100.0 - k for k, d in enumerate(listed)}}
+    res = ragtriage.evaluate(qrels, run, measures=["iprec_at_recall_0.70"])
+    assert res.wide["iprec_at_recall_0.70"].to_pylist() == [1.0]
+
+
+def test_rndcg_list_one_past_the_positive_units_has_no_end_point() -> None:
+    """R+ = 1 and two listed (x unjudged, then a): trec_eval's only point is at the drop to gain 0, DCG(1) = 0."""
+    res = ragtriage.evaluate({"q1": {"a": 1, "b": 0}}, {"q1": {"x": 2.0, "a": 1.0}}, measures=["Rndcg"])
+    assert res.wide["Rndcg"].to_pylist() == [0.0]
