@@ -1,5 +1,5 @@
 """trec_eval's measures beyond the core set (``all_trec``): each one defined here once, as a measure of the one
-engine (``metrics.measure_eval``), so it is also a ``--measure`` string (``iprec_at_recall_0.10``, ``infAP``,
+engine (``metrics.engine``), so it is also a ``--measure`` string (``iprec_at_recall_0.10``, ``infAP``,
 ``Rndcg``, ``relative_P_5``) and prints as trec_eval prints it (``ragtriage trec-eval``).
 
 A family is a name, its parameters (trec_eval's defaults when left out), how its per-query values aggregate
@@ -31,7 +31,7 @@ RPREC_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 
 
 class Builder(Protocol):
-    """What a family's SQL may ask of the engine's query builder (``measure_eval._Sql``)."""
+    """What a family's SQL may ask of the engine's query builder (``engine.Builder``)."""
 
     threshold: int
     agg: dict[str, str]

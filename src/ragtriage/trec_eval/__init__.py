@@ -3,8 +3,9 @@ by the one measure engine without a store.
 
 The qrels and the run are read into an in-memory DuckDB by the one-off evaluation's readers
 (``store.load_memory``), trec_eval's flags become list cuts (``-M``, ``-J``), the relevance level (``-l``) and the
-population (``-c``), and the measures (``trec_eval.plan``) are computed in one query by
-``metrics.measure_eval``. The output is trec_eval's, line for line (docs/trec_eval.md).
+population (``-c``), and the measures (``trec_eval.plan``) are computed in one query by the one engine
+(``metrics.engine``, through ``metrics.measure_eval``). The output is trec_eval's, line for line
+(docs/trec_eval.md).
 
 trec_eval refuses what it cannot evaluate, and so does this: a docno twice in one query's qrels or in one query's
 list (within ``-M``), or (without ``-c``) a query of the qrels absent from the run. trec_eval finds these while it
