@@ -82,7 +82,7 @@ def light_store(
         if read is None:
             con.close()
             return None
-        notes = _views(con, 1 if threshold is None else threshold, read)
+        notes = _views(con, 1 if threshold is None else threshold, read, one_line_each=as_trec_eval)
     except BaseException:
         con.close()
         raise
@@ -138,8 +138,10 @@ def _general_run(con: duckdb.DuckDBPyConnection, run: Path) -> TrecRun:
     return TrecRun(0, "stg_run__cases", str(tags[0]) if tags[0] == tags[1] else None)
 
 
-def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun) -> list[str]:
-    """The store's names over the staged tables, and the notes a report prints beside the figures."""
+def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun, *, one_line_each: bool = False) -> list[str]:
+    """The store's names over the staged tables, and the notes a report prints beside the figures.
+    ``one_line_each``: each qrels line is its (query, document)'s grade, as trec_eval reads qrels (the caller
+    refuses a pair given twice), instead of pooling the lines of one pair into one grade."""
     from ragtriage.store.load import LoadReport
 
     assert "annotator" in LABEL_COLUMNS  # the pooling rule below reads it
@@ -147,7 +149,13 @@ def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun) -> lis
         """CREATE TEMP VIEW labels AS
            SELECT case_id, document_id AS unit_id, annotator, grade FROM stg_labels"""
     )
-    con.execute(f"CREATE TABLE qrels AS {QRELS_LIVE}")
+    if one_line_each:
+        con.execute(
+            """CREATE TABLE qrels AS SELECT case_id, unit_id, grade, 1 AS n_annotators, grade AS min_grade,
+                      grade AS max_grade, FALSE AS adjudicated FROM labels"""
+        )
+    else:
+        con.execute(f"CREATE TABLE qrels AS {QRELS_LIVE}")
     con.execute(
         """CREATE TABLE cases AS
            SELECT DISTINCT case_id, TRUE AS answerable, CAST(NULL AS VARCHAR) AS split FROM stg_labels"""

@@ -130,11 +130,13 @@ def _ranked_results(con: duckdb.DuckDBPyConnection) -> None:
 
 def _first_failing(con: duckdb.DuckDBPyConnection, opts: Options) -> tuple[str, str] | None:
     """(query id, message) of the first query (byte order, trec_eval's) trec_eval would stop at, or None."""
-    checks = [
-        "SELECT case_id, 'a document id twice in its qrels: ' || min(document_id) AS why FROM stg_labels "
-        "WHERE case_id IN (SELECT case_id FROM cases) GROUP BY case_id, document_id HAVING count(*) > 1",
-    ]
-    if _maybe_repeats(con):
+    checks: list[str] = []
+    if _repeated(con, "stg_labels"):
+        checks.append(
+            "SELECT case_id, 'a document id twice in its qrels: ' || min(document_id) AS why FROM stg_labels "
+            "WHERE case_id IN (SELECT case_id FROM cases) GROUP BY case_id, document_id HAVING count(*) > 1"
+        )
+    if _repeated(con, "ranked"):
         checks.append(
             "SELECT case_id, 'a document id twice in its ranked list: ' || min(document_id) AS why FROM ranked "
             "GROUP BY case_id, document_id HAVING count(*) > 1"
@@ -144,6 +146,8 @@ def _first_failing(con: duckdb.DuckDBPyConnection, opts: Options) -> tuple[str, 
             "SELECT case_id, 'in the qrels but not in the run (use -c to score it 0)' AS why FROM cases "
             "WHERE case_id NOT IN (SELECT case_id FROM stg_run__cases)"  # the reader's one row per run query
         )
+    if not checks:
+        return None
     row = con.execute(f"SELECT case_id, min(why) FROM ({' UNION ALL '.join(checks)}) GROUP BY ALL ORDER BY 1 LIMIT 1")
     found = row.fetchall()
     if not found:
@@ -154,12 +158,12 @@ def _first_failing(con: duckdb.DuckDBPyConnection, opts: Options) -> tuple[str, 
     return str(qid), f"trec-eval: query {visible(qid)!r}: {visible(why)}; trec_eval stops here (exit 4)"
 
 
-def _maybe_repeats(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether some list may hold a docno twice: equal (query, docno) hash alike, so no hash repeated means none
-    (one integer key to group instead of two strings)."""
+def _repeated(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether some query of ``table`` may hold a docno twice: equal (query, docno) hash alike, so no hash
+    repeated means none (one integer key to group instead of two strings); suspects are confirmed on the ids."""
     from ragtriage.contract.rules import repeated_hashes
 
-    return bool(repeated_hashes(con, "SELECT hash(case_id, document_id) AS h FROM ranked").num_rows > 0)
+    return bool(repeated_hashes(con, f"SELECT hash(case_id, document_id) AS h FROM {table}").num_rows > 0)
 
 
 def _tag(con: duckdb.DuckDBPyConnection) -> str:
