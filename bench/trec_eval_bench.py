@@ -1,7 +1,7 @@
 """Benchmark: `ragtriage trec-eval` against the real trec_eval on the same files, same flags, same bytes.
 
     python bench/trec_eval_bench.py --trec-eval /path/to/trec_eval [--rows 1000000,10000000] [--runs 3]
-                                    [--shape trec|rag] [--measures official] [--dir DIR] [--out FILE]
+                                    [--shape trec|rag] [--measures official] [--dir DIR]
 
 Data (generated once per size and shape by DuckDB, written as TREC files): queries of uneven depth (``trec``:
 10 to 2,000 results, as TREC runs; ``rag``: 10 to 200, many more queries, as a RAG evaluation set; both skewed
@@ -12,25 +12,26 @@ and trec_eval refuses: a few lists repeating a document and a few repeated qrels
 must refuse the same way (same exit code, same stdout); only the clean pair is timed.
 
 For each size the two programs run interleaved ``--runs`` times (the machine is shared: medians); every run's
-stdout is compared byte for byte. Prints a table and writes the figures as JSON (default bench/results/).
+stdout is compared byte for byte. Prints a table and writes the figures as bench/results/trec-eval-<time>.json
+(``bench/results_json.py``; docs/performance.md renders the newest).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
 BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from results_json import Recorder  # noqa: E402
 
 
 def generate(folder: Path, rows: int, *, repeats: bool, shape: str = "trec") -> tuple[Path, Path, int]:
@@ -147,39 +148,48 @@ def main() -> None:
     ap.add_argument("--shape", choices=("trec", "rag"), default="trec", help="list depths: TREC-like or RAG-like")
     ap.add_argument("--measures", default="official", help="-m values, comma-separated (official, all_trec, ...)")
     ap.add_argument("--dir", default="/tmp/ragtriage-trec-eval-bench")
-    ap.add_argument("--out", default=None, help="JSON file (default bench/results/trec_eval_<time>.json)")
     args = ap.parse_args()
     version = subprocess.run([args.trec_eval, "-v"], capture_output=True, text=True, check=False).stderr.strip()
-    results = {
-        "bench": "trec_eval_bench",
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {platform.python_version()}",
-        "trec_eval": version,
+    params = {
         "shape": args.shape,
-        "data": f"uneven depth 10-{2000 if args.shape == 'trec' else 200} (u^2 skew), doc ids from 1e9, scores "
-        "rounded to 3 decimals (ties), qrels pooled at ~15% of listed docs (grades 0-3) + 1-20 unretrieved "
-        "relevant per query",
-        "sizes": {},
+        "rows": args.rows,
+        "runs": args.runs,
+        "measures": args.measures,
+        "trec_eval": version,
     }
+    rec = Recorder("trec-eval", params)
+    rec.note(
+        f"data: uneven depth 10-{2000 if args.shape == 'trec' else 200} (u^2 skew), doc ids from 1e9, scores rounded "
+        "to 3 decimals (ties), qrels pooled at ~15% of listed docs (grades 0-3) + 1-20 unretrieved relevant per query"
+    )
     print(f"{'rows':>12} {'trec_eval s':>12} {'ragtriage s':>12} {'ratio':>7} {'cpu ratio':>9}  same bytes  repeats")
     for rows in (int(x) for x in args.rows.split(",")):
         r = bench_size(args, rows)
-        results["sizes"][str(rows)] = r  # type: ignore[index]
-        med = r["median_seconds"]
-        rep = r["repeats_case"]
+        med, cpu, rep = r["median_seconds"], r["median_cpu_seconds"], r["repeats_case"]
+        for tool in ("trec_eval", "ragtriage"):
+            rec.add(
+                shape=args.shape,
+                rows=r["run_lines"],
+                queries=r["queries"],
+                tool=tool,
+                seconds=med[tool],  # type: ignore[index]
+                cpu_seconds=cpu[tool],  # type: ignore[index]
+                vs_trec_eval=med[tool] / med["trec_eval"],  # type: ignore[index]
+                same_stdout=r["same_stdout_every_run"],
+            )
+        rec.note(
+            f"{r['run_lines']:,} lines: every run's seconds {r['seconds']}; repeats file (refused by both): exits "
+            f"{rep['trec_eval_exit']}/{rep['ragtriage_exit']}, same stdout {rep['same_stdout']}"  # type: ignore[index]
+        )
         print(
             f"{r['run_lines']:>12,} {med['trec_eval']:>12.2f} {med['ragtriage']:>12.2f} "  # type: ignore[index]
             f"{r['ratio_ragtriage_to_trec_eval']:>7.3f} "
-            f"{r['median_cpu_seconds']['ragtriage'] / r['median_cpu_seconds']['trec_eval']:>9.3f}  "  # type: ignore[index]
+            f"{cpu['ragtriage'] / cpu['trec_eval']:>9.3f}  "  # type: ignore[index]
             f"{r['same_stdout_every_run']!s:>10}  "
             f"{rep['trec_eval_exit']}/{rep['ragtriage_exit']}, {rep['same_stdout']}",  # type: ignore[index]
             flush=True,
         )
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    out = Path(args.out) if args.out else BENCH / "results" / f"trec_eval_{args.shape}_{stamp}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {out}")
+    rec.write()
 
 
 if __name__ == "__main__":

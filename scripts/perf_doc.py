@@ -34,6 +34,7 @@ TITLES = {
     "trec-load": "Loading a TREC run against the same rows from Parquet",
     "record": "The recorder's overhead per request against a bare httpx loop",
     "tui-latency": "The triage UI: time to first paint and between cases",
+    "trec-eval": "`ragtriage trec-eval` against trec_eval on the same files, same flags, same bytes",
 }
 
 HEADER = """# Performance
