@@ -18,14 +18,14 @@ from ragtriage.metrics import (
     MetricsError,
     judged_report,
     latency_report,
-    per_case,
     slices,
     stages,
     summarize,
 )
-from ragtriage.metrics.context import labels_header, parse_ks, population_counts, population_header, resolve
-from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
+from ragtriage.metrics.context import EvalContext, labels_header, parse_ks, population_header, resolve
+from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run, population_counts
 from ragtriage.metrics.measures import measures_for_ks
+from ragtriage.metrics.per_case import per_case_context
 from ragtriage.output import Format, Output
 from ragtriage.store import StoreError
 
@@ -48,6 +48,15 @@ NOTES = [
     "ci_low/ci_high: seeded 95% bootstrap interval of the mean (1000 resamples); zero_hit_rate: share of cases "
     "with no relevant result in the top k.",
 ]
+
+
+def cutoffs(text: str) -> tuple[int, ...]:
+    """``--k "3,5,10"`` as cutoffs: the one place the command line's string is read (exit 2 when it is not)."""
+    try:
+        return parse_ks([int(p) for p in text.split(",") if p.strip()])
+    except ValueError:
+        err.print(f"--k {text!r}: give comma-separated positive integers, e.g. 3,5,10", markup=False, highlight=False)
+        raise typer.Exit(2) from None
 
 
 def run_metrics(
@@ -82,6 +91,7 @@ def run_metrics(
         )
         raise typer.Exit(2)
     # measures by name: --measure, trec_eval's layout, a store-less evaluation, and trec-compat in every format
+    ks = cutoffs(k)
     by_name = measure or (fmt is Format.trec) or qrels is not None or trec_compat
     measures_only = bool(by_name) and not by and view is View.summary
     try:
@@ -91,7 +101,7 @@ def run_metrics(
         raise typer.Exit(2) from exc
     try:
         if measures_only:
-            names = measure or measures_for_ks(parse_ks(k), trec=trec_compat or fmt is Format.trec)
+            names = measure or measures_for_ks(ks, trec=trec_compat or fmt is Format.trec)
             res = evaluate_run(
                 con, run_id, names, stage=stage.value, split=split, gain=gain.value, trec_compat=trec_compat
             )
@@ -99,9 +109,8 @@ def run_metrics(
                 res.context.update(labels_header(con))
             _emit_measures(res, fmt, per_case_rows, load_notes)
             return
-        table, context, notes = _compute(
-            con, run_id, k, by, split, stage.value, gain.value, trec_compat, per_case_rows, view, seed
-        )
+        ctx = resolve(con, run_id, ks, stage=stage.value, gain=gain.value, split=split)
+        table, context, notes = _compute(con, ctx, by, trec_compat, per_case_rows, view, seed)
     except (MetricsError, StoreError, duckdb.Error) as exc:
         err.print(str(exc), markup=False, highlight=False)
         raise typer.Exit(2) from exc
@@ -146,26 +155,17 @@ def _emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list
 
 
 def _compute(
-    con: duckdb.DuckDBPyConnection,
-    run: str,
-    k: str,
-    by: str | None,
-    split: str | None,
-    stage: str,
-    gain: str,
-    trec: bool,
-    rows: bool,
-    view: View,
-    seed: int,
+    con: duckdb.DuckDBPyConnection, ctx: EvalContext, by: str | None, trec: bool, rows: bool, view: View, seed: int
 ) -> tuple[pa.Table, dict[str, Any], list[str]]:
-    ctx = resolve(con, run, k, stage=stage, gain=gain, split=split)
+    """The figures of one view over the command's resolved context."""
+    run = ctx.run_id
     base: dict[str, Any] = {
         "run": run,
-        "stage": stage,
-        "split": split,
+        "stage": ctx.stage,
+        "split": ctx.split,
         "unit": ctx.unit,
         "relevance threshold": f"grade >= {ctx.threshold}",
-        "gain": "linear" if trec else gain,
+        "gain": "linear" if trec else ctx.gain,
         "mode": "trec-compat" if trec else "default",
         **population_header(population_counts(con, ctx, trec=trec)),
         **labels_header(con, ctx.labels),
@@ -173,19 +173,18 @@ def _compute(
     if view is View.latency:
         return latency_report(con, run), _context({"run": run}), ["latency in ms from events"]
     if view is View.judged:
-        depth = max(int(x) for x in k.split(",") if x.strip())
         notes = [
-            f"Judged@{depth} = judged results in the top {depth} / results there (ir_measures); "
+            f"Judged@{ctx.depth} = judged results in the top {ctx.depth} / results there (ir_measures); "
             "mostly_unjudged: more than half of the returned top k has no label."
         ]
-        return judged_report(con, run, depth, stage=stage, split=split), _context(base), notes
+        return judged_report(con, ctx), _context(base), notes
     if view is View.stages:
-        staged = stages(con, run, k, gain=gain, split=split)
+        staged = stages(con, ctx)
         src = staged.per_case if rows else staged.summary
         return src, _context({**base, "stage": "candidate vs final", "candidate_k": staged.candidate_k}), []
     if by:
-        return slices(con, run, by, k, stage=stage, gain=gain, split=split, seed=seed), _context(base), NOTES
+        return slices(con, ctx, by, seed=seed), _context(base), NOTES
     if rows:
-        return per_case(con, run, k, stage=stage, gain=gain, split=split), _context(base), NOTES
-    rep = summarize(con, run, k, stage=stage, gain=gain, split=split, seed=seed)
+        return per_case_context(con, ctx), _context(base), NOTES
+    rep = summarize(con, ctx, seed=seed)
     return _report_table(rep), _context(base), NOTES

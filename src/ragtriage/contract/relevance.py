@@ -25,10 +25,13 @@ def is_human(annotator: str = "annotator") -> str:
 #: The current dataset version's threshold, as a scalar subquery.
 CURRENT_THRESHOLD = "(SELECT relevance_threshold FROM current_dataset)"
 
+#: The rule itself, a SQL template read at every call (tests/unit/test_one_rule.py changes it here alone).
+RELEVANT = "({grade} >= {threshold})"
+
 
 def is_relevant(grade: str = "grade", threshold: int | str = CURRENT_THRESHOLD) -> str:
     """A SQL boolean: ``grade`` (a column expression) counts as relevant at ``threshold`` (an int or SQL)."""
-    return f"({grade} >= {threshold})"
+    return RELEVANT.format(grade=grade, threshold=threshold)
 
 
 def relevant_labels(threshold: int | str = CURRENT_THRESHOLD, qrels: str = "qrels") -> str:

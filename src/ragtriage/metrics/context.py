@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.fields import SPLITS, STAGES
-from ragtriage.contract.relevance import is_human, relevant_labels
+from ragtriage.contract.relevance import is_human
 from ragtriage.metrics.gain import GAINS, gain_sql
 from ragtriage.store import StoreError, current_dataset_version, require_run
 from ragtriage.store.schema import QRELS_WITH_JUDGE
@@ -110,13 +110,8 @@ class EvalContext:
         return (qrels, []) if not cut else (f"(SELECT * FROM {qrels} WHERE {cut.removeprefix(' AND ')})", cut_params)
 
 
-def parse_ks(ks: Sequence[int] | str) -> tuple[int, ...]:
-    """Cutoffs as a sorted tuple of distinct positive ints ("3,5,10" is accepted too)."""
-    if isinstance(ks, str):
-        try:
-            ks = [int(p) for p in ks.split(",") if p.strip()]
-        except ValueError as exc:
-            raise MetricsError(f"--k {ks!r}: give comma-separated positive integers, e.g. 3,5,10") from exc
+def parse_ks(ks: Sequence[int]) -> tuple[int, ...]:
+    """Cutoffs as a sorted tuple of distinct positive ints (a command-line string is the CLI's to parse)."""
     out = tuple(sorted({int(k) for k in ks}))
     if not out or out[0] < 1:
         raise MetricsError(f"cutoffs {list(ks)!r}: give at least one k >= 1, e.g. 3,5,10")
@@ -126,13 +121,15 @@ def parse_ks(ks: Sequence[int] | str) -> tuple[int, ...]:
 def resolve(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
-    ks: Sequence[int] | str = DEFAULT_KS,
+    ks: Sequence[int] = DEFAULT_KS,
     *,
     stage: str = "final",
     gain: str = "exponential",
     split: str | None = None,
     cases: Sequence[str] | None = None,
 ) -> EvalContext:
+    """The evaluation context of one run, resolved once by a command and passed down: every value checked (a
+    message says what to pass instead), the dataset's threshold and unit read from the store."""
     if stage not in STAGES:
         raise MetricsError(f"stage {stage!r}: use one of {', '.join(STAGES)}")
     if gain not in GAINS:
@@ -150,6 +147,21 @@ def resolve(
         raise StoreError("no current dataset; run `ragtriage load --dataset DIR` first")
     chosen = None if cases is None else tuple(str(c) for c in cases)
     return EvalContext(run_id, stage, parse_ks(ks), gain, split, int(row[0]), str(row[1]), chosen, _LABELS.get())
+
+
+def context_of(
+    con: duckdb.DuckDBPyConnection,
+    run: str | EvalContext,
+    ks: Sequence[int] = DEFAULT_KS,
+    *,
+    stage: str = "final",
+    gain: str = "exponential",
+    split: str | None = None,
+) -> EvalContext:
+    """``run`` itself when a command resolved its context already, else :func:`resolve` of the run id."""
+    if isinstance(run, EvalContext):
+        return run
+    return resolve(con, run, ks, stage=stage, gain=gain, split=split)
 
 
 def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None, **tables: pa.Table) -> pa.Table:
@@ -181,24 +193,6 @@ def unlabelled_count(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: 
     row = arrow(con, f"SELECT count(*) AS n FROM ({base}) ANTI JOIN {qrels} USING (case_id)", params + qrels_params)
     row = row.to_pylist()
     return int(row[0]["n"])
-
-
-def population_counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> dict[str, int]:
-    """The header's population figures: evaluated cases, cases excluded for having no label, evaluated cases with
-    no relevant label, evaluated cases absent from the run (they score 0, as with trec_eval -c)."""
-    pop, params = ctx.population_sql(trec=trec)
-    qrels, qrels_params = ctx.qrels_sql()
-    row = arrow(
-        con,
-        f"""WITH l AS ({pop}),
-                rel AS (SELECT DISTINCT case_id FROM ({relevant_labels(ctx.threshold, qrels)})),
-                ran AS (SELECT DISTINCT case_id FROM results WHERE run_id = ? AND stage = ?)
-            SELECT (SELECT count(*) FROM l) AS cases,
-                   (SELECT count(*) FROM l ANTI JOIN rel USING (case_id)) AS without_relevant,
-                   (SELECT count(*) FROM l ANTI JOIN ran USING (case_id)) AS absent""",
-        [*params, *qrels_params, ctx.run_id, ctx.stage],
-    ).to_pylist()[0]
-    return {"unlabelled": unlabelled_count(con, ctx, trec=trec), **{k: int(v) for k, v in row.items()}}
 
 
 def population_header(counts: dict[str, int]) -> dict[str, int]:

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import EvalContext, arrow
-from ragtriage.metrics.gain import dcg_sql, gain_sql, ideal_dcg_sql
+from ragtriage.metrics.gain import dcg_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
 from ragtriage.metrics.measures import DCG_TO_GAIN, Measure
 from ragtriage.metrics.ranking import cut_lists, has_repeats, judged_positions_sql
 from ragtriage.metrics.trec_families import FAMILIES, Family, is_text
@@ -89,8 +89,7 @@ class Builder:
     def dcg(self, gain: str, k: int | None) -> tuple[str, str]:
         """(DCG@k of the list, ideal DCG@k of the case) under ``gain``."""
         dcg = self.aggregate(f"dcg_{gain[:3]}_{k or 'all'}", dcg_sql(k, gain_sql(gain, "grade")))
-        positive = f"list({gain_sql(gain, 'q.grade')} ORDER BY q.grade DESC) FILTER (WHERE q.grade > 0)"
-        return dcg, ideal_dcg_sql(k, self.stat(f"gains_{gain[:3]}", positive))
+        return dcg, ideal_dcg_sql(k, self.stat(f"gains_{gain[:3]}", ideal_gains_sql(gain, "q.grade")))
 
     def bpref_before(self, r: int) -> str:
         """Judged non-relevant results ranked before each row (the Bpref window, added to the rows when asked)."""
@@ -303,9 +302,12 @@ _LABELS_ONLY = frozenset({"NumRel", "NumQ"})
 
 
 def _depth(measures: Sequence[Measure]) -> int | None:
-    """How deep the lists must be read: the deepest cutoff, or None when some measure reads a whole list."""
+    """How deep the lists must be read: the deepest cutoff (1 when no measure reads a list: whether a case is in
+    the run), or None when some measure reads a whole list."""
     listed = [m for m in measures if m.name not in _LABELS_ONLY]
-    if not listed or any(m.cutoff is None for m in listed):
+    if not listed:
+        return 1
+    if any(m.cutoff is None for m in listed):
         return None
     return max(m.cutoff for m in listed if m.cutoff is not None)
 

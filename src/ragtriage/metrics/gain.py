@@ -7,19 +7,31 @@ nothing (trec_eval skips it too). Discount of position p (1-based): log2(p + 1).
 
 from __future__ import annotations
 
-GAINS = ("exponential", "linear")
+#: gain name -> SQL template of the gain of ``{grade}`` (read at every call)
+GAIN = {
+    "exponential": "(CASE WHEN {grade} > 0 THEN pow(2.0, {grade}) - 1.0 ELSE 0.0 END)",
+    "linear": "CAST(greatest({grade}, 0) AS DOUBLE)",
+}
+GAINS = tuple(GAIN)
+#: SQL template of the discount at 1-based position ``{pos}`` (read at every call)
+DISCOUNT = "log2({pos} + 1)"
 
 
 def gain_sql(gain: str, grade: str) -> str:
     """SQL: the gain of ``grade`` (a column expression) under ``gain``."""
-    if gain == "linear":
-        return f"CAST(greatest({grade}, 0) AS DOUBLE)"
-    return f"(CASE WHEN {grade} > 0 THEN pow(2.0, {grade}) - 1.0 ELSE 0.0 END)"
+    return GAIN[gain].format(grade=grade)
 
 
 def discount_sql(pos: str) -> str:
     """SQL: the discount dividing a gain at 1-based position ``pos``."""
-    return f"log2({pos} + 1)"
+    return DISCOUNT.format(pos=pos)
+
+
+def ideal_gains_sql(gain: str, grade: str) -> str:
+    """SQL aggregate: a case's positive gains sorted descending (what :func:`ideal_dcg_sql` reads), over rows
+    holding ``grade``."""
+    g = gain_sql(gain, grade)
+    return f"list({g} ORDER BY {g} DESC) FILTER (WHERE {g} > 0)"
 
 
 def dcg_sql(k: int | None, g: str = "g", pos: str = "pos") -> str:

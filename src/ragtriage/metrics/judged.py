@@ -10,20 +10,22 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from ragtriage.metrics.context import arrow, resolve
+from ragtriage.metrics.context import EvalContext, arrow, context_of
 from ragtriage.metrics.ranking import cut_lists
 
 
 def judged_report(
     con: duckdb.DuckDBPyConnection,
-    run_id: str,
+    run: str | EvalContext,
     k: int = 10,
     *,
     stage: str = "final",
     split: str | None = None,
 ) -> pa.Table:
-    """One row per answerable case, least judged first: returned (within k), judged, unjudged, Judged@k, flag."""
-    ctx = resolve(con, run_id, (k,), stage=stage, split=split)
+    """One row per answerable case, least judged first: returned (within k), judged, unjudged, Judged@k, flag.
+    A resolved context gives its deepest cutoff as k."""
+    ctx = context_of(con, run, (k,), stage=stage, split=split)
+    k = ctx.depth
     pop, params = ctx.population_sql()
     qrels, qrels_params = ctx.qrels_sql()
     return arrow(
@@ -38,5 +40,5 @@ def judged_report(
             FROM pop p JOIN cases c USING (case_id) LEFT JOIN t USING (case_id)
             ORDER BY "Judged@{k}", p.case_id""",
         params + qrels_params,
-        _lists=cut_lists(con, run_id, stage, k),
+        _lists=cut_lists(con, ctx.run_id, ctx.stage, k),
     )

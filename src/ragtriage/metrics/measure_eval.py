@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from ragtriage.arrays import table_of
 from ragtriage.contract.staging import qident, sql_str
-from ragtriage.metrics.context import over_arrow, population_header, resolve, unlabelled_count
+from ragtriage.metrics.context import EvalContext, over_arrow, population_header, resolve, unlabelled_count
 from ragtriage.metrics.engine import evaluate
 from ragtriage.metrics.measures import NEEDS_RELEVANT, Measure, parse_measures
 from ragtriage.metrics.trec_families import FAMILIES, MIN_GEO_MEAN, is_text
@@ -168,12 +168,7 @@ def evaluate_run(
     ctx = resolve(con, run_id, cut, stage=stage, gain=gain, split=split)
     resolved = [m.resolve(ctx.threshold, gain) for m in parsed]
     table = evaluate(con, ctx, resolved, trec=trec_compat)
-    counts = {
-        "cases": table.num_rows,
-        "unlabelled": unlabelled_count(con, ctx, trec=trec_compat),
-        "without_relevant": int(pc.sum(table.column("_no_relevant")).as_py() or 0),
-        "absent": int(pc.sum(pc.invert(table.column("_in_run"))).as_py() or 0),
-    }
+    counts = _population(con, ctx, table, trec_compat)
     table = table.drop_columns(["_no_relevant", "_in_run"])
     table = table.rename_columns(["case_id", *(str(m) for m in resolved)])
     mode = "trec-compat" if trec_compat else "default"
@@ -188,6 +183,24 @@ def evaluate_run(
         **population_header(counts),
     }
     return MeasureResult(resolved, table, context, ctx.threshold, mode, population_notes(trec_compat))
+
+
+def _population(con: duckdb.DuckDBPyConnection, ctx: EvalContext, table: pa.Table, trec: bool) -> dict[str, int]:
+    """The header's population figures from the engine's own per-case rows (``evaluate``): evaluated cases, cases
+    excluded for having no label, evaluated cases with no relevant label, evaluated cases absent from the run."""
+    return {
+        "cases": table.num_rows,
+        "unlabelled": unlabelled_count(con, ctx, trec=trec),
+        "without_relevant": int(pc.sum(table.column("_no_relevant")).as_py() or 0),
+        "absent": int(pc.sum(pc.invert(table.column("_in_run"))).as_py() or 0),
+    }
+
+
+def population_counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> dict[str, int]:
+    """:func:`_population` of a context, for a command that prints the header beside other figures: the engine
+    asked for the relevant labels alone (it reads the top of each list only, to see which cases the run has)."""
+    table = evaluate(con, ctx, [Measure("NumRel").resolve(ctx.threshold, ctx.gain)], trec=trec)
+    return _population(con, ctx, table, trec)
 
 
 def population_notes(trec_compat: bool) -> list[str]:

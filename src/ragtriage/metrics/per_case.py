@@ -120,7 +120,7 @@ def per_case_context(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts
 def per_case(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
-    ks: Sequence[int] | str = DEFAULT_KS,
+    ks: Sequence[int] = DEFAULT_KS,
     *,
     stage: str = "final",
     gain: str = "exponential",

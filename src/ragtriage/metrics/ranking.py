@@ -42,9 +42,6 @@ _DEEPER = """SELECT r.case_id, r.unit_id, r.rank FROM results r
              SEMI JOIN (SELECT case_id FROM _irregular WHERE short) s USING (case_id)
              WHERE r.run_id = ? AND r.stage = ? AND r.rank > ?"""
 
-#: keeps the first occurrence (lowest recorded rank) of a unit repeated in one list (the rule: store/dedup.py)
-FIRST_OCCURRENCE = first_occurrence()
-
 
 def positions_sql(rows: str) -> str:
     """The one de-duplication: a unit repeated in a list keeps its first occurrence (lowest recorded rank, and
@@ -52,7 +49,8 @@ def positions_sql(rows: str) -> str:
     return f"SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({deduplicated(f'SELECT * FROM {rows}')})"
 
 
-_CUT = f"""WITH rows AS (SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper)
+def _cut_sql() -> str:
+    return f"""WITH rows AS (SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper)
           SELECT case_id, unit_id, pos FROM ({positions_sql("rows")}) WHERE pos <= ?
           UNION ALL
           SELECT case_id, unit_id, rank AS pos FROM _top ANTI JOIN _irregular USING (case_id)"""
@@ -81,7 +79,7 @@ def cut_lists(
     deeper = top.schema.empty_table()
     if pc.any(irregular["short"]).as_py():
         deeper = arrow(con, _DEEPER, [run_id, stage, depth], _irregular=irregular)
-    return arrow(con, _CUT, [depth], _top=top, _irregular=irregular, _deeper=deeper)
+    return arrow(con, _cut_sql(), [depth], _top=top, _irregular=irregular, _deeper=deeper)
 
 
 def trec_key(alias: str) -> str:
@@ -105,7 +103,7 @@ def judged_positions_sql(*, by_score: bool, repeats: bool, scored: bool = False)
     st = f"""st AS (SELECT case_id, count(*) AS n, max(rank) AS top, {distinct} AS nd FROM r GROUP BY case_id),
         nret AS (SELECT case_id, nd AS num_ret FROM st)"""
     if by_score:
-        first = FIRST_OCCURRENCE if repeats else ""
+        first = first_occurrence() if repeats else ""
         before = (
             "(d.score > jr.score OR (d.score = jr.score AND d.unit_id > jr.unit_id))"
             if scored

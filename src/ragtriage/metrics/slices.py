@@ -16,7 +16,7 @@ import pyarrow as pa
 from ragtriage.arrays import non_null_values, row_numbers, table_of_rows
 from ragtriage.contract.dimensions import CASE_DIMENSIONS, EVIDENCE_DIMENSIONS, NO_VALUE, SLICE_DIMENSIONS
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
-from ragtriage.metrics.context import DEFAULT_KS, MetricsError, arrow, resolve
+from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, context_of
 from ragtriage.metrics.distribution import describe
 from ragtriage.metrics.per_case import MEASURES, given_per_case, per_case_context
 
@@ -54,9 +54,9 @@ def membership_sql(by: str, threshold: int | str = CURRENT_THRESHOLD) -> str:
 
 def slices(
     con: duckdb.DuckDBPyConnection,
-    run_id: str,
+    run: str | EvalContext,
     by: str = "query_type",
-    ks: Sequence[int] | str = DEFAULT_KS,
+    ks: Sequence[int] = DEFAULT_KS,
     *,
     measure: str = "nDCG",
     k: int | None = None,
@@ -77,7 +77,7 @@ def slices(
     """
     if by not in SLICE_DIMENSIONS:
         raise MetricsError(f"slice by {by!r}: use one of {', '.join(SLICE_DIMENSIONS)}")
-    ctx = resolve(con, run_id, ks, stage=stage, gain=gain, split=split)
+    ctx = context_of(con, run, ks, stage=stage, gain=gain, split=split)
     k = ctx.depth if k is None else k
     if k not in ctx.ks or measure not in MEASURES:
         raise MetricsError(f"{measure}@{k}: pick a measure of {', '.join(MEASURES)} and k of {list(ctx.ks)}")

@@ -8,12 +8,12 @@ never had it (a retrieval or indexing defect).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import duckdb
 import pyarrow as pa
 
-from ragtriage.metrics.context import DEFAULT_KS, MetricsError, arrow, resolve
+from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, context_of
 from ragtriage.metrics.per_case import per_case_context
 
 
@@ -46,15 +46,17 @@ def _candidate_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
 
 def stages(
     con: duckdb.DuckDBPyConnection,
-    run_id: str,
-    ks: Sequence[int] | str = DEFAULT_KS,
+    run: str | EvalContext,
+    ks: Sequence[int] = DEFAULT_KS,
     *,
     gain: str = "exponential",
     split: str | None = None,
 ) -> StagesReport:
+    """The final stage at the context's cutoffs against the candidate stage at the run's candidate depth."""
+    final_ctx = replace(context_of(con, run, ks, gain=gain, split=split), stage="final")
+    run_id = final_ctx.run_id
     ck = _candidate_k(con, run_id)
-    cand_ctx = resolve(con, run_id, (ck,), stage="candidate", gain=gain, split=split)
-    final_ctx = resolve(con, run_id, ks, stage="final", gain=gain, split=split)
+    cand_ctx = replace(final_ctx, stage="candidate", ks=(ck,))
     cand = per_case_context(con, cand_ctx, counts=False)
     final = per_case_context(con, final_ctx, counts=False)
     deepest = final_ctx.depth

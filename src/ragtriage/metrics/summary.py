@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.arrays import non_null_values, table_of_rows
-from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, resolve
+from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, context_of
 from ragtriage.metrics.distribution import Distribution, describe
 from ragtriage.metrics.per_case import MEASURES, given_per_case, per_case_context
 
@@ -137,8 +137,8 @@ def report_from_table(ctx: EvalContext, table: pa.Table, measures: Sequence[str]
 
 def summarize(
     con: duckdb.DuckDBPyConnection,
-    run_id: str,
-    ks: Sequence[int] | str = DEFAULT_KS,
+    run: str | EvalContext,
+    ks: Sequence[int] = DEFAULT_KS,
     *,
     stage: str = "final",
     gain: str = "exponential",
@@ -152,7 +152,7 @@ def summarize(
     ``per_case``: :func:`ragtriage.metrics.per_case.per_case` of the same run, stage, gain and split at (at least)
     these cutoffs, when the caller has it already (the TUI, which also draws it); computing it is most of the cost.
     """
-    ctx = resolve(con, run_id, ks, stage=stage, gain=gain, split=split)
+    ctx = context_of(con, run, ks, stage=stage, gain=gain, split=split)
     unknown = [m for m in measures if m not in MEASURES]
     if unknown:
         raise MetricsError(f"unknown measure(s) {', '.join(unknown)}; use {', '.join(MEASURES)}")

@@ -9,11 +9,21 @@ load refuses duplicates), so ordering by rank alone is total.
 
 from __future__ import annotations
 
+#: The rule, a SQL template read at every call: which occurrence of a unit within a list a row is (1 = the one
+#: that counts). tests/unit/test_one_rule.py changes it here alone.
+OCCURRENCE = "row_number() OVER (PARTITION BY {lists}, unit_id ORDER BY rank)"
+
+
+def occurrence(lists: str = "case_id") -> str:
+    """SQL window: 1 for the occurrence of a unit that counts within a list (``lists``: the columns that identify
+    one list), 2, 3, ... for its repeats."""
+    return OCCURRENCE.format(lists=lists)
+
 
 def first_occurrence(lists: str = "case_id") -> str:
     """SQL: the QUALIFY clause keeping each unit's first occurrence (lowest rank) within a list; ``lists`` are
     the columns that identify one list."""
-    return f"QUALIFY row_number() OVER (PARTITION BY {lists}, unit_id ORDER BY rank) = 1"
+    return f"QUALIFY {occurrence(lists)} = 1"
 
 
 def first_occurrences(rows: str, lists: str = "case_id") -> str:

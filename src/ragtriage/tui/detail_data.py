@@ -24,6 +24,7 @@ from ragtriage.classify import failures as core_failures
 from ragtriage.classify import unit_locations
 from ragtriage.metrics.per_case import per_case
 from ragtriage.notes import Note, NotesStore
+from ragtriage.store.dedup import occurrence
 from ragtriage.tui import data
 from ragtriage.tui.data import Leak, RunCache, core, require
 
@@ -32,10 +33,10 @@ T = TypeVar("T")
 # The cases' ranked lists with what the flags need: grade (unjudged when NULL), the document's status, whether
 # the unit is in the corpus snapshot (unknown, so never flagged, without a manifest), and whether it repeats a
 # unit ranked higher in the same list (the metrics keep only the first occurrence).
-RESULTS_SQL = """
+RESULTS_SQL = f"""
 WITH r AS (
     SELECT case_id, stage, rank, unit_id, score, chunk_id, snippet,
-           row_number() OVER (PARTITION BY case_id, stage, unit_id ORDER BY rank) > 1 AS duplicate
+           {occurrence("case_id, stage")} > 1 AS duplicate
     FROM results WHERE run_id = $run_id AND case_id IN (SELECT unnest($case_ids::VARCHAR[]))
 ), d AS (
     SELECT r.case_id, r.stage, r.rank, doc.title, doc.status AS doc_status, doc.text
