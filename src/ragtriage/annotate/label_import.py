@@ -17,7 +17,6 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ragtriage import __version__
 from ragtriage.annotate.pool import pool_relation
 from ragtriage.annotate.versions import LABEL_COLUMNS, DatasetRow, dataset_row, fork_version, scalar
 from ragtriage.contract.digest import sha256_of
@@ -29,6 +28,7 @@ from ragtriage.contract.staging import Staged, qident, sql_str, stage
 from ragtriage.csv_out import restore_sql
 from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
+from ragtriage.version import __version__
 
 STAGED = "_annotate_import"
 GRADED = "_annotate_graded"

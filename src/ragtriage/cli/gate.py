@@ -15,7 +15,7 @@ from rich.console import Console
 from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, DbOpt, FormatOpt, app, open_existing, output_path, show
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.experiments import Correction, CorrectionOpt, MeasureOpt, RunsOpt, Test, TestOpt
-from ragtriage.cli.metrics import Labels, LabelsOpt
+from ragtriage.cli.metrics_options import Labels, LabelsOpt
 from ragtriage.output import Format, Output
 from ragtriage.safe_text import visible
 

@@ -6,44 +6,14 @@ only when the command runs, so `ragtriage --help` stays cheap.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app
+from ragtriage.cli.metrics_options import Gain, Labels, LabelsOpt, Stage, View
 from ragtriage.output import Format
-
-
-class View(StrEnum):
-    summary = "summary"
-    stages = "stages"
-    judged = "judged"
-    latency = "latency"
-
-
-class Stage(StrEnum):
-    final = "final"
-    candidate = "candidate"
-
-
-class Gain(StrEnum):
-    exponential = "exponential"
-    linear = "linear"
-
-
-class Labels(StrEnum):
-    human = "human"
-    with_judge = "with-judge"
-
-
-#: ``--labels`` of every command that prints figures (metrics, compare, gate): the people's labels, or those with
-#: the holes an LLM judge filled (``ragtriage judge --fill``).
-LabelsOpt = Annotated[
-    Labels,
-    typer.Option("--labels", help="human: people's labels only; with-judge: unjudged units take an LLM judge's grade."),
-]
 
 
 @app.command("metrics")

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from ragtriage.cli._app import open_existing, show
-from ragtriage.cli.metrics import Gain, Stage, View
+from ragtriage.cli.metrics_options import Gain, Stage, View
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.metrics import (
     MetricReport,

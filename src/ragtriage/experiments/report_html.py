@@ -11,10 +11,10 @@ from __future__ import annotations
 import html
 from datetime import UTC, datetime
 
-from ragtriage import __version__
 from ragtriage.experiments.charts import INSTALL_HINT
 from ragtriage.experiments.render import Section, section_markdown
 from ragtriage.safe_text import visible
+from ragtriage.version import __version__
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }

@@ -12,13 +12,13 @@ from typing import Any
 
 import duckdb
 
-from ragtriage import __version__
 from ragtriage.gate import sources
 from ragtriage.gate.config import GateConfig
 from ragtriage.gate.outcome import Verdict
 from ragtriage.gate.reproducibility import reproducibility_rule
 from ragtriage.gate.rules import Context, relevance_rules
 from ragtriage.store import run_k
+from ragtriage.version import __version__
 
 VERDICTS_DDL = """
 CREATE TABLE IF NOT EXISTS gate_verdicts (

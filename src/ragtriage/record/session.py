@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ragtriage import __version__
 from ragtriage.record.cases import DatasetCases, read_cases
 from ragtriage.record.folder import RunFolder
 from ragtriage.record.runner import Outcome, Progress, Recorder, RecordOptions, percentiles
 from ragtriage.record.types import RecordError, Retriever
+from ragtriage.version import __version__
 
 #: run.json fields a version may fill; any other ``--set`` key goes under ``system``.
 RUN_FIELDS = ("dataset_version", "corpus_version", "index_version", "embedding_model", "chunking", "reranker")

@@ -15,7 +15,6 @@ from typing import Any
 
 import duckdb
 
-from ragtriage import __version__
 from ragtriage.contract.digest import sha256_of
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.manifest import DatasetManifest
@@ -27,6 +26,7 @@ from ragtriage.store.connection import current_dataset_version, set_current_data
 from ragtriage.store.dataset_rules import dataset_findings
 from ragtriage.store.run_rules import pre_write_rules, run_findings
 from ragtriage.store.versioning import dataset_hash, relation_digest
+from ragtriage.version import __version__
 
 Progress = Callable[[str], None]
 
