@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["__version__", "evaluate"]
+__all__ = ["__version__", "evaluate", "load_inputs", "load_store"]
 
 
 def __getattr__(name: str) -> Any:
-    """``ragtriage.evaluate`` (see ``ragtriage.evaluation``), imported on first use so that ``import ragtriage``
+    """``ragtriage.evaluate`` (see ``ragtriage.evaluation``), ``ragtriage.load_inputs`` and ``load_store`` (a load
+    as ``ragtriage load`` does it, see ``ragtriage.loading``), imported on first use so that ``import ragtriage``
     and the CLI's start-up stay free of DuckDB and pyarrow."""
     if name == "__version__":
         from ragtriage.version import installed_version
@@ -20,4 +21,9 @@ def __getattr__(name: str) -> Any:
 
         globals()["evaluate"] = evaluate
         return evaluate
+    if name in ("load_inputs", "load_store"):
+        from ragtriage import loading
+
+        globals()[name] = getattr(loading, name)
+        return globals()[name]
     raise AttributeError(f"module 'ragtriage' has no attribute {name!r}")

@@ -49,6 +49,8 @@ class ImportReport:
     pool_units: int | None = None
     pool_unjudged: int | None = None
     warnings: list[Finding] = field(default_factory=list)
+    #: runs classified again against the new version (their stored classification was for the old one)
+    classified: list[str] = field(default_factory=list)
 
 
 def unit_expr(unit: str, alias: str = "") -> str:
@@ -230,11 +232,14 @@ def import_labels(
     depth: int = 10,
     stage_name: str = "final",
 ) -> ImportReport:
-    """Import a labelled file as a child of the current version, in one transaction.
+    """Import a labelled file as a child of the current version, in one transaction, then classify every run
+    against it (``classify.refresh``: what ``failures``, the gate and the TUI read), as ``import-labels`` does.
 
     ``pool_runs``/``depth`` re-pool those runs against the new version to count what is still unjudged there;
     without them the count is over the file's own rows.
     """
+    from ragtriage.classify import refresh
+
     p = Path(path)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -268,6 +273,7 @@ def import_labels(
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    report.classified = refresh(con)
     return report
 
 

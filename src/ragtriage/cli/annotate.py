@@ -83,9 +83,6 @@ def import_labels_cmd(
             rep = import_labels(
                 con, path, annotator=annotator, fmt=fmt, pool_runs=_runs(runs) if runs else None, depth=depth
             )
-            from ragtriage.classify import refresh
-
-            refresh(con)  # a new dataset version: every run's stored classification is for the old one
         finally:
             con.close()
     except input_errors() as exc:

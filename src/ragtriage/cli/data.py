@@ -26,7 +26,14 @@ err = Console(stderr=True, soft_wrap=True)
 class _LazyProgress:
     """A progress bar on a terminal that appears only when a load has taken longer than a second."""
 
-    STEPS = ("reading manifest", "reading cases, labels, documents", "reading run", "checking rules", "writing")
+    STEPS = (
+        "reading manifest",
+        "reading cases, labels, documents",
+        "reading run",
+        "checking rules",
+        "writing",
+        "classifying each run",
+    )
 
     def __init__(self, label: str) -> None:
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -39,7 +46,7 @@ class _LazyProgress:
             console=err,
             transient=True,
         )
-        self.task = self.progress.add_task(label, total=4)
+        self.task = self.progress.add_task(label, total=5)
         self.label = label
         self.timer = threading.Timer(1.0, self.progress.start)
 
@@ -107,9 +114,9 @@ def load(
     import duckdb
 
     from ragtriage.contract.errors import ValidationFailed
-    from ragtriage.metrics import summary_cache
+    from ragtriage.loading import finish, load_inputs
     from ragtriage.store import StoreError
-    from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
+    from ragtriage.store.byo import LoadRequest, RunSource
     from ragtriage.store.grades import parse_grade_map
 
     runs = run or []
@@ -149,31 +156,18 @@ def load(
         raise _fail(exc) from exc
     try:
         with _LazyProgress("load") as prog:
-            summary = load_inputs(con, req, prog)
-        if precompute:
-            from ragtriage.classify import refresh
-
-            with _LazyProgress("classifying each run (stored for failures, the gate and the TUI)") as prog:
-                prog("classify.refresh")
-                try:
-                    refresh(con)
-                except Exception as exc:  # noqa: BLE001 - the data is loaded; readers classify on the fly
-                    console.print(
-                        visible(f"classification not stored ({exc}); `failures` will classify on each call"),
-                        markup=False,
-                        highlight=False,
-                    )
+            result = load_inputs(con, req, prog, precompute=precompute)
     except (ValidationFailed, StoreError, ValueError, OSError, duckdb.Error) as exc:
         con.close()
         if created:
             _remove_new_store(db)
         raise _fail(exc) from exc
-    con.close()
-    _print_summary(summary)
-    if precompute:
-        with _LazyProgress("overview summaries for the TUI") as prog:
-            prog("metrics.summarize per run")
-            summary_cache.warm(db)
+    with _LazyProgress("overview summaries for the TUI") as prog:
+        prog("metrics.summarize per run")
+        finish(con, result)
+    _print_summary(result.summary)
+    for line in result.skipped if precompute else ():
+        console.print(visible(line), markup=False, highlight=False)
 
 
 def _remove_new_store(db: Path) -> None:

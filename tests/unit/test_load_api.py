@@ -1,0 +1,89 @@
+"""The core builds the store: ``ragtriage.load_store`` / ``ragtriage.load_inputs`` + ``finish`` (the Python API)
+leave the same store as ``ragtriage load``: the tables, every run's stored classification and its costs, and the
+overview summaries and per-case tables the TUI, compare and the gate read from the cache; what a load does not
+precompute is stated in its result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import ragtriage
+from ragtriage.cli import app
+from ragtriage.loading import finish
+from ragtriage.metrics import summary_cache
+from ragtriage.sample import sample_runs_path
+from ragtriage.store import connect
+from ragtriage.store.byo import LoadRequest, RunSource
+
+RUNS = ("bm25", "hybrid-rerank")
+# everything a load writes, without the moment it was written
+TABLES = {
+    "classifications": "SELECT * EXCLUDE (classified_at) FROM classifications ORDER BY ALL",
+    "classification_costs": "SELECT * EXCLUDE (classified_at) FROM classification_costs ORDER BY ALL",
+    "results": "SELECT * FROM results ORDER BY ALL",
+    "qrels": "SELECT * FROM qrels ORDER BY ALL",
+}
+
+
+def _request() -> LoadRequest:
+    root = sample_runs_path()
+    return LoadRequest(dataset=root / "dataset", runs=[RunSource(root / "runs" / r) for r in RUNS])
+
+
+def _state(db: Path) -> dict[str, object]:
+    con = connect(db, read_only=True)
+    try:
+        state: dict[str, object] = {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
+        for rid in RUNS:
+            cached = summary_cache.load(db, rid)
+            per_case = summary_cache.per_case_columns(con, rid, (3, 5, 10))
+            assert cached is not None and per_case is not None, rid  # the overview reads them, not computes
+            state[f"summary {rid}"] = cached.to_pylist()
+            state[f"per-case {rid}"] = per_case.to_pylist()
+    finally:
+        con.close()
+    return state
+
+
+def test_the_python_api_leaves_the_store_ragtriage_load_leaves(tmp_path: Path) -> None:
+    cli_db, api_db, con_db = tmp_path / "cli.duckdb", tmp_path / "api.duckdb", tmp_path / "con.duckdb"
+    root = sample_runs_path()
+    args = ["load", "--db", str(cli_db), "--dataset", str(root / "dataset")]
+    res = CliRunner().invoke(app, args + [a for r in RUNS for a in ("--run", str(root / "runs" / r))])
+    assert res.exit_code == 0, res.output
+
+    result = ragtriage.load_store(api_db, _request())
+    assert result.classified == list(RUNS) and sorted(result.cached) == sorted(RUNS) and not result.skipped
+
+    con = connect(con_db)
+    result = finish(con, ragtriage.load_inputs(con, _request()))
+    assert result.classified == list(RUNS) and sorted(result.cached) == sorted(RUNS)
+
+    expected = _state(cli_db)
+    assert len(expected["classifications"]) > 50 and expected["classification_costs"]  # type: ignore[arg-type]
+    assert _state(api_db) == expected
+    assert _state(con_db) == expected
+
+
+def test_a_load_states_what_it_did_not_precompute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = ragtriage.load_store(tmp_path / "bare.duckdb", _request(), precompute=False)
+    assert result.classified == [] and result.cached == []
+    assert result.skipped == ["classification and overview summaries: skipped (precompute off)"]
+    con = connect(tmp_path / "bare.duckdb", read_only=True)
+    try:
+        stored = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'classifications'").fetchall()[0]
+        assert stored == (0,)
+    finally:
+        con.close()
+
+    memory = connect(":memory:")
+    result = finish(memory, ragtriage.load_inputs(memory, _request()))
+    assert result.classified == list(RUNS)
+    assert result.skipped == ["overview summaries: skipped (an in-memory store has no cache)"]
+
+    monkeypatch.setenv(summary_cache.CACHE_ENV, "off")
+    result = ragtriage.load_store(tmp_path / "nocache.duckdb", _request())
+    assert result.skipped == [f"overview summaries: skipped ({summary_cache.CACHE_ENV} is off)"]
