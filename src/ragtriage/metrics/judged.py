@@ -11,6 +11,8 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.metrics.context import EvalContext, arrow, context_of
+from ragtriage.metrics.engine import evaluate
+from ragtriage.metrics.measures import Measure
 from ragtriage.metrics.ranking import cut_lists
 
 
@@ -22,10 +24,13 @@ def judged_report(
     stage: str = "final",
     split: str | None = None,
 ) -> pa.Table:
-    """One row per answerable case, least judged first: returned (within k), judged, unjudged, Judged@k, flag.
+    """One row per answerable case, least judged first: returned (within k), judged, unjudged, Judged@k (the
+    engine's), flag.
     A resolved context gives its deepest cutoff as k."""
     ctx = context_of(con, run, (k,), stage=stage, split=split)
     k = ctx.depth
+    judged = Measure("Judged", cutoff=k)
+    values = evaluate(con, ctx, [judged], trec=False).select(["case_id", "m0"])
     pop, params = ctx.population_sql()
     qrels, qrels_params = ctx.qrels_sql()
     return arrow(
@@ -35,10 +40,11 @@ def judged_report(
                   FROM _lists l LEFT JOIN {qrels} q USING (case_id, unit_id) GROUP BY l.case_id)
             SELECT p.case_id, c.query, {k} AS k, coalesce(t.returned, 0) AS returned,
                    coalesce(t.judged, 0) AS judged, coalesce(t.returned - t.judged, 0) AS unjudged,
-                   coalesce(t.judged / nullif(t.returned, 0), 0.0) AS "Judged@{k}",
+                   v.m0 AS "{judged}",
                    coalesce(t.returned - t.judged, 0) * 2 > coalesce(t.returned, 0) AS mostly_unjudged
-            FROM pop p JOIN cases c USING (case_id) LEFT JOIN t USING (case_id)
-            ORDER BY "Judged@{k}", p.case_id""",
+            FROM pop p JOIN cases c USING (case_id) LEFT JOIN t USING (case_id) JOIN _v v USING (case_id)
+            ORDER BY "{judged}", p.case_id""",
         params + qrels_params,
-        _lists=cut_lists(con, ctx.run_id, ctx.stage, k),
+        _lists=cut_lists(con, ctx.run_id, ctx.stage, k, ctx.case_filter()),
+        _v=values,
     )
