@@ -1,8 +1,8 @@
 """One measure engine: the fixed per-case table (``metrics.per_case``) and every measure asked by its ir_measures
 string (``metrics.measure_eval.evaluate_run``) give the same value for every case, to 1e-12, on the sample and on
 a pair of TREC files with tied scores (trec_eval's order: score descending, docno descending, file rank ignored).
-Both ask ``metrics.engine``; this holds the shapes the engine reads (lists cut at the deepest cutoff for the fixed
-table, whole lists for an uncut measure asked beside them) to the same figures."""
+Both ask ``metrics.engine``; this holds the two shapes the engine reads (lists cut at the deepest cutoff for the
+fixed table, every judged unit at its position in the whole list for measure strings) to the same figures."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _check(con, run_id: str, gain: str = "exponential") -> int:
     fixed = {r["case_id"]: r for r in per_case(con, run_id, KS, gain=gain, counts=False).to_pylist()}
     asked = {f"{m}@{k}": _spellings(m, k, threshold, gain) for k in KS for m in MEASURES}
     names = [s for spellings in asked.values() for s in spellings]
-    # an uncut measure beside them makes the engine read whole lists rather than lists cut at the deepest k
+    # with an uncut measure beside them too (other aggregates in the same statement)
     for extra in ([], ["AP"]):
         res = evaluate_run(con, run_id, [*names, *extra, "NumRel"], gain=gain)
         wide = {r["case_id"]: r for r in res.wide.to_pylist()}

@@ -93,10 +93,13 @@ def test_gain_and_discount_are_one_module(
 
 def test_deduplication_is_one_template(con, monkeypatch: pytest.MonkeyPatch) -> None:
     before = _figures(con)
-    monkeypatch.setattr(dedup, "OCCURRENCE", "row_number() OVER (PARTITION BY {lists}, unit_id ORDER BY rank DESC)")
+    trec_before = evaluate_run(con, "r", ["RR@10", "nDCG@10"], trec_compat=True).wide  # lists in trec_eval's order
+    # every occurrence of a unit counts (no de-duplication)
+    monkeypatch.setattr(dedup, "OCCURRENCE", "row_number() OVER (PARTITION BY {lists}, unit_id, rank ORDER BY rank)")
     after = _figures(con)
     assert _moved(before, after, "RR@10") > 3 and _moved(before, after, "nDCG@10") > 3
     assert after["header"] == before["header"]
+    assert not evaluate_run(con, "r", ["RR@10", "nDCG@10"], trec_compat=True).wide.equals(trec_before)
 
 
 def test_population_is_one_method(con, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,9 +8,9 @@ Definitions follow trec_eval / ir_measures (docs/metrics.md "Measures by name"):
 ``rel`` (the dataset's threshold when left out); a unit with a negative grade is judged but never relevant and,
 as trec_eval's "unjudged in pool", is skipped by Bpref; DCG adds positive gains only (``metrics.gain``).
 
-The lists are read in one of two shapes, with the same values: every measure with a cutoff (and lists ordered by
-recorded rank) reads the de-duplicated lists cut at the deepest cutoff (``ranking.cut_lists``: only the top of
-each list is read); otherwise every judged unit at its position in the whole list (``ranking.judged_positions_sql``).
+The lists are read in one of two shapes, with the same values: every judged unit at its position in the whole
+list (``ranking.judged_positions_sql``), or, for measures with a cutoff whose caller holds them, the
+de-duplicated lists cut at the deepest cutoff (``ranking.cut_lists``).
 Population (``EvalContext.population_sql``): a case without labels is left out; a case absent from the run scores
 0; a case with labels but none relevant is NULL in the measures divided by its relevant units (``NEEDS_RELEVANT``)
 by default, 0 in trec-compat.
@@ -27,7 +27,7 @@ from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import EvalContext, arrow
 from ragtriage.metrics.gain import dcg_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
 from ragtriage.metrics.measures import DCG_TO_GAIN, Measure
-from ragtriage.metrics.ranking import cut_lists, has_repeats, judged_positions_sql
+from ragtriage.metrics.ranking import has_repeats, judged_positions_sql
 from ragtriage.metrics.trec_families import FAMILIES, Family, is_text
 from ragtriage.store.load_memory import UNRANKED
 
@@ -302,14 +302,12 @@ _LABELS_ONLY = frozenset({"NumRel", "NumQ"})
 
 
 def _depth(measures: Sequence[Measure]) -> int | None:
-    """How deep the lists must be read: the deepest cutoff (1 when no measure reads a list: whether a case is in
-    the run), or None when some measure reads a whole list."""
+    """How deep the lists must be read: the deepest cutoff (1 when no measure reads a list), or None when some
+    measure reads a whole list."""
     listed = [m for m in measures if m.name not in _LABELS_ONLY]
-    if not listed:
-        return 1
     if any(m.cutoff is None for m in listed):
         return None
-    return max(m.cutoff for m in listed if m.cutoff is not None)
+    return max((m.cutoff for m in listed if m.cutoff is not None), default=1)
 
 
 def evaluate(
@@ -318,23 +316,28 @@ def evaluate(
     measures: Sequence[Measure],
     *,
     trec: bool,
+    lists: pa.Table | None = None,
     judged: str | None = None,
 ) -> pa.Table:
     """Per-case values of resolved ``measures``: case_id, ``_no_relevant``, ``_in_run``, then ``m{i}`` per measure,
-    one row per case of the population, ordered by case_id.
+    one row per case of the population, ordered by case_id. By default every judged unit is read at its position
+    in the whole list, in SQL (nothing of the run's rows is held in Python).
 
+    ``lists``: the de-duplicated lists cut at the deepest cutoff (``ranking.cut_lists`` of the context), which a
+    caller reading a shallow top of every list holds (the fixed table: a tenth of a 100-deep run).
     ``judged``: a relation of ``con`` (a temp table is its own: the query runs on ``con``, not on a cursor of it)
-    with (case_id, unit_id, pos) of at least every judged unit of each list down to the deepest cutoff, which a
-    caller holds already (the classifier); measures reading the list length (Judged, NumRet) are refused there."""
+    with (case_id, unit_id, pos) of at least every judged unit of each list down to the deepest cutoff (the
+    classifier keeps one). Both answer measures with a cutoff only; ``judged`` none that reads the list length."""
     repeats, by_score, unranked = _run_facts(con, ctx.run_id, trec)
-    depth = _depth(measures)
+    given = lists is not None or judged is not None
+    if given and (by_score or _depth(measures) is None):
+        raise ValueError("cut lists answer measures with a cutoff, over lists ordered by recorded rank")
     if judged is not None:
-        if depth is None or any(m.name in {"Judged", "NumRet"} for m in measures):
-            raise ValueError("judged positions answer measures with a cutoff that do not read the list length")
+        if any(m.name in {"Judged", "NumRet"} for m in measures):
+            raise ValueError("judged positions do not give the list length that Judged and NumRet read")
         sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut=judged)
         return con.sql(sql, params=params).to_arrow_table()
-    if not by_score and depth is not None:
-        lists = cut_lists(con, ctx.run_id, ctx.stage, depth, ctx.case_filter())
+    if lists is not None:
         sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut="_lists")
         return arrow(con, sql, params, _lists=lists)
     sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=by_score, unranked=unranked)

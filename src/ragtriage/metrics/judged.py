@@ -30,7 +30,8 @@ def judged_report(
     ctx = context_of(con, run, (k,), stage=stage, split=split)
     k = ctx.depth
     judged = Measure("Judged", cutoff=k)
-    values = evaluate(con, ctx, [judged], trec=False).select(["case_id", "m0"])
+    lists = cut_lists(con, ctx.run_id, ctx.stage, k, ctx.case_filter())
+    values = evaluate(con, ctx, [judged], trec=False, lists=lists).select(["case_id", "m0"])
     pop, params = ctx.population_sql()
     qrels, qrels_params = ctx.qrels_sql()
     return arrow(
@@ -45,6 +46,6 @@ def judged_report(
             FROM pop p JOIN cases c USING (case_id) LEFT JOIN t USING (case_id) JOIN _v v USING (case_id)
             ORDER BY "{judged}", p.case_id""",
         params + qrels_params,
-        _lists=cut_lists(con, ctx.run_id, ctx.stage, k, ctx.case_filter()),
+        _lists=lists,
         _v=values,
     )
