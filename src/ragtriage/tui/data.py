@@ -3,7 +3,7 @@ here).
 
 Each function takes a DuckDB cursor (one per worker thread) and returns an Arrow table whose columns are named
 in this module. The core's answers have declared columns (``classify.failures``, ``checks.leakage``,
-``metrics.per_case``, ``metrics.slices``, ``experiments.runs_table.paired_matrix``); :func:`require` checks the
+``metrics.per_case``, ``metrics.slices``, ``gate.paired_table.paired_matrix``); :func:`require` checks the
 ones read here, so a changed core schema is a clear message, not a guessed column. A core error is raised as
 :class:`ViewError` with the core's words, which the view prints in place of its table.
 """
@@ -491,7 +491,7 @@ class RunsMatrix:
     """Per-case values of every compared run at the open run's k, computed once (the measure key re-selects).
 
     ``runs`` is the baseline, the open run, then every other loaded run of the same dataset version; the cases are
-    those ``experiments.runs_table.paired_matrix`` pairs (relevant units, a value in every run), so the list, the
+    those ``gate.paired_table.paired_matrix`` pairs (relevant units, a value in every run), so the list, the
     CLI's ``compare --runs`` and the report agree on the population.
     """
 
@@ -515,7 +515,7 @@ def runs_matrix(
             continue  # loaded against another dataset version: not comparable case by case
         runs.append(other)
     measures = measure_names([f"{family}@{k}" for family in CASE_MEASURES])
-    case_ids, values = core("experiments.paired_matrix", paired_matrix, cur, runs, measures, None)
+    case_ids, values = core("gate.paired_matrix", paired_matrix, cur, runs, measures, None)
     return RunsMatrix(tuple(runs), measures, case_ids, values)
 
 
