@@ -19,6 +19,7 @@ from ragtriage.store import connect
 from ragtriage.store.byo import LoadRequest, RunSource
 
 RUNS = ("bm25", "hybrid-rerank")
+pytestmark = pytest.mark.slow  # the sample loaded through the CLI, commands run on it
 # everything a load writes, without the moment it was written
 TABLES = {
     "classifications": "SELECT * EXCLUDE (classified_at) FROM classifications ORDER BY ALL",

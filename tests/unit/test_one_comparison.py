@@ -17,6 +17,7 @@ from ragtriage.cli import app
 from ragtriage.sample import sample_runs_path
 
 runner = CliRunner()
+pytestmark = pytest.mark.slow  # the sample loaded through the CLI, commands run on it
 PAIR = ("hybrid-rerank", "bm25")
 
 
