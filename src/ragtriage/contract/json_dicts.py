@@ -1,54 +1,108 @@
 """The pytrec_eval / ranx shape: ``{qid: {docno: value}}`` as a JSON file or a Python dict.
 
-DuckDB casts the whole document to ``MAP(VARCHAR, MAP(VARCHAR, VARCHAR))`` and unnests it, so a file of many
-entries is read without a Python loop; a Python dict is serialised once by ``json.dumps`` (C
-code) and read the same way. A JSON document has no useful line numbers, so findings name the query and
-document instead (``row`` is the entry's position).
+The file is read one query at a time (``contract.json_stream``: each query's inner object is decoded whole by
+``json``'s C scanner) and written to a staging table in Arrow batches, so memory is bounded by a batch and the
+largest query, not by the file, and a load's DuckDB memory cap is never approached. A Python dict is read the
+same way, query by query. A JSON document has no useful line numbers for its entries, so value findings name the
+query and document instead (``row`` is the entry's position); a document that is not JSON, or not an object of
+objects, is unreadable: one fatal finding with its line and column and what to do.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
-from ragtriage.contract.compression import duckdb_source
 from ragtriage.contract.errors import FIRST_LINES, Finding
-from ragtriage.contract.staging import Staged, encoding_findings, sql_str
+from ragtriage.contract.json_stream import JsonStreamError, json_stream
+from ragtriage.contract.staging import Staged, encoding_findings
 from ragtriage.contract.trec import LABEL_COLUMNS, RESULT_COLUMNS, RunFacts
 
-_MAP = "MAP(VARCHAR, MAP(VARCHAR, VARCHAR))"
+_BATCH = 200_000
+_RAW = pa.schema(
+    [("line", pa.int64()), ("qid", pa.string()), ("docno", pa.string()), ("v", pa.float64()), ("vt", pa.string())]
+)
 
 
-def _entries_sql(source: str) -> str:
-    """(row, qid, docno, value) from a relation with one JSON column ``j``."""
-    return f"""
-        WITH o AS (SELECT TRY_CAST(j AS {_MAP}) AS m FROM {source}),
-        q AS (SELECT unnest(map_entries(m)) AS e FROM o)
-        SELECT row_number() OVER () AS line, e.key AS qid, x.key AS docno, x.value AS v
-        FROM (SELECT e, unnest(map_entries(e.value)) AS x FROM q)"""
+def _file_entries(path: Path) -> Iterator[tuple[str, Any]]:
+    """(qid, value) of each entry of the file's top-level object, one query decoded at a time."""
+    with json_stream(path) as js:
+        if js.kind() != "object":
+            raise js.error("expected a JSON object")
+        for qid in js.items():
+            yield qid, js.value()
+        if not js.is_end():
+            raise js.error("unexpected text after the JSON object")
 
 
-def _file_source(path: Path) -> str:
-    src, comp = duckdb_source(path)
-    return (
-        f"(SELECT json AS j FROM read_json_objects({sql_str(str(src))}, format='unstructured', "
-        f"maximum_object_size=2147483647, compression='{comp}'))"
-    )
+def _values(vals: list[Any]) -> tuple[pa.Array, pa.Array]:
+    """(v, vt): numbers as doubles; anything else (a string, a boolean, an object) as NULL with its JSON text."""
+    try:
+        arr = pa.array(vals)
+        if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_null(arr.type):
+            return arr.cast(pa.float64()), pa.nulls(len(vals), pa.string())
+    except (pa.ArrowException, OverflowError):
+        pass
+    num = [x if type(x) in (int, float) else None for x in vals]
+    text = [None if type(x) in (int, float) or x is None else json.dumps(x)[:200] for x in vals]
+    return pa.array(num, pa.float64()), pa.array(text, pa.string())
 
 
-def _shape_ok(con: duckdb.DuckDBPyConnection, source: str) -> bool:
-    row = con.execute(f"SELECT TRY_CAST(j AS {_MAP}) IS NOT NULL FROM {source}").fetchall()
-    return len(row) == 1 and bool(row[0][0])
+def _strings(ids: list[Any]) -> pa.Array:
+    """Ids as strings (a Python dict may key its entries by int, as ``json.dumps`` would write them)."""
+    try:
+        return pa.array(ids, pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([str(x) for x in ids], pa.string())
+
+
+def _batches(entries: Iterable[tuple[str, Any]], bad: list[str]) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of (line, qid, docno, v, vt); queries whose value is not an object go to ``bad``."""
+    qids: list[str] = []
+    docs: list[str] = []
+    vals: list[Any] = []
+    done = 0
+
+    def flush() -> pa.RecordBatch:
+        v, vt = _values(vals)
+        line = pa.array(range(done + 1, done + len(docs) + 1), pa.int64())
+        return pa.RecordBatch.from_arrays([line, _strings(qids), _strings(docs), v, vt], schema=_RAW)
+
+    for qid, inner in entries:
+        if not isinstance(inner, dict):
+            bad.append(qid)
+            continue
+        qids.extend([qid] * len(inner))
+        docs.extend(inner.keys())
+        vals.extend(inner.values())
+        if len(docs) >= _BATCH:
+            yield flush()
+            done += len(docs)
+            qids, docs, vals = [], [], []
+    if docs:
+        yield flush()
+
+
+def _write_raw(con: duckdb.DuckDBPyConnection, raw: str, batches: Iterator[pa.RecordBatch]) -> None:
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {raw} (line BIGINT, qid VARCHAR, docno VARCHAR, v DOUBLE, vt VARCHAR)")
+    for batch in batches:
+        con.register("__json_batch", batch)
+        try:
+            con.execute(f"INSERT INTO {raw} SELECT * FROM __json_batch")
+        finally:
+            con.unregister("__json_batch")
 
 
 def _value_findings(
-    con: duckdb.DuckDBPyConnection, raw: str, label: str, bad: str, fld: str, code: str, what: str
+    con: duckdb.DuckDBPyConnection, raw: str, label: str, bad: str, value: str, fld: str, code: str, what: str
 ) -> list[Finding]:
     n, first = con.execute(
-        f"SELECT count(*), min(struct_pack(line, qid, docno, v), {FIRST_LINES}) FROM {raw} WHERE {bad}"
+        f"SELECT count(*), min(struct_pack(line, qid, docno, v := {value}), {FIRST_LINES}) FROM {raw} WHERE {bad}"
     ).fetchall()[0]
     if not n:
         return []
@@ -64,52 +118,46 @@ def stage_json_dicts(
     con: duckdb.DuckDBPyConnection, source: Path | dict[str, Any], name: str, role: str
 ) -> tuple[Staged, RunFacts]:
     """Stage a qrels (``role="qrels"``: integer grades) or run (``role="run"``: scores) dict-of-dicts."""
+    what = "grade" if role == "qrels" else "score"
     if isinstance(source, Path):
         label, path = str(source), source
         findings = encoding_findings(source)
         if any(f.severity == "error" for f in findings):
             return Staged(name, path, "json", 0, findings, "row"), RunFacts()
-        src = _file_source(source)
+        entries: Iterable[tuple[str, Any]] = _file_entries(source)
     else:
         label, path = f"<{role} dict>", Path(f"<{role} dict>")
         findings = []
-        src = f"(SELECT CAST({sql_str(json.dumps(source))} AS JSON) AS j)"
+        entries = source.items()
+    raw, bad = f"{name}__raw", list[str]()
     try:
-        ok = _shape_ok(con, src)
-    except duckdb.Error as exc:
-        msg = str(exc).splitlines()[0]
-        return Staged(name, path, "json", 0, [Finding(label, None, None, "malformed-json", msg)], "row"), RunFacts()
-    if not ok:
-        msg = f"expected one JSON object {{qid: {{docno: {'grade' if role == 'qrels' else 'score'}}}}}"
-        return Staged(name, path, "json", 0, [Finding(label, None, None, "malformed-json", msg)], "row"), RunFacts()
-    n_bad, first_bad = con.execute(
-        f"""SELECT count(*), min(e.key) FROM (SELECT unnest(map_entries(TRY_CAST(j AS {_MAP}))) AS e FROM {src})
-            WHERE e.value IS NULL"""
-    ).fetchall()[0]
-    if n_bad:
-        msg = f"query {first_bad!r}: expected an object {{docno: value}}"
-        findings.append(Finding(label, None, None, "malformed-json", msg, "error", int(n_bad)))
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {name}__raw AS {_entries_sql(src)}")
-    raw = f"{name}__raw"
+        _write_raw(con, raw, _batches(entries, bad))
+    except JsonStreamError as exc:
+        at = f" (column {exc.column})" if exc.column is not None else ""
+        shape = f"{{qid: {{docno: {what}}}}}"
+        msg = f"{exc.message}{at}; the file must be one JSON object {shape} (pytrec_eval/ranx), UTF-8"
+        return Staged(name, path, "json", 0, [Finding(label, exc.line, None, "unreadable", msg)], "row"), RunFacts()
+    if bad:
+        msg = f"query {bad[0]!r}: expected an object {{docno: {what}}}"
+        findings.append(Finding(label, None, None, "malformed-json", msg, "error", len(bad)))
+    value = "coalesce(vt, CAST(v AS VARCHAR))"
     if role == "qrels":
-        g = "TRY_CAST(TRY_CAST(v AS DOUBLE) AS BIGINT)"
-        ok_g = f"(TRY_CAST(v AS DOUBLE) IS NOT NULL AND {g} = TRY_CAST(v AS DOUBLE))"
-        findings += _value_findings(con, raw, label, f"NOT coalesce({ok_g}, FALSE)", "grade", "wrong-type", "relevance")
+        ok_g = "(v IS NOT NULL AND TRY_CAST(v AS BIGINT) = v)"
+        findings += _value_findings(con, raw, label, f"NOT {ok_g}", value, "grade", "wrong-type", "relevance")
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE {name} AS
-                SELECT line, qid AS case_id, docno AS document_id, {g} AS grade, {LABEL_COLUMNS}
+                SELECT line, qid AS case_id, docno AS document_id, CAST(v AS BIGINT) AS grade, {LABEL_COLUMNS}
                 FROM {raw} WHERE {ok_g}"""
         )
     else:
-        d = "TRY_CAST(v AS DOUBLE)"
-        bad = f"({d} IS NULL OR isnan({d}) OR isinf({d}))"
-        findings += _value_findings(con, raw, label, bad, "score", "bad-score", "score")
+        bad_s = "(v IS NULL OR isnan(v) OR isinf(v))"
+        findings += _value_findings(con, raw, label, bad_s, value, "score", "bad-score", "score")
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE {name} AS
                 SELECT line, qid AS case_id, 'final' AS stage,
-                       CAST(row_number() OVER (PARTITION BY qid ORDER BY {d} DESC, docno DESC) AS BIGINT) AS rank,
-                       docno AS document_id, {d} AS score, {RESULT_COLUMNS}, CAST(NULL AS VARCHAR) AS tag
-                FROM {raw} WHERE NOT {bad}"""
+                       CAST(row_number() OVER (PARTITION BY qid ORDER BY v DESC, docno DESC) AS BIGINT) AS rank,
+                       docno AS document_id, v AS score, {RESULT_COLUMNS}, CAST(NULL AS VARCHAR) AS tag
+                FROM {raw} WHERE NOT {bad_s}"""
         )
     rows = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
     if rows == 0 and not findings:

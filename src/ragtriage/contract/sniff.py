@@ -84,6 +84,8 @@ def sniff(path: Path, role: str, override: str | None = None) -> Sniffed:
     first = lines[0].strip()
     if first.startswith("{"):
         return Sniffed(_json_kind(first))
+    if first.startswith("[") and role != "topics":  # JSON, though not an object: the JSON reader says why
+        return Sniffed("json")
     if role == "topics" and first.lower().startswith("<top"):
         return Sniffed("trec-topics")
     suffix = Path(plain_name(path)).suffix.lower()

@@ -15,6 +15,7 @@ from ragtriage.contract.field_rules import field_rules
 from ragtriage.contract.fields import TABLES
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
 from ragtriage.contract.rules import apply_rules, duplicate_rule
+from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.staging import stage
 from ragtriage.store.byo import load_dataset, stage_qrels, stage_run_file, stage_topics
 from ragtriage.store.connection import connect
@@ -102,6 +103,14 @@ def _validate_foreign(path: Path, kind: str, fmt: str | None, strict: bool = Fal
         con.close()
 
 
+def _is_run_dicts(path: Path) -> bool:
+    """Whether a file named run.json is a pytrec_eval/ranx run ({qid: {docno: score}}) rather than a manifest."""
+    try:
+        return sniff(path, "run").fmt == "json"
+    except SniffError:
+        return False
+
+
 def validate_file(
     path: Path, *, table: str | None = None, fmt: str | None = None, strict: bool = False
 ) -> list[Finding]:
@@ -114,7 +123,7 @@ def validate_file(
         return [Finding(str(path), None, None, "missing-file", "no such file")]
     if path.name == "dataset.json":
         return parse_dataset_manifest(path)[1] or _dataset_folder(path.parent, strict)
-    if path.name == "run.json":
+    if path.name == "run.json" and table in (None, "run") and not _is_run_dicts(path):
         return parse_run_manifest(path)[1]
     kind = table or path.name.split(".")[0]
     contract_ext = Path(plain_name(path)).suffix.lower() in TABLE_EXTS

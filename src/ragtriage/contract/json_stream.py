@@ -1,0 +1,174 @@
+"""One large JSON document read a block at a time: a pull parser whose leaves are decoded by ``json``'s C scanner.
+
+A pytrec_eval run or an OTLP export is a single JSON value that can be gigabytes long; DuckDB's JSON reader and
+``json.load`` both hold the whole document (and DuckDB asks for several times its size, beyond a load's memory
+cap). Here the caller walks the containers it knows (``items``, ``elements``) and decodes each entry it wants in
+one ``raw_decode`` call, so memory is bounded by the largest single entry, not by the file, and no Python code
+runs per character.
+
+Errors name the file, the line and the column, and what was expected there (``JsonStreamError``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from ragtriage.contract.compression import open_binary
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_BLOCK = 1 << 22
+_NEAR_END = 32  # an error this close to the end of the buffer may only be a value cut by the block boundary
+
+
+class JsonStreamError(ValueError):
+    """A document that is not the JSON expected; ``line``/``column`` are 1-based (None: before any text)."""
+
+    def __init__(self, file: str, line: int | None, column: int | None, message: str) -> None:
+        self.file, self.line, self.column, self.message = file, line, column, message
+        where = f"{file}:{line}:{column}" if line is not None else file
+        super().__init__(f"{where}: {message}")
+
+
+class JsonStream:
+    """A cursor over the text of one JSON document. ``items()``/``elements()`` walk an object/array one entry at a
+    time; ``value()`` decodes the entry under the cursor whole; ``skip()`` decodes and drops it."""
+
+    def __init__(self, fh: IO[bytes], label: str, block: int = _BLOCK) -> None:
+        self._reader = codecs.getincrementaldecoder("utf-8-sig")(errors="strict")
+        self._fh, self.label, self._block = fh, label, block
+        self._buf, self._pos, self._eof = "", 0, False
+        self._line_base = 0  # newlines before the start of the buffer
+        self._col_base = 0  # characters of the buffer's first line that came before the buffer
+
+    # -- buffer ---------------------------------------------------------------------------------------------
+    def _more(self, at_least: int = 0) -> bool:
+        """Append a block (or ``at_least`` characters) of text; False at the end of the file."""
+        if self._eof:
+            return False
+        try:
+            raw = self._fh.read(max(self._block, at_least))
+            text = self._reader.decode(raw, final=not raw)
+        except UnicodeDecodeError as exc:
+            raise self.error(f"the file is not UTF-8 ({exc.reason}); save it as UTF-8") from exc
+        if not raw:
+            self._eof = True
+            return False
+        line, col = self.where()
+        self._line_base, self._col_base = line - 1, col - 1
+        self._buf = self._buf[self._pos :] + text
+        self._pos = 0
+        return True
+
+    def where(self, pos: int | None = None) -> tuple[int, int]:
+        """(line, column) of ``pos`` in the buffer (default: the cursor)."""
+        pos = self._pos if pos is None else pos
+        line = self._line_base + self._buf.count("\n", 0, pos) + 1
+        start = self._buf.rfind("\n", 0, pos) + 1
+        return line, pos - start + 1 + (self._col_base if start == 0 else 0)
+
+    @property
+    def line(self) -> int:
+        return self.where()[0]
+
+    def error(self, message: str, pos: int | None = None) -> JsonStreamError:
+        line, col = self.where(pos)
+        return JsonStreamError(self.label, line, col, message)
+
+    def peek(self) -> str:
+        """The next non-blank character ("" at the end of the file), without consuming it."""
+        while True:
+            self._pos = _WS.match(self._buf, self._pos).end()  # type: ignore[union-attr]
+            if self._pos < len(self._buf):
+                return self._buf[self._pos]
+            if not self._more():
+                return ""
+
+    def _expect(self, chars: str, what: str) -> str:
+        ch = self.peek()
+        if not ch or ch not in chars:
+            found = "the end of the file" if not ch else repr(self._buf[self._pos : self._pos + 20])
+            raise self.error(f"expected {what}, found {found}")
+        self._pos += 1
+        return ch
+
+    # -- values ---------------------------------------------------------------------------------------------
+    def value(self) -> Any:
+        """Decode the value under the cursor whole (reading more of the file while it is cut by the buffer)."""
+        self.peek()
+        grow = self._block
+        while True:
+            try:
+                obj, end = _DECODER.raw_decode(self._buf, self._pos)
+            except json.JSONDecodeError as exc:
+                cut = exc.pos >= len(self._buf) - _NEAR_END or exc.msg.startswith("Unterminated string")
+                if cut and self._more(grow):
+                    grow *= 2
+                    continue
+                if exc.pos >= len(self._buf.rstrip()) or exc.msg.startswith("Unterminated string"):
+                    raise self.error("the file ends inside a JSON value (is it cut short?)", exc.pos) from None
+                raise self.error(f"malformed JSON: {exc.msg}", exc.pos) from None
+            if end == len(self._buf) and self._more(grow):  # a number may go on in the next block
+                grow *= 2
+                continue
+            self._pos = end
+            return obj
+
+    def skip(self) -> None:
+        self.value()
+
+    def is_end(self) -> bool:
+        """Whether only blanks are left."""
+        return self.peek() == ""
+
+    def kind(self) -> str:
+        """``object``, ``array``, ``string``, ``other`` or ``end`` for the value under the cursor."""
+        return {"{": "object", "[": "array", '"': "string", "": "end"}.get(self.peek(), "other")
+
+    # -- containers -----------------------------------------------------------------------------------------
+    def items(self) -> Iterator[str]:
+        """Walk the object under the cursor: yield each key with the cursor on its value, which the caller must
+        consume (``value``, ``skip``, or a nested walk) before asking for the next key."""
+        self._expect("{", "a JSON object")
+        if self.peek() == "}":
+            self._pos += 1
+            return
+        while True:
+            if self.peek() != '"':
+                raise self.error("expected a key in double quotes")
+            key = self.value()
+            self._expect(":", "':' after a key")
+            yield key
+            if self._expect(",}", "',' or '}' after a value") == "}":
+                return
+
+    def elements(self) -> Iterator[int]:
+        """Walk the array under the cursor: yield each index with the cursor on its element (consume it)."""
+        self._expect("[", "a JSON array")
+        if self.peek() == "]":
+            self._pos += 1
+            return
+        i = 0
+        while True:
+            yield i
+            i += 1
+            if self._expect(",]", "',' or ']' after an element") == "]":
+                return
+
+    def lines(self) -> Iterator[int]:
+        """For a file of one JSON value per line: yield each value's line number with the cursor on it."""
+        while not self.is_end():
+            yield self.line
+
+
+@contextmanager
+def json_stream(path: Path, block: int = _BLOCK) -> Iterator[JsonStream]:
+    """A stream over ``path`` (plain, gzip or bzip2), closed when the block ends."""
+    with open_binary(path) as fh:
+        yield JsonStream(fh, str(path), block)
