@@ -6,7 +6,7 @@ import json
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -109,6 +109,33 @@ def load(
     strict: Annotated[
         bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
     ] = False,
+    traces: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Trace export whose retriever spans become one run (OTLP/JSON, Phoenix span Parquet, Langfuse "
+            "observations JSON/JSONL); repeatable; needs --dataset or --qrels; the last --run-id names it."
+        ),
+    ] = None,
+    trace_query: Annotated[
+        str | None, typer.Option(help="Where a span's query is: an attribute key (OTLP) or a path (input.query).")
+    ] = None,
+    trace_docs: Annotated[
+        str | None, typer.Option(help="Where a span's ranked documents are (a JSON list): attribute or path.")
+    ] = None,
+    trace_doc_id: Annotated[str | None, typer.Option(help="Path of the id inside each --trace-docs document.")] = None,
+    trace_score: Annotated[str | None, typer.Option(help="Path of the score inside each document.")] = None,
+    case_id_attribute: Annotated[
+        str | None, typer.Option(help="Span attribute (or path) holding the case id; else queries match by text.")
+    ] = None,
+    principal_attribute: Annotated[
+        str | None, typer.Option(help="Span attribute holding the user (principal) of a new trace case.")
+    ] = None,
+    groups_attribute: Annotated[
+        str | None, typer.Option(help="Span attribute holding the principal's groups (a list).")
+    ] = None,
+    repeated: Annotated[
+        str, typer.Option(help="Several spans of one case: first|last is its list; all keeps each latency too.")
+    ] = "first",
 ) -> None:
     """Load a dataset and/or runs as one transaction: everything named is stored, or nothing is."""
     import duckdb
@@ -121,6 +148,11 @@ def load(
 
     runs = run or []
     ids = run_id or []
+    trace_id = None
+    if traces:
+        if len(ids) != len(runs) + 1:
+            raise _fail(ValueError("--traces needs its own --run-id (the last one given, after one per --run)"))
+        ids, trace_id = ids[:-1], ids[-1]
     if dataset is None and qrels is None and not runs:
         raise _fail(ValueError("nothing to load: pass --dataset DIR or --qrels FILE, and/or --run PATH"))
     if ids and len(ids) != len(runs):
@@ -148,6 +180,18 @@ def load(
         replace=replace,
         fmt=None if fmt == "trec" else fmt,
         strict=strict,
+        traces=traces or [],
+        trace_run_id=trace_id,
+        trace_options=_trace_options(
+            trace_query,
+            trace_docs,
+            trace_doc_id,
+            trace_score,
+            case_id_attribute,
+            principal_attribute,
+            groups_attribute,
+            repeated,
+        ),
     )
     created = not db.exists()
     try:
@@ -168,6 +212,25 @@ def load(
     _print_summary(result.summary)
     for line in result.skipped if precompute else ():
         console.print(visible(line), markup=False, highlight=False)
+
+
+def _trace_options(*opts: str | None) -> Any:
+    from ragtriage.contract.traces import TraceOptions
+
+    query, docs, doc_id, score, case_attr, principal, groups, repeated = opts
+    try:
+        return TraceOptions(
+            query=query,
+            docs=docs,
+            doc_id=doc_id,
+            score=score,
+            case_id_attribute=case_attr,
+            principal_attribute=principal,
+            groups_attribute=groups,
+            repeated=repeated or "first",
+        )
+    except ValueError as exc:
+        raise _fail(exc) from exc
 
 
 def _remove_new_store(db: Path) -> None:

@@ -46,6 +46,7 @@ class JsonStream:
         self._buf, self._pos, self._eof = "", 0, False
         self._line_base = 0  # newlines before the start of the buffer
         self._col_base = 0  # characters of the buffer's first line that came before the buffer
+        self._mark, self._mark_line = 0, 1  # a position of the buffer and its line
 
     # -- buffer ---------------------------------------------------------------------------------------------
     def _more(self, at_least: int = 0) -> bool:
@@ -64,18 +65,29 @@ class JsonStream:
         self._line_base, self._col_base = line - 1, col - 1
         self._buf = self._buf[self._pos :] + text
         self._pos = 0
+        self._mark, self._mark_line = 0, line
         return True
+
+    def _line_at(self, pos: int) -> int:
+        """The 1-based line of ``pos``, counting newlines only from the last position asked (cheap when called
+        for every entry of a long file)."""
+        if pos < self._mark:
+            self._mark, self._mark_line = 0, self._line_base + 1
+        self._mark_line += self._buf.count("\n", self._mark, pos)
+        self._mark = pos
+        return self._mark_line
 
     def where(self, pos: int | None = None) -> tuple[int, int]:
         """(line, column) of ``pos`` in the buffer (default: the cursor)."""
         pos = self._pos if pos is None else pos
-        line = self._line_base + self._buf.count("\n", 0, pos) + 1
+        line = self._line_at(pos)
         start = self._buf.rfind("\n", 0, pos) + 1
         return line, pos - start + 1 + (self._col_base if start == 0 else 0)
 
     @property
     def line(self) -> int:
-        return self.where()[0]
+        self.peek()
+        return self._line_at(self._pos)
 
     def error(self, message: str, pos: int | None = None) -> JsonStreamError:
         line, col = self.where(pos)
@@ -101,6 +113,14 @@ class JsonStream:
     # -- values ---------------------------------------------------------------------------------------------
     def value(self) -> Any:
         """Decode the value under the cursor whole (reading more of the file while it is cut by the buffer)."""
+        return self._decode()[0]
+
+    def raw(self) -> str:
+        """The JSON text of the value under the cursor (checked by decoding it), for a reader that parses it
+        later in bulk."""
+        return self._decode()[1]
+
+    def _decode(self) -> tuple[Any, str]:
         self.peek()
         grow = self._block
         while True:
@@ -117,8 +137,8 @@ class JsonStream:
             if end == len(self._buf) and self._more(grow):  # a number may go on in the next block
                 grow *= 2
                 continue
-            self._pos = end
-            return obj
+            start, self._pos = self._pos, end
+            return obj, self._buf[start:end]
 
     def skip(self) -> None:
         self.value()

@@ -30,6 +30,7 @@ from ragtriage.contract.json_dicts import stage_json_dicts
 from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
 from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.staging import Staged, drop_staged, sql_str, stage
+from ragtriage.contract.traces import TraceOptions
 from ragtriage.contract.trec import (
     CASE_COLUMNS,
     RunFacts,
@@ -51,6 +52,14 @@ from ragtriage.store.discover import (
 from ragtriage.store.grades import apply_grade_map, derived_scale, parse_grade_map
 from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, write_run
 from ragtriage.store.memory_cap import capped
+from ragtriage.store.traces import (
+    drop_trace_tables,
+    match_cases,
+    match_note,
+    read_traces,
+    stage_trace_run,
+    trace_manifest,
+)
 
 Input = Any  # Path | str | dict[str, dict[str, float]] | pandas/polars DataFrame | pyarrow Table
 
@@ -87,6 +96,9 @@ class LoadRequest:
     qrels_fmt: str | None = None
     topics_fmt: str | None = None
     strict: bool = False  # refuse ids holding control characters (default: a warning with counts)
+    traces: Sequence[Path | str] = ()  # trace exports whose retriever spans become one run (needs a dataset)
+    trace_run_id: str | None = None
+    trace_options: TraceOptions | None = None
 
 
 @dataclass
@@ -120,6 +132,13 @@ def _load(
     con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: dict[int, int], progress: Progress
 ) -> LoadSummary:
     summary = LoadSummary(None)
+    if req.traces:
+        if req.dataset is None and req.qrels is None:
+            raise ValueError("--traces needs the dataset in the same load: pass --dataset DIR or --qrels FILE")
+        if not req.trace_run_id:
+            raise ValueError("--traces needs --run-id: the id of the run the spans become")
+        progress("reading traces")
+        read_traces(con, [Path(p) for p in req.traces], _trace_options(req))
     if req.dataset is not None:
         progress("reading cases, labels, documents")
         summary.dataset = _dataset_folder(con, req, grade_map)
@@ -131,7 +150,47 @@ def _load(
         src = item if isinstance(item, RunSource) else RunSource(item)
         progress("reading run")
         summary.runs += _load_run(con, src, req, seen, progress)
+    if req.traces:
+        summary.runs.append(_trace_run(con, req, seen, progress))
     return summary
+
+
+def _trace_options(req: LoadRequest) -> TraceOptions:
+    return req.trace_options or TraceOptions()
+
+
+def _with_trace_cases(con: duckdb.DuckDBPyConnection, req: LoadRequest, staged: dict[str, Staged]) -> None:
+    """Add the cases of unmatched trace queries to the staged cases (they join this dataset version)."""
+    if req.traces and not _unreadable(staged["cases"].findings):
+        staged["cases"] = match_cases(con, staged["cases"], _trace_options(req))
+
+
+def _trace_run(
+    con: duckdb.DuckDBPyConnection, req: LoadRequest, seen: dict[str, str], progress: Progress
+) -> LoadReport:
+    rid = str(req.trace_run_id)
+    label = ", ".join(str(p) for p in req.traces)
+    _claim(rid, label, seen)
+    staged = stage_trace_run(con, _trace_options(req))
+    manifest = trace_manifest(con, rid)
+    files = [(Path(p), 0) for p in req.traces]
+    rep = write_run(
+        con,
+        rid,
+        manifest,
+        staged,
+        _current_unit(con),
+        "traces",
+        RunFacts(),
+        req.replace,
+        files,
+        label,
+        progress,
+        strict=req.strict,
+    )
+    rep.extra_notes.append(match_note(con, _trace_options(req)))
+    drop_trace_tables(con)
+    return rep
 
 
 def _dataset_folder(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: dict[int, int]) -> LoadReport:
@@ -142,6 +201,7 @@ def _dataset_folder(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map:
     if manifest is None:
         raise ValidationFailed(findings)
     staged = stage_dataset(con, files, req.fmt)
+    _with_trace_cases(con, req, staged)
     extra = [(files.manifest, 1)] if files.manifest else []
     return _write_dataset(
         con, manifest, staged, findings, grade_map, extra, foreign=files.manifest is None, strict=req.strict
@@ -165,6 +225,8 @@ def _byo_dataset(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: di
         )
         n = con.execute("SELECT count(*) FROM stg_cases").fetchall()[0][0]
         staged["cases"] = Staged("stg_cases", staged["labels"].path, "derived", int(n), [], "line")
+    if "cases" in staged:
+        _with_trace_cases(con, req, staged)
     return _write_dataset(con, manifest, staged, findings, grade_map, [], foreign=True, strict=req.strict)
 
 

@@ -45,6 +45,7 @@ class LoadReport:
     score_from_rank: bool = False  # MS MARCO / rank-only input: score = 1 / rank
     extra_column_lines: int = 0  # TREC lines with columns after the tag (ignored)
     tags: dict[str, int] = field(default_factory=dict)  # TREC tags and their line counts
+    extra_notes: list[str] = field(default_factory=list)  # facts a reader adds (how trace spans became cases)
 
     def notes(self) -> list[str]:
         """The load-side facts a report prints beside its figures, as sentences."""
@@ -60,7 +61,7 @@ class LoadReport:
             out.append(f"{self.extra_column_lines:,} line(s) had columns after the TREC tag; they were ignored")
         if len(self.tags) > 1:
             out.append(f"the file holds {len(self.tags)} run tags, loaded as one run")
-        return out
+        return out + self.extra_notes
 
 
 def noop(_: str) -> None:

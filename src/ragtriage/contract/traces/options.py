@@ -1,0 +1,31 @@
+"""What the user said about their traces: which attributes hold the case id and the principal, and field paths
+that override a format's own names (Langfuse fixes no document schema)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+REPEATED = ("first", "last", "all")
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """``query``/``docs``/``doc_id``/``score``/``content``: dotted paths (``input.query``, ``output.documents``,
+    ``metadata.doc_id``); for OTLP spans ``query`` and ``docs`` name attributes (``docs`` holding a JSON list).
+    ``case_id_attribute``, ``principal_attribute``, ``groups_attribute``: attribute keys (OTLP/Phoenix) or paths
+    (Langfuse). ``repeated``: which span of a repeated query is the case's list (``all``: the first, with every
+    span's latency kept as an event)."""
+
+    query: str | None = None
+    docs: str | None = None
+    doc_id: str | None = None
+    score: str | None = None
+    content: str | None = None
+    case_id_attribute: str | None = None
+    principal_attribute: str | None = None
+    groups_attribute: str | None = None
+    repeated: str = "first"
+
+    def __post_init__(self) -> None:
+        if self.repeated not in REPEATED:
+            raise ValueError(f"--repeated must be one of {', '.join(REPEATED)}, not {self.repeated!r}")

@@ -1,0 +1,270 @@
+"""OTLP/JSON export requests (``resourceSpans`` -> ``scopeSpans`` -> ``spans``), camelCase or snake_case, one
+request per file or one per line (the OTel Collector file exporter), plain or compressed.
+
+Python walks the containers a block at a time (``contract.json_stream``) and hands each span's JSON text to
+DuckDB in Arrow batches; DuckDB unnests the attributes and reads the OpenInference (``openinference.span.kind``,
+``input.value``, ``retrieval.documents.{i}.document.*``, ``reranker.*``) and OTel GenAI (``gen_ai.operation.name
+= retrieval``, ``gen_ai.retrieval.query.text``, ``gen_ai.retrieval.documents``) conventions in SQL. Memory is
+bounded by one batch of spans and the largest single span.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from ragtriage.contract.json_stream import JsonStream, json_stream
+from ragtriage.contract.staging import sql_str
+from ragtriage.contract.traces.options import TraceOptions
+from ragtriage.contract.traces.paths import json_path
+from ragtriage.contract.traces.tables import SPAN_COLUMNS
+
+_BATCH = 20_000
+_RESOURCE = ("resourceSpans", "resource_spans")
+_SCOPE = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentation_library_spans")
+_SCALARS = (
+    "stringValue",
+    "string_value",
+    "intValue",
+    "int_value",
+    "doubleValue",
+    "double_value",
+    "boolValue",
+    "bool_value",
+)
+_RAW = pa.schema([("file", pa.string()), ("line", pa.int64()), ("res", pa.int64()), ("j", pa.string())])
+
+OI_DOCS = r"^(retrieval\.documents|reranker\.input_documents|reranker\.output_documents)\.(\d+)\.document\.(id|score|content|metadata)$"  # noqa: E501
+"""An OpenInference document attribute: (list, index, field)."""
+
+
+def any_value(v: Any) -> Any:
+    """An OTLP ``AnyValue`` as a plain value (arrays as lists, key-value lists as dicts)."""
+    if not isinstance(v, dict):
+        return v
+    for key in _SCALARS:
+        if key in v:
+            return v[key]
+    arr = v.get("arrayValue", v.get("array_value"))
+    if isinstance(arr, dict):
+        return [any_value(x) for x in arr.get("values", [])]
+    kv = v.get("kvlistValue", v.get("kvlist_value"))
+    if isinstance(kv, dict):
+        return attributes(kv.get("values"))
+    return None
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    """OTLP ``KeyValue`` list -> {key: value} (a resource's few attributes; spans are unnested in SQL)."""
+    if not isinstance(items, list):
+        return {}
+    return {a["key"]: any_value(a.get("value")) for a in items if isinstance(a, dict) and "key" in a}
+
+
+def is_otlp(head: str) -> bool:
+    return any(f'"{k}"' in head for k in _RESOURCE)
+
+
+class _Walk:
+    """Spans and resources of one file, appended to ``trc_raw``/``trc_res`` in batches."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, res0: int) -> None:
+        self.con, self.file, self.res = con, str(path), res0
+        self.rows: list[tuple[int, int, str]] = []
+        self.resources: list[tuple[int, str]] = []
+
+    def flush(self) -> None:
+        if self.rows:
+            lines, res, texts = zip(*self.rows, strict=True)
+            batch = pa.RecordBatch.from_arrays(
+                [pa.array([self.file] * len(lines)), pa.array(lines), pa.array(res), pa.array(texts)], schema=_RAW
+            )
+            _insert(self.con, "trc_raw", batch, "file, line, res, j")
+            self.rows = []
+        if self.resources:
+            self.con.executemany("INSERT INTO trc_res VALUES (?, ?)", self.resources)
+            self.resources = []
+
+    def request(self, js: JsonStream) -> None:
+        if js.kind() != "object":
+            raise js.error("expected an OTLP export request: an object with resourceSpans")
+        for key in js.items():
+            if key in _RESOURCE and js.kind() == "array":
+                for _ in js.elements():
+                    self.resource_spans(js)
+            else:
+                js.skip()
+
+    def resource_spans(self, js: JsonStream) -> None:
+        self.res += 1
+        attrs: dict[str, Any] = {}
+        for key in js.items():
+            if key == "resource":
+                res = js.value()
+                attrs = attributes(res.get("attributes")) if isinstance(res, dict) else {}
+            elif key in _SCOPE and js.kind() == "array":
+                for _ in js.elements():
+                    self.scope_spans(js)
+            else:
+                js.skip()
+        self.resources.append((self.res, json.dumps(attrs, default=str)))
+
+    def scope_spans(self, js: JsonStream) -> None:
+        for key in js.items():
+            if key == "spans" and js.kind() == "array":
+                for _ in js.elements():
+                    self.rows.append((js.line, self.res, js.raw()))
+                    if len(self.rows) >= _BATCH:
+                        self.flush()
+            else:
+                js.skip()
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, batch: pa.RecordBatch, cols: str) -> None:
+    con.register("__trc_batch", batch)
+    try:
+        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM __trc_batch")
+    finally:
+        con.unregister("__trc_batch")
+
+
+def read_otlp(con: duckdb.DuckDBPyConnection, path: Path, res0: int) -> int:
+    """Append the spans of ``path`` to ``trc_raw`` (and its resources to ``trc_res``); returns the last resource
+    number used. Raises ``JsonStreamError`` naming file, line and column when the file is not OTLP/JSON."""
+    walk = _Walk(con, path, res0)
+    with json_stream(path) as js:
+        for _ in js.lines():
+            walk.request(js)
+    walk.flush()
+    return walk.res
+
+
+def create_raw(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE OR REPLACE TEMP TABLE trc_raw (sid BIGINT DEFAULT nextval('trc_sid'), file VARCHAR, "
+                "line BIGINT, res BIGINT, j VARCHAR)")  # fmt: skip
+    con.execute("CREATE OR REPLACE TEMP TABLE trc_res (res BIGINT, attrs VARCHAR)")
+
+
+def _value_sql(v: str) -> str:
+    scalars = ", ".join(f"{v}->>'{k}'" for k in _SCALARS)
+    arr = f"CAST(coalesce({v}->'arrayValue'->'values', {v}->'array_value'->'values') AS JSON[])"
+    items = ", ".join(f"x->>'{k}'" for k in _SCALARS)
+    return f"coalesce({scalars}, CAST(to_json(list_transform({arr}, lambda x: coalesce({items}))) AS VARCHAR))"
+
+
+def _wanted_keys(opts: TraceOptions) -> str:
+    named = [
+        "openinference.span.kind",
+        "input.value",
+        "reranker.query",
+        "gen_ai.operation.name",
+        "gen_ai.retrieval.query.text",
+        "gen_ai.retrieval.documents",
+        "gen_ai.data_source.id",
+    ]
+    named += [k for k in (opts.query, opts.docs, opts.case_id_attribute, opts.principal_attribute) if k]
+    named += [opts.groups_attribute] if opts.groups_attribute else []
+    listed = ", ".join(sql_str(k) for k in dict.fromkeys(named))
+    return f"(key IN ({listed}) OR regexp_matches(key, {sql_str(OI_DOCS)}))"
+
+
+def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
+    """``trc_raw`` -> ``trc_spans`` and ``trc_docs`` (see the package docstring)."""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE trc_kv AS
+            SELECT sid, key, val FROM (
+                SELECT sid, a->>'key' AS key, {_value_sql("(a->'value')")} AS val
+                FROM (SELECT sid, unnest(CAST(coalesce(CAST(j AS JSON)->'attributes', '[]') AS JSON[])) AS a
+                      FROM trc_raw))
+            WHERE {_wanted_keys(opts)}"""
+    )
+
+    def attr(key: str | None) -> str:
+        return f"max(val) FILTER (WHERE key = {sql_str(key)})" if key else "CAST(NULL AS VARCHAR)"
+
+    docs_attr = attr(opts.docs) if opts.docs else "CAST(NULL AS VARCHAR)"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE trc_attrs AS
+            SELECT sid, upper({attr("openinference.span.kind")}) AS oi_kind, {attr("gen_ai.operation.name")} AS op,
+                   {attr("input.value")} AS input, {attr("reranker.query")} AS rerank_query,
+                   {attr("gen_ai.retrieval.query.text")} AS genai_query, {attr(opts.query)} AS opt_query,
+                   {attr("gen_ai.retrieval.documents")} AS genai_docs, {docs_attr} AS opt_docs,
+                   {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
+                   {attr(opts.groups_attribute)} AS groups_text,
+                   bool_or(regexp_matches(key, {sql_str(OI_DOCS)})) AS has_oi_docs
+            FROM trc_kv GROUP BY sid"""
+    )
+    j = "CAST(r.j AS JSON)"
+    start = f"TRY_CAST(coalesce({j}->>'startTimeUnixNano', {j}->>'start_time_unix_nano') AS HUGEINT)"
+    end = f"TRY_CAST(coalesce({j}->>'endTimeUnixNano', {j}->>'end_time_unix_nano') AS HUGEINT)"
+    code = f"coalesce({j}->'status'->>'code', {j}->'status'->>'status_code')"
+    msg = f"nullif({j}->'status'->>'message', '')"
+    kind = (
+        "CASE WHEN a.opt_docs IS NOT NULL THEN 'RETRIEVER' WHEN a.oi_kind IN ('RETRIEVER', 'RERANKER') THEN a.oi_kind "
+        "WHEN lower(a.op) = 'retrieval' THEN 'RETRIEVER' END"
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE trc_otlp AS
+            SELECT r.sid, r.file, r.line,
+                   coalesce({j}->>'traceId', {j}->>'trace_id') AS trace_id,
+                   coalesce({j}->>'spanId', {j}->>'span_id') AS span_id,
+                   nullif(coalesce({j}->>'parentSpanId', {j}->>'parent_span_id'), '') AS parent_id,
+                   {kind} AS kind,
+                   CASE WHEN {kind} = 'RERANKER' THEN coalesce(a.opt_query, a.rerank_query, a.input)
+                        ELSE coalesce(a.opt_query, a.input, a.genai_query) END AS query,
+                   CAST({start} AS DOUBLE) / 1e6 AS started,
+                   CAST({end} - {start} AS DOUBLE) / 1e6 AS latency_ms,
+                   CASE WHEN {code} IN ('2', 'STATUS_CODE_ERROR', 'ERROR') THEN coalesce({msg}, 'error status') END
+                       AS error,
+                   a.case_attr, a.principal,
+                   CASE WHEN json_valid(a.groups_text) THEN TRY_CAST(CAST(a.groups_text AS JSON) AS VARCHAR[])
+                        WHEN a.groups_text IS NOT NULL THEN [a.groups_text] END AS groups,
+                   res.attrs AS resource,
+                   a.genai_docs, a.opt_docs
+            FROM trc_raw r JOIN trc_attrs a USING (sid) LEFT JOIN trc_res res USING (res)
+            WHERE {kind} IS NOT NULL"""
+    )
+    con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_otlp")
+    oi = f"regexp_extract(key, {sql_str(OI_DOCS)}, ['list', 'i', 'field'])"
+    con.execute(
+        f"""INSERT INTO trc_docs BY NAME
+            SELECT sid, CASE m.list WHEN 'retrieval.documents' THEN 'retrieved'
+                                    WHEN 'reranker.input_documents' THEN 'input' ELSE 'output' END AS role,
+                   CAST(m.i AS INTEGER) AS idx,
+                   max(val) FILTER (WHERE m.field = 'id') AS document_id,
+                   max(val) FILTER (WHERE m.field = 'score') AS score_text,
+                   max(val) FILTER (WHERE m.field = 'content') AS content,
+                   max(val) FILTER (WHERE m.field = 'metadata') AS metadata
+            FROM (SELECT sid, val, {oi} AS m FROM trc_kv WHERE regexp_matches(key, {sql_str(OI_DOCS)}))
+            WHERE sid IN (SELECT sid FROM trc_otlp)
+            GROUP BY ALL"""
+    )
+    json_list_docs(con, "trc_otlp", "genai_docs", TraceOptions())
+    json_list_docs(con, "trc_otlp", "opt_docs", opts)
+    for table in ("trc_kv", "trc_attrs", "trc_otlp", "trc_raw", "trc_res"):
+        con.execute(f"DROP TABLE {table}")
+
+
+def _first(x: str, paths: list[str]) -> str:
+    return "coalesce(" + ", ".join(f"{x}->>{sql_str(json_path(p))}" for p in paths) + ")"
+
+
+def json_list_docs(con: duckdb.DuckDBPyConnection, spans: str, column: str, opts: TraceOptions) -> None:
+    """Append to ``trc_docs`` the documents of a JSON-list column of ``spans`` (GenAI's, the user's path, a
+    Langfuse output), each read with the ``doc_id``/``score``/``content`` paths, else the usual names."""
+    did = _first("x", [opts.doc_id] if opts.doc_id else ["id", "metadata.id", "metadata.document_id"])
+    score = _first("x", [opts.score] if opts.score else ["score", "metadata.score"])
+    content = _first("x", [opts.content] if opts.content else ["content", "page_content", "text"])
+    con.execute(
+        f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata)
+            SELECT sid, 'retrieved', CAST(i - 1 AS INTEGER), {did}, {score}, {content},
+                   CAST(x->'metadata' AS VARCHAR)
+            FROM (SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
+                  FROM (SELECT sid, CAST(CAST({column} AS JSON) AS JSON[]) AS d FROM {spans}
+                        WHERE {column} IS NOT NULL AND json_valid({column})
+                          AND json_type(CAST({column} AS JSON)) = 'ARRAY'))"""
+    )

@@ -1,0 +1,74 @@
+"""Phoenix's span export as Parquet (``px.Client().get_spans_dataframe()`` written with ``to_parquet``): one row
+per span, ``context.trace_id``, ``context.span_id``, ``parent_id``, ``span_kind``, ``start_time``, ``end_time``,
+``status_code``, ``attributes.input.value`` and ``attributes.retrieval.documents`` (a list of structs with
+``document.id``/``document.score``/``document.content``/``document.metadata``); reranker spans carry
+``attributes.reranker.input_documents``/``output_documents``. DuckDB scans the file in place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from ragtriage.contract.compression import duckdb_source
+from ragtriage.contract.staging import sql_str
+from ragtriage.contract.traces.options import TraceOptions
+from ragtriage.contract.traces.tables import SPAN_COLUMNS
+
+_LISTS = {
+    "retrieved": "attributes.retrieval.documents",
+    "input": "attributes.reranker.input_documents",
+    "output": "attributes.reranker.output_documents",
+}
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def read_phoenix(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions) -> None:
+    src = f"read_parquet({sql_str(str(duckdb_source(path)[0]))})"
+    cols = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
+
+    def col(name: str | None, cast: str = "VARCHAR") -> str:
+        return f"CAST({_q(name)} AS {cast})" if name and name in cols else f"CAST(NULL AS {cast})"
+
+    def attr(key: str | None) -> str:
+        return col(f"attributes.{key}") if key else "CAST(NULL AS VARCHAR)"
+
+    kind = f"upper(coalesce({col('span_kind')}, {attr('openinference.span.kind')}))"
+    ts = "epoch_ms(CAST({} AS TIMESTAMP))"
+    start, end = ts.format(col("start_time", "TIMESTAMP")), ts.format(col("end_time", "TIMESTAMP"))
+    groups = col(f"attributes.{opts.groups_attribute}", "VARCHAR[]") if opts.groups_attribute else "NULL"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE trc_px AS
+            SELECT nextval('trc_sid') AS sid, {sql_str(str(path))} AS file, row_number() OVER () AS line, *
+            FROM (SELECT {col("context.trace_id")} AS trace_id, {col("context.span_id")} AS span_id,
+                         {col("parent_id")} AS parent_id, {kind} AS kind,
+                         CASE WHEN {kind} = 'RERANKER' THEN coalesce({attr(opts.query)}, {attr("reranker.query")},
+                                                                      {attr("input.value")})
+                              ELSE coalesce({attr(opts.query)}, {attr("input.value")}) END AS query,
+                         CAST({start} AS DOUBLE) AS started, CAST({end} - {start} AS DOUBLE) AS latency_ms,
+                         CASE WHEN upper({col("status_code")}) = 'ERROR'
+                              THEN coalesce(nullif({col("status_message")}, ''), 'ERROR') END AS error,
+                         {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
+                         {groups} AS groups, CAST(NULL AS VARCHAR) AS resource,
+                         {
+            ", ".join(
+                f"to_json({_q(c)}) AS {r}" if c in cols else f"CAST(NULL AS JSON) AS {r}" for r, c in _LISTS.items()
+            )
+        }
+                  FROM {src})
+            WHERE kind IN ('RETRIEVER', 'RERANKER')"""
+    )
+    con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_px")
+    for role in _LISTS:
+        con.execute(
+            f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata)
+                SELECT sid, {sql_str(role)}, CAST(i - 1 AS INTEGER), x->>'$."document.id"',
+                       x->>'$."document.score"', x->>'$."document.content"', CAST(x->'$."document.metadata"' AS VARCHAR)
+                FROM (SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
+                      FROM (SELECT sid, CAST({role} AS JSON[]) AS d FROM trc_px WHERE {role} IS NOT NULL
+                            AND json_type({role}) = 'ARRAY'))"""
+        )
+    con.execute("DROP TABLE trc_px")

@@ -1,0 +1,119 @@
+"""Stage any number of trace files (format told from the content) into ``trc_spans``/``trc_docs`` and check them:
+each cause is one finding with its count and first lines, per file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from ragtriage.contract.compression import head_bytes
+from ragtriage.contract.errors import Finding
+from ragtriage.contract.json_stream import JsonStreamError
+from ragtriage.contract.staging import encoding_findings, sql_str
+from ragtriage.contract.traces import observations, otlp
+from ragtriage.contract.traces.options import TraceOptions
+from ragtriage.contract.traces.phoenix import read_phoenix
+from ragtriage.contract.traces.tables import create_tables
+from ragtriage.contract.trec import Cause, counted_causes
+
+TRACE_FORMATS = ("otlp", "phoenix", "langfuse")
+
+
+@dataclass
+class TracesStaged:
+    """What reading the trace files found: findings, the spans kept per file, each file's format."""
+
+    findings: list[Finding] = field(default_factory=list)
+    spans: dict[str, int] = field(default_factory=dict)
+    formats: dict[str, str] = field(default_factory=dict)
+
+
+def trace_format(path: Path) -> str | None:
+    head = head_bytes(path, 65536)
+    if head.startswith(b"PAR1"):
+        return "phoenix"
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    if otlp.is_otlp(text):
+        return "otlp"
+    if text.startswith(("{", "[")):
+        return "langfuse"
+    return None
+
+
+def _read(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions, res: int, out: TracesStaged) -> int:
+    label = str(path)
+    bad = [f for f in encoding_findings(path) if f.severity == "error"]
+    if bad:
+        out.findings += bad
+        return res
+    fmt = trace_format(path)
+    if fmt is None:
+        msg = "not a trace export: expected OTLP/JSON (resourceSpans), a Phoenix span Parquet or Langfuse observations"
+        out.findings.append(Finding(label, None, None, "unreadable", msg))
+        return res
+    out.formats[label] = fmt
+    try:
+        if fmt == "otlp":
+            return otlp.read_otlp(con, path, res)
+        if fmt == "langfuse":
+            observations.read_observations(con, path)
+        else:
+            read_phoenix(con, path, opts)
+    except JsonStreamError as exc:
+        at = f" (column {exc.column})" if exc.column is not None else ""
+        out.findings.append(Finding(label, exc.line, None, "unreadable", f"{exc.message}{at}"))
+    except duckdb.Error as exc:
+        out.findings.append(Finding(label, None, None, "unreadable", str(exc).splitlines()[0]))
+    return res
+
+
+def stage_traces(con: duckdb.DuckDBPyConnection, paths: list[Path], opts: TraceOptions) -> TracesStaged:
+    """Read ``paths`` into ``trc_spans``/``trc_docs``; an unreadable file is an ``unreadable`` finding."""
+    out = TracesStaged()
+    create_tables(con)
+    otlp.create_raw(con)
+    observations.create_raw(con)
+    res = 0
+    for path in paths:
+        res = _read(con, Path(path), opts, res, out)
+    if any(f.severity == "error" for f in out.findings):
+        return out
+    otlp.normalise_otlp(con, opts)
+    observations.normalise_observations(con, opts)
+    out.findings += check_spans(con, opts)
+    counts = con.execute("SELECT file, count(*) FROM trc_spans GROUP BY file").fetchall()
+    out.spans = {str(f): int(n) for f, n in counts}
+    for path in paths:
+        if not out.spans.get(str(path)) and str(path) in out.formats:
+            msg = "no retriever spans (openinference.span.kind RETRIEVER/RERANKER, gen_ai.operation.name retrieval"
+            msg += ", or the --trace-docs path); name the fields with --trace-query/--trace-docs"
+            out.findings.append(Finding(str(path), None, None, "empty-file", msg))
+    return out
+
+
+_SPAN_CAUSES = [
+    Cause("trace_id IS NULL OR span_id IS NULL", "span_id", "traceId/spanId", "missing-field", "a span without its trace or span id"),  # noqa: E501
+    Cause("query IS NULL OR trim(query) = ''", "span_id", "query", "missing-field",
+          "span {v} has no query text (input.value, reranker.query, gen_ai.retrieval.query.text or --trace-query)"),
+    Cause("latency_ms < 0", "latency_ms", "endTime", "bad-value", "the span ends before it starts ({v} ms)"),
+]  # fmt: skip
+_DOC_CAUSES = [
+    Cause("document_id IS NULL OR document_id = ''", "span_id || ' #' || idx", "document.id", "missing-field",
+          "a document without an id (span, position: {v}); name it with --trace-doc-id"),
+    Cause("score_text IS NOT NULL AND (TRY_CAST(score_text AS DOUBLE) IS NULL OR isnan(TRY_CAST(score_text AS DOUBLE)) "
+          "OR isinf(TRY_CAST(score_text AS DOUBLE)))", "score_text", "document.score", "bad-score",
+          "a document score that is not a finite number: {v}"),
+]  # fmt: skip
+
+
+def check_spans(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> list[Finding]:
+    out: list[Finding] = []
+    files = [str(r[0]) for r in con.execute("SELECT DISTINCT file FROM trc_spans ORDER BY 1").fetchall()]
+    for f in files:
+        spans = f"(SELECT * FROM trc_spans WHERE file = {sql_str(f)})"
+        docs = f"(SELECT d.*, s.line, s.span_id FROM trc_docs d JOIN {spans} s USING (sid))"
+        out += counted_causes(con, spans, Path(f), _SPAN_CAUSES)
+        out += counted_causes(con, docs, Path(f), _DOC_CAUSES)
+    return out

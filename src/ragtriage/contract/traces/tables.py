@@ -1,0 +1,28 @@
+"""The two tables every trace reader fills (their columns are described in the package docstring)."""
+
+from __future__ import annotations
+
+import duckdb
+
+SPAN_COLUMNS = (
+    "sid, file, line, trace_id, span_id, parent_id, kind, query, started, latency_ms, error, case_attr, principal, "
+    "groups, resource"
+)
+
+
+def create_tables(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE OR REPLACE TEMP SEQUENCE trc_sid")
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE trc_spans (sid BIGINT, file VARCHAR, line BIGINT, trace_id VARCHAR,
+               span_id VARCHAR, parent_id VARCHAR, kind VARCHAR, query VARCHAR, started DOUBLE, latency_ms DOUBLE,
+               error VARCHAR, case_attr VARCHAR, principal VARCHAR, groups VARCHAR[], resource VARCHAR)"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE trc_docs (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
+               score_text VARCHAR, content VARCHAR, metadata VARCHAR)"""
+    )
+
+
+def drop_tables(con: duckdb.DuckDBPyConnection) -> None:
+    for table in ("trc_spans", "trc_docs"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")

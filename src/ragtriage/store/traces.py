@@ -1,0 +1,184 @@
+"""Retriever spans as a run: each span's query matched to a case, its ranked documents as the run's lists.
+
+Matching, in order: the case id an attribute names (``--case-id-attribute``); else the query text with
+whitespace normalised (trimmed, runs of blanks as one space), exact otherwise; else a new unlabelled case whose id
+is ``trace-`` + the first 16 hex digits of the SHA-256 of the normalised query (stable across loads), added to the
+dataset version this load writes. Several spans of one case: the first or the last (by start time) is the case's
+list, or with ``all`` the first is, and every span's latency and status is kept as an event (repetitions for
+latency, never duplicates in the metrics).
+
+A reranker span joined to a retriever span (same trace, same parent, or the retriever as its parent) makes a
+two-stage list: its input documents the candidate stage, its output documents the final stage.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ragtriage.contract.errors import ValidationFailed
+from ragtriage.contract.staging import Staged
+from ragtriage.contract.traces import TraceOptions, TracesStaged, stage_traces
+from ragtriage.contract.traces.tables import drop_tables
+from ragtriage.contract.trec import CASE_COLUMNS, RunFacts
+
+NORMALISED = "regexp_replace(trim({}), '\\s+', ' ', 'g')"
+_RESOURCE_VERSIONS = {
+    "corpus_version": ("corpus.version", "rag.corpus.version"),
+    "index_version": ("index.version", "rag.index.version", "gen_ai.data_source.id"),
+    "embedding_model": ("embedding.model_name", "embedding.model", "gen_ai.request.model"),
+}
+
+
+def read_traces(con: duckdb.DuckDBPyConnection, paths: list[Path], opts: TraceOptions) -> TracesStaged:
+    """Stage the trace files; any error is fatal (the caller's transaction rolls back)."""
+    staged = stage_traces(con, paths, opts)
+    errors = [f for f in staged.findings if f.severity == "error"]
+    if errors:
+        raise ValidationFailed(errors)
+    return staged
+
+
+def _lists(con: duckdb.DuckDBPyConnection) -> None:
+    """``trc_lists``: one row per retrieval (a retriever span, with the reranker joined to it if any)."""
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE trc_lists AS
+           WITH r AS (SELECT * FROM trc_spans WHERE kind = 'RETRIEVER'),
+                k AS (SELECT * FROM trc_spans WHERE kind = 'RERANKER'),
+                joined AS (
+                    SELECT k.sid AS k_sid, arg_max(r.sid, coalesce(r.started, 0)) AS r_sid FROM k JOIN r
+                      ON r.trace_id = k.trace_id
+                     AND (k.parent_id IS NOT DISTINCT FROM r.parent_id OR k.parent_id = r.span_id)
+                    GROUP BY k.sid)
+           SELECT coalesce(r.sid, k.sid) AS sid, k.sid AS k_sid,
+                  coalesce(r.query, k.query) AS query, coalesce(r.case_attr, k.case_attr) AS case_attr,
+                  coalesce(r.started, k.started) AS started,
+                  CASE WHEN r.sid IS NULL THEN k.latency_ms
+                       ELSE greatest(r.started + r.latency_ms, k.started + k.latency_ms) - r.started END AS latency_ms,
+                  coalesce(r.error, k.error) AS error, coalesce(r.principal, k.principal) AS principal,
+                  coalesce(r.groups, k.groups) AS groups, coalesce(r.trace_id, k.trace_id) AS trace_id,
+                  coalesce(r.span_id, k.span_id) AS span_id, coalesce(r.line, k.line) AS line,
+                  coalesce(r.file, k.file) AS file, coalesce(r.resource, k.resource) AS resource
+           FROM r FULL JOIN joined j ON j.r_sid = r.sid FULL JOIN k ON k.sid = j.k_sid
+           WHERE r.sid IS NOT NULL OR k.sid IS NOT NULL"""
+    )
+
+
+def match_cases(con: duckdb.DuckDBPyConnection, cases: Staged, opts: TraceOptions) -> Staged:
+    """Match every retrieval to a case of the staged ``cases``; return the cases with the new ones added."""
+    _lists(con)
+    norm_q, norm_c = NORMALISED.format("l.query"), NORMALISED.format("query")
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE trc_match AS
+            WITH by_query AS (SELECT {norm_c} AS nq, min(id) AS id, count(*) AS n FROM {cases.name}
+                              WHERE query IS NOT NULL GROUP BY ALL),
+                 ids AS (SELECT DISTINCT id FROM {cases.name})
+            SELECT *, row_number() OVER (PARTITION BY case_id ORDER BY started, sid) AS nth,
+                   row_number() OVER (PARTITION BY case_id ORDER BY started DESC, sid DESC) AS nth_last
+            FROM (SELECT l.*, coalesce(a.id, q.id, 'trace-' || left(sha256({norm_q}), 16)) AS case_id,
+                         CASE WHEN a.id IS NOT NULL THEN 'attribute' WHEN q.id IS NOT NULL THEN 'query'
+                              ELSE 'new' END AS how
+                  FROM trc_lists l LEFT JOIN ids a ON a.id = l.case_attr LEFT JOIN by_query q ON q.nq = {norm_q})"""
+    )
+    keep = "nth_last = 1" if opts.repeated == "last" else "nth = 1"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE trc_chosen AS SELECT * FROM trc_match WHERE {keep}")
+    new_cases = con.execute("SELECT count(*) FROM trc_chosen WHERE how = 'new'").fetchall()[0][0]
+    principal = (
+        "CASE WHEN principal IS NOT NULL OR groups IS NOT NULL "
+        "THEN CAST(json_object('id', principal, 'groups', groups) AS VARCHAR) END"
+    )
+    cols = CASE_COLUMNS.replace("CAST(NULL AS VARCHAR) AS principal", f"{principal} AS principal")
+    cols = cols.replace("CAST(NULL AS VARCHAR[]) AS tags", "['traces'] AS tags")
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE stg_cases_traces AS
+            SELECT * FROM {cases.name}
+            UNION ALL BY NAME
+            SELECT line, case_id AS id, query, {cols} FROM trc_chosen WHERE how = 'new'"""
+    )
+    rows = cases.rows + int(new_cases)
+    return Staged("stg_cases_traces", cases.path, cases.fmt, rows, cases.findings, cases.line_label)
+
+
+def match_note(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> str:
+    """How the spans became cases, as the sentence the load prints."""
+    counts = dict(con.execute("SELECT how, count(*) FROM trc_chosen GROUP BY how").fetchall())
+    spans, cases_n = con.execute("SELECT count(*), count(DISTINCT case_id) FROM trc_match").fetchall()[0]
+    repeated = int(spans) - int(cases_n)
+    return (
+        f"{int(spans):,} retrieval span(s): {counts.get('attribute', 0):,} case(s) matched by attribute, "
+        f"{counts.get('query', 0):,} by query text (whitespace normalised), {counts.get('new', 0):,} new unlabelled "
+        "case(s)" + (f"; {repeated:,} repeated span(s) of a case ({opts.repeated})" if repeated else "")
+    )
+
+
+def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> dict[str, Staged]:
+    """``stg_trace_results`` and ``stg_trace_events`` from the matched retrievals."""
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE stg_trace_results AS
+           WITH parts AS (
+               SELECT c.line, c.case_id, c.trace_id, c.span_id, d.*,
+                      CASE WHEN c.k_sid IS NULL THEN 'final'
+                           WHEN d.sid = c.k_sid AND d.role = 'output' THEN 'final' ELSE 'candidate' END AS stage
+               FROM trc_chosen c JOIN trc_docs d
+                 ON (d.sid = c.sid AND d.role = 'retrieved'
+                     AND (c.k_sid IS NULL OR NOT EXISTS (SELECT 1 FROM trc_docs i WHERE i.sid = c.k_sid
+                                                                                   AND i.role = 'input')))
+                 OR (d.sid = c.k_sid AND d.role IN ('input', 'output')))
+           SELECT line, case_id, stage,
+                  CAST(row_number() OVER (PARTITION BY case_id, stage ORDER BY idx) AS BIGINT) AS rank,
+                  document_id, CAST(NULL AS VARCHAR) AS chunk_id, TRY_CAST(score_text AS DOUBLE) AS score,
+                  content AS snippet,
+                  CAST(json_object('trace_id', trace_id, 'span_id', span_id,
+                                   'document', CASE WHEN json_valid(metadata) THEN CAST(metadata AS JSON)
+                                                    ELSE to_json(metadata) END) AS VARCHAR) AS metadata
+           FROM parts"""
+    )
+    which = "trc_match" if opts.repeated == "all" else "trc_chosen"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE stg_trace_events AS
+            SELECT line, case_id, latency_ms, FALSE AS timed_out,
+                   NOT EXISTS (SELECT 1 FROM stg_trace_results r WHERE r.case_id = m.case_id AND r.stage = 'final')
+                       AS empty,
+                   CAST(NULL AS BOOLEAN) AS fallback, CASE WHEN error IS NULL THEN 'ok' ELSE 'error' END AS status,
+                   error
+            FROM {which} m"""
+    )
+    out = {}
+    for part, name in (("results", "stg_trace_results"), ("events", "stg_trace_events")):
+        n = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
+        out[part] = Staged(name, Path("<traces>"), "traces", int(n), [], "line")
+    return out
+
+
+def trace_manifest(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+    """run.json facts from the spans' resource attributes: versions where a known attribute names them, and
+    every distinct resource (up to five) under ``system``."""
+    rows = con.execute(
+        "SELECT DISTINCT resource FROM trc_chosen WHERE resource IS NOT NULL ORDER BY 1 LIMIT 5"
+    ).fetchall()
+    resources = [json.loads(r[0]) for r in rows]
+    m: dict[str, Any] = {"run_id": run_id, "source": "traces"}
+    if resources:
+        m["system"] = {"resources": resources}
+        for key, names in _RESOURCE_VERSIONS.items():
+            found = next((str(r[n]) for r in resources for n in names if r.get(n) not in (None, "")), None)
+            if found is not None:
+                m[key] = found
+    stages = con.execute("SELECT stage, max(rank) FROM stg_trace_results GROUP BY stage").fetchall()
+    depth = dict(stages)
+    if "candidate" in depth:
+        m["candidate_k"] = int(depth["candidate"])
+    m["k"] = int(depth.get("final") or 1)
+    return m
+
+
+def drop_trace_tables(con: duckdb.DuckDBPyConnection) -> None:
+    drop_tables(con)
+    for t in ("trc_lists", "trc_match", "trc_chosen", "stg_trace_results", "stg_trace_events"):
+        con.execute(f"DROP TABLE IF EXISTS {t}")
+
+
+__all__ = ["RunFacts", "match_cases", "match_note", "read_traces", "stage_trace_run", "trace_manifest"]
