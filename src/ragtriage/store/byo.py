@@ -171,7 +171,10 @@ def _trace_run(
     rid = str(req.trace_run_id)
     label = ", ".join(str(p) for p in req.traces)
     _claim(rid, label, seen)
-    staged = stage_trace_run(con, _trace_options(req))
+    staged = stage_trace_run(con, _trace_options(req), label)
+    unit = _current_unit(con)
+    if unit == "chunk":  # a span's document.id names the retrieved node: the chunk
+        docno_is_chunk(con, "stg_trace_results")
     manifest = trace_manifest(con, rid)
     files = [(Path(p), 0) for p in req.traces]
     rep = write_run(

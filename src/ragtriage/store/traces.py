@@ -4,8 +4,8 @@ Matching, in order: the case id an attribute names (``--case-id-attribute``); el
 whitespace normalised (trimmed, runs of blanks as one space), exact otherwise; else a new unlabelled case whose id
 is ``trace-`` + the first 16 hex digits of the SHA-256 of the normalised query (stable across loads), added to the
 dataset version this load writes. Several spans of one case: the first or the last (by start time) is the case's
-list, or with ``all`` the first is, and every span's latency and status is kept as an event (repetitions for
-latency, never duplicates in the metrics).
+list, or with ``all`` the first is and the case's event holds the median latency of all its spans (and an error
+when any failed): repetitions inform latency, never duplicate a list in the metrics.
 
 A reranker span joined to a retriever span (same trace, same parent, or the retriever as its parent) makes a
 two-stage list: its input documents the candidate stage, its output documents the final stage.
@@ -25,7 +25,7 @@ from ragtriage.contract.traces import TraceOptions, TracesStaged, stage_traces
 from ragtriage.contract.traces.tables import drop_tables
 from ragtriage.contract.trec import CASE_COLUMNS, RunFacts
 
-NORMALISED = "regexp_replace(trim({}), '\\s+', ' ', 'g')"
+NORMALISED = "trim(regexp_replace({}, '\\s+', ' ', 'g'))"
 _RESOURCE_VERSIONS = {
     "corpus_version": ("corpus.version", "rag.corpus.version"),
     "index_version": ("index.version", "rag.index.version", "gen_ai.data_source.id"),
@@ -78,7 +78,8 @@ def match_cases(con: duckdb.DuckDBPyConnection, cases: Staged, opts: TraceOption
                  ids AS (SELECT DISTINCT id FROM {cases.name})
             SELECT *, row_number() OVER (PARTITION BY case_id ORDER BY started, sid) AS nth,
                    row_number() OVER (PARTITION BY case_id ORDER BY started DESC, sid DESC) AS nth_last
-            FROM (SELECT l.*, coalesce(a.id, q.id, 'trace-' || left(sha256({norm_q}), 16)) AS case_id,
+            FROM (SELECT l.*, CASE WHEN a.id IS NULL THEN q.n END AS n_same,
+                         coalesce(a.id, q.id, 'trace-' || left(sha256({norm_q}), 16)) AS case_id,
                          CASE WHEN a.id IS NOT NULL THEN 'attribute' WHEN q.id IS NOT NULL THEN 'query'
                               ELSE 'new' END AS how
                   FROM trc_lists l LEFT JOIN ids a ON a.id = l.case_attr LEFT JOIN by_query q ON q.nq = {norm_q})"""
@@ -105,16 +106,24 @@ def match_cases(con: duckdb.DuckDBPyConnection, cases: Staged, opts: TraceOption
 def match_note(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> str:
     """How the spans became cases, as the sentence the load prints."""
     counts = dict(con.execute("SELECT how, count(*) FROM trc_chosen GROUP BY how").fetchall())
+    shared = con.execute("SELECT count(*) FROM trc_chosen WHERE how = 'query' AND n_same > 1").fetchall()[0][0]
     spans, cases_n = con.execute("SELECT count(*), count(DISTINCT case_id) FROM trc_match").fetchall()[0]
     repeated = int(spans) - int(cases_n)
     return (
         f"{int(spans):,} retrieval span(s): {counts.get('attribute', 0):,} case(s) matched by attribute, "
         f"{counts.get('query', 0):,} by query text (whitespace normalised), {counts.get('new', 0):,} new unlabelled "
-        "case(s)" + (f"; {repeated:,} repeated span(s) of a case ({opts.repeated})" if repeated else "")
+        "case(s)"
+        + (f"; {repeated:,} repeated span(s) of a case ({opts.repeated})" if repeated else "")
+        + (
+            f"; {shared:,} query text(s) shared by several cases went to the lowest case id (name the case "
+            "with --case-id-attribute)"
+            if shared
+            else ""
+        )
     )
 
 
-def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> dict[str, Staged]:
+def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: str) -> dict[str, Staged]:
     """``stg_trace_results`` and ``stg_trace_events`` from the matched retrievals."""
     con.execute(
         """CREATE OR REPLACE TEMP TABLE stg_trace_results AS
@@ -136,20 +145,22 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> dict[
                                                     ELSE to_json(metadata) END) AS VARCHAR) AS metadata
            FROM parts"""
     )
+    # The run keeps one event per case: with ``all`` its latency is the median over the case's spans and an
+    # error in any of them is the case's error.
     which = "trc_match" if opts.repeated == "all" else "trc_chosen"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE stg_trace_events AS
-            SELECT line, case_id, latency_ms, FALSE AS timed_out,
+            SELECT min(line) AS line, case_id, median(latency_ms) AS latency_ms, FALSE AS timed_out,
                    NOT EXISTS (SELECT 1 FROM stg_trace_results r WHERE r.case_id = m.case_id AND r.stage = 'final')
                        AS empty,
-                   CAST(NULL AS BOOLEAN) AS fallback, CASE WHEN error IS NULL THEN 'ok' ELSE 'error' END AS status,
-                   error
-            FROM {which} m"""
+                   CAST(NULL AS BOOLEAN) AS fallback,
+                   CASE WHEN count(error) = 0 THEN 'ok' ELSE 'error' END AS status, min(error) AS error
+            FROM {which} m GROUP BY case_id"""
     )
     out = {}
     for part, name in (("results", "stg_trace_results"), ("events", "stg_trace_events")):
         n = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
-        out[part] = Staged(name, Path("<traces>"), "traces", int(n), [], "line")
+        out[part] = Staged(name, Path(label), "traces", int(n), [], "line")
     return out
 
 
