@@ -17,8 +17,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ragtriage.contract.json_stream import JsonStream, json_stream
-from ragtriage.contract.staging import sql_str
+from ragtriage.contract.compression import open_binary
+from ragtriage.contract.json_stream import JsonStream, JsonStreamError, json_stream
+from ragtriage.contract.staging import lines_sql, sql_str
 from ragtriage.contract.traces.options import TraceOptions
 from ragtriage.contract.traces.paths import json_path
 from ragtriage.contract.traces.tables import SPAN_COLUMNS
@@ -135,6 +136,8 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, batch: pa.RecordBatch, c
 def read_otlp(con: duckdb.DuckDBPyConnection, path: Path, res0: int) -> int:
     """Append the spans of ``path`` to ``trc_raw`` (and its resources to ``trc_res``); returns the last resource
     number used. Raises ``JsonStreamError`` naming file, line and column when the file is not OTLP/JSON."""
+    if one_request_per_line(path):
+        return read_otlp_lines(con, path, res0)
     walk = _Walk(con, path, res0)
     with json_stream(path) as js:
         for _ in js.lines():
@@ -147,13 +150,97 @@ def create_raw(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE trc_raw (sid BIGINT DEFAULT nextval('trc_sid'), file VARCHAR, "
                 "line BIGINT, res BIGINT, j VARCHAR)")  # fmt: skip
     con.execute("CREATE OR REPLACE TEMP TABLE trc_res (res BIGINT, attrs VARCHAR)")
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE trc_span (sid BIGINT DEFAULT nextval('trc_sid'), file VARCHAR, line BIGINT, "
+        f"res BIGINT, s {_struct(con, SPAN_SHAPE)})"
+    )
+
+
+_ANY = (
+    "{"
+    + ", ".join(f'"{k}": "VARCHAR"' for k in _SCALARS)
+    + ', "arrayValue": {"values": [{"stringValue": "VARCHAR"}]}, '
+    + '"array_value": {"values": [{"string_value": "VARCHAR"}]}}'
+)
+_KV = '[{"key": "VARCHAR", "value": ' + _ANY + "}]"
+SPAN_SHAPE = (
+    '{"traceId": "VARCHAR", "trace_id": "VARCHAR", "spanId": "VARCHAR", "span_id": "VARCHAR", '
+    '"parentSpanId": "VARCHAR", "parent_span_id": "VARCHAR", "startTimeUnixNano": "VARCHAR", '
+    '"start_time_unix_nano": "VARCHAR", "endTimeUnixNano": "VARCHAR", "end_time_unix_nano": "VARCHAR", '
+    '"status": {"code": "VARCHAR", "message": "VARCHAR"}, "attributes": ' + _KV + "}"
+)
+"""One span as DuckDB parses it, once (``from_json``): both key styles, every attribute value as text."""
+_RES_SHAPE = '{"attributes": ' + _KV + "}"
+REQUEST_SHAPE = (
+    "{"
+    + ", ".join(
+        f'"{r}": [{{"resource": "JSON", "{sc}": [{{"spans": [{SPAN_SHAPE}]}}]}}]'
+        for r, sc in (("resourceSpans", "scopeSpans"), ("resource_spans", "scope_spans"))
+    )
+    + "}"
+)
+
+
+def _struct(con: duckdb.DuckDBPyConnection, shape: str) -> str:
+    """The DuckDB type ``from_json`` gives for ``shape`` (so the span table can be declared before it is filled)."""
+    return str(con.execute(f"SELECT typeof(from_json('{{}}', {sql_str(shape)}))").fetchall()[0][0])
 
 
 def _value_sql(v: str) -> str:
-    scalars = ", ".join(f"{v}->>'{k}'" for k in _SCALARS)
-    arr = f"CAST(coalesce({v}->'arrayValue'->'values', {v}->'array_value'->'values') AS JSON[])"
-    items = ", ".join(f"x->>'{k}'" for k in _SCALARS)
-    return f"coalesce({scalars}, CAST(to_json(list_transform({arr}, lambda x: coalesce({items}))) AS VARCHAR))"
+    scalars = ", ".join(f"{v}.{k}" for k in _SCALARS)
+    arrays = (
+        f'coalesce(list_transform({v}.arrayValue."values", lambda x: x.stringValue), '
+        f'list_transform({v}.array_value."values", lambda x: x.string_value))'
+    )
+    return f"coalesce({scalars}, CAST(to_json({arrays}) AS VARCHAR))"
+
+
+def one_request_per_line(path: Path) -> bool:
+    """Whether the file's first line is a whole JSON object (the Collector file exporter's layout)."""
+    with open_binary(path) as fh:
+        first = fh.readline().decode("utf-8", errors="replace").lstrip("\ufeff")
+    try:
+        return isinstance(json.loads(first), dict)
+    except ValueError:
+        return False
+
+
+def read_otlp_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int) -> int:
+    """A file of one request per line, read by DuckDB alone (no Python per span); returns the last resource
+    number used. A line that is not a JSON object raises ``JsonStreamError`` naming it."""
+    src = f"({lines_sql(path, 't')})"
+    try:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE trc_req AS
+                SELECT line, {int(res0)} + row_number() OVER (ORDER BY line, ri) AS res, rs
+                FROM (SELECT line, unnest(coalesce(r.resourceSpans, r.resource_spans)) AS rs,
+                             generate_subscripts(coalesce(r.resourceSpans, r.resource_spans), 1) AS ri
+                      FROM (SELECT line, from_json(t, {sql_str(REQUEST_SHAPE)}) AS r FROM {src}
+                            WHERE trim(t) <> ''))"""
+        )
+    except duckdb.Error:
+        bad = con.execute(
+            f"SELECT min(line) FROM {src} WHERE trim(t) <> '' AND NOT (json_valid(t) AND starts_with(ltrim(t), '{{'))"
+        ).fetchall()[0][0]
+        what = "not a JSON object" if bad is not None else "not an OTLP export request"
+        raise JsonStreamError(
+            str(path), None if bad is None else int(bad), None, f"{what} (one request per line)"
+        ) from None
+    con.execute(
+        f"""INSERT INTO trc_span (file, line, res, s)
+            SELECT {sql_str(str(path))}, line, res, unnest(ss.spans)
+            FROM (SELECT line, res, unnest(coalesce(rs.scopeSpans, rs.scope_spans)) AS ss FROM trc_req)"""
+    )
+    kv = f"from_json(rs.resource, {sql_str(_RES_SHAPE)}).attributes"
+    entry = f"struct_pack(k := a.key, v := {_value_sql('a.value')})"
+    con.execute(
+        f"""INSERT INTO trc_res
+            SELECT res, CAST(to_json(map_from_entries(list_transform({kv}, lambda a: {entry}))) AS VARCHAR)
+            FROM trc_req"""
+    )
+    last = con.execute("SELECT max(res) FROM trc_req").fetchall()[0][0]
+    con.execute("DROP TABLE trc_req")
+    return int(last or res0)
 
 
 def _wanted_keys(opts: TraceOptions) -> str:
@@ -175,11 +262,14 @@ def _wanted_keys(opts: TraceOptions) -> str:
 def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
     """``trc_raw`` -> ``trc_spans`` and ``trc_docs`` (see the package docstring)."""
     con.execute(
+        f"""INSERT INTO trc_span (file, line, res, s)
+            SELECT file, line, res, from_json(j, {sql_str(SPAN_SHAPE)}) FROM trc_raw ORDER BY sid"""
+    )
+    con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_kv AS
             SELECT sid, key, val FROM (
-                SELECT sid, a->>'key' AS key, {_value_sql("(a->'value')")} AS val
-                FROM (SELECT sid, unnest(CAST(coalesce(CAST(j AS JSON)->'attributes', '[]') AS JSON[])) AS a
-                      FROM trc_raw))
+                SELECT sid, a.key AS key, {_value_sql("a.value")} AS val
+                FROM (SELECT sid, unnest(s.attributes) AS a FROM trc_span))
             WHERE {_wanted_keys(opts)}"""
     )
 
@@ -194,15 +284,12 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                    {attr("gen_ai.retrieval.query.text")} AS genai_query, {attr(opts.query)} AS opt_query,
                    {attr("gen_ai.retrieval.documents")} AS genai_docs, {docs_attr} AS opt_docs,
                    {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
-                   {attr(opts.groups_attribute)} AS groups_text,
-                   bool_or(regexp_matches(key, {sql_str(OI_DOCS)})) AS has_oi_docs
+                   {attr(opts.groups_attribute)} AS groups_text
             FROM trc_kv GROUP BY sid"""
     )
-    j = "CAST(r.j AS JSON)"
-    start = f"TRY_CAST(coalesce({j}->>'startTimeUnixNano', {j}->>'start_time_unix_nano') AS HUGEINT)"
-    end = f"TRY_CAST(coalesce({j}->>'endTimeUnixNano', {j}->>'end_time_unix_nano') AS HUGEINT)"
-    code = f"coalesce({j}->'status'->>'code', {j}->'status'->>'status_code')"
-    msg = f"nullif({j}->'status'->>'message', '')"
+    start = "TRY_CAST(coalesce(r.s.startTimeUnixNano, r.s.start_time_unix_nano) AS HUGEINT)"
+    end = "TRY_CAST(coalesce(r.s.endTimeUnixNano, r.s.end_time_unix_nano) AS HUGEINT)"
+    code, msg = "r.s.status.code", "nullif(r.s.status.message, '')"
     kind = (
         "CASE WHEN a.opt_docs IS NOT NULL THEN 'RETRIEVER' WHEN a.oi_kind IN ('RETRIEVER', 'RERANKER') THEN a.oi_kind "
         "WHEN lower(a.op) = 'retrieval' THEN 'RETRIEVER' END"
@@ -210,9 +297,8 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_otlp AS
             SELECT r.sid, r.file, r.line,
-                   coalesce({j}->>'traceId', {j}->>'trace_id') AS trace_id,
-                   coalesce({j}->>'spanId', {j}->>'span_id') AS span_id,
-                   nullif(coalesce({j}->>'parentSpanId', {j}->>'parent_span_id'), '') AS parent_id,
+                   coalesce(r.s.traceId, r.s.trace_id) AS trace_id, coalesce(r.s.spanId, r.s.span_id) AS span_id,
+                   nullif(coalesce(r.s.parentSpanId, r.s.parent_span_id), '') AS parent_id,
                    {kind} AS kind,
                    CASE WHEN {kind} = 'RERANKER' THEN coalesce(a.opt_query, a.rerank_query, a.input)
                         ELSE coalesce(a.opt_query, a.input, a.genai_query) END AS query,
@@ -225,7 +311,7 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                         WHEN a.groups_text IS NOT NULL THEN [a.groups_text] END AS groups,
                    res.attrs AS resource,
                    a.genai_docs, a.opt_docs
-            FROM trc_raw r JOIN trc_attrs a USING (sid) LEFT JOIN trc_res res USING (res)
+            FROM trc_span r JOIN trc_attrs a USING (sid) LEFT JOIN trc_res res USING (res)
             WHERE {kind} IS NOT NULL"""
     )
     con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_otlp")
@@ -245,7 +331,7 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
     )
     json_list_docs(con, "trc_otlp", "genai_docs", TraceOptions())
     json_list_docs(con, "trc_otlp", "opt_docs", opts)
-    for table in ("trc_kv", "trc_attrs", "trc_otlp", "trc_raw", "trc_res"):
+    for table in ("trc_kv", "trc_attrs", "trc_otlp", "trc_span", "trc_raw", "trc_res"):
         con.execute(f"DROP TABLE {table}")
 
 

@@ -1,0 +1,123 @@
+"""Load N retriever spans from an OTLP/JSON export (one request per line, the Collector file exporter's layout)
+against the same lists as a TREC run, each in a fresh process on a file store under the load's memory cap.
+
+Shape: N spans of 5..15 documents (uneven depths), ids from a 10^9 space, scores with ties (3 decimals), a few
+lists repeating a document; queries are the case texts of a qrels+topics dataset of N cases. Prints wall time
+and peak RSS of both loads and their ratio, and writes them to bench/results/traces_bench.json.
+
+    python bench/traces_bench.py --spans 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from openinference.semconv.trace import DocumentAttributes as Doc
+from openinference.semconv.trace import OpenInferenceSpanKindValues as Kind
+from openinference.semconv.trace import SpanAttributes as Attr
+
+LOAD = """
+import sys
+from pathlib import Path
+from ragtriage.store import connect
+from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
+d, kind, src = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+con = connect(d / f"{kind}.duckdb")
+req = LoadRequest(qrels=d / "qrels.txt", topics=d / "topics.tsv")
+if kind == "trec":
+    req.runs = [RunSource(src, run_id="r")]
+else:
+    req.traces, req.trace_run_id = [src], "r"
+load_inputs(con, req)
+con.close()
+"""
+
+
+def _kv(key: str, value: object) -> str:
+    v = {"stringValue": value} if isinstance(value, str) else {"doubleValue": value}
+    return json.dumps({"key": key, "value": v})
+
+
+def generate(folder: Path, spans: int, per_line: int = 500) -> int:
+    rnd = random.Random(3)
+    rows = 0
+    with (
+        (folder / "traces.jsonl").open("w") as tr,
+        (folder / "run.txt").open("w") as run,
+        (folder / "qrels.txt").open("w") as qrels,
+        (folder / "topics.tsv").open("w") as topics,
+    ):
+        batch: list[str] = []
+        for i in range(spans):
+            q = f"how do I configure feature {i} for region {i % 97}"
+            topics.write(f"c{i}\t{q}\n")
+            depth = rnd.randint(5, 15)
+            docs = [f"D{rnd.randrange(10**9):09d}" for _ in range(depth)]
+            if rnd.random() < 0.02:
+                docs[-1] = docs[0]
+            scores = sorted((round(rnd.random(), 3) for _ in docs), reverse=True)
+            qrels.write(f"c{i} 0 {docs[rnd.randrange(depth)]} 1\n")
+            attrs = [_kv(Attr.OPENINFERENCE_SPAN_KIND, Kind.RETRIEVER.value), _kv(Attr.INPUT_VALUE, q)]
+            for k, (d, s) in enumerate(zip(docs, scores, strict=True)):
+                attrs += [_kv(f"{Attr.RETRIEVAL_DOCUMENTS}.{k}.{Doc.DOCUMENT_ID}", d),
+                          _kv(f"{Attr.RETRIEVAL_DOCUMENTS}.{k}.{Doc.DOCUMENT_SCORE}", s)]  # fmt: skip
+                run.write(f"c{i} Q0 {d} {k + 1} {s} r\n")
+            rows += depth
+            start = 1_700_000_000_000_000_000 + i * 1_000_000
+            batch.append(
+                f'{{"traceId":"{i:032x}","spanId":"{i:016x}","name":"retrieve","startTimeUnixNano":"{start}",'
+                f'"endTimeUnixNano":"{start + 7_000_000}","attributes":[{",".join(attrs)}]}}'
+            )
+            if len(batch) == per_line or i == spans - 1:
+                tr.write('{"resourceSpans":[{"resource":{"attributes":[' + _kv("service.name", "rag") + ']},'
+                         '"scopeSpans":[{"spans":[' + ",".join(batch) + "]}]}]}\n")  # fmt: skip
+                batch = []
+    return rows
+
+
+def timed(folder: Path, kind: str, src: Path) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", LOAD, str(folder), kind, str(src)])
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status:
+        raise SystemExit(f"{kind} load failed ({status})")
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spans", type=int, default=1_000_000)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="traces-bench-") as tmp:
+        folder = Path(tmp)
+        rows = generate(folder, args.spans)
+        size = (folder / "traces.jsonl").stat().st_size
+        trec_s, trec_mb = timed(folder, "trec", folder / "run.txt")
+        trace_s, trace_mb = timed(folder, "traces", folder / "traces.jsonl")
+    out = {
+        "spans": args.spans,
+        "result_rows": rows,
+        "otlp_bytes": size,
+        "trec_load_s": round(trec_s, 2),
+        "trec_peak_mb": round(trec_mb),
+        "traces_load_s": round(trace_s, 2),
+        "traces_peak_mb": round(trace_mb),
+        "ratio": round(trace_s / trec_s, 2),
+        "shape": "5-15 docs per span, ids from 10^9, 3-decimal scores, 2% lists repeat a doc, 500 spans per line",
+    }
+    print(json.dumps(out, indent=2))
+    results = Path(__file__).parent / "results"
+    results.mkdir(exist_ok=True)
+    (results / "traces_bench.json").write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
