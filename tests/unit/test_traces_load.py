@@ -260,6 +260,11 @@ def test_a_malformed_span_names_file_line_and_field_and_leaves_the_store(tmp_pat
     res = runner.invoke(app, ["load", "--db", str(db), "--dataset", str(SAMPLE / "dataset"), "--traces", str(cut),
                               "--run-id", "prod"])  # fmt: skip
     assert res.exit_code == 2 and f"{cut}:1: " in res.output and "cut short" in res.output, res.output
+    two = tmp_path / "two.jsonl"  # one request per line, the second not JSON: named by its line
+    two.write_text(path.read_text().splitlines()[1] + "\n" + '{"resourceSpans": [\n')
+    res = runner.invoke(app, ["load", "--db", str(db), "--dataset", str(SAMPLE / "dataset"), "--traces", str(two),
+                              "--run-id", "prod"])  # fmt: skip
+    assert res.exit_code == 2 and f"{two}:2: not a JSON object" in res.output, res.output
     after = connect(db, read_only=True)
     assert after.execute("SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM all_cases)").fetchall() == counts
     after.close()

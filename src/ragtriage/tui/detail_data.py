@@ -35,7 +35,7 @@ T = TypeVar("T")
 # unit ranked higher in the same list (the metrics keep only the first occurrence).
 RESULTS_SQL = f"""
 WITH r AS (
-    SELECT case_id, stage, rank, unit_id, score, chunk_id, snippet,
+    SELECT case_id, stage, rank, unit_id, score, chunk_id, snippet, metadata->>'trace_id' AS trace_id,
            {occurrence("case_id, stage")} > 1 AS duplicate
     FROM results WHERE run_id = $run_id AND case_id IN (SELECT unnest($case_ids::VARCHAR[]))
 ), d AS (
@@ -46,7 +46,7 @@ WITH r AS (
 )
 SELECT r.case_id, r.stage, r.rank, r.unit_id, q.grade, r.score, r.duplicate, d.title, d.doc_status,
        d.stage IS NULL AND EXISTS (SELECT 1 FROM documents) AS not_in_corpus,
-       coalesce(r.snippet, d.text) AS passage
+       coalesce(r.snippet, d.text) AS passage, r.trace_id
 FROM r LEFT JOIN (SELECT case_id, unit_id, grade FROM qrels WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))) q
      USING (case_id, unit_id)
 LEFT JOIN d USING (case_id, stage, rank)

@@ -205,42 +205,41 @@ def one_request_per_line(path: Path) -> bool:
         return False
 
 
+_RES_STRIDE = 1 << 20  # resource numbers of one line: line * stride + position in the request
+
+
 def read_otlp_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int) -> int:
-    """A file of one request per line, read by DuckDB alone (no Python per span); returns the last resource
-    number used. A line that is not a JSON object raises ``JsonStreamError`` naming it."""
+    """A file of one request per line, read by DuckDB alone (no Python per span, each statement streaming over
+    the lines); returns the last resource number used. A line that is not a JSON object raises
+    ``JsonStreamError`` naming it (checked first: a failed statement would abort the load's transaction)."""
     src = f"({lines_sql(path, 't')})"
-    try:
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE trc_req AS
-                SELECT line, {int(res0)} + row_number() OVER (ORDER BY line, ri) AS res, rs
-                FROM (SELECT line, unnest(coalesce(r.resourceSpans, r.resource_spans)) AS rs,
-                             generate_subscripts(coalesce(r.resourceSpans, r.resource_spans), 1) AS ri
-                      FROM (SELECT line, from_json(t, {sql_str(REQUEST_SHAPE)}) AS r FROM {src}
-                            WHERE trim(t) <> ''))"""
-        )
-    except duckdb.Error:
-        bad = con.execute(
-            f"SELECT min(line) FROM {src} WHERE trim(t) <> '' AND NOT (json_valid(t) AND starts_with(ltrim(t), '{{'))"
-        ).fetchall()[0][0]
-        what = "not a JSON object" if bad is not None else "not an OTLP export request"
-        raise JsonStreamError(
-            str(path), None if bad is None else int(bad), None, f"{what} (one request per line)"
-        ) from None
+    bad = con.execute(
+        f"SELECT min(line) FROM {src} WHERE trim(t) <> '' AND NOT (json_valid(t) AND starts_with(ltrim(t), '{{'))"
+    ).fetchall()[0][0]
+    if bad is not None:
+        raise JsonStreamError(str(path), int(bad), None, "not a JSON object (an OTLP export request per line)")
+    rs = "coalesce(r.resourceSpans, r.resource_spans)"
+    res = f"{int(res0)} + line * {_RES_STRIDE} + ri"
     con.execute(
         f"""INSERT INTO trc_span (file, line, res, s)
             SELECT {sql_str(str(path))}, line, res, unnest(ss.spans)
-            FROM (SELECT line, res, unnest(coalesce(rs.scopeSpans, rs.scope_spans)) AS ss FROM trc_req)"""
+            FROM (SELECT line, res, unnest(coalesce(rs.scopeSpans, rs.scope_spans)) AS ss
+                  FROM (SELECT line, {res} AS res, rs
+                        FROM (SELECT line, unnest({rs}) AS rs, generate_subscripts({rs}, 1) AS ri
+                              FROM (SELECT line, from_json(t, {sql_str(REQUEST_SHAPE)}) AS r FROM {src}
+                                    WHERE trim(t) <> ''))))"""
     )
-    kv = f"from_json(rs.resource, {sql_str(_RES_SHAPE)}).attributes"
+    shape = "{" + ", ".join(f'"{k}": [{{"resource": {_RES_SHAPE}}}]' for k in _RESOURCE) + "}"
     entry = f"struct_pack(k := a.key, v := {_value_sql('a.value')})"
     con.execute(
         f"""INSERT INTO trc_res
-            SELECT res, CAST(to_json(map_from_entries(list_transform({kv}, lambda a: {entry}))) AS VARCHAR)
-            FROM trc_req"""
+            SELECT {res}, CAST(to_json(map_from_entries(list_transform(rs.resource.attributes, lambda a: {entry})))
+                               AS VARCHAR)
+            FROM (SELECT line, unnest({rs}) AS rs, generate_subscripts({rs}, 1) AS ri
+                  FROM (SELECT line, from_json(t, {sql_str(shape)}) AS r FROM {src} WHERE trim(t) <> ''))"""
     )
-    last = con.execute("SELECT max(res) FROM trc_req").fetchall()[0][0]
-    con.execute("DROP TABLE trc_req")
-    return int(last or res0)
+    last = con.execute(f"SELECT max(line) FROM {src}").fetchall()[0][0]
+    return int(res0) + (int(last or 0) + 1) * _RES_STRIDE
 
 
 def _wanted_keys(opts: TraceOptions) -> str:

@@ -119,6 +119,10 @@ def events_line(d: CaseDetail) -> Text:
     if e.get("error"):
         line.append(" · error ")
         line.append_text(lit(e["error"]))
+    trace = next((r["trace_id"] for r in d.results if r.get("trace_id")), None)
+    if trace:  # a run loaded from traces: the trace to open in the tracing tool
+        line.append(" · trace ")
+        line.append_text(lit(trace))
     return line
 
 
