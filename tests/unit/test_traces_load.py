@@ -268,3 +268,24 @@ def test_a_malformed_span_names_file_line_and_field_and_leaves_the_store(tmp_pat
     after = connect(db, read_only=True)
     assert after.execute("SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM all_cases)").fetchall() == counts
     after.close()
+
+
+def test_two_days_of_traces_compare(tmp_path: Path) -> None:
+    queries, lists = _queries(), _lists("bm25")["final"]
+    dense = _lists("dense")["final"]
+    shared = _shared(queries)
+    db = tmp_path / "t.duckdb"
+    for day, source in (("mon", lists), ("tue", dense)):
+        spans = [
+            Retrieval(queries[c], docs, i + 1, attrs=_case_attr(c, shared))
+            for i, (c, docs) in enumerate(source.items())
+        ]  # noqa: E501
+        path = write_otlp(tmp_path / f"{day}.jsonl", spans, per_line=50)
+        _load(db, "--traces", str(path), "--run-id", day, "--case-id-attribute", "metadata.case_id")
+    res = runner.invoke(app, ["compare", "--db", str(db), "--baseline", "mon", "--run", "tue", "--format", "json"])
+    assert res.exit_code in (0, 1), res.output
+    row = next(r for r in json.loads(res.stdout)["rows"] if r["slice"] == "all" and r["metric"] == "nDCG@10")
+    # the figures `compare --baseline bm25 --run dense` gives on the sample's run folders
+    assert row["n"] == 137
+    assert row["baseline"] == pytest.approx(0.6849222653422451, abs=1e-12)
+    assert row["candidate"] == pytest.approx(0.6803535812401458, abs=1e-12)
