@@ -127,15 +127,17 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
     """``stg_trace_results`` and ``stg_trace_events`` from the matched retrievals."""
     con.execute(
         """CREATE OR REPLACE TEMP TABLE stg_trace_results AS
-           WITH parts AS (
+           WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input'),
+           parts AS (
+               -- a retriever's own list: the final stage, or the candidates when its reranker lists none
                SELECT c.line, c.case_id, c.trace_id, c.span_id, d.*,
-                      CASE WHEN c.k_sid IS NULL THEN 'final'
-                           WHEN d.sid = c.k_sid AND d.role = 'output' THEN 'final' ELSE 'candidate' END AS stage
-               FROM trc_chosen c JOIN trc_docs d
-                 ON (d.sid = c.sid AND d.role = 'retrieved'
-                     AND (c.k_sid IS NULL OR NOT EXISTS (SELECT 1 FROM trc_docs i WHERE i.sid = c.k_sid
-                                                                                   AND i.role = 'input')))
-                 OR (d.sid = c.k_sid AND d.role IN ('input', 'output')))
+                      CASE WHEN c.k_sid IS NULL THEN 'final' ELSE 'candidate' END AS stage
+               FROM trc_chosen c JOIN trc_docs d ON d.sid = c.sid AND d.role = 'retrieved'
+               WHERE c.k_sid IS NULL OR c.k_sid NOT IN (SELECT sid FROM reranked)
+               UNION ALL
+               SELECT c.line, c.case_id, c.trace_id, c.span_id, d.*,
+                      CASE WHEN d.role = 'output' THEN 'final' ELSE 'candidate' END AS stage
+               FROM trc_chosen c JOIN trc_docs d ON d.sid = c.k_sid AND d.role IN ('input', 'output'))
            SELECT line, case_id, stage,
                   CAST(row_number() OVER (PARTITION BY case_id, stage ORDER BY idx) AS BIGINT) AS rank,
                   document_id, CAST(NULL AS VARCHAR) AS chunk_id, TRY_CAST(score_text AS DOUBLE) AS score,
@@ -151,8 +153,7 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE stg_trace_events AS
             SELECT min(line) AS line, case_id, median(latency_ms) AS latency_ms, FALSE AS timed_out,
-                   NOT EXISTS (SELECT 1 FROM stg_trace_results r WHERE r.case_id = m.case_id AND r.stage = 'final')
-                       AS empty,
+                   case_id NOT IN (SELECT case_id FROM stg_trace_results WHERE stage = 'final') AS empty,
                    CAST(NULL AS BOOLEAN) AS fallback,
                    CASE WHEN count(error) = 0 THEN 'ok' ELSE 'error' END AS status, min(error) AS error
             FROM {which} m GROUP BY case_id"""
