@@ -19,6 +19,7 @@ from tests.trace_fixtures import Retrieval, write_otlp  # noqa: E402
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_runs"
 
 
+@pytest.mark.slow  # loads the sample
 @pilot_test
 async def test_a_trace_case_shows_its_trace_id_at_80x24(tmp_path: Path) -> None:
     spans = [Retrieval("what does the \x1b[2J [bold]new[/] badge policy say?", [("pol-travel-2024#06", 0.8, "x")],

@@ -184,6 +184,7 @@ BROKEN = {
 }
 
 
+@pytest.mark.slow  # a load, a refused load and three CLI calls per case
 @pytest.mark.parametrize("case", list(BROKEN))
 @pytest.mark.parametrize("role", ["qrels", "run"])
 def test_a_json_file_that_cannot_be_read_is_one_named_error_and_the_store_is_unchanged(

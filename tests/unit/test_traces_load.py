@@ -27,7 +27,10 @@ from tests.trace_fixtures import Retrieval, write_otlp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_runs"
-pytestmark = pytest.mark.skipif(not (SAMPLE / "dataset").is_dir(), reason="sample_runs not generated")
+pytestmark = [
+    pytest.mark.skipif(not (SAMPLE / "dataset").is_dir(), reason="sample_runs not generated"),
+    pytest.mark.slow,  # each test loads the sample
+]
 runner = CliRunner()
 MEASURES = ["P@5", "R@10", "nDCG@10", "RR", "AP"]
 
