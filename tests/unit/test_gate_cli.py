@@ -147,6 +147,9 @@ def test_leaking_run_fails_even_when_relevance_passes(tmp_path: Path, db: Path) 
         ("[[regression]]\nmetric = 'R@10'\ntolerence = 0.1\n", "gate.toml:3: unknown key 'tolerence'"),
         ("[gate\n", "gate.toml:1: not valid TOML"),
         ("[leakage]\nenabled = false\n", "gate.toml:2: [leakage] takes only min_checked_share"),
+        ("[[regression]]\nmetric = 'R@10'\ntolerance = nan\n", "gate.toml:3: [[regression]] tolerance = nan"),
+        ("[negative_cases]\nmin_share = nan\n", "gate.toml:2: [negative_cases] min_share = nan"),
+        ("[zero_hit]\nk = 1099511627776\nmax_rate = 0.1\n", "gate.toml:2: [zero_hit] k = 1099511627776"),
     ],
 )
 def test_bad_gate_file_exits_2_naming_file_line_and_key(tmp_path: Path, db: Path, text: str, needle: str) -> None:

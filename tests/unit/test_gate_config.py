@@ -133,3 +133,44 @@ def test_second_array_item_error_points_at_its_own_line(tmp_path: Path) -> None:
 def test_missing_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(GateFileError, match="cannot read the gate file"):
         parse_gate(tmp_path / "nope.toml")
+
+
+NUMBERS = [
+    ("[[regression]]\nmetric = 'nDCG@10'\ntolerance = nan\n", 3, "tolerance", "not a finite number"),
+    ("[[regression]]\nmetric = 'nDCG@10'\ntolerance = -nan\n", 3, "tolerance", "not a finite number"),
+    ("[[regression]]\nmetric = 'nDCG@10'\ntolerance = inf\n", 3, "tolerance", "not a finite number"),
+    ("[[regression]]\nmetric = 'nDCG@10'\ntolerance = -0.1\n", 3, "tolerance", "out of range [0, 1]"),
+    ("[[regression]]\nmetric = 'nDCG@10'\nalpha = 0\n", 3, "alpha", "out of range (0, 1)"),
+    ("[[regression]]\nmetric = 'nDCG@10'\nalpha = nan\n", 3, "alpha", "not a finite number"),
+    ("[[slice_minimum]]\nslice = { doc_type = 't' }\nmetric = 'nDCG@5'\nmin = nan\n", 4, "min", "finite"),
+    ("[critical_cases]\nmetric = 'R@10'\nmin = 1.5\n", 3, "min", "out of range [0, 1]"),
+    ("[zero_hit]\nk = 10\nmax_rate = nan\n", 3, "max_rate", "not a finite number"),
+    ("[zero_hit]\nk = 1099511627776\nmax_rate = 0.1\n", 2, "k", "out of range [1, 2147483647]"),
+    ("[zero_hit]\nk = 0\nmax_rate = 0.1\n", 2, "k", "out of range"),
+    ("[negative_cases]\nmin_share = nan\n", 2, "min_share", "not a finite number"),
+    ("[negative_cases]\nmin_share = inf\n", 2, "min_share", "not a finite number"),
+    ("[latency]\np95_ms = nan\n", 2, "p95_ms", "not a finite number"),
+    ("[latency]\np95_ms = -5\n", 2, "p95_ms", "out of range (0, inf)"),
+    ("[latency]\nmax_timeouts = -1\n", 2, "max_timeouts", "out of range"),
+    ("[gate]\nn_resamples = 0\n", 2, "n_resamples", "out of range"),
+    ("[gate]\nseed = -1\n", 2, "seed", "out of range"),
+    ("[[regression]]\nmetric = 'nDCG@1099511627776'\n", 2, "metric", "cutoff 1099511627776 is out of range"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "key", "needle"), NUMBERS)
+def test_every_number_is_finite_and_in_range(tmp_path: Path, text: str, line: int, key: str, needle: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(GateFileError) as info:
+        parse_gate(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}:{line}: "), msg
+    assert key in msg and needle in msg, msg
+    assert info.value.key == key
+
+
+def test_a_gate_file_that_is_not_utf8_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "gate.toml"
+    path.write_bytes(b'[gate]\nname = "r\xe9lease"\n')
+    with pytest.raises(GateFileError, match=r"gate.toml:2: not valid UTF-8 \(byte 0xe9"):
+        parse_gate(path)

@@ -54,6 +54,8 @@ class Table:
 #: The store keeps int fields (ranks, grades, k) as 32-bit INTEGER: values are checked against this range
 #: before any cast (``ragtriage.contract.field_rules``).
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+#: The largest cutoff k any command or gate rule takes: k is compared with 32-bit ranks in SQL.
+MAX_CUTOFF = INT_MAX
 
 STAGES = ("candidate", "final")
 UNITS = ("chunk", "document")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtriage.contract.dimensions import SLICE_DIMENSIONS as SLICE_COLUMNS
+from ragtriage.contract.fields import MAX_CUTOFF
 
 REPRO_ITEMS = (
     "dataset_version",
@@ -141,6 +142,21 @@ _REQUIRED = {
     "critical_cases": ("metric", "min"),
     "zero_hit": ("k", "max_rate"),
 }
+# The range of every number (low, high, whether each end is allowed): a number outside it, NaN or infinite is
+# refused before any rule runs, so no value can make a comparison vacuously true (``d < -nan`` never fails).
+_RANGES: dict[tuple[str, str], tuple[float, float, bool, bool]] = {
+    ("gate", "seed"): (0, 2**32 - 1, True, True),
+    ("gate", "n_resamples"): (1, 10**8, True, True),
+    ("regression", "tolerance"): (0, 1, True, True),
+    ("regression", "alpha"): (0, 1, False, False),
+    ("slice_minimum", "min"): (0, 1, True, True),
+    ("critical_cases", "min"): (0, 1, True, True),
+    ("zero_hit", "k"): (1, MAX_CUTOFF, True, True),
+    ("zero_hit", "max_rate"): (0, 1, True, True),
+    ("negative_cases", "min_share"): (0, 1, True, True),
+    ("latency", "p95_ms"): (0, math.inf, False, False),
+    ("latency", "max_timeouts"): (0, 2**31 - 1, True, True),
+}
 _ARRAYS = ("regression", "slice_minimum")
 _COLUMNS = ", ".join(SLICE_COLUMNS)
 
@@ -199,10 +215,26 @@ class _Reader:
             kind = spec[key]
             if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
                 raise self.fail(table, index, key, f"{label} {key} has the wrong type ({type(value).__name__})")
+            self.in_range(table, index, key, value)
         for key in _REQUIRED.get(table, ()):
             if key not in body:
                 raise self.fail(table, index, None, f"{label} needs {key!r}")
         return body
+
+    def in_range(self, table: str, index: int, key: str, value: Any) -> None:
+        """Refuse a number that is NaN, infinite or outside the key's range."""
+        bounds = _RANGES.get((table, key))
+        if bounds is None or isinstance(value, bool) or not isinstance(value, int | float):
+            return
+        lo, hi, lo_in, hi_in = bounds
+        label = f"[[{table}]]" if table in _ARRAYS else f"[{table}]"
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(table, index, key, f"{label} {key} = {value} is not a finite number")
+        below = value < lo or (value == lo and not lo_in)
+        above = value > hi or (value == hi and not hi_in)
+        if below or above:
+            span = f"{'[' if lo_in else '('}{_num(lo)}, {_num(hi)}{']' if hi_in else ')'}"
+            raise self.fail(table, index, key, f"{label} {key} = {value} is out of range {span}")
 
     def share(self, table: str, key: str, value: float) -> float:
         """A share of cases: a finite number in [0, 1] (NaN or inf from TOML would make the rule meaningless)."""
@@ -211,10 +243,16 @@ class _Reader:
         return float(value)
 
     def metric(self, table: str, index: int, name: str) -> str:
+        if (m := re.search(r"@(\d+)$", name)) and int(m.group(1)) > MAX_CUTOFF:
+            raise self.fail(table, index, "metric", f"{name}: cutoff {m.group(1)} is out of range [1, {MAX_CUTOFF}]")
         try:
             return gate_metric(name)
         except ValueError as exc:
             raise self.fail(table, index, "metric", str(exc)) from exc
+
+
+def _num(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:g}" if isinstance(x, float) else str(x)
 
 
 def gate_metric(name: str) -> str:
@@ -247,7 +285,13 @@ def parse_gate(path: Path) -> GateConfig:
         raw = path.read_bytes()
     except OSError as exc:
         raise GateFileError(path, None, None, f"cannot read the gate file: {exc.strerror}") from exc
-    text = raw.decode("utf-8", errors="replace")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise GateFileError(
+            path, line, None, f"not valid UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}); save it as UTF-8"
+        ) from exc
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
