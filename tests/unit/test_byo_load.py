@@ -401,7 +401,8 @@ def test_validate_checks_trec_beir_json_qrels_runs_and_topics(tmp_path: Path) ->
     res = runner.invoke(app, ["validate", str(bad_qrels)])
     assert res.exit_code == 2
     assert f"{bad_qrels}:2: grade: relevance 'x' is not an integer" in res.output
-    assert f"warning: {bad_qrels}:3: document_id: duplicate judgement for (qid, docno) 1 / a" in res.output
+    dup = "document_id: duplicate judgement (case / unit / annotator) 1 / a / default (first at line 1)"
+    assert f"error: {bad_qrels}:3: {dup}" in res.output
     bad_topics = _text(tmp_path / "topics.tsv", ["1\tone", "1\tagain", "no tab here"])
     res = runner.invoke(app, ["validate", str(bad_topics)])
     assert res.exit_code == 2

@@ -66,15 +66,23 @@ def enum_rules(table: Table) -> list[Rule]:
 
 
 def duplicate_rule(
-    keys: list[str], field: str, what: str, *, key_exprs: list[str] | None = None, suspects: Suspects | None = None
+    keys: list[str],
+    field: str,
+    what: str,
+    *,
+    key_exprs: list[str] | None = None,
+    suspects: Suspects | None = None,
+    name_first: bool = False,
 ) -> Rule:
-    """Duplicates found with one hash aggregate (a window over every row is costly; GROUP BY is not)."""
+    """Duplicates found with one hash aggregate (a window over every row is costly; GROUP BY is not).
+    Reported at the last line of each key; ``name_first`` adds the first one, so both lines are named."""
     exprs = key_exprs or [qident(k) for k in keys]
+    first = " || ' (first at line ' || first_line || ')'" if name_first else ""
     return Rule(
         field,
         "duplicate",
         "",
-        f"'duplicate {what} ' || concat_ws(' / ', {', '.join(f'k{i}' for i in range(len(exprs)))})",
+        f"'duplicate {what} ' || concat_ws(' / ', {', '.join(f'k{i}' for i in range(len(exprs)))}){first}",
         group_by=exprs,
         suspects=suspects,
     )
@@ -125,8 +133,8 @@ def _group_sql(table: str, r: Rule) -> str:
     elif r.suspects:
         source = f"{table} s SEMI JOIN _dup_hashes x ON hash({', '.join(r.group_by)}) = x.h"
     return (
-        f"SELECT line, {r.message} AS msg FROM (SELECT max(s.line) AS line, {keys} FROM {source} "
-        f"WHERE {present} GROUP BY ALL HAVING count(*) > 1)"
+        f"SELECT line, {r.message} AS msg FROM (SELECT max(s.line) AS line, min(s.line) AS first_line, {keys} "
+        f"FROM {source} WHERE {present} GROUP BY ALL HAVING count(*) > 1)"
     )
 
 

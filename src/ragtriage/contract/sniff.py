@@ -15,7 +15,6 @@ then checks every line and names the ones that do not fit.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,8 +50,14 @@ def _data_lines(text: str, limit: int = 20) -> list[str]:
     return out
 
 
-def _is_int(s: str) -> bool:
-    return re.fullmatch(r"[+-]?\d+", s) is not None
+def is_number(s: str) -> bool:
+    """Whether a field reads as a number (a BEIR score, fractional or not): a line whose third field is not one
+    is a header. A fractional grade is a data line, which the reader then refuses, never a dropped header."""
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
 
 
 def _json_kind(first: str) -> str:
@@ -108,7 +113,7 @@ def _sniff_columns(path: Path, role: str, lines: list[str]) -> Sniffed:
         if n == 4:
             return Sniffed("trec")
         if n == 3:
-            header = not _is_int(fields[2])
+            header = not is_number(fields[2])
             return Sniffed("beir", header=header)
         raise SniffError(
             f"{path}:1: expected a qrels line 'qid iter docno rel' (TREC) or 'query-id corpus-id score' (BEIR), "
@@ -127,4 +132,4 @@ def _sniff_columns(path: Path, role: str, lines: list[str]) -> Sniffed:
 def _has_header(path: Path) -> bool:
     lines = _data_lines(head_bytes(path, 8192).decode("utf-8", errors="replace"), 1)
     fields = lines[0].split() if lines else []
-    return len(fields) == 3 and not _is_int(fields[2])
+    return len(fields) == 3 and not is_number(fields[2])

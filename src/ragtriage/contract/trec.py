@@ -18,8 +18,10 @@ from pathlib import Path
 import duckdb
 
 from ragtriage.contract.errors import FIRST_LINES, Finding
+from ragtriage.contract.fields import INT_MAX
+from ragtriage.contract.sniff import is_number
 from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql
-from ragtriage.contract.trec_csv import TrecRun, read_qrels, read_run
+from ragtriage.contract.trec_csv import TrecRun, integer_sql, read_qrels, read_run
 
 # Lines made of single spaces (or single tabs) split with string_split; anything else goes through the regex.
 _PLAIN = "NOT (contains(t, '  ') OR contains(t, chr(9)) OR contains(t, chr(13)) OR starts_with(t, ' '))"
@@ -301,22 +303,37 @@ def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
     if _bad(findings):
         return Staged(name, path, "msmarco", 0, findings, "line"), facts
     findings += _columns(con, name, path, 3, "qid docno rank", at_least=False)
-    findings += counted(
+    rank = integer_sql("p[3]")
+    findings += counted_causes(
         con,
         f"{name}__raw",
-        "len(p) = 3 AND (TRY_CAST(p[3] AS BIGINT) IS NULL OR TRY_CAST(p[3] AS BIGINT) < 1)",
-        "p[3]",
         path,
-        "rank",
-        "bad-rank",
-        "rank {v} is not a whole number >= 1",
-    )
+        [
+            Cause(f"len(p) = 3 AND ({rank} IS NULL OR {rank} < 1)", "p[3]", "rank", "bad-rank",
+                  "rank {v} is not a whole number >= 1"),
+            Cause(f"len(p) = 3 AND {rank} > {INT_MAX}", "p[3]", "rank", "out-of-range",
+                  f"rank {{v}} is out of range (1..{INT_MAX})"),
+        ],
+    )  # fmt: skip
+    if not _bad(findings):
+        # a rank given twice in one query leaves the order of its lines to chance: refused, as the contract's
+        # duplicate (case_id, stage, rank) is
+        findings += counted(
+            con,
+            f"""(SELECT max(line) AS line, min(line) AS first, any_value(p[1]) AS q, {rank} AS r
+                 FROM {name}__raw GROUP BY p[1], {rank} HAVING count(*) > 1)""",
+            "TRUE",
+            "q || ' / ' || r || ', first at line ' || first",
+            path,
+            "rank",
+            "duplicate",
+            "duplicate (qid, rank) in one ranked list: {v}",
+        )
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {name} AS
             SELECT line, p[1] AS case_id, 'final' AS stage,
-                   CAST(row_number() OVER (PARTITION BY p[1] ORDER BY TRY_CAST(p[3] AS BIGINT), p[2] DESC)
-                        AS BIGINT) AS rank,
-                   p[2] AS document_id, 1.0 / TRY_CAST(p[3] AS BIGINT) AS score, {RESULT_COLUMNS},
+                   CAST(row_number() OVER (PARTITION BY p[1] ORDER BY {rank}, p[2] DESC) AS BIGINT) AS rank,
+                   p[2] AS document_id, 1.0 / {rank} AS score, {RESULT_COLUMNS},
                    CAST(NULL AS VARCHAR) AS tag
             FROM {name}__raw WHERE len(p) = 3"""
     )
@@ -331,7 +348,7 @@ def _tag_counts(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, int]:
 def _qrels_table(con: duckdb.DuckDBPyConnection, name: str, qid: str, doc: str, grade: str, n: int) -> None:
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {name} AS
-            SELECT line, {qid} AS case_id, {doc} AS document_id, TRY_CAST({grade} AS BIGINT) AS grade, {LABEL_COLUMNS}
+            SELECT line, {qid} AS case_id, {doc} AS document_id, {integer_sql(grade)} AS grade, {LABEL_COLUMNS}
             FROM {name}__raw WHERE len(p) = {n}"""
     )
 
@@ -340,7 +357,7 @@ def _grade_findings(con: duckdb.DuckDBPyConnection, name: str, path: Path, col: 
     return counted(
         con,
         f"{name}__raw",
-        f"len(p) = {n} AND TRY_CAST({col} AS BIGINT) IS NULL",
+        f"len(p) = {n} AND {integer_sql(col)} IS NULL",
         col,
         path,
         "grade",
@@ -373,17 +390,13 @@ def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, h
         return Staged(name, path, "beir", 0, findings, "line")
     first = con.execute(f"SELECT p FROM {name}__raw ORDER BY line LIMIT 1").fetchall()
     if header is None:
-        header = bool(first) and len(first[0][0]) == 3 and _not_int(first[0][0][2])
+        header = bool(first) and len(first[0][0]) == 3 and not is_number(first[0][0][2])
     if header:
         con.execute(f"DELETE FROM {name}__raw WHERE line = (SELECT min(line) FROM {name}__raw)")
     findings += _columns(con, name, path, 3, "query-id corpus-id score", at_least=False)
     findings += _grade_findings(con, name, path, "p[3]", 3)
     _qrels_table(con, name, "p[1]", "p[2]", "p[3]", 3)
     return _finish(con, name, path, "beir", findings)
-
-
-def _not_int(s: str) -> bool:
-    return not s.strip().lstrip("+-").isdigit()
 
 
 def stage_tsv_queries(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:

@@ -36,6 +36,12 @@ RUN_FIELDS = {
 QRELS_FIELDS = {"case_id": "VARCHAR", "iteration": "VARCHAR", "document_id": "VARCHAR", "grade": "VARCHAR"}
 
 
+def integer_sql(text: str) -> str:
+    """SQL for the integer a text field spells, else NULL. ``TRY_CAST('1.5' AS BIGINT)`` rounds to 2, which would
+    turn a fractional grade (or rank) into another value: only digits with an optional sign are an integer."""
+    return f"CASE WHEN regexp_full_match({text}, '[+-]?[0-9]+') THEN TRY_CAST({text} AS BIGINT) END"
+
+
 def delimiter(path: Path) -> str | None:
     """One space or one tab when the file's first lines use exactly that between fields, else None (the general
     reader then splits on any run of whitespace)."""
@@ -188,7 +194,7 @@ def read_qrels(con: duckdb.DuckDBPyConnection, path: Path, table: str, columns: 
     reader must read the file instead."""
     # an empty field (two separators in a row, which the general reader counts as one) empties the grade
     blank = " OR ".join(f"{f} IS NULL" for f in QRELS_FIELDS)
-    grade = f"CASE WHEN {blank} THEN NULL ELSE TRY_CAST(grade AS BIGINT) END"
+    grade = f"CASE WHEN {blank} THEN NULL ELSE {integer_sql('grade')} END"
     select = f"row_number() OVER () AS line, case_id, document_id, {grade} AS grade, {columns}"
     rows = _read(con, path, table, QRELS_FIELDS, select)
     if rows is None:

@@ -16,6 +16,20 @@ _F = "CAST(s.filters AS JSON)"
 _SCALAR_ID = "('VARCHAR', 'BIGINT', 'UBIGINT')"
 
 
+def judgement_rule() -> Rule:
+    """One judgement per case, unit and annotator, in every format (TREC, BEIR and JSON qrels are annotator
+    ``default``): a second one is refused naming both lines, never averaged or silently kept (trec_eval refuses
+    them too). Several annotators of one unit are the contract's way to record disagreement."""
+    unit = "coalesce(s.chunk_id, s.section_id, s.document_id)"
+    return duplicate_rule(
+        ["case_id", "unit", "annotator"],
+        "document_id",
+        "judgement (case / unit / annotator)",
+        key_exprs=["s.case_id", unit, "coalesce(s.annotator, 'default')"],
+        name_first=True,
+    )
+
+
 def principal_rules() -> list[Rule]:
     """A principal's parts are read into typed columns; a wrongly typed part would become NULL (``groups:
     "staff"`` read as no groups) and silently change what the leakage check sees, so it is refused instead."""
@@ -102,6 +116,7 @@ def dataset_findings(
     )
     label_rules = [
         *field_rules(LABELS, strict=strict),
+        judgement_rule(),
         unknown_ref_rule("case_id", cases.name, "id", "case id"),
         Rule(
             "grade",

@@ -6,7 +6,6 @@ the snapshot are found) and only its own findings are shown; a lone file gets th
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
@@ -19,6 +18,7 @@ from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.staging import stage
 from ragtriage.store.byo import load_dataset, stage_qrels, stage_run_file, stage_topics
 from ragtriage.store.connection import connect
+from ragtriage.store.dataset_rules import judgement_rule
 from ragtriage.store.discover import TABLE_EXTS, discover_run, stage_run
 from ragtriage.store.load import UNREADABLE
 from ragtriage.store.run_rules import run_findings
@@ -90,9 +90,7 @@ def _validate_foreign(path: Path, kind: str, fmt: str | None, strict: bool = Fal
             if kind == "topics":
                 return findings + apply_rules(con, staged, [duplicate_rule(["id"], "id", "topic id")])
             if kind == "qrels":
-                # trec_eval refuses repeated (qid, docno) lines; ragtriage pools them (median), so a warning
-                rule = duplicate_rule(["case_id", "document_id"], "document_id", "judgement for (qid, docno)")
-                return findings + apply_rules(con, staged, [replace(rule, severity="warning")])
+                return findings + apply_rules(con, staged, [judgement_rule()])
             computed = staged.fmt not in ("jsonl", "csv", "tsv", "parquet")
             return findings + run_findings(
                 con, {"results": staged}, "auto", check_refs=False, reader_checked=computed, strict=strict

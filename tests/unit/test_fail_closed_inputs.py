@@ -1,0 +1,110 @@
+"""Inputs that used to change a stored value with no word (issue: fail closed): each is refused with exit 2 and a
+message naming file, line and field, on a file store with the default memory cap, and the store is unchanged."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from ragtriage.cli import app
+from tests.bad_inputs import digest, no_traceback
+
+runner = CliRunner()
+TOPICS = "q1\tfirst query\nq2\tsecond query\n"
+QRELS = "q1 0 d1 1\nq1 0 d2 2\nq2 0 d1 2\n"
+RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq2 Q0 d1 1 1.0 t\n"
+
+
+def _write(path: Path, text: str | bytes) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def invoke(*args: str | Path) -> Result:
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("base")
+    db = root / "base.duckdb"
+    res = invoke("load", "--db", db, "--qrels", _write(root / "qrels.txt", QRELS), "--topics",
+                 _write(root / "topics.tsv", TOPICS), "--run", _write(root / "run.txt", RUN), "--run-id", "r",
+                 "--no-precompute")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    return db
+
+
+@pytest.fixture
+def db(base: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copy(base, tmp_path / "store.duckdb"))
+
+
+def refused(res: Result, db: Path, before: dict[str, tuple[int, str]], *needles: str) -> None:
+    assert res.exit_code == 2, res.output
+    assert no_traceback(res) and "Traceback" not in res.output, res.output
+    for needle in needles:
+        assert needle in res.output, (needle, res.output)
+    assert digest(db) == before
+
+
+def _load_dataset(db: Path, qrels: Path, topics: Path) -> Result:
+    return invoke("load", "--db", db, "--qrels", qrels, "--topics", topics, "--no-precompute")
+
+
+@pytest.mark.parametrize("grade", ["1.5", "2.0", "1e0", "0x2"])
+def test_trec_qrels_grade_must_be_an_integer(db: Path, tmp_path: Path, grade: str) -> None:
+    before = digest(db)
+    qrels = _write(tmp_path / "q.txt", f"q1 0 d1 {grade}\nq2 0 d1 2\n")
+    res = _load_dataset(db, qrels, _write(tmp_path / "t.tsv", TOPICS))
+    refused(res, db, before, f"q.txt:1: grade: relevance '{grade}' is not an integer")
+
+
+def test_beir_qrels_fractional_grade_is_refused_not_taken_for_a_header(db: Path, tmp_path: Path) -> None:
+    before = digest(db)
+    qrels = _write(tmp_path / "qrels.tsv", "q1\td1\t1.5\nq2\td1\t2\n")
+    res = _load_dataset(db, qrels, _write(tmp_path / "t.tsv", TOPICS))
+    refused(res, db, before, "qrels.tsv:1: grade: relevance '1.5' is not an integer")
+
+
+def test_duplicate_judgement_is_refused_naming_both_lines(db: Path, tmp_path: Path) -> None:
+    before = digest(db)
+    qrels = _write(tmp_path / "q.txt", "q1 0 d1 3\nq2 0 d1 2\nq1 0 d1 0\n")
+    res = _load_dataset(db, qrels, _write(tmp_path / "t.tsv", TOPICS))
+    refused(res, db, before, "q.txt:3: document_id: duplicate judgement (case / unit / annotator) q1 / d1 / default "
+            "(first at line 1)")  # fmt: skip
+
+
+def test_duplicate_judgement_in_contract_labels_is_refused(tmp_path: Path) -> None:
+    from ragtriage.sample import sample_runs_path
+
+    ds = Path(shutil.copytree(sample_runs_path() / "dataset", tmp_path / "ds"))
+    lines = (ds / "labels.jsonl").read_text(encoding="utf-8").splitlines()
+    again = lines[0].replace('"grade":3', '"grade":0')
+    assert again != lines[0]
+    (ds / "labels.jsonl").write_text("\n".join([*lines, again]) + "\n", encoding="utf-8")
+    db = tmp_path / "c.duckdb"
+    res = invoke("load", "--db", db, "--dataset", ds, "--no-precompute")
+    assert res.exit_code == 2
+    assert f"labels.jsonl:{len(lines) + 1}: document_id: duplicate judgement" in res.output
+    assert "(first at line 1)" in res.output
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("q1\td1\t1\nq1\td2\t1099511627776\n", "m.tsv:2: rank: rank '1099511627776' is out of range (1..2147483647)"),
+        ("q1\td1\t1\nq1\td2\t1\n", "m.tsv:2: rank: duplicate (qid, rank) in one ranked list: 'q1 / 1, first at line"),
+        ("q1\td1\t1.5\n", "m.tsv:1: rank: rank '1.5' is not a whole number >= 1"),
+    ],
+)
+def test_msmarco_rank_out_of_range_repeated_or_fractional(db: Path, tmp_path: Path, text: str, needle: str) -> None:
+    before = digest(db)
+    res = invoke("load", "--db", db, "--run", _write(tmp_path / "m.tsv", text), "--run-id", "m", "--no-precompute")
+    refused(res, db, before, needle)
