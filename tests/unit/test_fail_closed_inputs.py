@@ -3,6 +3,8 @@ message naming file, line and field, on a file store with the default memory cap
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import shutil
 from pathlib import Path
 
@@ -107,4 +109,54 @@ def test_duplicate_judgement_in_contract_labels_is_refused(tmp_path: Path) -> No
 def test_msmarco_rank_out_of_range_repeated_or_fractional(db: Path, tmp_path: Path, text: str, needle: str) -> None:
     before = digest(db)
     res = invoke("load", "--db", db, "--run", _write(tmp_path / "m.tsv", text), "--run-id", "m", "--no-precompute")
+    refused(res, db, before, needle)
+
+
+def _members(*parts: bytes) -> bytes:
+    """A gzip file of several members (gzip's own concatenation): a large decompressed tail costs little to make."""
+    return b"".join(parts)
+
+
+def _twenty_good_lines() -> bytes:
+    return "".join(f"q1 Q0 d{i} {i} {100 - i}.0 t\n" for i in range(1, 21)).encode()
+
+
+def test_gzip_of_good_lines_and_a_gibibyte_of_nul_is_refused(db: Path, tmp_path: Path) -> None:
+    nul = gzip.compress(b"\0" * (16 << 20), compresslevel=1)
+    bomb = _write(tmp_path / "run.txt.gz", _members(gzip.compress(_twenty_good_lines()), *[nul] * 64))
+    before = digest(db)
+    res = invoke("load", "--db", db, "--run", bomb, "--run-id", "b", "--no-precompute")
+    refused(res, db, before, "run.txt.gz:21: a NUL byte in the decompressed gzip text")
+    res = invoke("validate", bomb)
+    assert res.exit_code == 2 and "run.txt.gz:21: a NUL byte" in res.output
+
+
+def test_decompression_is_bounded_by_ratio(db: Path, tmp_path: Path) -> None:
+    member = gzip.compress(b"q1 Q0 d1 1 1.0 t\n" * (1 << 20), compresslevel=9)
+    bomb = _write(tmp_path / "run.txt.gz", _members(*[member] * 8))  # 136 MiB from ~0.1 MiB
+    before = digest(db)
+    res = invoke("load", "--db", db, "--run", bomb, "--run-id", "b", "--no-precompute")
+    refused(res, db, before, "run.txt.gz: decompresses to more than", "refused as a decompression bomb")
+
+
+@pytest.mark.parametrize("comp", ["gzip", "bz2"])
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_truncated_or_corrupt_stream_is_named(db: Path, tmp_path: Path, comp: str, damage: str) -> None:
+    raw = (gzip if comp == "gzip" else bz2).compress(_twenty_good_lines() * 50)
+    if damage == "truncated":
+        data = raw[: len(raw) // 2]
+    else:
+        body = bytearray(raw)
+        body[len(body) // 2 : len(body) // 2 + 16] = b"\xa5" * 16
+        data = bytes(body)
+    path = _write(tmp_path / f"run.txt.{'gz' if comp == 'gzip' else 'bz2'}", data)
+    needle = f"the {comp} stream is {damage}"
+    before = digest(db)
+    res = invoke("load", "--db", db, "--run", path, "--run-id", "b", "--no-precompute")
+    refused(res, db, before, f"{path.name}: {needle}")
+    res = invoke("validate", path)
+    assert res.exit_code == 2 and needle in res.output and "holds no lines" not in res.output, res.output
+    assert no_traceback(res)
+    qrels = _write(tmp_path / f"qrels.txt.{'gz' if comp == 'gzip' else 'bz2'}", data)
+    res = _load_dataset(db, qrels, _write(tmp_path / "t.tsv", TOPICS))
     refused(res, db, before, needle)

@@ -12,13 +12,99 @@ import bz2
 import gzip
 import shutil
 import tempfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 _GZIP, _BZ2 = b"\x1f\x8b", b"BZh"
 _scratch: list[Path] = []
+
+MAX_RATIO = 100
+"""Decompressed bytes per compressed byte a file may reach once past ``RATIO_FREE`` (text runs and qrels compress
+5-20 times): beyond it the file is refused as a decompression bomb before any reader sees it."""
+RATIO_FREE = 64 << 20
+MAX_DECOMPRESSED = 64 << 30
+"""Decompressed bytes no input may exceed, whatever its ratio."""
+_BLOCK = 1 << 22
+
+
+@dataclass(frozen=True)
+class TextScan:
+    """One pass over a file's decompressed bytes: what is wrong with it (``fault``: line or None, and what), and
+    what the TREC fast path needs to know (``contract/trec_csv.census``): lines, whether the last one lacks its
+    newline, whether a tab or a space occurs anywhere, and whether some CR does not end a line."""
+
+    fault: tuple[int | None, str] | None
+    lines: int = 0
+    unterminated: bool = False
+    has_tab: bool = False
+    has_space: bool = False
+    lone_cr: bool = False
+
+
+_scanned: dict[tuple[str, int, int], TextScan] = {}
+
+
+def compression_fault(path: Path) -> tuple[int | None, str] | None:
+    """What is wrong with a compressed file, read to its end once (None for plain files and sound ones).
+
+    Every byte is accounted for: a truncated or corrupt stream, a NUL byte (a text file holds none; a run followed
+    by a gigabyte of NULs loaded its first lines and nothing said so), and output beyond ``MAX_RATIO`` times the
+    compressed size (after the first ``RATIO_FREE`` bytes) or ``MAX_DECOMPRESSED`` are each refused by name, as
+    (line or None, what is wrong)."""
+    return scan(path).fault if compression_of(path) else None
+
+
+def scan(path: Path) -> TextScan:
+    """The file's ``TextScan``, kept per file size and mtime: every reader of one load asks, and the pass costs
+    as much as decompressing the file."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return TextScan((None, f"cannot read: {exc.strerror}"))
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _scanned:
+        _scanned[key] = _read_through(path, compression_of(path), st.st_size)
+    return _scanned[key]
+
+
+def _read_through(path: Path, comp: str | None, size: int) -> TextScan:
+    limit = min(MAX_DECOMPRESSED, max(RATIO_FREE, MAX_RATIO * size)) if comp else None
+    total, lines, last = 0, 0, b"\n"
+    tab = space = lone = carry = False
+    try:
+        with open_binary(path) as fh:
+            while block := fh.read(_BLOCK):
+                nul = block.find(b"\0") if comp else -1
+                if nul >= 0:
+                    at = lines + block.count(b"\n", 0, nul) + 1
+                    return TextScan((at, f"a NUL byte in the decompressed {comp} text: not a text file, or corrupt"))
+                total += len(block)
+                if limit is not None and total > limit:
+                    return TextScan((None, _bomb(comp, size, limit)))
+                lines += block.count(b"\n")
+                tab, space = tab or b"\t" in block, space or b" " in block
+                lone = lone or (carry and not block.startswith(b"\n"))
+                carry = block.endswith(b"\r")
+                lone = lone or block.count(b"\r") - block.count(b"\r\n") != int(carry)
+                last = block[-1:]
+    except EOFError:
+        return TextScan(
+            (None, f"the {comp} stream is truncated: it ends before its end marker (the file is cut short)")
+        )
+    except (OSError, ValueError, zlib.error) as exc:  # BadGzipFile, bz2's invalid stream, CRC mismatch
+        return TextScan((None, f"the {comp} stream is corrupt: {exc}" if comp else f"cannot read: {exc}"))
+    return TextScan(None, lines, last != b"\n", tab, space, lone or carry)
+
+
+def _bomb(comp: str | None, size: int, limit: int) -> str:
+    return (
+        f"decompresses to more than {limit:,} bytes ({comp}, {size:,} bytes compressed; the bound is {MAX_RATIO} "
+        f"times the compressed size, at most {MAX_DECOMPRESSED:,} bytes): refused as a decompression bomb"
+    )
 
 
 def compression_of(path: Path) -> str | None:
@@ -50,7 +136,7 @@ def head_bytes(path: Path, n: int = 65536) -> bytes:
     try:
         with open_binary(path) as fh:
             return fh.read(n)
-    except (OSError, EOFError):
+    except (OSError, EOFError, ValueError, zlib.error):
         return b""
 
 

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragtriage.contract.compression import head_bytes, plain_name
+from ragtriage.contract.compression import compression_fault, head_bytes, plain_name
 
 ROLES = ("qrels", "run", "topics")
 FORMATS = {
@@ -75,6 +75,9 @@ def sniff(path: Path, role: str, override: str | None = None) -> Sniffed:
     """The format of ``path`` read as ``role`` (qrels | run | topics); ``override`` names it outright."""
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
+    fault = compression_fault(path)
+    if fault:
+        raise SniffError(f"{path}{f':{fault[0]}' if fault[0] else ''}: {fault[1]}")
     if override:
         if override not in FORMATS[role]:
             raise SniffError(f"{path}: format {override!r} is not a {role} format; use {'|'.join(FORMATS[role])}")

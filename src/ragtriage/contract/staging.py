@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from ragtriage.contract.compression import duckdb_source, head_bytes, plain_name
+from ragtriage.contract.compression import compression_fault, duckdb_source, head_bytes, plain_name
 from ragtriage.contract.errors import Finding, path_findings
 from ragtriage.contract.fields import Field, Table
 
@@ -60,12 +60,22 @@ def qident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def compression_findings(path: Path) -> list[Finding]:
+    """A compressed file that is truncated, corrupt, holds NUL bytes or decompresses past the bound
+    (``compression.compression_fault``), as the error every reader stops at."""
+    fault = compression_fault(path)
+    return [Finding(str(path), fault[0], None, "compression", fault[1])] if fault else []
+
+
 def encoding_findings(path: Path) -> list[Finding]:
     """Empty files and byte-order marks are caught before DuckDB sees the file (looking through .gz/.bz2)."""
     f = str(path)
     unreadable = path_findings(path)
     if unreadable:
         return unreadable
+    damaged = compression_findings(path)
+    if damaged:
+        return damaged
     head = head_bytes(path, 4)
     if not head:
         return [Finding(f, None, None, "empty-file", "file is empty")]

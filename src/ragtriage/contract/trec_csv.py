@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 
 from ragtriage.contract import digest
-from ragtriage.contract.compression import duckdb_source, head_bytes, open_binary
+from ragtriage.contract.compression import duckdb_source, head_bytes, scan
 from ragtriage.contract.staging import sql_str
 
 RUN_FIELDS = {
@@ -84,23 +84,12 @@ def census(path: Path, other: bytes) -> tuple[int, bool] | None:
     """(lines, whether the last one lacks its newline) of the decompressed file, or None when some line holds
     ``other`` (a tab in a space-separated file, a space in a tab-separated one) or a CR not ending it: the general
     reader splits those differently, and DuckDB's reader raises on a lone CR (aborting the load's transaction)
-    instead of rejecting the line. A plain read with ``bytes.count``/``in`` (memchr): no parsing."""
-    n, last, carry = 0, b"\n", False
-    with open_binary(path) as fh:
-        while block := fh.read(1 << 22):
-            if other in block or (carry and not block.startswith(b"\n")):
-                return None
-            carry = False
-            n += block.count(b"\n")
-            if b"\r" in block:
-                ends = block.endswith(b"\r")
-                if block.count(b"\r") - block.count(b"\r\n") != int(ends):
-                    return None
-                carry = ends
-            last = block[-1:]
-    if carry:
+    instead of rejecting the line. From the one pass over the file's bytes (``compression.scan``), which a
+    compressed file has already had."""
+    seen = scan(path)
+    if seen.fault or seen.lone_cr or (seen.has_tab if other == b"\t" else seen.has_space):
         return None
-    return n, last != b"\n"
+    return seen.lines, seen.unterminated
 
 
 def _read(

@@ -29,7 +29,7 @@ from ragtriage.contract.frames import is_frame, stage_frame
 from ragtriage.contract.json_dicts import stage_json_dicts
 from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
 from ragtriage.contract.sniff import SniffError, sniff
-from ragtriage.contract.staging import Staged, drop_staged, sql_str, stage
+from ragtriage.contract.staging import Staged, compression_findings, drop_staged, sql_str, stage
 from ragtriage.contract.traces import TraceOptions
 from ragtriage.contract.trec import (
     CASE_COLUMNS,
@@ -300,6 +300,9 @@ def _sniff(path: Path, role: str, fmt: str | None) -> Any:
     if not path.is_file():
         what = "a folder" if path.is_dir() else "no such file"
         raise ValidationFailed([Finding(str(path), None, None, "missing-file", f"{role} must be a file ({what})")])
+    damaged = compression_findings(path)
+    if damaged:
+        raise ValidationFailed(damaged)
     try:
         return sniff(path, role, fmt)
     except SniffError as exc:

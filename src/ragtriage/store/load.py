@@ -106,7 +106,7 @@ def _fail_if_errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "warning"]
 
 
-UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "bad-header")
+UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "bad-header", "compression")
 
 
 def _unit_expr(unit: str, alias: str = "") -> str:

@@ -15,7 +15,7 @@ from ragtriage.contract.fields import TABLES
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
 from ragtriage.contract.rules import apply_rules, duplicate_rule
 from ragtriage.contract.sniff import SniffError, sniff
-from ragtriage.contract.staging import stage
+from ragtriage.contract.staging import compression_findings, stage
 from ragtriage.store.byo import load_dataset, stage_qrels, stage_run_file, stage_topics
 from ragtriage.store.connection import connect
 from ragtriage.store.dataset_rules import judgement_rule
@@ -123,6 +123,9 @@ def validate_file(
         return parse_dataset_manifest(path)[1] or _dataset_folder(path.parent, strict)
     if path.name == "run.json" and table in (None, "run") and not _is_run_dicts(path):
         return parse_run_manifest(path)[1]
+    damaged = compression_findings(path)
+    if damaged:
+        return damaged
     kind = table or path.name.split(".")[0]
     contract_ext = Path(plain_name(path)).suffix.lower() in TABLE_EXTS
     if kind in FOREIGN or (table is None and (kind not in TABLES or not contract_ext)):
