@@ -56,14 +56,19 @@ def make_store(
     documents: list[dict[str, Any]] | None = None,
     runs: list[dict[str, Any]] | None = None,
     db: str = "store.duckdb",
+    allow_control_ids: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """``runs`` items: {"run": {run.json fields}, "results": [...], "events": [...]} (events optional).
 
-    Results without an explicit ``rank`` get ranks 1..n in list order per (case, stage).
+    Results without an explicit ``rank`` get ranks 1..n in list order per (case, stage). ``allow_control_ids``
+    loads ids holding control characters (hostile fixtures) as ``--allow-control-ids`` does.
     """
     con = connect(tmp_path / db)
+    strict = not allow_control_ids
     load_dataset(
-        con, write_dataset(tmp_path / "dataset", dataset=dataset, cases=cases, labels=labels, documents=documents)
+        con,
+        write_dataset(tmp_path / "dataset", dataset=dataset, cases=cases, labels=labels, documents=documents),
+        strict=strict,
     )
     for i, r in enumerate(runs or []):
         rows, counters = [], {}
@@ -74,7 +79,7 @@ def make_store(
                 counters[key] = counters.get(key, 0) + 1
                 row["rank"] = counters[key]
             rows.append(row)
-        load_run(con, write_run(tmp_path / f"run{i}", r["run"], rows, r.get("events")))
+        load_run(con, write_run(tmp_path / f"run{i}", r["run"], rows, r.get("events")), strict=strict)
     return con
 
 

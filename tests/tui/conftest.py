@@ -193,6 +193,7 @@ def hostile_db(tmp_path: Path) -> Path:
             {"run": {"run_id": EVIL_RUN, "k": 2, "candidate_k": 5}, "results": results("d1#1")},
         ],
         db="h.duckdb",
+        allow_control_ids=True,
     )
     con.close()
     path = tmp_path / "h.duckdb"

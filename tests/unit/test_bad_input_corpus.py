@@ -225,7 +225,8 @@ def _contract_variants() -> list[Variant]:
         Variant(
             "grade beyond INTEGER", "dataset", _edit_row("labels", _set("grade", -(2**40))), "labels.jsonl", 1, "grade"
         ),
-        Variant("control in id, strict", "dataset", case(_set("id", "q\x1b[2J")), "cases.jsonl", 1, "id", strict=True),
+        Variant("control in id", "dataset", case(_set("id", "q\x1b[2J")), "cases.jsonl", 1, "id"),
+        Variant("newline in id", "dataset", case(_set("id", "q\nq")), "cases.jsonl", 1, "id"),
     ]
 
 

@@ -160,3 +160,18 @@ def test_truncated_or_corrupt_stream_is_named(db: Path, tmp_path: Path, comp: st
     qrels = _write(tmp_path / f"qrels.txt.{'gz' if comp == 'gzip' else 'bz2'}", data)
     res = _load_dataset(db, qrels, _write(tmp_path / "t.tsv", TOPICS))
     refused(res, db, before, needle)
+
+
+def test_control_characters_in_ids_are_refused_unless_allowed(db: Path, tmp_path: Path) -> None:
+    run = _write(tmp_path / "run.txt", RUN)
+    before = digest(db)
+    res = invoke("load", "--db", db, "--run", run, "--run-id", "r\x1b[2J\nx", "--no-precompute")
+    refused(res, db, before, "run_id: run_id holds control characters", "--allow-control-ids")
+    qrels = _write(tmp_path / "q.txt", "q1 0 d\x1b[31m1 1\nq2 0 d1 2\n")
+    res = _load_dataset(db, qrels, _write(tmp_path / "t.tsv", TOPICS))
+    refused(res, db, before, "q.txt:1: document_id: document_id holds control characters")
+    res = invoke("validate", qrels)
+    assert res.exit_code == 2 and "document_id holds control characters" in res.output
+    res = invoke("load", "--db", db, "--run", run, "--run-id", "r\x1b[2J", "--no-precompute", "--allow-control-ids")
+    assert res.exit_code == 0, res.output
+    assert "run r␛[2J loaded" in res.output and "warnings: 1 control-in-id" in res.output

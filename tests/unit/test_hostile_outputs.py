@@ -69,7 +69,9 @@ def _store(tmp_path: Path) -> Path:
         {"run": {"run_id": "base", "k": 3}, "results": results(0)},
         {"run": {"run_id": "cand", "k": 3}, "results": results(1)},
     ]
-    make_store(tmp_path, cases=cases, labels=labels, documents=documents, runs=runs, db="h.duckdb").close()
+    make_store(
+        tmp_path, cases=cases, labels=labels, documents=documents, runs=runs, db="h.duckdb", allow_control_ids=True
+    ).close()
     db = tmp_path / "h.duckdb"
     NotesStore(notes_path_for(db)).set(
         "cand", "=q1", category="ranking", status="open", note=OSC8 + MARKUP, author="=me"

@@ -103,6 +103,13 @@ def open_store(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 #: The ``--db`` option of every command that reads a store.
 DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file.")]
+StrictIdsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict/--allow-control-ids",
+        help="Refuse ids holding control characters (the default); --allow-control-ids loads them with a warning.",
+    ),
+]
 DEFAULT_DB_PATH = Path(DEFAULT_DB)
 
 #: The one ``--format`` option: every command that prints a result takes it (see ``ragtriage.output``).

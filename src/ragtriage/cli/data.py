@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, app, open_store, shown
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, StrictIdsOpt, app, open_store, shown
 from ragtriage.cli._app import fail as _fail
 from ragtriage.safe_text import visible
 
@@ -106,9 +106,7 @@ def load(
             "(seconds per 10M result rows; without it `failures` classifies on every call)."
         ),
     ] = True,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
-    ] = False,
+    strict: StrictIdsOpt = True,
     traces: Annotated[
         list[Path] | None,
         typer.Option(
@@ -346,9 +344,7 @@ def validate(
     fmt: Annotated[
         str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet, or trec|beir|msmarco|json|trec-topics.")
     ] = None,
-    strict: Annotated[
-        bool, typer.Option("--strict", help="Refuse ids holding control characters (default: warn with counts).")
-    ] = False,
+    strict: StrictIdsOpt = True,
 ) -> None:
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
     from ragtriage.store.validate_file import validate_file

@@ -4,8 +4,9 @@
   any cast, so a rank of 2^40 is a finding naming its line, never a DuckDB conversion error.
 - An id is a key: an empty one (``"chunk_id": ""``) would pass "each result needs a chunk_id" while naming
   nothing, so it is refused.
-- Control characters (ESC, bidi overrides, C1) in ids and short text are shown escaped on every surface (see
-  :mod:`ragtriage.safe_text`), but a load still says how many it found; ``--strict`` refuses them in ids.
+- Control characters (ESC, bidi overrides, C1, newlines) in ids are refused: a newline in an id breaks the TREC
+  layout and every one-line display. ``strict=False`` (``--allow-control-ids``) loads them with a warning and
+  counts; they are shown escaped on every surface (see :mod:`ragtriage.safe_text`). In short text they warn.
 """
 
 from __future__ import annotations
@@ -56,23 +57,34 @@ def empty_id_rule(field: str) -> Rule:
     return Rule(field, "empty-id", f"{col} = ''", f"'{field} is empty; give an id or leave the field out'")
 
 
+CONTROLS_REFUSED = "refused by default; --allow-control-ids loads them with a warning"
+CONTROLS_SHOWN = "they are shown escaped"
+
+
+def control_message(field: str, *, refused: bool) -> str:
+    """What a load says about controls in ``field``: refused (an id by default) or shown escaped (a warning)."""
+    how = CONTROLS_REFUSED if refused else CONTROLS_SHOWN
+    return f"{field} holds control characters (terminal escapes, bidi marks, line breaks); {how}"
+
+
 def control_rule(field: str, *, strict: bool, where: str = "TRUE") -> Rule:
-    """Controls in ``field``: a warning, or for an id under ``--strict`` an error (``where`` narrows the rows)."""
+    """Controls in ``field``: for an id an error unless ``strict`` is off, else a warning (``where`` narrows the
+    rows)."""
     col = f"s.{qident(field)}"
     ident = is_id(field)
     pattern = ID_CONTROLS if ident else _TEXT_CONTROLS
     kind = "id" if ident else "text"
+    refused = strict and ident
     return Rule(
         field,
         f"control-in-{kind}",
         f"({where}) AND regexp_matches({col}, {sql_str(pattern)})",
-        f"'{field} holds control characters (terminal escapes, bidi marks); they are shown escaped"
-        + ("'" if strict or not ident else "; --strict refuses them'"),
-        "error" if strict and ident else "warning",
+        sql_str(control_message(field, refused=refused)),
+        "error" if refused else "warning",
     )
 
 
-def field_rules(table: Table, *, strict: bool = False) -> list[Rule]:
+def field_rules(table: Table, *, strict: bool = True) -> list[Rule]:
     """Enum, range, empty-id and control-character rules of every field of ``table``."""
     out = [*enum_rules(table), *range_rules(table)]
     for f in table.fields:

@@ -95,7 +95,7 @@ class LoadRequest:
     fmt: str | None = None  # format of the tables of dataset/run folders (jsonl|csv|tsv|parquet)
     qrels_fmt: str | None = None
     topics_fmt: str | None = None
-    strict: bool = False  # refuse ids holding control characters (default: a warning with counts)
+    strict: bool = True  # refuse ids holding control characters (False: load them with a warning and counts)
     traces: Sequence[Path | str] = ()  # trace exports whose retriever spans become one run (needs a dataset)
     trace_run_id: str | None = None
     trace_options: TraceOptions | None = None
@@ -242,7 +242,7 @@ def _write_dataset(
     extra_files: list[tuple[Path, int]],
     *,
     foreign: bool,
-    strict: bool = False,
+    strict: bool = True,
 ) -> LoadReport:
     for s in staged.values():
         findings = findings + s.findings
@@ -491,7 +491,7 @@ def load_dataset(
     threshold: int | None = None,
     grade_map: str | dict[int, int] | None = None,
     progress: Progress = noop,
-    strict: bool = False,
+    strict: bool = True,
 ) -> LoadReport:
     """Load a dataset folder (dataset.json + cases + labels + documents, or a TREC/BEIR layout)."""
     req = LoadRequest(dataset=path, fmt=fmt, unit=unit, threshold=threshold, grade_map=grade_map, strict=strict)
@@ -508,7 +508,7 @@ def load_run(
     fmt: str | None = None,
     run_id: str | None = None,
     progress: Progress = noop,
-    strict: bool = False,
+    strict: bool = True,
 ) -> LoadReport:
     """Load one run (a folder with run.json + results + optional events, a run file, a dict or a DataFrame)."""
     folder_fmt = fmt if fmt in ("jsonl", "csv", "tsv", "parquet") else None

@@ -87,7 +87,7 @@ def filter_rules() -> list[Rule]:
 
 
 def dataset_findings(
-    con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], m: DatasetManifest, *, strict: bool = False
+    con: duckdb.DuckDBPyConnection, staged: dict[str, Staged], m: DatasetManifest, *, strict: bool = True
 ) -> list[Finding]:
     """Every rule over the staged dataset; ``strict`` makes control characters in ids errors."""
     cases, labels = staged["cases"], staged["labels"]

@@ -17,6 +17,7 @@ import duckdb
 
 from ragtriage.contract.digest import sha256_of
 from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.field_rules import control_message
 from ragtriage.contract.manifest import DatasetManifest
 from ragtriage.contract.rules import apply_rules
 from ragtriage.contract.staging import Staged, sql_str
@@ -123,7 +124,7 @@ def write_dataset(
     findings: list[Finding],
     extra_files: list[tuple[Path, int]],
     *,
-    strict: bool = False,
+    strict: bool = True,
 ) -> LoadReport:
     """Check the staged cases/labels/documents and write them as a dataset version made current (inside the
     caller's transaction; ``store.byo.load_inputs`` owns it). ``strict`` refuses ids holding controls."""
@@ -217,7 +218,7 @@ def write_run(
     source: str,
     progress: Progress = noop,
     *,
-    strict: bool = False,
+    strict: bool = True,
 ) -> LoadReport:
     """Check and write one staged run (inside the caller's transaction). Run topics that are not cases are left
     out, as trec_eval leaves them out, and counted on the run and in one warning. ``strict`` refuses ids holding
@@ -320,15 +321,13 @@ def con_version(con: duckdb.DuckDBPyConnection) -> str:
 
 def _run_id_findings(source: str, rid: str, strict: bool) -> list[Finding]:
     """A run id is shown everywhere (info, gate, TUI title): an empty one is refused, controls in it are
-    counted, or with ``strict`` refused."""
+    refused, or without ``strict`` counted."""
     if rid == "":
         return [Finding(source, None, "run_id", "empty-id", "run_id is empty")]
     if not has_controls(rid):
         return []
-    msg = "run_id holds control characters (terminal escapes, bidi marks); they are shown escaped"
-    if strict:
-        return [Finding(source, None, "run_id", "control-in-id", msg)]
-    return [Finding(source, None, "run_id", "control-in-id", msg + "; --strict refuses them", "warning")]
+    msg = control_message("run_id", refused=strict)
+    return [Finding(source, None, "run_id", "control-in-id", msg, "error" if strict else "warning")]
 
 
 def _ignored_topics(con: duckdb.DuckDBPyConnection, res: Staged, source: str, n_rows: int) -> list[Finding]:

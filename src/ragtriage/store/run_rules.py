@@ -27,7 +27,7 @@ def run_findings(
     check_refs: bool = True,
     check_enums: bool = True,
     reader_checked: bool = False,
-    strict: bool = False,
+    strict: bool = True,
 ) -> list[Finding]:
     """``check_refs=False`` (validating a run without a store) skips the rules that need the dataset;
     ``check_enums=False`` those the loader has already checked before writing (:func:`pre_write_rules`);

@@ -11,7 +11,7 @@ from pathlib import Path
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.field_rules import field_rules
-from ragtriage.contract.fields import TABLES
+from ragtriage.contract.fields import CASES, LABELS, TABLES
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
 from ragtriage.contract.rules import apply_rules, duplicate_rule
 from ragtriage.contract.sniff import SniffError, sniff
@@ -26,7 +26,7 @@ from ragtriage.store.run_rules import run_findings
 DATASET_TABLES = ("cases", "labels", "documents")
 
 
-def _dataset_folder(path: Path, strict: bool = False) -> list[Finding]:
+def _dataset_folder(path: Path, strict: bool = True) -> list[Finding]:
     con = connect(":memory:")
     try:
         rep = load_dataset(con, path, strict=strict)
@@ -37,7 +37,7 @@ def _dataset_folder(path: Path, strict: bool = False) -> list[Finding]:
         con.close()
 
 
-def _run_folder(path: Path, fmt: str | None, strict: bool = False) -> list[Finding]:
+def _run_folder(path: Path, fmt: str | None, strict: bool = True) -> list[Finding]:
     con = connect(":memory:")
     try:
         files = discover_run(path, fmt)
@@ -73,7 +73,7 @@ def _foreign_kind(path: Path) -> str | None:
     return {4: "qrels", 6: "run"}.get(n) or ("run" if n > 6 else None)
 
 
-def _validate_foreign(path: Path, kind: str, fmt: str | None, strict: bool = False) -> list[Finding]:
+def _validate_foreign(path: Path, kind: str, fmt: str | None, strict: bool = True) -> list[Finding]:
     """A qrels, topics or run file checked alone: its lines, then the rules that need no dataset."""
     con = connect(":memory:")
     try:
@@ -88,9 +88,10 @@ def _validate_foreign(path: Path, kind: str, fmt: str | None, strict: bool = Fal
             if any(f.code in UNREADABLE for f in findings):
                 return findings
             if kind == "topics":
-                return findings + apply_rules(con, staged, [duplicate_rule(["id"], "id", "topic id")])
+                rules = [*field_rules(CASES, strict=strict), duplicate_rule(["id"], "id", "topic id")]
+                return findings + apply_rules(con, staged, rules)
             if kind == "qrels":
-                return findings + apply_rules(con, staged, [judgement_rule()])
+                return findings + apply_rules(con, staged, [*field_rules(LABELS, strict=strict), judgement_rule()])
             computed = staged.fmt not in ("jsonl", "csv", "tsv", "parquet")
             return findings + run_findings(
                 con, {"results": staged}, "auto", check_refs=False, reader_checked=computed, strict=strict
@@ -110,7 +111,7 @@ def _is_run_dicts(path: Path) -> bool:
 
 
 def validate_file(
-    path: Path, *, table: str | None = None, fmt: str | None = None, strict: bool = False
+    path: Path, *, table: str | None = None, fmt: str | None = None, strict: bool = True
 ) -> list[Finding]:
     """Findings of one file or folder; ``strict`` makes control characters in ids errors."""
     if path.is_dir():
