@@ -175,3 +175,28 @@ def test_control_characters_in_ids_are_refused_unless_allowed(db: Path, tmp_path
     res = invoke("load", "--db", db, "--run", run, "--run-id", "r\x1b[2J", "--no-precompute", "--allow-control-ids")
     assert res.exit_code == 0, res.output
     assert "run r␛[2J loaded" in res.output and "warnings: 1 control-in-id" in res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["metrics", "--run", "r", "--k", "1099511627776"], "cutoff 1099511627776 is out of range"),
+        (["metrics", "--run", "r", "--measure", "nDCG@1099511627776"], "out of range"),
+        (["failures", "--run", "r", "--k", "1099511627776"], "'--k'"),
+        (["compare", "--run", "r", "--baseline", "r", "--k", "1099511627776"], "'--k'"),
+    ],
+)
+def test_cutoffs_beyond_32_bits_are_refused_by_name(db: Path, args: list[str], needle: str) -> None:
+    res = invoke(*args, "--db", db)
+    assert res.exit_code == 2 and needle in res.output and "INT32" not in res.output, res.output
+    assert no_traceback(res)
+
+
+def test_threshold_beyond_32_bits_is_refused_by_name(db: Path, tmp_path: Path) -> None:
+    qrels, run = _write(tmp_path / "q.txt", QRELS), _write(tmp_path / "r.txt", RUN)
+    res = invoke("metrics", "--qrels", qrels, "--run", run, "--threshold", "1099511627776")
+    assert res.exit_code == 2 and "'--threshold'" in res.output and "INT32" not in res.output
+    before = digest(db)
+    res = invoke("load", "--db", db, "--qrels", qrels, "--topics", _write(tmp_path / "t.tsv", TOPICS),
+                 "--threshold", "1099511627776")  # fmt: skip
+    refused(res, db, before, "'--threshold'")

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, StrictIdsOpt, app, open_store, shown
 from ragtriage.cli._app import fail as _fail
+from ragtriage.contract.limits import INT_MAX, INT_MIN
 from ragtriage.safe_text import visible
 
 if TYPE_CHECKING:
@@ -94,7 +95,10 @@ def load(
     ] = None,
     unit: Annotated[str | None, typer.Option(help="Unit for a dataset without dataset.json: chunk|document.")] = None,
     threshold: Annotated[
-        int | None, typer.Option(help="Relevance threshold: grade >= threshold is relevant (trec_eval -l).")
+        int | None,
+        typer.Option(
+            min=INT_MIN, max=INT_MAX, help="Relevance threshold: grade >= threshold is relevant (trec_eval -l)."
+        ),
     ] = None,
     grade_map: Annotated[
         str | None, typer.Option("--grade-map", help="Map grades at load, e.g. 4:3,3:2,2:1,1:0 (stored).")

@@ -11,6 +11,7 @@ from rich.console import Console
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, open_existing, show
 from ragtriage.cli._app import fail as _fail
 from ragtriage.contract.categories import CATEGORIES, UNDETERMINED
+from ragtriage.contract.limits import MAX_CUTOFF
 from ragtriage.output import Format, Output
 from ragtriage.safe_text import visible
 
@@ -95,7 +96,8 @@ def failures_cmd(
     ] = False,
     fmt: FormatOpt = Format.table,
     k: Annotated[
-        int | None, typer.Option("--k", help="Judge at this cutoff instead of the run's own k (run.json).")
+        int | None,
+        typer.Option("--k", min=1, max=MAX_CUTOFF, help="Judge at this cutoff instead of the run's own k (run.json)."),
     ] = None,
 ) -> None:
     """Each failure of a run with its defect category, the rule that decided it and the evidence.

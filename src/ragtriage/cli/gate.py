@@ -16,6 +16,7 @@ from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, DbOpt, FormatOpt, ap
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.experiments import Correction, CorrectionOpt, MeasureOpt, RunsOpt, Test, TestOpt
 from ragtriage.cli.metrics_options import Labels, LabelsOpt
+from ragtriage.contract.limits import MAX_CUTOFF
 from ragtriage.output import Format, Output
 from ragtriage.safe_text import visible
 
@@ -35,7 +36,10 @@ def compare(
     runs: RunsOpt = None,
     db: DbOpt = DEFAULT_DB_PATH,
     measure: MeasureOpt = None,
-    k: Annotated[list[int] | None, typer.Option("--k", help="Cutoff(s); repeat for several. Default 3, 5, 10.")] = None,
+    k: Annotated[
+        list[int] | None,
+        typer.Option("--k", min=1, max=MAX_CUTOFF, help="Cutoff(s); repeat for several. Default 3, 5, 10."),
+    ] = None,
     by: Annotated[str | None, typer.Option("--by", help="Slice column, e.g. query_type or doc_type.")] = None,
     split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,
     metric: Annotated[list[str] | None, typer.Option("--metric", help="Only these metrics, e.g. nDCG@5.")] = None,

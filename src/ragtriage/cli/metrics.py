@@ -13,6 +13,7 @@ import typer
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app
 from ragtriage.cli.metrics_options import Gain, Labels, LabelsOpt, Stage, View
+from ragtriage.contract.limits import INT_MAX, INT_MIN
 from ragtriage.output import Format
 
 
@@ -33,7 +34,10 @@ def metrics_cmd(
         Path | None, typer.Option("--qrels", help="Evaluate a qrels FILE against --run FILE, without a store.")
     ] = None,
     threshold: Annotated[
-        int | None, typer.Option("--threshold", help="With --qrels: grade >= THRESHOLD is relevant (default 1).")
+        int | None,
+        typer.Option(
+            "--threshold", min=INT_MIN, max=INT_MAX, help="With --qrels: grade >= THRESHOLD is relevant (default 1)."
+        ),
     ] = None,
     by: Annotated[str | None, typer.Option("--by", help="Slice by a case or evidence field.")] = None,
     split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from ragtriage.cli._app import app
 from ragtriage.cli._app import fail as _fail
+from ragtriage.contract.limits import MAX_CUTOFF
 
 if TYPE_CHECKING:
     from ragtriage.record import Progress, RecordResult
@@ -32,9 +33,10 @@ def record(
     retriever: Annotated[
         str, typer.Option("--retriever", help="http(s)://host/path, python:module:function or python:file.py:obj.")
     ],
-    k: Annotated[int, typer.Option("--k", min=1, help="Final cutoff: hits kept per case.")],
+    k: Annotated[int, typer.Option("--k", min=1, max=MAX_CUTOFF, help="Final cutoff: hits kept per case.")],
     candidate_k: Annotated[
-        int | None, typer.Option("--candidate-k", min=1, help="Candidate-stage depth (recorded in run.json).")
+        int | None,
+        typer.Option("--candidate-k", min=1, max=MAX_CUTOFF, help="Candidate-stage depth (recorded in run.json)."),
     ] = None,
     candidates: Annotated[
         str | None, typer.Option("--candidates", help="A second retriever whose hits are the candidate stage.")

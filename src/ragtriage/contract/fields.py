@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ragtriage.contract.limits import INT_MAX as INT_MAX  # re-exported: the readers import them from here
+from ragtriage.contract.limits import INT_MIN as INT_MIN
 from ragtriage.contract.relevance import DEFAULT_RELEVANCE_THRESHOLD
 
 # Kinds a field can have; each maps to one Arrow type and one JSON Schema type.
@@ -50,12 +52,6 @@ class Table:
     def get(self, name: str) -> Field | None:
         return next((f for f in self.fields if f.name == name), None)
 
-
-#: The store keeps int fields (ranks, grades, k) as 32-bit INTEGER: values are checked against this range
-#: before any cast (``ragtriage.contract.field_rules``).
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-#: The largest cutoff k any command or gate rule takes: k is compared with 32-bit ranks in SQL.
-MAX_CUTOFF = INT_MAX
 
 STAGES = ("candidate", "final")
 UNITS = ("chunk", "document")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtriage.contract.dimensions import SLICE_DIMENSIONS as SLICE_COLUMNS
-from ragtriage.contract.fields import MAX_CUTOFF
+from ragtriage.contract.limits import MAX_CUTOFF
 
 REPRO_ITEMS = (
     "dataset_version",

@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.fields import SPLITS, STAGES
+from ragtriage.contract.limits import MAX_CUTOFF
 from ragtriage.contract.relevance import is_human
 from ragtriage.metrics.gain import GAINS, gain_sql
 from ragtriage.store import StoreError, current_dataset_version, require_run
@@ -115,6 +116,8 @@ def parse_ks(ks: Sequence[int]) -> tuple[int, ...]:
     out = tuple(sorted({int(k) for k in ks}))
     if not out or out[0] < 1:
         raise MetricsError(f"cutoffs {list(ks)!r}: give at least one k >= 1, e.g. 3,5,10")
+    if out[-1] > MAX_CUTOFF:
+        raise MetricsError(f"cutoff {out[-1]} is out of range: k is at most {MAX_CUTOFF}")
     return out
 
 
