@@ -200,3 +200,36 @@ def test_threshold_beyond_32_bits_is_refused_by_name(db: Path, tmp_path: Path) -
     res = invoke("load", "--db", db, "--qrels", qrels, "--topics", _write(tmp_path / "t.tsv", TOPICS),
                  "--threshold", "1099511627776")  # fmt: skip
     refused(res, db, before, "'--threshold'")
+
+
+def test_beir_corpus_duplicate_id_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "beir"
+    (root / "qrels").mkdir(parents=True)
+    _write(root / "corpus.jsonl", '{"_id":"d1","text":"a"}\n{"_id":"d2","text":"b"}\n{"_id":"d1","text":"c"}\n')
+    _write(root / "queries.jsonl", '{"_id":"q1","text":"first"}\n{"_id":"q2","text":"second"}\n')
+    _write(root / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    db = tmp_path / "b.duckdb"
+    res = invoke("load", "--db", db, "--dataset", root, "--no-precompute")
+    assert res.exit_code == 2 and no_traceback(res)
+    assert "corpus.jsonl:3: document_id: duplicate document id d1 (first at line 1)" in res.output
+
+
+@pytest.mark.parametrize("text", ["q1\t\nq2\tsecond\n", "q1\t   \nq2\tsecond\n"])
+def test_topic_with_empty_text_is_refused(db: Path, tmp_path: Path, text: str) -> None:
+    before = digest(db)
+    res = _load_dataset(db, _write(tmp_path / "q.txt", QRELS), _write(tmp_path / "topics.tsv", text))
+    refused(res, db, before, "topics.tsv:1: query: query is empty")
+
+
+def test_ignored_topic_names_the_case_it_looks_like(tmp_path: Path) -> None:
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    _write(ds / "dataset.json", '{"dataset_id": "ts", "name": "ts", "version": "1", "unit": "document"}')
+    _write(ds / "cases.jsonl", '{"id": "q1 ", "query": "first"}\n{"id": "q2", "query": "second"}\n')
+    _write(ds / "labels.jsonl", '{"case_id": "q1 ", "document_id": "d1", "grade": 2}\n'
+           '{"case_id": "q2", "document_id": "d1", "grade": 2}\n')  # fmt: skip
+    res = invoke("load", "--db", tmp_path / "t.duckdb", "--dataset", ds, "--run", _write(tmp_path / "run.txt", RUN),
+                 "--run-id", "r", "--no-precompute")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "1 run topic(s) not in the dataset were ignored (2 rows)" in res.output
+    assert "topic 'q1' looks like case 'q1 '" in res.output

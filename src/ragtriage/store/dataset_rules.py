@@ -99,6 +99,7 @@ def dataset_findings(
             *principal_rules(),
             *filter_rules(),
             duplicate_rule(["id"], "id", "case id"),
+            Rule("query", "empty-query", "trim(s.query, ' ' || chr(9) || chr(13)) = ''", "'query is empty'"),
             Rule(
                 "expected_behavior",
                 "missing-field",
@@ -153,6 +154,14 @@ def dataset_findings(
         doc_rules = [
             *field_rules(DOCUMENTS, strict=strict),
             duplicate_rule(["chunk_id"], "chunk_id", "chunk id"),
+            # a row without a chunk id stands for its whole document (a BEIR corpus): one row per document
+            duplicate_rule(
+                ["document_id"],
+                "document_id",
+                "document id",
+                key_exprs=["CASE WHEN s.chunk_id IS NULL AND s.section_id IS NULL THEN s.document_id END"],
+                name_first=True,
+            ),
             Rule(
                 "effective_to",
                 "bad-value",

@@ -47,6 +47,7 @@ class LoadReport:
     extra_column_lines: int = 0  # TREC lines with columns after the tag (ignored)
     tags: dict[str, int] = field(default_factory=dict)  # TREC tags and their line counts
     extra_notes: list[str] = field(default_factory=list)  # facts a reader adds (how trace spans became cases)
+    look_alikes: str = ""  # ignored topics that differ from a case only by white space or letter case
 
     def notes(self) -> list[str]:
         """The load-side facts a report prints beside its figures, as sentences."""
@@ -56,7 +57,7 @@ class LoadReport:
         if self.ignored_topics:
             out.append(
                 f"{self.ignored_topics:,} run topic(s) not in the dataset were ignored "
-                f"({self.ignored_rows:,} rows), as trec_eval ignores them"
+                f"({self.ignored_rows:,} rows), as trec_eval ignores them{self.look_alikes}"
             )
         if self.extra_column_lines:
             out.append(f"{self.extra_column_lines:,} line(s) had columns after the TREC tag; they were ignored")
@@ -259,7 +260,7 @@ def write_run(
     progress("writing")
     written = _insert_run(con, rid, con_version(con), manifest, staged, unit, source_format)
     progress("checking rules")
-    ignored = _ignored_topics(con, res, source, res.rows - written)
+    ignored, alike = _ignored_topics(con, res, source, res.rows - written)
     # The remaining rules run over the written rows: a scan of the store is cheaper than one of the typed file,
     # and any error still rolls the whole load back.
     loaded = _loaded_view(con, rid, res)
@@ -293,6 +294,7 @@ def write_run(
         score_from_rank=facts.score_from_rank,
         extra_column_lines=facts.extra_column_lines,
         tags=dict(facts.tags),
+        look_alikes=alike,
     )
 
 
@@ -330,20 +332,37 @@ def _run_id_findings(source: str, rid: str, strict: bool) -> list[Finding]:
     return [Finding(source, None, "run_id", "control-in-id", msg, "error" if strict else "warning")]
 
 
-def _ignored_topics(con: duckdb.DuckDBPyConnection, res: Staged, source: str, n_rows: int) -> list[Finding]:
-    """One warning for the run topics that are not cases (only looked for when some rows were left out)."""
+def _ignored_topics(con: duckdb.DuckDBPyConnection, res: Staged, source: str, n_rows: int) -> tuple[list[Finding], str]:
+    """One warning for the run topics that are not cases (only looked for when some rows were left out), and
+    the look-alikes it names."""
     if n_rows <= 0:
-        return []
+        return [], ""
     n, first = con.execute(
-        f"""SELECT count(DISTINCT case_id), min(case_id, 5) FROM {res.name}
-            WHERE case_id NOT IN (SELECT case_id FROM cases)"""
+        f"""SELECT count(*), min(case_id, 5) FROM (SELECT DISTINCT case_id FROM {res.name}
+            WHERE case_id NOT IN (SELECT case_id FROM cases))"""
     ).fetchall()[0]
     shown = ", ".join(repr(x) for x in first)
     msg = (
         f"{n:,} run topic(s) are not cases of the dataset and were ignored with their {n_rows:,} result rows, "
         f"as trec_eval ignores them (first: {shown})"
     )
-    return [Finding(source, None, "case_id", "topic-not-a-case", msg, "warning", int(n))]
+    alike = _look_alikes(con, res)
+    return [Finding(source, None, "case_id", "topic-not-a-case", msg + alike, "warning", int(n))], alike
+
+
+def _look_alikes(con: duckdb.DuckDBPyConnection, res: Staged) -> str:
+    """Ignored topics that differ from a case only by surrounding white space or letter case (``'q1 '`` against
+    ``q1``): named, since such a topic is far more likely a typo in either file than a topic of another set."""
+    key = "lower(trim({0}, ' ' || chr(9) || chr(13) || chr(10) || chr(160)))"
+    pairs = con.execute(
+        f"""SELECT DISTINCT r.case_id, c.case_id FROM (SELECT DISTINCT case_id FROM {res.name}
+                WHERE case_id NOT IN (SELECT case_id FROM cases)) r
+            JOIN cases c ON {key.format("r.case_id")} = {key.format("c.case_id")}
+            ORDER BY 1, 2 LIMIT 5"""
+    ).fetchall()
+    if not pairs:
+        return ""
+    return "; " + ", ".join(f"topic {t!r} looks like case {c!r}" for t, c in pairs)
 
 
 def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged) -> Staged:
