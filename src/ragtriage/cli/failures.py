@@ -28,12 +28,14 @@ def _with_notes(rows: pa.Table, db: Path, run: str) -> pa.Table:
     import pyarrow as pa
 
     from ragtriage.metrics.context import over_arrow
-    from ragtriage.notes import NOTE_SCHEMA, NotesError, NotesStore, notes_path_for
+    from ragtriage.notes import NOTE_SCHEMA, NotesDamaged, NotesError, NotesStore, notes_path_for
 
     notes = None
     if notes_path_for(db).exists():
         try:
             notes = NotesStore.open(db).to_arrow(run)
+        except NotesDamaged as exc:  # the listed notes would be silently empty: refused
+            raise _fail(str(exc)) from exc
         except NotesError as exc:
             err.print(visible(f"notes not shown: {exc}"), markup=False, highlight=False)
     ordered = rows.append_column("_order", pa.array(range(rows.num_rows), pa.int64()))

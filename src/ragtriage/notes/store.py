@@ -86,6 +86,10 @@ class NotesError(Exception):
     """A note cannot be stored as asked (unknown category or status, missing author, file not writable)."""
 
 
+class NotesDamaged(NotesError):
+    """The notes file is not a readable SQLite database: nothing can be read from it or written to it."""
+
+
 @dataclass(frozen=True)
 class Note:
     """The state of one case's triage after a change (``history``) or now (``get``/``all``)."""
@@ -127,6 +131,26 @@ def _check(value: str | None, allowed: tuple[str, ...], what: str) -> None:
         raise NotesError(f"unknown {what} {value!r}; use one of: {', '.join(allowed)} (or '' to clear)")
 
 
+_ACCESS = ("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")
+
+
+def _open_error(path: Path, exc: sqlite3.DatabaseError) -> NotesError:
+    """What went wrong opening the notes file, with advice that fits: access, a full disk, or a damaged file."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith(_ACCESS):
+        return NotesError(f"{path}: cannot open the notes file ({exc}); check the directory is writable")
+    if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")):
+        return NotesError(f"{path}: cannot write the notes file ({exc}); free space on its disk and try again")
+    return NotesDamaged(_damaged(path, exc))
+
+
+def _damaged(path: Path, exc: sqlite3.DatabaseError) -> str:
+    return (
+        f"{path}: the notes file is damaged ({exc}); nothing was changed. Move it aside to start a new one, or "
+        f"recover it with `sqlite3 {path.name} .recover`"
+    )
+
+
 class NotesStore:
     """Per-case triage notes (category, status, free text) with full history, safe for concurrent writers."""
 
@@ -136,9 +160,8 @@ class NotesStore:
             with self._connect() as con:
                 con.executescript(_DDL)
                 con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.OperationalError as exc:
-            msg = f"{self.path}: cannot open the notes file ({exc}); check the directory is writable"
-            raise NotesError(msg) from exc
+        except sqlite3.DatabaseError as exc:
+            raise _open_error(self.path, exc) from exc
 
     @classmethod
     def open(cls, db_path: str | Path) -> NotesStore:
@@ -169,6 +192,8 @@ class NotesStore:
                     raise NotesError(f"{self.path}: {exc}") from exc
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 1.0)
+            except sqlite3.DatabaseError as exc:  # not a database, malformed image: retrying cannot help
+                raise NotesDamaged(_damaged(self.path, exc)) from exc
         raise AssertionError("unreachable")
 
     def set(
