@@ -6,7 +6,7 @@ notes. So before any file is written (``--csv``, ``--out``,
 
 - the store, its write-ahead log or its notes file (compared after resolving links);
 - any DuckDB or SQLite database, told by its magic bytes whatever its name (``--force`` does not override);
-- a folder;
+- a folder, or a FIFO, socket or device (writing to a FIFO waits for a reader forever);
 - an existing file, unless the user passed ``--force``.
 """
 
@@ -52,6 +52,8 @@ def check_output_path(path: str | Path, *, store: str | Path | None = None, forc
         raise OutputRefused(f"{out} is a {name} database; ragtriage never writes an output over a database")
     if kind == "directory":
         raise OutputRefused(f"{out} is a directory; pass a file path")
+    if kind == "special":
+        raise OutputRefused(f"{out} is not a regular file (a FIFO, socket or device); pass a file path")
     if kind != "missing" and not force:
         raise OutputRefused(f"{out} exists; pass --force to overwrite it")
     if not out.parent.is_dir():

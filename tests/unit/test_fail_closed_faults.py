@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,60 @@ def test_damaged_notes_file_raises_a_notes_error(tmp_path: Path) -> None:
     path = _write(tmp_path / "x.notes.sqlite", DAMAGE["not a database"])
     with pytest.raises(NotesDamaged, match="the notes file is damaged"):
         NotesStore(path)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 4 MiB tmpfs (root only; skipped where mounting is not allowed), unmounted afterwards."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder: Path, leave: int) -> None:
+    """Fill the disk of ``folder`` until ``leave`` bytes are free."""
+    st = os.statvfs(folder)
+    free = st.f_bavail * st.f_frsize - leave
+    with (folder / "filler").open("wb") as fh:
+        fh.write(b"\0" * max(free, 0))
+
+
+def test_load_on_a_full_disk_shows_the_cause_and_keeps_the_store(small_disk: Path, tmp_path: Path) -> None:
+    db = small_disk / "s.duckdb"
+    res = invoke("load", "--db", db, "--qrels", _write(tmp_path / "q.txt", QRELS), "--topics",
+                 _write(tmp_path / "t.tsv", TOPICS), "--no-precompute")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    run = _write(
+        tmp_path / "big.txt", "".join(f"q{1 + i % 2} Q0 doc{i * 7919} {i} {1e6 - i} t\n" for i in range(1, 200_000))
+    )
+    _fill(small_disk, 256 << 10)
+    res = invoke("load", "--db", db, "--run", run, "--run-id", "big", "--no-precompute")
+    assert res.exit_code == 2, res.output
+    assert no_traceback(res) and "No space left on device" in res.output
+    assert "cannot rollback" not in res.output and "no transaction is active" not in res.output
+    (small_disk / "filler").unlink()
+    res = invoke("info", "--db", db)
+    assert res.exit_code == 0 and "big" not in res.output, res.output
+
+
+def test_record_on_a_full_disk_exits_2_with_the_cause(small_disk: Path, tmp_path: Path) -> None:
+    from tests.record_helpers import write_dataset
+
+    ds = write_dataset(tmp_path / "ds", n=40)
+    module = tmp_path / "big_hits.py"
+    module.write_text(
+        "def search(query, k, **kw):\n    return {'hits': [{'id': f'c{i}', 'doc': 'x' * 4000} for i in range(k)]}\n",
+        encoding="utf-8",
+    )
+    _fill(small_disk, 64 << 10)
+    res = runner.invoke(app, ["record", "--dataset", str(ds), "--k", "20", "--no-progress", "--concurrency", "1",
+                              "--out", str(small_disk / "run"), "--retriever", f"python:{module}:search",
+                              "--hits", "hits", "--id", "id", "--document-id", "id", "--snippet", "doc"])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert no_traceback(res) and "No space left on device" in res.output and "Traceback" not in res.output

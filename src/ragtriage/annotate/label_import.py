@@ -29,6 +29,7 @@ from ragtriage.csv_out import restore_sql
 from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
 from ragtriage.version import __version__
+from ragtriage.store.transactions import rollback
 
 STAGED = "_annotate_import"
 GRADED = "_annotate_graded"
@@ -271,7 +272,7 @@ def import_labels(
         _record(con, p, parent, report, staged.rows)
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback(con)
         raise
     report.classified = refresh(con)
     return report

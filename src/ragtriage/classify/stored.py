@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.store import StoreError
+from ragtriage.store.transactions import rollback, write_refused
 
 TABLE = "classifications"
 COST_TABLE = "classification_costs"
@@ -131,10 +132,8 @@ def _storing(run_id: str) -> Iterator[None]:
     try:
         yield
     except duckdb.Error as exc:
-        raise StoreError(
-            f"cannot store classifications for run {run_id!r} ({exc}); open the store writable "
-            "or classify with store=False"
-        ) from exc
+        advice = write_refused(exc, or_else="or classify with store=False")
+        raise StoreError(f"cannot store classifications for run {run_id!r} ({exc}); {advice}") from exc
 
 
 @contextmanager
@@ -161,7 +160,7 @@ def replacing(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator[W
             drop_stored()
             cur.execute("COMMIT")
         except BaseException:
-            cur.execute("ROLLBACK")
+            rollback(cur)
             raise
     try:
         yield Writer(cur, run_id, k)

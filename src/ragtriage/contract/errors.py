@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +89,8 @@ def path_findings(path: Path) -> list[Finding]:
         if path.is_symlink():
             return [Finding(f, None, None, "unreadable", "is a broken or self-referencing symbolic link")]
         return [Finding(f, None, None, "missing-file", "no such file")]
+    if not stat.S_ISREG(path.stat().st_mode):  # opening a FIFO would wait for a writer forever
+        return [Finding(f, None, None, "unreadable", "is not a regular file (a FIFO, socket or device)")]
     try:
         with path.open("rb"):
             pass

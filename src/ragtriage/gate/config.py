@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtriage.contract.dimensions import SLICE_DIMENSIONS as SLICE_COLUMNS
+from ragtriage.contract.errors import path_findings
 from ragtriage.contract.limits import MAX_CUTOFF
 
 REPRO_ITEMS = (
@@ -281,6 +282,9 @@ def _split(value: str | None) -> str | None:
 
 def parse_gate(path: Path) -> GateConfig:
     """Read and check a gate file; any problem raises GateFileError (the CLI exits 2)."""
+    unreadable = path_findings(path)  # before opening: a FIFO would wait for a writer forever
+    if unreadable:
+        raise GateFileError(path, None, None, f"cannot read the gate file ({unreadable[0].message})")
     try:
         raw = path.read_bytes()
     except OSError as exc:

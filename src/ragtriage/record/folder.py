@@ -44,6 +44,7 @@ class RunFolder:
     def open_new(self, header: dict[str, Any], *, force: bool) -> None:
         """Start a fresh recording; an existing run folder is replaced only with ``force``, and only when the new
         recording writes its files (a pre-flight failure leaves the old run as it was)."""
+        self._check_root()
         existing = [n for n in OWNED if (self.root / n).exists()]
         if existing and not force:
             raise RecordError(
@@ -59,6 +60,7 @@ class RunFolder:
         """The interrupted recording's header and its finished cases by case id (their events, latencies and
         versions; not their result rows). The journal is rewritten without a torn line; every key of
         ``header`` must equal the interrupted recording's."""
+        self._check_root()
         if not self.journal.exists():
             done = (self.root / "run.json").exists() and not (self.root / JOURNAL).exists()
             why = "it is complete" if done else "it holds no interrupted recording"
@@ -91,6 +93,14 @@ class RunFolder:
         os.replace(tmp, self.journal)
         self._fh = self.journal.open("a", encoding="utf-8", newline="\n")
         return first, summaries
+
+    def _check_root(self) -> None:
+        """``--out`` names a folder: an existing file, FIFO or device there is refused before anything is opened."""
+        if (self.root.exists() or self.root.is_symlink()) and not self.root.is_dir():
+            raise RecordError(
+                f"{self.root} exists and is not a folder (a file, link, FIFO or device); --out names the run "
+                "folder to write: pass a new or existing folder"
+            )
 
     def abandon(self) -> None:
         """Drop a journal that holds no case (the recording failed before its first one)."""

@@ -1,19 +1,27 @@
 """The HTTP retriever: one JSON request per case through ``httpx.AsyncClient``, hits read by response paths.
 
 Connection failures are retried by httpx's own transport (``retries``: connect errors only, never a request the
-server may have acted on). Header values (``--header``, ``--header-env``, ``--token-env``) are sent but never
-described: run.json records header names and the environment variable names, not their values; the URL loses
-its password and any secret-looking query parameter, and the template the string values of secret-looking keys.
+server may have acted on). A 429, 502, 503 or 504 is retried as many times, after the Retry-After the server
+asks for or an exponential backoff (``RETRY``, stated in run.json); any other HTTP error is the case's answer.
+Header values (``--header``, ``--header-env``, ``--token-env``) are sent but never described: run.json records
+header names and the environment variable names, not their values; the URL loses its password and any
+secret-looking query parameter, and the template the string values of secret-looking keys. Every message the
+adapter makes (an error body echoing the Authorization header, an exception naming the URL) has every secret it
+knows of replaced before anyone writes it (``Secrets``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import httpx
 
@@ -24,6 +32,16 @@ from ragtriage.safe_text import visible
 
 SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "auth", "sig", "credential")
 REDACTED = "<redacted>"
+RETRY_STATUSES = (429, 502, 503, 504)
+"""HTTP answers worth asking again: rate limited, a gateway or the service briefly down."""
+BACKOFF_S, MAX_WAIT_S = 0.5, 30.0
+"""The first backoff (doubled per retry) and the longest wait: a Retry-After beyond it ends the retries."""
+RETRY = {
+    "statuses": list(RETRY_STATUSES),
+    "backoff_s": BACKOFF_S,
+    "max_wait_s": MAX_WAIT_S,
+    "honours_retry_after": True,
+}
 
 
 @dataclass(frozen=True)
@@ -73,17 +91,70 @@ def strip_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="<>"), ""))
 
 
+class Secrets:
+    """Every secret the recorder sends (header values, the token of a ``Bearer`` header, URL credentials and their
+    Basic form, secret-looking query and template values), to be replaced in any text it writes."""
+
+    def __init__(self, spec: HttpSpec, headers: dict[str, str]) -> None:
+        found: set[str] = set()
+        for value in headers.values():
+            found |= {value, *value.split(" ", 1)[1:]}
+        parts = urlsplit(spec.url)
+        if parts.password:
+            user, password = unquote(parts.username or ""), unquote(parts.password)
+            found |= {parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()}
+        found |= {v for k, v in parse_qsl(parts.query) if any(w in k.lower() for w in SECRET_WORDS)}
+        found |= {m.group(0).split(":", 1)[1].strip().strip('"') for m in _SECRET_VALUE.finditer(spec.template.text)}
+        found |= {quote(s, safe="") for s in list(found)}
+        self.values = sorted((s for s in found if len(s) >= 4), key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for s in self.values:
+            text = text.replace(s, REDACTED)
+        return text
+
+
+def retry_wait(resp: httpx.Response, attempt: int) -> float | None:
+    """Seconds to wait before asking again after ``resp``, or None when it must not be asked again: not a
+    retryable status, or a Retry-After longer than the bound."""
+    if resp.status_code not in RETRY_STATUSES:
+        return None
+    backoff = min(BACKOFF_S * 2.0**attempt, MAX_WAIT_S)
+    asked = resp.headers.get("Retry-After")
+    if asked is None:
+        return backoff
+    try:
+        wait = float(asked)
+    except ValueError:
+        try:
+            wait = parsedate_to_datetime(asked).timestamp() - datetime.now(UTC).timestamp()
+        except (TypeError, ValueError):
+            wait = backoff
+    wait = max(wait, 0.0)
+    return wait if wait <= MAX_WAIT_S else None
+
+
 class HttpRetriever:
     def __init__(self, spec: HttpSpec) -> None:
-        if urlsplit(spec.url).scheme not in ("http", "https"):
+        parts = urlsplit(spec.url)
+        if parts.scheme not in ("http", "https"):
             raise RecordError(f"--retriever {spec.url!r}: an HTTP retriever needs an http:// or https:// URL")
         if spec.method == "GET" and not isinstance(spec.template.parsed, dict):
             raise RecordError("--method GET sends the template's keys as query parameters: it must be a JSON object")
+        if (parts.username or parts.password) and any(
+            h.lower() == "authorization" for h in [*spec.headers, *spec.env_headers]
+        ):
+            raise RecordError(
+                "the --retriever URL holds credentials (user:password@) and an Authorization header is given too: "
+                "the URL's would replace the header; remove one of them"
+            )
         self.spec = spec
+        headers = header_values(spec)
+        self.secrets = Secrets(spec, headers)
         transport = httpx.AsyncHTTPTransport(retries=spec.retries)
         self.client = httpx.AsyncClient(
             transport=transport,
-            headers=header_values(spec),
+            headers=headers,
             timeout=httpx.Timeout(spec.timeout_s),
             limits=httpx.Limits(max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency),
         )
@@ -98,25 +169,37 @@ class HttpRetriever:
             "headers": {**dict.fromkeys(s.headers, REDACTED), **{k: f"${v}" for k, v in s.env_headers.items()}},
             "response": s.shape.describe(),
             "retries_on_connect_error": s.retries,
+            "retries_on_status": {**RETRY, "max_retries": s.retries},
         }
 
     async def aclose(self) -> None:
         await self.client.aclose()
 
-    async def fetch(self, request: Request) -> Any:
-        """The parsed JSON answer; HTTP errors and non-JSON bodies are :class:`RetrieverError`."""
+    async def _send(self, request: Request) -> httpx.Response:
+        """The server's answer, asked again on a retryable status (``RETRY``) up to ``retries`` times."""
         body = self.spec.template.render(request)
-        if self.spec.method == "GET":
-            params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in dict(body).items() if v is not None}
-            resp = await self.client.get(self.spec.url, params=params)
-        else:
-            resp = await self.client.request(self.spec.method, self.spec.url, json=body)
+        attempt = 0
+        while True:
+            if self.spec.method == "GET":
+                params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in dict(body).items() if v is not None}
+                resp = await self.client.get(self.spec.url, params=params)
+            else:
+                resp = await self.client.request(self.spec.method, self.spec.url, json=body)
+            wait = retry_wait(resp, attempt) if attempt < self.spec.retries else None
+            if wait is None:
+                return resp
+            await asyncio.sleep(wait)
+            attempt += 1
+
+    async def fetch(self, request: Request) -> Any:
+        """The parsed JSON answer; HTTP errors and non-JSON bodies are :class:`RetrieverError` (secrets redacted)."""
+        resp = await self._send(request)
         if resp.status_code >= 400:
-            raise RetrieverError(f"HTTP {resp.status_code}: {resp.text[:300]}")
+            raise RetrieverError(self.secrets.redact(f"HTTP {resp.status_code}: {resp.text[:300]}"))
         try:
             return resp.json()
         except ValueError:
-            raise RetrieverError(f"response is not JSON: {resp.text[:300]}") from None
+            raise RetrieverError(self.secrets.redact(f"response is not JSON: {resp.text[:300]}")) from None
 
     async def retrieve(self, request: Request) -> Response:
         try:
@@ -124,22 +207,29 @@ class HttpRetriever:
         except httpx.TimeoutException:
             raise TimeoutError from None  # the runner records it as a timeout, like its own deadline
         except httpx.HTTPError as exc:
-            raise RetrieverError(f"{type(exc).__name__}: {exc}") from None
+            raise RetrieverError(self.secrets.redact(f"{type(exc).__name__}: {exc}")) from None
         return self.spec.shape.read(raw)
 
     async def first(self, request: Request) -> Response:
-        """The pre-flight request: an unreachable URL, an HTTP error or an unmatched path stops everything."""
+        """The pre-flight request: an unreachable URL, an HTTP error or an unmatched path stops everything; a
+        timeout is the runner's to record (``runner.preflight``)."""
         url = visible(strip_url(self.spec.url))
+        r = self.secrets.redact
         try:
             raw = await self.fetch(request)
         except httpx.TimeoutException:
-            raise RecordError(f"{url} did not answer within {self.spec.timeout_s:g} s (the first request)") from None
+            raise TimeoutError from None
         except httpx.TransportError as exc:
-            raise RecordError(f"cannot reach {url}: {visible(exc)}; is the server running?") from None
+            raise RecordError(f"cannot reach {url}: {visible(r(str(exc)))}; is the server running?") from None
         except httpx.HTTPError as exc:
-            raise RecordError(f"{url}: the first request failed: {type(exc).__name__}: {visible(exc)}") from None
+            raise RecordError(
+                f"{url}: the first request failed: {type(exc).__name__}: {visible(r(str(exc)))}"
+            ) from None
         except RetrieverError as exc:
             raise RecordError(f"{url}: the first request failed: {visible(exc, keep_newlines=True)}") from None
         if not isinstance(raw, dict | list):
-            raise RecordError(f"{url}: the first response is not a JSON object or list:\n{show(raw)}")
-        return self.spec.shape.check_first(raw)
+            raise RecordError(f"{url}: the first response is not a JSON object or list:\n{r(show(raw))}")
+        try:
+            return self.spec.shape.check_first(raw)
+        except RecordError as exc:
+            raise RecordError(r(str(exc))) from None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ragtriage.record.cases import Case
-from ragtriage.record.types import RecordError, Request, Response, Retriever, RetrieverError
+from ragtriage.record.types import Request, Response, Retriever, RetrieverError
 
 PROGRESS_EVERY_S = 0.2
 STOP_POLL_S = 0.05
@@ -169,13 +169,19 @@ async def ask(retriever: Retriever, request: Request, timeout_s: float) -> Attem
     return Attempt((time.perf_counter() - t0) * 1000, response)
 
 
-async def preflight(retriever: Retriever, request: Request, timeout_s: float) -> Response:
-    """The first, untimed request: any failure stops the recording before a case is written."""
+PREFLIGHT_TRIES = 3
+"""Cases the pre-flight may try when the first ones time out: a slow case is the case's timeout, not the run's end."""
+
+
+async def preflight(retriever: Retriever, request: Request, timeout_s: float) -> Response | None:
+    """The first, untimed request: a configuration error (unreachable server, HTTP error, a response that does
+    not match the paths) stops the recording before a case is written. A timeout is not one: None, and the case
+    is asked again by the workers and recorded as whatever it gets (a timeout when it times out again)."""
     try:
         async with asyncio.timeout(timeout_s):
             return await retriever.first(request)
     except TimeoutError:
-        raise RecordError(f"the first request (case {request.case_id}) got no answer within {timeout_s:g} s") from None
+        return None
 
 
 class Recorder:
@@ -200,8 +206,9 @@ class Recorder:
         for e in done.values():
             self._count(out, e)
         try:
-            probe = pending[0] if pending else cases[0]
-            await preflight(self.retriever, request_for(probe, o), o.timeout_s)
+            for probe in (pending or cases)[:PREFLIGHT_TRIES]:
+                if await preflight(self.retriever, request_for(probe, o), o.timeout_s) is not None:
+                    break
             for c in (pending or cases)[1 : o.warmup]:
                 await ask(self.retriever, request_for(c, o), o.timeout_s)
             await self._workers(iter(pending), out)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtriage.record.cases import DatasetCases, read_cases
-from ragtriage.record.folder import RunFolder
+from ragtriage.record.folder import JOURNAL, RunFolder
 from ragtriage.record.runner import Outcome, Progress, Recorder, RecordOptions, percentiles
 from ragtriage.record.types import RecordError, Retriever
 from ragtriage.version import __version__
@@ -124,8 +124,25 @@ def record_run(
     """Record (or resume) a run folder; bad input raises :class:`RecordError` before any file is written.
 
     ``on_start`` runs once the folder is open, just before the first request: the CLI installs its Ctrl-C
-    handler there. A Ctrl-C (``stop`` set, or the task cancelled) still writes a valid, partial run.
+    handler there. A Ctrl-C (``stop`` set, or the task cancelled) still writes a valid, partial run. A folder
+    that cannot be written (a full disk, no permission) is a :class:`RecordError` naming the cause; what was
+    journaled stays for ``--resume``.
     """
+    try:
+        return _record(plan, retriever, on_progress, stop, on_start)
+    except OSError as exc:
+        journaled = (plan.out / JOURNAL).exists()
+        then = "; the cases finished so far are journaled: fix it and continue with --resume" if journaled else ""
+        raise RecordError(f"cannot write the run folder {plan.out}: {exc.strerror or exc}{then}") from exc
+
+
+def _record(
+    plan: RecordPlan,
+    retriever: Retriever,
+    on_progress: Callable[[Progress], None] | None,
+    stop: threading.Event | None,
+    on_start: Callable[[], None] | None,
+) -> RecordResult:
     cases = read_cases(plan.dataset)
     if not cases.cases:
         raise RecordError(f"{plan.dataset}: the dataset has no cases")

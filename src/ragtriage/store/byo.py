@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
-from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.errors import Finding, ValidationFailed, path_findings
 from ragtriage.contract.fields import CASES, LABELS, RESULTS
 from ragtriage.contract.frames import is_frame, stage_frame
 from ragtriage.contract.json_dicts import stage_json_dicts
@@ -60,6 +60,7 @@ from ragtriage.store.traces import (
     stage_trace_run,
     trace_manifest,
 )
+from ragtriage.store.transactions import rollback
 
 Input = Any  # Path | str | dict[str, dict[str, float]] | pandas/polars DataFrame | pyarrow Table
 
@@ -123,7 +124,7 @@ def load_inputs(con: duckdb.DuckDBPyConnection, req: LoadRequest, progress: Prog
             summary = _load(con, req, grade_map, progress)
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            rollback(con)
             raise
     return summary
 
@@ -297,9 +298,9 @@ def _has_key(path: Path, key: str) -> bool:
 
 
 def _sniff(path: Path, role: str, fmt: str | None) -> Any:
-    if not path.is_file():
-        what = "a folder" if path.is_dir() else "no such file"
-        raise ValidationFailed([Finding(str(path), None, None, "missing-file", f"{role} must be a file ({what})")])
+    unreadable = path_findings(path)
+    if unreadable:
+        raise ValidationFailed(unreadable)
     damaged = compression_findings(path)
     if damaged:
         raise ValidationFailed(damaged)

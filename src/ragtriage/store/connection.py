@@ -66,6 +66,7 @@ def _refuse_non_store_file(path: str, read_only: bool) -> None:
     create = f"create it with `ragtriage load --db {path} ...`"
     message = {
         "directory": f"{path} is a directory, not a ragtriage store; pass the store file inside it",
+        "special": f"{path} is not a regular file (a FIFO, socket or device), so not a ragtriage store",
         "unreadable": f"{path}: cannot be read (permission denied or a broken link)",
         "empty": f"{path} is an empty file, not a ragtriage store; remove it or pass another --db",
         "sqlite": f"{path} is a SQLite database, not a ragtriage store (notes live in DB.notes.sqlite); "

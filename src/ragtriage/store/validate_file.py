@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
-from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.errors import Finding, ValidationFailed, path_findings
 from ragtriage.contract.field_rules import field_rules
 from ragtriage.contract.fields import CASES, LABELS, TABLES
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
@@ -118,8 +118,9 @@ def validate_file(
         if (path / "run.json").exists():
             return _run_folder(path, fmt, strict)
         return _dataset_folder(path, strict)
-    if not path.exists():
-        return [Finding(str(path), None, None, "missing-file", "no such file")]
+    unreadable = path_findings(path)
+    if unreadable:
+        return unreadable
     if path.name == "dataset.json":
         return parse_dataset_manifest(path)[1] or _dataset_folder(path.parent, strict)
     if path.name == "run.json" and table in (None, "run") and not _is_run_dicts(path):
