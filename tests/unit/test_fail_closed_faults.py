@@ -127,3 +127,26 @@ def test_record_on_a_full_disk_exits_2_with_the_cause(small_disk: Path, tmp_path
                               "--hits", "hits", "--id", "id", "--document-id", "id", "--snippet", "doc"])  # fmt: skip
     assert res.exit_code == 2, res.output
     assert no_traceback(res) and "No space left on device" in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["load", "--db", "{fifo}", "--qrels", "{qrels}"], "is not a regular file"),
+        (["info", "--db", "{fifo}"], "is not a regular file"),
+        (["export-notes", "--db", "{db}", "--run", "r", "--csv", "{fifo}"], "is not a regular file"),
+        (["validate", "{fifo}"], "is not a regular file"),
+        (["load", "--db", "{db}", "--run", "{fifo}", "--run-id", "x"], "is not a regular file"),
+        (["gate", "--db", "{db}", "--gate", "{fifo}", "--run", "r", "--baseline", "r"], "is not a regular file"),
+    ],
+)
+def test_a_fifo_is_refused_never_waited_on(db: Path, tmp_path: Path, args: list[str], needle: str) -> None:
+    import sys
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    qrels = _write(tmp_path / "q.txt", QRELS)
+    argv = [a.format(fifo=fifo, db=db, qrels=qrels) for a in args]
+    done = subprocess.run([sys.executable, "-m", "ragtriage.cli", *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert needle in done.stdout + done.stderr and "Traceback" not in done.stderr
