@@ -233,3 +233,71 @@ def test_ignored_topic_names_the_case_it_looks_like(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "1 run topic(s) not in the dataset were ignored (2 rows)" in res.output
     assert "topic 'q1' looks like case 'q1 '" in res.output
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "needle"),
+    [
+        ("topics.tsv", b"q1\tfirst \xff query\nq2\tsecond\n", "topics.tsv:1: not valid UTF-8"),
+        ("topics.txt", b"<top>\n<num> q1\n<title> a \xff b\n</top>\n", "topics.txt:3: not valid UTF-8"),
+    ],
+)
+def test_bad_utf8_in_topics_names_the_line_not_the_csv_reader(
+    db: Path, tmp_path: Path, name: str, text: bytes, needle: str
+) -> None:
+    before = digest(db)
+    res = _load_dataset(db, _write(tmp_path / "q.txt", QRELS), _write(tmp_path / name, text))
+    refused(res, db, before, needle)
+    assert "Original Line" not in res.output and "Possible Solution" not in res.output
+
+
+def test_bad_utf8_in_qrels_stops_before_the_aborted_transaction_speaks(db: Path, tmp_path: Path) -> None:
+    before = digest(db)
+    res = _load_dataset(
+        db, _write(tmp_path / "q.txt", b"q1 0 d1 1\nq2 0 d\xff1 2\n"), _write(tmp_path / "t.tsv", TOPICS)
+    )
+    refused(res, db, before, "q.txt:2: not valid UTF-8")
+    assert "transaction is aborted" not in res.output
+
+
+@pytest.mark.parametrize(
+    ("cases", "labels", "needle"),
+    [
+        ('id,query\nq1,"first\nq2,second\n', "case_id,document_id,grade\nq1,d1,1\n",
+         "cases.csv:2: a quoted field is never closed"),
+        ("id,query\nq1,first\nq2,second\n", "case_id,document_id,grade\nq1,d1,1\nq2,d1,2,extra\n",
+         "labels.csv:3: a row has a different number of columns than the header"),
+        ("id,query\nq1,first\nq2,second\n", "case_id,document_id,grade\nq1,d1,1\nq2,d1\n",
+         "labels.csv:3: a row has a different number of columns than the header"),
+    ],
+)  # fmt: skip
+def test_ragged_or_unclosed_csv_is_named_with_its_line(tmp_path: Path, cases: str, labels: str, needle: str) -> None:
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    _write(ds / "dataset.json", '{"name": "c", "version": "1", "unit": "document"}')
+    _write(ds / "cases.csv", cases)
+    _write(ds / "labels.csv", labels)
+    res = invoke("load", "--db", tmp_path / "c.duckdb", "--dataset", ds, "--no-precompute")
+    assert res.exit_code == 2 and needle in res.output, res.output
+    assert "UTF-8" not in res.output and "required column" not in res.output
+
+
+def test_a_json_array_is_not_read_as_trec(db: Path, tmp_path: Path) -> None:
+    before = digest(db)
+    run = _write(tmp_path / "run.json", '[{"q1": {"d1": 3.556576}}]\n')
+    res = invoke("load", "--db", db, "--run", run, "--run-id", "a", "--no-precompute")
+    refused(res, db, before, "a JSON array at the top level is not a run format")
+    assert "is not a finite number" not in res.output
+
+
+@pytest.mark.slow
+def test_a_line_longer_than_the_readers_take_is_refused_not_dropped(db: Path, tmp_path: Path) -> None:
+    run = tmp_path / "long.txt"
+    with run.open("w", encoding="utf-8") as fh:
+        fh.write("q1 Q0 d1 1 1.0 t\nq1 Q0 ")
+        fh.write("x" * (200 << 20))
+        fh.write(" 2 0.5 t\n")
+    before = digest(db)
+    res = invoke("load", "--db", db, "--run", run, "--run-id", "long", "--no-precompute")
+    refused(res, db, before, "long.txt:2: line longer than 64 MiB")
+    assert "Parallel CSV Reader" not in res.output

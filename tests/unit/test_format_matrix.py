@@ -178,7 +178,7 @@ def test_evaluate_reads_dicts_and_paths_alike_under_a_cap(tmp_path: Path) -> Non
 
 BROKEN = {
     "cut short": ('{"q1": {"d1": 1,\n "d2"', ":2:", "cut short?) (column 6)"),
-    "not an object": ("[1, 2, 3]", ":1:", "expected a JSON object (column 1)"),
+    "not an object": ("[1, 2, 3]", ":1:", "a JSON array at the top level"),
     "text after the object": ('{"q1": {"d1": 1}} {"q2": {}}', ":1:", "after the JSON object (column 19)"),
     "not UTF-8": (b'{"q1": {"d\xff": 1}}', ":1:", "not UTF-8"),
 }

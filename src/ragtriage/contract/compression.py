@@ -29,6 +29,9 @@ RATIO_FREE = 64 << 20
 MAX_DECOMPRESSED = 64 << 30
 """Decompressed bytes no input may exceed, whatever its ratio."""
 _BLOCK = 1 << 22
+MAX_LINE = 64 << 20
+"""The longest line the text readers take (``staging._LONG_LINES``): DuckDB's reader drops a longer line without a
+word, so a file holding one is refused here, naming the line."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,18 @@ def compression_fault(path: Path) -> tuple[int | None, str] | None:
     return scan(path).fault if compression_of(path) else None
 
 
+def text_fault(path: Path) -> tuple[int | None, str] | None:
+    """``compression_fault``, and for any text file a line longer than ``MAX_LINE`` (a plain file no larger than
+    that cannot hold one and is not read here)."""
+    if compression_of(path):
+        return scan(path).fault
+    try:
+        small = path.stat().st_size <= MAX_LINE
+    except OSError:
+        return None
+    return None if small or head_bytes(path, 4) == b"PAR1" else scan(path).fault
+
+
 def scan(path: Path) -> TextScan:
     """The file's ``TextScan``, kept per file size and mtime: every reader of one load asks, and the pass costs
     as much as decompressing the file."""
@@ -73,7 +88,7 @@ def scan(path: Path) -> TextScan:
 
 def _read_through(path: Path, comp: str | None, size: int) -> TextScan:
     limit = min(MAX_DECOMPRESSED, max(RATIO_FREE, MAX_RATIO * size)) if comp else None
-    total, lines, last = 0, 0, b"\n"
+    total, lines, last, since = 0, 0, b"\n", 0
     tab = space = lone = carry = False
     try:
         with open_binary(path) as fh:
@@ -85,6 +100,15 @@ def _read_through(path: Path, comp: str | None, size: int) -> TextScan:
                 total += len(block)
                 if limit is not None and total > limit:
                     return TextScan((None, _bomb(comp, size, limit)))
+                first = block.find(b"\n")
+                if first < 0:
+                    since += len(block)
+                    too_long = since > MAX_LINE
+                else:  # a block is shorter than MAX_LINE: only the line running into it can be too long
+                    too_long = since + first > MAX_LINE
+                    since = len(block) - block.rfind(b"\n") - 1
+                if too_long:
+                    return TextScan((lines + 1, f"line longer than {MAX_LINE >> 20} MiB, the longest line read"))
                 lines += block.count(b"\n")
                 tab, space = tab or b"\t" in block, space or b" " in block
                 lone = lone or (carry and not block.startswith(b"\n"))

@@ -92,8 +92,11 @@ def sniff(path: Path, role: str, override: str | None = None) -> Sniffed:
     first = lines[0].strip()
     if first.startswith("{"):
         return Sniffed(_json_kind(first))
-    if first.startswith("[") and role != "topics":  # JSON, though not an object: the JSON reader says why
-        return Sniffed("json")
+    if first.startswith("["):
+        raise SniffError(
+            f"{path}:1: a JSON array at the top level is not a {role} format: JSON {role} is one object "
+            "{qid: {docno: value}} (pytrec_eval, ranx), or JSONL with one object per line"
+        )
     if role == "topics" and first.lower().startswith("<top"):
         return Sniffed("trec-topics")
     suffix = Path(plain_name(path)).suffix.lower()

@@ -7,13 +7,15 @@ read); CSV is read as text and cast; Parquet keeps its native types and is cast 
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from ragtriage.contract.compression import compression_fault, duckdb_source, head_bytes, plain_name
+from ragtriage.contract.compression import MAX_LINE, duckdb_source, head_bytes, plain_name, text_fault
 from ragtriage.contract.errors import Finding, path_findings
 from ragtriage.contract.fields import Field, Table
 
@@ -61,9 +63,10 @@ def qident(name: str) -> str:
 
 
 def compression_findings(path: Path) -> list[Finding]:
-    """A compressed file that is truncated, corrupt, holds NUL bytes or decompresses past the bound
-    (``compression.compression_fault``), as the error every reader stops at."""
-    fault = compression_fault(path)
+    """A compressed file that is truncated, corrupt, holds NUL bytes or decompresses past the bound, or any text
+    file with a line longer than the readers take (``compression.text_fault``), as the error every reader stops
+    at."""
+    fault = text_fault(path)
     return [Finding(str(path), fault[0], None, "compression", fault[1])] if fault else []
 
 
@@ -184,7 +187,7 @@ _KIND_NAMES = {
 
 # The general reader's longest line, and its read buffer: DuckDB's default buffer is 16 lines of the longest, 1 GiB,
 # which a load under its 1 GiB memory cap (store/memory_cap.py) cannot allocate for a compressed file.
-_LONG_LINES = "max_line_size=67108864, buffer_size=134217728"
+_LONG_LINES = f"max_line_size={MAX_LINE}, buffer_size={2 * MAX_LINE}"
 
 
 def lines_sql(path: Path, column: str = "j") -> str:
@@ -197,15 +200,26 @@ def lines_sql(path: Path, column: str = "j") -> str:
     )
 
 
+def csv_header(path: Path, delim: str) -> list[str]:
+    """The header's column names, read here rather than sniffed: DuckDB's sniffer took the widest line of a
+    ragged file for the header and skipped every line above it, and read an unclosed quote as text. With the
+    columns given and strict mode on, a row of another width or an unclosed quote is an error naming its line."""
+    head = head_bytes(path, 1 << 20).decode("utf-8", errors="replace").lstrip("\ufeff")
+    names = next(csv.reader(io.StringIO(head), delimiter=delim), [])
+    return [n.strip() or f"column{i}" for i, n in enumerate(names)] or ["column0"]
+
+
 def _source_sql(path: Path, fmt: str) -> str:
     if fmt == "jsonl":
         return lines_sql(path)
     if fmt in ("csv", "tsv"):
         src, comp = duckdb_source(path)
-        delim = "\\t" if fmt == "tsv" else ","
+        delim = "\t" if fmt == "tsv" else ","
+        cols = ", ".join(f"{sql_str(c)}: 'VARCHAR'" for c in csv_header(path, delim))
         return (
-            f"SELECT row_number() OVER () + 1 AS line, * FROM read_csv({sql_str(str(src))}, all_varchar=true, "
-            f"header=true, delim=E'{delim}', {_LONG_LINES}, compression='{comp}')"
+            f"SELECT row_number() OVER () + 1 AS line, * FROM read_csv({sql_str(str(src))}, columns={{{cols}}}, "
+            f"header=true, auto_detect=false, delim={sql_str(delim)}, quote='\"', escape='\"', strict_mode=true, "
+            f"{_LONG_LINES}, compression='{comp}')"
         )
     p = sql_str(str(path))
     return (
@@ -258,6 +272,8 @@ def read_error(fname: str, exc: duckdb.Error) -> Finding:
         return Finding(fname, line, None, "unreadable", "line is longer than 64 MiB")
     if "expected number of columns" in low or "too many columns" in low or "sniff" in low:
         return Finding(fname, line, None, "unreadable", "a row has a different number of columns than the header")
+    if "unterminated quote" in low:
+        return Finding(fname, line, None, "unreadable", 'a quoted field is never closed (an unclosed " quote)')
     first = text.splitlines()[0] if text else type(exc).__name__
     return Finding(fname, line, None, "unreadable", f"cannot read: {first}")
 

@@ -20,7 +20,7 @@ import duckdb
 from ragtriage.contract.errors import FIRST_LINES, Finding
 from ragtriage.contract.fields import INT_MAX
 from ragtriage.contract.sniff import is_number
-from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql
+from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql, read_error
 from ragtriage.contract.trec_csv import TrecRun, integer_sql, read_qrels, read_run
 
 # Lines made of single spaces (or single tabs) split with string_split; anything else goes through the regex.
@@ -291,9 +291,7 @@ def _score_text(con: duckdb.DuckDBPyConnection, path: Path, f: Finding) -> Findi
 
 
 def _unreadable(path: Path, exc: duckdb.Error) -> Finding:
-    msg = str(exc).splitlines()[0]
-    code = "encoding" if "unicode" in msg.lower() or "utf" in msg.lower() else "unreadable"
-    return Finding(str(path), None, None, code, f"cannot read: {msg}")
+    return read_error(str(path), exc)
 
 
 def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> tuple[Staged, RunFacts]:
@@ -404,13 +402,16 @@ def stage_tsv_queries(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
     findings = encoding_findings(path)
     if _bad(findings):
         return Staged(name, path, "tsv", 0, findings, "line")
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {name}__raw AS
-            SELECT line, trim(t[1:strpos(t, chr(9)) - 1]) AS id,
-                   trim(t[strpos(t, chr(9)) + 1:], ' ' || chr(13)) AS query,
-                   strpos(t, chr(9)) AS tab
-            FROM ({lines_sql(path, "t")}) WHERE t IS NOT NULL AND trim(t) <> ''"""
-    )
+    try:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE {name}__raw AS
+                SELECT line, trim(t[1:strpos(t, chr(9)) - 1]) AS id,
+                       trim(t[strpos(t, chr(9)) + 1:], ' ' || chr(13)) AS query,
+                       strpos(t, chr(9)) AS tab
+                FROM ({lines_sql(path, "t")}) WHERE t IS NOT NULL AND trim(t) <> ''"""
+        )
+    except duckdb.Error as exc:
+        return Staged(name, path, "tsv", 0, [*findings, _unreadable(path, exc)], "line")
     findings += counted(
         con, f"{name}__raw", "tab = 0", "left(id, 40)", path, None, "bad-columns", "expected 'id<TAB>query'"
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 
 from ragtriage.contract.errors import Finding
-from ragtriage.contract.staging import Staged, encoding_findings, lines_sql
+from ragtriage.contract.staging import Staged, encoding_findings, lines_sql, read_error
 from ragtriage.contract.trec import CASE_COLUMNS, counted
 
 
@@ -20,20 +20,23 @@ def stage_trec_topics(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
     findings = encoding_findings(path)
     if any(f.severity == "error" for f in findings):
         return Staged(name, path, "trec-topics", 0, findings, "line")
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {name}__raw AS
-            WITH l AS (SELECT line, coalesce(t, '') AS t,
-                              sum(CASE WHEN regexp_matches(t, '(?i)<top>') THEN 1 ELSE 0 END)
-                                  OVER (ORDER BY line) AS block
-                       FROM ({lines_sql(path, "t")})),
-            b AS (SELECT block, min(line) AS line, string_agg(t, ' ' ORDER BY line) AS body
-                  FROM l WHERE block > 0 GROUP BY block)
-            SELECT line,
-                   nullif(regexp_extract(body, '(?i)<num>\\s*(?:number:)?\\s*([^\\s<]+)', 1), '') AS id,
-                   nullif(trim(regexp_replace(regexp_extract(body, '(?i)<title>\\s*(?:topic:)?([^<]*)', 1),
-                                              '\\s+', ' ', 'g')), '') AS query
-            FROM b"""
-    )
+    try:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE {name}__raw AS
+                WITH l AS (SELECT line, coalesce(t, '') AS t,
+                                  sum(CASE WHEN regexp_matches(t, '(?i)<top>') THEN 1 ELSE 0 END)
+                                      OVER (ORDER BY line) AS block
+                           FROM ({lines_sql(path, "t")})),
+                b AS (SELECT block, min(line) AS line, string_agg(t, ' ' ORDER BY line) AS body
+                      FROM l WHERE block > 0 GROUP BY block)
+                SELECT line,
+                       nullif(regexp_extract(body, '(?i)<num>\\s*(?:number:)?\\s*([^\\s<]+)', 1), '') AS id,
+                       nullif(trim(regexp_replace(regexp_extract(body, '(?i)<title>\\s*(?:topic:)?([^<]*)', 1),
+                                                  '\\s+', ' ', 'g')), '') AS query
+                FROM b"""
+        )
+    except duckdb.Error as exc:
+        return Staged(name, path, "trec-topics", 0, [*findings, read_error(str(path), exc)], "line")
     findings += counted(
         con, f"{name}__raw", "id IS NULL", "line", path, "num", "missing-field", "a <top> without <num>"
     )

@@ -218,6 +218,8 @@ def _byo_dataset(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: di
     if manifest is None:
         raise ValidationFailed(findings)
     staged = {"labels": stage_qrels(con, req.qrels, req.qrels_fmt)}
+    if _unreadable(staged["labels"].findings):  # a reader error aborts the transaction: nothing more can be read
+        raise ValidationFailed(list(staged["labels"].findings))
     if req.topics is not None:
         staged["cases"] = stage_topics(con, req.topics, req.topics_fmt)
     elif not _unreadable(staged["labels"].findings):
