@@ -301,3 +301,14 @@ def test_a_line_longer_than_the_readers_take_is_refused_not_dropped(db: Path, tm
     res = invoke("load", "--db", db, "--run", run, "--run-id", "long", "--no-precompute")
     refused(res, db, before, "long.txt:2: line longer than 64 MiB")
     assert "Parallel CSV Reader" not in res.output
+
+
+def test_two_runs_with_one_trec_tag_are_named_after_their_files(db: Path, tmp_path: Path) -> None:
+    one = _write(tmp_path / "bm25.txt", "q1 Q0 d1 1 3.0 bm25\nq2 Q0 d1 1 1.0 bm25\n")
+    two = _write(tmp_path / "contriever.txt", "q1 Q0 d2 1 3.0 bm25\nq2 Q0 d1 1 1.0 bm25\n")
+    res = invoke("load", "--db", db, "--run", one, "--run", two, "--no-precompute")
+    assert res.exit_code == 0, res.output
+    assert "run bm25 loaded" in res.output and "run contriever loaded" in res.output
+    assert "its run tag 'bm25' is also the id of" in res.output and "named after its file: 'contriever'" in res.output
+    res = invoke("load", "--db", db, "--run", one, "--run", one, "--run-id", "a", "--run-id", "a", "--no-precompute")
+    assert res.exit_code == 2 and "give each run its own --run-id" in res.output

@@ -418,6 +418,15 @@ def _load_run(
         return out
     first_tag = next(iter(tags), None)
     rid = src.run_id or manifest.get("run_id") or first_tag or default_id
+    renamed = ""
+    if rid == first_tag and rid in seen and label not in seen.values() and not (src.run_id or manifest.get("run_id")):
+        # two files of one load with the same TREC tag (every BEIR baseline's is its model's name): the second is
+        # named after its file rather than refused, and the report says so (one file given twice is refused)
+        renamed = (
+            f"its run tag {rid!r} is also the id of {seen[rid]} in this load, so it is named after its file: "
+            f"{default_id!r} (give --run-id to choose)"
+        )
+        rid = default_id
     _claim(rid, label, seen)
     warnings: list[Finding] = []
     if len(tags) > 1:
@@ -434,9 +443,11 @@ def _load_run(
             )
         )
     staged.findings = staged.findings + warnings
-    return [
-        write_run(con, rid, manifest, parts, unit, fmt, facts, req.replace, files, label, progress, strict=req.strict)
-    ]
+    report = write_run(
+        con, rid, manifest, parts, unit, fmt, facts, req.replace, files, label, progress, strict=req.strict
+    )
+    report.renamed = renamed
+    return [report]
 
 
 def _run_manifest(path: Path | None) -> dict[str, Any]:

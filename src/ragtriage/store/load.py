@@ -48,10 +48,11 @@ class LoadReport:
     tags: dict[str, int] = field(default_factory=dict)  # TREC tags and their line counts
     extra_notes: list[str] = field(default_factory=list)  # facts a reader adds (how trace spans became cases)
     look_alikes: str = ""  # ignored topics that differ from a case only by white space or letter case
+    renamed: str = ""  # why the run is named after its file rather than its TREC tag
 
     def notes(self) -> list[str]:
         """The load-side facts a report prints beside its figures, as sentences."""
-        out = []
+        out = [self.renamed] if self.renamed else []
         if self.score_from_rank:
             out.append("the run file has no scores: score = 1 / rank, so the file's rank order is the ranking")
         if self.ignored_topics:
