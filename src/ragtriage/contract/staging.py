@@ -205,7 +205,10 @@ def csv_header(path: Path, delim: str) -> list[str]:
     ragged file for the header and skipped every line above it, and read an unclosed quote as text. With the
     columns given and strict mode on, a row of another width or an unclosed quote is an error naming its line."""
     head = head_bytes(path, 1 << 20).decode("utf-8", errors="replace").lstrip("\ufeff")
-    names = next(csv.reader(io.StringIO(head), delimiter=delim), [])
+    try:
+        names = next(csv.reader(io.StringIO(head, newline=""), delimiter=delim), [])
+    except csv.Error:  # a stray CR or quote in the header: its plain fields, and DuckDB's reader names the line
+        names = head.splitlines()[0].split(delim) if head.strip() else []
     return [n.strip() or f"column{i}" for i, n in enumerate(names)] or ["column0"]
 
 
@@ -272,6 +275,8 @@ def read_error(fname: str, exc: duckdb.Error) -> Finding:
         return Finding(fname, line, None, "unreadable", "line is longer than 64 MiB")
     if "expected number of columns" in low or "too many columns" in low or "sniff" in low:
         return Finding(fname, line, None, "unreadable", "a row has a different number of columns than the header")
+    if "invalid state" in low:
+        return Finding(fname, line, None, "unreadable", "a stray carriage return or quote breaks the CSV layout")
     if "unterminated quote" in low:
         return Finding(fname, line, None, "unreadable", 'a quoted field is never closed (an unclosed " quote)')
     first = text.splitlines()[0] if text else type(exc).__name__
