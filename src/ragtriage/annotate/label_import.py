@@ -28,8 +28,8 @@ from ragtriage.contract.staging import Staged, qident, sql_str, stage
 from ragtriage.csv_out import restore_sql
 from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
-from ragtriage.version import __version__
 from ragtriage.store.transactions import rollback
+from ragtriage.version import __version__
 
 STAGED = "_annotate_import"
 GRADED = "_annotate_graded"
