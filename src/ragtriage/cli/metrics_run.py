@@ -53,9 +53,14 @@ NOTES = [
 def cutoffs(text: str) -> tuple[int, ...]:
     """``--k "3,5,10"`` as cutoffs: the one place the command line's string is read (exit 2 when it is not)."""
     try:
-        return parse_ks([int(p) for p in text.split(",") if p.strip()])
+        ks = [int(p) for p in text.split(",") if p.strip()]
     except ValueError:
         err.print(f"--k {text!r}: give comma-separated positive integers, e.g. 3,5,10", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    try:
+        return parse_ks(ks)
+    except MetricsError as exc:
+        err.print(f"--k {text!r}: {exc}", markup=False, highlight=False)
         raise typer.Exit(2) from None
 
 

@@ -36,7 +36,12 @@ class Sniffed:
 
 
 class SniffError(ValueError):
-    """The file's format cannot be told; the message says which formats were expected and how to name one."""
+    """The file's format cannot be told; the message says which formats were expected and how to name one.
+    ``line`` is the line that told it, when one did."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 def _data_lines(text: str, limit: int = 20) -> list[str]:
@@ -95,7 +100,8 @@ def sniff(path: Path, role: str, override: str | None = None) -> Sniffed:
     if first.startswith("["):
         raise SniffError(
             f"{path}:1: a JSON array at the top level is not a {role} format: JSON {role} is one object "
-            "{qid: {docno: value}} (pytrec_eval, ranx), or JSONL with one object per line"
+            "{qid: {docno: value}} (pytrec_eval, ranx), or JSONL with one object per line",
+            line=1,
         )
     if role == "topics" and first.lower().startswith("<top"):
         return Sniffed("trec-topics")

@@ -309,7 +309,8 @@ def _sniff(path: Path, role: str, fmt: str | None) -> Any:
     try:
         return sniff(path, role, fmt)
     except SniffError as exc:
-        raise ValidationFailed([Finding(str(path), None, None, "unreadable", str(exc).split(": ", 1)[-1])]) from exc
+        message = str(exc).split(": ", 1)[-1]
+        raise ValidationFailed([Finding(str(path), exc.line, None, "unreadable", message)]) from exc
 
 
 def _stem(source: str | Path) -> str:

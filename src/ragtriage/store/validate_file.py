@@ -106,8 +106,8 @@ def _is_run_dicts(path: Path) -> bool:
     """Whether a file named run.json is a pytrec_eval/ranx run ({qid: {docno: score}}) rather than a manifest."""
     try:
         return sniff(path, "run").fmt == "json"
-    except SniffError:
-        return False
+    except SniffError as exc:
+        return exc.line is not None  # JSON data the run reader refuses with its line, not a manifest
 
 
 def validate_file(
