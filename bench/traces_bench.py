@@ -3,7 +3,7 @@ against the same lists as a TREC run, each in a fresh process on a file store un
 
 Shape: N spans of 5..15 documents (uneven depths), ids from a 10^9 space, scores with ties (3 decimals), a few
 lists repeating a document; queries are the case texts of a qrels+topics dataset of N cases. Prints wall time
-and peak RSS of both loads and their ratio, and writes them to bench/results/traces_bench.json.
+and peak RSS of both loads and their ratio, and writes them to bench/results/ (``results_json``).
 
     python bench/traces_bench.py --spans 1000000
 """
@@ -23,6 +23,9 @@ from pathlib import Path
 from openinference.semconv.trace import DocumentAttributes as Doc
 from openinference.semconv.trace import OpenInferenceSpanKindValues as Kind
 from openinference.semconv.trace import SpanAttributes as Attr
+from results_json import Recorder
+
+SHAPE = "5-15 docs per span, ids from 10^9, 3-decimal scores, 2% lists repeat a doc, 500 spans per line"
 
 LOAD = """
 import sys
@@ -96,27 +99,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spans", type=int, default=1_000_000)
     args = ap.parse_args()
+    rec = Recorder("traces", {"spans": args.spans, "shape": SHAPE})
     with tempfile.TemporaryDirectory(prefix="traces-bench-") as tmp:
         folder = Path(tmp)
         rows = generate(folder, args.spans)
         size = (folder / "traces.jsonl").stat().st_size
         trec_s, trec_mb = timed(folder, "trec", folder / "run.txt")
         trace_s, trace_mb = timed(folder, "traces", folder / "traces.jsonl")
-    out = {
-        "spans": args.spans,
-        "result_rows": rows,
-        "otlp_bytes": size,
-        "trec_load_s": round(trec_s, 2),
-        "trec_peak_mb": round(trec_mb),
-        "traces_load_s": round(trace_s, 2),
-        "traces_peak_mb": round(trace_mb),
-        "ratio": round(trace_s / trec_s, 2),
-        "shape": "5-15 docs per span, ids from 10^9, 3-decimal scores, 2% lists repeat a doc, 500 spans per line",
-    }
-    print(json.dumps(out, indent=2))
-    results = Path(__file__).parent / "results"
-    results.mkdir(exist_ok=True)
-    (results / "traces_bench.json").write_text(json.dumps(out, indent=2) + "\n")
+    rec.add(case="TREC run", name="ragtriage load (TREC)", rows=rows, seconds=round(trec_s, 2), peak_mib=round(trec_mb))
+    rec.add(
+        case="OTLP/JSON spans",
+        name="ragtriage load --traces",
+        rows=rows,
+        bytes=size,
+        seconds=round(trace_s, 2),
+        peak_mib=round(trace_mb),
+        ratio_to_trec=round(trace_s / trec_s, 2),
+    )
+    rec.write()
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ TITLES = {
     "record": "The recorder's overhead per request against a bare httpx loop",
     "tui-latency": "The triage UI: time to first paint and between cases",
     "trec-eval": "`ragtriage trec-eval` against trec_eval on the same files, same flags, same bytes",
+    "traces": "Loading retriever spans (OTLP/JSON) against the same lists as a TREC run",
 }
 
 HEADER = """# Performance
@@ -93,7 +94,8 @@ def table(figures: list[dict[str, Any]]) -> list[str]:
 
 def section(doc: dict[str, Any]) -> list[str]:
     m = doc["machine"]
-    load = m["load_average_before"][0], m["load_average_after"][0]
+    before, after = m["load_average_before"], m["load_average_after"]
+    load = f"1-minute load average {before[0]} before, {after[0]} after" if before and after else "load not recorded"
     shared = "a shared machine" if m["shared"] else "a machine with nothing else running"
     versions = ", ".join(f"{k} {v}" for k, v in doc["versions"].items())
     params = ", ".join(f"{k}={v}" for k, v in doc["params"].items())
@@ -101,7 +103,7 @@ def section(doc: dict[str, Any]) -> list[str]:
         f"## {TITLES.get(doc['bench'], doc['bench'])}",
         "",
         f"`{doc['command']}` — {doc['date']}, {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {shared} "
-        f"(1-minute load average {load[0]} before, {load[1]} after). {versions}. Parameters: {params}. "
+        f"({load}). {versions or 'versions not recorded'}. Parameters: {params}. "
         f"Results: [bench/results/{doc['_file']}](../bench/results/{doc['_file']}).",
         "",
         *table(doc["figures"]),
