@@ -35,12 +35,13 @@ from ragtriage.safe_text import visible
 from ragtriage.store import StoreError, connect
 from ragtriage.tui.commands import TriageCommands
 from ragtriage.tui.data import RunCache, StoreReader
+from ragtriage.tui.host import TriageHost
 from ragtriage.tui.screens.base import VIEW_KEYS
 from ragtriage.tui.screens.overview import OverviewScreen
 from ragtriage.tui.text import natural_order
 
 if TYPE_CHECKING:
-    from ragtriage.tui.screens.case_detail import Rendered
+    from ragtriage.tui.case_layout import Rendered
 
 _STOP = object()
 NOTES_POLL_S = 1.0
@@ -335,8 +336,8 @@ class TriageApp(App[None]):
         is already started: lists call it for the row the cursor rests on, so Enter finds the read done or under
         way, and :meth:`open_case` calls it for the case it opens. A read started for another case is cancelled
         when it has not begun (one that runs finishes unread: the thread takes one read at a time)."""
+        from ragtriage.tui.case_layout import body_width, rendered
         from ragtriage.tui.detail_data import case_detail_soon
-        from ragtriage.tui.screens.case_detail import body_width, rendered
 
         started = self._early_for(case_id)
         failed = started is not None and started.done() and not started.cancelled() and started.exception() is not None
@@ -458,3 +459,8 @@ class TriageApp(App[None]):
             self.post_message(NoteFailed(f"export failed: {visible(exc)}"))
             return
         self.call_from_thread(self.notify, f"exported {rows} rows to {visible(path)}", timeout=5)
+
+
+def as_host(app: TriageApp) -> TriageHost:
+    """Type-checks that the app provides what screens reach it through (:mod:`ragtriage.tui.host`)."""
+    return app

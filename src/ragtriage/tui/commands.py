@@ -7,16 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
 
 from ragtriage.safe_text import visible
-
-if TYPE_CHECKING:
-    from ragtriage.tui.app import TriageApp
+from ragtriage.tui.host import host
 
 MAX_CASE_HITS = 50
 
@@ -33,10 +30,10 @@ def literal_highlight(matcher: Matcher, text: str) -> Content:
 
 class TriageCommands(Provider):
     async def startup(self) -> None:
-        self.app.ensure_case_index()  # type: ignore[attr-defined]
+        host(self.app).ensure_case_index()
 
     def commands(self) -> list[tuple[str, Callable[[], object], str]]:
-        app: TriageApp = self.app  # type: ignore[assignment]
+        app = host(self.app)
         out: list[tuple[str, Callable[[], object], str]] = [
             (f"View: {label}", partial(app.show_view, mode), f"key {key}") for key, mode, label in app.view_keys()
         ]
@@ -60,7 +57,7 @@ class TriageCommands(Provider):
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, literal_highlight(matcher, name), fn, text=name, help=help_text)
-        app: TriageApp = self.app  # type: ignore[assignment]
+        app = host(self.app)
         shown = 0
         for case_id in app.case_index:
             shown_id = visible(case_id)

@@ -11,6 +11,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from ragtriage.notes import CATEGORIES, STATUSES
+from ragtriage.tui.screens.base import DataScreen
 
 CATEGORY_KEYS = dict(zip("1234", CATEGORIES, strict=True))
 STATUS_KEYS = dict(zip("5678", STATUSES, strict=True))
@@ -43,8 +44,8 @@ KEY_HELP = (
 )
 
 
-class TriageKeys:
-    """Mixin for a screen that knows which case is current (``triage_case``)."""
+class TriageKeys(DataScreen):
+    """A view that knows which case is current (``triage_case``): the Failures list, the case screen."""
 
     TRIAGE: ClassVar[list[BindingType]] = TRIAGE_BINDINGS
 
@@ -55,7 +56,7 @@ class TriageKeys:
         """The current case, or None with a word on screen: a triage key is never silently lost."""
         case_id = self.triage_case()
         if not case_id:
-            self.app.notify(  # type: ignore[attr-defined]
+            self.notify(
                 "no case selected yet (the list is still loading): nothing saved",
                 severity="warning",
                 timeout=3,
@@ -65,14 +66,14 @@ class TriageKeys:
     def action_set_category(self, category: str) -> None:
         case_id = self.target_case()
         if case_id:
-            self.app.save_note(case_id, category=category)  # type: ignore[attr-defined]
+            self.triage.save_note(case_id, category=category)
 
     def action_set_status(self, status: str) -> None:
         case_id = self.target_case()
         if case_id:
-            self.app.save_note(case_id, status=status)  # type: ignore[attr-defined]
+            self.triage.save_note(case_id, status=status)
 
     def action_edit_note(self) -> None:
         case_id = self.target_case()
         if case_id:
-            self.app.edit_note(case_id)  # type: ignore[attr-defined]
+            self.triage.edit_note(case_id)

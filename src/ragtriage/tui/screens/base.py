@@ -8,7 +8,7 @@ so a slow answer for an old selection never overwrites a newer one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -19,10 +19,8 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from ragtriage.safe_text import visible
+from ragtriage.tui.host import TriageHost, host
 from ragtriage.tui.widgets.footer import FittingFooter
-
-if TYPE_CHECKING:
-    from ragtriage.tui.app import TriageApp
 
 VIEW_KEYS = (
     ("o", "overview", "Overview"),
@@ -54,12 +52,17 @@ class DataScreen(Screen[None]):
         Binding("r", "reload", "Reload", show=False),
     ]
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: The view the bar highlights (a case screen: the list it was opened from)
+        self.view_mode = self.MODE
+
     @property
-    def triage(self) -> TriageApp:
-        return self.app  # type: ignore[return-value]
+    def triage(self) -> TriageHost:
+        return host(self.app)
 
     def compose_bar(self) -> ComposeResult:
-        yield Static(view_bar(self.MODE), id="viewbar")
+        yield Static(view_bar(self.view_mode), id="viewbar")
         yield Static("loading…", id="status", markup=False)
 
     def compose_footer(self) -> ComposeResult:
@@ -82,7 +85,7 @@ class DataScreen(Screen[None]):
 
     def set_bar(self) -> None:
         """Refresh the view bar and the context (run, case, filters) at the head of the status line."""
-        self.query_one("#viewbar", Static).update(view_bar(self.MODE))
+        self.query_one("#viewbar", Static).update(view_bar(self.view_mode))
         self.set_status(*self._status)
 
     def bar_detail(self) -> str:
