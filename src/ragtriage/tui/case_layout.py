@@ -113,12 +113,46 @@ def events_line(d: CaseDetail) -> Text:
     return line
 
 
+QUERY_LINES = 2
+
+
+def query_cut(d: CaseDetail, width: int) -> bool:
+    """Whether the header cannot show the whole query (the last section then shows it)."""
+    return len(wrap_lines(visible(d.case.get("query")), width - 2, QUERY_LINES + 1)) > QUERY_LINES
+
+
+def mine_text(d: CaseDetail) -> str:
+    """What the person recorded: category / status, by whom and when; "not triaged" when nothing."""
+    n = d.note
+    if n is None or not (n.category or n.status or n.note):
+        return "not triaged"
+    return f"{n.category or '-'} / {n.status or '-'} by {n.author} at {n.updated_at[:19]}"
+
+
+def mine_line(d: CaseDetail) -> Text:
+    """The person's verdict beside the classifier's lines above it: category / status and the note's first
+    line, on one line (the Triage section below has the note in full)."""
+    n = d.note
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append("mine ", style="bold cyan")
+    if n is None or not (n.category or n.status or n.note):
+        line.append("not triaged (1-4 category, 5-8 status, e note)", style="dim")
+        return line
+    line.append_text(lit(f"{n.category or '-'} / {n.status or '-'}", "bold cyan"))
+    if n.note:
+        line.append(" · note ")
+        line.append_text(lit(n.note.splitlines()[0] + (" …" if "\n" in n.note.strip() else "")))
+    return line
+
+
 def why_block(d: CaseDetail, width: int) -> RenderableType:
     """The header: query, failures, per-case metrics and events, each line fitting ``width``."""
     lines: list[Text] = []
     query = visible(d.case.get("query"))
-    for i, part in enumerate(wrap_lines(query, width - 2, 2)):
+    for i, part in enumerate(wrap_lines(query, width - 2, QUERY_LINES)):
         lines.append(Text.assemble(("Q " if i == 0 else "  ", "bold"), part))
+    if query_cut(d, width):
+        lines.append(Text(f"  the query in full ({len(query)} characters) is the last section: G", style="dim"))
     if "classification" in d.errors:
         lines.append(Text(visible(d.errors["classification"]), style="red"))
     elif not d.failures:
@@ -132,6 +166,7 @@ def why_block(d: CaseDetail, width: int) -> RenderableType:
         lines.append(Text("  " + failure_sentence(f, d.k), no_wrap=True, overflow="ellipsis"))
     if len(d.failures) > SHOWN_FAILURES:
         lines.append(Text(f"… {len(d.failures) - SHOWN_FAILURES} more failures below", style="dim"))
+    lines.append(mine_line(d))
     if "metrics" in d.errors:
         lines.append(Text(visible(d.errors["metrics"]), style="red"))
     elif not d.metrics:
@@ -221,8 +256,7 @@ def triage_block(d: CaseDetail) -> RenderableType:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     n = d.note
-    mine = f"{n.category or '-'} / {n.status or '-'} by {n.author} at {n.updated_at[:19]}" if n else "not triaged"
-    grid.add_row("mine", lit(mine))
+    grid.add_row("mine", lit(mine_text(d)))
     grid.add_row("note", Text(visible(n.note, keep_newlines=True)) if n and n.note else Text("(none: press e)"))
     c = d.case
     who = c.get("principal_id") or "(none: ACL unchecked)"
@@ -266,7 +300,18 @@ def passages_block(d: CaseDetail) -> RenderableType:
     return Group(*out) if out else Text("(no final-stage results)")
 
 
-SECTIONS = ("why", "runs", "results", "leaks", "missing", "triage", "classification", "candidates", "passages")
+SECTIONS = (
+    "why",
+    "runs",
+    "results",
+    "leaks",
+    "missing",
+    "triage",
+    "classification",
+    "candidates",
+    "passages",
+    "query",
+)
 #: Narrowest panel of the side-by-side ranked lists (rank, unit, grade, a flag): two fit at 80 columns.
 PANEL_WIDTH = 34
 
@@ -310,6 +355,9 @@ def sections(d: CaseDetail, width: int, side: RenderableType | None = None) -> d
             results_block(d, "candidate", width, flagged_only=True),
         ),
         "passages": Group(heading("Final passages"), passages_block(d)),
+        "query": Group(heading("Query in full"), Text(visible(d.case.get("query"))))
+        if query_cut(d, width)
+        else Text(""),
     }
 
 

@@ -149,6 +149,7 @@ class CaseScreen(TriageKeys):
             self.query_one(f"#sec-{name}", Static).update(result.sections[name])
         self.query_one("#sec-leaks", Static).display = bool(d.leaks or "leaks" in d.errors)
         self.query_one("#sec-runs", Static).display = bool(self.side_runs())
+        self.query_one("#sec-query", Static).display = bool(result.sections["query"].plain)
         if d.leaks:
             final = sum(1 for leak in d.leaks if leak.stage == "final")
             self.set_status(f"LEAKS: {final} final, {len(d.leaks) - final} candidate results", error=True)

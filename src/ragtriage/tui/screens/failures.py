@@ -16,9 +16,8 @@ from textual.worker import Worker, WorkerState
 
 from ragtriage.safe_text import visible
 from ragtriage.tui import data
-from ragtriage.tui.screens.table_view import TableScreen
+from ragtriage.tui.screens.table_view import CaseListScreen
 from ragtriage.tui.text import natural_order
-from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
 
 FILTERS = {"_auto": "a", "pattern": "p", "status": "u"}
 
@@ -38,14 +37,13 @@ def distinct_parts(column: pa.ChunkedArray) -> list[str]:
     return sorted({p for v in column.to_pylist() if v for p in str(v).split("; ")})
 
 
-class FailuresScreen(TriageKeys, TableScreen):
+class FailuresScreen(CaseListScreen):
     MODE = "failures"
     FREE_TEXT = ("rule", "query")  # the rule names the category too (ranking.…), so it is the column shown
     BINDINGS: ClassVar[list[BindingType]] = [
-        *TRIAGE_BINDINGS,
-        Binding("a", "filter('_auto')", "Category"),
-        Binding("p", "filter('pattern')", "Pattern"),
-        Binding("u", "filter('status')", "Status"),
+        Binding("a", "filter('_auto')", "by category"),
+        Binding("p", "filter('pattern')", "by pattern"),
+        Binding("u", "filter('status')", "by status"),
         Binding("x", "clear_filters", "Clear", show=False),
     ]
 
@@ -69,10 +67,9 @@ class FailuresScreen(TriageKeys, TableScreen):
         return rows, cases
 
     def show(self, result: tuple[pa.Table, set[str] | None]) -> None:
-        keep = self.cursor_case()
         rows, self.slice_cases = result
         self.source = self.with_units(rows)
-        self.render_table(keep)
+        self.render_table()
 
     units: pa.Table | None = None
 
@@ -98,7 +95,7 @@ class FailuresScreen(TriageKeys, TableScreen):
             if event.state == WorkerState.SUCCESS and self.source is not None:
                 self.units = event.worker.result
                 self.source = self.with_units(self.source)
-                self.render_table(self.cursor_case())
+                self.render_table()
             return
         super().on_worker_state_changed(event)
 
@@ -126,17 +123,14 @@ class FailuresScreen(TriageKeys, TableScreen):
         if column == "status":
             values.append("(untriaged)")
         self.filters[column] = cycle(values, self.filters[column])
-        self.render_table(self.cursor_case())
+        self.render_table()
 
     def action_clear_filters(self) -> None:
         self.filters = dict.fromkeys(FILTERS)
-        self.render_table(self.cursor_case())
+        self.render_table()
 
     def stale_key(self) -> tuple[Any, ...]:
         return (*super().stale_key(), self.triage.notes_version)
-
-    def triage_case(self) -> str | None:
-        return self.cursor_case()
 
     def on_note_saved(self) -> None:
         """Called by the app after a note of this run was saved: re-read the triage columns."""

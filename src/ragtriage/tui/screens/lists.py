@@ -18,12 +18,12 @@ from textual.widgets import Static
 
 from ragtriage.safe_text import visible
 from ragtriage.tui import data
-from ragtriage.tui.screens.table_view import TableScreen
+from ragtriage.tui.screens.table_view import CaseListScreen, TableScreen
 from ragtriage.tui.text import lit
 from ragtriage.tui.widgets.plots import DeltaHistogram
 
 
-class ZeroHitScreen(TableScreen):
+class ZeroHitScreen(CaseListScreen):
     """Answerable cases with no relevant unit in the run's final top k (the k is in the title)."""
 
     MODE = "zerohit"
@@ -45,7 +45,7 @@ class ZeroHitScreen(TableScreen):
         self.render_table()
 
 
-class LeakageScreen(TableScreen):
+class LeakageScreen(CaseListScreen):
     """One row per leaking case, final-stage leaks first; below the list, the highlighted case's leaked results
     with every reason in full (wrapped, never cut). A hard failure, drawn in the error colour."""
 
@@ -108,6 +108,7 @@ class SlicesScreen(TableScreen):
 
     MODE = "slices"
     ROW_NOUN = "slices"
+    KEY_COLUMN = "slice_value"
     FREE_TEXT = ("slice_value",)
     KEY_COLUMNS = 6  # slice_value, n, mean, median, p10, zero_hit_rate
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -147,7 +148,7 @@ class SlicesScreen(TableScreen):
         self.app.push_screen(FailuresScreen(slice_filter=(self.dimension, row["slice_value"], self.threshold)))
 
 
-class CompareScreen(TableScreen):
+class CompareScreen(CaseListScreen):
     """One row per paired case: the measure for the baseline, the open run and its Δ, then every other loaded run
     of the same dataset, worst regression of the open run first; `m` cycles the measure, `b` the baseline; the Δ
     distribution is drawn below. Enter opens the case with the runs' ranked lists side by side."""

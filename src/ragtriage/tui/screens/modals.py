@@ -95,7 +95,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(key_table(self.app_keys), markup=False)
             yield Label(Text("\nMoving around", style="bold underline"))
             yield Static(key_table(GENERAL_KEYS), markup=False)
-            yield Label(Text("\nTriage (Failures list and case screen)", style="bold underline"))
+            yield Label(Text("\nTriage (every list of cases and the case screen)", style="bold underline"))
             yield Static(Text(KEY_HELP), markup=False)
 
     def action_scroll(self, lines: int) -> None:

@@ -19,6 +19,7 @@ from textual.widgets import Input
 from ragtriage.tui.case_ids import CaseIds
 from ragtriage.tui.screens.base import DataScreen
 from ragtriage.tui.text import sort_table
+from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
 from ragtriage.tui.widgets.arrow_table import FREE_TEXT, ArrowTable
 
 #: Columns `/` searches; ``_units`` is a hidden column of the unit ids a row's case involves.
@@ -60,6 +61,14 @@ def search_rows(table: pa.Table, text: str) -> pa.Table:
         hit = pc.fill_null(pc.match_substring(table.column(c), text, ignore_case=True), False)
         mask = hit if mask is None else pc.or_(mask, hit)
     return table.filter(mask)
+
+
+def row_of(table: pa.Table, column: str, value: Any) -> int:
+    """The first row whose ``column`` holds ``value``; the first row when none does (any more)."""
+    if value is None or column not in table.column_names:
+        return 0
+    found = pc.index(table.column(column), pa.scalar(value, table.schema.field(column).type)).as_py()
+    return max(0, int(found))
 
 
 class TableScreen(DataScreen):
@@ -148,9 +157,14 @@ class TableScreen(DataScreen):
         """Views with filters narrow the rows here (before search and sort)."""
         return table
 
-    def render_table(self, keep_case: str | None = None) -> None:
+    #: The column naming a row: a list re-sorted, re-filtered, searched or reloaded keeps the cursor on the row
+    #: with the same value when it is still listed, else on the first row.
+    KEY_COLUMN: ClassVar[str] = "case_id"
+
+    def render_table(self) -> None:
         if self.source is None:
             return
+        keep = self.cursor_key()
         shown = search_rows(self.transform(self.source), self.search_text)
         if self.sort_column is not None and self.sort_column in shown.column_names:
             shown = sort_table(shown, self.sort_column, descending=self.descending)
@@ -160,12 +174,15 @@ class TableScreen(DataScreen):
             return  # a key typed while the app quits (q then u): the screen is being taken down
         box.remove_children()
         self._rendered_width = self.app.size.width
-        widget = ArrowTable(shown, self._rendered_width, self.FREE_TEXT, self.KEY_COLUMNS, classes=self.TABLE_CLASSES)
+        widget = ArrowTable(
+            shown,
+            self._rendered_width,
+            self.FREE_TEXT,
+            self.KEY_COLUMNS,
+            cursor_row=row_of(shown, self.KEY_COLUMN, keep),
+            classes=self.TABLE_CLASSES,
+        )
         box.mount(widget)
-        if keep_case and "case_id" in shown.column_names:
-            ids = shown.column("case_id").to_pylist()
-            if keep_case in ids:
-                widget.move_cursor(row=ids.index(keep_case))
         if not self.query_one("#search", Input).has_focus:
             widget.focus()
         first = self._table is None
@@ -181,7 +198,7 @@ class TableScreen(DataScreen):
 
     def on_resize(self) -> None:
         if self.source is not None and self.app.size.width != self._rendered_width:
-            self.render_table(self.cursor_case())  # free text takes the new width
+            self.render_table()  # free text takes the new width
 
     def table_widget(self) -> ArrowTable | None:
         """The table now shown (the one being replaced may still be in the DOM for a frame)."""
@@ -232,11 +249,15 @@ class TableScreen(DataScreen):
         names = self.source.column_names
         i = names.index(self.sort_column) + 1 if self.sort_column in names else 0
         self.sort_column = names[i % len(names)]
-        self.render_table(self.cursor_case())
+        self.render_table()
 
     def action_reverse(self) -> None:
         self.descending = not self.descending
-        self.render_table(self.cursor_case())
+        self.render_table()
+
+    def cursor_key(self) -> Any:
+        row = self.current_row()
+        return row.get(self.KEY_COLUMN) if row else None
 
     def cursor_case(self) -> str | None:
         row = self.current_row()
@@ -267,3 +288,13 @@ class TableScreen(DataScreen):
             self.render_table()
             return
         super().action_back()
+
+
+class CaseListScreen(TriageKeys, TableScreen):
+    """A list with one row per case (Failures, Zero-hit, Leakage, Compare): the triage keys act on the highlighted
+    case, which sort, filter, search and reload keep on screen."""
+
+    BINDINGS: ClassVar[list[BindingType]] = TRIAGE_BINDINGS
+
+    def triage_case(self) -> str | None:
+        return self.cursor_case()

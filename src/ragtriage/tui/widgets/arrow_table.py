@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
 from textual_fastdatatable import ArrowBackend, DataTable
 
 from ragtriage.safe_text import is_string_type, visible, visible_array
@@ -125,7 +126,14 @@ class ArrowTable(DataTable):
     ]
 
     def __init__(
-        self, table: pa.Table, width: int = 80, free_text: tuple[str, ...] = FREE_TEXT, keep: int = 0, **kwargs: Any
+        self,
+        table: pa.Table,
+        width: int = 80,
+        free_text: tuple[str, ...] = FREE_TEXT,
+        keep: int = 0,
+        *,
+        cursor_row: int = 0,
+        **kwargs: Any,
     ) -> None:
         self.arrow = table
         shown = displayable(table, width, free_text, keep)
@@ -140,6 +148,27 @@ class ArrowTable(DataTable):
             zebra_stripes=True,
             **kwargs,
         )
+        # The cursor starts on ``cursor_row`` (the case a re-sorted or re-filtered list keeps): set now, so the
+        # screen reads that row at once, and scrolled into view once the table has its size (see on_mount).
+        self.set_reactive(DataTable.cursor_coordinate, Coordinate(max(0, min(cursor_row, table.num_rows - 1)), 0))
+
+    def on_mount(self) -> None:
+        if self.cursor_row:
+            self.call_after_refresh(self.show_cursor_row)
+
+    def rows_in_view(self) -> int:
+        """How many data rows the table shows at once (its height less the header)."""
+        return max(1, self.scrollable_content_region.height - (self.header_height if self.show_header else 0))
+
+    def show_cursor_row(self) -> None:
+        """Scroll so the cursor's row is in the middle of the table (a table just mounted has no size yet, so a
+        cursor moved then stays below the screen, highlighted nowhere)."""
+        self.scroll_to(y=max(0, self.cursor_row - self.rows_in_view() // 2), animate=False, immediate=True)
+
+    def cursor_visible(self) -> bool:
+        """Whether the cursor's row is one of the rows drawn now."""
+        top = round(self.scroll_y)
+        return 0 <= self.cursor_row < self.row_count and top <= self.cursor_row < top + self.rows_in_view()
 
     def row_dict(self, index: int | None = None) -> dict[str, Any] | None:
         """The source row under the cursor (or at ``index``) as a dict, from the Arrow table."""

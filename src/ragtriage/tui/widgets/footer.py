@@ -1,10 +1,11 @@
-"""A footer that shows only the keys that fit, and always the help key that lists the rest, and is rebuilt only
-when what it shows changes.
+"""A footer that shows every key the view offers, on a second row when one row is too narrow, always with the
+help key, and is rebuilt only when what it shows changes.
 
 Textual's Footer lays every key out in one row and docks the command-palette key on the right on top of it: at
-80 columns the Failures view's keys ran under the palette key and left stray letters beside it ("palettet").
-This one drops keys from the end of the row until the rest fit beside the palette key, keeping `?` (the help
-screen lists every key of the view), and lays the row out again when the terminal is resized.
+80 columns the Failures view's keys ran under the palette key and left stray letters beside it ("palettet"), and
+dropping the keys that did not fit hid the filters and the note key a person needs there. This one fills rows
+beside the palette key, in the bindings' order, up to two rows (the help key last; it lists every key, the
+unshown ones too), and lays them out again when the terminal is resized.
 
 Textual's Footer also rebuilds every key widget each time the screen's bindings are refreshed (focus changes,
 screen pushes, mounts), keys changed or not, several times per case opened, holding the UI thread while the
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
+from textual.containers import HorizontalGroup
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -36,20 +38,29 @@ def key_width(key: FooterKey, compact: bool) -> int:
     return cell_len(key.key_display) + desc + pad + 1
 
 
-def fitting(keys: list[FooterKey], budget: int, compact: bool) -> list[FooterKey]:
-    """The longest prefix of ``keys`` that fits in ``budget`` cells, plus the help key wherever it was."""
-    help_keys = [k for k in keys if k.key in HELP_KEYS]
-    left = budget - sum(key_width(k, compact) for k in help_keys)
-    shown: list[FooterKey] = []
-    for k in keys:
-        if k in help_keys:
-            continue
-        w = key_width(k, compact)
-        if w > left:
-            break
-        shown.append(k)
-        left -= w
-    return [k for k in keys if k in shown or k in help_keys]
+MAX_ROWS = 2
+
+
+def rows_of(keys: list[FooterKey], budget: int, compact: bool, max_rows: int = MAX_ROWS) -> list[list[FooterKey]]:
+    """``keys`` in order, in rows of at most ``budget`` cells, at most ``max_rows`` of them; the help key ends the
+    last row, and keys past the last row are left out (the help screen lists them)."""
+    helps = [k for k in keys if k.key in HELP_KEYS]
+    queue = [k for k in keys if k not in helps]
+    rows: list[list[FooterKey]] = []
+    while len(rows) < max_rows:
+        last = len(rows) == max_rows - 1
+        left = budget - (sum(key_width(h, compact) for h in helps) if last else 0)
+        row: list[FooterKey] = []
+        while queue and key_width(queue[0], compact) <= left:
+            left -= key_width(queue[0], compact)
+            row.append(queue.pop(0))
+        if not queue and sum(key_width(h, compact) for h in helps) <= left:
+            rows.append(row + helps)
+            return rows
+        if last:
+            row += helps
+        rows.append(row)
+    return rows
 
 
 class FittingFooter(Footer):
@@ -88,8 +99,15 @@ class FittingFooter(Footer):
         self._laid_out_for = width
         self._composed, self._asked = self.shown_keys(), False
         budget = width - sum(key_width(p, self.compact) + 1 for p in palette) - 1
+        rows = rows_of(keys, budget, self.compact)
+        self.styles.height = max(1, len(rows))
+        self.styles.layout = "vertical" if len(rows) > 1 else "horizontal"
         yield from others
-        yield from fitting(keys, budget, self.compact)
+        if len(rows) > 1:
+            for row in rows:
+                yield HorizontalGroup(*row, classes="footer-row")
+        else:
+            yield from (k for row in rows for k in row)
         yield from palette
 
     def on_resize(self, event: events.Resize) -> None:
