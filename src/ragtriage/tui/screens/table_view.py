@@ -83,7 +83,6 @@ class TableScreen(DataScreen):
     DEFAULT_CSS = """
     TableScreen #search { height: 1; border: none; padding: 0 1; }
     TableScreen #tablebox { height: 1fr; }
-    TableScreen ArrowTable { height: 1fr; max-height: 100%; }
     """
     TABLE_CLASSES: ClassVar[str] = ""
     FREE_TEXT: ClassVar[tuple[str, ...]] = FREE_TEXT

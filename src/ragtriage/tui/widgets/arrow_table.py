@@ -115,6 +115,12 @@ def column_width(col: Any) -> int:
 class ArrowTable(DataTable):
     """Row-cursor table; `j`/`k`/`g`/`G` move like arrows/Home/End. Data is shown literally (no markup)."""
 
+    # As tall as the box it is in: fastdatatable's own rule (auto, at most the terminal's height) made it taller
+    # than its box, so the rows it scrolled to could be under the footer, the cursor highlighted out of sight.
+    DEFAULT_CSS = """
+    ArrowTable { height: 1fr; max-height: 100%; }
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select_cursor", "Open"),
         Binding("j", "cursor_down", "Down", show=False),
@@ -149,12 +155,32 @@ class ArrowTable(DataTable):
             **kwargs,
         )
         # The cursor starts on ``cursor_row`` (the case a re-sorted or re-filtered list keeps): set now, so the
-        # screen reads that row at once, and scrolled into view once the table has its size (see on_mount).
+        # screen reads that row at once, and scrolled into view once the table knows its height (fastdatatable
+        # measures it when idle after mounting; a scroll before that is clamped to the top, leaving the cursor
+        # below the screen, highlighted nowhere).
         self.set_reactive(DataTable.cursor_coordinate, Coordinate(max(0, min(cursor_row, table.num_rows - 1)), 0))
+        self._scroll_pending = self.cursor_row > 0
 
-    def on_mount(self) -> None:
-        if self.cursor_row:
-            self.call_after_refresh(self.show_cursor_row)
+    _scroll_pending = False
+    _scroll_tries = 0
+
+    def watch_virtual_size(self) -> None:
+        self._scroll_once_sized()
+
+    def on_resize(self) -> None:
+        self._scroll_once_sized()
+
+    def _scroll_once_sized(self) -> None:
+        """Scroll the starting row into view once the table has a height and knows its rows; again after the next
+        refresh when the scroll did not take (a table laid out for the first time may not allow scrolling yet)."""
+        if not (self._scroll_pending and self.virtual_size.height > 0 and self.size.height > 0):
+            return
+        self.show_cursor_row()
+        self._scroll_tries += 1
+        if self.cursor_visible() or self._scroll_tries >= 5:
+            self._scroll_pending = False
+        else:
+            self.call_after_refresh(self._scroll_once_sized)
 
     def rows_in_view(self) -> int:
         """How many data rows the table shows at once (its height less the header)."""
