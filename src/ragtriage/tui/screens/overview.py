@@ -135,6 +135,7 @@ class OverviewScreen(DataScreen):
     OverviewScreen #sec-identity { margin-top: 0; }
     OverviewScreen #sec-leaks { margin-top: 0; }
     OverviewScreen .plot { height: 14; margin-top: 1; }
+    OverviewScreen SliceBars.plot { height: auto; }
     """
 
     def __init__(self) -> None:
@@ -268,7 +269,9 @@ class OverviewScreen(DataScreen):
             table = sl.table
             labels = table.column("slice_value").to_pylist()
             self.plot("slices").show(labels, table.column("mean").to_pylist(), "")
-            return Text(f"Mean {sl.measure} by {SLICE_DIMENSION}, worst first (press s)", style="bold underline")
+            return Text(
+                f"Mean {sl.measure} by {SLICE_DIMENSION}, worst first, bars 0 to 1 (press s)", style="bold underline"
+            )
         cats: data.Categories = result
         body = Group(arrow_rich(cats.counts), Text(visible(cats.costs.sentence()), style="italic"))
         return titled(f"Failures per category, cost in {cats.costs.measure} (press f)", body)

@@ -1,4 +1,5 @@
-"""Pictures drawn with textual-plotext: the per-case distribution of a measure, per-slice bars, the Δ histogram.
+"""The pictures: the per-case distribution of a measure and the Δ histogram (textual-plotext), the per-slice bars
+(one text line per slice).
 
 Figures come from the core (metrics.per_case, metrics.slices, gate.compare); binning for the picture is the only
 arithmetic here. Every label that came from data passes through the one sanitiser first, since plotext's
@@ -8,8 +9,14 @@ output is read back as ANSI text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+from rich.cells import cell_len
+from rich.console import RenderableType
+from rich.text import Text
+from textual.geometry import Size
+from textual.widget import Widget
 from textual_plotext import PlotextPlot
 
 from ragtriage.safe_text import visible
@@ -39,19 +46,54 @@ class Histogram(PlotextPlot):
         self.refresh()
 
 
-class SliceBars(PlotextPlot):
-    """Mean of the slice measure per slice value, worst first (horizontal bars, value labels cut to fit)."""
+class SliceBars(Widget):
+    """Mean of the slice measure per slice value, worst first: one line per slice, its label, a bar from 0 to 1 and
+    the value printed at the bar's end, so a label can never sit beside another slice's bar (plotext's horizontal
+    bars put nine slices on eleven rows and labelled some with their neighbour)."""
 
-    def show(self, labels: Sequence[object], means: Sequence[float], title: str) -> None:
-        plt = self.plt
-        plt.clear_data()
-        plt.clear_figure()
-        # plotext draws the first bar at the bottom: reversed, so the worst slice is on top as in the Slices view
-        names = [_label(v) for v in labels][::-1]
-        plt.bar(names, [round(float(m), 4) for m in means][::-1], orientation="horizontal", width=0.6)
-        plt.xlim(0, 1)
-        plt.title(visible(title))
-        self.refresh()
+    DEFAULT_CSS = """
+    SliceBars { height: auto; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: What is drawn, one (label, mean) per line in order: the labels as shown (sanitised, cut)
+        self.rows: list[tuple[str, float | None]] = []
+
+    def show(self, labels: Sequence[object], means: Sequence[float | None], title: str = "") -> None:
+        self.rows = [(_label(v), None if m is None or m != m else float(m)) for v, m in zip(labels, means, strict=True)]
+        self.refresh(layout=True)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return max(1, len(self.rows))
+
+    def render(self) -> RenderableType:
+        return Text("\n").join(bar_lines(self.rows, self.size.width or 80))
+
+
+def bar_lines(rows: Sequence[tuple[str, float | None]], width: int) -> list[Text]:
+    """``label  ████████▌  0.6867`` per row: labels padded to the longest, bars scaled to [0, 1] over the width
+    left, a value outside [0, 1] drawn at the edge it passes (the number says what it is)."""
+    label_w = max((cell_len(label) for label, _ in rows), default=0)
+    value_w = 7
+    room = max(4, width - label_w - value_w - 3)
+    lines = []
+    for label, mean in rows:
+        line = Text(no_wrap=True, overflow="crop")
+        line.append(label + " " * (label_w - cell_len(label)) + " ")
+        if mean is None:
+            line.append(" " * room + "      —")
+        else:
+            eighths = round(min(max(mean, 0.0), 1.0) * room * 8)
+            bar = "█" * (eighths // 8) + (EIGHTHS[eighths % 8] if eighths % 8 else "")
+            line.append(bar, style="bold blue")
+            line.append(" " * (room - cell_len(bar)))
+            line.append(f" {mean:.4f}".rjust(value_w), style="bold")
+        lines.append(line)
+    return lines
+
+
+EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
 class DeltaHistogram(PlotextPlot):
