@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: The run `ragtriage demo` opens and the baseline it compares with: the README's
+#: `ragtriage tui --run hybrid-rerank --baseline bm25`, the sample's best run against its lexical baseline.
+DEMO_RUN = "hybrid-rerank"
+DEMO_BASELINE = "bm25"
+
 
 def sample_runs_path() -> Path:
     """The installed copy wins; an editable install or a source checkout uses the repository's sample_runs/."""

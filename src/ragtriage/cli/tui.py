@@ -5,7 +5,11 @@ Textual is imported only inside `tui`/`demo`, so `export-notes` and the other co
 
 from __future__ import annotations
 
+import shutil
+import signal
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -66,27 +70,66 @@ def demo(
     sample: Annotated[Path | None, typer.Option("--sample", help="Folder with dataset/ and runs/*.")] = None,
     db: Annotated[Path | None, typer.Option("--db", help="Keep the demo store here (default: a temp dir).")] = None,
 ) -> None:
-    """Load sample_runs into a fresh store and open the TUI on it."""
-    from ragtriage.contract.errors import ValidationFailed
-    from ragtriage.store import StoreError, connect, load_dataset, load_run
-
+    """Load sample_runs into a fresh store and open the TUI on it (run hybrid-rerank against bm25, as the README
+    shows); a store in a temp dir is removed on exit."""
     root = sample or sample_dir()
     runs = sorted(p for p in (root / "runs").glob("*") if p.is_dir())
     if not (root / "dataset").is_dir() or not runs:
         raise _fail(f"{root}: no dataset/ and runs/* here; pass --sample DIR")
-    target = db or Path(tempfile.mkdtemp(prefix="ragtriage-demo-")) / "demo.duckdb"
-    if target.exists():
-        raise _fail(f"{target} exists; pass another --db or remove it")
+    if db is not None:
+        if db.exists():
+            raise _fail(f"{db} exists; pass another --db or remove it")
+        _demo(root, runs, db)
+        return
+    with _removed_on_exit(Path(tempfile.mkdtemp(prefix="ragtriage-demo-"))) as folder:
+        _demo(root, runs, folder / "demo.duckdb")
+
+
+@contextmanager
+def _removed_on_exit(folder: Path) -> Iterator[Path]:
+    """``folder``, removed with what it holds however the demo ends: quitting, an error, Ctrl-C or a SIGTERM
+    (turned into an exit so the removal runs)."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield folder
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _demo(root: Path, runs: list[Path], target: Path) -> None:
+    from ragtriage.contract.errors import ValidationFailed
+    from ragtriage.sample import DEMO_BASELINE, DEMO_RUN
+    from ragtriage.store import StoreError, connect, load_dataset, load_run
+
     try:
         con = connect(target)
-        load_dataset(con, root / "dataset")
-        for run_dir in runs:
-            load_run(con, run_dir)
-        con.close()
+        try:
+            load_dataset(con, root / "dataset")
+            for run_dir in runs:
+                load_run(con, run_dir)
+            loaded = {str(r[0]) for r in con.execute("SELECT run_id FROM runs").fetchall()}
+        finally:
+            con.close()
     except (StoreError, ValidationFailed, OSError, ValueError) as exc:
         raise _fail(f"loading {root} failed: {exc}") from exc
+    run, baseline = demo_runs(loaded, DEMO_RUN, DEMO_BASELINE)
     err.print(f"demo store: {target} (notes kept beside it in {target.name}.notes.sqlite)", markup=False)
-    _run_app(target, None, None, None)
+    _run_app(target, run, baseline, None)
+
+
+def demo_runs(loaded: set[str], run: str, baseline: str) -> tuple[str | None, str | None]:
+    """The README's run and baseline when the sample has them; otherwise what `tui` opens by default."""
+    if run in loaded and baseline in loaded:
+        return run, baseline
+    return None, None
 
 
 @app.command("export-notes")
