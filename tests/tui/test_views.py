@@ -35,7 +35,7 @@ async def test_overview_shows_identity_and_the_leak_banner_first(db_path: Path) 
         assert "bm25 k=2 candidates to 5" in identity
         assert "unit=chunk relevant: grade>=2 on 0..3" in identity
         leaks = app.screen.query_one("#sec-leaks").content
-        assert leaks.plain.strip() == "LEAKAGE: 1 cases, 1 final results the principal may not see (press l)"
+        assert leaks.plain.strip() == "LEAKAGE: FAILS, 1 cases, 1 final results the principal may not see (press l)"
         assert "red" in str(leaks.style)
         assert app.screen.query_one("#sec-leaks").region.bottom <= 24  # above the fold
         dist = app.screen.query_one("#plot-dist")
@@ -205,7 +205,7 @@ async def test_help_lists_the_view_and_app_keys_and_scrolls(db_path: Path) -> No
         assert isinstance(app.screen, HelpScreen)
         view = {d: k for k, d in app.screen.view_keys}
         whole = {d: k for k, d in app.screen.app_keys}
-        assert view["Search"] == "/" and view["Back"] == "esc" and view["Pattern"] == "p"
+        assert view["Search"] == "/" and view["Back"] == "esc" and view["by pattern"] == "p"
         assert whole["Help"] == "?" and whole["Export"] == "E" and whole["Failures"] == "f"
         body = app.screen.query_one("#help-body")
         assert body.max_scroll_y > 0  # longer than the screen: it scrolls

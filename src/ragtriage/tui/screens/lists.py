@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from ragtriage.safe_text import visible
 from ragtriage.tui import data
+from ragtriage.tui.leak_verdict import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
 from ragtriage.tui.screens.table_view import CaseListScreen, TableScreen
 from ragtriage.tui.text import lit
 from ragtriage.tui.widgets.plots import DeltaHistogram
@@ -148,9 +149,35 @@ class SlicesScreen(TableScreen):
         self.app.push_screen(FailuresScreen(slice_filter=(self.dimension, row["slice_value"], self.threshold)))
 
 
+def verdicts_line(verdicts: list[LeakVerdict]) -> Text:
+    """Each compared run's leakage verdict, failing runs first in red: a leaking run fails whatever its figures
+    below say, and a run nothing could be checked on is said to be so, never clean. Runs with the same verdict
+    and coverage share one phrase."""
+    line = Text()
+    for v in (v for v in verdicts if v.state == FAILS):
+        line.append_text(lit(v.run_id, "bold white on red"))
+        line.append(f" FAILS: leaks in {v.leaked_cases} cases · ", style="bold red")
+    groups: dict[tuple[str, str], list[str]] = {}
+    for v in verdicts:
+        if v.state == NOT_CHECKED:
+            groups.setdefault((f"leakage NOT CHECKED ({v.why_unchecked()}): ", "bold yellow"), []).append(v.run_id)
+        elif v.state != FAILS:
+            phrase = f"no leaks in {v.checked} of {v.cases} cases checked: "
+            groups.setdefault((phrase, "yellow" if v.unchecked else "green"), []).append(v.run_id)
+    for (phrase, style), runs in groups.items():
+        line.append(phrase, style=style)
+        line.append_text(lit(", ".join(runs)))
+        line.append(" · ")
+    line.rstrip()
+    if line.plain.endswith("·"):
+        line.right_crop(2)
+    return line
+
+
 class CompareScreen(CaseListScreen):
-    """One row per paired case: the measure for the baseline, the open run and its Δ, then every other loaded run
-    of the same dataset, worst regression of the open run first; `m` cycles the measure, `b` the baseline; the Δ
+    """Each run's leakage verdict first (a leaking run FAILS, its column says LEAKS), then one row per paired case:
+    the measure for the baseline, the open run and its Δ, then every other loaded run of the same dataset, worst
+    regression of the open run first; `m` cycles the measure, `b` the baseline; the Δ
     distribution is drawn below. Enter opens the case with the runs' ranked lists side by side."""
 
     MODE = "compare"
@@ -160,6 +187,7 @@ class CompareScreen(CaseListScreen):
     ]
     DEFAULT_CSS = """
     CompareScreen #tablebox { height: 1fr; }
+    CompareScreen #verdicts { height: auto; padding: 0 1; }
     CompareScreen DeltaHistogram { height: 9; }
     """
 
@@ -170,6 +198,9 @@ class CompareScreen(CaseListScreen):
         self.matrix_key: tuple[Any, ...] = ()
         self.view: data.CompareView | None = None
 
+    def compose_above(self) -> ComposeResult:
+        yield Static(id="verdicts", markup=False)
+
     def compose_below(self) -> ComposeResult:
         yield DeltaHistogram()
 
@@ -177,24 +208,27 @@ class CompareScreen(CaseListScreen):
         measure = self.view.measure if self.view else self.family
         return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'} · {measure}"
 
-    def fetch(self, cur: Any) -> data.CompareView:
+    def fetch(self, cur: Any) -> tuple[data.CompareView, list[LeakVerdict]]:
         app = self.triage
         if not app.baseline:
             raise data.ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
         key = (app.baseline, app.run_id, tuple(app.runs))  # a run loaded meanwhile joins on the next reload
         if self.matrix is None or self.matrix_key != key:
             self.matrix, self.matrix_key = data.runs_matrix(cur, app.run_id, app.baseline, app.runs, app.cache), key
-        return data.compare_view(cur, self.matrix, self.family)
+        view = data.compare_view(cur, self.matrix, self.family)
+        return view, [leak_verdict(cur, run, app.cache) for run in view.runs]
 
-    def show(self, result: data.CompareView) -> None:
-        self.view = result
-        self.triage.compare_runs = (result.runs[1], result.runs[0], *result.runs[2:])  # the case screen's panels
+    def show(self, result: tuple[data.CompareView, list[LeakVerdict]]) -> None:
+        self.view, verdicts = result
+        self.triage.compare_runs = (self.view.runs[1], self.view.runs[0], *self.view.runs[2:])  # the case screen
         self.set_bar()
-        names = [visible(r) for r in result.runs]
-        self.source = result.table.rename_columns(["case_id", names[0], names[1], "Δ", *names[2:], "query"])
+        self.query_one("#verdicts", Static).update(verdicts_line(verdicts))
+        leaking = {v.run_id for v in verdicts if v.state == FAILS}
+        names = [visible(r) + (" LEAKS" if r in leaking else "") for r in self.view.runs]
+        self.source = self.view.table.rename_columns(["case_id", names[0], names[1], "Δ", *names[2:], "query"])
         self.render_table()
         runs = f"{self.triage.run_id} − {self.triage.baseline}"
-        self.query_one(DeltaHistogram).show(result.deltas, f"cases per Δ {result.measure} ({runs})")
+        self.query_one(DeltaHistogram).show(self.view.deltas, f"cases per Δ {self.view.measure} ({runs})")
 
     def describe(self) -> str:
         v = self.view

@@ -21,6 +21,7 @@ from textual.worker import Worker, get_current_worker
 
 from ragtriage.safe_text import visible
 from ragtriage.tui import data
+from ragtriage.tui.leak_verdict import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
 from ragtriage.tui.screens.base import DataScreen
 from ragtriage.tui.text import lit, num
 from ragtriage.tui.widgets.line_table import Column, LineTable
@@ -89,14 +90,13 @@ def identity_block(run: dict[str, Any], ds: dict[str, Any]) -> RenderableType:
     return grid
 
 
-def leaks_block(counts: tuple[int, int]) -> RenderableType:
-    cases, final = counts
-    if cases:
-        return Text(
-            f" LEAKAGE: {cases} cases, {final} final results the principal may not see (press l) ",
-            style="bold white on red",
-        )
-    return Text("leakage: none", style="green")
+def leaks_block(verdict: LeakVerdict) -> RenderableType:
+    """The leak banner: red when the run leaks, yellow when nothing could be checked (never "none" then)."""
+    if verdict.state == FAILS:
+        return Text(f" {verdict.sentence()} (press l) ", style="bold white on red")
+    if verdict.state == NOT_CHECKED:
+        return Text(f" {verdict.sentence()} ", style="bold black on yellow")
+    return Text(verdict.sentence(), style="yellow" if verdict.unchecked else "green")
 
 
 def titled(title: str, body: RenderableType) -> RenderableType:
@@ -231,7 +231,7 @@ class OverviewScreen(DataScreen):
             if name == "identity":
                 return data.identity(cur, run_id)
             if name == "leaks":
-                return data.leak_counts(app.cache.table("leakage", run_id, cur))
+                return leak_verdict(cur, run_id, app.cache)
             if name == "summary":
                 return data.summary(cur, run_id, app.db_path, app.cache)
             if name == "dist":

@@ -104,9 +104,14 @@ class TableScreen(DataScreen):
         search = Input(placeholder="search ids (case, unit) and query text; Enter keeps, Escape clears", id="search")
         search.display = False
         yield search
+        yield from self.compose_above()
         yield Container(id="tablebox")
         yield from self.compose_below()
         yield from self.compose_footer()
+
+    def compose_above(self) -> ComposeResult:
+        """What a view shows over its list (Compare: each run's leakage verdict, before any figure)."""
+        yield from ()
 
     def compose_below(self) -> ComposeResult:
         """What a view shows under its list (Leakage: the case's reasons; Compare: the Δ histogram)."""
