@@ -15,7 +15,7 @@ from ragtriage.tui.app import TriageApp
 from ragtriage.tui.screens.case_detail import CaseScreen
 from ragtriage.tui.screens.failures import FailuresScreen
 from ragtriage.tui.screens.table_view import replay
-from ragtriage.tui.widgets.footer import FittingFooter, FooterKey, key_width
+from ragtriage.tui.widgets.footer import FittingFooter, FooterKey, key_width, rows_of
 from tests.tui.helpers import HANG_GUARD, pilot_test, plain, settle, static_text, until
 
 
@@ -125,20 +125,42 @@ def footer_fits(app: TriageApp) -> list[str]:
     return [k.key_display for k in keys]
 
 
+#: The keys each view's footer shows, at 80 columns as at 200 (the help key last): every key that acts there.
+EVERY_KEY = {
+    "o": ["esc", "m", "E", "q", "?"],
+    "s": ["⏎", "esc", "/", "t", "d", "E", "q", "?"],
+    "z": ["⏎", "esc", "/", "t", "1-4", "5-8", "e", "E", "q", "?"],
+    "l": ["⏎", "esc", "/", "t", "1-4", "5-8", "e", "n", "p", "E", "q", "?"],
+    "f": ["⏎", "esc", "/", "t", "1-4", "5-8", "e", "a", "p", "u", "E", "q", "?"],
+    "c": ["⏎", "esc", "/", "t", "1-4", "5-8", "e", "m", "b", "E", "q", "?"],
+    "case": ["esc", "1-4", "5-8", "e", "n", "p", "E", "q", "?"],
+}
+
+
 @pytest.mark.slow
 @pilot_test
-async def test_footer_keeps_help_and_never_overflows_at_80_columns(db_path: Path) -> None:
+async def test_footer_shows_every_key_and_never_overflows_at_80_columns(db_path: Path) -> None:
+    """At 80 columns the keys take a second row instead of being dropped (the Failures view hid e, a, p, u)."""
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         for key in ("o", "s", "z", "l", "f", "c"):
             await pilot.press(key)
             await settle(pilot)
-            assert "?" in footer_fits(app), key
-        assert "a" not in footer_fits(app)  # failures: filter keys hidden at 80 columns, listed by `?`
+            assert footer_fits(app) == EVERY_KEY[key], key
+        assert app.screen.query_one(FittingFooter).size.height == 2
         await pilot.press("f", "enter")
         await settle(pilot)
-        assert footer_fits(app) == ["esc", "1-4", "5-8", "e", "n", "p", "?"]
+        assert footer_fits(app) == EVERY_KEY["case"]
+
+
+def test_footer_rows_fill_in_order_with_help_last() -> None:
+    keys = [FooterKey(k, k, "x" * 5, "a") for k in "abcdef"] + [FooterKey("question_mark", "?", "Help", "h")]
+    # each key 1 + 1 + 5 + 1 = 8 cells, help 7: two keys a row in 17 cells, help at the end of the last row
+    rows = rows_of(keys, 17, compact=True)
+    assert [[k.key_display for k in row] for row in rows] == [["a", "b"], ["c", "?"]]
+    assert [[k.key_display for k in row] for row in rows_of(keys, 80, compact=True)] == [[*"abcdef", "?"]]
+    assert [len(r) for r in rows_of(keys, 40, compact=True)] == [5, 2]
 
 
 @pytest.mark.slow
@@ -176,8 +198,8 @@ async def test_footer_shows_every_key_at_200_columns(db_path: Path) -> None:
         await settle(pilot)
         await pilot.press("f")
         await settle(pilot)
-        shown = footer_fits(app)
-        assert shown == ["⏎", "esc", "/", "t", "1-4", "5-8", "e", "a", "p", "u", "?", "E", "q"]
+        assert footer_fits(app) == EVERY_KEY["f"]
+        assert app.screen.query_one(FittingFooter).size.height == 1
 
 
 def test_key_width_counts_key_space_description_and_margin() -> None:
@@ -403,14 +425,14 @@ async def test_footer_is_rebuilt_only_when_its_keys_change(db_path: Path, monkey
         await settle(pilot)
         assert isinstance(app.screen, CaseScreen)
         assert composed == ["CaseScreen"]  # at mount only: the bindings refreshes after it find the same keys
-        assert footer_fits(app) == ["esc", "1-4", "5-8", "e", "n", "p", "?"]
+        assert footer_fits(app) == EVERY_KEY["case"]
         composed.clear()
         await pilot.press("n", "n")
         await settle(pilot)
         assert composed == []
         await pilot.press("escape")
         await settle(pilot)
-        assert footer_fits(app) == ["⏎", "esc", "/", "t", "1-4", "5-8", "?"]
+        assert footer_fits(app) == EVERY_KEY["f"]
         composed.clear()
         await pilot.press("slash")  # the search box takes focus: the keys it types leave the footer
         await settle(pilot)

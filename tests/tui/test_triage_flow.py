@@ -69,6 +69,9 @@ async def test_assign_note_next_and_export_csv(db_path: Path, tmp_path: Path) ->
         await pilot.press("3", "6")
         await settle(pilot)
         assert "ranking / confirmed by ann" in static_text(app, "#sec-triage")
+        # what the person set is in the header, under the classifier's verdict, on the first screen
+        assert "mine ranking / confirmed\n" in static_text(app, "#sec-why")
+        assert app.screen.query_one("#sec-why").region.bottom < 24
         await pilot.press("e")
         await settle(pilot)
         assert isinstance(app.screen, NoteEditor)
@@ -80,6 +83,7 @@ async def test_assign_note_next_and_export_csv(db_path: Path, tmp_path: Path) ->
         await settle(pilot)
         assert isinstance(app.screen, CaseScreen)
         assert "=HYPERLINK(x) [b]heading[/b] ranks; ok" in static_text(app, "#sec-triage")
+        assert "mine ranking / confirmed · note: =HYPERLINK(x) [b]heading[/b] ranks; ok" in static_text(app, "#sec-why")
         await pilot.press("n")
         await settle(pilot)
         assert app.screen.case_id == "q3"  # type: ignore[attr-defined]

@@ -140,7 +140,7 @@ def mine_line(d: CaseDetail) -> Text:
         return line
     line.append_text(lit(f"{n.category or '-'} / {n.status or '-'}", "bold cyan"))
     if n.note:
-        line.append(" · note ")
+        line.append(" · note: ")
         line.append_text(lit(n.note.splitlines()[0] + (" …" if "\n" in n.note.strip() else "")))
     return line
 
@@ -152,7 +152,8 @@ def why_block(d: CaseDetail, width: int) -> RenderableType:
     for i, part in enumerate(wrap_lines(query, width - 2, QUERY_LINES)):
         lines.append(Text.assemble(("Q " if i == 0 else "  ", "bold"), part))
     if query_cut(d, width):
-        lines.append(Text(f"  the query in full ({len(query)} characters) is the last section: G", style="dim"))
+        chars = len(str(d.case.get("query")))
+        lines.append(Text(f"  the query in full ({chars} characters) is the last section: G", style="dim"))
     if "classification" in d.errors:
         lines.append(Text(visible(d.errors["classification"]), style="red"))
     elif not d.failures:
