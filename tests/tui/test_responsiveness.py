@@ -321,6 +321,7 @@ async def test_a_case_read_ahead_is_laid_out_ahead_and_shown_without_a_second_la
 ) -> None:
     """The read ahead also lays the sections out (at the width the case screen's body will have), so the screen
     shows that layout as it is, at mount; the case's text is the same as a case read on opening."""
+    import ragtriage.tui.case_layout as case_layout
     import ragtriage.tui.screens.case_detail as case_screen
 
     laid_out: list[tuple[str, int]] = []
@@ -331,6 +332,7 @@ async def test_a_case_read_ahead_is_laid_out_ahead_and_shown_without_a_second_la
         return real(d, width, side)
 
     monkeypatch.setattr(case_screen, "rendered", counted)
+    monkeypatch.setattr(case_layout, "rendered", counted)  # the app's read ahead lays out with it
     fetched: list[str] = []
     real_fetch = CaseScreen.fetch
 
@@ -366,6 +368,7 @@ async def test_a_read_ahead_laid_out_at_another_width_is_laid_out_again_not_read
 ) -> None:
     """The terminal widened between the read ahead and Enter: the case screen lays the case out at its new width
     from the read it has, and reads nothing more."""
+    import ragtriage.tui.case_layout as case_layout
     import ragtriage.tui.screens.case_detail as case_screen
 
     laid_out: list[tuple[str, int]] = []
@@ -383,6 +386,7 @@ async def test_a_read_ahead_laid_out_at_another_width_is_laid_out_again_not_read
         return real_read(cur, run_id, case_id, *args)
 
     monkeypatch.setattr(case_screen, "rendered", counted)
+    monkeypatch.setattr(case_layout, "rendered", counted)  # the app's read ahead lays out with it
     monkeypatch.setattr(case_screen, "case_detail", read)
     app = make_app(db_path)
     async with app.run_test(size=(80, 24)) as pilot:

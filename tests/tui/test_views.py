@@ -301,7 +301,7 @@ async def test_slices_and_compare_lift_constants_to_the_title(db_path: Path) -> 
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, CompareScreen) and screen.shown is not None
-        assert screen.shown.column_names == ["case_id", "hybrid", "bm25", "Δ", "query"]
+        assert screen.shown.column_names == ["case_id", "hybrid LEAKS", "bm25 LEAKS", "Δ", "query"]
         assert "bm25 vs hybrid · nDCG@2" in static_text(app, "#status")
         assert "+0 / -1 / =3" in static_text(app, "#status")
         await pilot.press("m")  # next measure: P

@@ -197,6 +197,7 @@ class CompareScreen(CaseListScreen):
         self.matrix: data.RunsMatrix | None = None
         self.matrix_key: tuple[Any, ...] = ()
         self.view: data.CompareView | None = None
+        self.failing: list[str] = []  # the compared runs that leak
 
     def compose_above(self) -> ComposeResult:
         yield Static(id="verdicts", markup=False)
@@ -220,6 +221,7 @@ class CompareScreen(CaseListScreen):
 
     def show(self, result: tuple[data.CompareView, list[LeakVerdict]]) -> None:
         self.view, verdicts = result
+        self.failing = [v.run_id for v in verdicts if v.state == FAILS]
         self.triage.compare_runs = (self.view.runs[1], self.view.runs[0], *self.view.runs[2:])  # the case screen
         self.set_bar()
         self.query_one("#verdicts", Static).update(verdicts_line(verdicts))
@@ -234,7 +236,8 @@ class CompareScreen(CaseListScreen):
         v = self.view
         if v is None:
             return super().describe()
-        return f"+{v.wins} / -{v.losses} / ={v.ties} · {super().describe()}"
+        fails = f"LEAKS, FAILS: {', '.join(self.failing)} · " if self.failing else ""
+        return f"{fails}+{v.wins} / -{v.losses} / ={v.ties} · {super().describe()}"
 
     def action_measure(self) -> None:
         fams = data.CASE_MEASURES
