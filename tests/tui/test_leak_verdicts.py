@@ -19,7 +19,7 @@ async def test_a_leaking_run_fails_first_in_compare(db_path: Path) -> None:
         await settle(pilot)
         # conftest's q3 retrieves d2#1 (acl hr) for a principal in eng, in both runs; the store has 5 cases, all
         # with a principal
-        assert "LEAKAGE: FAILS, 1 cases, 1 final results" in static_text(app, "#sec-leaks")
+        assert "LEAKAGE FAILS: 1 cases, 1 leaked final results (press l)" in static_text(app, "#sec-leaks")
         await pilot.press("c")
         await settle(pilot)
         screen = app.screen
@@ -28,7 +28,7 @@ async def test_a_leaking_run_fails_first_in_compare(db_path: Path) -> None:
         assert "bm25 FAILS: leaks in 1 cases" in verdicts and "hybrid FAILS: leaks in 1 cases" in verdicts
         assert screen.source.column_names[1:3] == ["bm25 LEAKS", "hybrid LEAKS"]
         status = static_text(app, "#status")
-        assert "│ LEAKS, FAILS: bm25, hybrid · +" in status  # before the wins and losses
+        assert "│ FAILS (leaks): bm25, hybrid · +" in status  # before the wins and losses
         box = screen.query_one("#verdicts")
         assert box.region.bottom <= screen.query_one("#tablebox").region.y  # above every figure
 

@@ -35,7 +35,7 @@ async def test_overview_shows_identity_and_the_leak_banner_first(db_path: Path) 
         assert "bm25 k=2 candidates to 5" in identity
         assert "unit=chunk relevant: grade>=2 on 0..3" in identity
         leaks = app.screen.query_one("#sec-leaks").content
-        assert leaks.plain.strip() == "LEAKAGE: FAILS, 1 cases, 1 final results the principal may not see (press l)"
+        assert leaks.plain.strip() == "LEAKAGE FAILS: 1 cases, 1 leaked final results (press l)"
         assert "red" in str(leaks.style)
         assert app.screen.query_one("#sec-leaks").region.bottom <= 24  # above the fold
         dist = app.screen.query_one("#plot-dist")

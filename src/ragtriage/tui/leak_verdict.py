@@ -44,10 +44,7 @@ class LeakVerdict:
     def sentence(self) -> str:
         """The verdict in words, for the overview's banner and Compare's verdict line."""
         if self.state == FAILS:
-            return (
-                f"LEAKAGE: FAILS, {self.leaked_cases} cases, {self.leaked_final} final results the principal may "
-                "not see"
-            )
+            return f"LEAKAGE FAILS: {self.leaked_cases} cases, {self.leaked_final} leaked final results"
         if self.state == NOT_CHECKED:
             return f"leakage: NOT CHECKED ({self.why_unchecked()} in any of {self.cases} cases)"
         rest = f"; {self.unchecked} not checked ({self.why_unchecked()})" if self.unchecked else ""

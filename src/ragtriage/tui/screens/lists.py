@@ -236,7 +236,7 @@ class CompareScreen(CaseListScreen):
         v = self.view
         if v is None:
             return super().describe()
-        fails = f"LEAKS, FAILS: {', '.join(self.failing)} · " if self.failing else ""
+        fails = f"FAILS (leaks): {', '.join(self.failing)} · " if self.failing else ""
         return f"{fails}+{v.wins} / -{v.losses} / ={v.ties} · {super().describe()}"
 
     def action_measure(self) -> None:
