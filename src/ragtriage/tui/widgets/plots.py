@@ -48,8 +48,8 @@ class Histogram(PlotextPlot):
 
 class SliceBars(Widget):
     """Mean of the slice measure per slice value, worst first: one line per slice, its label, a bar from 0 to 1 and
-    the value printed at the bar's end, so a label can never sit beside another slice's bar (plotext's horizontal
-    bars put nine slices on eleven rows and labelled some with their neighbour)."""
+    the value printed at the bar's end, so a label can never sit beside another slice's bar (plotext spreads
+    horizontal bars over the plot's rows, which need not fall one to a label)."""
 
     DEFAULT_CSS = """
     SliceBars { height: auto; }
