@@ -98,3 +98,20 @@ def test_imports_are_read_from_functions_and_type_checking(tmp_path: Path) -> No
     )
     known = {"pkg.app", "pkg.screens", "pkg.screens.base", "pkg.m"}
     assert imported(source, "pkg.m", known) == {"pkg.app", "pkg.screens.base"}
+
+
+def test_screens_reach_the_app_through_the_typed_protocol(db_path: Path) -> None:
+    """``host`` accepts the triage app and refuses another; no module of ``tui/`` silences the type checker on
+    ``self.app``."""
+    from textual.app import App
+
+    from ragtriage.tui.app import TriageApp
+    from ragtriage.tui.host import host
+
+    app = TriageApp(db_path, "bm25", "hybrid", author="t")
+    assert host(app) is app
+    with pytest.raises(TypeError, match="triage app's protocol"):
+        host(App())
+    for path in (ROOT / "tui").rglob("*.py"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            assert not ("app" in line and "type: ignore" in line), (path.name, line)

@@ -57,9 +57,15 @@ class DataScreen(Screen[None]):
         #: The view the bar highlights (a case screen: the list it was opened from)
         self.view_mode = self.MODE
 
+    _host: TriageHost | None = None
+
     @property
     def triage(self) -> TriageHost:
-        return host(self.app)
+        """The app as :mod:`ragtriage.tui.host` describes it, checked once per screen (the protocol check reads
+        every member, too slow to repeat on each use)."""
+        if self._host is None:
+            self._host = host(self.app)
+        return self._host
 
     def compose_bar(self) -> ComposeResult:
         yield Static(view_bar(self.view_mode), id="viewbar")
