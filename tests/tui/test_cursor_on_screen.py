@@ -18,6 +18,8 @@ from ragtriage.tui.screens.table_view import TableScreen
 from tests.factory import load_sample
 from tests.tui.helpers import pilot_test, settle
 
+pytestmark = pytest.mark.slow  # pilot tests of seconds each
+
 
 @pytest.fixture(scope="module")
 def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:

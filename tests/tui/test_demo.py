@@ -81,6 +81,7 @@ def left_behind(tmp: Path) -> list[str]:
     return sorted(p.name for p in tmp.iterdir() if p.name.startswith("ragtriage-demo-"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")
 def test_demo_opens_hybrid_rerank_against_bm25_and_removes_its_store_on_quit(tmp_path: Path) -> None:
     term = Terminal(tmp_path)
@@ -97,6 +98,7 @@ def test_demo_opens_hybrid_rerank_against_bm25_and_removes_its_store_on_quit(tmp
     assert left_behind(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")
 def test_demo_removes_its_store_on_sigterm(tmp_path: Path) -> None:
     term = Terminal(tmp_path)
@@ -110,6 +112,7 @@ def test_demo_removes_its_store_on_sigterm(tmp_path: Path) -> None:
     assert left_behind(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_demo_removes_its_store_when_the_load_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sample = tmp_path / "sample"
     (sample / "dataset").mkdir(parents=True)

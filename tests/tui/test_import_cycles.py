@@ -100,6 +100,7 @@ def test_imports_are_read_from_functions_and_type_checking(tmp_path: Path) -> No
     assert imported(source, "pkg.m", known) == {"pkg.app", "pkg.screens.base"}
 
 
+@pytest.mark.slow
 def test_screens_reach_the_app_through_the_typed_protocol(db_path: Path) -> None:
     """``host`` accepts the triage app and refuses another; no module of ``tui/`` silences the type checker on
     ``self.app``."""

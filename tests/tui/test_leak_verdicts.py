@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragtriage.tui.app import TriageApp
 from ragtriage.tui.screens.lists import CompareScreen
 from tests.factory import make_store
 from tests.tui.conftest import CASES, DOCS, LABELS, RUNS
 from tests.tui.helpers import pilot_test, settle, static_text
+
+pytestmark = pytest.mark.slow  # pilot tests of seconds each
 
 
 @pilot_test

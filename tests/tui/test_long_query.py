@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragtriage.safe_text import visible
 from ragtriage.tui.app import TriageApp
 from ragtriage.tui.screens.case_detail import CaseScreen
@@ -13,6 +15,9 @@ from tests.tui.conftest import CASES, DOCS, LABELS, RUNS
 from tests.tui.helpers import pilot_test, settle, static_text
 
 LONG_QUERY = ('=HYPERLINK("http://x") \x1b[2J [bold]m[/] \u202eevil ' + "lorem ipsum dolor sit amet " * 200)[:5000]
+
+
+pytestmark = pytest.mark.slow  # pilot tests of seconds each
 
 
 @pilot_test

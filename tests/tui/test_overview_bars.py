@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragtriage.metrics.slices import slices
 from ragtriage.safe_text import visible
 from ragtriage.store import connect
@@ -22,6 +24,7 @@ def core_slices(db: Path, run: str, k: int) -> list[tuple[str, float]]:
     return [(str(r["slice_value"]), float(r["mean"])) for r in table.to_pylist()]
 
 
+@pytest.mark.slow
 @pilot_test
 async def test_one_bar_per_slice_with_its_own_value(hostile_db: Path) -> None:
     app = TriageApp(hostile_db, "bm25", author="tester")

@@ -2,8 +2,8 @@
 checked (no case has a principal, or no corpus manifest to read acls from), else no leaks in the cases checked,
 with the unchecked ones counted. Never "none" for a run nothing was checked on.
 
-The figures are the core's: ``checks.leakage`` (cached per run), ``checks.unchecked_cases`` and the store's case
-and manifest counts.
+The figures are the core's: ``checks.leakage`` (cached per run) and the check's coverage
+(``checks.leakage.coverage`` over ``unchecked_cases``), the same figures ``ragtriage check`` reads.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from ragtriage.checks.leakage import unchecked_cases
+from ragtriage.checks.leakage import Coverage, coverage, unchecked_cases
 from ragtriage.tui.data import RunCache, core, leak_counts
 
 FAILS, NOT_CHECKED, CLEAN = "fails", "not checked", "no leaks"
@@ -24,13 +24,22 @@ class LeakVerdict:
     run_id: str
     leaked_cases: int
     leaked_final: int  # distinct final-stage results leaked
-    cases: int
-    unchecked: int  # cases without a principal
-    has_manifest: bool
+    coverage: Coverage
+
+    @property
+    def cases(self) -> int:
+        return self.coverage.cases
 
     @property
     def checked(self) -> int:
-        return self.cases - self.unchecked if self.has_manifest else 0
+        return self.coverage.checked
+
+    @property
+    def unchecked(self) -> int:
+        return self.cases - self.checked
+
+    def why_unchecked(self) -> str:
+        return self.coverage.why_unchecked()
 
     @property
     def state(self) -> str:
@@ -38,11 +47,8 @@ class LeakVerdict:
             return FAILS
         return CLEAN if self.checked else NOT_CHECKED
 
-    def why_unchecked(self) -> str:
-        return "no principal" if self.has_manifest else "no corpus manifest to read acls from"
-
     def sentence(self) -> str:
-        """The verdict in words, for the overview's banner and Compare's verdict line."""
+        """The verdict in words, for the overview's banner."""
         if self.state == FAILS:
             return f"LEAKAGE FAILS: {self.leaked_cases} cases, {self.leaked_final} leaked final results"
         if self.state == NOT_CHECKED:
@@ -51,14 +57,12 @@ class LeakVerdict:
         return f"leakage: none in {self.checked} checked cases{rest}"
 
 
-_STORE_SQL = "SELECT (SELECT count(*) FROM cases), (SELECT count(*) > 0 FROM documents)"
-
-
 def leak_verdict(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> LeakVerdict:
     leaks = cache.table("leakage", run_id, cur)
-    unchecked: pa.Table = cache.remember(
-        ("unchecked", run_id), lambda: core("checks.unchecked_cases", unchecked_cases, cur, run_id)
-    )
-    ((cases, has_manifest),) = cur.execute(_STORE_SQL).fetchall()
+
+    def covered() -> Coverage:
+        unchecked: pa.Table = core("checks.unchecked_cases", unchecked_cases, cur, run_id)
+        return core("checks.leakage.coverage", coverage, cur, unchecked)
+
     leaked_cases, leaked_final = leak_counts(leaks)
-    return LeakVerdict(run_id, leaked_cases, leaked_final, int(cases), unchecked.num_rows, bool(has_manifest))
+    return LeakVerdict(run_id, leaked_cases, leaked_final, cache.remember(("coverage", run_id), covered))
