@@ -134,5 +134,6 @@ def test_demo_runs_fall_back_to_the_tui_default_without_the_readme_runs() -> Non
 
 def test_the_readme_names_the_demo_run() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert f"ragtriage tui --db triage.duckdb --run {DEMO_RUN} --baseline {DEMO_BASELINE}" in readme
-    assert "# or simply: ragtriage demo" in readme
+    command = f"ragtriage tui --db triage.duckdb --run {DEMO_RUN} --baseline {DEMO_BASELINE}"
+    # the line that gives the TUI's command names demo as the same thing
+    assert any(command in line and "ragtriage demo" in line for line in readme.splitlines())
