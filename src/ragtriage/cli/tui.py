@@ -40,6 +40,8 @@ def _run_app(db: Path, run: str | None, baseline: str | None, author: str | None
     except (StoreError, NotesError, OSError) as exc:
         raise _fail(str(exc)) from exc
     triage.run()
+    if triage.return_code:
+        raise typer.Exit(triage.return_code)  # ended by SIGTERM
 
 
 @app.command()

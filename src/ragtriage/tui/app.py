@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import queue
+import signal
 import sqlite3
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -202,6 +205,9 @@ class TriageApp(App[None]):
 
     # lifecycle -------------------------------------------------------------------------------------------------
     def on_mount(self) -> None:
+        # SIGTERM winds the app down as quitting does (notes saved, terminal restored, the caller's clean-up run)
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.exit, None, 128 + signal.SIGTERM)
         self.sub_title = visible(f"{self.db_path.name} · run {self.run_id}")
         self._writer_running = True
         self._notes_writer()
@@ -235,6 +241,8 @@ class TriageApp(App[None]):
         self.notify(f"new run(s) loaded: {', '.join(new)}. R switches runs; c compares them.", timeout=8)
 
     def on_unmount(self) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
         self.drain_notes()
         watch = getattr(self, "_notes_watch", None)
         if watch is not None:
