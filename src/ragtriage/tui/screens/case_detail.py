@@ -23,7 +23,7 @@ from ragtriage.tui.case_ids import CaseIds
 from ragtriage.tui.case_layout import SECTIONS, Rendered, body_width, panels_fit, rendered, runs_block
 from ragtriage.tui.detail_data import CaseDetail, case_detail, case_details
 from ragtriage.tui.screens.base import LOAD_GROUP
-from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
+from ragtriage.tui.screens.triage_keys import TRIAGE_BINDINGS, TriageKeys
 
 PREFETCH_AHEAD = 8
 PREFETCH_BEHIND = 2

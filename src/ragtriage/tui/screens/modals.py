@@ -14,7 +14,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, Static, TextArea
 
 from ragtriage.safe_text import visible
-from ragtriage.tui.triage_keys import KEY_HELP
+from ragtriage.tui.screens.triage_keys import KEY_HELP
 from ragtriage.tui.widgets.footer import FittingFooter
 
 if TYPE_CHECKING:

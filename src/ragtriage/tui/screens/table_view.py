@@ -18,8 +18,8 @@ from textual.widgets import Input
 
 from ragtriage.tui.case_ids import CaseIds
 from ragtriage.tui.screens.base import DataScreen
+from ragtriage.tui.screens.triage_keys import TRIAGE_BINDINGS, TriageKeys
 from ragtriage.tui.text import sort_table
-from ragtriage.tui.triage_keys import TRIAGE_BINDINGS, TriageKeys
 from ragtriage.tui.widgets.arrow_table import FREE_TEXT, ArrowTable
 
 #: Columns `/` searches; ``_units`` is a hidden column of the unit ids a row's case involves.
