@@ -81,10 +81,10 @@ def demo(
     if db is not None:
         if db.exists():
             raise _fail(f"{db} exists; pass another --db or remove it")
-        _demo(root, runs, db)
+        _demo(root, runs, db, temporary=False)
         return
     with _removed_on_exit(Path(tempfile.mkdtemp(prefix="ragtriage-demo-"))) as folder:
-        _demo(root, runs, folder / "demo.duckdb")
+        _demo(root, runs, folder / "demo.duckdb", temporary=True)
 
 
 @contextmanager
@@ -106,7 +106,7 @@ def _removed_on_exit(folder: Path) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _demo(root: Path, runs: list[Path], target: Path) -> None:
+def _demo(root: Path, runs: list[Path], target: Path, *, temporary: bool) -> None:
     from ragtriage.contract.errors import ValidationFailed
     from ragtriage.sample import DEMO_BASELINE, DEMO_RUN
     from ragtriage.store import StoreError, connect, load_dataset, load_run
@@ -123,7 +123,12 @@ def _demo(root: Path, runs: list[Path], target: Path) -> None:
     except (StoreError, ValidationFailed, OSError, ValueError) as exc:
         raise _fail(f"loading {root} failed: {exc}") from exc
     run, baseline = demo_runs(loaded, DEMO_RUN, DEMO_BASELINE)
-    err.print(f"demo store: {target} (notes kept beside it in {target.name}.notes.sqlite)", markup=False)
+    if temporary:
+        err.print(
+            f"demo store: {target}, removed on exit with its notes (keep them: ragtriage demo --db FILE)", markup=False
+        )
+    else:
+        err.print(f"demo store: {target} (notes kept beside it in {target.name}.notes.sqlite)", markup=False)
     _run_app(target, run, baseline, None)
 
 
