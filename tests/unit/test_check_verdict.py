@@ -19,6 +19,8 @@ from ragtriage.cli import app
 from ragtriage.store import connect, load_dataset, load_run
 from tests.factory import SAMPLE
 
+pytestmark = pytest.mark.slow  # the sample loaded and the CLI run per case
+
 runner = CliRunner()
 Edit = Callable[[int, dict[str, Any]], dict[str, Any]]
 

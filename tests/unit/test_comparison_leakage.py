@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 from ragtriage.cli import app
 from tests.factory import load_sample
 
+pytestmark = pytest.mark.slow  # the sample loaded and the CLI run per format
+
 runner = CliRunner()
 LEAKS = "✗ no-acl-filter: FAILS: it leaks (2,681 leaked result row(s) in 153 case(s), any stage), whatever its figures."
 

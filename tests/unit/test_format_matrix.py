@@ -42,6 +42,8 @@ from tests.unit.test_byo_load import (
     trec_order,
 )
 
+pytestmark = pytest.mark.slow  # a load per format and entry point
+
 pytest.importorskip("pytrec_eval")
 runner = CliRunner()
 

@@ -27,6 +27,8 @@ from ragtriage.sample import sample_runs_path
 from ragtriage.store import connect, load_dataset, load_run
 from tests.judge_server import ChatServer, chat_server
 
+pytestmark = pytest.mark.slow  # the sample loaded and a fill of hundreds of requests
+
 RUNS = ("bm25", "dense", "hybrid-rerank")
 
 

@@ -112,6 +112,7 @@ def test_injection_passage_gets_the_scripted_grade_and_is_sent_as_data(db: Path)
     assert grade == [(0,)]
 
 
+@pytest.mark.slow  # a real subprocess or real Retry-After waits
 def test_429_retry_after_and_500_are_retried(db: Path) -> None:
     with chat_server(script, busy_first=2, retry_after="1", fail_first=1) as srv:
         started = time.monotonic()
@@ -184,6 +185,7 @@ def test_fill_resume_takes_the_interrupted_sessions_pairs(db: Path) -> None:
     assert rows(db, "SELECT count(*) FROM judge_sessions WHERE purpose = 'fill' AND status = 'done'") == [(1,)]
 
 
+@pytest.mark.slow  # a real subprocess or real Retry-After waits
 def test_ctrl_c_keeps_the_answers_and_resume_finishes(db: Path) -> None:
     with chat_server(script, latency_s=0.4) as srv:
         cmd = [sys.executable, "-m", "ragtriage.cli", "judge", "--db", str(db), "--endpoint", srv.url, "--model", "m"]

@@ -17,6 +17,8 @@ from ragtriage.store import connect
 from ragtriage.tui.data import case_leaks, leakage_by_case
 from tests.factory import load_sample
 
+pytestmark = pytest.mark.slow  # the sample loaded
+
 runner = CliRunner()
 RUN = "no-acl-filter"
 

@@ -18,10 +18,13 @@ from tests.browser import REQUIRE_ENV, chromium_path, open_page
 from tests.factory import load_sample
 
 BROWSER = chromium_path()
-pytestmark = pytest.mark.skipif(
-    BROWSER is None and not os.environ.get(REQUIRE_ENV),
-    reason=f"no Chromium on PATH (apt-get install chromium; {REQUIRE_ENV}=1 makes this a failure)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        BROWSER is None and not os.environ.get(REQUIRE_ENV),
+        reason=f"no Chromium on PATH (apt-get install chromium; {REQUIRE_ENV}=1 makes this a failure)",
+    ),
+]
 
 
 @pytest.fixture(scope="module")
