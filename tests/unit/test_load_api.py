@@ -38,6 +38,11 @@ def _state(db: Path) -> dict[str, object]:
     con = connect(db, read_only=True)
     try:
         state: dict[str, object] = {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
+        # DuckDB sums a run's costs in parallel, so their last bits follow the order threads finish in
+        state["classification_costs"] = [
+            tuple(round(v, 12) if isinstance(v, float) else v for v in row)
+            for row in state["classification_costs"]  # type: ignore[attr-defined]
+        ]
         for rid in RUNS:
             cached = summary_cache.load(db, rid)
             per_case = summary_cache.per_case_columns(con, rid, (3, 5, 10))
