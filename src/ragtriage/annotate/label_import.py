@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.annotate.pool import pool_relation
-from ragtriage.annotate.versions import LABEL_COLUMNS, DatasetRow, dataset_row, fork_version, scalar
+from ragtriage.annotate.versions import DatasetRow, dataset_row, fork_with_labels, scalar
 from ragtriage.contract.digest import sha256_of
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.field_rules import ID_CONTROLS
@@ -33,7 +33,7 @@ from ragtriage.version import __version__
 
 STAGED = "_annotate_import"
 GRADED = "_annotate_graded"
-NEW_LABELS = "_annotate_version_labels"
+NEW_LABELS = "_annotate_new"
 _UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "malformed-json")
 
 
@@ -181,27 +181,15 @@ def _validate(
     return staged, [f for f in findings if f.severity == "warning"]
 
 
-def _build_labels(con: duckdb.DuckDBPyConnection, parent: str, ds: DatasetRow, annotator: str) -> tuple[int, int]:
-    """Temp table of the child's labels; returns (imported, replaced parent labels)."""
-    cols = ", ".join(LABEL_COLUMNS)
+def _new_labels(con: duckdb.DuckDBPyConnection, ds: DatasetRow, annotator: str) -> int:
+    """Temp table of the file's graded rows as labels; returns how many."""
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _annotate_new AS
+        f"""CREATE OR REPLACE TEMP TABLE {NEW_LABELS} AS
             SELECT case_id, document_id, chunk_id, section_id, {unit_expr(ds.unit)} AS unit_id,
                    CAST(grade AS INTEGER) AS grade, coalesce(annotator, {sql_str(annotator)}) AS annotator, note, line
             FROM {GRADED}"""
     )
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {NEW_LABELS} AS
-            SELECT {cols}, line FROM all_labels p
-            WHERE p.dataset_version = {sql_str(parent)}
-              AND NOT EXISTS (SELECT 1 FROM _annotate_new n WHERE n.case_id = p.case_id AND n.unit_id = p.unit_id
-                              AND n.annotator = p.annotator)
-            UNION ALL SELECT {cols}, line FROM _annotate_new"""
-    )
-    imported = scalar(con, "SELECT count(*) FROM _annotate_new")
-    parent_n = scalar(con, "SELECT count(*) FROM all_labels WHERE dataset_version = ?", [parent])
-    kept = scalar(con, f"SELECT count(*) FROM {NEW_LABELS}")
-    return int(imported), int(parent_n - (kept - imported))
+    return int(scalar(con, f"SELECT count(*) FROM {NEW_LABELS}"))
 
 
 def _record(con: duckdb.DuckDBPyConnection, path: Path, parent: str, report: ImportReport, rows: int) -> None:
@@ -248,7 +236,7 @@ def import_labels(
         ds = dataset_row(con, parent)
         staged, warnings = _validate(con, p, ds, fmt)
         blank = int(scalar(con, f"SELECT count(*) FROM {staged.name} WHERE grade IS NULL"))
-        imported, replaced = _build_labels(con, parent, ds, annotator)
+        imported = _new_labels(con, ds, annotator)
         if imported == 0:
             raise ValidationFailed(
                 [
@@ -257,7 +245,7 @@ def import_labels(
                     )
                 ]
             )
-        version, unchanged = fork_version(con, parent, NEW_LABELS)
+        fork = fork_with_labels(con, parent, NEW_LABELS)
         file_units, unjudged = con.execute(
             f"""SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
                     SELECT 1 FROM labels l WHERE l.case_id = f.case_id AND l.unit_id = f.unit_id))
@@ -265,7 +253,15 @@ def import_labels(
                       WHERE case_id IS NOT NULL) f"""
         ).fetchall()[0]
         report = ImportReport(
-            version, parent, unchanged, imported, replaced, blank, int(file_units), int(unjudged), warnings=warnings
+            fork.version,
+            parent,
+            fork.unchanged,
+            imported,
+            fork.replaced,
+            blank,
+            int(file_units),
+            int(unjudged),
+            warnings=warnings,
         )
         if pool_runs:
             report.pool_units, report.pool_unjudged = _pool_counts(con, pool_runs, depth, stage_name)

@@ -103,6 +103,40 @@ def version_hash(con: duckdb.DuckDBPyConnection, parent: str, labels_relation: s
     return combine(_identity(con, parent), digests)
 
 
+@dataclass(frozen=True)
+class Fork:
+    """A child version written by :func:`fork_with_labels`."""
+
+    version: str
+    unchanged: bool  # the same content existed already: only the current pointer moved
+    replaced: int  # parent labels a new label replaced (same case, unit and annotator)
+
+
+CHILD_LABELS = "_child_version_labels"
+
+
+def fork_with_labels(con: duckdb.DuckDBPyConnection, parent: str, new_labels: str) -> Fork:
+    """Write a child of ``parent`` holding ``new_labels`` (a relation of ``LABEL_COLUMNS`` and ``line``) and make
+    it current: a new label replaces the parent's label of the same case, unit and annotator (a re-judgement);
+    every other parent label is carried over unchanged. Runs inside the caller's transaction."""
+    cols = ", ".join(LABEL_COLUMNS)
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {CHILD_LABELS} AS
+            SELECT {cols}, line FROM all_labels p
+            WHERE p.dataset_version = {sql_str(parent)}
+              AND NOT EXISTS (SELECT 1 FROM {new_labels} n WHERE n.case_id = p.case_id AND n.unit_id = p.unit_id
+                              AND n.annotator = p.annotator)
+            UNION ALL SELECT {cols}, line FROM {new_labels}"""
+    )
+    carried, added, parent_n = con.execute(
+        f"""SELECT (SELECT count(*) FROM {CHILD_LABELS}), (SELECT count(*) FROM {new_labels}),
+                   (SELECT count(*) FROM all_labels WHERE dataset_version = ?)""",
+        [parent],
+    ).fetchall()[0]
+    version, unchanged = fork_version(con, parent, CHILD_LABELS)
+    return Fork(version, unchanged, int(parent_n) - (int(carried) - int(added)))
+
+
 def fork_version(con: duckdb.DuckDBPyConnection, parent: str, labels_relation: str) -> tuple[str, bool]:
     """Write a child of ``parent`` whose labels are ``labels_relation`` and make it current.
 

@@ -1,10 +1,11 @@
 """Judged labels as a new dataset version, never as people's labels, and only after a calibration that passed.
 
-The new version (``annotate.versions.fork_version``, a child of the current one) holds every label of its parent
+The new version (``annotate.versions.fork_with_labels``, a child of the current one) holds every label of its parent
 unchanged, plus one label per judged pair whose answer parsed: annotator ``judge:<model>``, the parsed grade, and
 a note naming the prompt's SHA-256, the temperature and the answer's key in ``judge_answers`` (where the raw
 answer is). The pairs are the fill's and the calibration's, so ``agreement`` compares the judge with the people on
-the calibration units. A judge label replaces an earlier one of the same judge on the same unit only.
+the calibration units. A judge label replaces an earlier one of the same judge on the same unit only
+(the rule of every new version's labels).
 
 The store's ``qrels`` stay the people's (``store.schema.QRELS_LIVE`` leaves ``judge:`` annotators out): figures
 change only where a command is asked ``--labels with-judge``.
@@ -17,12 +18,10 @@ from dataclasses import dataclass
 
 import duckdb
 
-from ragtriage.annotate.versions import LABEL_COLUMNS, fork_version, scalar
+from ragtriage.annotate.versions import fork_with_labels, scalar
 from ragtriage.contract.staging import sql_str
 from ragtriage.judge.answers import JudgeIdentity, has_tables
 from ragtriage.store.connection import current_dataset_version
-
-NEW_LABELS = "_judge_version_labels"
 
 
 class NotCalibrated(ValueError):
@@ -95,29 +94,19 @@ def fill_version(con: duckdb.DuckDBPyConnection, judge: JudgeIdentity, sessions:
     transaction."""
     annotator = judge.annotator
     note = f"'judge prompt sha256:{judge.prompt_sha256} temperature {judge.temperature:g} answer ' || a.key"
-    cols = ", ".join(LABEL_COLUMNS)
     con.execute("BEGIN TRANSACTION")
     try:
         parent = current_dataset_version(con)
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE _judge_new AS
-                SELECT DISTINCT ON (p.case_id, p.unit_id) p.case_id, p.document_id, p.chunk_id, p.section_id,
-                       p.unit_id, a.grade, {sql_str(annotator)} AS annotator, {note} AS note
-                FROM judge_pairs p JOIN judge_answers a USING (key)
-                WHERE list_contains(?, p.session_id) AND a.grade IS NOT NULL
-                ORDER BY p.case_id, p.unit_id, p.session_id DESC""",
-            [sessions],
-        )
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE {NEW_LABELS} AS
-                SELECT {cols}, line FROM all_labels o
-                WHERE o.dataset_version = {sql_str(parent)}
-                  AND NOT EXISTS (SELECT 1 FROM _judge_new n WHERE n.case_id = o.case_id AND n.unit_id = o.unit_id
-                                  AND n.annotator = o.annotator)
-                UNION ALL
-                SELECT {cols}, (SELECT coalesce(max(line), 0) FROM all_labels) + row_number() OVER (
+                SELECT *, (SELECT coalesce(max(line), 0) FROM all_labels) + row_number() OVER (
                     ORDER BY case_id, unit_id) AS line
-                FROM _judge_new"""
+                FROM (SELECT DISTINCT ON (p.case_id, p.unit_id) p.case_id, p.document_id, p.chunk_id, p.section_id,
+                             p.unit_id, a.grade, {sql_str(annotator)} AS annotator, {note} AS note
+                      FROM judge_pairs p JOIN judge_answers a USING (key)
+                      WHERE list_contains(?, p.session_id) AND a.grade IS NOT NULL
+                      ORDER BY p.case_id, p.unit_id, p.session_id DESC)""",
+            [sessions],
         )
         labels = int(scalar(con, "SELECT count(*) FROM _judge_new"))
         filled = int(
@@ -127,13 +116,13 @@ def fill_version(con: duckdb.DuckDBPyConnection, judge: JudgeIdentity, sessions:
                 "(SELECT 1 FROM qrels q WHERE q.case_id = n.case_id AND q.unit_id = n.unit_id)",
             )
         )
-        version, unchanged = fork_version(con, parent, NEW_LABELS)
+        fork = fork_with_labels(con, parent, "_judge_new")
         con.execute(
             "UPDATE judge_sessions SET new_version = ? WHERE list_contains(?, session_id) AND purpose = 'fill'",
-            [version, sessions],
+            [fork.version, sessions],
         )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    return FillReport(version, parent, unchanged, labels, filled)
+    return FillReport(fork.version, parent, fork.unchanged, labels, filled)
