@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ragtriage.cli import app
+from ragtriage.http_retry import retry_after
 from ragtriage.judge import Scale, load_prompt, parse_answer
-from ragtriage.judge.client import retry_after
 from tests.factory import make_store
 from tests.judge_server import ChatServer, chat_server, pair_of
 

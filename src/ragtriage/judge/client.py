@@ -2,10 +2,10 @@
 server), through ``httpx.AsyncClient``.
 
 A 429 or a 5xx answer, a timeout and a lost connection are asked again, at most ``retries`` times, after the wait
-the server's ``Retry-After`` names (seconds or an HTTP date, capped at ``max_wait_s``) or else an exponential
-backoff with jitter. Other 4xx answers are not retried: the request itself is wrong (a bad model name, a refused
-parameter) and asking again only spends the budget. Every HTTP request, retries included, counts against
-``budget``; once it is spent nothing more is sent.
+the server's ``Retry-After`` names (seconds or an HTTP date; one beyond ``max_wait_s`` ends the retries) or else
+an exponential backoff with jitter (``ragtriage.http_retry``, the recorder's rule too). Other 4xx answers are not
+retried: the request itself is wrong (a bad model name, a refused parameter) and asking again only spends the
+budget. Every HTTP request, retries included, counts against ``budget``; once it is spent nothing more is sent.
 
 The API key is read from the environment variable the user names and sent as a bearer token; it is never
 stored, printed or written to a file (the endpoint is described by :func:`ragtriage.record.http_adapter.strip_url`).
@@ -14,15 +14,13 @@ stored, printed or written to a file (the endpoint is described by :func:`ragtri
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import os
-import random
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from ragtriage.http_retry import RetryPolicy
 from ragtriage.record.http_adapter import strip_url
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -55,6 +53,10 @@ class Endpoint:
     def shown(self) -> str:
         return strip_url(self.chat_url)
 
+    @property
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(RETRY_STATUS, self.backoff_s, self.max_wait_s)
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -81,20 +83,6 @@ class Budget:
         if self.left is not None:
             self.left -= 1
         return True
-
-
-def retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date; None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _key(endpoint: Endpoint) -> dict[str, str]:
@@ -133,13 +121,6 @@ class ChatClient:
             body["seed"] = e.seed
         return body
 
-    def _wait(self, attempt: int, header: str | None) -> float:
-        told = retry_after(header)
-        if told is not None:
-            return min(told, self.endpoint.max_wait_s)
-        backoff = self.endpoint.backoff_s * float(2**attempt) * (0.5 + random.random())
-        return min(backoff, self.endpoint.max_wait_s)
-
     async def ask(self, messages: list[dict[str, str]]) -> Reply:
         """The model's answer to ``messages``, after the retries a busy or failing server needs."""
         body = self.body(messages)
@@ -149,7 +130,7 @@ class ChatClient:
             if not self.budget.take():
                 return Reply(None, "request budget spent", attempt)
             attempt += 1
-            header = None
+            status, header = None, None
             try:
                 resp = await self.client.post(self.endpoint.chat_url, json=body)
             except httpx.TimeoutException:
@@ -160,11 +141,13 @@ class ChatClient:
                 if resp.status_code < 400:
                     return _reply(resp, attempt)
                 error = f"HTTP {resp.status_code}: {resp.text[:300]}"
-                if resp.status_code not in RETRY_STATUS:
-                    return Reply(None, error, attempt)
-                header = resp.headers.get("retry-after")
-            if attempt <= self.endpoint.retries:
-                await asyncio.sleep(self._wait(attempt - 1, header))
+                status, header = resp.status_code, resp.headers.get("retry-after")
+            if attempt > self.endpoint.retries:
+                break
+            wait = self.endpoint.retry.wait(status, header, attempt - 1)
+            if wait is None:
+                return Reply(None, error, attempt)
+            await asyncio.sleep(wait)
         return Reply(None, error, attempt)
 
 

@@ -18,13 +18,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import httpx
 
+from ragtriage.http_retry import RetryPolicy
 from ragtriage.record.hits import ResponseShape, show
 from ragtriage.record.template import Template
 from ragtriage.record.types import RecordError, Request, Response, RetrieverError
@@ -32,16 +31,9 @@ from ragtriage.safe_text import visible
 
 SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "auth", "sig", "credential")
 REDACTED = "<redacted>"
-RETRY_STATUSES = (429, 502, 503, 504)
-"""HTTP answers worth asking again: rate limited, a gateway or the service briefly down."""
-BACKOFF_S, MAX_WAIT_S = 0.5, 30.0
-"""The first backoff (doubled per retry) and the longest wait: a Retry-After beyond it ends the retries."""
-RETRY = {
-    "statuses": list(RETRY_STATUSES),
-    "backoff_s": BACKOFF_S,
-    "max_wait_s": MAX_WAIT_S,
-    "honours_retry_after": True,
-}
+RETRY = RetryPolicy(statuses=frozenset({429, 502, 503, 504}), backoff_s=0.5, max_wait_s=30.0)
+"""HTTP answers worth asking again (rate limited, a gateway or the service briefly down), the first backoff
+(doubled per retry) and the longest wait: a Retry-After beyond it ends the retries (``ragtriage.http_retry``)."""
 
 
 @dataclass(frozen=True)
@@ -114,26 +106,6 @@ class Secrets:
         return text
 
 
-def retry_wait(resp: httpx.Response, attempt: int) -> float | None:
-    """Seconds to wait before asking again after ``resp``, or None when it must not be asked again: not a
-    retryable status, or a Retry-After longer than the bound."""
-    if resp.status_code not in RETRY_STATUSES:
-        return None
-    backoff = min(BACKOFF_S * 2.0**attempt, MAX_WAIT_S)
-    asked = resp.headers.get("Retry-After")
-    if asked is None:
-        return backoff
-    try:
-        wait = float(asked)
-    except ValueError:
-        try:
-            wait = parsedate_to_datetime(asked).timestamp() - datetime.now(UTC).timestamp()
-        except (TypeError, ValueError):
-            wait = backoff
-    wait = max(wait, 0.0)
-    return wait if wait <= MAX_WAIT_S else None
-
-
 class HttpRetriever:
     def __init__(self, spec: HttpSpec) -> None:
         parts = urlsplit(spec.url)
@@ -169,7 +141,7 @@ class HttpRetriever:
             "headers": {**dict.fromkeys(s.headers, REDACTED), **{k: f"${v}" for k, v in s.env_headers.items()}},
             "response": s.shape.describe(),
             "retries_on_connect_error": s.retries,
-            "retries_on_status": {**RETRY, "max_retries": s.retries},
+            "retries_on_status": {**RETRY.describe(), "max_retries": s.retries},
         }
 
     async def aclose(self) -> None:
@@ -185,8 +157,8 @@ class HttpRetriever:
                 resp = await self.client.get(self.spec.url, params=params)
             else:
                 resp = await self.client.request(self.spec.method, self.spec.url, json=body)
-            wait = retry_wait(resp, attempt) if attempt < self.spec.retries else None
-            if wait is None:
+            wait = RETRY.wait(resp.status_code, resp.headers.get("Retry-After"), attempt)
+            if wait is None or attempt >= self.spec.retries:
                 return resp
             await asyncio.sleep(wait)
             attempt += 1
