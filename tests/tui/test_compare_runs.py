@@ -153,3 +153,41 @@ async def test_a_run_loaded_by_another_process_joins_the_open_app(db_path: Path,
         await pilot.press("c")
         await settle(pilot)
         assert app.screen.shown.column_names == ["case_id", "bm25 LEAKS", "hybrid LEAKS", "Δ", "dense", "query"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+@pilot_test
+async def test_wins_ties_losses_equal_the_compare_command_on_the_sample(tmp_path: Path) -> None:
+    """Compare's W/T/L come from the one paired table (``gate.paired_table.pair_stats``): on the sample, every
+    measure the screen cycles through shows what ``ragtriage compare --format json`` says for the same pair."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from ragtriage.cli import app as cli
+    from tests.factory import load_sample
+
+    db = load_sample(tmp_path / "s.duckdb")
+    res = CliRunner().invoke(
+        cli,
+        ["compare", "--db", str(db), "--run", "hybrid-rerank", "--baseline", "bm25", "--k", "8", "--format", "json"],
+    )
+    assert res.exit_code == 0, res.output
+    cli_wtl = {r["metric"]: (r["wins"], r["losses"], r["ties"]) for r in json.loads(res.stdout)["rows"]}
+    app = TriageApp(db, "hybrid-rerank", "bm25", author="t")
+    seen: dict[str, tuple[int, int, int]] = {}
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        for _ in range(5):  # nDCG, P, R, RR, AP at the run's k (8)
+            screen = app.screen
+            assert isinstance(screen, CompareScreen) and screen.view is not None
+            v = screen.view
+            assert f"+{v.stats.wins} / -{v.stats.losses} / ={v.stats.ties}" in static_text(app, "#status")
+            assert v.stats.n == len(v.deltas)  # the listed cases are the pairs the figures are over
+            seen[v.measure] = (v.stats.wins, v.stats.losses, v.stats.ties)
+            await pilot.press("m")
+            await settle(pilot)
+    assert set(seen) == {"nDCG@8", "P@8", "R@8", "RR@8", "AP@8"}
+    assert seen == {m: cli_wtl[m] for m in seen}

@@ -24,7 +24,14 @@ from ragtriage.arrays import table_of
 from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
 from ragtriage.experiments.paired import CORRECTIONS, TESTS, adjust, paired_pvalues
 from ragtriage.gate import sources
-from ragtriage.gate.paired_table import INTERVAL_RESAMPLES, method, pair_stats, paired_matrix
+from ragtriage.gate.paired_table import (
+    INTERVAL_RESAMPLES,
+    SEED,
+    TEST_RESAMPLES,
+    method,
+    pair_stats,
+    paired_matrix,
+)
 from ragtriage.metrics.distribution import CONFIDENCE, bootstrap_means
 
 BOOTSTRAP_RESAMPLES = INTERVAL_RESAMPLES
@@ -128,8 +135,8 @@ def table_from_values(
     test: str = "randomization",
     correction: str = "holm",
     alpha: float = 0.05,
-    seed: int = 0,
-    n_resamples: int = 10_000,
+    seed: int = SEED,
+    n_resamples: int = TEST_RESAMPLES,
 ) -> tuple[pa.Table, int]:
     """The pure part of ``compare_runs``: (table, number of comparisons corrected over) from per-case values."""
     if correction not in CORRECTIONS:
@@ -214,8 +221,8 @@ def compare_runs(
     test: str = "randomization",
     correction: str = "holm",
     alpha: float = 0.05,
-    seed: int = 0,
-    n_resamples: int = 10_000,
+    seed: int = SEED,
+    n_resamples: int = TEST_RESAMPLES,
 ) -> RunsComparison:
     """Compare every run of ``runs`` with ``baseline`` on every measure (ir_measures names such as ``nDCG@10``,
     ``AP``, ``P(rel=3)@5``; trec_eval names such as ``ndcg_cut_10`` too).

@@ -19,7 +19,7 @@ import pyarrow as pa
 from ragtriage.arrays import non_null_values, table_of_rows
 from ragtriage.contract.staging import qident, sql_str
 from ragtriage.gate import sources
-from ragtriage.gate.paired_table import TIE, pair_stats
+from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, TIE, pair_stats
 from ragtriage.metrics.measures import parse_measures
 
 FAMILIES = ("P", "R", "RR", "nDCG", "AP", "Success")
@@ -176,8 +176,8 @@ def compare_tables(
     metrics: Sequence[str],
     *,
     split: str | None = None,
-    seed: int = 0,
-    n_resamples: int = 10_000,
+    seed: int = SEED,
+    n_resamples: int = TEST_RESAMPLES,
     worst_n: int = 10,
 ) -> tuple[pa.Table, pa.Table, pa.Table]:
     """The pure part of ``compare``: (summary, pairs, worst) from two per-case tables and the case slices.
@@ -212,8 +212,8 @@ def compare(
     *,
     by: str | None = None,
     split: str | None = None,
-    seed: int = 0,
-    n_resamples: int = 10_000,
+    seed: int = SEED,
+    n_resamples: int = TEST_RESAMPLES,
     metrics: Sequence[str] | None = None,
     worst_n: int = 10,
 ) -> Comparison:

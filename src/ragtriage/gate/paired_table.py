@@ -32,6 +32,8 @@ TIE = 1e-12
 #: bootstrap resamples of every interval, as ``ragtriage metrics`` draws them for a mean
 INTERVAL_RESAMPLES = N_RESAMPLES
 RANDOMIZATION = "paired randomization (sign-flip) test"
+#: the seed and the resamples of the test when a command is given none (``compare``, ``report``, the TUI)
+SEED, TEST_RESAMPLES = 0, 10_000
 
 FloatArray = npt.NDArray[np.float64]
 

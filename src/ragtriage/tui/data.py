@@ -39,8 +39,7 @@ from ragtriage.classify import (
 from ragtriage.classify.classify_run import failure_source
 from ragtriage.classify.stored import is_fresh
 from ragtriage.experiments.runs_table import measure_names
-from ragtriage.gate.compare import TIE
-from ragtriage.gate.paired_table import paired_matrix
+from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, PairStats, pair_stats, paired_matrix
 from ragtriage.gate.sources import paired_version
 from ragtriage.metrics import summary_cache
 from ragtriage.metrics.context import labels_header
@@ -522,14 +521,14 @@ def runs_matrix(
 @dataclass(frozen=True)
 class CompareView:
     """One measure of a :class:`RunsMatrix` as a list: one row per paired case with each run's value and the open
-    run's Δ against the baseline, worst regression first. ``runs`` name the value columns in table order."""
+    run's Δ against the baseline, worst regression first. ``runs`` name the value columns in table order;
+    ``stats`` are the open run's against the baseline from ``gate.paired_table.pair_stats`` (wins/ties/losses,
+    mean Δ, interval, p-value), as ``compare`` states them."""
 
     table: pa.Table
     measure: str
     runs: tuple[str, ...]
-    wins: int
-    losses: int
-    ties: int
+    stats: PairStats
     deltas: list[float]
 
 
@@ -548,9 +547,8 @@ def compare_view(cur: duckdb.DuckDBPyConnection, matrix: RunsMatrix, family: str
     rows = with_query(cur, table_of(columns, pa.schema(fields)))
     rows = natural_order(rows, "case_id").sort_by([("delta", "ascending")])
     shown = non_null_values(rows.column("delta"), np.float64)
-    wins, losses = int((shown > TIE).sum()), int((shown < -TIE).sum())
-    ties = len(shown) - wins - losses
-    return CompareView(rows, matrix.measures[j], matrix.runs, wins, losses, ties, shown.tolist())
+    (stats,) = pair_stats(values[:, 1:2], values[:, 0:1], seed=SEED, n_resamples=TEST_RESAMPLES)
+    return CompareView(rows, matrix.measures[j], matrix.runs, stats, shown.tolist())
 
 
 def leak_counts(leaks: pa.Table) -> tuple[int, int]:

@@ -237,7 +237,7 @@ class CompareScreen(CaseListScreen):
         if v is None:
             return super().describe()
         fails = f"FAILS (leaks): {', '.join(self.failing)} · " if self.failing else ""
-        return f"{fails}+{v.wins} / -{v.losses} / ={v.ties} · {super().describe()}"
+        return f"{fails}+{v.stats.wins} / -{v.stats.losses} / ={v.stats.ties} · {super().describe()}"
 
     def action_measure(self) -> None:
         fams = data.CASE_MEASURES
