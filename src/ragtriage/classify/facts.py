@@ -323,6 +323,7 @@ stale_facts AS (
 leak_facts AS (
     SELECT case_id, 'leakage' AS failure, count(*) AS n_leaked_rows,
            count(*) FILTER (WHERE stage = 'final') AS n_leaked_final,
+           count(DISTINCT (stage, rank)) AS n_leaked_results,
            list_slice(list(struct_pack(stage := stage, rank := rank, unit_id := unit_id, rule := rule)
                            ORDER BY stage DESC, rank, rule), 1, {LEAKS_SHOWN}) AS leaks
     FROM {LEAKS} WHERE {in_chunk("case_id")} GROUP BY case_id
@@ -413,5 +414,5 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "negative-not-abstained": ("n_relevant", "expected_behavior", "reason", "top_score", "threshold", "n_results"),
     "stale-first": ("stale_detail", "version_mix", "duplicate_pairs"),
-    "leakage": ("n_leaked_rows", "n_leaked_final", "leaks"),
+    "leakage": ("n_leaked_rows", "n_leaked_final", "n_leaked_results", "leaks"),
 }

@@ -209,3 +209,21 @@ def cost_rows(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> pa.Table:
               AND dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset')""",
         params={"run_id": run_id, "k": k},
     ).to_arrow_table()
+
+
+def leak_counts(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> tuple[int, int] | None:
+    """(distinct leaked result rows, leaking cases) of the run, any stage, from its fresh stored rows at ``k``
+    (leakage does not depend on k: any fresh classification holds it), or None when none is stored or its
+    leakage rows predate the ``n_leaked_results`` fact: the caller computes them then."""
+    if not is_fresh(cur, run_id, k):
+        return None
+    row = cur.execute(
+        f"""SELECT count(*), sum(CAST(evidence->>'$.facts.n_leaked_results' AS BIGINT)),
+                   count(*) FILTER (WHERE evidence->>'$.facts.n_leaked_results' IS NULL)
+            FROM {TABLE}
+            WHERE run_id = $run_id AND k = $k AND failure = 'leakage'
+              AND dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset')""",
+        {"run_id": run_id, "k": k},
+    ).fetchall()[0]
+    cases, results, missing = int(row[0]), int(row[1] or 0), int(row[2])
+    return None if missing else (results, cases)

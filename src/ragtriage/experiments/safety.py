@@ -80,7 +80,8 @@ class RunSafety:
 def run_safety(
     con: duckdb.DuckDBPyConnection, runs: Sequence[str], *, gate: GateConfig | None = None, baseline: str = ""
 ) -> tuple[RunSafety, ...]:
-    """The leakage of every run of a comparison, baseline included, in the order given; with ``gate``, each
+    """The leakage of every run of a comparison, baseline included, in the order given (``gate.sources.
+    leak_summary``: the run's stored classification when fresh, else the leakage query); with ``gate``, each
     candidate's failed rules against ``baseline`` (``gate.verdict.evaluate_gate``, nothing recorded)."""
     from ragtriage.gate.verdict import evaluate_gate
 

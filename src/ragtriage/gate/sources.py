@@ -14,7 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.dimensions import NO_VALUE, SLICE_DIMENSIONS
-from ragtriage.store import StoreError, current_dataset_version, require_run
+from ragtriage.store import StoreError, current_dataset_version, require_run, run_k
 
 # The slice dimensions a comparison or a slice rule may group by: the one list (ragtriage.contract.dimensions).
 SLICE_COLUMNS = SLICE_DIMENSIONS
@@ -128,14 +128,30 @@ def leaks(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 
 
 def leak_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int, Any]:
-    """(distinct leaked result rows, leaking cases, ``checks.leakage.Coverage``) of the run, any stage."""
+    """(distinct leaked result rows, leaking cases, ``checks.leakage.Coverage``) of the run, any stage: read from
+    the run's stored classification when it is fresh (``classify.stored.leak_counts``, written by the same
+    ``checks.leakage`` query at load), else computed now."""
+    from ragtriage.checks.leakage import coverage, unchecked_cases
+    from ragtriage.classify import stored
+
+    cur = con.cursor()
+    try:
+        counts = stored.leak_counts(cur, run_id, run_k(cur, run_id))
+    finally:
+        cur.close()
+    rows, cases = counts if counts is not None else computed_leak_counts(con, run_id)
+    return rows, cases, coverage(con, unchecked_cases(con, run_id))
+
+
+def computed_leak_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int]:
+    """(distinct leaked result rows, leaking cases) of the run, any stage, from the leakage query itself."""
     import pyarrow.compute as pc
 
-    from ragtriage.checks.leakage import coverage, leakage, leaked_result_rows, unchecked_cases
+    from ragtriage.checks.leakage import leakage, leaked_result_rows
 
     table = leakage(con, run_id)
     cases = pc.count_distinct(table.column("case_id")).as_py() if table.num_rows else 0
-    return leaked_result_rows(table), int(cases), coverage(con, unchecked_cases(con, run_id))
+    return leaked_result_rows(table), int(cases)
 
 
 def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
