@@ -126,9 +126,9 @@ def test_gzip_of_good_lines_and_a_gibibyte_of_nul_is_refused(db: Path, tmp_path:
     bomb = _write(tmp_path / "run.txt.gz", _members(gzip.compress(_twenty_good_lines()), *[nul] * 64))
     before = digest(db)
     res = invoke("load", "--db", db, "--run", bomb, "--run-id", "b", "--no-precompute")
-    refused(res, db, before, "run.txt.gz:21: a NUL byte in the decompressed gzip text")
+    refused(res, db, before, "run.txt.gz:21: column 1: a NUL byte in the decompressed gzip text")
     res = invoke("validate", bomb)
-    assert res.exit_code == 2 and "run.txt.gz:21: a NUL byte" in res.output
+    assert res.exit_code == 2 and "run.txt.gz:21: column 1: a NUL byte" in res.output
 
 
 def test_decompression_is_bounded_by_ratio(db: Path, tmp_path: Path) -> None:

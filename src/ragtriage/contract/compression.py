@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from ragtriage.contract.nul_bytes import CODE as NUL_CODE
+from ragtriage.contract.nul_bytes import nul_field, nul_message
+
 _GZIP, _BZ2 = b"\x1f\x8b", b"BZh"
 _scratch: list[Path] = []
 
@@ -46,6 +49,8 @@ class TextScan:
     has_tab: bool = False
     has_space: bool = False
     lone_cr: bool = False
+    fault_code: str = "compression"  # the finding's code (``nul_bytes.CODE`` for a NUL byte)
+    fault_field: str | None = None  # the field the fault is in, when it is in one
 
 
 _scanned: dict[tuple[str, int, int], TextScan] = {}
@@ -54,23 +59,20 @@ _scanned: dict[tuple[str, int, int], TextScan] = {}
 def compression_fault(path: Path) -> tuple[int | None, str] | None:
     """What is wrong with a compressed file, read to its end once (None for plain files and sound ones).
 
-    Every byte is accounted for: a truncated or corrupt stream, a NUL byte (a text file holds none; a run followed
-    by a gigabyte of NULs loaded its first lines and nothing said so), and output beyond ``MAX_RATIO`` times the
+    Every byte is accounted for: a truncated or corrupt stream, a NUL byte (``nul_bytes``; a run followed by a
+    gigabyte of NULs loaded its first lines and nothing said so), and output beyond ``MAX_RATIO`` times the
     compressed size (after the first ``RATIO_FREE`` bytes) or ``MAX_DECOMPRESSED`` are each refused by name, as
     (line or None, what is wrong)."""
     return scan(path).fault if compression_of(path) else None
 
 
-def text_fault(path: Path) -> tuple[int | None, str] | None:
-    """``compression_fault``, and for any text file a line longer than ``MAX_LINE`` (a plain file no larger than
-    that cannot hold one and is not read here)."""
-    if compression_of(path):
-        return scan(path).fault
-    try:
-        small = path.stat().st_size <= MAX_LINE
-    except OSError:
+def text_fault(path: Path) -> TextScan | None:
+    """The scan of any text input (not Parquet) when it found a fault: ``compression_fault``, a NUL byte
+    (``nul_bytes``, plain files too), or a line longer than ``MAX_LINE``."""
+    if not compression_of(path) and head_bytes(path, 4) == b"PAR1":
         return None
-    return None if small or head_bytes(path, 4) == b"PAR1" else scan(path).fault
+    seen = scan(path)
+    return seen if seen.fault else None
 
 
 def scan(path: Path) -> TextScan:
@@ -90,13 +92,18 @@ def _read_through(path: Path, comp: str | None, size: int) -> TextScan:
     limit = min(MAX_DECOMPRESSED, max(RATIO_FREE, MAX_RATIO * size)) if comp else None
     total, lines, last, since = 0, 0, b"\n", 0
     tab = space = lone = carry = False
+    head: bytes | None = b""  # the current line's bytes before this block (None: too long to keep)
     try:
         with open_binary(path) as fh:
             while block := fh.read(_BLOCK):
-                nul = block.find(b"\0") if comp else -1
+                nul = block.find(b"\0")
                 if nul >= 0:
-                    at = lines + block.count(b"\n", 0, nul) + 1
-                    return TextScan((at, f"a NUL byte in the decompressed {comp} text: not a text file, or corrupt"))
+                    return _nul_scan(path, comp, lines + block.count(b"\n", 0, nul) + 1, head, block, nul)
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    head = block[newline + 1 :]
+                elif head is not None:
+                    head = head + block if len(head) + len(block) <= _BLOCK else None
                 total += len(block)
                 if limit is not None and total > limit:
                     return TextScan((None, _bomb(comp, size, limit)))
@@ -122,6 +129,16 @@ def _read_through(path: Path, comp: str | None, size: int) -> TextScan:
     except (OSError, ValueError, zlib.error) as exc:  # BadGzipFile, bz2's invalid stream, CRC mismatch
         return TextScan((None, f"the {comp} stream is corrupt: {exc}" if comp else f"cannot read: {exc}"))
     return TextScan(None, lines, last != b"\n", tab, space, lone or carry)
+
+
+def _nul_scan(path: Path, comp: str | None, line: int, head: bytes | None, block: bytes, at: int) -> TextScan:
+    """The fault of a NUL byte at ``block[at]`` on line ``line`` (``head``: the line's bytes before the block)."""
+    start = block.rfind(b"\n", 0, at) + 1
+    before = head if start == 0 else b""
+    end = block.find(b"\n", at)
+    text = block[start : end if end >= 0 else len(block)]
+    field = None if before is None else nul_field(before + text, len(before) + at - start, plain_name(path))
+    return TextScan((line, nul_message(comp)), fault_code=NUL_CODE, fault_field=field)
 
 
 def _bomb(comp: str | None, size: int, limit: int) -> str:

@@ -12,6 +12,7 @@ from ragtriage.contract.fields import INT_MAX, RUN, UNITS, Table
 from ragtriage.contract.relevance import DEFAULT_RELEVANCE_THRESHOLD
 from ragtriage.contract.schema_check import schema_findings
 from ragtriage.contract.schemas import shipped_schema
+from ragtriage.contract.staging import compression_findings
 
 DEFAULT_RUBRIC = {"0": "irrelevant", "1": "related", "2": "useful", "3": "sufficient"}
 
@@ -35,7 +36,7 @@ class DatasetManifest:
 
 def read_json_object(path: Path) -> tuple[dict[str, Any] | None, list[Finding]]:
     f = str(path)
-    unreadable = path_findings(path)
+    unreadable = path_findings(path) or compression_findings(path)  # a NUL byte is refused as in every input
     if unreadable:
         return None, unreadable
     try:

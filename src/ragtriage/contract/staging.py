@@ -63,11 +63,14 @@ def qident(name: str) -> str:
 
 
 def compression_findings(path: Path) -> list[Finding]:
-    """A compressed file that is truncated, corrupt, holds NUL bytes or decompresses past the bound, or any text
-    file with a line longer than the readers take (``compression.text_fault``), as the error every reader stops
+    """A compressed file that is truncated, corrupt or decompresses past the bound, any text file holding a NUL
+    byte or a line longer than the readers take (``compression.text_fault``), as the error every reader stops
     at."""
-    fault = text_fault(path)
-    return [Finding(str(path), fault[0], None, "compression", fault[1])] if fault else []
+    seen = text_fault(path)
+    if seen is None or seen.fault is None:
+        return []
+    line, message = seen.fault
+    return [Finding(str(path), line, seen.fault_field, seen.fault_code, message)]
 
 
 def encoding_findings(path: Path) -> list[Finding]:

@@ -285,6 +285,11 @@ def parse_gate(path: Path) -> GateConfig:
     unreadable = path_findings(path)  # before opening: a FIFO would wait for a writer forever
     if unreadable:
         raise GateFileError(path, None, None, f"cannot read the gate file ({unreadable[0].message})")
+    from ragtriage.contract.staging import compression_findings
+
+    damaged = compression_findings(path)  # a NUL byte is refused as in every input
+    if damaged:
+        raise GateFileError(path, damaged[0].line, damaged[0].field, damaged[0].message)
     try:
         raw = path.read_bytes()
     except OSError as exc:
