@@ -47,6 +47,12 @@ def load(*option: str) -> Command:
     return run
 
 
+def topics(db: Path, f: Path) -> Result:
+    qrels = f.parent / "q.txt"
+    qrels.write_bytes(b"q1 0 d1 2\nq2 0 d1 1\n")
+    return invoke("load", "--db", db, "--qrels", qrels, "--topics", f, "--no-precompute")
+
+
 # reader: (file name, content, line, field the finding names, command)
 FLAT: dict[str, tuple[str, bytes, int, str, Command]] = {
     "trec-run": ("run.txt", _nul_at(RUN, 2, b"d"), 2, "column 3",
@@ -60,6 +66,8 @@ FLAT: dict[str, tuple[str, bytes, int, str, Command]] = {
                           load("--qrels", "FILE")),
     "beir-qrels": ("qrels.tsv", b"query-id\tcorpus-id\tscore\nq1\td1\t2\x00\n", 2, "column 3", load("--qrels", "FILE")),
     "json-qrels": ("qrels.json", b'{"q1": {"d1": 2},\n "q2": {"d1": 1\x00}}', 2, "d1", load("--qrels", "FILE")),
+    "tsv-topics": ("topics.tsv", b"q1\tfirst query\nq2\tsecond\x00 query\n", 2, "column 2", topics),
+    "trec-topics": ("topics.txt", b"<top>\n<num> Number: q1\n<title> a\x00 query\n</top>\n", 3, "column 2", topics),
     "import-labels csv": ("labels.csv", b"case_id,unit_id,grade\nq1,d\x001,2\n", 2, "column 2",
                           lambda db, f: invoke("import-labels", f, "--annotator", "a", "--db", db)),
     "gate toml": ("gate.toml", b"[latency]\np95_ms = 5\x00\n", 2, "key 'p95_ms'",
@@ -67,7 +75,7 @@ FLAT: dict[str, tuple[str, bytes, int, str, Command]] = {
                                        "no-acl-filter", "--no-record")),
 }  # fmt: skip
 COMPRESSIONS = {"plain": (lambda b: b, ""), "gzip": (gzip.compress, ".gz"), "bz2": (bz2.compress, ".bz2")}
-COMPRESSIBLE = {"trec-run", "msmarco-run", "trec-qrels", "beir-qrels header", "beir-qrels"}
+COMPRESSIBLE = {"trec-run", "msmarco-run", "trec-qrels", "beir-qrels header", "beir-qrels", "tsv-topics", "trec-topics"}
 
 
 def _refused(res: Result, db: Path, before: object, where: str) -> None:
