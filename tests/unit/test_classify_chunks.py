@@ -86,8 +86,8 @@ def test_an_error_midway_leaves_no_rows_and_nothing_fresh(
     monkeypatch.setattr(facts, "CHUNK_ROWS", 40)
     real = facts.fact_chunks
 
-    def failing(c: duckdb.DuckDBPyConnection, run_id: str, k: int):  # type: ignore[no-untyped-def]
-        for i, part in enumerate(real(c, run_id, k)):
+    def failing(c: duckdb.DuckDBPyConnection, run_id: str, k: int, bounds=None):  # type: ignore[no-untyped-def]
+        for i, part in enumerate(real(c, run_id, k, bounds)):
             if i == 2:
                 raise RuntimeError("disk full")
             yield part

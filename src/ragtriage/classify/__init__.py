@@ -5,6 +5,7 @@ failure-pattern hints with the experiment that isolates each, and what each cate
 Rules, their order and the patterns are data (``rules.py``) and are documented in docs/classifier.md.
 """
 
+from ragtriage.classify.chunked import Progress, classify_chunks, pending, progress, refresh
 from ragtriage.classify.classify_run import (
     FAILURE_SCHEMA,
     RunClassification,
@@ -12,7 +13,6 @@ from ragtriage.classify.classify_run import (
     failure_list,
     failures,
     judging_k,
-    refresh,
     run_classification,
     store_classification,
 )
@@ -34,13 +34,17 @@ __all__ = [
     "CostReport",
     "FailureSummary",
     "Pattern",
+    "Progress",
     "Rule",
     "RunClassification",
+    "classify_chunks",
     "classify_run",
     "failure_list",
     "failure_summary",
     "failures",
     "judging_k",
+    "pending",
+    "progress",
     "refresh",
     "run_classification",
     "store_classification",

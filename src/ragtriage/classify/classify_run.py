@@ -24,8 +24,7 @@ from ragtriage.classify.cost import CostReport, CostTally
 from ragtriage.classify.decide import decide_sql
 from ragtriage.classify.facts import LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS, fact_chunks
 from ragtriage.classify.rules import FAILURES
-from ragtriage.store import run_ids, run_k
-from ragtriage.store.memory_cap import capped
+from ragtriage.store import run_k
 
 #: What :func:`failures` returns, column for column: the seam the CLI, the TUI and the notes export read.
 #: ``evidence`` is JSON text; ``patterns`` and ``experiments`` are lists of names; ``k`` is the cutoff judged at.
@@ -78,11 +77,17 @@ def _decided_sql() -> str:
     )
 
 
-def _each_chunk(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, decide: Callable[[], None]) -> CostReport:
-    """``decide()`` once per chunk of the run's facts (``facts.fact_chunks``), with the chunk registered as
-    ``_cls_facts`` (what :func:`_decided_sql` reads); returns the costs summed over the chunks."""
+Bounds = list[tuple[str | None, str | None]]
+
+
+def _each_chunk(
+    cur: duckdb.DuckDBPyConnection, run_id: str, k: int, decide: Callable[[], None], bounds: Bounds | None = None
+) -> CostReport:
+    """``decide()`` once per chunk of the run's facts (``facts.fact_chunks``; only the case ranges of ``bounds``
+    when given), with the chunk registered as ``_cls_facts`` (what :func:`_decided_sql` reads); returns the costs
+    summed over the chunks (over the whole run only without ``bounds``)."""
     tally = CostTally(cur, run_id, k)
-    with closing(fact_chunks(cur, run_id, k)) as chunks:
+    with closing(fact_chunks(cur, run_id, k, bounds)) as chunks:
         for facts in chunks:
             cur.register("_cls_facts", facts)
             try:
@@ -93,13 +98,15 @@ def _each_chunk(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, decide: Cal
     return tally.report()
 
 
-def _classify_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> tuple[pa.Table, CostReport]:
+def _classify_at(
+    cur: duckdb.DuckDBPyConnection, run_id: str, k: int, bounds: Bounds | None = None
+) -> tuple[pa.Table, CostReport]:
     parts: list[pa.Table] = []
 
     def decide() -> None:
         parts.append(cur.sql(_decided_sql(), params={"run_id": run_id, "k": k}).to_arrow_table())
 
-    costs = _each_chunk(cur, run_id, k, decide)
+    costs = _each_chunk(cur, run_id, k, decide, bounds)
     return pa.concat_tables(parts), costs
 
 
@@ -142,9 +149,12 @@ def _with_checks(
 
 
 def _classify(
-    con: duckdb.DuckDBPyConnection, run_id: str, cutoffs: list[int]
+    con: duckdb.DuckDBPyConnection, run_id: str, cutoffs: list[int], bounds: Bounds | None = None
 ) -> list[tuple[int, pa.Table, CostReport]]:
-    return [(k, *parts) for k, parts in _with_checks(con, run_id, cutoffs, _classify_at)]
+    def at(cur: duckdb.DuckDBPyConnection, rid: str, k: int) -> tuple[pa.Table, CostReport]:
+        return _classify_at(cur, rid, k, bounds)
+
+    return [(k, *parts) for k, parts in _with_checks(con, run_id, cutoffs, at)]
 
 
 def classify_run(
@@ -188,23 +198,6 @@ def store_classification(con: duckdb.DuckDBPyConnection, run_id: str, *, ks: int
     _with_checks(con, run_id, _cutoffs(con, run_id, ks), _store_at)
 
 
-def refresh(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Classify and store every run whose stored classification at its own k is missing or stale; returns
-    their ids. ``ragtriage load`` and ``import-labels`` call it, so readers find fresh rows."""
-    done = []
-    cur = con.cursor()
-    try:
-        # chunked (facts.fact_chunks), the classification fits the load's memory cap at little cost in time
-        with capped(con):
-            for rid in run_ids(cur):
-                if not stored.is_fresh(cur, rid, run_k(cur, rid)):
-                    store_classification(con, rid)
-                    done.append(rid)
-    finally:
-        cur.close()
-    return done
-
-
 @dataclass(frozen=True)
 class RunClassification:
     """A run's classification at one k: its failure rows and what each category costs (typed, for the TUI)."""
@@ -230,17 +223,47 @@ def run_classification(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | 
     return RunClassification(run_id, cutoff, rows, costs, False)
 
 
-def failure_source(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> str:
+def failure_source(
+    cur: duckdb.DuckDBPyConnection,
+    run_id: str,
+    k: int,
+    *,
+    partial: bool = False,
+    case_ids: Sequence[str] | None = None,
+) -> str:
     """A relation of the run's failure rows at ``k`` for ``cur``: the stored table when fresh (read in SQL, so a
-    reader never fetches evidence it does not show), else the rows computed now, registered on ``cur``."""
+    reader never fetches evidence it does not show), else the rows computed now, registered on ``cur``.
+
+    With ``partial`` a classification under way (``classify.chunked``) is read as it stands: the rows of the
+    chunks done so far, for a caller that says so (``classify.progress``). With ``case_ids`` only those cases'
+    rows are asked for: stored ones when their chunks are done, else only their own case range is classified."""
+    stored_rows = (
+        f"(SELECT * FROM {stored.TABLE} WHERE run_id = $run_id AND k = $k "
+        "AND dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset'))"
+    )
     if stored.is_fresh(cur, run_id, k):
-        return (
-            f"(SELECT * FROM {stored.TABLE} WHERE run_id = $run_id AND k = $k "
-            "AND dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset'))"
-        )
-    ((_, rows, _),) = _classify(cur, run_id, [k])
+        return stored_rows
+    from ragtriage.classify.chunked import done_chunk_of, progress
+
+    if partial and progress(cur, run_id, k=k).chunks:
+        return stored_rows
+    bounds: Bounds | None = None
+    if case_ids is not None:
+        if all(done_chunk_of(cur, run_id, k, c) for c in case_ids):
+            return stored_rows
+        bounds = _span(cur, case_ids)
+    ((_, rows, _),) = _classify(cur, run_id, [k], bounds)
     cur.register("_cls_failures", rows)
     return "(SELECT * FROM _cls_failures WHERE run_id = $run_id AND k = $k)"
+
+
+def _span(cur: duckdb.DuckDBPyConnection, case_ids: Sequence[str]) -> Bounds:
+    """The one case-id range holding ``case_ids`` and no case past the last of them."""
+    if not case_ids:
+        return [("", "")]
+    lo, hi = min(case_ids), max(case_ids)
+    after = cur.execute("SELECT min(case_id) FROM cases WHERE case_id > $hi", {"hi": hi}).fetchall()[0][0]
+    return [(lo, None if after is None else str(after))]
 
 
 def failures(
@@ -259,7 +282,7 @@ def failures(
     cutoff = judging_k(con, run_id, k)
     cur = con.cursor()
     try:
-        src = failure_source(cur, run_id, cutoff)
+        src = failure_source(cur, run_id, cutoff, case_ids=case_ids)
         case = "" if case_ids is None else " AND f.case_id IN (SELECT unnest($case_ids::VARCHAR[]))"
         sql = f"""
             SELECT f.run_id, f.case_id, c.query, c.split, c.query_type, f.failure, f.category, f.rule,
@@ -278,14 +301,17 @@ def failures(
         cur.close()
 
 
-def failure_list(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> pa.Table:
+def failure_list(
+    con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None, partial: bool = False
+) -> pa.Table:
     """One row per failing case at :func:`judging_k`, for a list view: case_id, query, category, rule and
     patterns (each '; '-joined when a case fails in several ways), failures and the highest confidence. Read in
-    SQL from the stored rows when fresh, without the evidence, so a large run's list fills in without classifying."""
+    SQL from the stored rows when fresh, without the evidence, so a large run's list fills in without classifying.
+    ``partial``: see :func:`failure_source` (the caller states the progress beside the list)."""
     cutoff = judging_k(con, run_id, k)
     cur = con.cursor()
     try:
-        src = failure_source(cur, run_id, cutoff)
+        src = failure_source(cur, run_id, cutoff, partial=partial)
         agg = "array_to_string(list_sort(list_distinct(list({0}))), '; ')"
         sql = f"""
             WITH per_case AS (

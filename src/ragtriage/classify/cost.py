@@ -186,11 +186,23 @@ class CostTally:
         self._lost: dict[str, tuple[float, int]] = {}
         self._mean: tuple[int, float] | None = None
 
-    def add(self, facts: pa.Table) -> None:
-        """Count the loss of the failing cases in ``facts`` (``facts`` rows: case_id, failure, n_relevant,
-        top_units, missing; a case's rows all in this table)."""
+    def mean(self) -> tuple[int, float]:
+        """(cases, summed nDCG@k) of the run's mean, read once (inside ``facts.kept_tables`` on ``con``)."""
         if self._mean is None:
             self._mean = _mean(self._con, self._ctx)
+        return self._mean
+
+    def resume(self, mean: tuple[int, float], lost: dict[str, tuple[float, int]]) -> None:
+        """Start from a mean and losses read before (a classification resumed in another process)."""
+        self._mean = mean
+        for category, (value, cases) in lost.items():
+            before = self._lost.get(category, (0.0, 0))
+            self._lost[category] = (before[0] + value, before[1] + cases)
+
+    def add(self, facts: pa.Table) -> dict[str, tuple[float, int]]:
+        """Count the loss of the failing cases in ``facts`` (``facts`` rows: case_id, failure, n_relevant,
+        top_units, missing; a case's rows all in this table); returns this chunk's own (loss, cases) per category."""
+        self.mean()
         cur = self._con.cursor()
         try:
             cur.register("_cost_facts", facts.select(["case_id", "failure", "n_relevant", "top_units", "missing"]))
@@ -198,9 +210,9 @@ class CostTally:
             rows = cur.sql(sql, params={"threshold": self._ctx.threshold}).fetchall()
         finally:
             cur.close()
-        for category, lost, cases in rows:
-            before = self._lost.get(str(category), (0.0, 0))
-            self._lost[str(category)] = (before[0] + float(lost), before[1] + int(cases))
+        chunk = {str(category): (float(lost), int(cases)) for category, lost, cases in rows}
+        self.resume(self.mean(), chunk)
+        return chunk
 
     def report(self) -> CostReport:
         """The costs of everything added, on the run's mean nDCG@k."""

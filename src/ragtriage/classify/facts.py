@@ -29,8 +29,8 @@ much again.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
-from contextlib import suppress
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager, suppress
 
 import duckdb
 import pyarrow as pa
@@ -349,12 +349,14 @@ SELECT * FROM (
 )
 
 
-def _bounds(cur: duckdb.DuckDBPyConnection) -> list[tuple[str | None, str | None]]:
-    """Case-id ranges of about CHUNK_ROWS rows of the kept tables each (equal numbers of cases; one open range
-    when everything fits in one)."""
+def chunk_bounds(
+    cur: duckdb.DuckDBPyConnection, rows_per_chunk: int | None = None
+) -> list[tuple[str | None, str | None]]:
+    """Case-id ranges of about ``rows_per_chunk`` (default :data:`CHUNK_ROWS`) rows of the kept tables each (equal
+    numbers of cases; one open range when everything fits in one), inside :func:`kept_tables`."""
     kept = f"SELECT (SELECT count(*) FROM {LOCATIONS_TABLE}) + (SELECT count(*) FROM {TOP_TABLE})"
     rows = cur.execute(kept).fetchall()[0][0]
-    chunks = math.ceil(int(rows) / CHUNK_ROWS)
+    chunks = math.ceil(int(rows) / (rows_per_chunk or CHUNK_ROWS))
     if chunks <= 1:
         return [(None, None)]
     cases = int(cur.execute("SELECT count(*) FROM cases").fetchall()[0][0])
@@ -371,24 +373,38 @@ def _bounds(cur: duckdb.DuckDBPyConnection) -> list[tuple[str | None, str | None
     return list(zip(edges[:-1], edges[1:], strict=True))
 
 
-def fact_chunks(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Generator[pa.Table]:
-    """The facts of ``run_id`` at ``k``, one table per chunk of cases in case-id order, read on ``cur`` (which
-    holds the checks layer's tables). The kept tables are dropped when the last chunk is read (or the reader
-    stops)."""
-    params = {"run_id": run_id, "k": k, "lo": None, "hi": None}
+@contextmanager
+def kept_tables(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator[None]:
+    """Inside, ``cur`` holds the tables every chunk's facts read (the statements that read the whole run); they
+    are dropped on the way out."""
     try:
         # every statement over location_ctes takes its parameters, named or not in what it selects
         for sql in (_PLAIN_RUNS_TABLE_SQL, _JUDGED_TABLE_SQL, _LOCATIONS_TABLE_SQL):
             cur.execute(sql, {"run_id": run_id, "k": k})
-        cur.execute(_TOP_TABLE_SQL, params)
+        cur.execute(_TOP_TABLE_SQL, {"run_id": run_id, "k": k, "lo": None, "hi": None})
         cur.execute(_CORPUS_TABLE_SQL)
-        for lo, hi in _bounds(cur):
-            yield cur.sql(_CHUNK_FACTS_SQL, params={**params, "lo": lo, "hi": hi}).to_arrow_table()
+        yield
     finally:
         # after a failed statement in the caller's transaction the drop fails too; the rollback drops them
         with suppress(duckdb.Error):
             for table in (PLAIN_RUNS_TABLE, JUDGED_TABLE, LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE):
                 cur.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def chunk_facts(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, lo: str | None, hi: str | None) -> pa.Table:
+    """The facts of the cases from ``lo`` (inclusive) to ``hi`` (exclusive), inside :func:`kept_tables`."""
+    return cur.sql(_CHUNK_FACTS_SQL, params={"run_id": run_id, "k": k, "lo": lo, "hi": hi}).to_arrow_table()
+
+
+def fact_chunks(
+    cur: duckdb.DuckDBPyConnection, run_id: str, k: int, bounds: list[tuple[str | None, str | None]] | None = None
+) -> Generator[pa.Table]:
+    """The facts of ``run_id`` at ``k``, one table per chunk of cases in case-id order (or per range of
+    ``bounds``), read on ``cur`` (which holds the checks layer's tables). The kept tables are dropped when the
+    last chunk is read (or the reader stops)."""
+    with kept_tables(cur, run_id, k):
+        for lo, hi in chunk_bounds(cur) if bounds is None else bounds:
+            yield chunk_facts(cur, run_id, k, lo, hi)
 
 
 # The facts each failure kind carries into its evidence JSON (besides k, rules and patterns).

@@ -103,7 +103,7 @@ class Writer:
         """Append the rows of query ``rows_sql`` (``params`` its parameters besides $run_id), run on the cursor
         with the relations registered on it: from DuckDB to DuckDB, never through Arrow, which would hold every
         row only to write it back."""
-        with _storing(self._run_id):
+        with storing(self._run_id):
             self._cur.execute(
                 f"INSERT INTO {TABLE} SELECT {', '.join(COLUMNS)}, "
                 f"(SELECT score_threshold FROM runs WHERE run_id = $run_id), now()::TIMESTAMP FROM ({rows_sql})",
@@ -113,7 +113,7 @@ class Writer:
     def costs(self, costs: pa.Table) -> None:
         self._cur.register("_cls_costs", costs)
         try:
-            with _storing(self._run_id):
+            with storing(self._run_id):
                 self._cur.execute(
                     f"INSERT INTO {COST_TABLE} SELECT $run_id, {_VERSION}, $k, {', '.join(COST_COLUMNS)}, "
                     "now()::TIMESTAMP FROM _cls_costs",
@@ -127,7 +127,7 @@ _VERSION = "(SELECT value FROM meta WHERE key = 'current_dataset')"
 
 
 @contextmanager
-def _storing(run_id: str) -> Iterator[None]:
+def storing(run_id: str) -> Iterator[None]:
     """A DuckDB error of a statement that writes the stored classification, said as the store refusing it."""
     try:
         yield
@@ -151,12 +151,10 @@ def replacing(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator[W
         for table in (COST_TABLE, TABLE):
             cur.execute(f"DELETE FROM {table} WHERE {where}", {"run_id": run_id, "k": k})
 
-    with _storing(run_id):
+    with storing(run_id):
         cur.execute("BEGIN TRANSACTION")
         try:
-            if not _has_tables(cur):
-                cur.execute(f"DROP TABLE IF EXISTS {TABLE}; DROP TABLE IF EXISTS {COST_TABLE}")
-            cur.execute(DDL)
+            ensure_tables(cur)
             drop_stored()
             cur.execute("COMMIT")
         except BaseException:
@@ -168,6 +166,13 @@ def replacing(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator[W
         with suppress(duckdb.Error):
             drop_stored()
         raise
+
+
+def ensure_tables(cur: duckdb.DuckDBPyConnection) -> None:
+    """Create both tables (inside the caller's transaction); a pair of an older layout, or one alone, is rebuilt."""
+    if not _has_tables(cur):
+        cur.execute(f"DROP TABLE IF EXISTS {TABLE}; DROP TABLE IF EXISTS {COST_TABLE}")
+    cur.execute(DDL)
 
 
 def is_fresh(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> bool:

@@ -172,3 +172,36 @@ def output_path(path: Path, db: Path | None, force: bool) -> Path:
 def shown(value: object) -> Text:
     """A data-derived cell or line for a rich table or console: controls visible, never read as markup."""
     return Text(visible(value))
+
+
+def classified_first(db: Path) -> None:
+    """Before a command reads classifications: store the classification of every run whose stored one is missing,
+    partial or stale (``classify.refresh``: the chunks not done yet, each committed), saying so on stderr, so the
+    command reads whole runs. A store that cannot be written (a read-only file) is said on stderr too, and the
+    command classifies what it reads in memory, as a whole run."""
+    from ragtriage.classify import pending, refresh
+    from ragtriage.store import StoreError, StoreLocked
+
+    if not db.exists():
+        return  # the command's own open says so
+    try:
+        with store_for(db) as con:
+            missing = pending(con)
+    except typer.Exit:
+        return  # the command's own open says why
+    if not missing:
+        return
+    _err.print(visible(f"classifying run(s) {', '.join(missing)} (not stored yet; each chunk is kept)"), markup=False)
+    try:
+        con = open_existing(db, read_only=False)
+    except StoreLocked as exc:
+        raise fail(exc) from exc
+    except StoreError as exc:
+        _err.print(visible(f"classification not stored ({exc}); this command classifies in memory"), markup=False)
+        return
+    try:
+        refresh(con)
+    except input_errors() as exc:
+        raise fail(exc) from exc
+    finally:
+        con.close()

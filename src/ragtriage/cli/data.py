@@ -106,10 +106,18 @@ def load(
     precompute: Annotated[
         bool,
         typer.Option(
-            help="Classify each run and store it, and precompute its overview summary for the TUI "
-            "(seconds per 10M result rows; without it `failures` classifies on every call)."
+            help="Precompute each run's overview summary for the TUI (seconds per 10M result rows); "
+            "--no-precompute stores the tables only."
         ),
     ] = True,
+    wait_classified: Annotated[
+        bool,
+        typer.Option(
+            "--wait-classified",
+            help="Classify each run's failures and store them before returning (for CI and scripts); by "
+            "default the TUI classifies in the background and `ragtriage classify` stores it later.",
+        ),
+    ] = False,
     strict: StrictIdsOpt = True,
     traces: Annotated[
         list[Path] | None,
@@ -163,6 +171,8 @@ def load(
         raise _fail(ValueError("--split-by-tag names each run by its tag; leave out --run-id"))
     if dataset is not None and qrels is not None:
         raise _fail(ValueError("pass either --dataset DIR or --qrels FILE, not both"))
+    if wait_classified and not precompute:
+        raise _fail(ValueError("--wait-classified classifies at load; --no-precompute skips it: pass one of them"))
     try:
         parse_grade_map(grade_map)  # before the store is opened: a bad option leaves no file behind
     except ValueError as exc:
@@ -202,7 +212,7 @@ def load(
         raise _fail(exc) from exc
     try:
         with _LazyProgress("load") as prog:
-            result = load_inputs(con, req, prog, precompute=precompute)
+            result = load_inputs(con, req, prog, precompute=precompute, wait_classified=wait_classified)
     except (ValidationFailed, StoreError, ValueError, OSError, duckdb.Error) as exc:
         con.close()
         if created:

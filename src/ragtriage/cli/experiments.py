@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from ragtriage.cli._app import app, fail, open_existing, output_path
+from ragtriage.cli._app import app, classified_first, fail, open_existing, output_path
 from ragtriage.paths import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -116,6 +116,8 @@ def build(
     from ragtriage.experiments.where_changed import category_changes, slice_deltas
     from ragtriage.store import StoreError
 
+    if categories or config is not None:
+        classified_first(db)
     try:
         con = open_existing(db, read_only=True)
     except (StoreError, duckdb.Error) as exc:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, open_existing, show
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, classified_first, open_existing, show
 from ragtriage.cli._app import fail as _fail
 from ragtriage.contract.categories import CATEGORIES, UNDETERMINED
 from ragtriage.contract.limits import MAX_CUTOFF
@@ -118,6 +118,8 @@ def failures_cmd(
     names = [p.name for p in PATTERNS]
     if pattern is not None and pattern not in names:
         raise _fail(ValueError(f"unknown pattern {pattern!r}; use one of: {', '.join(names)}"))
+    if not reclassify:
+        classified_first(db)
     con = None
     try:
         con = open_existing(db, read_only=not reclassify)
@@ -143,3 +145,37 @@ def failures_cmd(
     cases = len(rows.column("case_id").unique())
     context = {"run": run, "category": category, "pattern": pattern, "failures": rows.num_rows, "cases": cases}
     show(Output(rows, context, shown=_shown(rows), json_columns=("evidence",), empty="no failures"), fmt)
+
+
+@app.command("classify")
+def classify_cmd(db: DbOpt = DEFAULT_DB_PATH) -> None:
+    """Store every run's failure classification now (`load` leaves it to the TUI's background worker and to the
+    commands that read it; `load --wait-classified` does it at load).
+
+    A chunk of cases at a time, each kept as it is done: a run stopped midway continues where it stopped.
+    """
+    import duckdb
+
+    from ragtriage.classify import Progress, pending, refresh
+    from ragtriage.store import StoreError
+
+    def told(p: Progress) -> None:
+        err.print(visible(p.sentence()), markup=False, highlight=False)
+
+    try:
+        con = open_existing(db, read_only=False)
+        try:
+            runs = pending(con)
+            done = refresh(con, on_chunk=told)
+        finally:
+            con.close()
+    except (StoreError, duckdb.Error, OSError, ValueError) as exc:
+        raise _fail(exc) from exc
+    left = [r for r in runs if r not in done]
+    err.print(
+        visible(f"classified and stored: {', '.join(done) or 'nothing to do (every run is classified)'}"),
+        markup=False,
+        highlight=False,
+    )
+    if left:
+        raise _fail(f"not classified: {', '.join(left)}")

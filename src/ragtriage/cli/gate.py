@@ -12,7 +12,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, DbOpt, FormatOpt, app, open_existing, output_path, show
+from ragtriage.cli._app import (
+    DEFAULT_DB_PATH,
+    FORCE_HELP,
+    DbOpt,
+    FormatOpt,
+    app,
+    classified_first,
+    open_existing,
+    output_path,
+    show,
+)
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.experiments import Correction, CorrectionOpt, MeasureOpt, RunsOpt, Test, TestOpt
 from ragtriage.cli.metrics_options import Labels, LabelsOpt
@@ -166,6 +176,7 @@ def _compare_one(
     from ragtriage.metrics.context import labels_header
     from ragtriage.store import StoreError
 
+    classified_first(db)
     try:
         config = parse_gate(gate_file) if gate_file is not None else None
         con = open_existing(db, read_only=True)
@@ -264,6 +275,7 @@ def gate(
     ]
     for path, _ in outputs:
         output_path(path, db, force)
+    classified_first(db)
     try:
         config = parse_gate(gate_file)
         con = open_existing(db, read_only=not record)

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, app, open_existing, output_path
+from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, app, classified_first, open_existing, output_path
 from ragtriage.safe_text import visible
 
 err = Console(stderr=True, soft_wrap=True)
@@ -155,6 +155,7 @@ def export_notes(
     from ragtriage.store import StoreError
 
     output_path(csv, db, force)
+    classified_first(db)
     try:
         con = open_existing(db, read_only=True)
         try:

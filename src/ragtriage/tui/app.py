@@ -6,6 +6,11 @@
   SQLite ``data_version`` (a cheap pragma) and reloads the view when it changes.
 - Runs loaded by another process while the app is open join its run list within a few seconds, and a
   notification names them and the keys that use them (`R` next run, `c` Compare).
+- Each run whose classification is not stored (a load leaves it to the app) is classified in the background, a
+  chunk of cases at a time, each chunk committed (``classify.chunked``): the Overview and the metric views come
+  first, Failures fills in with a progress line, and a case opened before its chunk is classified on the spot.
+  While it writes, the app's reads share its connection (``StoreReader.writing``), so other processes wait for the
+  store (``--wait``) or are told who holds it; quitting stops it between chunks, and the next opening continues.
 - Notes go through one queue to one writer worker, so two quick keys on one case are stored in the order
   pressed; the footer says "saved" only once SQLite has committed the change. Quitting drains the queue.
 """
@@ -32,12 +37,14 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
+from ragtriage.classify import Progress, classify_chunks, pending, progress
 from ragtriage.notes import Note, NotesError, NotesStore, default_author, notes_path_for
 from ragtriage.output_paths import name_part
 from ragtriage.safe_text import visible
-from ragtriage.store import StoreError, connect
+from ragtriage.store import StoreError, StoreLocked, connect
+from ragtriage.store.memory_cap import capped
 from ragtriage.tui.commands import TriageCommands
-from ragtriage.tui.data import RunCache, StoreReader
+from ragtriage.tui.data import CLASSIFIED_KINDS, RunCache, StoreReader
 from ragtriage.tui.host import TriageHost
 from ragtriage.tui.screens.base import VIEW_KEYS
 from ragtriage.tui.screens.overview import OverviewScreen
@@ -48,6 +55,7 @@ if TYPE_CHECKING:
 
 _STOP = object()
 NOTES_POLL_S = 1.0
+CLASSIFY_RETRY_S = 5.0  # another process holds the store: try again then
 RUNS_POLL_S = 3.0  # a short read-only open: a load starting in that moment waits or says the store is busy
 
 
@@ -167,6 +175,8 @@ class TriageApp(App[None]):
             newest = con.execute(
                 "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
             ).fetchone()
+            #: Runs whose classification this app stores in the background, and how far each is
+            self.classifying: dict[str, Progress] = {rid: progress(con, rid) for rid in pending(con)}
         finally:
             con.close()
         if not self.runs:
@@ -216,6 +226,71 @@ class TriageApp(App[None]):
         self.set_interval(NOTES_POLL_S, self._poll_notes)
         self.set_interval(RUNS_POLL_S, self._poll_runs)
 
+    # background classification ---------------------------------------------------------------------------------
+    def classification_state(self, run_id: str) -> Progress | None:
+        """How far the app's background classification of ``run_id`` is; None when the app is not classifying it
+        (stored already, or the store cannot be written: readers then classify what they read)."""
+        return self.classifying.get(run_id)
+
+    _classify_con: duckdb.DuckDBPyConnection | None = None
+    _classify_started = False
+
+    def start_classifying(self) -> None:
+        """Start the background classification once (the Overview asks when its metric table is on screen: what a
+        person reads first is read before it)."""
+        if self.classifying and not self._classify_started:
+            self._classify_started = True
+            self._classify_in_background()
+
+    @work(thread=True, exclusive=True, group="classify", exit_on_error=False)
+    def _classify_in_background(self) -> None:
+        """Store the classification of every run not classified yet, the open run first, a chunk at a time."""
+        worker = get_current_worker()
+        order = sorted(self.classifying, key=lambda r: (r != self.run_id, r != self.baseline, r))
+        try:
+            with self.reader.writing() as con, capped(con):
+                self._classify_con = con
+                for rid in order:
+                    done = classify_chunks(
+                        con,
+                        rid,
+                        stop=lambda: worker.is_cancelled,
+                        on_chunk=lambda p: self.call_from_thread(self._classified_chunk, p),
+                    )
+                    if not done.complete:
+                        return
+                    self.call_from_thread(self._classified_chunk, done)
+        except StoreLocked as exc:
+            if not worker.is_cancelled:
+                self.call_from_thread(self._classify_later, str(exc))
+        except (StoreError, duckdb.Error, OSError) as exc:
+            if not worker.is_cancelled:
+                self.call_from_thread(self._classify_refused, str(exc))
+        finally:
+            self._classify_con = None
+
+    def _classified_chunk(self, p: Progress) -> None:
+        if p.complete:
+            self.classifying.pop(p.run_id, None)
+            self.cache.forget(p.run_id, CLASSIFIED_KINDS)
+        else:
+            self.classifying[p.run_id] = p
+        handler = getattr(self.screen, "on_classified", None)
+        if handler:
+            handler(p)
+
+    def _classify_later(self, why: str) -> None:
+        self.notify(f"classification waits: {why}", timeout=4)
+        self.set_timer(CLASSIFY_RETRY_S, self._classify_in_background)
+
+    def _classify_refused(self, why: str) -> None:
+        """The store cannot be written: the views classify what they read themselves, as whole runs."""
+        self.classifying.clear()
+        self.notify(f"classification not stored ({why}); each view classifies what it shows", timeout=8)
+        handler = getattr(self.screen, "on_classified", None)
+        if handler:
+            handler(None)
+
     def _poll_notes(self) -> None:
         """Another process saved a note: refresh what shows notes (our own saves refresh on NoteSaved too)."""
         if self._notes_watch.changed():
@@ -241,6 +316,10 @@ class TriageApp(App[None]):
         self.notify(f"new run(s) loaded: {', '.join(new)}. R switches runs; c compares them.", timeout=8)
 
     def on_unmount(self) -> None:
+        con = self._classify_con
+        if con is not None:  # the chunk under way is rolled back; the chunks done stay stored
+            with contextlib.suppress(duckdb.Error):
+                con.interrupt()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
         self.drain_notes()

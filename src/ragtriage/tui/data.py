@@ -87,18 +87,74 @@ class StoreReader:
     Holding no connection between reads lets ``ragtriage load`` write the store while the TUI is open (DuckDB
     admits one writing process and no reader while it writes); whole-run answers are kept in :class:`RunCache`,
     so a case move costs one open (a few ms) and the case's own queries.
+
+    While the app's own background classification writes (:meth:`writing`), reads take a cursor of its writable
+    connection instead: DuckDB refuses a read-only connection to a file this process holds writable. The switch
+    waits for the read-only connections open at that moment to close; reads never wait for the writer's work.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._turn = threading.Condition()
+        self._open = 0  # connections and cursors handed out and not closed yet
+        self._want_write = False
+        self._writer: duckdb.DuckDBPyConnection | None = None
 
     @contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        con = connect(self.path, read_only=True)
+        with self._turn:
+            while self._want_write and self._writer is None:
+                self._turn.wait()
+            writer = self._writer
+            self._open += 1
+        try:
+            if writer is not None:
+                cur = writer.cursor()
+                try:
+                    yield cur
+                finally:
+                    cur.close()
+                return
+            con = connect(self.path, read_only=True)
+            try:
+                yield con
+            finally:
+                con.close()
+        finally:
+            with self._turn:
+                self._open -= 1
+                self._turn.notify_all()
+
+    @contextmanager
+    def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A writable connection for this process's background work; reads share it until it is closed (after
+        the reads using it end). Raises ``StoreLocked``/``StoreError`` as :func:`connect` does."""
+        with self._turn:
+            if self._want_write:
+                raise StoreError("the store is already being written by this app")
+            self._want_write = True
+            while self._open:
+                self._turn.wait()
+        try:
+            con = connect(self.path)
+        except BaseException:
+            with self._turn:
+                self._want_write = False
+                self._turn.notify_all()
+            raise
+        with self._turn:
+            self._writer = con
+            self._turn.notify_all()
         try:
             yield con
         finally:
-            con.close()
+            with self._turn:
+                self._writer = None  # new reads open their own connection again once this one is closed
+                while self._open:
+                    self._turn.wait()
+                con.close()
+                self._want_write = False
+                self._turn.notify_all()
 
 
 def one_row(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> dict[str, Any] | None:
@@ -124,6 +180,17 @@ class RunCache:
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+
+    def has(self, kind: str, run_id: str) -> bool:
+        """Whether the run's answer of ``kind`` is kept (a read that would take it, rather than compute)."""
+        with self._lock:
+            return (kind, run_id) in self._values
+
+    def forget(self, run_id: str, kinds: Sequence[str]) -> None:
+        """Drop the run's answers of ``kinds`` (they changed: its classification was stored)."""
+        with self._lock:
+            for kind in kinds:
+                self._values.pop((kind, run_id), None)
 
     def remember(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         """``compute()`` once per key; a second asker waits for the first instead of computing it again."""
@@ -205,6 +272,17 @@ def _failure_list(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) 
     """One row per failing case (``classify.failure_list``: stored rows without their evidence)."""
     listed = core("classify.failure_list", failure_list, cur, run_id, k=cache.k(run_id, cur))
     return require(listed, FAILURE_LIST_COLUMNS, "classify.failure_list")
+
+
+def partial_failure_list(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:
+    """The failure list of the chunks classified so far, while the app classifies the run in the background (not
+    kept: the next chunk adds to it); the caller says beside it that it is partial."""
+    listed = core("classify.failure_list", failure_list, cur, run_id, k=cache.k(run_id, cur), partial=True)
+    return require(listed, FAILURE_LIST_COLUMNS, "classify.failure_list")
+
+
+#: The run's answers that change when its classification is stored (forgotten then, read again).
+CLASSIFIED_KINDS = ("fresh", "classification", "failure_summary", "failure_list")
 
 
 def _leakage(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> pa.Table:

@@ -101,13 +101,14 @@ def by_case(table: pa.Table) -> dict[str, list[dict[str, Any]]]:
 def case_failures(
     cur: duckdb.DuckDBPyConnection, run_id: str, case_ids: list[str], cache: RunCache
 ) -> dict[str, list[dict[str, Any]]]:
-    """The cases' failure rows: read for those cases alone when the stored classification is fresh, else from
-    the run's classification computed once."""
-    if cache.fresh(run_id, cur):
-        rows = core("classify.failures", core_failures, cur, run_id, k=cache.k(run_id, cur), case_ids=case_ids)
-        return by_case(require(rows, data.FAILURE_COLUMNS, "classify.failures"))
-    rows = cache.classification(run_id, cur).rows
-    return by_case(rows_where_in(rows, "case_id", case_ids))
+    """The cases' failure rows, read for those cases alone: from the store when the stored classification is
+    fresh or their chunk is stored, else classified on the spot for their own case range (``classify.failures``);
+    a run classified whole in memory before (a store the app cannot write) is read from that."""
+    if not cache.fresh(run_id, cur) and cache.has("classification", run_id):
+        rows = cache.classification(run_id, cur).rows
+        return by_case(rows_where_in(rows, "case_id", case_ids))
+    rows = core("classify.failures", core_failures, cur, run_id, k=cache.k(run_id, cur), case_ids=case_ids)
+    return by_case(require(rows, data.FAILURE_COLUMNS, "classify.failures"))
 
 
 def case_metrics(cur: duckdb.DuckDBPyConnection, run_id: str, case_ids: list[str], k: int) -> dict[str, Any]:

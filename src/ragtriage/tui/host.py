@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from textual.app import App
 
+from ragtriage.classify import Progress
 from ragtriage.notes import NotesStore
 from ragtriage.tui.case_layout import Rendered
 from ragtriage.tui.data import RunCache, StoreReader
@@ -35,6 +36,10 @@ class TriageHost(Protocol):
     #: Bumped on every saved note (ours or another process's): views showing notes reload when it moved
     notes_version: int
     case_index: list[str]
+
+    def classification_state(self, run_id: str) -> Progress | None: ...
+
+    def start_classifying(self) -> None: ...
 
     def save_note(self, case_id: str, **fields: str) -> None: ...
 

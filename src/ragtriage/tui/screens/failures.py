@@ -1,5 +1,8 @@
 """Failures: every failing case with its automatic category, rule and pattern beside the person's triage.
 
+While the app classifies the run in the background, the list holds the chunks of cases classified so far and
+the status line says so, with the progress; it fills in as each chunk is stored.
+
 Filters cycle through the values present (`a` auto category, `p` pattern, `u` status); a slice filter comes
 from the Slices view. Triage keys act on the case under the cursor and the list refreshes from the notes store.
 """
@@ -14,6 +17,7 @@ from textual import work
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
+from ragtriage.classify import Progress
 from ragtriage.safe_text import visible
 from ragtriage.tui import data
 from ragtriage.tui.screens.table_view import CaseListScreen
@@ -58,18 +62,31 @@ class FailuresScreen(CaseListScreen):
             return f"run {self.triage.run_id} · slice {self.slice_filter[0]}={visible(self.slice_filter[1])}"
         return f"run {self.triage.run_id}"
 
-    def fetch(self, cur: Any) -> tuple[pa.Table, set[str] | None]:
-        listed = self.triage.cache.table("failure_list", self.triage.run_id, cur)
-        rows = data.triage_table(cur, listed, self.triage.run_id, self.triage.store)
+    #: The background classification's progress when the list shown is partial (None: the whole run)
+    partial: Progress | None = None
+
+    def fetch(self, cur: Any) -> tuple[pa.Table, set[str] | None, Progress | None]:
+        run_id = self.triage.run_id
+        state = self.triage.classification_state(run_id)
+        if state is not None and not state.complete:
+            listed = data.partial_failure_list(cur, run_id, self.triage.cache)
+        else:
+            listed = self.triage.cache.table("failure_list", run_id, cur)
+        rows = data.triage_table(cur, listed, run_id, self.triage.store)
         cases = None
         if self.slice_filter:
             cases = set(data.slice_case_ids(cur, *self.slice_filter))
-        return rows, cases
+        return rows, cases, state
 
-    def show(self, result: tuple[pa.Table, set[str] | None]) -> None:
-        rows, self.slice_cases = result
+    def show(self, result: tuple[pa.Table, set[str] | None, Progress | None]) -> None:
+        rows, self.slice_cases, self.partial = result
         self.source = self.with_units(rows)
         self.render_table()
+
+    def on_classified(self, p: Progress | None) -> None:
+        """A chunk of the open run was stored (or the classification ended): read the list again."""
+        if p is None or p.run_id == self.triage.run_id:
+            self.reload()
 
     units: pa.Table | None = None
 
@@ -114,7 +131,10 @@ class FailuresScreen(CaseListScreen):
 
     def describe(self) -> str:
         active = [f"{k.lstrip('_')}={visible(v)}" for k, v in self.filters.items() if v]
-        return " · ".join([super().describe(), *active])
+        head = []
+        if self.partial is not None:
+            head = [f"PARTIAL: classifying {self.partial.done}/{self.partial.chunks or '?'} chunks"]
+        return " · ".join([*head, super().describe(), *active])
 
     def action_filter(self, column: str) -> None:
         if self.source is None:

@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
+from ragtriage.classify import Progress
 from ragtriage.safe_text import visible
 from ragtriage.tui import data
 from ragtriage.tui.leak_verdict import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
@@ -179,11 +180,7 @@ class OverviewScreen(DataScreen):
                 return
             if worker.is_cancelled:
                 return
-            painted = threading.Event()
-            try:
-                self.post_message(self.SectionLoaded(name, self.fetch_section(name, run_id), None, painted))
-            except Exception as exc:  # shown in place of the section; the other sections still load
-                self.post_message(self.SectionLoaded(name, None, str(exc), painted))
+            painted = self.post_section(name, run_id)
             if name == "summary":
                 painted.wait(self.PAINT_WAIT)
             if name == "leaks" and names == self.SECTIONS:
@@ -207,6 +204,9 @@ class OverviewScreen(DataScreen):
     def on_screen_resume(self) -> None:
         self.on_screen.set()
         super().on_screen_resume()
+        shown = self.categories_progress
+        if shown is not None and self.triage.classification_state(shown.run_id) != shown:
+            self.on_classified(self.triage.classification_state(shown.run_id))  # it moved while another view showed
         if self.deferred is not None:
             (run_id, names), self.deferred = self.deferred, None
             if run_id == self.triage.run_id:
@@ -238,10 +238,15 @@ class OverviewScreen(DataScreen):
                 return data.distribution(cur, run_id, app.cache, self.family)
             if name == "slices":
                 return data.slices(cur, run_id, SLICE_DIMENSION, app.cache)
+            state = app.classification_state(run_id)
+            if state is not None and not state.complete:
+                return state  # counted once the background classification has stored the run
             return data.categories(app.cache.failure_summary(run_id, cur))
 
     def on_overview_screen_section_loaded(self, message: SectionLoaded) -> None:
         self.call_after_refresh(message.painted.set)
+        if message.name == "summary":
+            self.call_after_refresh(self.triage.start_classifying)
         if message.error is None:
             self.section(message.name, self.render_section(message.name, message.result))
         else:
@@ -272,9 +277,43 @@ class OverviewScreen(DataScreen):
             return Text(
                 f"Mean {sl.measure} by {SLICE_DIMENSION}, worst first, bars 0 to 1 (press s)", style="bold underline"
             )
+        self.categories_progress = result if isinstance(result, Progress) else None
+        if isinstance(result, Progress):
+            return titled("Failures per category (press f)", Text(self.classifying_line(result), style="dim"))
         cats: data.Categories = result
         body = Group(arrow_rich(cats.counts), Text(visible(cats.costs.sentence()), style="italic"))
         return titled(f"Failures per category, cost in {cats.costs.measure} (press f)", body)
+
+    #: The background classification's progress the categories section shows (None: it shows the counts)
+    categories_progress: Progress | None = None
+
+    @staticmethod
+    def classifying_line(p: Progress) -> str:
+        done = f"{p.done} of {p.chunks} chunks of cases" if p.chunks else "starting"
+        return f"classifying in the background: {done}; counted when done (f lists the cases classified so far)"
+
+    def on_classified(self, p: Progress | None) -> None:
+        """The background classification moved: its line, or the counts once the open run is stored."""
+        if p is not None and p.run_id != self.triage.run_id:
+            return
+        if p is None or p.complete:
+            self.categories_progress = None
+            self.load_categories(self.triage.run_id)
+        else:
+            self.section("categories", self.render_section("categories", p))
+
+    @work(thread=True, exclusive=True, group="overview-categories", exit_on_error=False)
+    def load_categories(self, run_id: str) -> None:
+        self.post_section("categories", run_id)
+
+    def post_section(self, name: str, run_id: str) -> threading.Event:
+        """Worker body: fetch one section and post it (or its error); the event is set once it is painted."""
+        painted = threading.Event()
+        try:
+            self.post_message(self.SectionLoaded(name, self.fetch_section(name, run_id), None, painted))
+        except Exception as exc:  # shown in place of the section; the other sections still load
+            self.post_message(self.SectionLoaded(name, None, str(exc), painted))
+        return painted
 
     def plot(self, name: str) -> Any:
         """The section's picture, made when its data first arrives: plotext is imported then, not before the
