@@ -12,6 +12,9 @@ the connection first. :func:`load_store` does all of it for a store file.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +79,13 @@ def finish(con: duckdb.DuckDBPyConnection, result: LoadResult) -> LoadResult:
 
     path = summary_cache.store_path(con)
     con.close()
+    return finish_closed(path, result)
+
+
+def finish_closed(path: str | Path | None, result: LoadResult) -> LoadResult:
+    """:func:`finish` for a store already closed (``path`` None: an in-memory store)."""
+    from ragtriage.metrics import summary_cache
+
     if not result.precompute:
         return result
     if path is None:
@@ -105,3 +115,115 @@ def load_store(
         con.close()
         raise
     return finish(con, result)
+
+
+# A store built from files, kept in the cache folder ----------------------------------------------------------------
+
+#: Where ``tui --qrels --run`` keeps the stores it builds (under ``paths.cache_root``).
+STORES_FOLDER = "stores"
+
+
+@dataclass(frozen=True)
+class CachedStore:
+    """The store of a set of input files in the cache folder: its path, and the load that built it now (None:
+    the cache held it, nothing was loaded)."""
+
+    path: Path
+    built: LoadResult | None
+
+
+def _digest_of(path: Path) -> str:
+    """The sha256 of a file, or of a folder's files (their relative paths and contents, in path order)."""
+    import hashlib
+
+    from ragtriage.contract.digest import prefetch, sha256_of
+
+    if not path.is_dir():
+        return sha256_of(path)
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        prefetch(f)
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.relative_to(path).as_posix()}\0{sha256_of(f)}\n".encode())
+    return h.hexdigest()
+
+
+def store_key(req: LoadRequest) -> str:
+    """What the store of ``req`` depends on: every input file's contents (never its name or time), the options
+    that change what is stored, the store's schema and ragtriage's version."""
+    import hashlib
+
+    from ragtriage.contract.digest import prefetch
+    from ragtriage.store.byo import RunSource
+    from ragtriage.store.schema import SCHEMA_VERSION
+    from ragtriage.version import installed_version
+
+    named: list[tuple[str, Path]] = []
+    for role, value in (("dataset", req.dataset), ("qrels", req.qrels), ("topics", req.topics)):
+        if value is not None:
+            named.append((role, Path(str(value))))
+    for run in req.runs:
+        source = run.source if isinstance(run, RunSource) else run
+        if not isinstance(source, str | Path):
+            raise ValueError("a cached store is built from files only; pass each run as a path")
+        named.append(("run", Path(source)))
+    for _, path in named:
+        if path.is_file():
+            prefetch(path)  # hashed on the hashing thread while the next is read
+    h = hashlib.sha256(f"schema {SCHEMA_VERSION} ragtriage {installed_version()}\n".encode())
+    h.update(repr((req.unit, req.threshold, req.grade_map, req.fmt, req.strict)).encode())
+    for role, path in named:
+        h.update(f"\n{role} {_digest_of(path)}".encode())
+    return h.hexdigest()[:32]
+
+
+def cached_store(
+    req: LoadRequest, *, rebuild: bool = False, progress: Progress = noop, folder: Path | None = None
+) -> CachedStore:
+    """The store of ``req``'s files in the cache folder (``folder``, default ``paths.cache_root()/stores``), built
+    now when it is not there (or ``rebuild``): loaded into a temporary file beside it and renamed into place, so
+    a reader never sees half a store, and built by one process at a time (a file lock: a second opening waits for
+    the first and then reads its store). Notes beside a rebuilt store are kept."""
+    from ragtriage.paths import cache_root
+
+    root = folder if folder is not None else cache_root() / STORES_FOLDER
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / f"{store_key(req)}.duckdb"
+    with _building(root / f"{target.stem}.lock"):
+        if target.exists() and not rebuild:
+            return CachedStore(target, None)
+        scratch = root / f".{target.stem}.{os.getpid()}.building.duckdb"
+        for stale in (scratch, scratch.with_name(scratch.name + ".wal")):
+            stale.unlink(missing_ok=True)
+        try:
+            from ragtriage.store import connect
+
+            con = connect(scratch)
+            try:
+                result = load_inputs(con, req, progress)
+            finally:
+                con.close()
+            target.with_name(target.name + ".wal").unlink(missing_ok=True)
+            os.replace(scratch, target)
+        finally:
+            scratch.unlink(missing_ok=True)
+        result = finish_closed(target, result)
+    return CachedStore(target, result)
+
+
+@contextmanager
+def _building(lock: Path) -> Iterator[None]:
+    """One builder of a cached store at a time, across processes (an advisory lock; where the platform has none,
+    the atomic rename still keeps the store whole)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with lock.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

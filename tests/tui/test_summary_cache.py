@@ -1,9 +1,8 @@
-"""The metrics-summary cache: a hit skips metrics.summarize, any change to the store file is a miss, and a cache
-that cannot be written or is switched off changes nothing but speed."""
+"""The metrics-summary cache: a hit skips metrics.summarize, a new load of the run is a miss (storing its
+classification is not), and a cache that cannot be written or is switched off changes nothing but speed."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import ragtriage.tui.data as data
+from ragtriage.classify import refresh
 from ragtriage.metrics import summary_cache
 from ragtriage.store import connect
 
@@ -45,8 +45,16 @@ def test_hit_skips_the_core_and_a_changed_store_recomputes(db_path: Path, counte
     data.summary(con, "hybrid", db_path)
     assert counted == ["bm25", "hybrid"]  # the run id is part of the key
     con.close()
-    st = db_path.stat()
-    os.utime(db_path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # what a new load does to the file
+    con = connect(db_path)
+    refresh(con)  # the classification stored after the load: neither the run nor the labels change
+    con.close()
+    con = connect(db_path, read_only=True)
+    data.summary(con, "bm25", db_path)
+    assert counted == ["bm25", "hybrid"]
+    con.close()
+    con = connect(db_path)
+    con.execute("UPDATE runs SET loaded_at = loaded_at + INTERVAL 1 SECOND WHERE run_id = 'bm25'")  # a new load
+    con.close()
     con = connect(db_path, read_only=True)
     data.summary(con, "bm25", db_path)
     assert counted == ["bm25", "hybrid", "bm25"]
@@ -66,7 +74,7 @@ def test_off_and_unwritable_cache_still_answer(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv(summary_cache.CACHE_ENV, str(blocker / "cache"))
-    assert not summary_cache.save(db_path, "bm25", pa.table({"name": ["nDCG@10"]}))
+    assert not summary_cache.save(con, "bm25", pa.table({"name": ["nDCG@10"]}))
     assert data.summary(con, "bm25", db_path).table.num_rows == N_ROWS
     assert counted == ["bm25", "bm25", "bm25"]
     con.close()

@@ -70,9 +70,9 @@ def test_load_precomputes_the_overview_summary_for_the_tui(tmp_path: Path, summa
     assert not summary_cache_dir.exists()
     res = runner.invoke(app, ["load", "--db", str(db), "--run", str(run), "--replace"])
     assert res.exit_code == 0, res.output
-    cached = summary_cache.load(db, "bm25")
-    assert cached is not None
     con = connect(db, read_only=True)
+    cached = summary_cache.load(con, "bm25")
+    assert cached is not None
     assert cached.equals(summarize(con, "bm25").to_arrow_table())
     rows_by_name = {r["name"]: r for r in cached.to_pylist()}
     assert (rows_by_name["nDCG@10"]["mean"], rows_by_name["nDCG@10"]["n"]) == (1.0, 1)

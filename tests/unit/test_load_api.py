@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import ragtriage
+from ragtriage.classify import pending
 from ragtriage.cli import app
 from ragtriage.loading import finish
 from ragtriage.metrics import summary_cache
@@ -44,7 +45,7 @@ def _state(db: Path) -> dict[str, object]:
             for row in state["classification_costs"]  # type: ignore[attr-defined]
         ]
         for rid in RUNS:
-            cached = summary_cache.load(db, rid)
+            cached = summary_cache.load(con, rid)
             per_case = summary_cache.per_case_columns(con, rid, (3, 5, 10))
             assert cached is not None and per_case is not None, rid  # the overview reads them, not computes
             state[f"summary {rid}"] = cached.to_pylist()
@@ -57,15 +58,15 @@ def _state(db: Path) -> dict[str, object]:
 def test_the_python_api_leaves_the_store_ragtriage_load_leaves(tmp_path: Path) -> None:
     cli_db, api_db, con_db = tmp_path / "cli.duckdb", tmp_path / "api.duckdb", tmp_path / "con.duckdb"
     root = sample_runs_path()
-    args = ["load", "--db", str(cli_db), "--dataset", str(root / "dataset")]
+    args = ["load", "--db", str(cli_db), "--wait-classified", "--dataset", str(root / "dataset")]
     res = CliRunner().invoke(app, args + [a for r in RUNS for a in ("--run", str(root / "runs" / r))])
     assert res.exit_code == 0, res.output
 
-    result = ragtriage.load_store(api_db, _request())
+    result = ragtriage.load_store(api_db, _request(), wait_classified=True)
     assert result.classified == list(RUNS) and sorted(result.cached) == sorted(RUNS) and not result.skipped
 
     con = connect(con_db)
-    result = finish(con, ragtriage.load_inputs(con, _request()))
+    result = finish(con, ragtriage.load_inputs(con, _request(), wait_classified=True))
     assert result.classified == list(RUNS) and sorted(result.cached) == sorted(RUNS)
 
     expected = _state(cli_db)
@@ -86,10 +87,35 @@ def test_a_load_states_what_it_did_not_precompute(tmp_path: Path, monkeypatch: p
         con.close()
 
     memory = connect(":memory:")
-    result = finish(memory, ragtriage.load_inputs(memory, _request()))
+    result = finish(memory, ragtriage.load_inputs(memory, _request(), wait_classified=True))
     assert result.classified == list(RUNS)
     assert result.skipped == ["overview summaries: skipped (an in-memory store has no cache)"]
 
     monkeypatch.setenv(summary_cache.CACHE_ENV, "off")
-    result = ragtriage.load_store(tmp_path / "nocache.duckdb", _request())
+    result = ragtriage.load_store(tmp_path / "nocache.duckdb", _request(), wait_classified=True)
     assert result.skipped == [f"overview summaries: skipped ({summary_cache.CACHE_ENV} is off)"]
+
+
+def test_a_load_leaves_the_classification_for_later_and_says_so(tmp_path: Path) -> None:
+    """The default load stores the rows and the overview summaries; the classification is deferred (the TUI's
+    background, `ragtriage classify`, or the first command reading it), and `classify` stores what
+    --wait-classified would have."""
+    db = tmp_path / "x.duckdb"
+    result = ragtriage.load_store(db, _request())
+    assert result.classified == [] and sorted(result.cached) == sorted(RUNS)
+    assert len(result.skipped) == 1 and result.skipped[0].startswith("classification: deferred")
+    con = connect(db, read_only=True)
+    try:
+        assert pending(con) == list(RUNS)
+    finally:
+        con.close()
+    res = CliRunner().invoke(app, ["classify", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "classified and stored: bm25, hybrid-rerank" in res.stderr
+    waited = tmp_path / "waited.duckdb"
+    ragtriage.load_store(waited, _request(), wait_classified=True)
+    for name in ("classifications", "classification_costs"):
+        assert _state(db)[name] == _state(waited)[name], name
+    both = ["--wait-classified", "--no-precompute", "--dataset", str(sample_runs_path() / "dataset")]
+    res = CliRunner().invoke(app, ["load", "--db", str(tmp_path / "y.duckdb"), *both])
+    assert res.exit_code == 2 and "pass one of them" in res.stderr

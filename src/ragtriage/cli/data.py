@@ -24,7 +24,7 @@ console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 
-class _LazyProgress:
+class LazyProgress:
     """A progress bar on a terminal that appears only when a load has taken longer than a second."""
 
     STEPS = (
@@ -54,7 +54,7 @@ class _LazyProgress:
     def __call__(self, step: str) -> None:
         self.progress.update(self.task, description=f"{self.label}: {step}", advance=1)
 
-    def __enter__(self) -> _LazyProgress:
+    def __enter__(self) -> LazyProgress:
         if err.is_terminal:  # a log file gets no bar (stopping one there wrote a blank line)
             self.timer.start()
         return self
@@ -211,14 +211,14 @@ def load(
     except (StoreError, duckdb.Error, OSError) as exc:
         raise _fail(exc) from exc
     try:
-        with _LazyProgress("load") as prog:
+        with LazyProgress("load") as prog:
             result = load_inputs(con, req, prog, precompute=precompute, wait_classified=wait_classified)
     except (ValidationFailed, StoreError, ValueError, OSError, duckdb.Error) as exc:
         con.close()
         if created:
             _remove_new_store(db)
         raise _fail(exc) from exc
-    with _LazyProgress("overview summaries for the TUI") as prog:
+    with LazyProgress("overview summaries for the TUI") as prog:
         prog("metrics.summarize per run")
         finish(con, result)
     _print_summary(result.summary)

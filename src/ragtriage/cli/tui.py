@@ -23,6 +23,13 @@ err = Console(stderr=True, soft_wrap=True)
 
 DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file (opened read-only).")]
 RunOpt = Annotated[str | None, typer.Option("--run", help="Run to triage (default: the last run id).")]
+RunsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--run",
+        help="Run to triage (default: the last run id); with --qrels/--dataset, a run file to load (repeatable).",
+    ),
+]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -46,15 +53,65 @@ def _run_app(db: Path, run: str | None, baseline: str | None, author: str | None
 
 @app.command()
 def tui(
-    db: DbOpt = DEFAULT_DB_PATH,
-    run: RunOpt = None,
+    db: Annotated[Path | None, typer.Option("--db", help="DuckDB store file (default ragtriage.duckdb).")] = None,
+    run: RunsOpt = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Run to compare against.")] = None,
     author: Annotated[
         str | None, typer.Option("--author", help="Name on your notes (default $RAGTRIAGE_AUTHOR or login).")
     ] = None,
+    qrels: Annotated[
+        Path | None, typer.Option("--qrels", help="Qrels file: open the runs' files without a --db (see --rebuild).")
+    ] = None,
+    topics: Annotated[Path | None, typer.Option("--topics", help="Topics file beside --qrels.")] = None,
+    dataset: Annotated[Path | None, typer.Option("--dataset", help="Dataset folder, instead of --qrels.")] = None,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="With --qrels/--dataset: load the files again into a new cached store.")
+    ] = False,
 ) -> None:
-    """Open the triage TUI on a store; notes are saved beside it in DB.notes.sqlite."""
-    _run_app(db, run, baseline, author)
+    """Open the triage TUI on a store; notes are saved beside it in DB.notes.sqlite.
+
+    With --qrels (or --dataset) and --run files, the store is built in the cache folder, keyed by the files'
+    contents: the first opening loads them, the next ones open at once.
+    """
+    runs = run or []
+    if qrels is None and dataset is None:
+        if topics is not None or rebuild:
+            raise _fail("--topics and --rebuild go with --qrels or --dataset (opening files without a --db)")
+        if len(runs) > 1:
+            raise _fail("--run names one run to triage in a store; pass run files with --qrels or --dataset")
+        _run_app(db or DEFAULT_DB_PATH, runs[0] if runs else None, baseline, author)
+        return
+    if db is not None:
+        raise _fail("pass either --db (a store) or --qrels/--dataset with --run files, not both")
+    if not runs:
+        raise _fail("--qrels/--dataset needs at least one --run file")
+    _run_app(_cached_store(qrels, topics, dataset, runs, rebuild), None, baseline, author)
+
+
+def _cached_store(
+    qrels: Path | None, topics: Path | None, dataset: Path | None, runs: list[str], rebuild: bool
+) -> Path:
+    """The store of these files in the cache folder (loaded now when it is not there), said on stderr."""
+    from ragtriage.cli._app import input_errors
+    from ragtriage.cli.data import LazyProgress
+    from ragtriage.loading import cached_store
+    from ragtriage.store.byo import LoadRequest, RunSource
+
+    if qrels is not None and dataset is not None:
+        raise _fail("pass either --dataset DIR or --qrels FILE, not both")
+    req = LoadRequest(dataset=dataset, qrels=qrels, topics=topics, runs=[RunSource(Path(r)) for r in runs])
+    try:
+        with LazyProgress("load into the cache") as prog:
+            found = cached_store(req, rebuild=rebuild, progress=prog)
+    except input_errors() as exc:
+        raise _fail(str(exc)) from exc
+    how = "read from the cache, nothing loaded" if found.built is None else "loaded now; the next opening reads it"
+    err.print(
+        visible(f"store: {found.path} ({how}; keyed by the files' contents; --rebuild loads them again)"),
+        markup=False,
+        highlight=False,
+    )
+    return found.path
 
 
 def sample_dir() -> Path:

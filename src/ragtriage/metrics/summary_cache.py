@@ -3,12 +3,13 @@ overview of a large run paints at once and ``compare``/``gate`` read both runs' 
 computing them: ``ragtriage load`` fills it (:func:`warm`), the overview and ``gate.sources.per_case`` read it.
 
 On a large run ``metrics.summarize`` costs as much as the rest of start-up, and the figures can
-only change when the store or the metrics code changes. The key is therefore the store file's path, size and
-modification time (and its WAL's), the run id, and the size and modification
-time of every source file of ``ragtriage.metrics`` and ``ragtriage.store``: a new load, a checkpoint or an edited
-metric definition is a miss and recomputes. The per-case entry is ``per_case`` at :data:`DEFAULT_KS` (final stage,
-default gain, every answerable case: what ``summarize`` computes), zstd-compressed,
-keyed by what its values depend on (:func:`per_case_key`); a request at a subset of those cutoffs reads its
+only change when the run, the labels or the metrics code change. Both entries are therefore keyed by what their
+values depend on (:func:`per_case_key`: the store file, the current dataset version, the run's key and load time)
+and the size and modification time of every source file of ``ragtriage.metrics`` and ``ragtriage.store``: a new
+load or an edited metric definition is a miss and recomputes; a write that changes neither (the classification
+stored after a load, ``gate --record``) keeps them. The per-case entry is ``per_case`` at :data:`DEFAULT_KS`
+(final stage, default gain, every answerable case: what ``summarize`` computes), zstd-compressed, keyed by what
+its values depend on (:func:`per_case_key`); a request at a subset of those cutoffs reads its
 columns (:func:`per_case_columns`). Beside it, for a run judged at one of those cutoffs, ``metrics.slices`` by the
 first slice dimension at the run's k (:func:`slices_key`, :func:`cached_slices`): the TUI's Slices view and its
 overview's slice bars start from it (no bootstrap or grouping to wait for). Entries are Arrow IPC
@@ -61,13 +62,6 @@ def code_fingerprint() -> str:
     return "\n".join(parts)
 
 
-def entry_key(db_path: str | Path, run_id: str) -> str:
-    db = Path(db_path).resolve()
-    wal = db.with_name(db.name + ".wal")
-    raw = "\n".join([_stat_part(db), _stat_part(wal), run_id, code_fingerprint()])
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
-
-
 def per_case_key(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
     """The key of ``run_id``'s per-case entry: what its values depend on, read from the store (the store's file,
     the current dataset version, which is a hash of the cases, labels and rubric, the run's key and load time,
@@ -97,14 +91,24 @@ def per_case_key(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
     return hashlib.sha256(raw.encode()).hexdigest()[:32] + ".per-case"
 
 
-def load(db_path: str | Path, run_id: str) -> pa.Table | None:
+def summary_key(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+    """The key of ``run_id``'s summary entry: what the per-case entry's values depend on (:func:`per_case_key`),
+    so a write that changes neither labels nor run (the classification stored after a load) keeps it."""
+    base = per_case_key(con, run_id)
+    return None if base is None else base.removesuffix(".per-case") + ".summary"
+
+
+def load(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table | None:
     """The cached summary table for this store state, or None on a miss or an unreadable entry."""
-    return read_entry(entry_key(db_path, run_id))
+    key = summary_key(con, run_id)
+    return None if key is None else read_entry(key)
 
 
-def save(db_path: str | Path, run_id: str, table: pa.Table) -> bool:
-    """Write the summary entry of this store state; False when the folder is not writable."""
-    return write_entry(entry_key(db_path, run_id), table)
+def save(con: duckdb.DuckDBPyConnection, run_id: str, table: pa.Table) -> bool:
+    """Write the summary entry of this store state; False when the folder is not writable (or the store is in
+    memory)."""
+    key = summary_key(con, run_id)
+    return key is not None and write_entry(key, table)
 
 
 def read_entry(name: str) -> pa.Table | None:
@@ -184,13 +188,13 @@ def warm(db_path: str | Path) -> list[str]:
         for rid in run_ids(con):
             key = per_case_key(con, rid)
             cases = None
-            if load(db_path, rid) is None or (key is not None and read_entry(key) is None):
+            if load(con, rid) is None or (key is not None and read_entry(key) is None):
                 try:
                     cases = per_case_context(con, resolve(con, rid, DEFAULT_KS), counts=False)
                     table = summarize(con, rid, per_case=cases).to_arrow_table()
                 except Exception:  # noqa: BLE001 - the TUI shows the core's own message for this run
                     continue
-                if not (save(db_path, rid, table) and (key is None or write_entry(key, cases, compressed=True))):
+                if not (save(con, rid, table) and (key is None or write_entry(key, cases, compressed=True))):
                     break
             _warm_slices(con, rid, cases)
             done.append(rid)

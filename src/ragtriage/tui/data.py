@@ -366,12 +366,12 @@ def summary(
 ) -> Summary:
     """With ``db_path`` the full table is read from / written to :mod:`summary_cache`; on a miss, with ``cache``
     the run's per-case table is computed once for the summary, the histogram and the slices."""
-    full = summary_cache.load(db_path, run_id) if db_path is not None else None
+    full = summary_cache.load(cur, run_id) if db_path is not None else None
     if full is None:
         per_case = cache.table("per_case", run_id, cur) if cache is not None else None
         full = core("metrics.summarize", summarize, cur, run_id, per_case=per_case).to_arrow()
         if db_path is not None:
-            summary_cache.save(db_path, run_id, full)
+            summary_cache.save(cur, run_id, full)
     require(full, SUMMARY_COLUMNS, "metrics.summarize")
     context = ""
     if full.num_rows:
