@@ -44,6 +44,7 @@ SAMPLE_LOAD = (
     f"ragtriage load --db {STORE} --dataset sample_runs/dataset --run sample_runs/runs/bm25 "
     "--run sample_runs/runs/dense --run sample_runs/runs/hybrid-rerank --run sample_runs/runs/no-acl-filter"
 )
+SAMPLE_CLASSIFY = f"ragtriage classify --db {STORE}"
 WIDTH = "100"
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
 PIPE = re.compile(r"^(?P<cmd>.*?)\s*\|\s*(?P<end>head|tail)\s+(?:-n\s*)?-?(?P<n>\d+)$")
@@ -152,6 +153,9 @@ class Runner:
         self.env.pop("FORCE_COLOR", None)
         self.done: dict[str, str] = {}
         self.output(parse_command(SAMPLE_LOAD, "SAMPLE_LOAD"))
+        # the classification a load leaves for later, stored before any block reads it: blocks are rendered in
+        # any order, and the first one that read classifications would otherwise say that it classifies first
+        self.output(parse_command(SAMPLE_CLASSIFY, "SAMPLE_CLASSIFY"))
 
     def output(self, cmd: Command) -> str:
         if cmd.key not in self.done:

@@ -60,8 +60,8 @@ def load_inputs(
         return result
     if not wait_classified:
         result.skipped.append(
-            "classification: deferred (the TUI classifies in the background, `ragtriage classify` stores it "
-            "now, and `failures`/`gate`/`report` classify what they read; `load --wait-classified` waits for it)"
+            "classification: left to `ragtriage tui` (in the background) or `ragtriage classify` "
+            "(or: load --wait-classified)"
         )
         return result
     progress("classifying each run")

@@ -103,7 +103,7 @@ def test_a_load_leaves_the_classification_for_later_and_says_so(tmp_path: Path) 
     db = tmp_path / "x.duckdb"
     result = ragtriage.load_store(db, _request())
     assert result.classified == [] and sorted(result.cached) == sorted(RUNS)
-    assert len(result.skipped) == 1 and result.skipped[0].startswith("classification: deferred")
+    assert len(result.skipped) == 1 and result.skipped[0].startswith("classification: left to")
     con = connect(db, read_only=True)
     try:
         assert pending(con) == list(RUNS)

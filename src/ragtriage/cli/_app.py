@@ -176,9 +176,9 @@ def shown(value: object) -> Text:
 
 def classified_first(db: Path) -> None:
     """Before a command reads classifications: store the classification of every run whose stored one is missing,
-    partial or stale (``classify.refresh``: the chunks not done yet, each committed), saying so on stderr, so the
-    command reads whole runs. A store that cannot be written (a read-only file) is said on stderr too, and the
-    command classifies what it reads in memory, as a whole run."""
+    partial or stale (``classify.refresh``: the chunks not done yet, each committed), saying so on a terminal's
+    stderr, so the command reads whole runs. A store that cannot be written (a read-only file) is said on stderr,
+    and the command classifies what it reads in memory, as a whole run."""
     from ragtriage.classify import pending, refresh
     from ragtriage.store import StoreError, StoreLocked
 
@@ -191,7 +191,10 @@ def classified_first(db: Path) -> None:
         return  # the command's own open says why
     if not missing:
         return
-    _err.print(visible(f"classifying run(s) {', '.join(missing)} (not stored yet; each chunk is kept)"), markup=False)
+    if _err.is_terminal:  # a person waiting is told why; a script's stderr stays as it was
+        _err.print(
+            visible(f"classifying run(s) {', '.join(missing)} (not stored yet; each chunk is kept)"), markup=False
+        )
     try:
         con = open_existing(db, read_only=False)
     except StoreLocked as exc:
