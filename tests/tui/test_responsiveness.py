@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 import ragtriage.tui.data as data
+from ragtriage.classify import refresh
+from ragtriage.store import connect
 from ragtriage.tui.app import TriageApp
 from ragtriage.tui.screens.case_detail import CaseScreen
 from ragtriage.tui.screens.failures import FailuresScreen
@@ -20,9 +22,16 @@ from tests.tui.helpers import HANG_GUARD, pilot_test, plain, settle, static_text
 
 
 @pytest.fixture
-def slow_failures(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    """The real failure list and failure counts (classify.failure_list, classify.failure_summary), held back until
-    the test sets the event, like a large run (the fixture sets it at teardown, so no worker is left waiting)."""
+def slow_failures(monkeypatch: pytest.MonkeyPatch, db_path: Path) -> Iterator[threading.Event]:
+    """The real failure list and failure counts (classify.failure_list, classify.failure_summary) of a stored
+    classification, held back until the test sets the event, like a large run (the fixture sets it at teardown, so
+    no worker is left waiting). A store not classified yet lists what the app's background classification stored
+    so far instead (tests/tui/test_background_classify.py)."""
+    con = connect(db_path)
+    try:
+        refresh(con)
+    finally:
+        con.close()
     release = threading.Event()
 
     def held(fast: Any) -> Any:

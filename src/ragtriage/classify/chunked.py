@@ -73,6 +73,8 @@ class Progress:
             return f"run {self.run_id}: classified"
         if not self.chunks:
             return f"run {self.run_id}: not classified yet"
+        if self.done == self.chunks:
+            return f"run {self.run_id}: all {self.chunks} chunks of cases done, storing the costs"
         return f"run {self.run_id}: classifying, {self.done} of {self.chunks} chunks of cases done (partial)"
 
 

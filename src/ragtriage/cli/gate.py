@@ -176,7 +176,8 @@ def _compare_one(
     from ragtriage.metrics.context import labels_header
     from ragtriage.store import StoreError
 
-    classified_first(db)
+    if gate_file is not None:  # the gate's rules read classifications; the comparison alone does not
+        classified_first(db)
     try:
         config = parse_gate(gate_file) if gate_file is not None else None
         con = open_existing(db, read_only=True)
