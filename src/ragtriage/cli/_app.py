@@ -185,10 +185,15 @@ def classified_first(db: Path) -> None:
     if not db.exists():
         return  # the command's own open says so
     try:
-        with store_for(db) as con:
-            missing = pending(con)
-    except typer.Exit:
-        return  # the command's own open says why
+        con = open_existing(db, read_only=True)
+    except input_errors():
+        return  # the command's own open says why, once
+    try:
+        missing = pending(con)
+    except input_errors():
+        return
+    finally:
+        con.close()
     if not missing:
         return
     if _err.is_terminal:  # a person waiting is told why; a script's stderr stays as it was
