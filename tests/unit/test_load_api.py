@@ -109,9 +109,17 @@ def test_a_load_leaves_the_classification_for_later_and_says_so(tmp_path: Path) 
         assert pending(con) == list(RUNS)
     finally:
         con.close()
+    # a command that reads classifications stores them first (every run), then reads whole runs
+    res = CliRunner().invoke(app, ["failures", "--db", str(db), "--run", "bm25", "--summary", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    con = connect(db, read_only=True)
+    try:
+        assert pending(con) == []
+    finally:
+        con.close()
     res = CliRunner().invoke(app, ["classify", "--db", str(db)])
     assert res.exit_code == 0, res.output
-    assert "classified and stored: bm25, hybrid-rerank" in res.stderr
+    assert "nothing to do (every run is classified)" in res.stderr
     waited = tmp_path / "waited.duckdb"
     ragtriage.load_store(waited, _request(), wait_classified=True)
     for name in ("classifications", "classification_costs"):
