@@ -248,18 +248,18 @@ class TriageApp(App[None]):
         worker = get_current_worker()
         order = sorted(self.classifying, key=lambda r: (r != self.run_id, r != self.baseline, r))
         try:
-            with self.reader.writing() as con, capped(con):
-                self._classify_con = con
-                for rid in order:
+            for rid in order:  # the store is let go between runs: another process's load or command gets a turn
+                with self.reader.writing() as con, capped(con):
+                    self._classify_con = con
                     done = classify_chunks(
                         con,
                         rid,
                         stop=lambda: worker.is_cancelled,
                         on_chunk=lambda p: self.call_from_thread(self._classified_chunk, p),
                     )
-                    if not done.complete:
-                        return
-                    self.call_from_thread(self._classified_chunk, done)
+                if not done.complete:
+                    return
+                self.call_from_thread(self._classified_chunk, done)
         except StoreLocked as exc:
             if not worker.is_cancelled:
                 self.call_from_thread(self._classify_later, str(exc))
@@ -279,8 +279,12 @@ class TriageApp(App[None]):
         if handler:
             handler(p)
 
+    _classify_waits = False
+
     def _classify_later(self, why: str) -> None:
-        self.notify(f"classification waits: {why}", timeout=4)
+        if not self._classify_waits:  # said once; it tries again quietly until the store is free
+            self._classify_waits = True
+            self.notify(f"classification waits for the store: {why}", timeout=6)
         self.set_timer(CLASSIFY_RETRY_S, self._classify_in_background)
 
     def _classify_refused(self, why: str) -> None:
