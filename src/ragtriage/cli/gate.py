@@ -176,12 +176,15 @@ def _compare_one(
     from ragtriage.metrics.context import labels_header
     from ragtriage.store import StoreError
 
+    try:  # a bad gate file is refused before the store is touched
+        config = parse_gate(gate_file) if gate_file is not None else None
+    except GateFileError as exc:
+        raise _fail(exc) from exc
     if gate_file is not None:  # the gate's rules read classifications; the comparison alone does not
         classified_first(db)
     try:
-        config = parse_gate(gate_file) if gate_file is not None else None
         con = open_existing(db, read_only=True)
-    except (GateFileError, StoreError, duckdb.Error) as exc:
+    except (StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
         in_use = labels_header(con)
@@ -276,11 +279,14 @@ def gate(
     ]
     for path, _ in outputs:
         output_path(path, db, force)
+    try:  # a bad gate file is refused before the store is touched
+        config = parse_gate(gate_file)
+    except GateFileError as exc:
+        raise _fail(exc) from exc
     classified_first(db)
     try:
-        config = parse_gate(gate_file)
         con = open_existing(db, read_only=not record)
-    except (GateFileError, StoreError, duckdb.Error) as exc:
+    except (StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
         with using_labels(labels.value):

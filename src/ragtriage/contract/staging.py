@@ -79,14 +79,14 @@ def encoding_findings(path: Path) -> list[Finding]:
     unreadable = path_findings(path)
     if unreadable:
         return unreadable
+    head = head_bytes(path, 4)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # before the NUL rule: the mark says why its bytes are NUL
+        return [Finding(f, 1, None, "encoding", "file is UTF-16 (byte-order mark found); save it as UTF-8")]
     damaged = compression_findings(path)
     if damaged:
         return damaged
-    head = head_bytes(path, 4)
     if not head:
         return [Finding(f, None, None, "empty-file", "file is empty")]
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return [Finding(f, 1, None, "encoding", "file is UTF-16 (byte-order mark found); save it as UTF-8")]
     if head.startswith(b"\xef\xbb\xbf"):
         return [Finding(f, 1, None, "bom", "file starts with a UTF-8 byte-order mark; it was ignored", "warning")]
     return []
