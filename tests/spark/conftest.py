@@ -34,6 +34,10 @@ def spark() -> Iterator[SparkSession]:
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             "spark.sql.warehouse.dir": warehouse,
+            # tiny data: compiling the measures' large plans costs more than interpreting them
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+            "spark.sql.adaptive.enabled": "false",
             "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={warehouse} -Dderby.system.home={warehouse}",
         },
         app_name="ragtriage-tests",

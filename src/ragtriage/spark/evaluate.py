@@ -30,7 +30,6 @@ from ragtriage.metrics.context import EvalContext, unlabelled_sql
 from ragtriage.metrics.engine import measures_sql
 from ragtriage.metrics.measure_eval import MeasureResult, measure_result, population_of
 from ragtriage.metrics.measures import Measure, parse_measures
-from ragtriage.spark.dialect import to_spark
 from ragtriage.spark.inputs import read_labels, read_run
 from ragtriage.store.load import LoadReport
 from ragtriage.store.load_memory import RUN_ID
@@ -42,9 +41,12 @@ if TYPE_CHECKING:
 DEFAULT_MEASURES = ("P@10", "R@100", "nDCG@10", "RR", "AP")
 
 _CASES = "SELECT DISTINCT case_id, TRUE AS answerable, CAST(NULL AS VARCHAR) AS split FROM labels"
-_IGNORED = """SELECT count(*) AS topics, coalesce(sum(n), 0) AS rows
-              FROM (SELECT case_id, count(*) AS n FROM run_rows GROUP BY case_id) ANTI JOIN cases USING (case_id)"""
-_TAGS = "SELECT tag, count(*) AS n FROM run_rows WHERE tag IS NOT NULL GROUP BY tag ORDER BY tag LIMIT 100"
+# per run tag, and once for the whole run (tag NULL, ``whole``): rows, and the topics and rows without labels
+_RUN_FACTS = """SELECT r.tag, grouping(r.tag) = 1 AS whole, count(*) AS n,
+                       count(DISTINCT r.case_id) FILTER (WHERE c.case_id IS NULL) AS topics,
+                       count(*) FILTER (WHERE c.case_id IS NULL) AS ignored_rows
+                FROM run_rows r LEFT JOIN cases c ON c.case_id = r.case_id
+                GROUP BY GROUPING SETS ((r.tag), ())"""
 
 
 class _Views:
@@ -60,6 +62,8 @@ class _Views:
 
     def sql(self, duckdb_sql: str, params: Sequence[object] = ()) -> DataFrame:
         """``duckdb_sql`` (the engine's dialect) run by Spark over these views."""
+        from ragtriage.spark.dialect import to_spark  # sqlglot: the spark extra
+
         return self.spark.sql(to_spark(duckdb_sql, self.names), args=list(params) or None)
 
 
@@ -148,8 +152,8 @@ def evaluate(
 def _load_notes(views: _Views) -> list[str]:
     """What a load would say of the run: its topics without labels (ignored, as trec_eval ignores them) and
     several run tags in one file."""
-    (ignored,) = views.sql(_IGNORED).collect()
-    tags = {str(r["tag"]): int(r["n"]) for r in views.sql(_TAGS).collect()}
-    report = LoadReport("run", RUN_ID, ignored_topics=int(ignored["topics"]), ignored_rows=int(ignored["rows"]))
-    report.tags = tags
+    rows = views.sql(_RUN_FACTS).collect()
+    (whole,) = [r for r in rows if r["whole"]]
+    report = LoadReport("run", RUN_ID, ignored_topics=int(whole["topics"]), ignored_rows=int(whole["ignored_rows"]))
+    report.tags = {str(r["tag"]): int(r["n"]) for r in rows if not r["whole"] and r["tag"] is not None}
     return report.notes()

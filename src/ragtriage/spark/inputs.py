@@ -25,19 +25,21 @@ TREC_RUN_FIELDS = ("case_id", "q0", "document_id", "rank", "score", "tag")
 
 def read_labels(spark: SparkSession, source: Any) -> DataFrame:
     """``source`` as ``labels(case_id, unit_id, annotator, grade INT)``; the annotator is ``default`` unless the
-    input names one (the store's rule then pools the annotators of a pair)."""
+    input names one (the store's rule then pools the annotators of a pair). A pair judged twice by one
+    annotator is refused, as the load refuses it."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    df, name = _frame(spark, source, TREC_QRELS_FIELDS)
+    df, name, checks = _frame(spark, source, TREC_QRELS_FIELDS)
     case, unit = _need(df, name, "case_id"), _need(df, name, "document_id")
-    grade_col = pick_column(df.columns, "grade")
-    if grade_col is None:
-        raise ValueError(f"{name}: grade: no grade column (found: {', '.join(df.columns)})")
+    grade_col = _need(df, name, "grade")
     grade = F.expr(f"try_cast(`{grade_col}` AS DOUBLE)")
     fractional = grade.isNull() | F.isnan(grade) | (grade != F.floor(grade)) | (F.abs(grade) > 2**31 - 1)
-    _refuse(df, name, "grade", fractional, "not an integer grade")
     annotator_col = pick_column(df.columns, "annotator")
     annotator = F.col(annotator_col).cast("string") if annotator_col else F.lit("default")
+    twice = F.count(F.lit(1)).over(Window.partitionBy(F.col(case), F.col(unit), annotator)) > 1
+    checks += [("grade", "not an integer grade", fractional), ("document_id", "duplicate judgement", twice)]
+    _refuse(df, name, checks)
     return df.select(
         F.col(case).cast("string").alias("case_id"),
         F.col(unit).cast("string").alias("unit_id"),
@@ -51,14 +53,13 @@ def read_run(spark: SparkSession, source: Any) -> tuple[DataFrame, bool]:
     (a Parquet or DataFrame ``rank`` column; a TREC file's rank column is not its order, its scores are)."""
     from pyspark.sql import functions as F
 
-    df, name = _frame(spark, source, TREC_RUN_FIELDS)
-    trec_text = list(df.columns) == list(TREC_RUN_FIELDS)
+    df, name, checks = _frame(spark, source, TREC_RUN_FIELDS)
+    trec_text = bool(checks)
     case, unit = _need(df, name, "case_id"), _need(df, name, "document_id")
-    score_col = pick_column(df.columns, "score")
-    if score_col is None:
-        raise ValueError(f"{name}: score: no score column (found: {', '.join(df.columns)})")
+    score_col = _need(df, name, "score")
     score = F.expr(f"try_cast(`{score_col}` AS DOUBLE)")
-    _refuse(df, name, "score", score.isNull() | F.isnan(score) | (F.abs(score) == float("inf")), "not a finite number")
+    infinite = score.isNull() | F.isnan(score) | (F.abs(score) == float("inf"))
+    _refuse(df, name, [*checks, ("score", "not a finite number", infinite)])
     rank_col = None if trec_text else pick_column(df.columns, "rank")
     rank = F.col(rank_col).cast("bigint") if rank_col else F.lit(None).cast("bigint")
     tag = F.col("tag") if trec_text else F.lit(None).cast("string")
@@ -72,24 +73,25 @@ def read_run(spark: SparkSession, source: Any) -> tuple[DataFrame, bool]:
     return out, rank_col is not None
 
 
-def _frame(spark: SparkSession, source: Any, trec_fields: tuple[str, ...]) -> tuple[DataFrame, str]:
-    """A DataFrame as given, or a path read as Parquet (a ``.parquet`` file or a folder) or TREC text."""
+#: (field, why, condition): a row for which the condition holds is refused
+Check = tuple[str, str, "Column"]
+
+
+def _frame(spark: SparkSession, source: Any, trec_fields: tuple[str, ...]) -> tuple[DataFrame, str, list[Check]]:
+    """A DataFrame as given, or a path read as Parquet (a ``.parquet`` file or a folder) or TREC text (with the
+    check that every line has its fields)."""
     if not isinstance(source, str | Path):
-        return source, f"<{type(source).__name__}>"
+        return source, f"<{type(source).__name__}>", []
     path = str(source)
     if path.endswith(".parquet") or Path(path).is_dir():
-        return spark.read.parquet(path), path
-    return _trec_text(spark, path, trec_fields), path
-
-
-def _trec_text(spark: SparkSession, path: str, fields: tuple[str, ...]) -> DataFrame:
+        return spark.read.parquet(path), path, []
     from pyspark.sql import functions as F
 
     lines = spark.read.text(path).where(F.trim("value") != "")
     parts = F.split(F.trim(F.col("value")), r"\s+")
-    bad = F.size(parts) < len(fields)
-    _refuse(lines, path, f"{len(fields)} whitespace-separated fields", bad, "too few fields", shown="value")
-    return lines.select(*(parts[i].alias(f) for i, f in enumerate(fields)))
+    fields = [F.get(parts, i).alias(f) for i, f in enumerate(trec_fields)]
+    short = ("fields", f"fewer than {len(trec_fields)} whitespace-separated fields", F.size(parts) < len(trec_fields))
+    return lines.select("value", *fields), path, [short]
 
 
 def _need(df: DataFrame, name: str, field: str) -> str:
@@ -99,10 +101,15 @@ def _need(df: DataFrame, name: str, field: str) -> str:
     return col
 
 
-def _refuse(df: DataFrame, name: str, field: str, bad: Column, why: str, shown: str | None = None) -> None:
-    """Fail closed: ``ValueError`` naming the file, the field and the first bad line when any row is ``bad``."""
-    first = df.where(bad).limit(1).collect()
-    if first:
-        row = first[0].asDict()
-        text = row[shown] if shown else " ".join(str(v) for v in row.values())
-        raise ValueError(f"{name}: {field}: {why}, e.g. the line {text!r}; fix or remove such lines")
+def _refuse(df: DataFrame, name: str, checks: list[Check]) -> None:
+    """Fail closed, in one pass over the input: ``ValueError`` naming the file, the field and the first bad
+    line (as written) of the first check some row fails."""
+    flags = [cond.alias(f"_bad{i}") for i, (_, _, cond) in enumerate(checks)]
+    marked = df.select("*", *flags)
+    first = marked.where(" OR ".join(f"_bad{i}" for i in range(len(checks)))).limit(1).collect()
+    if not first:
+        return
+    row = first[0].asDict()
+    field, why, _ = next(c for i, c in enumerate(checks) if row[f"_bad{i}"])
+    text = row["value"] if "value" in row else " ".join(str(row[c]) for c in df.columns)
+    raise ValueError(f"{name}: {field}: {why}, e.g. the line {text!r}; fix or remove such lines")

@@ -43,8 +43,9 @@ class SparkUnavailable(Exception):
 
 def pyspark_missing() -> str | None:
     """Why the Spark engine cannot start on this machine (pyspark or Java absent), or None when it can."""
-    if importlib.util.find_spec("pyspark") is None:
-        return f"the Spark engine needs pyspark: {INSTALL_HINT}"
+    missing = [m for m in ("pyspark", "sqlglot") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"the Spark engine needs {' and '.join(missing)}: {INSTALL_HINT}"
     if os.environ.get("SPARK_REMOTE"):
         return None
     if not _java_found():
