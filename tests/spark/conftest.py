@@ -2,11 +2,13 @@
 
 Spark tests are ``slow`` (CI runs them; plain ``pytest`` does not) and grouped on one xdist worker
 (``xdist_group("spark")`` with ``--dist loadgroup``) so the suite starts one JVM, not one per worker. Without
-pyspark or Java they skip and say which is missing; CI installs both (.ci/run, the test extra).
+pyspark or Java they skip and say which is missing, unless RAGTRIAGE_REQUIRE_SPARK is set (CI sets it and
+installs both: .ci/run, the test extra).
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -26,6 +28,8 @@ SPARK_MARKS = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 def spark() -> Iterator[SparkSession]:
     reason = pyspark_missing()
     if reason:
+        if os.environ.get("RAGTRIAGE_REQUIRE_SPARK"):
+            pytest.fail(f"RAGTRIAGE_REQUIRE_SPARK is set: {reason}")
         pytest.skip(reason)
     warehouse = tempfile.mkdtemp(prefix="ragtriage-spark-")
     session = get_session(

@@ -3,6 +3,9 @@ and trec_eval layout as the DuckDB engine, and one line with exit 2 for what it 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,6 +53,18 @@ def test_same_output_as_duckdb(spark: SparkSession, files: tuple[str, str], args
     if "trec" in args:
         assert err.splitlines()[-1] == duck_err.splitlines()[-1]  # the header lines on stderr
         assert "map                   \tall\t" in out
+
+
+def test_a_new_process_starts_local_spark(spark: SparkSession, files: tuple[str, str]) -> None:
+    """The path a user takes: no session yet, so the command starts a local one; only the figures on stdout."""
+    qrels, run = files
+    args = ["metrics", "--qrels", qrels, "--run", run, "-m", "nDCG@5", "-m", "RR", "--format", "json"]
+    command = [sys.executable, "-m", "ragtriage.cli"]
+    spark_run = subprocess.run([*command, *args, "--engine", "spark"], capture_output=True, text=True, timeout=600)
+    duck_run = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+    assert spark_run.returncode == 0, spark_run.stderr[-2000:]
+    assert spark_run.stdout == duck_run.stdout
+    assert json.loads(spark_run.stdout)["rows"][1]["measure"] == "RR"
 
 
 def test_what_spark_cannot_do_exits_2(spark: SparkSession, files: tuple[str, str], tmp_path: Path) -> None:

@@ -26,9 +26,11 @@ JAVA_HINT = (
     "or set JAVA_HOME, or point SPARK_REMOTE at a Spark Connect server"
 )
 
-# Settings for a session this module builds: no web UI (a port per process, nothing to look at in a batch job),
+# Settings for a session this module builds: Spark's log at ERROR (its INFO/WARN lines would bury the figures), no
+# web UI (a port per process, nothing to look at in a batch job),
 # shuffle partitions sized to the local cores rather than Spark's default of 200 tiny tasks.
 _LOCAL_CONF: Mapping[str, str] = {
+    "spark.log.level": "ERROR",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
@@ -83,13 +85,17 @@ def get_session(
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
-    builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
+    master = master or DEFAULT_MASTER
+    if master.startswith("local"):
+        # a local session talks to itself: bind the loopback (and skip Spark's warning about the host's name)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in {**_LOCAL_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     try:
         return builder.getOrCreate()
     except Exception as exc:  # pyspark raises its own runtime errors when the JVM does not start
-        raise SparkUnavailable(f"Spark did not start on master {master or DEFAULT_MASTER}: {_first_line(exc)}") from exc
+        raise SparkUnavailable(f"Spark did not start on master {master}: {_first_line(exc)}") from exc
 
 
 def _connect_session(remote: str, app_name: str) -> SparkSession:
