@@ -4,6 +4,7 @@ and trec_eval layout as the DuckDB engine, and one line with exit 2 for what it 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -60,7 +61,12 @@ def test_a_new_process_starts_local_spark(spark: SparkSession, files: tuple[str,
     qrels, run = files
     args = ["metrics", "--qrels", qrels, "--run", run, "-m", "nDCG@5", "-m", "RR", "--format", "json"]
     command = [sys.executable, "-m", "ragtriage.cli"]
-    spark_run = subprocess.run([*command, *args, "--engine", "spark"], capture_output=True, text=True, timeout=600)
+    # tiny data: interpreted plans, as the test session runs them (compiling them costs more here)
+    quick = "--conf spark.sql.codegen.wholeStage=false --conf spark.sql.codegen.factoryMode=NO_CODEGEN pyspark-shell"
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": quick}
+    spark_run = subprocess.run(
+        [*command, *args, "--engine", "spark"], capture_output=True, text=True, timeout=600, env=env
+    )
     duck_run = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
     assert spark_run.returncode == 0, spark_run.stderr[-2000:]
     assert spark_run.stdout == duck_run.stdout

@@ -194,6 +194,9 @@ def test_untrustworthy_grade_is_refused_with_file_and_field(spark: SparkSession,
     with pytest.raises(ValueError, match="duplicate judgement"):
         evaluate(spark, str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), ["P@1"])
     (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "r.txt").write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 d\x002 2 1.0 t\n")
+    with pytest.raises(ValueError, match="r.txt: text: a NUL byte in the text"):
+        evaluate(spark, str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), ["P@1"])
     (tmp_path / "r.txt").write_text("q1 Q0 d1 1\n")
     with pytest.raises(ValueError, match="fewer than 6 whitespace-separated fields"):
         evaluate(spark, str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), ["P@1"])

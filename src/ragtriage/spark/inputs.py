@@ -3,8 +3,9 @@ contract's column names (``contract.frames.ALIASES``), or a path Spark reads (Pa
 TREC text: ``qid iter docno grade`` and ``qid Q0 docno rank score tag``).
 
 Nothing is collected to the driver. A value that cannot be trusted is refused (``ValueError``, naming the file,
-the field and the first such line as written): a TREC line without its fields, a grade that is not an integer, a
-score that is not a finite number. Spark reads a file in parallel splits, so the line is shown by its text.
+the field and the first such line as written): a NUL byte (``contract.nul_bytes``), a TREC line without its
+fields, a grade that is not an integer, a score that is not a finite number, a pair judged twice by one
+annotator. Spark reads a file in parallel splits, so the line is shown by its text, not its number.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragtriage.contract.frames import pick_column
+from ragtriage.contract.nul_bytes import nul_message
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -90,8 +92,9 @@ def _frame(spark: SparkSession, source: Any, trec_fields: tuple[str, ...]) -> tu
     lines = spark.read.text(path).where(F.trim("value") != "")
     parts = F.split(F.trim(F.col("value")), r"\s+")
     fields = [F.get(parts, i).alias(f) for i, f in enumerate(trec_fields)]
+    nul = ("text", nul_message(None), F.instr(F.col("value"), "\x00") > 0)
     short = ("fields", f"fewer than {len(trec_fields)} whitespace-separated fields", F.size(parts) < len(trec_fields))
-    return lines.select("value", *fields), path, [short]
+    return lines.select("value", *fields), path, [nul, short]
 
 
 def _need(df: DataFrame, name: str, field: str) -> str:
