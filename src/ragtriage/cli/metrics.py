@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app
-from ragtriage.cli.metrics_options import Gain, Labels, LabelsOpt, Stage, View
+from ragtriage.cli.metrics_options import Engine, Gain, Labels, LabelsOpt, Stage, View
 from ragtriage.contract.limits import INT_MAX, INT_MIN
 from ragtriage.output import Format
 
@@ -48,6 +48,20 @@ def metrics_cmd(
     view: Annotated[View, typer.Option("--view", help="summary|stages|judged|latency.")] = View.summary,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     labels: LabelsOpt = Labels.human,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            "--engine",
+            help="duckdb: this machine; spark: Apache Spark (with --qrels/--run; pip install 'ragtriage[spark]').",
+        ),
+    ] = Engine.duckdb,
+    spark_master: Annotated[
+        str | None,
+        typer.Option(
+            "--spark-master",
+            help="With --engine spark: a cluster's master URL (default local[2]); SPARK_REMOTE: Spark Connect.",
+        ),
+    ] = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Retrieval metrics of one run: P@k, R@k, RR@k, nDCG@k, AP@k, Success@k, Judged@k, zero-hit rate, or any
@@ -58,6 +72,24 @@ def metrics_cmd(
 
     if qrels is not None and labels is Labels.with_judge:
         raise fail("--labels with-judge reads the judged labels of a store (--db); a --qrels file has none")
+    if engine is Engine.spark or spark_master:
+        from ragtriage.cli.metrics_spark import run_spark_metrics
+
+        if engine is not Engine.spark:
+            raise fail("--spark-master is for --engine spark")
+        refused = [
+            o
+            for o, given in (("--by", by), ("--split", split), ("--labels with-judge", labels is Labels.with_judge))
+            if given
+        ]
+        if view is not View.summary:
+            refused.append("--view")
+        if stage is not Stage.final:
+            refused.append("--stage")
+        if refused:
+            raise fail(f"--engine spark evaluates --qrels/--run files by measure: drop {', '.join(refused)}")
+        run_spark_metrics(qrels, run, k, measure, threshold, gain, trec_compat, per_case_rows, spark_master, fmt)
+        return
     with using_labels(labels.value):
         run_metrics(
             db, run, k, measure, qrels, threshold, by, split, stage, gain, trec_compat, per_case_rows, view, seed, fmt

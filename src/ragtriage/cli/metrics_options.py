@@ -26,6 +26,11 @@ class Gain(StrEnum):
     linear = "linear"
 
 
+class Engine(StrEnum):
+    duckdb = "duckdb"
+    spark = "spark"
+
+
 class Labels(StrEnum):
     human = "human"
     with_judge = "with-judge"

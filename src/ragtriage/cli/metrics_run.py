@@ -112,7 +112,7 @@ def run_metrics(
             )
             if qrels is None:
                 res.context.update(labels_header(con))
-            _emit_measures(res, fmt, per_case_rows, load_notes)
+            emit_measures(res, fmt, per_case_rows, load_notes)
             return
         ctx = resolve(con, run_id, ks, stage=stage.value, gain=gain.value, split=split)
         table, context, notes = _compute(con, ctx, by, trec_compat, per_case_rows, view, seed)
@@ -136,7 +136,7 @@ def _open(
     return memory_store(qrels, Path(run), threshold=threshold, measures_only=measures_only)
 
 
-def _emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[str]) -> None:
+def emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[str]) -> None:
     """Measures by name: trec_eval's layout (the header on stderr as ``#`` lines, so stdout parses as
     trec_eval's), or the aggregates (one row per measure, with the parameters each figure was made with) or one
     column per measure and case, under the population header."""

@@ -43,7 +43,8 @@ def _columns(obj: Any) -> list[str]:
     return [str(c) for c in (obj.column_names if hasattr(obj, "column_names") else obj.columns)]
 
 
-def _pick(cols: list[str], field: str) -> str | None:
+def pick_column(cols: list[str], field: str) -> str | None:
+    """The column of ``cols`` holding ``field`` under any of its names (:data:`ALIASES`), case-insensitively."""
     lower = {c.lower(): c for c in cols}
     return next((lower[a] for a in ALIASES[field] if a in lower), None)
 
@@ -57,7 +58,7 @@ def stage_frame(con: duckdb.DuckDBPyConnection, obj: Any, name: str, role: str) 
     cols = _columns(obj)
     view = f"{name}__obj"
     con.register(view, obj)
-    pick: dict[str, str | None] = {f: _pick(cols, f) for f in ALIASES}
+    pick: dict[str, str | None] = {f: pick_column(cols, f) for f in ALIASES}
     if role == "run" and pick["grade"] == pick["score"]:
         pick["grade"] = None
     if role == "qrels" and pick["grade"] is None:

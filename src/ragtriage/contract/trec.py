@@ -31,6 +31,14 @@ _SPLIT = (
     "ELSE regexp_split_to_array(trim(t, ' ' || chr(9) || chr(13)), '\\s+') END"
 )
 
+
+def trec_rank(lists: str, score: str = "score", docno: str = "document_id") -> str:
+    """SQL: the rank trec_eval gives each row of a list (``lists``: the columns that identify one), score
+    descending then docno descending, as the load records it for a run without usable ranks (and the Spark
+    engine for a run without a rank column)."""
+    return f"CAST(row_number() OVER (PARTITION BY {lists} ORDER BY {score} DESC, {docno} DESC) AS BIGINT)"
+
+
 CASE_COLUMNS = (
     "CAST(NULL AS BOOLEAN) AS answerable, CAST(NULL AS VARCHAR) AS expected_behavior, "
     "CAST(NULL AS VARCHAR) AS principal, CAST(NULL AS VARCHAR) AS filters, CAST(NULL AS VARCHAR) AS split, "
@@ -273,8 +281,7 @@ def _rank_trec_run(
         )
     else:
         con.execute(
-            f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(row_number() OVER (PARTITION BY {key}
-                    ORDER BY score DESC, document_id DESC) AS BIGINT) AS rank
+            f"""CREATE TEMP VIEW {name} AS SELECT {cols}, {trec_rank(key)} AS rank
                 FROM (SELECT s.*, {nulls} FROM {data} s)"""
         )
     # one tag (the usual case) is known from the per-query ranges; only a file with several is grouped by tag

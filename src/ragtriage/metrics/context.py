@@ -191,11 +191,15 @@ def over_arrow(sql: str, params: dict[str, Any] | None = None, **tables: pa.Tabl
 
 def unlabelled_count(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> int:
     """Cases of the mode's base population that have no label at all (excluded from every measure)."""
+    row = arrow(con, *unlabelled_sql(ctx, trec=trec)).to_pylist()
+    return int(row[0]["n"])
+
+
+def unlabelled_sql(ctx: EvalContext, *, trec: bool = False) -> tuple[str, list[Any]]:
+    """The query of :func:`unlabelled_count` (one row, ``n``) and its parameters, for any engine."""
     base, params = ctx.base_population_sql(trec=trec)
     qrels, qrels_params = ctx.qrels_sql(human=True)
-    row = arrow(con, f"SELECT count(*) AS n FROM ({base}) ANTI JOIN {qrels} USING (case_id)", params + qrels_params)
-    row = row.to_pylist()
-    return int(row[0]["n"])
+    return f"SELECT count(*) AS n FROM ({base}) ANTI JOIN {qrels} USING (case_id)", params + qrels_params
 
 
 def population_header(counts: dict[str, int]) -> dict[str, int]:

@@ -169,6 +169,21 @@ def evaluate_run(
     resolved = [m.resolve(ctx.threshold, gain) for m in parsed]
     table = evaluate(con, ctx, resolved, trec=trec_compat)
     counts = _population(con, ctx, table, trec_compat)
+    return measure_result(ctx, resolved, table, counts, trec_compat=trec_compat, gain=gain)
+
+
+def measure_result(
+    ctx: EvalContext,
+    resolved: list[Measure],
+    table: pa.Table,
+    counts: dict[str, int],
+    *,
+    trec_compat: bool,
+    gain: str,
+) -> MeasureResult:
+    """The engine's per-case table (``engine.evaluate``'s columns, from any engine) shaped as a
+    :class:`MeasureResult` under the header of its context and population ``counts``."""
+    stage, split, run_id = ctx.stage, ctx.split, ctx.run_id
     table = table.drop_columns(["_no_relevant", "_in_run"])
     table = table.rename_columns(["case_id", *(str(m) for m in resolved)])
     mode = "trec-compat" if trec_compat else "default"
@@ -186,11 +201,16 @@ def evaluate_run(
 
 
 def _population(con: duckdb.DuckDBPyConnection, ctx: EvalContext, table: pa.Table, trec: bool) -> dict[str, int]:
+    return population_of(table, unlabelled_count(con, ctx, trec=trec))
+
+
+def population_of(table: pa.Table, unlabelled: int) -> dict[str, int]:
     """The header's population figures from the engine's own per-case rows (``evaluate``): evaluated cases, cases
-    excluded for having no label, evaluated cases with no relevant label, evaluated cases absent from the run."""
+    excluded for having no label (``unlabelled``, counted apart), evaluated cases with no relevant label,
+    evaluated cases absent from the run."""
     return {
         "cases": table.num_rows,
-        "unlabelled": unlabelled_count(con, ctx, trec=trec),
+        "unlabelled": unlabelled,
         "without_relevant": int(pc.sum(table.column("_no_relevant")).as_py() or 0),
         "absent": int(pc.sum(pc.invert(table.column("_in_run"))).as_py() or 0),
     }
