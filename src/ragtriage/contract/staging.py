@@ -173,7 +173,20 @@ def _native_expr(f: Field, col: str, dtype: str) -> tuple[str, str]:
     else:
         target = {"int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN", "date": "DATE", "timestamp": "TIMESTAMP"}
         val = f"TRY_CAST({col} AS {target[f.kind]})"
+        if dtype in _LOSSLESS[f.kind]:  # the cast cannot fail: no value of the column to test
+            return val, "FALSE"
     return val, f"({col} IS NOT NULL AND ({val}) IS NULL)"
+
+
+_INTEGERS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+_LOSSLESS = {
+    "int": _INTEGERS,
+    "float": ("FLOAT", "DOUBLE", *_INTEGERS, "UBIGINT"),
+    "bool": ("BOOLEAN",),
+    "date": ("DATE",),
+    "timestamp": ("TIMESTAMP",),
+}
+"""Parquet column types whose every value casts to the field's type (a float of any size is a DOUBLE, NaN too)."""
 
 
 _KIND_NAMES = {
@@ -336,7 +349,8 @@ def _stage(
         con.execute(f"DROP VIEW {raw}")
     else:
         con.execute(f"CREATE TEMP VIEW {name} AS SELECT {', '.join(select)} FROM {src}")
-    findings += _type_findings(con, name, fname, table, present, line_label)
+    checked = {n for n, (_, bad) in exprs.items() if present[n] and bad != "FALSE"}
+    findings += _type_findings(con, name, fname, table, present, checked, line_label)
     rows = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]  # type: ignore[index]
     if rows == 0 and not any(f.code in ("empty-file", "malformed-json") for f in findings):
         findings.append(Finding(fname, None, None, "empty-file", "file holds no rows"))
@@ -375,16 +389,25 @@ def _json_line_findings(con: duckdb.DuckDBPyConnection, raw: str, fname: str) ->
 
 
 def _type_findings(
-    con: duckdb.DuckDBPyConnection, name: str, fname: str, table: Table, present: dict[str, bool], line_label: str
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    fname: str,
+    table: Table,
+    present: dict[str, bool],
+    checked: set[str],
+    line_label: str,
 ) -> list[Finding]:
-    """Every field's type and presence errors in one scan; rows without any build no message."""
+    """Every field's type and presence errors in one scan; rows without any build no message. Only the fields
+    in ``checked`` can hold a value of the wrong type (a Parquet column of the field's own type cannot), so the
+    scan reads no other column than those and the required ones."""
     hits, tests = [], []
     for f in table.fields:
         if not present[f.name]:
             continue
-        bad = qident("__bad_" + f.name)
-        hits.append(f"CASE WHEN {bad} THEN {{'field': {sql_str(f.name)}, 'code': 'wrong-type'}} END")
-        tests.append(bad)
+        bad = qident("__bad_" + f.name) if f.name in checked else "FALSE"
+        if f.name in checked:
+            hits.append(f"CASE WHEN {bad} THEN {{'field': {sql_str(f.name)}, 'code': 'wrong-type'}} END")
+            tests.append(bad)
         if f.required:
             missing = f"({qident(f.name)} IS NULL AND NOT {bad})"
             hits.append(f"CASE WHEN {missing} THEN {{'field': {sql_str(f.name)}, 'code': 'missing-field'}} END")
