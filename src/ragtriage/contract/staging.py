@@ -349,8 +349,14 @@ def _stage(
         con.execute(f"DROP VIEW {raw}")
     else:
         con.execute(f"CREATE TEMP VIEW {name} AS SELECT {', '.join(select)} FROM {src}")
-    checked = {n for n, (_, bad) in exprs.items() if present[n] and bad != "FALSE"}
-    findings += _type_findings(con, name, fname, table, present, checked, line_label)
+    # A view's rows are checked on its source's columns: the missing test then needs no trimmed copy of each id.
+    on = name if materialize else src
+    tests = {
+        f.name: _field_tests(f, exprs[f.name], None if materialize else aliases.get(f.name, f.name))
+        for f in table.fields
+        if present[f.name]
+    }
+    findings += _type_findings(con, on, fname, table, tests, line_label)
     rows = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]  # type: ignore[index]
     if rows == 0 and not any(f.code in ("empty-file", "malformed-json") for f in findings):
         findings.append(Finding(fname, None, None, "empty-file", "file holds no rows"))
@@ -388,36 +394,52 @@ def _json_line_findings(con: duckdb.DuckDBPyConnection, raw: str, fname: str) ->
     return out
 
 
+_ZS = "(32, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8239, 8287, 12288)"
+"""Code points DuckDB's ``trim`` removes (Unicode's space separators): a value trims to nothing only when it is
+empty or starts with one of them."""
+
+
+def _field_tests(f: Field, expr: tuple[str, str], col: str | None) -> tuple[str, str]:
+    """(wrong type, missing) SQL of field ``f``: over the staged table's columns when ``col`` is None, else over
+    the source column ``col``, where a text value is blank without trimming every value first."""
+    val, bad = expr
+    if col is None:
+        bad = "FALSE" if bad == "FALSE" else qident("__bad_" + f.name)
+        return bad, f"({qident(f.name)} IS NULL AND NOT {bad})"
+    c = qident(col)
+    if val == f"nullif(trim({c}), '')":
+        return bad, f"({c} IS NULL OR {c} = '' OR (unicode({c}) IN {_ZS} AND trim({c}) = ''))"
+    return bad, f"(({val}) IS NULL AND NOT {bad})"
+
+
 def _type_findings(
     con: duckdb.DuckDBPyConnection,
-    name: str,
+    relation: str,
     fname: str,
     table: Table,
-    present: dict[str, bool],
-    checked: set[str],
+    tests: dict[str, tuple[str, str]],
     line_label: str,
 ) -> list[Finding]:
-    """Every field's type and presence errors in one scan; rows without any build no message. Only the fields
-    in ``checked`` can hold a value of the wrong type (a Parquet column of the field's own type cannot), so the
-    scan reads no other column than those and the required ones."""
-    hits, tests = [], []
+    """Every field's type and presence errors in one scan of ``relation``; rows without any build no message.
+    ``tests`` holds each present field's (wrong type, missing) SQL; a field whose type cannot be wrong (a Parquet
+    column of the field's own type) has FALSE, so the scan reads only the columns that can fail."""
+    hits, where = [], []
     for f in table.fields:
-        if not present[f.name]:
+        if f.name not in tests:
             continue
-        bad = qident("__bad_" + f.name) if f.name in checked else "FALSE"
-        if f.name in checked:
+        bad, missing = tests[f.name]
+        if bad != "FALSE":
             hits.append(f"CASE WHEN {bad} THEN {{'field': {sql_str(f.name)}, 'code': 'wrong-type'}} END")
-            tests.append(bad)
+            where.append(bad)
         if f.required:
-            missing = f"({qident(f.name)} IS NULL AND NOT {bad})"
             hits.append(f"CASE WHEN {missing} THEN {{'field': {sql_str(f.name)}, 'code': 'missing-field'}} END")
-            tests.append(missing)
+            where.append(missing)
     if not hits:
         return []
     rows = con.execute(
         f"""SELECT line, h.field, h.code FROM (
                 SELECT line, unnest(list_filter([{", ".join(hits)}], lambda x: x IS NOT NULL)) AS h
-                FROM {name} WHERE {" OR ".join(tests)})
+                FROM {relation} WHERE {" OR ".join(where)})
             ORDER BY line, h.field LIMIT 50"""
     ).fetchall()
     out = []
