@@ -193,13 +193,20 @@ def _tags(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
 
 
 def _repeats(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether a docno appears twice in one query's list: the load's suspect search (``contract.rules``), then the
-    suspects confirmed on the ids, so a hash collision never claims a repeat."""
+    """Whether a docno appears twice in one query's list: the load's suspect search (``contract.rules``), then
+    only the suspect rows grouped on the ids, so a hash collision never claims a repeat."""
     from ragtriage.contract.rules import repeated_hashes
 
-    if repeated_hashes(con, "SELECT hash(case_id, document_id) AS h FROM stg_run").num_rows == 0:
+    key = "hash(case_id, document_id)"
+    dups = repeated_hashes(con, f"SELECT {key} AS h FROM stg_run")
+    if dups.num_rows == 0:
         return False
-    found = con.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM stg_run GROUP BY case_id, document_id HAVING count(*) > 1)"
-    ).fetchall()[0][0]
+    con.register("_run_dup_hashes", dups)
+    try:
+        found = con.execute(
+            f"""SELECT count(*) FROM (SELECT 1 FROM stg_run SEMI JOIN _run_dup_hashes x ON {key} = x.h
+                GROUP BY case_id, document_id HAVING count(*) > 1)"""
+        ).fetchall()[0][0]
+    finally:
+        con.unregister("_run_dup_hashes")
     return bool(found)
