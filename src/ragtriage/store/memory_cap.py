@@ -1,9 +1,10 @@
 """DuckDB's working memory during a load, capped so that a load of a large run stays near 1 GiB.
 
-DuckDB's own limit is 80% of the machine's memory. Under it, the load's duplicate-in-list check (a hash aggregate
-with one group per result row) grows its table with the run. Under a 1 GiB limit DuckDB partitions the same
-aggregate (spilling to the store's ``.tmp`` folder if it must) and finishes no later, in a fraction of the memory
-(``bench/scale_bench.py`` measures both; docs/performance.md).
+DuckDB's own limit is 80% of the machine's memory. Under it, a load's large steps (the insert, the groupings of
+the rules) grow their buffers with the run. Under a 1 GiB limit DuckDB partitions the same work (spilling to the
+store's ``.tmp`` folder if it must) and finishes no later, in a fraction of the memory (``bench/scale_bench.py``
+measures both; docs/performance.md). The duplicate-in-list check's sorted hashes (``contract.rules
+.repeated_hashes``, 8 bytes a result row) are numpy's, outside the cap.
 
 The classification that ``ragtriage load`` runs afterwards (``classify.refresh``) is capped too. It works a chunk
 of cases at a time (``classify.facts.fact_chunks``), so under the cap it spills little; one statement over every
