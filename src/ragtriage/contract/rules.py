@@ -14,6 +14,7 @@ groups only. A suspects query may over-report, never under-report, so the result
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -41,11 +42,14 @@ class Suspects:
     With ``n > 0`` it gives columns p0..p{n-1}: the first n group keys of every group that may hold a duplicate.
     With ``n == 0`` it gives one UBIGINT ``h`` per row, a hash of the whole key; the suspects are the rows whose
     hash occurs more than once, found by sorting the hashes in numpy (cheaper than sorting each group's hashes in
-    SQL or grouping by the key itself).
+    SQL or grouping by the key itself). ``key`` and ``present`` are that hash and the rows it is taken over, so
+    the row rules of the same table can be checked in the same scan (:func:`apply_rules`).
     """
 
     sql: str
     n: int
+    key: str = ""
+    present: str = "TRUE"
 
 
 def enum_rules(table: Table) -> list[Rule]:
@@ -107,7 +111,8 @@ def hashed_suspects(keys: list[str]) -> Suspects:
     """Rows whose whole key hashes like another row's. Equal keys always have equal hashes, so no duplicate is
     missed; a hash collision only sends clean rows on to the exact check."""
     present = " AND ".join(f"({e}) IS NOT NULL" for e in keys)
-    return Suspects(f"SELECT hash({', '.join(keys)}) AS h FROM {{table}} s WHERE {present}", 0)
+    key = f"hash({', '.join(keys)})"
+    return Suspects(f"SELECT {key} AS h FROM {{table}} s WHERE {present}", 0, key, present)
 
 
 def unknown_ref_rule(field: str, ref_table: str, ref_col: str, what: str, severity: str = "error") -> Rule:
@@ -159,11 +164,10 @@ def _row_rules(
     hits = ", ".join(
         f"CASE WHEN ({r.where}) THEN {{'i': {i}, 'msg': CAST({r.message} AS VARCHAR)}} END" for i, r in enumerate(rules)
     )
-    any_hit = " OR ".join(f"coalesce(({r.where}), FALSE)" for r in rules)
     rows = con.execute(
         f"""WITH hit AS (
                 SELECT line, unnest(list_filter([{hits}], lambda x: x IS NOT NULL)) AS h
-                FROM {staged.name} s WHERE {any_hit})
+                FROM {staged.name} s WHERE {_any_hit(rules)})
             SELECT h.i, line, h.msg, count(*) OVER (PARTITION BY h.i) AS total FROM hit
             QUALIFY row_number() OVER (PARTITION BY h.i ORDER BY line) <= {limit}
             ORDER BY h.i, line"""
@@ -176,6 +180,10 @@ def _row_rules(
     return out
 
 
+def _any_hit(rules: list[Rule]) -> str:
+    return " OR ".join(f"coalesce(({r.where}), FALSE)" for r in rules)
+
+
 def repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     """The hashes ``h`` (UBIGINT) of query ``sql`` that occur more than once, as a one-column table.
 
@@ -183,24 +191,54 @@ def repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     group for every row, which costs more CPU than a sort of the same 8-byte keys, whatever the keys look like.
     The sorted column is the only copy held (8 bytes a row). Equal keys have equal hashes, so a caller confirms
     its suspects on the keys themselves."""
+    return _repeated(con.execute(f"SELECT h FROM ({sql})").fetchnumpy()["h"])
+
+
+def _repeated(hashes: Any) -> pa.Table:
     import numpy as np
 
-    h = con.execute(f"SELECT h FROM ({sql})").fetchnumpy()["h"]
-    h = np.asarray(h, dtype=np.uint64)
+    if isinstance(hashes, np.ma.MaskedArray):  # rows outside the key's ``present`` hold no hash
+        hashes = hashes.compressed()
+    h = np.asarray(hashes, dtype=np.uint64)
     h.sort()
     repeated = np.unique(h[1:][h[1:] == h[:-1]])
     return pa.table({"h": pa.array(repeated, pa.uint64())})
 
 
+def _hashes_and_hits(
+    con: duckdb.DuckDBPyConnection, table: str, suspects: Suspects, rules: list[Rule]
+) -> tuple[pa.Table, bool]:
+    """One scan for a hashed duplicate rule and the row rules of the same table: the repeated hashes, and whether
+    any row breaks a row rule (the rules then build their messages over those rows)."""
+    got = con.execute(
+        f"SELECT CASE WHEN {suspects.present} THEN {suspects.key} END AS h, ({_any_hit(rules)}) AS hit FROM {table} s"
+    ).fetchnumpy()
+    hit = bool(got.pop("hit").any())
+    return _repeated(got.pop("h")), hit
+
+
 def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule], limit: int = 50) -> list[Finding]:
-    """Findings of every rule, each sorted by line and capped at ``limit`` (warnings say how many more)."""
-    by_rule = _row_rules(con, staged, [r for r in rules if not r.group_by], limit)
+    """Findings of every rule, each sorted by line and capped at ``limit`` (warnings say how many more).
+
+    The row rules are one scan; when a duplicate rule hashes its keys (:func:`hashed_suspects`), that scan also
+    takes the hashes, and the rows breaking a row rule are read again only when there are some."""
+    row = [r for r in rules if not r.group_by]
+    hashed = next((r for r in rules if r.suspects and r.suspects.key), None)
+    known: dict[int, pa.Table] = {}
+    if row and hashed is not None and hashed.suspects is not None:
+        known[id(hashed)], hit = _hashes_and_hits(con, staged.name, hashed.suspects, row)
+        row = row if hit else []
+    by_rule: dict[int, list[Finding]] = {id(r): [] for r in rules if not r.group_by} | _row_rules(
+        con, staged, row, limit
+    )
     for r in rules:
         if not r.group_by:
             continue
         dups = None
         if r.suspects and not r.suspects.n:
-            dups = repeated_hashes(con, r.suspects.sql.replace("{table}", staged.name))
+            dups = known.get(id(r))
+            if dups is None:
+                dups = repeated_hashes(con, r.suspects.sql.replace("{table}", staged.name))
             if dups.num_rows == 0:
                 by_rule[id(r)] = []
                 continue
