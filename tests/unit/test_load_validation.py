@@ -333,3 +333,29 @@ def test_dataset_json_is_checked_by_the_shipped_schema_with_lines(tmp_path: Path
     assert errors[1].startswith(f"{ds}/dataset.json:4: relevance_threshold: wrong type")
     assert errors[2].startswith(f"{ds}/dataset.json:5: grade_scale: wrong type")
     assert len(errors) == 3
+
+
+@pytest.mark.parametrize("stray", [True, False])
+def test_row_rules_and_repeats_found_in_one_scan_say_what_they_said(tmp_path: Path, stray: bool) -> None:
+    """The scan taking the duplicate-in-list hashes also tells whether a row rule is broken: with a unit outside
+    the corpus (a row rule) and without one, every finding keeps its line, field and words."""
+    con = connect(tmp_path / "s.duckdb")
+    load_dataset(con, _good_dataset(tmp_path))
+    first = ("d9", "d9#1") if stray else ("d1", "d1#2")
+    results = [
+        {"case_id": "q1", "rank": 1, "document_id": first[0], "chunk_id": first[1], "score": 1.0},
+        {"case_id": "q1", "rank": 2, "document_id": "d1", "chunk_id": "d1#1", "score": 0.9},
+        {"case_id": "q1", "rank": 3, "document_id": "d1", "chunk_id": "d1#1", "score": 0.8},
+        {"case_id": "q2", "rank": 1, "document_id": "d2", "chunk_id": "d2#1", "score": 0.8},
+        {"case_id": "q2", "rank": 2, "document_id": "d2", "chunk_id": "d2#1", "score": 0.7},
+    ]
+    rep = load_run(con, write_run(tmp_path / "run", {"run_id": "r", "k": 5}, results, None))
+    again = "appears more than once in this ranked list; the first counts"
+    expected = [
+        (3, "chunk_id", "duplicate-in-list", f"chunk_id d1#1 {again}"),
+        (5, "chunk_id", "duplicate-in-list", f"chunk_id d2#1 {again}"),
+    ]
+    if stray:
+        unit = "result unit d9#1 is not in the corpus manifest (ingestion signal)"
+        expected.insert(0, (1, "chunk_id", "result-unit-not-in-corpus", unit))
+    assert [(w.line, w.field, w.code, w.message) for w in rep.warnings] == expected
