@@ -7,8 +7,9 @@ corpus) take that table's name.
 
 A duplicate rule grouped by one key per row (case, stage, rank) builds a hash table with a group per row, which is
 costly on a large run. It may therefore name ``suspects``: a cheaper aggregate over a key prefix that returns every
-prefix group that *can* hold a duplicate (and, ideally, few others); the exact grouping then runs over those
-groups only. A suspects query may over-report, never under-report, so the result stays exact.
+prefix group that *can* hold a duplicate (and, ideally, few others), or a hash of the whole key whose repeats are
+found by a sort (taken in the row rules' scan); the exact grouping then runs over those groups or rows only. A
+suspects query may over-report, never under-report, so the result stays exact.
 """
 
 from __future__ import annotations
