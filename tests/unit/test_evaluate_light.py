@@ -96,16 +96,31 @@ def test_light_and_full_agree(
     assert any("2 run tags" in n for n in light[3])
 
 
-def test_a_repeated_docno_goes_the_full_way(tmp_path: Path, taken: list[bool]) -> None:
+@pytest.mark.parametrize("trec_compat", [True, False])
+def test_a_repeated_docno_counts_once_as_loaded(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, trec_compat: bool
+) -> None:
+    """A docno twice in a list: the light path takes the run and counts the occurrence ranked first (the higher
+    score, wherever its line is), as the measures of the loaded run do; a repeat in an ignored topic counts among
+    the ignored rows."""
     q = tmp_path / "qrels.txt"
-    q.write_text("1 0 a 1\n1 0 b 1\n2 0 c 1\n")
+    q.write_text("1 0 a 1\n1 0 b 1\n2 0 c 1\n2 0 e 0\n")
     r = tmp_path / "run.txt"
-    r.write_text("1 Q0 a 1 3.0 t\n1 Q0 x 2 2.0 t\n1 Q0 a 3 1.0 t\n1 Q0 b 4 0.5 t\n2 Q0 c 1 1.0 t\n")
-    res = ragtriage.evaluate(q, r, ["NumRet", "AP", "P@3"])
-    assert taken == [False]
-    # first occurrence counts: query 1's list is a, x, b (3 retrieved), AP = (1/1 + 2/3) / 2
+    r.write_text(
+        "1 Q0 a 1 3.0 t\n1 Q0 x 2 2.0 t\n1 Q0 a 3 1.0 t\n1 Q0 b 4 0.5 t\n"
+        "2 Q0 e 1 2.0 t\n2 Q0 c 2 1.0 t\n2 Q0 c 3 3.0 t\n9 Q0 z 1 1.0 t\n9 Q0 z 2 1.0 t\n"
+    )
+    measures = ["NumRet", "AP", "P@1", "P@3", "nDCG@3", "RR", "Bpref"]
+    res = ragtriage.evaluate(q, r, measures, trec_compat=trec_compat)
+    assert taken == [True]
+    # query 1's list is a, x, b (AP (1/1 + 2/3) / 2); query 2's c (3.0, its later line), e: c first (AP 1)
     values = {row["measure"]: row["value"] for row in res.aggregate.to_pylist()}
-    assert values == pytest.approx({"NumRet": 4.0, "AP": (1 + (1 + 2 / 3) / 2) / 2, "P@3": (2 / 3 + 1 / 3) / 2})
+    assert values["NumRet"] == 5.0
+    assert values["AP"] == pytest.approx((1 + 2 / 3) / 4 + 1 / 2)
+    assert values["P@1"] == 1.0
+    assert res.notes[-1].startswith("1 run topic(s) not in the dataset were ignored (2 rows)")
+    _full_only(monkeypatch)
+    assert _figures(res) == _figures(ragtriage.evaluate(q, r, measures, trec_compat=trec_compat))
 
 
 def test_refusals_are_the_full_loads(tmp_path: Path, taken: list[bool]) -> None:

@@ -4,18 +4,35 @@ Every load records each input file's sha256 (the ``loads`` table). For a large T
 hashing on one core; DuckDB's CSV reader, reading the same file into a table at the same time, leaves
 part of the second core idle. ``prefetch`` therefore starts the hash on a thread of its own (hashlib releases
 the GIL) and the record's ``sha256_of`` waits for it. A digest is keyed by the file's size and modification
-time, so a file changed in between is hashed again.
+time, so a file changed in between is hashed again. An evaluation without a store records no digest: inside
+``unrecorded`` nothing is hashed ahead, so no core is taken from the reading and the process does not wait at exit
+for a hash nobody reads.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 _pool = ThreadPoolExecutor(1, thread_name_prefix="ragtriage-sha256")
 _known: dict[tuple[str, int, int], Future[str]] = {}
 _KEEP = 64  # files remembered; a load names a handful
+_RECORDED: ContextVar[bool] = ContextVar("ragtriage_digest_recorded", default=True)
+
+
+@contextmanager
+def unrecorded() -> Iterator[None]:
+    """No :func:`prefetch` inside the block: the files read there are not recorded (``sha256_of`` still hashes
+    a file when asked)."""
+    token = _RECORDED.set(False)
+    try:
+        yield
+    finally:
+        _RECORDED.reset(token)
 
 
 def _key(path: Path) -> tuple[str, int, int]:
@@ -32,7 +49,10 @@ def _sha256(path: Path) -> str:
 
 
 def prefetch(path: Path) -> None:
-    """Start hashing the file on the hashing thread (nothing when its digest is known or on its way)."""
+    """Start hashing the file on the hashing thread (nothing when its digest is known or on its way, or inside
+    :func:`unrecorded`)."""
+    if not _RECORDED.get():
+        return
     key = _key(path)
     if key not in _known:
         if len(_known) >= _KEEP:

@@ -13,9 +13,11 @@ document) by the store's own rule (``schema.QRELS_LIVE``); the run keeps no rank
 docno, descending, as the loader ranks a TREC run and as trec_eval reads one.
 
 Only clean inputs take this path: qrels in any format the load reads and a TREC run file; anything the load would
-report or reject (a finding of any kind, a label rule error, a docno repeated in a list) and every other run
-format make :func:`light_store` return None, and the caller loads the inputs into an in-memory store the full
-way, which reports exactly what ``ragtriage load`` reports.
+report or reject (a finding of any kind, a label rule error) and every other run format make :func:`light_store`
+return None, and the caller loads the inputs into an in-memory store the full way, which reports exactly what
+``ragtriage load`` reports. A docno repeated in a list is no finding: a loaded run keeps every line and its
+measures count the occurrence ranked first (``store.dedup``); here the other occurrences are deleted once, so the
+measures read lists without repeats and give the same figures.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import duckdb
 
 from ragtriage.contract.compression import scratch
+from ragtriage.contract.digest import unrecorded
 from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.trec import LABEL_COLUMNS
 from ragtriage.contract.trec_csv import TrecRun, read_run
@@ -77,12 +80,14 @@ def light_store(
     try:
         con.execute("SET enable_progress_bar = false")
         cap_in_memory(con)
-        with scratch():
+        with scratch(), unrecorded():
             read = _stage(con, qrels, run_path, mapping, as_trec_eval)
         if read is None:
             con.close()
             return None
         notes = _views(con, 1 if threshold is None else threshold, read, one_line_each=as_trec_eval)
+        if not as_trec_eval:
+            _keep_first(con)
     except BaseException:
         con.close()
         raise
@@ -116,8 +121,7 @@ def _stage(
     read = read_run(con, run, "stg_run", temp=False)
     if read is None and as_trec_eval:
         read = _general_run(con, run)
-    # a docno twice in one list: the load keeps its first occurrence and warns, so that run goes the full way
-    return None if read is None or (not as_trec_eval and _repeats(con)) else read
+    return read
 
 
 def _general_run(con: duckdb.DuckDBPyConnection, run: Path) -> TrecRun:
@@ -192,21 +196,24 @@ def _tags(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     return {str(t): int(n) for t, n in rows}
 
 
-def _repeats(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether a docno appears twice in one query's list: the load's suspect search (``contract.rules``), then
-    only the suspect rows grouped on the ids, so a hash collision never claims a repeat."""
+def _keep_first(con: duckdb.DuckDBPyConnection) -> None:
+    """Each docno of a list once: the occurrence the load ranks first (the highest score; ``store.dedup``'s rule
+    over the load's order, score then docno descending, of which only the score differs between occurrences of one
+    docno) stays and the others go. Suspects come from the load's hash search (``contract.rules``), so the window
+    reads the few lists with a repeated hash only, and a hash collision deletes nothing."""
     from ragtriage.contract.rules import repeated_hashes
+    from ragtriage.store.dedup import occurrence
 
-    key = "hash(case_id, document_id)"
-    dups = repeated_hashes(con, f"SELECT {key} AS h FROM stg_run")
+    dups = repeated_hashes(con, "SELECT hash(case_id, document_id) AS h FROM stg_run")
     if dups.num_rows == 0:
-        return False
-    con.register("_run_dup_hashes", dups)
+        return
+    con.register("_dup_hashes", dups)
     try:
-        found = con.execute(
-            f"""SELECT count(*) FROM (SELECT 1 FROM stg_run SEMI JOIN _run_dup_hashes x ON {key} = x.h
-                GROUP BY case_id, document_id HAVING count(*) > 1)"""
-        ).fetchall()[0][0]
+        con.execute(
+            f"""DELETE FROM stg_run WHERE rowid IN (
+                    SELECT row FROM (SELECT rowid AS row, case_id, document_id AS unit_id, -score AS rank
+                                     FROM stg_run WHERE hash(case_id, document_id) IN (SELECT h FROM _dup_hashes))
+                    QUALIFY {occurrence()} > 1)"""
+        )
     finally:
-        con.unregister("_run_dup_hashes")
-    return bool(found)
+        con.unregister("_dup_hashes")
