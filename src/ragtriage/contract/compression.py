@@ -120,7 +120,8 @@ def _read_through(path: Path, comp: str | None, size: int) -> TextScan:
                 tab, space = tab or b"\t" in block, space or b" " in block
                 lone = lone or (carry and not block.startswith(b"\n"))
                 carry = block.endswith(b"\r")
-                lone = lone or block.count(b"\r") - block.count(b"\r\n") != int(carry)
+                if b"\r" in block:  # one quick pass; the two counts only for a block holding a CR
+                    lone = lone or block.count(b"\r") - block.count(b"\r\n") != int(carry)
                 last = block[-1:]
     except EOFError:
         return TextScan(

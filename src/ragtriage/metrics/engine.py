@@ -261,7 +261,7 @@ def measures_sql(
         keep = "" if unranked and ctx.split is None else "AND case_id IN (SELECT case_id FROM pop)"
         lists = f"""r AS NOT MATERIALIZED (SELECT case_id, unit_id, rank, score FROM results
               WHERE run_id = ? AND stage = ? {keep}),
-        {judged_positions_sql(by_score=by_score, repeats=repeats, scored=unranked)}"""
+        {judged_positions_sql(by_score=by_score, repeats=repeats, scored=unranked, depth=_depth(measures))}"""
         run_params = [ctx.run_id, ctx.stage]
     sql = f"""
     WITH pop AS MATERIALIZED ({pop}),

@@ -88,7 +88,7 @@ def trec_key(alias: str) -> str:
     return f"{{'n': {alias}.score IS NOT NULL, 's': coalesce({alias}.score, 0.0), 'u': {alias}.unit_id}}"
 
 
-def judged_positions_sql(*, by_score: bool, repeats: bool, scored: bool = False) -> str:
+def judged_positions_sql(*, by_score: bool, repeats: bool, scored: bool = False, depth: int | None = None) -> str:
     """CTEs ``jp(case_id, pos, grade)``: every judged unit of each list at its de-duplicated position, and
     ``nret(case_id, num_ret)``: the de-duplicated list length; over CTEs ``r(case_id, unit_id, rank, score)`` (the
     lists) and ``q(case_id, unit_id, grade)`` (the qrels).
@@ -98,7 +98,17 @@ def judged_positions_sql(*, by_score: bool, repeats: bool, scored: bool = False)
     distinct units has position = rank; only the other cases are numbered. By score (trec_eval's order), a judged
     unit's position is 1 + the results of its list ordered before it, counted by a join on the case; ``scored``
     (no row without a score) compares score and docno directly, cheaper than :func:`trec_key`'s struct.
+    ``depth`` (by score, lists without repeats, every measure cut at most there): each list's first ``depth``
+    results are taken by a top-n aggregate in the pass that counts the list, instead of ordering every row.
     """
+    if by_score and not repeats and depth is not None:
+        return f"""tops AS MATERIALIZED (SELECT case_id, count(*) AS num_ret, max({trec_key("r")}, {int(depth)}) AS l
+                                     FROM r GROUP BY case_id),
+        nret AS (SELECT case_id, num_ret FROM tops),
+        jp AS (SELECT t.case_id, t.pos, q.grade
+               FROM (SELECT case_id, unnest(l).u AS unit_id, CAST(generate_subscripts(l, 1) AS INTEGER) AS pos
+                     FROM tops) t
+               JOIN q USING (case_id, unit_id))"""
     distinct = "count(DISTINCT unit_id)" if repeats else "count(*)"
     st = f"""st AS (SELECT case_id, count(*) AS n, max(rank) AS top, {distinct} AS nd FROM r GROUP BY case_id),
         nret AS (SELECT case_id, nd AS num_ret FROM st)"""
