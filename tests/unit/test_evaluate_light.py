@@ -78,9 +78,14 @@ def _figures(result: ragtriage.Evaluation) -> tuple[Any, ...]:
     return result.aggregate.to_pylist(), result.wide.to_pylist(), result.context, result.notes
 
 
+#: every measure with a cutoff: the lists are cut by a top-n aggregate (``ranking.judged_positions_sql``)
+CUT_ONLY = ["nDCG@10", "P@5", "R@100", "RR@10", "AP@20", "Judged@10", "Success@5", "ndcg_cut_5", "P_30"]
+
+
+@pytest.mark.parametrize("measures", [[*MEASURES, *NAMED], CUT_ONLY], ids=["whole-lists", "cut-lists"])
 @pytest.mark.parametrize("trec_compat", [True, False])
 def test_light_and_full_agree(
-    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, trec_compat: bool
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, trec_compat: bool, measures: list[str]
 ) -> None:
     q = _single_spaced("qrels.rel_level.gz", tmp_path / "qrels.txt")
     r = _single_spaced("results.test.gz", tmp_path / "run.txt")
@@ -88,10 +93,10 @@ def test_light_and_full_agree(
     with r.open("a") as f:
         f.write("999 Q0 doc-x 1 3.5 OTHER\n999 Q0 doc-y 2 2.5 OTHER\n")
     kwargs: dict[str, Any] = {"trec_compat": trec_compat, "grade_map": "4:3,-1:0", "threshold": 2}
-    light = _figures(ragtriage.evaluate(q, r, [*MEASURES, *NAMED], **kwargs))
+    light = _figures(ragtriage.evaluate(q, r, measures, **kwargs))
     assert taken == [True]
     _full_only(monkeypatch)
-    assert light == _figures(ragtriage.evaluate(q, r, [*MEASURES, *NAMED], **kwargs))
+    assert light == _figures(ragtriage.evaluate(q, r, measures, **kwargs))
     assert any("1 run topic(s) not in the dataset were ignored (2 rows)" in n for n in light[3])
     assert any("2 run tags" in n for n in light[3])
 
