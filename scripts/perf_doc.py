@@ -48,16 +48,21 @@ To add figures, run a bench script (each `bench/*.py --help` says how) and then 
 """
 
 
+#: Benches run once per data shape (``--shape``): the newest document of each shape is shown.
+BY_SHAPE = frozenset({"trec-eval"})
+
+
 def latest() -> dict[str, dict[str, Any]]:
-    """The newest results document of each bench (by its recorded date)."""
+    """The newest results document of each bench (by its recorded date), of each shape for ``BY_SHAPE``."""
     newest: dict[str, dict[str, Any]] = {}
     for path in sorted(RESULTS.glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))
         doc["_file"] = path.name
-        if doc["bench"] not in newest or doc["date"] > newest[doc["bench"]]["date"]:
-            newest[doc["bench"]] = doc
+        key = f"{doc['bench']}:{doc['params'].get('shape')}" if doc["bench"] in BY_SHAPE else doc["bench"]
+        if key not in newest or doc["date"] > newest[key]["date"]:
+            newest[key] = doc
     order = {name: i for i, name in enumerate(TITLES)}
-    return dict(sorted(newest.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+    return dict(sorted(newest.items(), key=lambda kv: (order.get(kv[1]["bench"], len(order)), kv[0])))
 
 
 def cell(column: str, value: Any) -> str:
@@ -100,7 +105,8 @@ def section(doc: dict[str, Any]) -> list[str]:
     versions = ", ".join(f"{k} {v}" for k, v in doc["versions"].items())
     params = ", ".join(f"{k}={v}" for k, v in doc["params"].items())
     out = [
-        f"## {TITLES.get(doc['bench'], doc['bench'])}",
+        f"## {TITLES.get(doc['bench'], doc['bench'])}"
+        + (f" ({doc['params'].get('shape')} shape)" if doc["bench"] in BY_SHAPE else ""),
         "",
         f"`{doc['command']}` — {doc['date']}, {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {shared} "
         f"({load}). {versions or 'versions not recorded'}. Parameters: {params}. "
