@@ -78,6 +78,18 @@ def _figures(result: ragtriage.Evaluation) -> tuple[Any, ...]:
     return result.aggregate.to_pylist(), result.wide.to_pylist(), result.context, result.notes
 
 
+def _rounded(value: Any) -> Any:
+    """``value`` with every float to 12 significant digits: a DCG is a sum over a hash join's rows, whose order
+    (and so the last bit of the sum) two reads of the same lists need not share."""
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_rounded(v) for v in value)
+    return value
+
+
 #: every measure with a cutoff: the lists are cut by a top-n aggregate (``ranking.judged_positions_sql``)
 CUT_ONLY = ["nDCG@10", "P@5", "R@100", "RR@10", "AP@20", "Judged@10", "Success@5", "ndcg_cut_5", "P_30"]
 
@@ -96,7 +108,7 @@ def test_light_and_full_agree(
     light = _figures(ragtriage.evaluate(q, r, measures, **kwargs))
     assert taken == [True]
     _full_only(monkeypatch)
-    assert light == _figures(ragtriage.evaluate(q, r, measures, **kwargs))
+    assert _rounded(light) == _rounded(_figures(ragtriage.evaluate(q, r, measures, **kwargs)))
     assert any("1 run topic(s) not in the dataset were ignored (2 rows)" in n for n in light[3])
     assert any("2 run tags" in n for n in light[3])
 
@@ -125,7 +137,7 @@ def test_a_repeated_docno_counts_once_as_loaded(
     assert values["P@1"] == 1.0
     assert res.notes[-1].startswith("1 run topic(s) not in the dataset were ignored (2 rows)")
     _full_only(monkeypatch)
-    assert _figures(res) == _figures(ragtriage.evaluate(q, r, measures, trec_compat=trec_compat))
+    assert _rounded(_figures(res)) == _rounded(_figures(ragtriage.evaluate(q, r, measures, trec_compat=trec_compat)))
 
 
 def test_refusals_are_the_full_loads(tmp_path: Path, taken: list[bool]) -> None:
