@@ -158,6 +158,21 @@ def test_refusals_are_the_full_loads(tmp_path: Path, taken: list[bool]) -> None:
     assert taken == [False, False]
 
 
+def test_a_pair_judged_twice_is_refused_as_the_load_refuses_it(tmp_path: Path, taken: list[bool]) -> None:
+    """Repeated qrels lines of one (query, document) are refused by the load and by trec_eval; the one-off must
+    not pool them into one grade (it did: max of the two), whether the lines agree or not."""
+    q, r = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    q.write_text("q1 0 d1 2\nq1 0 d1 2\nq1 0 d2 1\nq2 0 d1 1\nq2 0 d1 3\n")
+    r.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\nq2 Q0 d1 1 1.0 t\n")
+    with pytest.raises(ValidationFailed) as exc:
+        ragtriage.evaluate(q, r, ["P@1"])
+    f = exc.value.errors[0]
+    assert (Path(f.file).name, f.line, f.field) == ("qrels.txt", 2, "document_id")
+    assert "duplicate judgement" in f.message and taken == [False]
+    res = runner.invoke(app, ["metrics", "--qrels", str(q), "--run", str(r), "--measure", "P@1"])
+    assert res.exit_code == 2 and "qrels.txt:2: document_id: duplicate judgement" in res.output
+
+
 @pytest.mark.parametrize("extra", [["--by", "split"], ["--view", "judged"]])
 def test_reports_other_than_measures_load_the_full_way(tmp_path: Path, taken: list[bool], extra: list[str]) -> None:
     """Slices and the judged view read tables the light path does not make (ranks, labels, documents)."""

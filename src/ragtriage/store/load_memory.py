@@ -103,6 +103,7 @@ def _stage(
     from ragtriage.contract.fields import LABELS
     from ragtriage.contract.rules import apply_rules
     from ragtriage.store.byo import stage_qrels
+    from ragtriage.store.dataset_rules import judgement_rule
 
     try:
         labels = stage_qrels(con, qrels)  # the load's own reader for every qrels format (TREC: the CSV fast path)
@@ -110,8 +111,10 @@ def _stage(
         if as_trec_eval:
             raise
         return None
-    # the label rules that can refuse a load (empty ids, grades beyond INTEGER): any finding goes the full way
-    found = labels.findings or apply_rules(con, labels, [r for r in field_rules(LABELS) if r.severity == "error"])
+    # the label rules that can refuse a load (empty ids, grades beyond INTEGER, a pair judged twice by one
+    # annotator): any finding goes the full way; trec-eval refuses a pair given twice itself, as trec_eval does
+    rules = [r for r in field_rules(LABELS) if r.severity == "error"]
+    found = labels.findings or apply_rules(con, labels, rules if as_trec_eval else [*rules, judgement_rule()])
     if found:
         if as_trec_eval:
             raise ValidationFailed(list(found))
