@@ -2,8 +2,10 @@
 against the same lists as a TREC run, each in a fresh process on a file store under the load's memory cap.
 
 Shape: N spans of 5..15 documents (uneven depths), ids from a 10^9 space, scores with ties (3 decimals), a few
-lists repeating a document; queries are the case texts of a qrels+topics dataset of N cases. Prints wall time
-and peak RSS of both loads and their ratio, and writes them to bench/results/ (``results_json``).
+lists repeating a document; queries are the case texts of a qrels+topics dataset of N cases. The two loads run
+in turn (``--rounds`` times, interleaved); the figures are each load's median CPU time (user+sys of its process,
+the measure that holds on a shared machine), wall time and peak RSS, and the ratio of the CPU times; they are
+written to bench/results/ (``results_json``).
 
     python bench/traces_bench.py --spans 1000000
 """
@@ -14,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -86,36 +89,50 @@ def generate(folder: Path, spans: int, per_line: int = 500) -> int:
     return rows
 
 
-def timed(folder: Path, kind: str, src: Path) -> tuple[float, float]:
+def timed(folder: Path, kind: str, src: Path) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak MiB) of one load in a fresh process."""
+    for db in folder.glob(f"{kind}.duckdb*"):
+        db.unlink()
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", LOAD, str(folder), kind, str(src)])
     _, status, usage = os.wait4(proc.pid, 0)
     if status:
         raise SystemExit(f"{kind} load failed ({status})")
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spans", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=1, help="interleaved runs of both loads (medians are kept)")
     args = ap.parse_args()
-    rec = Recorder("traces", {"spans": args.spans, "shape": SHAPE})
+    rec = Recorder("traces", {"spans": args.spans, "rounds": args.rounds, "shape": SHAPE})
     with tempfile.TemporaryDirectory(prefix="traces-bench-") as tmp:
         folder = Path(tmp)
         rows = generate(folder, args.spans)
         size = (folder / "traces.jsonl").stat().st_size
-        trec_s, trec_mb = timed(folder, "trec", folder / "run.txt")
-        trace_s, trace_mb = timed(folder, "traces", folder / "traces.jsonl")
-    rec.add(case="TREC run", name="ragtriage load (TREC)", rows=rows, seconds=round(trec_s, 2), peak_mib=round(trec_mb))
+        runs: dict[str, list[tuple[float, float, float]]] = {"trec": [], "traces": []}
+        for _ in range(args.rounds):
+            runs["trec"].append(timed(folder, "trec", folder / "run.txt"))
+            runs["traces"].append(timed(folder, "traces", folder / "traces.jsonl"))
+    trec_s, trec_cpu, trec_mb = (statistics.median(x) for x in zip(*runs["trec"], strict=True))
+    trace_s, trace_cpu, trace_mb = (statistics.median(x) for x in zip(*runs["traces"], strict=True))
+    rec.add(case="TREC run", name="ragtriage load (TREC)", rows=rows, seconds=round(trec_s, 2),
+            cpu_seconds=round(trec_cpu, 2), peak_mib=round(trec_mb))  # fmt: skip
     rec.add(
         case="OTLP/JSON spans",
         name="ragtriage load --traces",
         rows=rows,
         bytes=size,
         seconds=round(trace_s, 2),
+        cpu_seconds=round(trace_cpu, 2),
         peak_mib=round(trace_mb),
-        ratio_to_trec=round(trace_s / trec_s, 2),
+        ratio_to_trec=round(trace_cpu / trec_cpu, 2),
+        wall_ratio_to_trec=round(trace_s / trec_s, 2),
     )
+    trec = f"TREC {trec_cpu:.1f} s CPU ({trec_s:.1f} s wall, {trec_mb:.0f} MiB)"
+    traces = f"traces {trace_cpu:.1f} s CPU ({trace_s:.1f} s wall, {trace_mb:.0f} MiB)"
+    print(f"{rows:,} rows: {trec}; {traces}: {trace_cpu / trec_cpu:.2f}x CPU")
     rec.write()
 
 

@@ -18,8 +18,9 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.compression import open_binary
-from ragtriage.contract.json_stream import JsonStream, JsonStreamError, json_stream
-from ragtriage.contract.staging import lines_sql, sql_str
+from ragtriage.contract.json_stream import JsonStream, json_stream
+from ragtriage.contract.staging import sql_str
+from ragtriage.contract.traces import otlp_lines
 from ragtriage.contract.traces.options import TraceOptions
 from ragtriage.contract.traces.paths import json_path
 from ragtriage.contract.traces.tables import SPAN_COLUMNS
@@ -133,11 +134,11 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, batch: pa.RecordBatch, c
         con.unregister("__trc_batch")
 
 
-def read_otlp(con: duckdb.DuckDBPyConnection, path: Path, res0: int) -> int:
+def read_otlp(con: duckdb.DuckDBPyConnection, path: Path, res0: int, opts: TraceOptions) -> int:
     """Append the spans of ``path`` to ``trc_raw`` (and its resources to ``trc_res``); returns the last resource
     number used. Raises ``JsonStreamError`` naming file, line and column when the file is not OTLP/JSON."""
     if one_request_per_line(path):
-        return read_otlp_lines(con, path, res0)
+        return read_otlp_lines(con, path, res0, opts)
     walk = _Walk(con, path, res0)
     with json_stream(path) as js:
         for _ in js.lines():
@@ -150,6 +151,12 @@ def create_raw(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE trc_raw (sid BIGINT DEFAULT nextval('trc_sid'), file VARCHAR, "
                 "line BIGINT, res BIGINT, j VARCHAR)")  # fmt: skip
     con.execute("CREATE OR REPLACE TEMP TABLE trc_res (res BIGINT, attrs VARCHAR)")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE trc_sp (sid BIGINT, file VARCHAR, line BIGINT, res BIGINT, trace_id VARCHAR, "
+        "span_id VARCHAR, parent_id VARCHAR, start_ns VARCHAR, end_ns VARCHAR, code VARCHAR, message VARCHAR)"
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE trc_kv (sid BIGINT, key VARCHAR, val VARCHAR)")
+
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE trc_span (sid BIGINT DEFAULT nextval('trc_sid'), file VARCHAR, line BIGINT, "
         f"res BIGINT, s {_struct(con, SPAN_SHAPE)})"
@@ -174,7 +181,7 @@ _RES_SHAPE = '{"attributes": ' + _KV + "}"
 REQUEST_SHAPE = (
     "{"
     + ", ".join(
-        f'"{r}": [{{"resource": "JSON", "{sc}": [{{"spans": [{SPAN_SHAPE}]}}]}}]'
+        f'"{r}": [{{"resource": {_RES_SHAPE}, "{sc}": [{{"spans": [{SPAN_SHAPE}]}}]}}]'
         for r, sc in (("resourceSpans", "scopeSpans"), ("resource_spans", "scope_spans"))
     )
     + "}"
@@ -187,7 +194,7 @@ def _struct(con: duckdb.DuckDBPyConnection, shape: str) -> str:
 
 
 def _value_sql(v: str) -> str:
-    scalars = ", ".join(f"{v}.{k}" for k in _SCALARS)
+    scalars = ", ".join(f"CAST({v}.{k} AS VARCHAR)" for k in _SCALARS)
     arrays = (
         f'coalesce(list_transform({v}.arrayValue."values", lambda x: x.stringValue), '
         f'list_transform({v}.array_value."values", lambda x: x.string_value))'
@@ -196,53 +203,30 @@ def _value_sql(v: str) -> str:
 
 
 def one_request_per_line(path: Path) -> bool:
-    """Whether the file's first line is a whole JSON object (the Collector file exporter's layout)."""
+    """Whether the file is one request per line (the Collector file exporter's layout): its first line is a whole
+    JSON object and no line is longer than the line reader takes (a longer one is streamed as a document)."""
+    if not otlp_lines.longest_line_fits(path):
+        return False
     with open_binary(path) as fh:
-        first = fh.readline().decode("utf-8", errors="replace").lstrip("\ufeff")
+        first = fh.readline(otlp_lines.MAX_LINE + 1).decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
         return isinstance(json.loads(first), dict)
     except ValueError:
         return False
 
 
-_RES_STRIDE = 1 << 20  # resource numbers of one line: line * stride + position in the request
+def read_otlp_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, opts: TraceOptions) -> int:
+    """A file of one request per line (``otlp_lines``); returns the last resource number used."""
+    keys = otlp_lines.Keys(wanted_keys(opts), DOC_PREFIXES, wanted_keys_sql(opts))
+    return otlp_lines.read_lines(con, path, res0, REQUEST_SHAPE, _value_sql("a.value"), keys)
 
 
-def read_otlp_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int) -> int:
-    """A file of one request per line, read by DuckDB alone (no Python per span, each statement streaming over
-    the lines); returns the last resource number used. A line that is not a JSON object raises
-    ``JsonStreamError`` naming it (checked first: a failed statement would abort the load's transaction)."""
-    src = f"({lines_sql(path, 't')})"
-    bad = con.execute(
-        f"SELECT min(line) FROM {src} WHERE trim(t) <> '' AND NOT (json_valid(t) AND starts_with(ltrim(t), '{{'))"
-    ).fetchall()[0][0]
-    if bad is not None:
-        raise JsonStreamError(str(path), int(bad), None, "not a JSON object (an OTLP export request per line)")
-    rs = "coalesce(r.resourceSpans, r.resource_spans)"
-    res = f"{int(res0)} + line * {_RES_STRIDE} + ri"
-    con.execute(
-        f"""INSERT INTO trc_span (file, line, res, s)
-            SELECT {sql_str(str(path))}, line, res, unnest(ss.spans)
-            FROM (SELECT line, res, unnest(coalesce(rs.scopeSpans, rs.scope_spans)) AS ss
-                  FROM (SELECT line, {res} AS res, rs
-                        FROM (SELECT line, unnest({rs}) AS rs, generate_subscripts({rs}, 1) AS ri
-                              FROM (SELECT line, from_json(t, {sql_str(REQUEST_SHAPE)}) AS r FROM {src}
-                                    WHERE trim(t) <> ''))))"""
-    )
-    shape = "{" + ", ".join(f'"{k}": [{{"resource": {_RES_SHAPE}}}]' for k in _RESOURCE) + "}"
-    entry = f"struct_pack(k := a.key, v := {_value_sql('a.value')})"
-    con.execute(
-        f"""INSERT INTO trc_res
-            SELECT {res}, CAST(to_json(map_from_entries(list_transform(rs.resource.attributes, lambda a: {entry})))
-                               AS VARCHAR)
-            FROM (SELECT line, unnest({rs}) AS rs, generate_subscripts({rs}, 1) AS ri
-                  FROM (SELECT line, from_json(t, {sql_str(shape)}) AS r FROM {src} WHERE trim(t) <> ''))"""
-    )
-    last = con.execute(f"SELECT max(line) FROM {src}").fetchall()[0][0]
-    return int(res0) + (int(last or 0) + 1) * _RES_STRIDE
+DOC_PREFIXES = ("retrieval.documents.", "reranker.input_documents.", "reranker.output_documents.")
+"""Where an OpenInference document attribute's key starts (``OI_DOCS`` says the rest)."""
 
 
-def _wanted_keys(opts: TraceOptions) -> str:
+def wanted_keys(opts: TraceOptions) -> list[str]:
+    """The attribute keys a span is read by (besides the document attributes)."""
     named = [
         "openinference.span.kind",
         "input.value",
@@ -254,8 +238,16 @@ def _wanted_keys(opts: TraceOptions) -> str:
     ]
     named += [k for k in (opts.query, opts.docs, opts.case_id_attribute, opts.principal_attribute) if k]
     named += [opts.groups_attribute] if opts.groups_attribute else []
-    listed = ", ".join(sql_str(k) for k in dict.fromkeys(named))
-    return f"(key IN ({listed}) OR regexp_matches(key, {sql_str(OI_DOCS)}))"
+    return list(dict.fromkeys(named))
+
+
+def wanted_keys_sql(opts: TraceOptions) -> str:
+    listed = ", ".join(sql_str(k) for k in wanted_keys(opts))
+    return f"(key IN ({listed}) OR {_doc_key_sql()})"
+
+
+def _doc_key_sql() -> str:
+    return " OR ".join(f"starts_with(key, {sql_str(p)})" for p in DOC_PREFIXES)
 
 
 def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
@@ -265,11 +257,18 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
             SELECT file, line, res, from_json(j, {sql_str(SPAN_SHAPE)}) FROM trc_raw ORDER BY sid"""
     )
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE trc_kv AS
+        """INSERT INTO trc_sp
+           SELECT sid, file, line, res, coalesce(s.traceId, s.trace_id), coalesce(s.spanId, s.span_id),
+                  coalesce(s.parentSpanId, s.parent_span_id), coalesce(s.startTimeUnixNano, s.start_time_unix_nano),
+                  coalesce(s.endTimeUnixNano, s.end_time_unix_nano), s.status.code, s.status.message
+           FROM trc_span"""
+    )
+    con.execute(
+        f"""INSERT INTO trc_kv
             SELECT sid, key, val FROM (
                 SELECT sid, a.key AS key, {_value_sql("a.value")} AS val
                 FROM (SELECT sid, unnest(s.attributes) AS a FROM trc_span))
-            WHERE {_wanted_keys(opts)}"""
+            WHERE {wanted_keys_sql(opts)}"""
     )
 
     def attr(key: str | None) -> str:
@@ -284,11 +283,10 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                    {attr("gen_ai.retrieval.documents")} AS genai_docs, {docs_attr} AS opt_docs,
                    {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
                    {attr(opts.groups_attribute)} AS groups_text
-            FROM trc_kv GROUP BY sid"""
+            FROM trc_kv WHERE key IN ({", ".join(sql_str(k) for k in wanted_keys(opts))}) GROUP BY sid"""
     )
-    start = "TRY_CAST(coalesce(r.s.startTimeUnixNano, r.s.start_time_unix_nano) AS HUGEINT)"
-    end = "TRY_CAST(coalesce(r.s.endTimeUnixNano, r.s.end_time_unix_nano) AS HUGEINT)"
-    code, msg = "r.s.status.code", "nullif(r.s.status.message, '')"
+    start, end = "TRY_CAST(r.start_ns AS HUGEINT)", "TRY_CAST(r.end_ns AS HUGEINT)"
+    code, msg = "r.code", "nullif(r.message, '')"
     kind = (
         "CASE WHEN a.opt_docs IS NOT NULL THEN 'RETRIEVER' WHEN a.oi_kind IN ('RETRIEVER', 'RERANKER') THEN a.oi_kind "
         "WHEN lower(a.op) = 'retrieval' THEN 'RETRIEVER' END"
@@ -296,8 +294,7 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_otlp AS
             SELECT r.sid, r.file, r.line,
-                   coalesce(r.s.traceId, r.s.trace_id) AS trace_id, coalesce(r.s.spanId, r.s.span_id) AS span_id,
-                   nullif(coalesce(r.s.parentSpanId, r.s.parent_span_id), '') AS parent_id,
+                   r.trace_id, r.span_id, nullif(r.parent_id, '') AS parent_id,
                    {kind} AS kind,
                    CASE WHEN {kind} = 'RERANKER' THEN coalesce(a.opt_query, a.rerank_query, a.input)
                         ELSE coalesce(a.opt_query, a.input, a.genai_query) END AS query,
@@ -310,11 +307,12 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                         WHEN a.groups_text IS NOT NULL THEN [a.groups_text] END AS groups,
                    res.attrs AS resource,
                    a.genai_docs, a.opt_docs
-            FROM trc_span r JOIN trc_attrs a USING (sid) LEFT JOIN trc_res res USING (res)
+            FROM trc_sp r JOIN trc_attrs a USING (sid) LEFT JOIN trc_res res USING (res)
             WHERE {kind} IS NOT NULL"""
     )
     con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_otlp")
     oi = f"regexp_extract(key, {sql_str(OI_DOCS)}, ['list', 'i', 'field'])"
+    doc_key = _doc_key_sql()
     con.execute(
         f"""INSERT INTO trc_docs BY NAME
             SELECT sid, CASE m.list WHEN 'retrieval.documents' THEN 'retrieved'
@@ -324,13 +322,13 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                    max(val) FILTER (WHERE m.field = 'score') AS score_text,
                    max(val) FILTER (WHERE m.field = 'content') AS content,
                    max(val) FILTER (WHERE m.field = 'metadata') AS metadata
-            FROM (SELECT sid, val, {oi} AS m FROM trc_kv WHERE regexp_matches(key, {sql_str(OI_DOCS)}))
-            WHERE sid IN (SELECT sid FROM trc_otlp)
+            FROM (SELECT sid, val, {oi} AS m FROM trc_kv WHERE {doc_key})
+            WHERE m.list <> '' AND sid IN (SELECT sid FROM trc_otlp)
             GROUP BY ALL"""
     )
     json_list_docs(con, "trc_otlp", "genai_docs", TraceOptions())
     json_list_docs(con, "trc_otlp", "opt_docs", opts)
-    for table in ("trc_kv", "trc_attrs", "trc_otlp", "trc_span", "trc_raw", "trc_res"):
+    for table in ("trc_kv", "trc_sp", "trc_attrs", "trc_otlp", "trc_span", "trc_raw", "trc_res"):
         con.execute(f"DROP TABLE {table}")
 
 

@@ -1,0 +1,278 @@
+"""OTLP/JSON with one export request per line (the OTel Collector file exporter's layout), read in blocks of whole
+lines so memory is bounded by one block and the longest line (``compression.MAX_LINE``; a file with a longer line
+goes to the document reader instead).
+
+pyarrow's JSON reader parses a block straight into Arrow columns in the protobuf JSON mapping's usual types
+(``intValue`` and the nanosecond times as strings, ``doubleValue`` a number); DuckDB unnests those columns into
+spans without parsing any JSON. A block pyarrow refuses (a value of another JSON type, such as ``"NaN"`` as a
+double or an integer written as a number, invalid UTF-8, a line that is not an object) is parsed by DuckDB's
+``from_json`` instead, which takes every spelling and names the line of a bad one. Both give the same struct."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from ragtriage.contract.compression import MAX_LINE, open_binary, text_fault
+from ragtriage.contract.json_stream import JsonStreamError
+from ragtriage.contract.staging import sql_str
+
+_BLOCK = 32 << 20
+_RES_STRIDE = 1 << 20  # resource numbers of one line: line * stride + position in the request
+_BOM = b"\xef\xbb\xbf"
+
+
+def _any_value(snake: bool) -> pa.DataType:
+    def n(camel: str) -> str:
+        return "".join("_" + c.lower() if c.isupper() else c for c in camel) if snake else camel
+
+    strings = pa.struct([(n("values"), pa.list_(pa.struct([(n("stringValue"), pa.string())])))])
+    return pa.struct(
+        [
+            (n("stringValue"), pa.string()),
+            (n("intValue"), pa.string()),
+            (n("doubleValue"), pa.float64()),
+            (n("boolValue"), pa.bool_()),
+            (n("arrayValue"), strings),
+        ]
+    )
+
+
+def _fields(*names: str, kind: pa.DataType | None = None) -> list[tuple[str, pa.DataType]]:
+    return [(n, kind or pa.string()) for n in names]
+
+
+def _request_schema() -> pa.Schema:
+    """Both key styles in one struct at every level (as ``otlp.REQUEST_SHAPE``), so ``coalesce`` picks a style."""
+    value = pa.struct([(f.name, f.type) for snake in (False, True) for f in _any_value(snake)])
+    kv = pa.list_(pa.struct([("key", pa.string()), ("value", value)]))
+    span = pa.struct(
+        _fields("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id")
+        + _fields("startTimeUnixNano", "start_time_unix_nano", "endTimeUnixNano", "end_time_unix_nano")
+        + [("status", pa.struct(_fields("code", "message"))), ("attributes", kv)]
+    )
+    resource = pa.struct([("attributes", kv)])
+    scope = pa.list_(pa.struct([("spans", pa.list_(span))]))
+    rs = pa.list_(pa.struct([("resource", resource), ("scopeSpans", scope), ("scope_spans", scope)]))
+    return pa.schema([("resourceSpans", rs), ("resource_spans", rs)])
+
+
+REQUEST_SCHEMA = _request_schema()
+
+
+def line_blocks(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(number of the first line, bytes of whole lines) of about ``_BLOCK`` bytes each, decompressed."""
+    line, carry = 1, b""
+    with open_binary(path) as fh:
+        while True:
+            block = fh.read(_BLOCK)
+            data = carry + block if carry else block
+            if line == 1 and data.startswith(_BOM):
+                data = data[len(_BOM) :]
+            if not block:
+                if data:
+                    yield line, data
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                carry = data
+                continue
+            carry = data[cut:]
+            yield line, data[:cut]
+            line += data.count(b"\n", 0, cut)
+
+
+def _numbers(line0: int, data: bytes, rows: int) -> list[int] | None:
+    """The line of each row pyarrow read (it skips blank lines); None when they do not line up."""
+    n = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if n == rows:
+        return list(range(line0, line0 + n))
+    kept = [line0 + i for i, text in enumerate(data.split(b"\n")) if text.strip(b" \t\r")]
+    return kept if len(kept) == rows else None
+
+
+def _parse(line0: int, data: bytes) -> tuple[pa.Table, np.ndarray] | None:
+    """The block's requests and the line of each, or None when pyarrow cannot take the block as it is."""
+    try:
+        tbl = pj.read_json(
+            io.BytesIO(data),
+            read_options=pj.ReadOptions(block_size=len(data) + 1),
+            parse_options=pj.ParseOptions(explicit_schema=REQUEST_SCHEMA, unexpected_field_behavior="ignore"),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    lines = _numbers(line0, data, tbl.num_rows)
+    return None if lines is None else (tbl, np.asarray(lines, np.int64))
+
+
+def _flatten(lists: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """A list array's values, the row each came from, and each one's 1-based position in its row."""
+    arr = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    values = pc.list_flatten(arr)
+    parent = pc.list_parent_indices(arr).to_numpy()
+    starts = arr.offsets.to_numpy()
+    position = np.arange(len(values)) - (starts[parent] - starts[0]) + 1
+    return values, parent, position
+
+
+def _field(struct: pa.Array, *names: str) -> pa.Array:
+    """The first non-null of the struct's fields ``names`` (a key in either style)."""
+    cols = [pc.struct_field(struct, n) for n in names]
+    return cols[0] if len(cols) == 1 else pc.coalesce(*cols)
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The attributes kept (``names`` and keys starting with a ``prefixes``), and the same rule as SQL over
+    ``key`` for the spans the other readers give."""
+
+    names: list[str]
+    prefixes: tuple[str, ...]
+    sql: str
+
+
+def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np.ndarray], res0: int,
+          value_sql: str, keys: Keys) -> None:  # fmt: skip
+    """Spans, kept attributes and resources of a parsed block into ``trc_sp``, ``trc_kv`` and ``trc_res``."""
+    tbl, lines = parsed
+    rs, rs_row, ri = _flatten(pc.coalesce(tbl.column("resourceSpans"), tbl.column("resource_spans")))
+    res = res0 + lines[rs_row] * _RES_STRIDE + ri
+    scopes, sc_rs, _ = _flatten(_field(rs, "scopeSpans", "scope_spans"))
+    spans, sp_sc, _ = _flatten(pc.struct_field(scopes, "spans"))
+    sp_rs = sc_rs[sp_sc]
+    n = len(spans)
+    first, last = con.execute(
+        "SELECT min(s), max(s) FROM (SELECT nextval('trc_sid') AS s FROM range(?))", [n]
+    ).fetchall()[0]
+    if n and last - first + 1 != n:
+        raise RuntimeError("span numbers were not consecutive")
+    sid = np.arange(n, dtype=np.int64) + (first or 0)
+    status = pc.struct_field(spans, "status")
+    sp = pa.table(
+        {
+            "sid": sid,
+            "line": lines[rs_row[sp_rs]],
+            "res": res[sp_rs],
+            "trace_id": _field(spans, "traceId", "trace_id"),
+            "span_id": _field(spans, "spanId", "span_id"),
+            "parent_id": _field(spans, "parentSpanId", "parent_span_id"),
+            "start_ns": _field(spans, "startTimeUnixNano", "start_time_unix_nano"),
+            "end_ns": _field(spans, "endTimeUnixNano", "end_time_unix_nano"),
+            "code": pc.struct_field(status, "code"),
+            "message": pc.struct_field(status, "message"),
+        }
+    )
+    attrs, at_sp, _ = _flatten(pc.struct_field(spans, "attributes"))
+    key = pc.struct_field(attrs, "key")
+    keep = pc.is_in(key, pa.array(keys.names, pa.string()))
+    for prefix in keys.prefixes:
+        keep = pc.or_(keep, pc.starts_with(key, prefix))
+    keep = pc.fill_null(keep, False)
+    kv = pa.table({"sid": sid[at_sp], "key": key, "value": pc.struct_field(attrs, "value")}).filter(keep)
+    rsrc = pa.table({"res": res, "attributes": pc.struct_field(pc.struct_field(rs, "resource"), "attributes")})
+    file = sql_str(str(path))
+    entry = f"struct_pack(k := a.key, v := {value_sql})"
+    for name, table, sql in (
+        ("__trc_sp", sp, f"INSERT INTO trc_sp SELECT sid, {file}, line, res, trace_id, span_id, parent_id, "
+                         "start_ns, end_ns, code, message FROM __trc_sp"),
+        ("__trc_kv", kv, f"INSERT INTO trc_kv SELECT sid, key, {value_sql.replace('a.value', 'value')} FROM __trc_kv"),
+        ("__trc_rs", rsrc, "INSERT INTO trc_res SELECT res, CAST(to_json(map_from_entries(list_transform("
+                           f"attributes, lambda a: {entry}))) AS VARCHAR) FROM __trc_rs"),
+    ):  # fmt: skip
+        con.register(name, table)
+        try:
+            con.execute(sql)
+        finally:
+            con.unregister(name)
+
+
+def _text_lines(path: Path, line0: int, data: bytes) -> pa.Table:
+    texts = data.split(b"\n")
+    if texts and not texts[-1]:
+        texts.pop()
+    for i, text in enumerate(texts):
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonStreamError(
+                str(path), line0 + i, exc.start + 1, "the file is not UTF-8; save it as UTF-8"
+            ) from exc
+    return pa.table(
+        {
+            "line": pa.array(range(line0, line0 + len(texts)), pa.int64()),
+            "t": pa.array(texts, pa.binary()).cast(pa.string()),
+        }
+    )
+
+
+def _exact(con: duckdb.DuckDBPyConnection, path: Path, line0: int, data: bytes, shape: str) -> None:
+    """The block parsed by DuckDB into ``trc_blk (line, r)``; a line that is not a JSON object raises
+    ``JsonStreamError`` naming it (checked before any insert: a failed statement would abort the load)."""
+    con.register("__trc_lines", _text_lines(path, line0, data))
+    try:
+        bad = con.execute(
+            "SELECT min(line) FROM __trc_lines WHERE trim(t) <> '' "
+            "AND NOT (json_valid(t) AND starts_with(ltrim(t), '{'))"
+        ).fetchall()[0][0]
+        if bad is not None:
+            raise JsonStreamError(str(path), int(bad), None, "not a JSON object (an OTLP export request per line)")
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE trc_blk AS
+                SELECT line, from_json(t, {sql_str(shape)}) AS r FROM __trc_lines WHERE trim(t) <> ''"""
+        )
+    finally:
+        con.unregister("__trc_lines")
+
+
+def _unnest(con: duckdb.DuckDBPyConnection, path: Path, blk: str, res0: int, value_sql: str) -> None:
+    """The spans and resources of the requests in ``blk (line, r)`` into ``trc_span`` and ``trc_res``."""
+    rs = "coalesce(r.resourceSpans, r.resource_spans)"
+    res = f"{int(res0)} + line * {_RES_STRIDE} + ri"
+    requests = f"SELECT line, {res} AS res, rs FROM (SELECT line, unnest({rs}) AS rs, generate_subscripts({rs}, 1) AS ri FROM {blk})"  # noqa: E501
+    con.execute(
+        f"""INSERT INTO trc_span (file, line, res, s)
+            SELECT {sql_str(str(path))}, line, res, unnest(ss.spans)
+            FROM (SELECT line, res, unnest(coalesce(rs.scopeSpans, rs.scope_spans)) AS ss FROM ({requests}))"""
+    )
+    entry = f"struct_pack(k := a.key, v := {value_sql})"
+    con.execute(
+        f"""INSERT INTO trc_res
+            SELECT res, CAST(to_json(map_from_entries(list_transform(rs.resource.attributes, lambda a: {entry})))
+                             AS VARCHAR)
+            FROM ({requests})"""
+    )
+
+
+def read_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, shape: str, value_sql: str,
+               keys: Keys) -> int:  # fmt: skip
+    """Append a file of one request per line to ``trc_sp``/``trc_kv``/``trc_res`` (blocks pyarrow parses) and
+    ``trc_span`` (blocks DuckDB parses); returns the last resource number used. ``shape`` is the request as
+    ``from_json`` reads it, ``value_sql`` an attribute value ``a.value`` as text, ``keys`` the attributes kept."""
+    last = 0
+    for line0, data in line_blocks(path):
+        last = line0 + data.count(b"\n")
+        parsed = _parse(line0, data)
+        if parsed is not None:
+            _fast(con, path, parsed, res0, value_sql, keys)
+        else:
+            _exact(con, path, line0, data, shape)
+            _unnest(con, path, "trc_blk", res0, value_sql)
+            con.execute("DROP TABLE trc_blk")
+    return int(res0) + (last + 1) * _RES_STRIDE
+
+
+def longest_line_fits(path: Path) -> bool:
+    """Whether every line of ``path`` is at most ``MAX_LINE`` bytes (else the document reader streams it)."""
+    fault = text_fault(path)
+    return fault is None or not fault[1].startswith("line longer than")
+
+
+__all__ = ["MAX_LINE", "REQUEST_SCHEMA", "line_blocks", "longest_line_fits", "read_lines"]
