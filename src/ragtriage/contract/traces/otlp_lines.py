@@ -219,14 +219,14 @@ def _exact(con: duckdb.DuckDBPyConnection, path: Path, line0: int, data: bytes, 
     con.register("__trc_lines", _text_lines(path, line0, data))
     try:
         bad = con.execute(
-            "SELECT min(line) FROM __trc_lines WHERE trim(t) <> '' "
-            "AND NOT (json_valid(t) AND starts_with(ltrim(t), '{'))"
+            "SELECT min(line) FROM __trc_lines WHERE trim(t, ' \t\r') <> '' "
+            "AND NOT (json_valid(t) AND starts_with(ltrim(t, ' \t'), '{'))"
         ).fetchall()[0][0]
         if bad is not None:
             raise JsonStreamError(str(path), int(bad), None, "not a JSON object (an OTLP export request per line)")
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE trc_blk AS
-                SELECT line, from_json(t, {sql_str(shape)}) AS r FROM __trc_lines WHERE trim(t) <> ''"""
+                SELECT line, from_json(t, {sql_str(shape)}) AS r FROM __trc_lines WHERE trim(t, ' \t\r') <> ''"""
         )
     finally:
         con.unregister("__trc_lines")

@@ -1,0 +1,89 @@
+"""One OTLP request per line: the pyarrow blocks and DuckDB's ``from_json`` fallback stage the same spans and
+documents, whatever the block boundaries, blank lines, CRLF or a byte-order mark; a line longer than the line
+reader takes is streamed as a document rather than refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from ragtriage.contract import compression
+from ragtriage.contract.traces import TraceOptions, otlp_lines, stage_traces
+
+pytest.importorskip("openinference.semconv")
+pytest.importorskip("opentelemetry.proto")
+from tests.trace_fixtures import Retrieval, write_otlp  # noqa: E402
+
+OPTS = TraceOptions(case_id_attribute="metadata.case_id", principal_attribute="user.id", groups_attribute="user.groups")
+
+
+def _retrievals(n: int = 23) -> list[Retrieval]:
+    out = []
+    for i in range(n):
+        docs = [
+            (f"D{(i * 7919 + j * 104729) % 10**9:09d}", round(1 - j / 10, 3), f"text {i}.{j}") for j in range(i % 6)
+        ]
+        attrs: dict[str, Any] = {"metadata.case_id": f"c{i}", "user.id": f"u{i % 3}", "user.groups": ["hr", "eng"]}
+        out.append(Retrieval(f"query {i} \x1b[2J =SUM(A1)", docs, i + 1, latency_ms=3.5 + i, attrs=attrs,
+                             error="boom" if i == 5 else None))  # fmt: skip
+    return out
+
+
+def _staged(path: Path, tmp_path: Path) -> tuple[list[Any], list[Any], list[Any]]:
+    con = duckdb.connect(str(tmp_path / f"s{len(list(tmp_path.glob('s*.duckdb')))}.duckdb"))
+    try:
+        out = stage_traces(con, [path], OPTS)
+        spans = con.execute(
+            "SELECT line, trace_id, span_id, parent_id, kind, query, started, latency_ms, error, case_attr, principal, "
+            "groups, resource FROM trc_spans ORDER BY trace_id, span_id"
+        ).fetchall()
+        spans = [(*s[:-1], json.loads(s[-1])) for s in spans]  # the document reader spaces its JSON differently
+        docs = con.execute(
+            "SELECT s.span_id, d.role, d.idx, d.document_id, CAST(d.score_text AS DOUBLE), d.content, d.metadata "
+            "FROM trc_docs d JOIN trc_spans s USING (sid) ORDER BY ALL"
+        ).fetchall()
+        return [str(f) for f in out.findings], spans, docs
+    finally:
+        con.close()
+
+
+def test_pyarrow_blocks_and_the_duckdb_fallback_stage_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_otlp(
+        tmp_path / "t.jsonl", _retrievals(), per_line=4, resource={"service.name": "rag", "index.version": "v7"}
+    )
+    fast = _staged(path, tmp_path)
+    assert fast[0] == [] and len(fast[1]) == 23 and len(fast[2]) == sum(i % 6 for i in range(23))
+    assert fast[1][5][8] == "boom" and fast[1][0][11] == ["hr", "eng"] and fast[1][0][10] == "u0"
+    assert fast[1][0][6] == 1_700_000_000_000.0 and fast[1][1][7] == 4.5
+    assert fast[1][0][12] == {"service.name": "rag", "index.version": "v7"}
+    monkeypatch.setattr(otlp_lines, "_BLOCK", 700)  # lines straddle blocks
+    assert _staged(path, tmp_path) == fast
+    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data: None)  # every block through from_json
+    assert _staged(path, tmp_path)[1:] == fast[1:]
+
+
+def test_blank_lines_crlf_and_bom_keep_each_spans_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = write_otlp(tmp_path / "t.jsonl", _retrievals(6), per_line=2).read_text().splitlines()
+    bad = write_otlp(tmp_path / "b.jsonl", [Retrieval("  ", [("d1", 1.0, "x")], 99)], per_line=1).read_text()
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(b"\xef\xbb\xbf" + f"{plain[0]}\r\n\r\n{plain[1]}\r\n   \n{bad.strip()}\r\n{plain[2]}".encode())
+    findings, spans, _ = _staged(odd, tmp_path)
+    assert any(f"{odd}:5: query: span" in f for f in findings), findings
+    assert sorted({s[0] for s in spans}) == [1, 3, 5, 6]
+    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data: None)
+    findings2, spans2, _ = _staged(odd, tmp_path)
+    assert findings2 == findings and spans2 == spans
+
+
+def test_a_line_past_the_line_limit_is_streamed_not_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_otlp(tmp_path / "one.json", _retrievals(), per_line=100)  # one request on one line
+    expected = _staged(path, tmp_path)
+    monkeypatch.setattr(compression, "MAX_LINE", 1000)
+    monkeypatch.setattr(compression, "_scanned", {})
+    assert not otlp_lines.longest_line_fits(path)
+    streamed = _staged(path, tmp_path)
+    assert streamed[0] == [] and streamed[1:] == expected[1:]
