@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragtriage.cli import app
+from ragtriage.metrics.latency import latency_report
 from ragtriage.metrics.measure_eval import evaluate_run
 from ragtriage.store import connect
 
@@ -164,7 +165,7 @@ def test_unmatched_queries_become_stable_new_cases_that_pool_lists(tmp_path: Pat
     import hashlib
 
     assert rows[0][0] == "trace-" + hashlib.sha256(" ".join(hostile.split()).encode()).hexdigest()[:16]
-    # repeated spans: the first is the list, the event the median latency; the failed span is an error event
+    # repeated spans: the first is the list, each span an event of its own; the failed span is an error event
     lists = con.execute(
         "SELECT case_id, count(*) FROM results WHERE run_id = 'prod' GROUP BY ALL ORDER BY 2"
     ).fetchall()
@@ -172,8 +173,21 @@ def test_unmatched_queries_become_stable_new_cases_that_pool_lists(tmp_path: Pat
     ev = con.execute(
         "SELECT case_id, latency_ms, status, error, empty FROM events WHERE run_id = 'prod' ORDER BY latency_ms"
     ).fetchall()
-    assert [(e[1], e[2], e[3], e[4]) for e in ev] == [(12.5, "error", "index timeout", True), (50.0, "ok", None, False)]
+    assert [(e[1], e[2], e[3], e[4]) for e in ev] == [
+        (12.5, "error", "index timeout", True),
+        (40.0, "ok", None, False),
+        (60.0, "ok", None, False),
+    ]
+    assert [e[0] for e in ev[1:]] == [rows[0][0]] * 2
+    assert latency_report(con, "prod").to_pylist()[0]["events"] == 3
     con.close()
+    for repeated, latency in (("first", 40.0), ("last", 60.0)):  # one event per case, the chosen span's
+        one = tmp_path / f"{repeated}.duckdb"
+        _load(one, "--traces", str(path), "--run-id", "prod", "--repeated", repeated)
+        con = connect(one, read_only=True)
+        got = con.execute(f"SELECT latency_ms FROM events WHERE case_id = '{rows[0][0]}'").fetchall()
+        assert got == [(latency,)], (repeated, got)
+        con.close()
     res = runner.invoke(app, ["pool", "--db", str(db), "--runs", "prod", "--out", str(tmp_path / "pool.jsonl")])
     assert res.exit_code == 0, res.output
     pool = _jsonl(tmp_path / "pool.jsonl")

@@ -59,6 +59,7 @@ from ragtriage.store.traces import (
     read_traces,
     stage_trace_run,
     trace_manifest,
+    write_repeats,
 )
 from ragtriage.store.transactions import rollback
 
@@ -192,6 +193,7 @@ def _trace_run(
         progress,
         strict=req.strict,
     )
+    write_repeats(con, rid)
     rep.extra_notes.append(match_note(con, _trace_options(req)))
     drop_trace_tables(con)
     return rep

@@ -4,8 +4,8 @@ Matching, in order: the case id an attribute names (``--case-id-attribute``); el
 whitespace normalised (trimmed, runs of blanks as one space), exact otherwise; else a new unlabelled case whose id
 is ``trace-`` + the first 16 hex digits of the SHA-256 of the normalised query (stable across loads), added to the
 dataset version this load writes. Several spans of one case: the first or the last (by start time) is the case's
-list, or with ``all`` the first is and the case's event holds the median latency of all its spans (and an error
-when any failed): repetitions inform latency, never duplicate a list in the metrics.
+list and its one event, or with ``all`` the first is the list and every span is an event of its own (its latency,
+its error, whether it retrieved anything): repetitions inform latency, never duplicate a list in the metrics.
 
 A reranker span joined to a retriever span (same trace, same parent, or the retriever as its parent) makes a
 two-stage list: its input documents the candidate stage, its output documents the final stage.
@@ -147,22 +147,47 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
                                                     ELSE to_json(metadata) END) AS VARCHAR) AS metadata
            FROM parts"""
     )
-    # The run keeps one event per case: with ``all`` its latency is the median over the case's spans and an
-    # error in any of them is the case's error.
-    which = "trc_match" if opts.repeated == "all" else "trc_chosen"
+    # One event per case here, its chosen span's (the run's contract: one event row per case); with ``all`` the
+    # case's other spans wait in ``stg_trace_repeats`` for ``write_repeats``.
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE stg_trace_events AS
-            SELECT min(line) AS line, case_id, median(latency_ms) AS latency_ms, FALSE AS timed_out,
-                   case_id NOT IN (SELECT case_id FROM stg_trace_results WHERE stage = 'final') AS empty,
-                   CAST(NULL AS BOOLEAN) AS fallback,
-                   CASE WHEN count(error) = 0 THEN 'ok' ELSE 'error' END AS status, min(error) AS error
-            FROM {which} m GROUP BY case_id"""
+        """CREATE OR REPLACE TEMP TABLE trc_events AS
+           WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input'),
+                listed AS (SELECT DISTINCT sid, role FROM trc_docs WHERE role IN ('retrieved', 'output'))
+           SELECT m.sid, m.line, m.case_id, m.latency_ms, FALSE AS timed_out,
+                  NOT ((m.k_sid IS NULL OR m.k_sid NOT IN (SELECT sid FROM reranked))
+                       AND EXISTS (SELECT 1 FROM listed l WHERE l.sid = m.sid AND l.role = 'retrieved')
+                       OR EXISTS (SELECT 1 FROM listed l WHERE l.sid = m.k_sid AND l.role = 'output')) AS empty,
+                  CAST(NULL AS BOOLEAN) AS fallback,
+                  CASE WHEN m.error IS NULL THEN 'ok' ELSE 'error' END AS status, m.error
+           FROM trc_match m"""
     )
+    chosen = "sid IN (SELECT sid FROM trc_chosen)"
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE stg_trace_events AS SELECT * EXCLUDE (sid) FROM trc_events WHERE {chosen}"
+    )
+    repeats = f"NOT {chosen}" if opts.repeated == "all" else "false"
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE stg_trace_repeats AS SELECT * EXCLUDE (sid) FROM trc_events WHERE {repeats}"
+    )
+    con.execute("DROP TABLE trc_events")
     out = {}
     for part, name in (("results", "stg_trace_results"), ("events", "stg_trace_events")):
         n = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
         out[part] = Staged(name, Path(label), "traces", int(n), [], "line")
     return out
+
+
+def write_repeats(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
+    """Add the repeated spans of ``--repeated all`` to the run's events (after ``write_run`` stored the run):
+    each is one more latency and status for its case; the results keep one list per case."""
+    return int(
+        con.execute(
+            """INSERT INTO events BY NAME
+               SELECT ? AS run_id, case_id, latency_ms, timed_out, empty, fallback, status, error
+               FROM stg_trace_repeats WHERE case_id IN (SELECT case_id FROM cases)""",
+            [run_id],
+        ).fetchall()[0][0]
+    )
 
 
 def trace_manifest(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
@@ -189,8 +214,16 @@ def trace_manifest(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any
 
 def drop_trace_tables(con: duckdb.DuckDBPyConnection) -> None:
     drop_tables(con)
-    for t in ("trc_lists", "trc_match", "trc_chosen", "stg_trace_results", "stg_trace_events"):
+    for t in ("trc_lists", "trc_match", "trc_chosen", "stg_trace_results", "stg_trace_events", "stg_trace_repeats"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
-__all__ = ["RunFacts", "match_cases", "match_note", "read_traces", "stage_trace_run", "trace_manifest"]
+__all__ = [
+    "RunFacts",
+    "match_cases",
+    "match_note",
+    "read_traces",
+    "stage_trace_run",
+    "trace_manifest",
+    "write_repeats",
+]

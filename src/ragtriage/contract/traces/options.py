@@ -14,7 +14,7 @@ class TraceOptions:
     ``metadata.doc_id``); for OTLP spans ``query`` and ``docs`` name attributes (``docs`` holding a JSON list).
     ``case_id_attribute``, ``principal_attribute``, ``groups_attribute``: attribute keys (OTLP/Phoenix) or paths
     (Langfuse). ``repeated``: which span of a repeated query is the case's list (``all``: the first, with every
-    span's latency kept as an event)."""
+    span kept as an event of its own)."""
 
     query: str | None = None
     docs: str | None = None
