@@ -7,6 +7,7 @@ run gives can be compared, case by case, with the run folder loaded directly.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -306,3 +307,27 @@ def test_two_days_of_traces_compare(tmp_path: Path) -> None:
     assert row["n"] == 137
     assert row["baseline"] == pytest.approx(0.6849222653422451, abs=1e-12)
     assert row["candidate"] == pytest.approx(0.6803535812401458, abs=1e-12)
+
+
+def test_a_trace_that_leaks_is_reported_by_check(tmp_path: Path) -> None:
+    secret = ("pol-compensation-2024#01", 0.9, "salary bands")  # acl hr-confidential in the sample's manifest
+    spans = [
+        Retrieval("what are the salary bands for engineers?", [secret], 1,
+                  attrs={"user.id": "u-intern", "user.groups": ["all-staff"], "user.tenant": "halvorsen"}),
+        Retrieval("salary bands for my team", [secret], 2,
+                  attrs={"user.id": "u-hr", "user.groups": ["hr-confidential"], "user.tenant": "halvorsen"}),
+    ]  # fmt: skip
+    path = write_otlp(tmp_path / "t.jsonl", spans, per_line=1)
+    db = tmp_path / "t.duckdb"
+    _load(db, "--traces", str(path), "--run-id", "prod", "--principal-attribute", "user.id",
+          "--groups-attribute", "user.groups")  # fmt: skip
+    res = runner.invoke(app, ["check", "--db", str(db), "--run", "prod", "--format", "json"])
+    assert res.exit_code == 1, res.output
+    doc = json.loads(res.stdout)
+    assert doc["context"]["verdict"].startswith("FAILED: leakage"), doc["context"]
+    leaks = [r for r in doc["rows"] if r["check"] == "leakage"]
+    intern = "trace-" + hashlib.sha256(b"what are the salary bands for engineers?").hexdigest()[:16]
+    # the intern's span leaked; the HR member's span, with the same document, did not
+    assert [(r["case_id"], r["chunk_id"], r["rule"]) for r in leaks] == [
+        (intern, "pol-compensation-2024#01", "acl-no-overlap")
+    ]
