@@ -331,3 +331,47 @@ def test_a_trace_that_leaks_is_reported_by_check(tmp_path: Path) -> None:
     assert [(r["case_id"], r["chunk_id"], r["rule"]) for r in leaks] == [
         (intern, "pol-compensation-2024#01", "acl-no-overlap")
     ]
+
+
+def test_phoenix_span_dataframe_in_memory_loads_as_its_parquet_does(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    from ragtriage import load_store
+    from ragtriage.store.byo import LoadRequest
+
+    q = _queries()
+    docs = [{"document.id": "pol-travel-2024#06", "document.score": 0.9, "document.content": "=cmd|' /C calc'!A0"},
+            {"document.id": "pol-travel-2024#07", "document.score": 0.4, "document.content": "\x1b[2J"}]  # fmt: skip
+    start = pd.Timestamp("2025-03-01T10:00:00", tz="UTC")
+    # the shape px.Client().get_spans_dataframe() returns: indexed by span id, timestamps with a zone
+    df = pd.DataFrame(
+        {
+            "context.span_id": ["s1", "s2", "s3"],
+            "context.trace_id": ["t1", "t1", "t2"],
+            "parent_id": [None, "s1", None],
+            "span_kind": ["CHAIN", "RETRIEVER", "RETRIEVER"],
+            "start_time": [start, start, start + pd.Timedelta(seconds=1)],
+            "end_time": [start, start + pd.Timedelta(milliseconds=42), start + pd.Timedelta(seconds=2)],
+            "status_code": ["OK", "OK", "ERROR"],
+            "status_message": ["", "", "index down"],
+            "attributes.input.value": ["hi", q["q001"], q["q002"]],
+            "attributes.retrieval.documents": [None, docs, []],
+        }
+    ).set_index("context.span_id")
+    df.to_parquet(tmp_path / "spans.parquet")
+    figures = []
+    for name, source in (("frame", df), ("file", tmp_path / "spans.parquet")):
+        db = tmp_path / f"{name}.duckdb"
+        req = LoadRequest(dataset=SAMPLE / "dataset", traces=[source], trace_run_id="px")
+        load_store(db, req, precompute=False)
+        con = connect(db, read_only=True)
+        figures.append(
+            (
+                con.execute("SELECT case_id, rank, chunk_id, score, snippet FROM results ORDER BY ALL").fetchall(),
+                con.execute("SELECT case_id, latency_ms, status, error, empty FROM events ORDER BY ALL").fetchall(),
+            )
+        )
+        con.close()
+    assert figures[0] == figures[1]
+    results, events = figures[0]
+    assert [(r[0], r[2], r[4]) for r in results] == [("q001", d["document.id"], d["document.content"]) for d in docs]
+    assert events == [("q001", 42.0, "ok", None, False), ("q002", 1000.0, "error", "index down", True)]

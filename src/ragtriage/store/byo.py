@@ -31,6 +31,7 @@ from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest,
 from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.staging import Staged, compression_findings, drop_staged, sql_str, stage
 from ragtriage.contract.traces import TraceOptions
+from ragtriage.contract.traces.stage import TraceSource, source_label
 from ragtriage.contract.trec import (
     CASE_COLUMNS,
     RunFacts,
@@ -98,7 +99,8 @@ class LoadRequest:
     qrels_fmt: str | None = None
     topics_fmt: str | None = None
     strict: bool = True  # refuse ids holding control characters (False: load them with a warning and counts)
-    traces: Sequence[Path | str] = ()  # trace exports whose retriever spans become one run (needs a dataset)
+    # trace exports whose retriever spans become one run (needs a dataset): files, or Phoenix's span DataFrame
+    traces: Sequence[TraceSource] = ()
     trace_run_id: str | None = None
     trace_options: TraceOptions | None = None
 
@@ -140,7 +142,7 @@ def _load(
         if not req.trace_run_id:
             raise ValueError("--traces needs --run-id: the id of the run the spans become")
         progress("reading traces")
-        read_traces(con, [Path(p) for p in req.traces], _trace_options(req))
+        read_traces(con, list(req.traces), _trace_options(req))
     if req.dataset is not None:
         progress("reading cases, labels, documents")
         summary.dataset = _dataset_folder(con, req, grade_map)
@@ -171,14 +173,14 @@ def _trace_run(
     con: duckdb.DuckDBPyConnection, req: LoadRequest, seen: dict[str, str], progress: Progress
 ) -> LoadReport:
     rid = str(req.trace_run_id)
-    label = ", ".join(str(p) for p in req.traces)
+    label = ", ".join(source_label(p, i) for i, p in enumerate(req.traces))
     _claim(rid, label, seen)
     staged = stage_trace_run(con, _trace_options(req), label)
     unit = _current_unit(con)
     if unit == "chunk":  # a span's document.id names the retrieved node: the chunk
         docno_is_chunk(con, "stg_trace_results")
     manifest = trace_manifest(con, rid)
-    files = [(Path(p), 0) for p in req.traces]
+    files = [(Path(p), 0) for p in req.traces if isinstance(p, (str, Path))]
     rep = write_run(
         con,
         rid,

@@ -22,6 +22,7 @@ import duckdb
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.contract.staging import Staged
 from ragtriage.contract.traces import TraceOptions, TracesStaged, stage_traces
+from ragtriage.contract.traces.stage import TraceSource
 from ragtriage.contract.traces.tables import drop_tables
 from ragtriage.contract.trec import CASE_COLUMNS, RunFacts
 
@@ -33,7 +34,7 @@ _RESOURCE_VERSIONS = {
 }
 
 
-def read_traces(con: duckdb.DuckDBPyConnection, paths: list[Path], opts: TraceOptions) -> TracesStaged:
+def read_traces(con: duckdb.DuckDBPyConnection, paths: list[TraceSource], opts: TraceOptions) -> TracesStaged:
     """Stage the trace files; any error is fatal (the caller's transaction rolls back)."""
     staged = stage_traces(con, paths, opts)
     errors = [f for f in staged.findings if f.severity == "error"]

@@ -2,13 +2,17 @@
 per span, ``context.trace_id``, ``context.span_id``, ``parent_id``, ``span_kind``, ``start_time``, ``end_time``,
 ``status_code``, ``attributes.input.value`` and ``attributes.retrieval.documents`` (a list of structs with
 ``document.id``/``document.score``/``document.content``/``document.metadata``); reranker spans carry
-``attributes.reranker.input_documents``/``output_documents``. DuckDB scans the file in place."""
+``attributes.reranker.input_documents``/``output_documents``. DuckDB scans the file in place.
+
+The same export in memory (the DataFrame ``get_spans_dataframe()`` returns, a pyarrow table, or any object
+offering the Arrow C stream) is read alike: ``as_frame`` turns it into a pyarrow table and DuckDB scans that."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from ragtriage.contract.compression import duckdb_source
 from ragtriage.contract.staging import sql_str
@@ -26,8 +30,33 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def read_phoenix(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions) -> None:
-    src = f"read_parquet({sql_str(str(duckdb_source(path)[0]))})"
+def as_frame(source: object) -> pa.Table | None:
+    """``source`` as a pyarrow table when it is a span DataFrame in memory (None for a path). A pandas index
+    with a name (Phoenix indexes its spans by ``context.span_id``) becomes a column."""
+    if isinstance(source, (str, Path)):
+        return None
+    if isinstance(source, pa.Table):
+        return source
+    if type(source).__name__ == "DataFrame" and hasattr(source, "to_numpy") and hasattr(source, "index"):
+        named = getattr(source.index, "name", None) is not None
+        return pa.Table.from_pandas(source, preserve_index=named)
+    if hasattr(source, "__arrow_c_stream__"):
+        return pa.table(source)
+    raise TypeError(f"a trace source is a file path or a span DataFrame, not {type(source).__name__}")
+
+
+def read_phoenix(con: duckdb.DuckDBPyConnection, path: Path | pa.Table, opts: TraceOptions, label: str) -> None:
+    if isinstance(path, pa.Table):
+        con.register("__px_frame", path)
+        try:
+            _read(con, "__px_frame", label, opts)
+        finally:
+            con.unregister("__px_frame")
+    else:
+        _read(con, f"read_parquet({sql_str(str(duckdb_source(path)[0]))})", label, opts)
+
+
+def _read(con: duckdb.DuckDBPyConnection, src: str, label: str, opts: TraceOptions) -> None:
     cols = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
 
     def col(name: str | None, cast: str = "VARCHAR") -> str:
@@ -42,7 +71,7 @@ def read_phoenix(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions)
     groups = col(f"attributes.{opts.groups_attribute}", "VARCHAR[]") if opts.groups_attribute else "NULL"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_px AS
-            SELECT nextval('trc_sid') AS sid, {sql_str(str(path))} AS file, row_number() OVER () AS line, *
+            SELECT nextval('trc_sid') AS sid, {sql_str(label)} AS file, row_number() OVER () AS line, *
             FROM (SELECT {col("context.trace_id")} AS trace_id, {col("context.span_id")} AS span_id,
                          {col("parent_id")} AS parent_id, {kind} AS kind,
                          CASE WHEN {kind} = 'RERANKER' THEN coalesce({attr(opts.query)}, {attr("reranker.query")},

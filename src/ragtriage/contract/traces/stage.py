@@ -3,10 +3,13 @@ each cause is one finding with its count and first lines, per file."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from ragtriage.contract.compression import head_bytes
 from ragtriage.contract.errors import Finding
@@ -14,7 +17,7 @@ from ragtriage.contract.json_stream import JsonStreamError
 from ragtriage.contract.staging import encoding_findings, sql_str
 from ragtriage.contract.traces import observations, otlp
 from ragtriage.contract.traces.options import TraceOptions
-from ragtriage.contract.traces.phoenix import read_phoenix
+from ragtriage.contract.traces.phoenix import as_frame, read_phoenix
 from ragtriage.contract.traces.tables import create_tables
 from ragtriage.contract.trec import Cause, counted_causes
 
@@ -46,6 +49,24 @@ def _long_line(f: Finding) -> bool:
     return f.code == "compression" and f.message.startswith("line longer than")
 
 
+TraceSource = Path | str | Any
+"""A trace file, or Phoenix's span DataFrame in memory (``phoenix.as_frame``)."""
+
+
+def source_label(source: TraceSource, i: int) -> str:
+    """How messages name a source: its path, or ``DataFrame #i`` (1-based) for one in memory."""
+    return str(source) if isinstance(source, (str, Path)) else f"{type(source).__name__} #{i + 1}"
+
+
+def _read_frame(con: duckdb.DuckDBPyConnection, frame: pa.Table, label: str, opts: TraceOptions,
+                out: TracesStaged) -> None:  # fmt: skip
+    out.formats[label] = "phoenix"
+    try:
+        read_phoenix(con, frame, opts, label)
+    except duckdb.Error as exc:
+        out.findings.append(Finding(label, None, None, "unreadable", str(exc).splitlines()[0]))
+
+
 def _read(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions, res: int, out: TracesStaged) -> int:
     label = str(path)
     fmt = trace_format(path)
@@ -65,7 +86,7 @@ def _read(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions, res: i
         if fmt == "langfuse":
             observations.read_observations(con, path)
         else:
-            read_phoenix(con, path, opts)
+            read_phoenix(con, path, opts, label)
     except JsonStreamError as exc:
         at = f" (column {exc.column})" if exc.column is not None else ""
         out.findings.append(Finding(label, exc.line, None, "unreadable", f"{exc.message}{at}"))
@@ -74,15 +95,20 @@ def _read(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions, res: i
     return res
 
 
-def stage_traces(con: duckdb.DuckDBPyConnection, paths: list[Path], opts: TraceOptions) -> TracesStaged:
-    """Read ``paths`` into ``trc_spans``/``trc_docs``; an unreadable file is an ``unreadable`` finding."""
+def stage_traces(con: duckdb.DuckDBPyConnection, paths: Sequence[TraceSource], opts: TraceOptions) -> TracesStaged:
+    """Read ``paths`` (files, or span DataFrames in memory) into ``trc_spans``/``trc_docs``; an unreadable file
+    is an ``unreadable`` finding."""
     out = TracesStaged()
     create_tables(con)
     otlp.create_raw(con)
     observations.create_raw(con)
     res = 0
-    for path in paths:
-        res = _read(con, Path(path), opts, res, out)
+    for i, path in enumerate(paths):
+        frame = as_frame(path)
+        if frame is None:
+            res = _read(con, Path(path), opts, res, out)
+        else:
+            _read_frame(con, frame, source_label(path, i), opts, out)
     if any(f.severity == "error" for f in out.findings):
         return out
     otlp.normalise_otlp(con, opts)
@@ -90,11 +116,12 @@ def stage_traces(con: duckdb.DuckDBPyConnection, paths: list[Path], opts: TraceO
     out.findings += check_spans(con, opts)
     counts = con.execute("SELECT file, count(*) FROM trc_spans GROUP BY file").fetchall()
     out.spans = {str(f): int(n) for f, n in counts}
-    for path in paths:
-        if not out.spans.get(str(path)) and str(path) in out.formats:
+    for i, path in enumerate(paths):
+        label = source_label(path, i)
+        if not out.spans.get(label) and label in out.formats:
             msg = "no retriever spans (openinference.span.kind RETRIEVER/RERANKER, gen_ai.operation.name retrieval"
             msg += ", or the --trace-docs path); name the fields with --trace-query/--trace-docs"
-            out.findings.append(Finding(str(path), None, None, "empty-file", msg))
+            out.findings.append(Finding(label, None, None, "empty-file", msg))
     return out
 
 
