@@ -87,3 +87,23 @@ def test_a_line_past_the_line_limit_is_streamed_not_refused(tmp_path: Path, monk
     assert not otlp_lines.longest_line_fits(path)
     streamed = _staged(path, tmp_path)
     assert streamed[0] == [] and streamed[1:] == expected[1:]
+
+
+def test_validate_reads_a_trace_export_as_load_would(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ragtriage.cli import app
+
+    runner = CliRunner()
+    good = write_otlp(tmp_path / "good.jsonl", _retrievals(5), per_line=2)
+    res = runner.invoke(app, ["validate", str(good)])
+    assert res.exit_code == 0 and f"{good}: valid (0 warning(s))" in res.output, res.output
+    bad = write_otlp(tmp_path / "bad.json", [Retrieval("q", [("", 0.5, "x"), ("d", float("nan"), "y")], 1)])
+    res = runner.invoke(app, ["validate", str(bad)])
+    assert res.exit_code == 2, res.output
+    assert f"{bad}:" in res.output and "document.id: a document without an id" in res.output, res.output
+    assert "document.score: a document score that is not a finite number: 'NaN'" in res.output
+    obs = tmp_path / "observations.jsonl"
+    obs.write_text('{"id": "o1", "traceId": "t", "input": "q", "output": [{"score": 1}]}\n')
+    res = runner.invoke(app, ["validate", str(obs), "--table", "traces"])
+    assert res.exit_code == 2 and f"{obs}:1: document.id: a document without an id" in res.output, res.output

@@ -349,11 +349,16 @@ def validate(
         Path,
         typer.Argument(
             help="A contract file (cases/labels/documents/results/events table, dataset.json, run.json), a dataset "
-            "or run folder, or a qrels, topics or run file in TREC/BEIR/MS MARCO/JSON form (.gz/.bz2 too)."
+            "or run folder, a qrels, topics or run file in TREC/BEIR/MS MARCO/JSON form (.gz/.bz2 too), or an "
+            "OTLP/JSON trace export."
         ),
     ],
     table: Annotated[
-        str | None, typer.Option(help="What the file holds when its name does not say: qrels|topics|run|cases|...")
+        str | None,
+        typer.Option(
+            help="What the file holds when its name does not say: qrels|topics|run|cases|...; traces for a Phoenix "
+            "span Parquet or Langfuse observations."
+        ),
     ] = None,
     fmt: Annotated[
         str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet, or trec|beir|msmarco|json|trec-topics.")

@@ -19,10 +19,10 @@ from typing import Any
 
 import duckdb
 
-from ragtriage.contract.errors import ValidationFailed
+from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.staging import Staged
 from ragtriage.contract.traces import TraceOptions, TracesStaged, stage_traces
-from ragtriage.contract.traces.stage import TraceSource
+from ragtriage.contract.traces.stage import TraceSource, trace_format
 from ragtriage.contract.traces.tables import drop_tables
 from ragtriage.contract.trec import CASE_COLUMNS, RunFacts
 
@@ -41,6 +41,19 @@ def read_traces(con: duckdb.DuckDBPyConnection, paths: list[TraceSource], opts: 
     if errors:
         raise ValidationFailed(errors)
     return staged
+
+
+def validate_traces(path: Path, opts: TraceOptions | None = None) -> list[Finding]:
+    """``ragtriage validate`` on a trace export: what ``load --traces`` would refuse or warn about in it, read
+    into a store of its own in memory."""
+    from ragtriage.store.connection import connect
+
+    con = connect(":memory:")
+    try:
+        staged = stage_traces(con, [path], opts or TraceOptions())
+        return staged.findings
+    finally:
+        con.close()
 
 
 def _lists(con: duckdb.DuckDBPyConnection) -> None:
@@ -221,6 +234,8 @@ def drop_trace_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 __all__ = [
     "RunFacts",
+    "trace_format",
+    "validate_traces",
     "match_cases",
     "match_note",
     "read_traces",

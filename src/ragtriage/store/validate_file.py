@@ -22,6 +22,7 @@ from ragtriage.store.dataset_rules import judgement_rule
 from ragtriage.store.discover import TABLE_EXTS, discover_run, stage_run
 from ragtriage.store.load import UNREADABLE
 from ragtriage.store.run_rules import run_findings
+from ragtriage.store.traces import trace_format, validate_traces
 
 DATASET_TABLES = ("cases", "labels", "documents")
 
@@ -128,6 +129,8 @@ def validate_file(
     damaged = compression_findings(path)
     if damaged:
         return damaged
+    if table == "traces" or (table is None and trace_format(path) == "otlp"):
+        return validate_traces(path)
     kind = table or path.name.split(".")[0]
     contract_ext = Path(plain_name(path)).suffix.lower() in TABLE_EXTS
     if kind in FOREIGN or (table is None and (kind not in TABLES or not contract_ext)):
@@ -137,7 +140,7 @@ def validate_file(
     if kind not in TABLES or kind in ("dataset", "run"):
         raise ValueError(
             f"{path}: cannot tell which table this is; pass --table qrels|topics|run|cases|labels|documents|results|"
-            "events"
+            "events|traces"
         )
     if kind in DATASET_TABLES and (path.parent / "dataset.json").exists() and table is None:
         return [f for f in _dataset_folder(path.parent, strict) if f.file in (str(path), str(path.parent))]
