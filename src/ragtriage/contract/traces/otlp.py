@@ -40,6 +40,9 @@ _SCALARS = (
 )
 _RAW = pa.schema([("file", pa.string()), ("line", pa.int64()), ("res", pa.int64()), ("j", pa.string())])
 
+OI_DOCS = r"^(retrieval\.documents|reranker\.input_documents|reranker\.output_documents)\.(\d+)\.document\.(id|score|content|metadata)$"  # noqa: E501
+"""An OpenInference document attribute: (list, index, field)."""
+
 
 def any_value(v: Any) -> Any:
     """An OTLP ``AnyValue`` as a plain value (arrays as lists, key-value lists as dicts)."""
@@ -219,7 +222,7 @@ def read_otlp_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, opts:
 
 
 DOC_PREFIXES = ("retrieval.documents.", "reranker.input_documents.", "reranker.output_documents.")
-"""Where an OpenInference document attribute's key starts: ``<list>.<i>.document.<id|score|content|metadata>``."""
+"""Where an OpenInference document attribute's key starts (``OI_DOCS`` says the rest)."""
 
 
 def wanted_keys(opts: TraceOptions) -> list[str]:
@@ -308,21 +311,19 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
             WHERE {kind} IS NOT NULL"""
     )
     con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_otlp")
-    # the key split on dots rather than matched by a regular expression (which cost more than the rest)
-    lists = "CASE p[1] || '.' || p[2] WHEN 'retrieval.documents' THEN 'retrieved' WHEN 'reranker.input_documents' " \
-        "THEN 'input' WHEN 'reranker.output_documents' THEN 'output' END"  # fmt: skip
+    oi = f"regexp_extract(key, {sql_str(OI_DOCS)}, ['list', 'i', 'field'])"
+    doc_key = _doc_key_sql()
     con.execute(
         f"""INSERT INTO trc_docs BY NAME
-            SELECT sid, role, CAST(p[3] AS INTEGER) AS idx,
-                   max(val) FILTER (WHERE p[5] = 'id') AS document_id,
-                   max(val) FILTER (WHERE p[5] = 'score') AS score_text,
-                   max(val) FILTER (WHERE p[5] = 'content') AS content,
-                   max(val) FILTER (WHERE p[5] = 'metadata') AS metadata
-            FROM (SELECT sid, val, p, {lists} AS role
-                  FROM (SELECT sid, val, string_split(key, '.') AS p FROM trc_kv WHERE {_doc_key_sql()}))
-            WHERE len(p) = 5 AND role IS NOT NULL AND p[3] <> '' AND ltrim(p[3], '0123456789') = ''
-              AND len(p[3]) <= 9 AND p[4] = 'document' AND p[5] IN ('id', 'score', 'content', 'metadata')
-              AND sid IN (SELECT sid FROM trc_otlp)
+            SELECT sid, CASE m.list WHEN 'retrieval.documents' THEN 'retrieved'
+                                    WHEN 'reranker.input_documents' THEN 'input' ELSE 'output' END AS role,
+                   CAST(m.i AS INTEGER) AS idx,
+                   max(val) FILTER (WHERE m.field = 'id') AS document_id,
+                   max(val) FILTER (WHERE m.field = 'score') AS score_text,
+                   max(val) FILTER (WHERE m.field = 'content') AS content,
+                   max(val) FILTER (WHERE m.field = 'metadata') AS metadata
+            FROM (SELECT sid, val, {oi} AS m FROM trc_kv WHERE {doc_key})
+            WHERE m.list <> '' AND sid IN (SELECT sid FROM trc_otlp)
             GROUP BY ALL"""
     )
     json_list_docs(con, "trc_otlp", "genai_docs", TraceOptions())
