@@ -25,7 +25,7 @@ from ragtriage.contract.compression import MAX_LINE, open_binary, text_fault
 from ragtriage.contract.json_stream import JsonStreamError
 from ragtriage.contract.staging import sql_str
 
-_BLOCK = 32 << 20
+_BLOCK = 8 << 20
 _RES_STRIDE = 1 << 20  # resource numbers of one line: line * stride + position in the request
 _BOM = b"\xef\xbb\xbf"
 
