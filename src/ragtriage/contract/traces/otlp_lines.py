@@ -271,8 +271,8 @@ def read_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, shape: str
 
 def longest_line_fits(path: Path) -> bool:
     """Whether every line of ``path`` is at most ``MAX_LINE`` bytes (else the document reader streams it)."""
-    fault = text_fault(path)
-    return fault is None or not fault[1].startswith("line longer than")
+    seen = text_fault(path)
+    return seen is None or seen.fault is None or not seen.fault[1].startswith("line longer than")
 
 
 __all__ = ["MAX_LINE", "REQUEST_SCHEMA", "line_blocks", "longest_line_fits", "read_lines"]
