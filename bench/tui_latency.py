@@ -61,12 +61,29 @@ def pane(session: str) -> list[str]:
 
 
 def start(session: str, db: str, run: str, size: tuple[int, int] = (80, 24)) -> None:
-    """The app in a new session; the environment is passed explicitly (a running tmux server keeps its own)."""
-    env = {k: v for k, v in os.environ.items() if k == "PYTHONPATH" or k.startswith("RAGTRIAGE_")}
-    command = " ".join(
-        ["env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), RAGTRIAGE, "tui", "--db", db, "--run", run]
-    )
+    """The app on a store in a new session."""
+    launch(session, ["tui", "--db", db, "--run", run], size=size)
+
+
+def launch(
+    session: str, args: list[str], *, size: tuple[int, int] = (80, 24), env: dict[str, str] | None = None
+) -> None:
+    """``ragtriage ARGS`` in a new session; the environment is passed explicitly (a running tmux server keeps its
+    own): this process's ``PYTHONPATH`` and ``RAGTRIAGE_*`` variables, then ``env``."""
+    keep = {k: v for k, v in os.environ.items() if k == "PYTHONPATH" or k.startswith("RAGTRIAGE_")}
+    keep.update(env or {})
+    command = " ".join(["env", *(shlex.quote(f"{k}={v}") for k, v in keep.items()), RAGTRIAGE, *map(shlex.quote, args)])
     tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
+
+
+def usage(session: str) -> tuple[float, float]:
+    """(CPU seconds user+sys, peak RSS MiB) so far of the app in ``session`` (``env`` execs it: the pane's
+    process is the app), read from /proc while it runs."""
+    pid = tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+    hwm = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return cpu, int(hwm.split()[1]) / 1024
 
 
 def stop(session: str) -> None:
