@@ -1,14 +1,17 @@
 """Benchmark: a one-off evaluation from files, ``ragtriage metrics --qrels F --run F`` against pytrec_eval reading
 the same TREC files in Python, each as a whole process (start-up, reading, evaluating, printing).
 
-    python bench/evaluate_bench.py [--rows 1000000 10000000] [--depth 100] [--labels 5] [--repeat 3]
+    python bench/evaluate_bench.py [--rows 1000000 10000000] [--shape realistic|regular] [--repeat 3]
                                    [--dir /tmp/ragtriage-evaluate-bench] [--k 10] [--data DIR ...]
 
 ``--data DIR`` evaluates DIR/qrels.txt and DIR/run-a.txt (bench/scale_bench.py's layout) instead of generating.
 
-N cases x ``depth`` results (rows / depth cases), ``labels`` judged documents per case (grades 0..3), the run in
-TREC 6-column format with distinct scores. Both sides compute trec_eval's set for ``--k``: num_q, num_ret,
-num_rel, num_rel_ret, map, Rprec, bpref, recip_rank, P, recall, ndcg_cut, map_cut, success at k.
+The data is bench/data_shapes.py's ``--shape``: ``realistic`` (the default: uneven depth, document ids drawn from
+a million, real-valued scores with ties, repeated documents in a few lists) or ``regular`` (100 results and 5
+labels per case, ids d0, d2, ...), about ``rows`` result lines, qrels and run as TREC text; the run without its
+repeated documents (``run-a-unique.txt``), which pytrec_eval's parser and trec_eval refuse. Both sides compute
+trec_eval's set for ``--k``: num_q, num_ret, num_rel, num_rel_ret, map, Rprec, bpref, recip_rank, P, recall,
+ndcg_cut, map_cut, success at k.
 
 Not a timed test: it prints the median wall time and peak RSS of each side and the ratio ragtriage / pytrec_eval,
 and writes them to bench/results/evaluate-<time>.json (bench/results_json.py). The machine may be shared: quote
@@ -18,6 +21,7 @@ medians and ratios.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -25,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from data_shapes import SHAPES, Layout, describe, generate
 from results_json import Recorder
 
 PYTREC = """
@@ -45,30 +50,6 @@ for name in names:
 """
 
 
-def generate(root: Path, rows: int, depth: int, labels: int) -> tuple[Path, Path]:
-    import duckdb
-
-    root.mkdir(parents=True, exist_ok=True)
-    qrels, run = root / f"qrels-{rows}.txt", root / f"run-{rows}.txt"
-    if qrels.exists() and run.exists():
-        return qrels, run
-    cases = rows // depth
-    con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")  # no bar in a benchmark's log
-    # distinct judged documents in a window of 2*depth around the ranked list: some retrieved, some not
-    con.execute(f"""COPY (SELECT 'q' || (i // {labels}) || ' 0 d' || ((i // {labels}) * 7
-                                  + (hash(i // {labels}) + (i % {labels}) * 41) % {2 * depth})
-                           || ' ' || CAST(hash(i * 31) % 4 AS INTEGER)
-                    FROM range({cases * labels}) t(i))
-                    TO '{qrels}' (FORMAT csv, HEADER false, QUOTE '', DELIMITER '\t')""")
-    con.execute(f"""COPY (SELECT 'q' || (i // {depth}) || ' Q0 d' || ((i // {depth}) * 7 + (i % {depth}) * 2)
-                           || ' ' || (i % {depth} + 1) || ' ' || round(100.0 - (i % {depth}) * 0.37, 4) || ' bench'
-                    FROM range({cases * depth}) t(i))
-                    TO '{run}' (FORMAT csv, HEADER false, QUOTE '', DELIMITER '\t')""")
-    con.close()
-    return qrels, run
-
-
 def timed(cmd: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one whole process."""
     t = time.perf_counter()
@@ -85,28 +66,53 @@ def median_of(cmd: list[str], repeat: int) -> tuple[float, float]:
     return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
 
 
+def unique_run(folder: Path) -> Path:
+    """run-a as pytrec_eval's parser and trec_eval accept it: without a document listed twice for one query."""
+    unique = folder / "run-a-unique.txt"
+    return unique if unique.exists() else folder / "run-a.txt"
+
+
+def layouts(folder: Path, sizes: list[int], shape: str) -> list[Layout]:
+    """Each size's files, generated unless a previous run left them."""
+    out = []
+    for rows in sizes:
+        root = folder / f"{shape}-{rows}"
+        done = root / "generated.json"
+        if done.exists():
+            out.append(Layout(root, shape, **json.loads(done.read_text())))
+            continue
+        data = generate(root, rows, shape)
+        done.write_text(json.dumps({k: v for k, v in data.summary().items() if k != "shape"}))
+        out.append(data)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    ap.add_argument("--depth", type=int, default=100)
-    ap.add_argument("--labels", type=int, default=5)
+    ap.add_argument("--shape", choices=SHAPES, default="realistic", help="bench/data_shapes.py's data shape")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--k", default="10")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-evaluate-bench"))
     ap.add_argument("--data", type=Path, nargs="+", help="folders holding qrels.txt and run-a.txt (no generation)")
     ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     args = ap.parse_args()
-    params = {"depth": args.depth, "labels": args.labels, "repeat": args.repeat, "k": args.k}
+    params = {"shape": "given" if args.data else args.shape, "repeat": args.repeat, "k": args.k}
     rec = Recorder("evaluate", params, shared=not args.quiet_machine)
     rec.note("Whole processes from TREC files, trec_eval's measure set at k; median seconds, largest peak RSS.")
+    if not args.data:
+        rec.note(describe(args.shape))
     cli = str(Path(sys.executable).parent / "ragtriage")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; median of {args.repeat}")
     print("| rows | ragtriage metrics --qrels --run | pytrec_eval | ratio |")
     print("|---|---|---|---|")
     inputs = (
-        [(d.name, d / "qrels.txt", d / "run-a.txt") for d in args.data]
+        [(d.name, d / "qrels.txt", unique_run(d)) for d in args.data]
         if args.data
-        else [(f"{rows:,}", *generate(args.dir, rows, args.depth, args.labels)) for rows in args.rows]
+        else [
+            (f"{rows:,} {args.shape}", data.qrels, data.unique_run)
+            for rows, data in zip(args.rows, layouts(args.dir, args.rows, args.shape), strict=True)
+        ]
     )
     for label, qrels, run in inputs:
         ours = [cli, "metrics", "--qrels", str(qrels), "--run", str(run), "--trec-compat", "--format", "trec"]

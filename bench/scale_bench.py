@@ -1,10 +1,12 @@
 """Scale benchmark: every command as a whole process at 1M/10M/30M result rows, beside its peers and the floor.
 
-    python bench/scale_bench.py [--sizes 1M,10M,30M] [--repeat 3] [--dir /tmp/ragtriage-scale] [--markdown out.md]
-                                [--quiet-machine]
+    python bench/scale_bench.py [--sizes 1M,10M,30M] [--shape realistic|regular] [--repeat 3]
+                                [--dir /tmp/ragtriage-scale] [--markdown out.md] [--quiet-machine]
 
-For each size it generates N cases x 100 results (5 labels per case) as Parquet (the contract's form) and as
-TREC text (what pytrec_eval, ir_measures and trec_eval users hold), then times, each in its own process:
+For each size it generates about N cases x 100 results in ``--shape`` (bench/data_shapes.py: ``realistic``, the
+default, has uneven depth, document ids drawn from a million, real-valued scores and repeated documents;
+``regular`` is 100 results and 5 labels per case, ids d0, d2, ...) as Parquet (the contract's form) and as TREC
+text (what pytrec_eval, ir_measures and trec_eval users hold), then times, each in its own process:
 
 - ``ragtriage load`` (dataset + two runs) into a store, and ``load --wait-classified`` (the classification stored
   before it returns), and the store-backed commands on the latter: ``metrics --k 10``,
@@ -24,7 +26,6 @@ docs/performance.md. A benchmark, not a test: on a shared machine quote medians 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -36,11 +37,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from data_shapes import SHAPES, THRESHOLD, describe, generate
 from results_json import Recorder
 
-DEPTH = 100
-LABELS_PER_CASE = 5
-THRESHOLD = 1
 RAGTRIAGE = str(Path(sys.executable).with_name("ragtriage"))
 GNU_TIME = "/usr/bin/time"  # Debian package `time`
 
@@ -49,43 +48,6 @@ def parse_size(text: str) -> int:
     text = text.strip().upper()
     scale = {"K": 1_000, "M": 1_000_000}.get(text[-1], 1)
     return int(float(text[:-1] if scale > 1 else text) * scale)
-
-
-def generate(root: Path, rows: int) -> None:
-    """Parquet (dataset folder + two run folders) and TREC text (qrels + run) of the same synthetic collection."""
-    import duckdb
-
-    cases = rows // DEPTH
-    ds = root / "dataset"
-    runs = [root / "run-a", root / "run-b"]
-    for folder in (ds, *runs):
-        folder.mkdir(parents=True, exist_ok=True)
-    (ds / "dataset.json").write_text(
-        json.dumps({"name": "scale", "version": "1", "unit": "document", "relevance_threshold": THRESHOLD})
-    )
-    con = duckdb.connect()
-    con.execute(f"SET temp_directory='{root / 'tmp'}'")
-    con.execute(f"""COPY (SELECT 'q' || i AS id, 'query ' || i AS query FROM range({cases}) t(i))
-                    TO '{ds / "cases.parquet"}' (FORMAT parquet)""")
-    # five labels per case on documents hashed into a 300-document window around the case's list, grades 0..3
-    con.execute(f"""COPY (SELECT DISTINCT ON (case_id, document_id) * FROM (
-                        SELECT 'q' || (i // {LABELS_PER_CASE}) AS case_id,
-                               'd' || ((i // {LABELS_PER_CASE}) * 7 + hash(i) % 300) AS document_id,
-                               CAST(1 + hash(i * 31) % 3 AS INTEGER) AS grade
-                        FROM range({cases * LABELS_PER_CASE}) t(i)))
-                    TO '{ds / "labels.parquet"}' (FORMAT parquet)""")
-    for n, run in enumerate(runs):
-        (run / "run.json").write_text(json.dumps({"run_id": run.name, "k": 10, "candidate_k": DEPTH}))
-        con.execute(f"""COPY (SELECT 'q' || (i // {DEPTH}) AS case_id, 'final' AS stage,
-                               CAST(i % {DEPTH} + 1 AS INTEGER) AS rank,
-                               'd' || ((i // {DEPTH}) * 7 + ((i % {DEPTH}) * {2 + n}) % 300) AS document_id,
-                               1000.0 - (i % {DEPTH}) AS score
-                        FROM range({cases * DEPTH}) t(i))
-                        TO '{run / "results.parquet"}' (FORMAT parquet)""")
-    con.execute(f"""COPY (SELECT case_id, 0, document_id, grade FROM '{ds / "labels.parquet"}')
-                    TO '{root / "qrels.txt"}' (FORMAT csv, DELIMITER ' ', HEADER false)""")
-    con.execute(f"""COPY (SELECT case_id, 'Q0', document_id, rank, score, 'a' FROM '{runs[0] / "results.parquet"}')
-                    TO '{root / "run-a.txt"}' (FORMAT csv, DELIMITER ' ', HEADER false)""")
 
 
 FLOOR = """
@@ -150,8 +112,8 @@ def timed(cmd: list[str], repeat: int) -> tuple[float | None, float | None, str]
                 [GNU_TIME, "-f", "%M", "-o", rss.name, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
             )
             walls.append(time.perf_counter() - start)
-            # 1 is a verdict (check found leaks, a gate failed), not a crash; a Python traceback is one
-            if proc.returncode not in (0, 1) or b"Traceback (most recent call last)" in proc.stderr:
+            # 1 and 3 are verdicts (a leak or a failed gate; NOT CHECKED), not crashes; a Python traceback is one
+            if proc.returncode not in (0, 1, 3) or b"Traceback (most recent call last)" in proc.stderr:
                 last = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
                 return None, None, last[0][:100]
             peaks.append(int(rss.read().split()[-1]) / 1024)
@@ -223,23 +185,24 @@ def markdown(results: dict[str, list[Figure]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1M,10M,30M", help="result rows per run, comma-separated (1M, 10M, 30M, 200K)")
+    ap.add_argument("--shape", choices=SHAPES, default="realistic", help="bench/data_shapes.py's data shape")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-scale"))
     ap.add_argument("--markdown", type=Path, help="also write the table to this file")
     ap.add_argument("--keep", action="store_true", help="keep each size's files (they are large)")
     ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     a = ap.parse_args()
-    shape = {"depth": DEPTH, "labels_per_case": LABELS_PER_CASE, "threshold": THRESHOLD, "runs_per_load": 2}
+    shape = {"shape": a.shape, "threshold": THRESHOLD, "runs_per_load": 2}
     rec = Recorder("scale", {"sizes": a.sizes, "repeat": a.repeat, **shape}, shared=not a.quiet_machine)
     rec.note("Whole processes; seconds are the median of `repeat` runs, peak_mib the largest peak RSS (GNU time).")
-    rec.note("Synthetic data: N cases x 100 results per run, 5 labels per case, document ids d0..d(7N+300).")
+    rec.note(describe(a.shape))
     results: dict[str, list[Figure]] = {}
     for size in a.sizes.split(","):
         root = a.dir / size.strip()
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
         t = time.perf_counter()
-        generate(root, parse_size(size))
+        generate(root, parse_size(size), a.shape)
         print(f"{size}: generated {parse_size(size):,} rows per run in {time.perf_counter() - t:.1f}s under {root}")
         results[size.strip()] = measure(root, a.repeat)
         if not a.keep:
@@ -258,8 +221,8 @@ def main() -> None:
     rec.write()
     table = markdown(results)
     header = textwrap.dedent(f"""\
-        Whole processes, median of {a.repeat}, peak RSS per process; N cases x {DEPTH} results,
-        {LABELS_PER_CASE} labels per case; {os.cpu_count()} cores.
+        Whole processes, median of {a.repeat}, peak RSS per process; {a.shape} shape
+        (bench/data_shapes.py); {os.cpu_count()} cores.
         """)
     print("\n" + header + "\n" + table)
     if a.markdown:
