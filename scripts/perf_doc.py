@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ TITLES = {
     "tui-latency": "The triage UI: time to first paint and between cases",
     "trec-eval": "`ragtriage trec-eval` against trec_eval on the same files, same flags, same bytes",
     "traces": "Loading retriever spans (OTLP/JSON) against the same lists as a TREC run",
+    "first-insight": "Time to first insight: files to numbers, store and TUI, beside trec_eval and DuckDB's floors",
 }
 
 HEADER = """# Performance
@@ -97,6 +99,44 @@ def table(figures: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def first_insight(figures: list[dict[str, Any]]) -> list[str]:
+    """bench/first_insight_bench.py: one column per (size, shape) with wall / CPU / peak of each command, the
+    data's shape, then the issue's bars as ratios beside their limits."""
+    data = [f for f in figures if f["name"] == "data"]
+    keys = [(f["rows"], f["shape"]) for f in data]
+    cmds = [f for f in figures if f["name"] not in ("data", "bar")]
+    lines = [
+        "| command | " + " | ".join(f"{rows} {shape}" for rows, shape in keys) + " |",
+        "|---|" + "---|" * len(keys),
+        "| data: run lines / qrels lines / queries | "
+        + " | ".join(f"{d['run_lines']:,} / {d['qrels_lines']:,} / {d['cases']:,}" for d in data)
+        + " |",
+    ]
+    for name in dict.fromkeys(f["name"] for f in cmds):
+        cells = []
+        for rows, shape in keys:
+            f = next((x for x in cmds if (x["name"], x["rows"], x["shape"]) == (name, rows, shape)), None)
+            if f is None or f.get("seconds") is None:
+                cells.append(cell("note", (f or {}).get("note") or "not run"))
+            else:
+                cpu, peak = cell("cpu_s", f["cpu_s"]), cell("peak_mib", f["peak_mib"])
+                cells.append(f"{cell('seconds', f['seconds'])} s, CPU {cpu} s, {peak} MiB")
+        lines.append(f"| {cell('name', name)} | " + " | ".join(cells) + " |")
+    bars = [f for f in figures if f["name"] == "bar"]
+    if bars:
+        lines += ["", "| rows | shape | bar | ratio | limit | met |", "|---|---|---|---|---|---|"]
+        for b in bars:
+            met = "yes" if b["met"] else "**no**"
+            ratio = cell("vs_", b["ratio"]) if b["limit"] < 100 else f"{b['ratio']:,.0f} MiB"
+            where = f"| {b['rows']} | {b['shape']} | {cell('bar', b['bar'])}"
+            lines.append(f"{where} | {ratio} | ≤ {b['limit']:g} | {met} |")
+    return lines
+
+
+#: Benches whose figures read better as a table of their own than as one row per figure.
+RENDERERS: dict[str, Callable[[list[dict[str, Any]]], list[str]]] = {"first-insight": first_insight}
+
+
 def section(doc: dict[str, Any]) -> list[str]:
     m = doc["machine"]
     before, after = m["load_average_before"], m["load_average_after"]
@@ -112,7 +152,7 @@ def section(doc: dict[str, Any]) -> list[str]:
         f"({load}). {versions or 'versions not recorded'}. Parameters: {params}. "
         f"Results: [bench/results/{doc['_file']}](../bench/results/{doc['_file']}).",
         "",
-        *table(doc["figures"]),
+        *RENDERERS.get(doc["bench"], table)(doc["figures"]),
         "",
     ]
     if doc["notes"]:
