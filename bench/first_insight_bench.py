@@ -1,12 +1,14 @@
 """Time to first insight: from TREC or Parquet files on disk to numbers, a store and the triage UI, beside trec_eval,
 pytrec_eval, ir_measures and DuckDB's own read and write floors, in one interleaved run.
 
-    python bench/first_insight_bench.py [--trec-eval PATH] [--sizes 1M,10M] [--shapes realistic,regular]
-                                        [--repeat 3] [--dir /tmp/ragtriage-first-insight] [--quiet-machine]
+    python bench/first_insight_bench.py [--trec-eval PATH] [--trec-eval-upto 1M] [--sizes 1M,10M]
+                                        [--shapes realistic,regular] [--repeat 3] [--dir /tmp/ragtriage-first-insight]
+                                        [--quiet-machine]
 
 ``--trec-eval PATH``: a trec_eval binary you built from its public source (https://github.com/usnistgov/trec_eval,
 ``make``); this repository ships neither its code nor a recipe building it. Without it, trec_eval's rows say so and
-the ratios against it are not computed.
+the ratios against it are not computed. It runs at sizes up to ``--trec-eval-upto`` (default 1M, the only size a
+bar compares with it: at 10M it takes minutes of CPU per round).
 
 Data (bench/data_shapes.py, stated in the results file): ``realistic`` (uneven depth, document ids drawn from a
 million, real-valued scores with ties, one list in 200 repeating a document) and ``regular`` (bench/scale_bench.py's
@@ -263,6 +265,7 @@ def table(results: dict[tuple[str, str], list[Figure]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--trec-eval", type=Path, help="a trec_eval binary you built (not shipped here)")
+    ap.add_argument("--trec-eval-upto", default="1M", help="the largest size trec_eval runs at")
     ap.add_argument("--sizes", default="1M,10M", help="result rows per run, comma-separated (200K, 1M, 10M, 30M)")
     ap.add_argument("--shapes", default=",".join(SHAPES), help="data shapes, comma-separated (realistic, regular)")
     ap.add_argument("--repeat", type=int, default=3)
@@ -281,7 +284,10 @@ def main() -> None:
     if trec_eval is None:
         rec.note("trec_eval: not measured (no --trec-eval PATH given or the path does not exist).")
     else:
-        rec.note("trec_eval built by the user from usnistgov/trec_eval; it reads run-a without repeated documents.")
+        rec.note(
+            "trec_eval built by the user from usnistgov/trec_eval; it reads run-a without repeated documents; "
+            f"run at sizes up to {a.trec_eval_upto}."
+        )
     if not has_option("tui", "--qrels"):
         rec.note("`ragtriage tui --qrels --run` is not in this build: load + tui stands in for its first paint.")
     for shape in shapes:
@@ -297,17 +303,20 @@ def main() -> None:
             rec.add(rows=size, shape=shape, name="data", **{k: v for k, v in data.summary().items() if k != "shape"})
             work = root / "work"
             work.mkdir()
-            figures = measure(data, work, trec_eval, a.repeat)
+            upto = parse_size(size) <= parse_size(a.trec_eval_upto)
+            figures = measure(data, work, trec_eval if upto else None, a.repeat)
             results[(size, shape)] = figures
             for f in figures:
                 rec.add(rows=size, shape=shape, name=f.name, seconds=f.seconds, cpu_s=f.cpu_s, peak_mib=f.peak_mib,
                         rounds=len(f.wall), note=f.note)  # fmt: skip
+            # written as each (size, shape) ends: a run stopped later keeps what it measured
+            rec.figures = [f for f in rec.figures if f["name"] != "bar"]
+            bar_rows = bars(results)
+            for row in bar_rows:
+                rec.add(name="bar", **row)
+            rec.write()
             if not a.keep:
                 shutil.rmtree(root, ignore_errors=True)
-    bar_rows = bars(results)
-    for row in bar_rows:
-        rec.add(name="bar", **row)
-    rec.write()
     print("\n" + table(results) + "\n\n| size | shape | bar | ratio | limit | met |\n|---|---|---|---|---|---|")
     for row in bar_rows:
         print(f"| {row['rows']} | {row['shape']} | {row['bar']} | {row['ratio']:.2f} | {row['limit']} | {row['met']} |")
