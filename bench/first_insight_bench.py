@@ -28,7 +28,8 @@ on the shared machine lands on all of them. Commands, each computing nDCG@10 fro
 - ``ragtriage load`` (default) of the same, then ``ragtriage tui`` until the Overview's metric table is on screen
   (80x24 in tmux, bench/tui_latency.py): wall and CPU are the two processes' sums, the app's CPU and peak read
   from /proc at paint;
-- ``ragtriage tui --qrels Q --run R`` with an empty cache folder, when this build has the option.
+- ``ragtriage tui --qrels Q --run R`` with an empty cache folder, then again with the store it cached, when the
+  build has the option (``--tui-ragtriage PATH``: another build's executable, e.g. a branch's venv).
 
 Prints the table and the issue's bars as ratios, and writes bench/results/first-insight-<time>.json, which
 scripts/perf_doc.py renders into docs/performance.md. A benchmark, not a test.
@@ -128,11 +129,11 @@ def timed(cmd: list[str], ok: tuple[int, ...] = (0,)) -> tuple[float, float, flo
     return wall, float(user) + float(sys_), int(rss) / 1024
 
 
-def first_paint(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+def first_paint(args: list[str], env: dict[str, str] | None = None, exe: str = RAGTRIAGE) -> tuple[float, float, float]:
     """(wall s to the Overview's metric table, the app's CPU s and peak MiB by then) of ``ragtriage ARGS``."""
     session = "fi"
     start = time.perf_counter()
-    tui.launch(session, args, env=env)
+    tui.launch(session, args, env=env, exe=exe)
     try:
         tui.wait_for(session, tui.METRIC_TABLE, "the Overview's metric table")
         wall = time.perf_counter() - start
@@ -142,13 +143,15 @@ def first_paint(args: list[str], env: dict[str, str] | None = None) -> tuple[flo
     return wall, cpu, peak
 
 
-def has_option(command: str, option: str) -> bool:
-    out = subprocess.run([RAGTRIAGE, command, "--help"], capture_output=True, text=True, check=False).stdout
+def has_option(command: str, option: str, exe: str = RAGTRIAGE) -> bool:
+    out = subprocess.run([exe, command, "--help"], capture_output=True, text=True, check=False).stdout
     return option in out
 
 
-def commands(data: Layout, work: Path, trec_eval: Path | None) -> dict[str, Callable[[], tuple[float, float, float]]]:
-    """Each command of one round, by name, in the order a round runs them."""
+def commands(
+    data: Layout, work: Path, trec_eval: Path | None, tui_exe: str
+) -> dict[str, Callable[[], tuple[float, float, float]]]:
+    """Each command of one round, by name, in the order a round runs them; ``tui_exe`` opens ``tui --qrels``."""
     root, store = data.root, work / "store.duckdb"
     q, r = str(data.qrels), str(data.run)
     load = [RAGTRIAGE, "load", "--db", str(store), "--dataset", str(data.dataset), "--run", str(data.run_dir())]
@@ -162,10 +165,13 @@ def commands(data: Layout, work: Path, trec_eval: Path | None) -> dict[str, Call
         w, c, p = first_paint(["tui", "--db", str(store), "--run", "run-a"])
         return wall + w, cpu + c, max(peak, p)
 
-    def tui_files() -> tuple[float, float, float]:
-        cache = work / "cache"
-        shutil.rmtree(cache, ignore_errors=True)
-        return first_paint(["tui", "--qrels", q, "--run", r], env={"XDG_CACHE_HOME": str(cache)})
+    cache = work / "cache"
+    in_cache = {"XDG_CACHE_HOME": str(cache), "RAGTRIAGE_CACHE_DIR": str(cache)}
+
+    def tui_files(cold: bool) -> tuple[float, float, float]:
+        if cold:
+            shutil.rmtree(cache, ignore_errors=True)
+        return first_paint(["tui", "--qrels", q, "--run", r], env=in_cache, exe=tui_exe)
 
     out: dict[str, Callable[[], tuple[float, float, float]]] = {}
     if trec_eval is not None:
@@ -184,8 +190,9 @@ def commands(data: Layout, work: Path, trec_eval: Path | None) -> dict[str, Call
         out["ragtriage metrics refusing repeated judgments"] = lambda: timed(refuse, ok=(2,))
     out["ragtriage load --no-precompute"] = lambda: timed(fresh([*load, "--no-precompute"]))
     out["ragtriage load + TUI Overview painted"] = load_and_overview
-    if has_option("tui", "--qrels"):
-        out["ragtriage tui --qrels --run first paint (cold cache)"] = tui_files
+    if has_option("tui", "--qrels", tui_exe):
+        out["ragtriage tui --qrels --run first paint (cold cache)"] = lambda: tui_files(cold=True)
+        out["ragtriage tui --qrels --run first paint (warm cache)"] = lambda: tui_files(cold=False)
     return out
 
 
@@ -230,8 +237,8 @@ def bars(results: dict[tuple[str, str], list[Figure]]) -> list[dict[str, object]
     return rows
 
 
-def measure(data: Layout, work: Path, trec_eval: Path | None, repeat: int) -> list[Figure]:
-    todo = commands(data, work, trec_eval)
+def measure(data: Layout, work: Path, trec_eval: Path | None, tui_exe: str, repeat: int) -> list[Figure]:
+    todo = commands(data, work, trec_eval, tui_exe)
     figures = {name: Figure(name) for name in todo}
     for round_ in range(repeat):
         for name, run in todo.items():
@@ -265,6 +272,9 @@ def table(results: dict[tuple[str, str], list[Figure]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--trec-eval", type=Path, help="a trec_eval binary you built (not shipped here)")
+    ap.add_argument(
+        "--tui-ragtriage", help="the ragtriage executable whose `tui --qrels --run` is timed (default: this one)"
+    )
     ap.add_argument("--trec-eval-upto", default="1M", help="the largest size trec_eval runs at")
     ap.add_argument("--sizes", default="1M,10M", help="result rows per run, comma-separated (200K, 1M, 10M, 30M)")
     ap.add_argument("--shapes", default=",".join(SHAPES), help="data shapes, comma-separated (realistic, regular)")
@@ -288,8 +298,12 @@ def main() -> None:
             "trec_eval built by the user from usnistgov/trec_eval; it reads run-a without repeated documents; "
             f"run at sizes up to {a.trec_eval_upto}."
         )
-    if not has_option("tui", "--qrels"):
+    tui_exe = a.tui_ragtriage or RAGTRIAGE
+    if not has_option("tui", "--qrels", tui_exe):
         rec.note("`ragtriage tui --qrels --run` is not in this build: load + tui stands in for its first paint.")
+    elif tui_exe != RAGTRIAGE:
+        built = subprocess.run([tui_exe, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+        rec.note(f"`tui --qrels --run` timed with another build: {tui_exe} ({built}); every other row with this one.")
     for shape in shapes:
         rec.note(describe(shape))
     results: dict[tuple[str, str], list[Figure]] = {}
@@ -304,7 +318,7 @@ def main() -> None:
             work = root / "work"
             work.mkdir()
             upto = parse_size(size) <= parse_size(a.trec_eval_upto)
-            figures = measure(data, work, trec_eval if upto else None, a.repeat)
+            figures = measure(data, work, trec_eval if upto else None, tui_exe, a.repeat)
             results[(size, shape)] = figures
             for f in figures:
                 rec.add(rows=size, shape=shape, name=f.name, seconds=f.seconds, cpu_s=f.cpu_s, peak_mib=f.peak_mib,

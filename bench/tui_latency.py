@@ -66,22 +66,28 @@ def start(session: str, db: str, run: str, size: tuple[int, int] = (80, 24)) -> 
 
 
 def launch(
-    session: str, args: list[str], *, size: tuple[int, int] = (80, 24), env: dict[str, str] | None = None
+    session: str,
+    args: list[str],
+    *,
+    size: tuple[int, int] = (80, 24),
+    env: dict[str, str] | None = None,
+    exe: str = RAGTRIAGE,
 ) -> None:
-    """``ragtriage ARGS`` in a new session; the environment is passed explicitly (a running tmux server keeps its
-    own): this process's ``PYTHONPATH`` and ``RAGTRIAGE_*`` variables, then ``env``."""
+    """``ragtriage ARGS`` (``exe``: another build's) in a new session; the environment is passed explicitly (a
+    running tmux server keeps its own): this process's ``PYTHONPATH`` and ``RAGTRIAGE_*`` variables, then ``env``."""
     keep = {k: v for k, v in os.environ.items() if k == "PYTHONPATH" or k.startswith("RAGTRIAGE_")}
     keep.update(env or {})
-    command = " ".join(["env", *(shlex.quote(f"{k}={v}") for k, v in keep.items()), RAGTRIAGE, *map(shlex.quote, args)])
+    command = " ".join(["env", *(shlex.quote(f"{k}={v}") for k, v in keep.items()), exe, *map(shlex.quote, args)])
     tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
 
 
 def usage(session: str) -> tuple[float, float]:
     """(CPU seconds user+sys, peak RSS MiB) so far of the app in ``session`` (``env`` execs it: the pane's
-    process is the app), read from /proc while it runs."""
+    process is the app), read from /proc while it runs; a child still running is not counted."""
     pid = tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip()
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+    # utime, stime, cutime, cstime (fields 14-17): the app's and its finished children's
+    cpu = sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
     hwm = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
     return cpu, int(hwm.split()[1]) / 1024
 
