@@ -38,6 +38,7 @@ scripts/perf_doc.py renders into docs/performance.md. A benchmark, not a test.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import subprocess
@@ -237,12 +238,22 @@ def bars(results: dict[tuple[str, str], list[Figure]]) -> list[dict[str, object]
     return rows
 
 
-def measure(data: Layout, work: Path, trec_eval: Path | None, tui_exe: str, repeat: int) -> list[Figure]:
+def measure(
+    data: Layout,
+    work: Path,
+    trec_eval: Path | None,
+    tui_exe: str,
+    repeat: int,
+    figures: list[Figure],
+    save: Callable[[], None],
+) -> None:
+    """``repeat`` rounds of every command into ``figures``; ``save`` after each round."""
     todo = commands(data, work, trec_eval, tui_exe)
-    figures = {name: Figure(name) for name in todo}
+    by_name = {name: Figure(name) for name in todo}
+    figures += by_name.values()
     for round_ in range(repeat):
         for name, run in todo.items():
-            fig = figures[name]
+            fig = by_name[name]
             if fig.note:
                 continue  # failed in an earlier round: not retried
             try:
@@ -251,7 +262,7 @@ def measure(data: Layout, work: Path, trec_eval: Path | None, tui_exe: str, repe
                 fig.note = f"failed: {exc}"
             w, c, p = (fig.wall[-1], fig.cpu[-1], fig.peak[-1]) if fig.wall and not fig.note else (0, 0, 0)
             print(f"  [{round_ + 1}/{repeat}] {name:52s} {w:7.2f} s wall {c:7.2f} s CPU {p:7.0f} MiB {fig.note}")
-    return list(figures.values())
+        save()
 
 
 def table(results: dict[tuple[str, str], list[Figure]]) -> str:
@@ -269,6 +280,20 @@ def table(results: dict[tuple[str, str], list[Figure]]) -> str:
     return "\n".join(lines)
 
 
+def kept_figures(path: Path | None, rec: Recorder, measured: set[tuple[str, str]]) -> list[dict[str, object]]:
+    """The rows of an earlier results file for the (size, shape) pairs this run does not measure, its bars
+    included, with a note saying where and under what load they were measured."""
+    if path is None:
+        return []
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    rows = [f for f in doc["figures"] if (f.get("rows"), f.get("shape")) not in measured]
+    pairs = sorted({f"{f['rows']} {f['shape']}" for f in rows})
+    load = doc["machine"]["load_average_before"][0], doc["machine"]["load_average_after"][0]
+    rec.note(f"{', '.join(pairs)}: from {path.name} (`{doc['command']}`, {doc['date']}, load {load[0]} / {load[1]}).")
+    rec.params["kept_from"] = path.name
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--trec-eval", type=Path, help="a trec_eval binary you built (not shipped here)")
@@ -280,6 +305,7 @@ def main() -> None:
     ap.add_argument("--shapes", default=",".join(SHAPES), help="data shapes, comma-separated (realistic, regular)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-first-insight"))
+    ap.add_argument("--keep-from", type=Path, help="an earlier first-insight results file: its other sizes/shapes")
     ap.add_argument("--keep", action="store_true", help="keep the generated files (they are large)")
     ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     a = ap.parse_args()
@@ -307,6 +333,20 @@ def main() -> None:
     for shape in shapes:
         rec.note(describe(shape))
     results: dict[tuple[str, str], list[Figure]] = {}
+    data_rows: list[dict[str, object]] = []
+    kept = kept_figures(a.keep_from, rec, {(s.strip(), sh) for s in a.sizes.split(",") for sh in shapes})
+
+    def save() -> None:
+        """The results file as it stands (rewritten after every round: a run stopped later keeps its rounds)."""
+        rec.figures = [*kept, *data_rows]
+        for (size, shape), figures in results.items():
+            for f in figures:
+                rec.add(rows=size, shape=shape, name=f.name, seconds=f.seconds, cpu_s=f.cpu_s, peak_mib=f.peak_mib,
+                        rounds=len(f.wall), note=f.note)  # fmt: skip
+        for row in bars(results):
+            rec.add(name="bar", **row)
+        rec.write()
+
     for size in (s.strip() for s in a.sizes.split(",")):
         for shape in shapes:
             root = a.dir / f"{shape}-{size}"
@@ -314,25 +354,16 @@ def main() -> None:
             t = time.perf_counter()
             data = generate(root, parse_size(size), shape)
             print(f"{size} {shape}: {data.summary()} generated in {time.perf_counter() - t:.0f} s under {root}")
-            rec.add(rows=size, shape=shape, name="data", **{k: v for k, v in data.summary().items() if k != "shape"})
+            data_rows.append({"rows": size, "shape": shape, "name": "data", **data.summary()})
             work = root / "work"
             work.mkdir()
             upto = parse_size(size) <= parse_size(a.trec_eval_upto)
-            figures = measure(data, work, trec_eval if upto else None, tui_exe, a.repeat)
-            results[(size, shape)] = figures
-            for f in figures:
-                rec.add(rows=size, shape=shape, name=f.name, seconds=f.seconds, cpu_s=f.cpu_s, peak_mib=f.peak_mib,
-                        rounds=len(f.wall), note=f.note)  # fmt: skip
-            # written as each (size, shape) ends: a run stopped later keeps what it measured
-            rec.figures = [f for f in rec.figures if f["name"] != "bar"]
-            bar_rows = bars(results)
-            for row in bar_rows:
-                rec.add(name="bar", **row)
-            rec.write()
+            results[(size, shape)] = []
+            measure(data, work, trec_eval if upto else None, tui_exe, a.repeat, results[(size, shape)], save)
             if not a.keep:
                 shutil.rmtree(root, ignore_errors=True)
     print("\n" + table(results) + "\n\n| size | shape | bar | ratio | limit | met |\n|---|---|---|---|---|---|")
-    for row in bar_rows:
+    for row in bars(results):
         print(f"| {row['rows']} | {row['shape']} | {row['bar']} | {row['ratio']:.2f} | {row['limit']} | {row['met']} |")
 
 
