@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from ragtriage.checks.references import ID_HITS, REFERENCE_LEAKS, SPAN_HITS, TEXTS
 from ragtriage.checks.units import (
+    ACL_POLICY_JOIN,
     MATCHED,
     PRINCIPALS,
     RUN_RESULTS,
@@ -32,15 +33,15 @@ from ragtriage.checks.units import (
 _DIRECT = f"""
 denied AS (
     SELECT m.*, p.principal_id, p.principal_groups, p.principal_tenant,
-           {denials("p.principal_groups", "p.principal_tenant", "m.")} AS rules
-    FROM matched m JOIN principals p USING (case_id)
+           {denials("p.principal_groups", "p.principal_tenant", "m.", "a.acl_required")} AS rules
+    FROM matched m JOIN principals p USING (case_id) {ACL_POLICY_JOIN}
 ),
 direct_leaks AS (
     SELECT run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule,
            string_agg(DISTINCT detail, '; ' ORDER BY detail) AS detail,
            list_sort(list_distinct(list(m_label))) AS forbidden_units
     FROM (SELECT *, {denial_detail("rule", "principal_groups", "principal_tenant")} AS detail
-          FROM (SELECT *, unnest(rules) AS rule FROM denied WHERE len(rules) > 0))
+          FROM (SELECT *, unnest(rules) AS rule FROM denied WHERE array_length(rules) > 0))
     GROUP BY run_id, case_id, principal_id, stage, rank, document_id, chunk_id, unit_id, rule
 )"""
 

@@ -15,7 +15,7 @@ restricted one, or its metadata may name it (``"see_also": ["HR-SALARY-2024"]``)
 
 from __future__ import annotations
 
-from ragtriage.checks.units import UNIT_COLUMNS, denial_detail, denials
+from ragtriage.checks.units import ACL_POLICY_JOIN, UNIT_COLUMNS, denial_detail, denials
 
 MIN_ID_CHARS = 4
 SPAN_WORDS = 12
@@ -46,10 +46,10 @@ _NOT_ID = r"[^\pL\pN_-]"
 
 ID_HITS = f"""
 ref_ids AS (
-    SELECT ref, regexp_extract(ref, '{_ID_RUN}') AS ref_key, * EXCLUDE (ref) FROM (
-        SELECT d.document_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(d.document_id) >= {MIN_ID_CHARS}
+    SELECT *, regexp_extract(ref, '{_ID_RUN}') AS ref_key FROM (
+        SELECT d.document_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(CAST(d.document_id AS VARCHAR)) >= {MIN_ID_CHARS}
         UNION ALL
-        SELECT d.chunk_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(d.chunk_id) >= {MIN_ID_CHARS})
+        SELECT d.chunk_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(CAST(d.chunk_id AS VARCHAR)) >= {MIN_ID_CHARS})
 ),
 text_tokens AS (
     SELECT DISTINCT * FROM (
@@ -59,9 +59,9 @@ text_tokens AS (
 ),
 id_candidates AS (
     SELECT t.*, u.ref, u.m_label, u.acl, u.tenant,
-           {denials("t.principal_groups", "t.principal_tenant", "u.")} AS rules
+           {denials("t.principal_groups", "t.principal_tenant", "u.", "a.acl_required")} AS rules
     FROM text_tokens k JOIN ref_ids u ON u.ref_key = k.token
-    JOIN texts t USING (run_id, case_id, stage, rank, field)
+    JOIN texts t USING (run_id, case_id, stage, rank, field) {ACL_POLICY_JOIN}
     WHERE u.ref <> t.document_id AND u.ref IS DISTINCT FROM t.chunk_id AND {_not_own("u.")}
       AND regexp_matches(t.hay, '(^|{_NOT_ID})' || regexp_escape(u.ref) || '($|{_NOT_ID})')
 ),
@@ -70,7 +70,7 @@ id_hits AS (
            'mentions id ' || ref || ' of forbidden unit ' || {
     denial_detail("rule", "principal_groups", "principal_tenant")
 } AS detail
-    FROM (SELECT *, unnest(rules) AS rule FROM id_candidates WHERE len(rules) > 0)
+    FROM (SELECT *, unnest(rules) AS rule FROM id_candidates WHERE array_length(rules) > 0)
 )"""
 
 SPAN_HITS = f"""
@@ -79,28 +79,30 @@ text_words AS (
 ),
 text_spans AS (
     SELECT DISTINCT {_KEY}, principal_groups, principal_tenant, field, {_SPAN} AS span
-    FROM (SELECT *, unnest(generate_series(1, len(words) - {SPAN_WORDS - 1})) AS i FROM text_words)
+    FROM (SELECT *, unnest(generate_series(1, array_length(words) - {SPAN_WORDS - 1})) AS i FROM text_words
+          WHERE array_length(words) >= {SPAN_WORDS})
 ),
 unit_words AS (
     SELECT {UNIT_COLUMNS}, {_WORDS.format(col="d.text")} AS words FROM documents d
-    WHERE d.text IS NOT NULL AND EXISTS (SELECT 1 FROM text_words WHERE len(words) >= {SPAN_WORDS})
+    WHERE d.text IS NOT NULL AND EXISTS (SELECT 1 FROM text_words WHERE array_length(words) >= {SPAN_WORDS})
 ),
 unit_spans AS (
-    SELECT DISTINCT * EXCLUDE (words, i), {_SPAN} AS span
-    FROM (SELECT *, unnest(generate_series(1, len(words) - {SPAN_WORDS - 1})) AS i FROM unit_words)
+    SELECT DISTINCT m_document_id, m_chunk_id, m_label, acl, tenant, {_SPAN} AS span
+    FROM (SELECT *, unnest(generate_series(1, array_length(words) - {SPAN_WORDS - 1})) AS i FROM unit_words
+          WHERE array_length(words) >= {SPAN_WORDS})
 ),
 span_pairs AS (
     SELECT t.*, u.m_document_id, u.m_chunk_id, u.m_label, u.acl, u.tenant,
-           {denials("t.principal_groups", "t.principal_tenant", "u.")} AS rules
-    FROM text_spans t JOIN unit_spans u USING (span)
+           {denials("t.principal_groups", "t.principal_tenant", "u.", "a.acl_required")} AS rules
+    FROM text_spans t JOIN unit_spans u USING (span) {ACL_POLICY_JOIN}
 ),
 span_seen AS (
-    SELECT run_id, case_id, stage, rank, field, span, bool_or(len(rules) = 0) AS seen
+    SELECT run_id, case_id, stage, rank, field, span, bool_or(array_length(rules) = 0) AS seen
     FROM span_pairs GROUP BY run_id, case_id, stage, rank, field, span
 ),
 span_unseen AS (
     SELECT t.* FROM span_pairs t JOIN span_seen s USING (run_id, case_id, stage, rank, field, span)
-    WHERE NOT s.seen AND len(t.rules) > 0 AND {_not_own("t.")}
+    WHERE NOT s.seen AND array_length(t.rules) > 0 AND {_not_own("t.")}
 ),
 span_hits AS (
     SELECT {_KEY}, field, m_label, rule,

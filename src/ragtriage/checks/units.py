@@ -78,10 +78,19 @@ principals AS (
 )"""
 
 
-def denials(groups: str, tenant: str, unit: str = "") -> str:
+ACL_REQUIRED = "(SELECT acl_required FROM acl_policy)"
+"""Whether the dataset requires acls, as a scalar subquery of the ``acl_policy`` fragment."""
+
+ACL_POLICY_JOIN = "CROSS JOIN acl_policy a"
+"""The one-row ``acl_policy`` joined in, for :func:`denials` with ``acl_required="a.acl_required"``: Spark allows
+no subquery inside the list filter that :func:`denials` writes, so the checks rendered for Spark use the column."""
+
+
+def denials(groups: str, tenant: str, unit: str = "", acl_required: str = ACL_REQUIRED) -> str:
     """SQL list of the rules a principal (``groups``, ``tenant`` expressions) breaks by seeing one manifest row.
 
-    ``unit`` prefixes the manifest columns (``acl``, ``tenant``). An empty list means the row may be seen.
+    ``unit`` prefixes the manifest columns (``acl``, ``tenant``); ``acl_required`` is the dataset's acl policy
+    (``ACL_REQUIRED``, or ``a.acl_required`` beside ``ACL_POLICY_JOIN``). An empty list means the row may be seen.
     A NULL acl is "no acl recorded" (a leak only where the dataset requires acls); an empty acl list admits
     nobody. Tenants are compared only when both sides name one.
     """
@@ -89,7 +98,7 @@ def denials(groups: str, tenant: str, unit: str = "") -> str:
         CASE WHEN {unit}tenant IS NOT NULL AND {tenant} IS NOT NULL AND {unit}tenant <> {tenant}
              THEN 'tenant-mismatch' END,
         CASE WHEN {unit}acl IS NULL
-                  THEN CASE WHEN (SELECT acl_required FROM acl_policy) THEN 'acl-missing' END
+                  THEN CASE WHEN {acl_required} THEN 'acl-missing' END
              WHEN NOT coalesce(list_has_any({unit}acl, {groups}), false) THEN 'acl-no-overlap' END
     ], lambda x: x IS NOT NULL)"""
 

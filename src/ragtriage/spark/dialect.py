@@ -14,7 +14,16 @@ each a general rule of the two dialects, not a rule of any measure:
 - ``len`` of a list is ``size``; ``list_sum`` is an ``aggregate`` (NULL for an empty list, as DuckDB);
 - ``range(a, b)`` is empty when ``b <= a`` (Spark's ``sequence`` would count down);
 - ``quantile_cont(x, q)`` is ``percentile(x, q)`` (both interpolate);
-- ``MATERIALIZED`` hints of common table expressions are dropped (Spark plans them itself).
+- ``MATERIALIZED`` hints of common table expressions are dropped (Spark plans them itself);
+- ``length(CAST(x AS VARCHAR))`` stays a string length (every other ``len``/``length`` is a list's);
+- ``SEMI``/``ANTI JOIN`` are Spark's ``LEFT SEMI``/``LEFT ANTI``; ``list_has_any`` is ``arrays_overlap``;
+  ``list_position`` is ``array_position``; ``list_slice(l, a, b)`` is ``slice``; ``regexp_split_to_array`` is
+  ``split`` (both take a regular expression); ``hash`` is ``xxhash64`` (64 bits in both, Spark's ``hash`` is 32);
+- ``regexp_escape(s)`` is Java's quoting ``\\Q...\\E`` (with any ``\\E`` inside closed and reopened);
+- ``, LATERAL (VALUES (a, b), ...) AS f(x, y)`` is ``LATERAL VIEW INLINE(ARRAY(STRUCT(a AS x, b AS y), ...)) f``.
+
+A construct with no rendering here fails (``ValueError``) rather than returning a query that means something else:
+``SELECT * EXCLUDE`` (name the columns), a LATERAL subquery other than VALUES.
 
 Table names can be mapped (``tables``) so the engine's ``results``, ``qrels`` and ``cases`` read a session's
 temporary views of unique names without shadowing a user's own tables.
@@ -22,19 +31,23 @@ temporary views of unique names without shadowing a user's own tables.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import sqlglot
 from sqlglot import exp
 
 
-def to_spark(sql: str, tables: Mapping[str, str] | None = None) -> str:
-    """``sql`` (DuckDB) as Spark SQL, with table names renamed by ``tables``."""
+def to_spark(sql: str, tables: Mapping[str, str] | None = None, params: Mapping[str, str] | None = None) -> str:
+    """``sql`` (DuckDB) as Spark SQL, with table names renamed by ``tables`` and ``$name`` parameters bound to the
+    string literals ``params`` gives (SQLGlot quotes them: a value is never pasted into the text)."""
     tree = _bottom_up(sqlglot.parse_one(sql, read="duckdb"))
     if tables:
         for table in tree.find_all(exp.Table):
             if not table.db and table.name in tables:
                 table.set("this", exp.to_identifier(tables[table.name]))
+    for param in list(tree.find_all(exp.Parameter, exp.Placeholder)):
+        if params and param.name in params:
+            param.replace(exp.Literal.string(params[param.name]))
     return tree.sql(dialect="spark")
 
 
@@ -65,7 +78,21 @@ def _rewrite(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Bracket):
         return _bracket(node)
     if isinstance(node, exp.Length):
+        if isinstance(node.this, exp.Cast) and node.this.to.is_type(*exp.DataType.TEXT_TYPES):
+            return node
         return exp.func("size", node.this)
+    if isinstance(node, exp.Join) and node.kind in ("SEMI", "ANTI") and not node.side:
+        node.set("side", "LEFT")
+        return node
+    if isinstance(node, exp.ArrayOverlaps):
+        return exp.func("arrays_overlap", node.this, node.expression)
+    if isinstance(node, exp.Anonymous) and node.name.lower() in _FUNCTIONS:
+        return _FUNCTIONS[node.name.lower()](list(node.expressions))
+    if isinstance(node, exp.Star) and node.args.get("except_"):
+        raise ValueError("SELECT * EXCLUDE has no Spark SQL rendering: name the columns")
+    if isinstance(node, exp.Select):
+        _lateral_values(node)
+        return node
     if isinstance(node, exp.Anonymous) and node.name.lower() == "list_sum":
         return _list_sum(node.expressions[0])
     if isinstance(node, exp.PercentileCont) and node.expression is not None:
@@ -141,3 +168,55 @@ def _range(node: exp.GenerateSeries) -> exp.Expr:
     return sqlglot.parse_one(
         f"CASE WHEN {last} >= {start} THEN sequence({start}, {last}) ELSE array() END", read="spark"
     )
+
+
+def _list_slice(args: list[exp.Expr]) -> exp.Expr:
+    # DuckDB list_slice(l, begin, end) is 1-based and inclusive; Spark slice(l, start, length)
+    begin, end = args[1], args[2]
+    length = exp.Add(this=exp.Sub(this=end, expression=begin.copy()), expression=exp.Literal.number(1))
+    return exp.func("slice", args[0], begin, length)
+
+
+def _regexp_escape(args: list[exp.Expr]) -> exp.Expr:
+    quoted = exp.func("replace", args[0], exp.Literal.string("\\E"), exp.Literal.string("\\E\\\\E\\Q"))
+    return exp.func("concat", exp.Literal.string("\\Q"), quoted, exp.Literal.string("\\E"))
+
+
+_FUNCTIONS: dict[str, Callable[[list[exp.Expr]], exp.Expr]] = {
+    "list_slice": _list_slice,
+    "regexp_escape": _regexp_escape,
+    "regexp_split_to_array": lambda a: exp.func("split", *a),
+    "hash": lambda a: exp.func("xxhash64", *a),
+    "list_position": lambda a: exp.func("array_position", *a),
+}
+
+
+def _lateral_values(node: exp.Select) -> None:
+    """``, LATERAL (VALUES (a, b), ...) AS f(x, y)`` becomes ``LATERAL VIEW INLINE(ARRAY(STRUCT(a AS x, ...)))``."""
+    for join in list(node.args.get("joins") or []):
+        lateral = join.this
+        if not isinstance(lateral, exp.Lateral) or not isinstance(lateral.this, exp.Subquery):
+            continue
+        values = lateral.this.this
+        if not isinstance(values, exp.Values):
+            raise ValueError("a LATERAL subquery other than VALUES has no Spark SQL rendering here")
+        alias = lateral.args["alias"]
+        names = [c.name for c in alias.columns]
+        rows = [
+            exp.Struct(
+                expressions=[
+                    exp.PropertyEQ(this=exp.to_identifier(n), expression=v)
+                    for n, v in zip(names, row.expressions, strict=True)
+                ]
+            )
+            for row in values.expressions
+        ]
+        join.pop()
+        node.append(
+            "laterals",
+            exp.Lateral(
+                this=exp.Inline(this=exp.Array(expressions=rows)),
+                view=True,
+                alias=exp.TableAlias(this=alias.this, columns=[exp.to_identifier(n) for n in names]),
+            ),
+        )
