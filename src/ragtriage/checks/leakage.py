@@ -95,7 +95,7 @@ def leaked_result_rows(leaks: pa.Table) -> int:
 
 
 # The run's answered cases as one distinct list joined once: a correlated EXISTS per case rescans the run.
-_UNCHECKED_SQL = """
+UNCHECKED_SQL = """
 SELECT c.case_id, 'no principal: leakage cannot be checked' AS reason, a.case_id IS NOT NULL AS has_results
 FROM cases c LEFT JOIN (SELECT DISTINCT case_id FROM results WHERE run_id = $run_id) a USING (case_id)
 WHERE c.principal_id IS NULL AND c.principal_groups IS NULL AND c.principal_tenant IS NULL
@@ -105,7 +105,7 @@ ORDER BY c.case_id
 
 def unchecked_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Cases without a principal: reported as unchecked, never as passing (``has_results``: the run answered)."""
-    return run_query(con, run_id, _UNCHECKED_SQL)
+    return run_query(con, run_id, UNCHECKED_SQL)
 
 
 @dataclass(frozen=True)

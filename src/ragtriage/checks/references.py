@@ -47,9 +47,13 @@ _NOT_ID = r"[^\pL\pN_-]"
 ID_HITS = f"""
 ref_ids AS (
     SELECT *, regexp_extract(ref, '{_ID_RUN}') AS ref_key FROM (
-        SELECT d.document_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(CAST(d.document_id AS VARCHAR)) >= {MIN_ID_CHARS}
+        SELECT d.document_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(CAST(d.document_id AS VARCHAR)) >= {
+    MIN_ID_CHARS
+}
         UNION ALL
-        SELECT d.chunk_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(CAST(d.chunk_id AS VARCHAR)) >= {MIN_ID_CHARS})
+        SELECT d.chunk_id AS ref, {UNIT_COLUMNS} FROM documents d WHERE length(CAST(d.chunk_id AS VARCHAR)) >= {
+    MIN_ID_CHARS
+})
 ),
 text_tokens AS (
     SELECT DISTINCT * FROM (

@@ -72,6 +72,31 @@ SELECT (SELECT count(DISTINCT case_id) FROM leakage) AS leaked_cases,
 """
 
 
+# The columns each other check's table has, for a report of the leakage check alone (``leakage_only``).
+_OTHER_CHECKS = {
+    "unverifiable": "case_id VARCHAR, stage VARCHAR, rows BIGINT, detail VARCHAR",
+    "scope": "case_id VARCHAR, stage VARCHAR, rank INTEGER, document_id VARCHAR, chunk_id VARCHAR, rule VARCHAR, "
+    "detail VARCHAR",
+    "pairs": "case_id VARCHAR",
+    "unchecked_filters": "case_id VARCHAR, filter VARCHAR, reason VARCHAR",
+    "negatives": "case_id VARCHAR, expected_behavior VARCHAR, reason VARCHAR, passed BOOLEAN",
+    "stale": "case_id VARCHAR, stage VARCHAR, rank INTEGER, document_id VARCHAR, chunk_id VARCHAR, reason VARCHAR, "
+    "detail VARCHAR",
+    "stale_first": "case_id VARCHAR, stage VARCHAR, stale_rank INTEGER, stale_document_id VARCHAR, detail VARCHAR",
+}
+
+LEAKAGE_COUNTS = (
+    "leaked_result_rows",
+    "leak_findings",
+    "leaked_cases",
+    "candidate_only_leaked_cases",
+    "cases",
+    "checked_cases",
+    "unchecked_cases",
+)
+"""The counts of ``CheckReport.counts`` that the leakage check alone determines."""
+
+
 class CheckVerdict(StrEnum):
     """The three outcomes of ``check``: a run that could not be checked has not passed."""
 
@@ -94,6 +119,19 @@ class CheckReport:
     stale_first: pa.Table
     coverage: Coverage
     _tallies: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @classmethod
+    def leakage_only(cls, run_id: str, leaks: pa.Table, unchecked: pa.Table, cover: Coverage) -> CheckReport:
+        """The report of an engine that runs the leakage check alone (Spark): every other check's table empty,
+        so the verdict is the leakage verdict; say which checks did not run, and print only ``LEAKAGE_COUNTS``."""
+        con = duckdb.connect()
+        try:
+            for name, columns in _OTHER_CHECKS.items():
+                con.execute(f"CREATE TABLE {name} ({columns})")
+            empty = {name: con.table(name).to_arrow_table() for name in _OTHER_CHECKS}
+        finally:
+            con.close()
+        return cls(run_id=run_id, leakage=leaks, unchecked=unchecked, coverage=cover, **empty)
 
     def _tables(self) -> dict[str, pa.Table]:
         return {

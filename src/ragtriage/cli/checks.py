@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,11 +20,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ragtriage.checks.calibration import Calibration
+    from ragtriage.checks.report import CheckReport
 
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 RunOpt = Annotated[str, typer.Option("--run", help="run_id to check (see `ragtriage info`).")]
+CheckRunOpt = Annotated[
+    str, typer.Option("--run", help="run_id to check (see `ragtriage info`); with --engine spark, the run folder.")
+]
 
 
 EXIT_NOT_CHECKED = 3
@@ -48,13 +53,33 @@ def _close(con: duckdb.DuckDBPyConnection | None) -> None:
 
 @app.command()
 def check(
-    run: RunOpt,
+    run: CheckRunOpt,
     db: DbOpt = DEFAULT_DB_PATH,
     fmt: FormatOpt = Format.table,
     strict: Annotated[bool, typer.Option(help="Also exit 1 on scope violations and failed negative cases.")] = False,
     limit: Annotated[
         int, typer.Option(help="Rows per check in table and markdown output (0: all); json and csv list all.")
     ] = 20,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="duckdb: every check, on the store. spark: the leakage check alone, on Spark, of the --run folder "
+            "against --dataset (JSONL or Parquet tables; pip install 'ragtriage[spark]'); see docs/scale.md."
+        ),
+    ] = "duckdb",
+    dataset: Annotated[
+        Path | None, typer.Option(help="--engine spark: the dataset folder (cases, documents, dataset.json).")
+    ] = None,
+    spark_master: Annotated[
+        str | None, typer.Option(help="--engine spark: the Spark master (default local[2]; SPARK_REMOTE: Connect).")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            help="--engine spark: a new folder for leakage.parquet and a Parquet snapshot of the inputs that "
+            "`ragtriage load --dataset DIR/dataset --run DIR/run` reads."
+        ),
+    ] = None,
 ) -> None:
     """Leakage, filter scope, negative cases and stale documents of one run.
 
@@ -70,10 +95,17 @@ def check(
     from ragtriage.checks import check_run
     from ragtriage.store import StoreError
 
+    if engine not in ("duckdb", "spark"):
+        raise _fail(f"--engine {engine}: use duckdb or spark")
+    if engine == "spark":
+        report = _spark_report(run, dataset, spark_master, output)
+    elif dataset is not None or spark_master is not None or output is not None:
+        raise _fail("--dataset, --spark-master and --output go with --engine spark")
     con = None
     try:
-        con = _open(db, read_only=True)
-        report = check_run(con, run)
+        if engine == "duckdb":
+            con = _open(db, read_only=True)
+            report = check_run(con, run)
     except (StoreError, duckdb.Error, OSError) as exc:
         raise _fail(exc) from exc
     finally:
@@ -90,11 +122,19 @@ def check(
         findings = report.findings()
     unchecked = report.unchecked.num_rows
     notes = [_first_ids("unchecked (no principal)", report.unchecked["case_id"], unchecked)] if unchecked else []
+    if engine == "spark":
+        from ragtriage.spark.check import NOT_RUN
+
+        notes.append(f"engine spark: leakage only; not run: {', '.join(NOT_RUN)} (ragtriage load, then check)")
     if cut:
         notes.append(f"… {cut:,} more rows (the first {limit} of each check shown): --limit 0 or --format csv for all")
     counts = report.counts()
+    if engine == "spark":
+        from ragtriage.checks.report import LEAKAGE_COUNTS
+
+        counts = {k: counts[k] for k in LEAKAGE_COUNTS}
     context = {
-        "run": run,
+        "run": report.run_id,
         "verdict": report.verdict_line(),
         "checked": f"{report.coverage.checked:,} of {report.coverage.cases:,} case(s)",
         "passed": report.passed,
@@ -112,6 +152,32 @@ def check(
     ok = report.strict_passed if strict else report.passed
     if not ok:
         raise typer.Exit(1)
+
+
+def _spark_report(run: str, dataset: Path | None, master: str | None, output: Path | None) -> CheckReport:
+    """The leakage check on Spark; every input, Spark or output problem is one message and exit 2."""
+    from ragtriage.cli._app import input_errors
+
+    if dataset is None:
+        raise _fail("--engine spark needs --dataset (the dataset folder) and --run (the run folder)")
+    from ragtriage.spark import SparkUnavailable, get_session
+
+    try:
+        spark = get_session(master)
+    except SparkUnavailable as exc:
+        raise _fail(exc) from exc
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    from ragtriage.spark.check import check_folders
+
+    try:
+        return check_folders(spark, dataset, Path(run), output)
+    except input_errors() as exc:  # bad input, and an --output folder that is not new (a ValueError)
+        raise _fail(exc) from exc
+    except (PySparkException, Py4JError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _fail(f"Spark failed: {first}") from exc
 
 
 def _first_ids(what: str, ids: pa.ChunkedArray, total: int, first: int = 10) -> str:

@@ -112,6 +112,11 @@ def _fail_if_errors(findings: list[Finding]) -> list[Finding]:
 UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "bad-header", "compression")
 
 
+def document_unit(unit: str) -> str:
+    """SQL of a corpus manifest row's unit id for the dataset's unit (the store's and the Spark reader's)."""
+    return "document_id" if unit == "document" else "coalesce(chunk_id, section_id, document_id)"
+
+
 def _unit_expr(unit: str, alias: str = "") -> str:
     p = f"{alias}." if alias else ""
     if unit == "document":
@@ -197,7 +202,7 @@ def _insert_dataset(
     con.execute("DELETE FROM documents")
     if "documents" in staged:
         d = staged["documents"].name
-        doc_unit = "document_id" if m.unit == "document" else "coalesce(chunk_id, section_id, document_id)"
+        doc_unit = document_unit(m.unit)
         con.execute(
             f"""INSERT INTO documents BY NAME
                 SELECT document_id, chunk_id, section_id, {doc_unit} AS unit_id, line AS position, title, text,
