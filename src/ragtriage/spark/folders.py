@@ -54,14 +54,17 @@ def read_table(spark: SparkSession, path: Path, table: Table) -> DataFrame:
 
 
 def _text(frame: DataFrame, column: str) -> DataFrame:
-    """A JSON object column as its text whatever the file held (Parquet keeps a struct; JSONL its text)."""
+    """A JSON object column as the store's text of it, whatever the file held (Parquet: a struct or text; JSONL:
+    the line's text): parsed and written again, minified with non-ASCII characters unescaped, as the loader
+    does (a mention of ``ÜBER-7`` written ``\\u00dcBER-7`` is still found). Text that is not JSON fails the read.
+    Spark writes a parsed object's keys in sorted order, the loader in the file's order."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
     if column not in frame.columns:
         return frame.withColumn(column, F.lit(None).cast("string"))
     if isinstance(frame.schema[column].dataType, StringType):
-        return frame
+        return frame.withColumn(column, F.to_json(F.parse_json(column)))
     return frame.withColumn(column, F.to_json(column))
 
 
