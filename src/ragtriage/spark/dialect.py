@@ -85,7 +85,7 @@ def _rewrite(node: exp.Expr) -> exp.Expr:
         node.set("side", "LEFT")
         return node
     if isinstance(node, exp.ArrayOverlaps):
-        return exp.func("arrays_overlap", node.this, node.expression)
+        return _call("arrays_overlap", node.this, node.expression)
     if isinstance(node, exp.Anonymous) and node.name.lower() in _FUNCTIONS:
         return _FUNCTIONS[node.name.lower()](list(node.expressions))
     if isinstance(node, exp.Star) and node.args.get("except_"):
@@ -170,24 +170,30 @@ def _range(node: exp.GenerateSeries) -> exp.Expr:
     )
 
 
+def _call(name: str, *args: exp.Expr) -> exp.Expr:
+    """A call of Spark's function ``name`` as written: ``exp.func`` would read some names as SQLGlot expressions
+    with their own rendering (``split`` as a literal split, its pattern quoted)."""
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
 def _list_slice(args: list[exp.Expr]) -> exp.Expr:
     # DuckDB list_slice(l, begin, end) is 1-based and inclusive; Spark slice(l, start, length)
     begin, end = args[1], args[2]
     length = exp.Add(this=exp.Sub(this=end, expression=begin.copy()), expression=exp.Literal.number(1))
-    return exp.func("slice", args[0], begin, length)
+    return _call("slice", args[0], begin, length)
 
 
 def _regexp_escape(args: list[exp.Expr]) -> exp.Expr:
-    quoted = exp.func("replace", args[0], exp.Literal.string("\\E"), exp.Literal.string("\\E\\\\E\\Q"))
-    return exp.func("concat", exp.Literal.string("\\Q"), quoted, exp.Literal.string("\\E"))
+    quoted = _call("replace", args[0], exp.Literal.string("\\E"), exp.Literal.string("\\E\\\\E\\Q"))
+    return _call("concat", exp.Literal.string("\\Q"), quoted, exp.Literal.string("\\E"))
 
 
 _FUNCTIONS: dict[str, Callable[[list[exp.Expr]], exp.Expr]] = {
     "list_slice": _list_slice,
     "regexp_escape": _regexp_escape,
-    "regexp_split_to_array": lambda a: exp.func("split", *a),
-    "hash": lambda a: exp.func("xxhash64", *a),
-    "list_position": lambda a: exp.func("array_position", *a),
+    "regexp_split_to_array": lambda a: _call("split", *a),
+    "hash": lambda a: _call("xxhash64", *a),
+    "list_position": lambda a: _call("array_position", *a),
 }
 
 
