@@ -161,10 +161,13 @@ def _spark_report(run: str, dataset: Path | None, master: str | None, output: Pa
     if dataset is None:
         raise _fail("--engine spark needs --dataset (the dataset folder) and --run (the run folder)")
     from ragtriage.spark import SparkUnavailable, get_session
+    from ragtriage.spark.output import OutputExists, prepare
 
     try:
+        if output is not None:
+            prepare(output)  # before Spark starts: a folder that is not new is refused at once
         spark = get_session(master)
-    except SparkUnavailable as exc:
+    except (SparkUnavailable, OutputExists) as exc:
         raise _fail(exc) from exc
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException

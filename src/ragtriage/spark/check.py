@@ -27,9 +27,9 @@ def check_folders(spark: SparkSession, dataset: Path, run: Path, output: Path | 
     with ``output`` (a new or empty folder) receiving the snapshot and ``leakage.parquet``."""
     import pyarrow.parquet as pq
 
-    inputs = read_inputs(spark, dataset, run)
     if output is not None:
-        prepare(output)
+        prepare(output)  # a new or empty folder (the CLI prepared it before Spark started)
+    inputs = read_inputs(spark, dataset, run)
     leaks = leakage(spark, inputs)
     if output is not None:
         write_snapshot(spark, dataset, run, output)
