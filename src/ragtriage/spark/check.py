@@ -25,16 +25,25 @@ NOT_RUN = ("filter scope", "negative cases", "staleness", "unverifiable rows")
 def check_folders(spark: SparkSession, dataset: Path, run: Path, output: Path | None = None) -> CheckReport:
     """The leakage check of the run folder ``run`` against the dataset folder ``dataset`` (JSONL or Parquet tables),
     with ``output`` (a new or empty folder) receiving the snapshot and ``leakage.parquet``."""
+    import os
+    import tempfile
+
     import pyarrow.parquet as pq
 
     if output is not None:
         prepare(output)  # a new or empty folder (the CLI prepared it before Spark started)
     inputs = read_inputs(spark, dataset, run)
     leaks = leakage(spark, inputs)
+    unchecked = unchecked_cases(spark, inputs).toArrow()
+    cover = coverage(inputs, unchecked.num_rows)
     if output is not None:
         write_snapshot(spark, dataset, run, output)
         rows = pq.read_table(write_parquet(leaks, output / "leakage.parquet"))
+    elif os.environ.get("SPARK_REMOTE"):
+        rows = leaks.toArrow()  # a Connect server writes files on its own machine: the rows come as Arrow
     else:
-        rows = leaks.toArrow()
-    unchecked = unchecked_cases(spark, inputs).toArrow()
-    return CheckReport.leakage_only(inputs.run_id, rows, unchecked, coverage(inputs, unchecked.num_rows))
+        # written by Spark and read here, so the rows never gather in the JVM's heap (a run leaking on every row
+        # has more leak rows than result rows; collecting them runs a default 1 GiB driver out of memory)
+        with tempfile.TemporaryDirectory(prefix="ragtriage-leaks-") as tmp:
+            rows = pq.read_table(write_parquet(leaks, Path(tmp) / "leakage.parquet"))
+    return CheckReport.leakage_only(inputs.run_id, rows, unchecked, cover)
