@@ -4,7 +4,8 @@
 
 For each size it generates one collection (N result rows, ~100 per case, uneven depths 50..150, document ids drawn
 from a 10M-id space, scores with three decimals so ties occur, five graded labels per case, a principal per case and
-an acl and tenant per manifest document) as TREC text (qrels, run) and as contract folders in Parquet, then times,
+an acl and tenant per manifest document, drawn at random, so most result rows leak: the worst case for the size of
+the check's output) as TREC text (qrels, run) and as contract folders in Parquet, then times,
 each in its own process, interleaved (DuckDB then Spark, per size and repeat):
 
 - measures: ``ragtriage metrics --qrels Q --run R -m nDCG@10 -m AP -m P@10`` with ``--engine duckdb`` and with
