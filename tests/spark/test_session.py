@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -44,3 +45,31 @@ def test_master_and_spark_remote_together_are_refused(monkeypatch: pytest.Monkey
     monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1")
     with pytest.raises(SparkUnavailable, match="unset one"):
         get_session("local[1]")
+
+
+def test_a_spark_submit_job_keeps_its_own_master(tmp_path: Path) -> None:
+    """Under spark-submit the JVM holds the job's master: get_session must not replace it by local[2]."""
+    import os
+    import subprocess
+    import sys
+
+    import pyspark
+
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    if not submit.exists():
+        pytest.skip("this pyspark has no bin/spark-submit")
+    job = tmp_path / "job.py"
+    job.write_text(
+        "from ragtriage.spark import get_session\n"
+        "s = get_session()\n"
+        "print('MASTER=' + s.sparkContext.master)\n"
+        "s.stop()\n"
+    )
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env.pop("SPARK_REMOTE", None)
+    res = subprocess.run(
+        [str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(job)],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "MASTER=local[1]" in res.stdout, res.stdout

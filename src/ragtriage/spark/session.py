@@ -85,6 +85,16 @@ def get_session(
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
+    if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # a spark-submit job before its session exists: the JVM was started with the job's master and conf,
+        # which a master or local settings of ours would override
+        builder = SparkSession.builder.appName(app_name)
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        try:
+            return builder.getOrCreate()
+        except Exception as exc:
+            raise SparkUnavailable(f"Spark did not start under spark-submit: {_first_line(exc)}") from exc
     master = master or DEFAULT_MASTER
     if master.startswith("local"):
         # a local session talks to itself: bind the loopback (and skip Spark's warning about the host's name)
