@@ -154,9 +154,14 @@ def main() -> None:
     ap.add_argument("--sizes", default="1M,10M")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-spark-bench"))
+    ap.add_argument("--tasks", default="measures,leakage", help="which of measures, leakage to time")
     args = ap.parse_args()
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    if not tasks or set(tasks) - {"measures", "leakage"}:
+        ap.error("--tasks takes measures, leakage or both")
     sizes = [parse_size(s) for s in args.sizes.split(",")]
-    rec = Recorder("spark", {"sizes": sizes, "repeat": args.repeat, "measures": list(MEASURES), "master": "local[2]"})
+    params = {"sizes": sizes, "repeat": args.repeat, "measures": list(MEASURES), "master": "local[2]", "tasks": tasks}
+    rec = Recorder("spark", params)
     rec.note("data: ~100 results per case (depth 50..150), ids from a 10M space, 3-decimal scores (ties), 5 labels")
     rec.note(
         "local Spark is slower here by design: each process starts a JVM, local[2] has two cores to spread tasks "
@@ -175,6 +180,8 @@ def main() -> None:
         for rows in sizes:
             root = args.dir / str(rows)
             for task, engines in commands(root).items():
+                if task not in tasks:
+                    continue
                 for engine, argvs in engines.items():  # interleaved: DuckDB then Spark on the same files
                     if engine == "duckdb" and task == "leakage":
                         (root / "bench.duckdb").unlink(missing_ok=True)
