@@ -43,7 +43,7 @@ def check_folders(spark: SparkSession, dataset: Path, run: Path, output: Path | 
         rows = leaks.toArrow()  # a Connect server writes files on its own machine: the rows come as Arrow
     else:
         # written by Spark and read here, so the rows never gather in the JVM's heap (a run leaking on every row
-        # has more leak rows than result rows; collecting them runs a default 1 GiB driver out of memory)
+        # has more leak rows than result rows; collecting them can run a default-sized driver out of memory)
         with tempfile.TemporaryDirectory(prefix="ragtriage-leaks-") as tmp:
             rows = pq.read_table(write_parquet(leaks, Path(tmp) / "leakage.parquet"))
     return CheckReport.leakage_only(inputs.run_id, rows, unchecked, cover)
