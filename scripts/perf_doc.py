@@ -53,15 +53,26 @@ To add figures, run a bench script (each `bench/*.py --help` says how) and then 
 
 #: Benches run once per data shape (``--shape``): the newest document of each shape is shown.
 BY_SHAPE = frozenset({"trec-eval"})
+#: Benches whose runs may time part of their tasks (``--tasks``): the newest document of each task set is shown.
+BY_TASKS = {"spark": ["measures", "leakage"]}
+
+
+def variant(doc: dict[str, Any]) -> str | None:
+    """What sets a document apart from the other runs of its bench that are shown beside it (None: nothing)."""
+    if doc["bench"] in BY_SHAPE:
+        return f"{doc['params'].get('shape')} shape"
+    if doc["bench"] in BY_TASKS:
+        return "tasks: " + ", ".join(doc["params"].get("tasks") or BY_TASKS[doc["bench"]])
+    return None
 
 
 def latest() -> dict[str, dict[str, Any]]:
-    """The newest results document of each bench (by its recorded date), of each shape for ``BY_SHAPE``."""
+    """The newest results document of each bench (by its recorded date), of each ``variant``."""
     newest: dict[str, dict[str, Any]] = {}
     for path in sorted(RESULTS.glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))
         doc["_file"] = path.name
-        key = f"{doc['bench']}:{doc['params'].get('shape')}" if doc["bench"] in BY_SHAPE else doc["bench"]
+        key = f"{doc['bench']}:{variant(doc)}" if variant(doc) else doc["bench"]
         if key not in newest or doc["date"] > newest[key]["date"]:
             newest[key] = doc
     order = {name: i for i, name in enumerate(TITLES)}
@@ -146,8 +157,7 @@ def section(doc: dict[str, Any]) -> list[str]:
     versions = ", ".join(f"{k} {v}" for k, v in doc["versions"].items())
     params = ", ".join(f"{k}={v}" for k, v in doc["params"].items())
     out = [
-        f"## {TITLES.get(doc['bench'], doc['bench'])}"
-        + (f" ({doc['params'].get('shape')} shape)" if doc["bench"] in BY_SHAPE else ""),
+        f"## {TITLES.get(doc['bench'], doc['bench'])}" + (f" ({variant(doc)})" if variant(doc) else ""),
         "",
         f"`{doc['command']}` — {doc['date']}, {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {shared} "
         f"({load}). {versions or 'versions not recorded'}. Parameters: {params}. "
