@@ -28,7 +28,7 @@ from ragtriage.classify.cost import COST_CATEGORIES, CostTally
 from ragtriage.classify.facts import chunk_bounds, chunk_facts, kept_tables
 from ragtriage.store import run_ids, run_k
 from ragtriage.store.memory_cap import capped
-from ragtriage.store.transactions import rollback
+from ragtriage.store.transactions import transaction
 
 PLAN_TABLE = "classification_chunks"
 
@@ -50,9 +50,8 @@ CREATE TABLE IF NOT EXISTS {PLAN_TABLE} (
     cases BIGINT[]
 )"""
 
-_VERSION = "(SELECT value FROM meta WHERE key = 'current_dataset')"
 # A plan made for the current dataset version after every load, with the run's current threshold.
-_FRESH_PLAN = f"""p.run_id = $run_id AND p.k = $k AND p.dataset_version = {_VERSION}
+_FRESH_PLAN = f"""p.run_id = $run_id AND p.k = $k AND p.dataset_version = {stored.VERSION}
     AND p.planned_at >= greatest((SELECT max(loaded_at) FROM runs), (SELECT max(loaded_at) FROM datasets))
     AND p.score_threshold IS NOT DISTINCT FROM (SELECT score_threshold FROM runs WHERE run_id = $run_id)"""
 
@@ -122,16 +121,6 @@ def done_chunk_of(con: duckdb.DuckDBPyConnection, run_id: str, k: int, case_id: 
         cur.close()
 
 
-def _transaction(cur: duckdb.DuckDBPyConnection, body: Callable[[], None]) -> None:
-    cur.execute("BEGIN TRANSACTION")
-    try:
-        body()
-        cur.execute("COMMIT")
-    except BaseException:
-        rollback(cur)
-        raise
-
-
 def _new_plan(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTally, rows: int | None) -> None:
     """Drop the run's stored rows, costs and plans at ``k`` and write a new plan (one transaction)."""
     population, total = tally.mean()
@@ -144,28 +133,21 @@ def _new_plan(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTa
         }
     )
     params = {"run_id": run_id, "k": k}
-
-    def write() -> None:
+    with stored.storing(run_id), transaction(cur):
         stored.ensure_tables(cur)
         cur.execute(PLAN_DDL)
-        for table in (stored.COST_TABLE, stored.TABLE):
-            cur.execute(
-                f"DELETE FROM {table} WHERE run_id = $run_id AND k = $k AND dataset_version = {_VERSION}", params
-            )
+        stored.delete_stored(cur, run_id, k)
         cur.execute(f"DELETE FROM {PLAN_TABLE} WHERE run_id = $run_id AND k = $k", params)
         cur.register("_cls_plan", plan)
         try:
             cur.execute(
-                f"INSERT INTO {PLAN_TABLE} SELECT $run_id, {_VERSION}, $k, chunk, $chunks, lo, hi, $population, "
+                f"INSERT INTO {PLAN_TABLE} SELECT $run_id, {stored.VERSION}, $k, chunk, $chunks, lo, hi, $population, "
                 "$total, (SELECT score_threshold FROM runs WHERE run_id = $run_id), now()::TIMESTAMP, NULL, NULL, "
                 "NULL FROM _cls_plan",
                 {**params, "chunks": len(bounds), "population": population, "total": total},
             )
         finally:
             cur.unregister("_cls_plan")
-
-    with stored.storing(run_id):
-        _transaction(cur, write)
 
 
 def _resume_tally(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTally) -> None:
@@ -187,8 +169,7 @@ def _store_chunk(
     cur: duckdb.DuckDBPyConnection, run_id: str, k: int, chunk: int, facts: pa.Table, tally: CostTally
 ) -> None:
     """The chunk's rows and its share of the costs, and the chunk marked done: one transaction."""
-
-    def write() -> None:
+    with stored.storing(run_id), transaction(cur):
         cur.register("_cls_facts", facts)
         try:
             stored.Writer(cur, run_id, k).rows(_decided_sql(), {"k": k})
@@ -207,19 +188,11 @@ def _store_chunk(
             },
         )
 
-    with stored.storing(run_id):
-        _transaction(cur, write)
-
 
 def _finish(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTally) -> None:
-    def write() -> None:
-        cur.execute(
-            f"DELETE FROM {stored.COST_TABLE} WHERE run_id = $run_id AND k = $k AND dataset_version = {_VERSION}",
-            {"run_id": run_id, "k": k},
-        )
+    with transaction(cur):
+        stored.delete_stored(cur, run_id, k, (stored.COST_TABLE,))
         stored.Writer(cur, run_id, k).costs(tally.report().to_table())
-
-    _transaction(cur, write)
 
 
 def classify_chunks(

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.store import StoreError
-from ragtriage.store.transactions import rollback, write_refused
+from ragtriage.store.transactions import transaction, write_refused
 
 TABLE = "classifications"
 COST_TABLE = "classification_costs"
@@ -115,7 +115,7 @@ class Writer:
         try:
             with storing(self._run_id):
                 self._cur.execute(
-                    f"INSERT INTO {COST_TABLE} SELECT $run_id, {_VERSION}, $k, {', '.join(COST_COLUMNS)}, "
+                    f"INSERT INTO {COST_TABLE} SELECT $run_id, {VERSION}, $k, {', '.join(COST_COLUMNS)}, "
                     "now()::TIMESTAMP FROM _cls_costs",
                     {"run_id": self._run_id, "k": self._k},
                 )
@@ -123,7 +123,7 @@ class Writer:
             self._cur.unregister("_cls_costs")
 
 
-_VERSION = "(SELECT value FROM meta WHERE key = 'current_dataset')"
+VERSION = "(SELECT value FROM meta WHERE key = 'current_dataset')"
 
 
 @contextmanager
@@ -146,26 +146,27 @@ def replacing(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator[W
     piece's rows in memory until the commit.) A write the store refuses raises
     :class:`StoreError`; the caller's own errors pass unchanged."""
 
-    def drop_stored() -> None:  # costs first: from then on no reader takes the rows as fresh
-        where = f"run_id = $run_id AND k = $k AND dataset_version = {_VERSION}"
-        for table in (COST_TABLE, TABLE):
-            cur.execute(f"DELETE FROM {table} WHERE {where}", {"run_id": run_id, "k": k})
-
-    with storing(run_id):
-        cur.execute("BEGIN TRANSACTION")
-        try:
-            ensure_tables(cur)
-            drop_stored()
-            cur.execute("COMMIT")
-        except BaseException:
-            rollback(cur)
-            raise
+    with storing(run_id), transaction(cur):
+        ensure_tables(cur)
+        delete_stored(cur, run_id, k)
     try:
         yield Writer(cur, run_id, k)
     except BaseException:
         with suppress(duckdb.Error):
-            drop_stored()
+            delete_stored(cur, run_id, k)
         raise
+
+
+def delete_stored(
+    cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tables: tuple[str, ...] = (COST_TABLE, TABLE)
+) -> None:
+    """Delete the run's stored ``tables`` at ``k`` for the current dataset version; costs come first, so from then
+    on no reader takes the rows as fresh."""
+    for table in tables:
+        cur.execute(
+            f"DELETE FROM {table} WHERE run_id = $run_id AND k = $k AND dataset_version = {VERSION}",
+            {"run_id": run_id, "k": k},
+        )
 
 
 def ensure_tables(cur: duckdb.DuckDBPyConnection) -> None:

@@ -8,7 +8,8 @@ write with advice that fits it (free space, open the store writable, or the stor
 
 from __future__ import annotations
 
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 
 import duckdb
 
@@ -18,6 +19,18 @@ def rollback(con: duckdb.DuckDBPyConnection) -> None:
     raised."""
     with suppress(duckdb.Error):
         con.execute("ROLLBACK")
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """BEGIN, then COMMIT when the block ends, or :func:`rollback` when it raises (the block's error stays)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        rollback(con)
+        raise
 
 
 def disk_full(exc: BaseException) -> bool:
