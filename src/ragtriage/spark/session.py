@@ -85,27 +85,24 @@ def get_session(
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
+    builder = SparkSession.builder.appName(app_name)
+    settings = dict(conf or {})
     if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
         # a spark-submit job before its session exists: the JVM was started with the job's master and conf,
         # which a master or local settings of ours would override
-        builder = SparkSession.builder.appName(app_name)
-        for key, value in (conf or {}).items():
-            builder = builder.config(key, value)
-        try:
-            return builder.getOrCreate()
-        except Exception as exc:
-            raise SparkUnavailable(f"Spark did not start under spark-submit: {_first_line(exc)}") from exc
-    master = master or DEFAULT_MASTER
-    if master.startswith("local"):
-        # a local session talks to itself: bind the loopback (and skip Spark's warning about the host's name)
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**_LOCAL_CONF, **(conf or {})}.items():
+        where = "under spark-submit"
+    else:
+        master = master or DEFAULT_MASTER
+        if master.startswith("local"):
+            # a local session talks to itself: bind the loopback (and skip Spark's warning about the host's name)
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder, settings, where = builder.master(master), {**_LOCAL_CONF, **settings}, f"on master {master}"
+    for key, value in settings.items():
         builder = builder.config(key, value)
     try:
         return builder.getOrCreate()
     except Exception as exc:  # pyspark raises its own runtime errors when the JVM does not start
-        raise SparkUnavailable(f"Spark did not start on master {master}: {_first_line(exc)}") from exc
+        raise SparkUnavailable(f"Spark did not start {where}: {_first_line(exc)}") from exc
 
 
 def _connect_session(remote: str, app_name: str) -> SparkSession:
