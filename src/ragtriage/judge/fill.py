@@ -22,6 +22,7 @@ from ragtriage.annotate.versions import fork_with_labels, scalar
 from ragtriage.contract.staging import sql_str
 from ragtriage.judge.answers import JudgeIdentity, has_tables
 from ragtriage.store.connection import current_dataset_version
+from ragtriage.store.transactions import transaction
 
 
 class NotCalibrated(ValueError):
@@ -94,8 +95,7 @@ def fill_version(con: duckdb.DuckDBPyConnection, judge: JudgeIdentity, sessions:
     transaction."""
     annotator = judge.annotator
     note = f"'judge prompt sha256:{judge.prompt_sha256} temperature {judge.temperature:g} answer ' || a.key"
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         parent = current_dataset_version(con)
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE _judge_new AS
@@ -121,8 +121,4 @@ def fill_version(con: duckdb.DuckDBPyConnection, judge: JudgeIdentity, sessions:
             "UPDATE judge_sessions SET new_version = ? WHERE list_contains(?, session_id) AND purpose = 'fill'",
             [fork.version, sessions],
         )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return FillReport(fork.version, parent, fork.unchanged, labels, filled)
