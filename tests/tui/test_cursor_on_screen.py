@@ -175,3 +175,23 @@ async def test_slices_keep_the_slice_on_screen_and_enter_opens_it(sample_db: Pat
         await settle(pilot)
         assert isinstance(app.screen, FailuresScreen) and app.screen.slice_filter is not None
         assert app.screen.slice_filter[:2] == ("source_family", value)
+
+
+@pilot_test
+async def test_a_note_from_another_process_while_a_view_opens(sample_db: Path, tmp_path: Path) -> None:
+    """The notes poll fires between a view being pushed and its widgets existing: that view's own mount shows
+    the note, and the poll neither reaches into its missing widgets nor stops the app."""
+    app = make_app(sample_db, tmp_path)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        NotesStore(app.store.path).set("hybrid-rerank", "q013", category="dataset", author="other")
+        screen = FailuresScreen()
+        waiting = app.push_screen(screen)  # on the stack, not yet composed
+        assert app.screen is screen and not screen.is_mounted
+        app._poll_notes()
+        await waiting
+        await settle(pilot)
+        assert screen.shown is not None and "q013" in screen.case_ids()
+        assert app.notes_version >= 1
+        row = screen.shown.to_pylist()[screen.case_ids().index("q013")]
+        assert "dataset" in row.values(), row

@@ -22,7 +22,7 @@ import contextlib
 import queue
 import signal
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -275,7 +275,7 @@ class TriageApp(App[None]):
             self.cache.forget(p.run_id, CLASSIFIED_KINDS)
         else:
             self.classifying[p.run_id] = p
-        handler = getattr(self.screen, "on_classified", None)
+        handler = self._screen_hook("on_classified")
         if handler:
             handler(p)
 
@@ -291,15 +291,24 @@ class TriageApp(App[None]):
         """The store cannot be written: the views classify what they read themselves, as whole runs."""
         self.classifying.clear()
         self.notify(f"classification not stored ({why}); each view classifies what it shows", timeout=8)
-        handler = getattr(self.screen, "on_classified", None)
+        handler = self._screen_hook("on_classified")
         if handler:
             handler(None)
+
+    def _screen_hook(self, name: str) -> Callable[..., Any] | None:
+        """The shown screen's handler ``name``, or None while that screen is still being composed: its own
+        mount reads the app's newest state, and its widgets do not exist yet."""
+        screen = self.screen
+        if not screen.is_mounted:
+            return None
+        hook: Callable[..., Any] | None = getattr(screen, name, None)
+        return hook
 
     def _poll_notes(self) -> None:
         """Another process saved a note: refresh what shows notes (our own saves refresh on NoteSaved too)."""
         if self._notes_watch.changed():
             self.notes_version += 1
-            handler = getattr(self.screen, "on_note_saved", None)
+            handler = self._screen_hook("on_note_saved")
             if handler:
                 handler()
 
@@ -382,7 +391,7 @@ class TriageApp(App[None]):
         self.notes_version += 1
         n = message.note
         self.notify(f"saved {n.case_id}: {n.category or '-'} / {n.status or '-'}", timeout=2)
-        handler = getattr(self.screen, "on_note_saved", None)
+        handler = self._screen_hook("on_note_saved")
         if handler:
             handler()
 
@@ -496,7 +505,7 @@ class TriageApp(App[None]):
         self.sub_title = visible(f"{self.db_path.name} · run {self.run_id}")
         while len(self.screen_stack) > 1:
             self.pop_screen()
-        reload = getattr(self.screen, "reload", None)
+        reload = self._screen_hook("reload")
         if reload:
             reload()
         self.notify(f"run {run_id}", timeout=2)
