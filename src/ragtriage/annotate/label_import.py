@@ -28,7 +28,7 @@ from ragtriage.contract.staging import Staged, qident, sql_str, stage
 from ragtriage.csv_out import restore_sql
 from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
-from ragtriage.store.transactions import rollback
+from ragtriage.store.transactions import transaction
 from ragtriage.version import __version__
 
 STAGED = "_annotate_import"
@@ -230,8 +230,7 @@ def import_labels(
     from ragtriage.classify import refresh
 
     p = Path(path)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         parent = current_dataset_version(con)
         ds = dataset_row(con, parent)
         staged, warnings = _validate(con, p, ds, fmt)
@@ -266,10 +265,6 @@ def import_labels(
         if pool_runs:
             report.pool_units, report.pool_unjudged = _pool_counts(con, pool_runs, depth, stage_name)
         _record(con, p, parent, report, staged.rows)
-        con.execute("COMMIT")
-    except BaseException:
-        rollback(con)
-        raise
     report.classified = refresh(con)
     return report
 

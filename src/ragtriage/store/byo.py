@@ -62,7 +62,7 @@ from ragtriage.store.traces import (
     trace_manifest,
     write_repeats,
 )
-from ragtriage.store.transactions import rollback
+from ragtriage.store.transactions import transaction
 
 Input = Any  # Path | str | dict[str, dict[str, float]] | pandas/polars DataFrame | pyarrow Table
 
@@ -121,14 +121,8 @@ def load_inputs(con: duckdb.DuckDBPyConnection, req: LoadRequest, progress: Prog
     if req.topics is not None and req.qrels is None:
         raise ValueError("topics need qrels: pass --qrels FILE with --topics FILE")
     grade_map = parse_grade_map(req.grade_map)
-    with scratch(), capped(con):
-        con.execute("BEGIN TRANSACTION")
-        try:
-            summary = _load(con, req, grade_map, progress)
-            con.execute("COMMIT")
-        except BaseException:
-            rollback(con)
-            raise
+    with scratch(), capped(con), transaction(con):
+        summary = _load(con, req, grade_map, progress)
     return summary
 
 
