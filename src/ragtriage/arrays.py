@@ -34,8 +34,15 @@ _SQL_TYPES = {pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN
 
 
 def row_numbers(n: int) -> pa.Array:
-    """0 .. n-1 as an Arrow int64 array over numpy's buffer (``pa.array(np.arange(n))`` imports pandas)."""
-    return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int64))])
+    """0 .. n-1 as an Arrow int64 array."""
+    return over_buffer(np.arange(n, dtype=np.int64))
+
+
+def over_buffer(values: npt.NDArray[np.int64] | npt.NDArray[np.uint64]) -> pa.Array:
+    """A contiguous numpy array of 8-byte integers as an Arrow array over its buffer, no nulls
+    (``pa.array(values)`` imports pandas when it is installed)."""
+    kind = pa.int64() if values.dtype == np.int64 else pa.uint64()
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(np.ascontiguousarray(values))])
 
 
 def table_of(columns: dict[str, npt.NDArray[Any]], schema: pa.Schema) -> pa.Table:

@@ -62,3 +62,19 @@ def test_rows_of_some_cases_keep_the_table_order_and_never_import_pandas() -> No
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_an_integer_array_over_its_buffer_keeps_every_value_without_pandas() -> None:
+    code = (
+        "import sys, numpy as np, pyarrow as pa\n"
+        "from ragtriage.arrays import over_buffer\n"
+        "big = over_buffer(np.array([0, 2**64 - 1, 7], dtype=np.uint64))\n"
+        "signed = over_buffer(np.array([-3, 2**63 - 1], dtype=np.int64)[::-1])\n"  # a strided view is copied
+        "print(big.type, big.to_pylist(), signed.type, signed.to_pylist(), 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == [
+        *("uint64", "[0,", "18446744073709551615,", "7]"),
+        *("int64", "[9223372036854775807,", "-3]"),
+        "False",
+    ]

@@ -35,3 +35,29 @@ def test_a_command_still_reaches_its_core(tmp_path: Path) -> None:
         text=True,
     )
     assert res.returncode == 2 and "no such database" in res.stderr and not missing.exists()
+
+
+@pytest.mark.slow
+def test_the_one_off_imports_neither_pandas_nor_numpy_ma(tmp_path: Path) -> None:
+    """`metrics --qrels --run` of a list repeating a document: its repeats are found and dropped (nDCG@10 is 1:
+    the relevant d1 first, once) without pandas, which pyarrow imports to convert numpy when it is installed, or
+    numpy.ma, which np.unique imports."""
+    pytest.importorskip("pandas")  # without it installed the check below would pass whatever the code does
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n")
+    run.write_text("q1 Q0 d1 1 0.9 a\nq1 Q0 d2 2 0.8 a\nq1 Q0 d1 3 0.7 a\nq2 Q0 d4 1 0.5 a\nq2 Q0 d3 2 0.4 a\n")
+    code = (
+        "import sys\n"
+        f"sys.argv = ['ragtriage', 'metrics', '--qrels', {str(qrels)!r}, '--run', {str(run)!r}, '-m', 'nDCG@10',"
+        " '--per-case', '--format', 'trec']\n"
+        "from ragtriage.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pandas', 'numpy.ma') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[-1] == "[]"
+    assert [line.split() for line in out[:-1]] == [
+        ["nDCG@10", "q1", "1.0000"],
+        ["nDCG@10", "q2", "0.6309"],
+        ["nDCG@10", "all", "0.8155"],  # (1 + 1/log2(3)) / 2
+    ]

@@ -198,12 +198,16 @@ def repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
 def _repeated(hashes: Any) -> pa.Table:
     import numpy as np
 
-    if isinstance(hashes, np.ma.MaskedArray):  # rows outside the key's ``present`` hold no hash
+    from ragtriage.arrays import over_buffer
+
+    if hasattr(hashes, "compressed"):  # a masked array: rows outside the key's ``present`` hold no hash
         hashes = hashes.compressed()
     h = np.asarray(hashes, dtype=np.uint64)
     h.sort()
-    repeated = np.unique(h[1:][h[1:] == h[:-1]])
-    return pa.table({"h": pa.array(repeated, pa.uint64())})
+    twice = h[1:][h[1:] == h[:-1]]  # sorted: each repeated hash once per extra occurrence
+    first = np.ones(len(twice), dtype=bool)
+    first[1:] = twice[1:] != twice[:-1]  # not np.unique, which imports numpy.ma
+    return pa.table({"h": over_buffer(twice[first])})
 
 
 def _hashes_and_hits(
