@@ -31,7 +31,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from results_json import Recorder  # noqa: E402  (bench/, on the path above)
+from installed import byte_compile  # noqa: E402  (bench/, on the path above)
+from results_json import Recorder  # noqa: E402
 
 HEAVY = ("duckdb", "pyarrow", "numpy", "textual")
 
@@ -139,6 +140,7 @@ def main() -> None:
     params = {"runs": a.runs, "cases": a.cases, "depth": a.depth, "skip_metrics": a.skip_metrics}
     rec = Recorder("cli-startup", params, shared=not a.quiet_machine)
     rec.note("Whole processes; seconds are medians over `runs` processes.")
+    rec.note(byte_compile(str(Path(sys.executable).with_name("ragtriage"))))
     startup(a.runs, rec)
     if not a.skip_metrics:
         a.dir.mkdir(parents=True, exist_ok=True)

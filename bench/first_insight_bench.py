@@ -16,7 +16,8 @@ shape) at each size. trec_eval refuses a document listed twice, so it reads run-
 them); every other program reads the file as it is. The repeated judgments of the realistic shape are refused by
 ragtriage and trec_eval alike (fail closed): the timed qrels hold none, and one row times ragtriage's refusal.
 
-Every command is a whole process: wall seconds, CPU seconds (user+sys) and peak RSS from GNU time, the median of
+ragtriage's modules are byte-compiled first (bench/installed.py), as pip leaves an installed wheel's. Every command
+is a whole process: wall seconds, CPU seconds (user+sys) and peak RSS from GNU time, the median of
 ``--repeat`` rounds; in each round every command runs once, in the same order (A B C A B C ...), so a busy minute
 on the shared machine lands on all of them. Commands, each computing nDCG@10 from the files:
 
@@ -51,6 +52,7 @@ from pathlib import Path
 
 import tui_latency as tui
 from data_shapes import SHAPES, Layout, describe, generate
+from installed import byte_compile
 from results_json import Recorder
 from scale_bench import GNU_TIME, IR_MEASURES, PYTREC, RAGTRIAGE, parse_size
 
@@ -325,6 +327,8 @@ def main() -> None:
             f"run at sizes up to {a.trec_eval_upto}."
         )
     tui_exe = a.tui_ragtriage or RAGTRIAGE
+    for exe in dict.fromkeys([RAGTRIAGE, tui_exe]):
+        rec.note(byte_compile(exe))
     if not has_option("tui", "--qrels", tui_exe):
         rec.note("`ragtriage tui --qrels --run` is not in this build: load + tui stands in for its first paint.")
     elif tui_exe != RAGTRIAGE:
