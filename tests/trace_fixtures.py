@@ -38,6 +38,9 @@ class Retrieval:
     rerank: Docs | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
     genai: bool = False
+    # a document's ``document.metadata`` by its id: a dict (written as JSON) or the raw string to write; else
+    # ``{"source": <id before '#'>}``
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def _value(v: Any) -> AnyValue:
@@ -56,13 +59,14 @@ def _kv(attrs: dict[str, Any]) -> list[KeyValue]:
     return [KeyValue(key=k, value=_value(v)) for k, v in attrs.items()]
 
 
-def _docs(prefix: str, docs: Docs) -> dict[str, Any]:
+def _docs(prefix: str, docs: Docs, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i, (did, score, content) in enumerate(docs):
         out[f"{prefix}.{i}.{Doc.DOCUMENT_ID}"] = did
         out[f"{prefix}.{i}.{Doc.DOCUMENT_SCORE}"] = score
         out[f"{prefix}.{i}.{Doc.DOCUMENT_CONTENT}"] = content
-        out[f"{prefix}.{i}.{Doc.DOCUMENT_METADATA}"] = json.dumps({"source": did.split("#")[0]})
+        meta = (metadata or {}).get(did, {"source": did.split("#")[0]})
+        out[f"{prefix}.{i}.{Doc.DOCUMENT_METADATA}"] = meta if isinstance(meta, str) else json.dumps(meta)
     return out
 
 
@@ -80,7 +84,7 @@ def spans(r: Retrieval) -> list[Span]:
         }
     else:
         attrs = {Attr.OPENINFERENCE_SPAN_KIND: Kind.RETRIEVER.value, Attr.INPUT_VALUE: r.query}
-        attrs |= _docs(Attr.RETRIEVAL_DOCUMENTS, r.docs)
+        attrs |= _docs(Attr.RETRIEVAL_DOCUMENTS, r.docs, r.metadata)
     out = [
         Span(trace_id=tid, span_id=parent, name="query", start_time_unix_nano=r.start_ns, end_time_unix_nano=end),
         Span(trace_id=tid, span_id=(r.trace * 4 + 1).to_bytes(8, "big"), parent_span_id=parent, name="retrieve",

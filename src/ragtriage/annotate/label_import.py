@@ -28,6 +28,7 @@ from ragtriage.contract.staging import Staged, qident, sql_str, stage
 from ragtriage.csv_out import restore_sql
 from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
+from ragtriage.store.corpus_manifest import manifest_kind
 from ragtriage.store.transactions import transaction
 from ragtriage.version import __version__
 
@@ -173,7 +174,7 @@ def _validate(
         f"CREATE OR REPLACE TEMP TABLE {GRADED} AS SELECT * FROM {staged.name} WHERE grade IS NOT NULL AND NOT ({bad})"
     )
     graded = Staged(GRADED, staged.path, staged.fmt, 0, [], staged.line_label)
-    has_docs = scalar(con, "SELECT count(*) FROM documents") > 0
+    has_docs = manifest_kind(con) == "complete"  # a derived (partial) manifest cannot say a unit is not there
     findings += apply_rules(con, graded, _rules(ds, has_docs))
     errors = [f for f in findings if f.severity == "error"]
     if errors:

@@ -29,6 +29,7 @@ from ragtriage.checks.units import (
     stage_order,
     with_query,
 )
+from ragtriage.store.corpus_manifest import PARTIAL_NOTE, PARTIAL_SQL
 
 _DIRECT = f"""
 denied AS (
@@ -116,6 +117,12 @@ class Coverage:
     cases: int
     unchecked: int  # cases without a principal
     has_manifest: bool
+    partial: bool = False  # the manifest is derived from trace metadata: acls known only where it names them
+
+    @property
+    def manifest_note(self) -> str | None:
+        """The line every report prints where the manifest is partial (``store.corpus_manifest``)."""
+        return PARTIAL_NOTE if self.partial else None
 
     @property
     def checked(self) -> int:
@@ -129,13 +136,13 @@ class Coverage:
         return "no corpus manifest to read acls from" if not self.has_manifest else "no principal"
 
 
-_COVERAGE_SQL = "SELECT (SELECT count(*) FROM cases), (SELECT count(*) > 0 FROM documents)"
+_COVERAGE_SQL = f"SELECT (SELECT count(*) FROM cases), (SELECT count(*) > 0 FROM documents), {PARTIAL_SQL}"
 
 
 def coverage(con: duckdb.DuckDBPyConnection, unchecked: pa.Table) -> Coverage:
     """The leakage check's coverage, given the :func:`unchecked_cases` table."""
-    ((cases, has_manifest),) = con.execute(_COVERAGE_SQL).fetchall()
-    return Coverage(int(cases), unchecked.num_rows, bool(has_manifest))
+    ((cases, has_manifest, partial),) = con.execute(_COVERAGE_SQL).fetchall()
+    return Coverage(int(cases), unchecked.num_rows, bool(has_manifest), bool(partial))
 
 
 UNVERIFIABLE_FIRST = 5

@@ -7,13 +7,15 @@ A relevant unit (qrels grade at or above the dataset's threshold) is, in this or
                         no run's retrieval of it (a leak) is evidence;
 ``final-below-k``       in the final list below k;
 ``candidate``           only in the run's candidate stage;
-``absent-from-corpus``  not in the loaded corpus manifest (and not returned by this run); never without a manifest;
+``absent-from-corpus``  not in the loaded corpus manifest (and not returned by this run); never without a manifest
+                        nor with one derived from trace metadata (partial: it proves presence, never absence);
 ``other-run``           not returned by this run, but returned by another loaded run for this case (any stage);
 ``absent-from-runs``    in no stage of any loaded run at any depth, for this case (in the manifest, or no
                         manifest is loaded).
 
 Without a corpus manifest (no ``documents`` row) ``in_corpus`` and ``document_in_corpus`` are NULL (unknown), not
-false: a missing manifest is not missing documents.
+false: a missing manifest is not missing documents. With a manifest derived from trace metadata
+(``store.corpus_manifest``) they are true for a unit it lists and NULL for any other.
 
 Ranks are positions in the de-duplicated list (a unit's first occurrence, re-numbered 1..n), as the metrics
 count them. ``indexed`` says whether any loaded run returned the unit for any case (so it is in the index even
@@ -31,6 +33,7 @@ import pyarrow as pa
 from ragtriage.checks.units import denials
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.store import run_k
+from ragtriage.store.corpus_manifest import COMPLETE_SQL
 from ragtriage.store.dedup import deduplicated
 
 LOCATIONS = (
@@ -43,6 +46,10 @@ LOCATIONS = (
     "absent-from-runs",
 )
 _LOCATION_ORDER = "[" + ", ".join(f"'{x}'" for x in LOCATIONS) + "]"
+
+# In the manifest: true when a manifest row lists it; false only when the manifest is complete (loaded with the
+# dataset); unknown (NULL) without a manifest or with one derived from traces, which proves presence only.
+_KNOWN = "CASE WHEN {row} IS NOT NULL THEN true WHEN m.complete THEN false END"
 
 _IRREGULAR_ROWS = """SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet
                      FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs){case}"""
@@ -103,7 +110,7 @@ def location_ctes(*, one_case: bool = False, plain_runs: str | None = None, judg
     )
     return f"""
 manifest AS (
-    SELECT EXISTS (SELECT 1 FROM documents) AS loaded
+    SELECT {COMPLETE_SQL} AS complete
 ),
 acl_policy AS (
     SELECT coalesce(bool_or(acl_required), false) AS acl_required FROM current_dataset
@@ -167,17 +174,17 @@ permission AS (
 locations AS (
     SELECT r.case_id, r.unit_id, coalesce(c.document_id, l.document_id) AS document_id,
            coalesce(c.chunk_id, l.chunk_id) AS chunk_id, r.grade, t.final_rank, t.candidate_rank,
-           CASE WHEN m.loaded THEN c.unit_id IS NOT NULL END AS in_corpus,
+           {_KNOWN.format(row="c.unit_id")} AS in_corpus,
            CASE WHEN pm.permitted IS DISTINCT FROM false THEN o.best_rank END AS best_rank_other_runs,
            CASE WHEN t.final_rank <= $k THEN 'final-top-k'
                 WHEN pm.permitted = false THEN 'unpermitted'
                 WHEN t.final_rank IS NOT NULL THEN 'final-below-k'
                 WHEN t.candidate_rank IS NOT NULL THEN 'candidate'
-                WHEN m.loaded AND c.unit_id IS NULL THEN 'absent-from-corpus'
+                WHEN m.complete AND c.unit_id IS NULL THEN 'absent-from-corpus'
                 WHEN o.best_rank IS NOT NULL THEN 'other-run'
                 ELSE 'absent-from-runs' END AS location,
            CASE WHEN pm.permitted IS DISTINCT FROM false THEN o.best_other END AS best_other_run,
-           CASE WHEN m.loaded THEN cd.document_id IS NOT NULL END AS document_in_corpus, pm.permitted,
+           {_KNOWN.format(row="cd.document_id")} AS document_in_corpus, pm.permitted,
            c.chunk_kind, coalesce(c.section, l.section_id, l.document_id) AS section,
            {indexed} AS indexed, CAST($k AS INTEGER) AS k
     FROM relevant r

@@ -122,6 +122,8 @@ def check(
         findings = report.findings()
     unchecked = report.unchecked.num_rows
     notes = [_first_ids("unchecked (no principal)", report.unchecked["case_id"], unchecked)] if unchecked else []
+    if report.coverage.manifest_note:
+        notes.insert(0, report.coverage.manifest_note)
     if engine == "spark":
         from ragtriage.spark.check import NOT_RUN
 
@@ -140,6 +142,8 @@ def check(
         "passed": report.passed,
         "strict_passed": report.strict_passed,
     }
+    if report.coverage.manifest_note:
+        context["corpus_manifest"] = "derived from trace metadata, partial"
     section = table_of(
         {"check": np.array(list(counts), dtype=object), "count": np.array(list(counts.values()), dtype=np.int64)},
         pa.schema([("check", pa.string()), ("count", pa.int64())]),

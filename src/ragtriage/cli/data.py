@@ -146,6 +146,14 @@ def load(
     repeated: Annotated[
         str, typer.Option(help="Several spans of one case: first|last is its list; all keeps each latency too.")
     ] = "first",
+    trace_doc_meta: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="FIELD=KEY: the document.metadata key that holds a corpus-manifest field (acl, tenant, status, "
+            "effective_from, effective_to, updated_at, title, ...), when no manifest comes with the dataset; "
+            "repeatable. See docs/traces.md for the default keys."
+        ),
+    ] = None,
 ) -> None:
     """Load a dataset and/or runs as one transaction: everything named is stored, or nothing is."""
     import duckdb
@@ -203,6 +211,7 @@ def load(
             principal_attribute,
             groups_attribute,
             repeated,
+            doc_meta=trace_doc_meta or [],
         ),
     )
     created = not db.exists()
@@ -226,8 +235,9 @@ def load(
         console.print(visible(line), markup=False, highlight=False)
 
 
-def _trace_options(*opts: str | None) -> Any:
+def _trace_options(*opts: str | None, doc_meta: list[str]) -> Any:
     from ragtriage.contract.traces import TraceOptions
+    from ragtriage.contract.traces.doc_metadata import parse_doc_meta
 
     query, docs, doc_id, score, case_attr, principal, groups, repeated = opts
     try:
@@ -240,6 +250,7 @@ def _trace_options(*opts: str | None) -> Any:
             principal_attribute=principal,
             groups_attribute=groups,
             repeated=repeated or "first",
+            doc_meta=parse_doc_meta(doc_meta),
         )
     except ValueError as exc:
         raise _fail(exc) from exc

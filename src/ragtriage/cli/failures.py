@@ -111,6 +111,7 @@ def failures_cmd(
     from ragtriage.classify import CATEGORIES as VERDICTS
     from ragtriage.classify import PATTERNS, failure_summary, failures, store_classification
     from ragtriage.store import StoreError
+    from ragtriage.store.corpus_manifest import manifest_note
     from ragtriage.store.memory_cap import capped
 
     if category is not None and category not in VERDICTS:
@@ -128,6 +129,7 @@ def failures_cmd(
         with capped(con):
             if reclassify:
                 store_classification(con, run, ks=k)
+            partial = manifest_note(con)
             if summary:
                 stats = failure_summary(con, run, k=k)
             else:
@@ -139,12 +141,14 @@ def failures_cmd(
             con.close()
     if summary:
         table, context, notes = _summary(stats)
+        notes = ([partial] if partial else []) + notes
         show(Output(table, {"run": run, **context}, notes, empty="no failures"), fmt)
         return
     rows = _with_notes(rows, db, run)
     cases = len(rows.column("case_id").unique())
     context = {"run": run, "category": category, "pattern": pattern, "failures": rows.num_rows, "cases": cases}
-    show(Output(rows, context, shown=_shown(rows), json_columns=("evidence",), empty="no failures"), fmt)
+    notes = [partial] if partial else []
+    show(Output(rows, context, notes, shown=_shown(rows), json_columns=("evidence",), empty="no failures"), fmt)
 
 
 @app.command("classify")

@@ -53,6 +53,7 @@ from ragtriage.store.discover import (
 from ragtriage.store.grades import apply_grade_map, derived_scale, parse_grade_map
 from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, write_run
 from ragtriage.store.memory_cap import capped
+from ragtriage.store.trace_manifest import derive_manifest, first_span_time
 from ragtriage.store.traces import (
     drop_trace_tables,
     match_cases,
@@ -150,7 +151,18 @@ def _load(
         summary.runs += _load_run(con, src, req, seen, progress)
     if req.traces:
         summary.runs.append(_trace_run(con, req, seen, progress))
+    if summary.dataset is not None:
+        _derived_manifest(con, req, summary)
     return summary
+
+
+def _derived_manifest(con: duckdb.DuckDBPyConnection, req: LoadRequest, summary: LoadSummary) -> None:
+    """Without a manifest loaded with the dataset, one derived from the trace runs' document metadata."""
+    note = derive_manifest(con, _current_unit(con), _trace_options(req))
+    if note is not None:
+        report = summary.runs[-1] if req.traces else summary.dataset
+        if report is not None:
+            report.extra_notes.append(note)
 
 
 def _trace_options(req: LoadRequest) -> TraceOptions:
@@ -174,6 +186,8 @@ def _trace_run(
     if unit == "chunk":  # a span's document.id names the retrieved node: the chunk
         docno_is_chunk(con, "stg_trace_results")
     manifest = trace_manifest(con, rid)
+    if (started := first_span_time(con)) is not None:
+        manifest.setdefault("created_at", started)
     files = [(Path(p), 0) for p in req.traces if isinstance(p, (str, Path))]
     rep = write_run(
         con,

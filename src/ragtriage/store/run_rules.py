@@ -17,6 +17,7 @@ from ragtriage.contract.rules import (
     unknown_ref_rule,
 )
 from ragtriage.contract.staging import Staged
+from ragtriage.store.corpus_manifest import manifest_kind
 
 
 def run_findings(
@@ -63,7 +64,8 @@ def run_findings(
         f"{unit_expr} NOT IN (SELECT {doc_unit} FROM documents WHERE {doc_unit} IS NOT NULL)" if has_docs else "TRUE"
     )
     rules += [control_rule(name, strict=strict, where=unknown) for name in ("document_id", "chunk_id")]
-    if has_docs:
+    # A manifest derived from traces lists only what was retrieved: a unit it lacks is unknown, not missing.
+    if has_docs and manifest_kind(con) == "complete":
         rules.append(
             Rule(
                 doc_unit,

@@ -24,6 +24,7 @@ from ragtriage.classify import failures as core_failures
 from ragtriage.classify import unit_locations
 from ragtriage.metrics.per_case import per_case
 from ragtriage.notes import Note, NotesStore
+from ragtriage.store.corpus_manifest import COMPLETE_SQL
 from ragtriage.store.dedup import occurrence
 from ragtriage.tui import data
 from ragtriage.tui.data import Leak, RunCache, core, require
@@ -32,7 +33,8 @@ T = TypeVar("T")
 
 # The cases' ranked lists with what the flags need: grade (unjudged when NULL), the document's status, whether
 # the unit is in the corpus snapshot (unknown, so never flagged, without a manifest), and whether it repeats a
-# unit ranked higher in the same list (the metrics keep only the first occurrence).
+# unit ranked higher in the same list; unknown too with a manifest derived from traces, which lists only what was
+# retrieved (the metrics keep only the first occurrence).
 RESULTS_SQL = f"""
 WITH r AS (
     SELECT case_id, stage, rank, unit_id, score, chunk_id, snippet, metadata->>'trace_id' AS trace_id,
@@ -45,7 +47,7 @@ WITH r AS (
     QUALIFY row_number() OVER (PARTITION BY r.case_id, r.stage, r.rank ORDER BY doc.position) = 1
 )
 SELECT r.case_id, r.stage, r.rank, r.unit_id, q.grade, r.score, r.duplicate, d.title, d.doc_status,
-       d.stage IS NULL AND EXISTS (SELECT 1 FROM documents) AS not_in_corpus,
+       d.stage IS NULL AND {COMPLETE_SQL} AS not_in_corpus,
        coalesce(r.snippet, d.text) AS passage, r.trace_id
 FROM r LEFT JOIN (SELECT case_id, unit_id, grade FROM qrels WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))) q
      USING (case_id, unit_id)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ragtriage.contract.traces.doc_metadata import parse_doc_meta
+
 REPEATED = ("first", "last", "all")
 
 
@@ -14,7 +16,8 @@ class TraceOptions:
     ``metadata.doc_id``); for OTLP spans ``query`` and ``docs`` name attributes (``docs`` holding a JSON list).
     ``case_id_attribute``, ``principal_attribute``, ``groups_attribute``: attribute keys (OTLP/Phoenix) or paths
     (Langfuse). ``repeated``: which span of a repeated query is the case's list (``all``: the first, with every
-    span kept as an event of its own)."""
+    span kept as an event of its own). ``doc_meta``: (manifest field, metadata key) pairs replacing the default
+    keys of ``doc_metadata.DOC_METADATA_KEYS`` (``--trace-doc-meta``)."""
 
     query: str | None = None
     docs: str | None = None
@@ -25,7 +28,9 @@ class TraceOptions:
     principal_attribute: str | None = None
     groups_attribute: str | None = None
     repeated: str = "first"
+    doc_meta: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.repeated not in REPEATED:
             raise ValueError(f"--repeated must be one of {', '.join(REPEATED)}, not {self.repeated!r}")
+        parse_doc_meta([f"{name}={key}" for name, key in self.doc_meta])

@@ -21,6 +21,7 @@ from textual.worker import Worker, get_current_worker
 
 from ragtriage.classify import Progress
 from ragtriage.safe_text import visible
+from ragtriage.store.corpus_manifest import PARTIAL_LABEL
 from ragtriage.tui import data
 from ragtriage.tui.leak_verdict import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
 from ragtriage.tui.screens.base import DataScreen
@@ -92,12 +93,17 @@ def identity_block(run: dict[str, Any], ds: dict[str, Any]) -> RenderableType:
 
 
 def leaks_block(verdict: LeakVerdict) -> RenderableType:
-    """The leak banner: red when the run leaks, yellow when nothing could be checked (never "none" then)."""
+    """The leak banner: red when the run leaks, yellow when nothing could be checked (never "none" then); a line
+    under it when the acls come from a manifest derived from trace metadata (partial)."""
     if verdict.state == FAILS:
-        return Text(f" {verdict.sentence()} (press l) ", style="bold white on red")
-    if verdict.state == NOT_CHECKED:
-        return Text(f" {verdict.sentence()} ", style="bold black on yellow")
-    return Text(verdict.sentence(), style="yellow" if verdict.unchecked else "green")
+        banner = Text(f" {verdict.sentence()} (press l) ", style="bold white on red")
+    elif verdict.state == NOT_CHECKED:
+        banner = Text(f" {verdict.sentence()} ", style="bold black on yellow")
+    else:
+        banner = Text(verdict.sentence(), style="yellow" if verdict.unchecked else "green")
+    if not verdict.coverage.partial:
+        return banner
+    return Group(banner, Text(PARTIAL_LABEL, style="italic yellow", no_wrap=True, overflow="ellipsis"))
 
 
 def titled(title: str, body: RenderableType) -> RenderableType:

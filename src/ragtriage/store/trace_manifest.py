@@ -1,0 +1,208 @@
+"""A corpus manifest derived from trace metadata, for a team that has no other: partial by nature.
+
+Its rows are the documents a retriever returned whose span carried a ``document.metadata`` object, with the
+fields read from the metadata keys of ``contract.traces.doc_metadata``. It proves that the documents it lists
+exist (with their acl, tenant, status, validity dates), never that any other document is absent: a relevant
+document no retriever returned is simply not in it. So every rule that reads absence from the manifest asks
+``corpus_manifest.COMPLETE_SQL`` (a manifest loaded with the dataset) rather than "any documents row": the
+classifier's ``absent-from-corpus`` and ``in_corpus = false``, the loader's "result unit not in the manifest"
+warning, the label import's unit check, the TUI's "not in corpus". Rules that read a listed document's fields
+(leakage, staleness, label freshness) read the derived rows as they read a loaded manifest's.
+
+A real manifest wins: when the dataset a load writes brings a documents file, nothing is derived. Otherwise the
+manifest is rebuilt after each load from the result rows of every trace run in the store (the newest run's
+metadata of a document wins, then its last line), and ``meta.corpus_manifest = 'traces'`` marks it.
+
+Fail closed: a metadata value a verdict reads (``doc_metadata.VERDICT_FIELDS``) that cannot be read as its type,
+or a ``document.metadata`` that is not a JSON object, refuses the load with the trace file, line and field,
+because dropping it could turn a leak or a stale result into a pass. With a real manifest the metadata is not
+read and nothing in it is refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.fields import DOC_STATUSES
+from ragtriage.contract.staging import sql_str
+from ragtriage.contract.traces import TraceOptions
+from ragtriage.contract.traces.doc_metadata import metadata_keys
+from ragtriage.contract.trec import Cause, counted_causes
+from ragtriage.store.corpus_manifest import PARTIAL_NOTE, forget_derived, manifest_kind, mark_derived
+from ragtriage.store.load import document_unit
+
+_TEXT = "CASE WHEN json_type({v}) = 'VARCHAR' THEN json_extract_string({v}, '$') ELSE CAST({v} AS VARCHAR) END"
+_SCALAR = "json_type({v}) NOT IN ('OBJECT', 'ARRAY')"
+_DATE = "coalesce(try_cast({t} AS DATE), CAST(try_cast({t} AS TIMESTAMP) AS DATE))"
+
+
+def _pointer(key: str) -> str:
+    return sql_str("/" + key.replace("~", "~0").replace("/", "~1"))
+
+
+def _value(keys: tuple[str, ...]) -> str:
+    """SQL: the JSON value of the first key present and not null in the metadata object ``m``."""
+    parts = [f"nullif(json_extract(m, {_pointer(k)}), CAST('null' AS JSON))" for k in keys]
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
+def _source_rows(keys: dict[str, tuple[str, ...]]) -> str:
+    """SQL: every trace result row whose document carries metadata, with each field's raw JSON value."""
+    fields = ", ".join(f"{_value(k)} AS v_{name}" for name, k in keys.items())
+    return f"""SELECT *, {fields} FROM (
+        SELECT u.run_id, r.run_key, r.line, r.rank, r.document_id, r.chunk_id,
+               json_extract(CAST(r.metadata AS JSON), '$.document') AS m
+        FROM result_rows r JOIN runs u USING (run_key)
+        WHERE u.source_format = 'traces' AND r.metadata IS NOT NULL)
+    WHERE m IS NOT NULL AND m <> CAST('null' AS JSON)"""
+
+
+def _typed(name: str) -> str:
+    """SQL: the manifest column ``name`` from its raw JSON value ``v_<name>`` (NULL where it cannot be read; the
+    causes below refuse that for the verdict fields)."""
+    v = f"v_{name}"
+    text = _TEXT.format(v=v)
+    if name == "acl":
+        return f"""CASE json_type({v}) WHEN 'VARCHAR' THEN [json_extract_string({v}, '$')]
+                    WHEN 'ARRAY' THEN CASE WHEN list_bool_and(list_transform(json_type({v}, '$[*]'),
+                                                                             lambda t: t = 'VARCHAR'))
+                                               OR json_array_length({v}) = 0
+                                           THEN CAST(json_extract_string({v}, '$[*]') AS VARCHAR[]) END END"""
+    if name in ("effective_from", "effective_to"):
+        return f"CASE WHEN json_type({v}) = 'VARCHAR' THEN {_DATE.format(t=text)} END"
+    if name == "updated_at":
+        return f"CASE WHEN json_type({v}) = 'VARCHAR' THEN try_cast({text} AS TIMESTAMP) END"
+    if name in ("tenant", "status"):
+        return f"CASE WHEN {_SCALAR.format(v=v)} THEN {text} END"
+    return text
+
+
+def _causes() -> list[Cause]:
+    statuses = ", ".join(sql_str(s) for s in DOC_STATUSES)
+    field = "document.metadata"
+    out = [
+        Cause(
+            "json_type(m) <> 'OBJECT'",
+            "left(CAST(m AS VARCHAR), 80)",
+            field,
+            "malformed-metadata",
+            "not a JSON object ({v}): its acl, tenant and dates cannot be read; fix the export, or load a corpus "
+            "manifest with the dataset",
+        )
+    ]
+    for name, kind in (
+        ("acl", "a group name or a list of group names"),
+        ("tenant", "a string"),
+        ("effective_from", "a date (ISO 8601)"),
+        ("effective_to", "a date (ISO 8601)"),
+        ("updated_at", "a timestamp (ISO 8601)"),
+    ):
+        out.append(
+            Cause(
+                f"json_type(m) = 'OBJECT' AND v_{name} IS NOT NULL AND t_{name} IS NULL",
+                f"left(CAST(v_{name} AS VARCHAR), 80)",
+                f"{field}.{name}",
+                "bad-value",
+                f"{{v}} is not {kind}",
+            )
+        )
+    out.append(
+        Cause(
+            f"json_type(m) = 'OBJECT' AND v_status IS NOT NULL AND t_status NOT IN ({statuses})",
+            "left(CAST(v_status AS VARCHAR), 80)",
+            f"{field}.status",
+            "bad-value",
+            f"{{v}} is not one of {'|'.join(DOC_STATUSES)}",
+        )
+    )
+    return out
+
+
+def _run_label(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
+    (label,) = con.execute(
+        "SELECT string_agg(DISTINCT path, ', ' ORDER BY path) FROM loads WHERE kind = 'run' AND target = ?",
+        [run_id],
+    ).fetchall()[0]
+    return str(label or run_id)
+
+
+def _refuse_unreadable(con: duckdb.DuckDBPyConnection, rows: str) -> None:
+    errors: list[Finding] = []
+    runs = [r[0] for r in con.execute(f"SELECT DISTINCT run_id FROM {rows} ORDER BY 1").fetchall()]
+    for run_id in runs:
+        relation = f"(SELECT * FROM {rows} WHERE run_id = {sql_str(run_id)})"
+        errors += counted_causes(con, relation, Path(_run_label(con, run_id)), _causes())
+    if errors:
+        raise ValidationFailed(errors)
+
+
+def derive_manifest(con: duckdb.DuckDBPyConnection, unit: str, opts: TraceOptions | None = None) -> str | None:
+    """Rebuild the derived manifest from the store's trace runs, unless a loaded manifest is there; return the
+    sentence the load prints, or None when nothing was derived. Runs inside the load's transaction: a refused
+    value raises ``ValidationFailed`` and the caller rolls everything back."""
+    if manifest_kind(con) == "complete":
+        return None
+    con.execute("DELETE FROM documents")
+    forget_derived(con)
+    keys = metadata_keys(opts.doc_meta if opts else ())
+    typed = ", ".join(f"{_typed(name)} AS t_{name}" for name in keys)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_rows AS SELECT *, {typed} FROM ({_source_rows(keys)})")
+    try:
+        _refuse_unreadable(con, "trc_manifest_rows")
+        n_docs, n_differing = _insert(con, unit, list(keys))
+    finally:
+        con.execute("DROP TABLE IF EXISTS trc_manifest_rows")
+    if not n_docs:
+        return None
+    mark_derived(con)
+    differing = (
+        f"; {n_differing:,} of them carried differing metadata in different spans (the newest run's last wins)"
+        if n_differing
+        else ""
+    )
+    return f"{PARTIAL_NOTE}: {n_docs:,} unit(s) from document.metadata{differing}"
+
+
+def _insert(con: duckdb.DuckDBPyConnection, unit: str, fields: list[str]) -> tuple[int, int]:
+    """One manifest row per unit: the newest trace run's last row that names it. Returns (rows, units whose
+    metadata differed between rows)."""
+    doc_id = "coalesce(t_document_id, document_id)" if unit == "chunk" else "document_id"
+    chunk = "chunk_id" if unit == "chunk" else "CAST(NULL AS VARCHAR)"
+    columns = [f for f in fields if f != "document_id"]
+    picked = ", ".join(f"t_{f} AS {f}" for f in columns)
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE trc_manifest_units AS
+            SELECT {doc_id} AS document_id, {chunk} AS chunk_id, CAST(NULL AS VARCHAR) AS section_id, *
+            FROM trc_manifest_rows"""
+    )
+    try:
+        ((n_differing,),) = con.execute(
+            f"""SELECT count(*) FROM (SELECT {document_unit(unit)} AS u FROM trc_manifest_units GROUP BY u
+                                      HAVING count(DISTINCT CAST(m AS VARCHAR)) > 1)"""
+        ).fetchall()
+        n = con.execute(
+            f"""INSERT INTO documents BY NAME
+                SELECT document_id, chunk_id, section_id, unit_id,
+                       row_number() OVER (ORDER BY unit_id) AS position, {", ".join(columns)}
+                FROM (SELECT *, {document_unit(unit)} AS unit_id,
+                             row_number() OVER (PARTITION BY {document_unit(unit)}
+                                                ORDER BY run_key DESC, line DESC, rank DESC) AS nth
+                      FROM (SELECT document_id, chunk_id, section_id, run_key, line, rank, {picked}
+                            FROM trc_manifest_units))
+                WHERE nth = 1"""
+        ).fetchall()[0][0]
+    finally:
+        con.execute("DROP TABLE IF EXISTS trc_manifest_units")
+    return int(n), int(n_differing)
+
+
+def first_span_time(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The chosen spans' earliest start (UTC, ISO 8601): the trace run's ``created_at``, the date the staleness
+    check judges its results at (as a recorded run's creation date)."""
+    ((started,),) = con.execute(
+        "SELECT strftime(make_timestamp(CAST(min(started) * 1000 AS BIGINT)), '%Y-%m-%dT%H:%M:%SZ') FROM trc_chosen"
+    ).fetchall()
+    return None if started is None else str(started)
