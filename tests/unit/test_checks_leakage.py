@@ -168,8 +168,14 @@ def test_unverifiable_rows_are_counted_per_case_with_the_first_five_ids_by_rank(
         "'d' || (8 - i) AS document_id, NULL::VARCHAR AS chunk_id, 'd' || (8 - i) AS unit_id, 1.0 AS score, "
         "NULL::VARCHAR AS snippet, NULL::JSON AS metadata FROM range(1, 8) t(i)"
     )
-    con.execute("CREATE TABLE documents (document_id VARCHAR, chunk_id VARCHAR, unit_id VARCHAR)")
+    con.execute(
+        "CREATE TABLE documents (document_id VARCHAR, chunk_id VARCHAR, unit_id VARCHAR, title VARCHAR, "
+        "acl VARCHAR[], tenant VARCHAR, language VARCHAR, region VARCHAR, product VARCHAR, doc_type VARCHAR, "
+        "source_system VARCHAR, chunk_kind VARCHAR, status VARCHAR, version VARCHAR, effective_from DATE, "
+        "effective_to DATE)"
+    )
     con.execute("CREATE TABLE current_dataset (acl_required BOOLEAN)")
+    con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")  # no derived (partial) manifest
     con.execute("CREATE TABLE runs AS SELECT 'r' AS run_id")
     from ragtriage.checks.leakage import _UNVERIFIABLE_SQL
 

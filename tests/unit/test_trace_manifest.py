@@ -229,3 +229,31 @@ def test_unreadable_metadata_is_refused_with_file_line_field_and_the_store_left_
     real = [{"document_id": "d-reset"}]
     db2, res2 = _load(tmp_path / "real", {**META, "d-salary": doc_meta}, documents=real)
     assert res2.exit_code == 0, res2.output
+
+
+def test_documents_whose_metadata_names_no_acl_are_unverifiable_not_passing(tmp_path: Path) -> None:
+    # only d-salary's metadata names an acl; the others carry the fixture's {"source": <id>} alone
+    db, res = _load(tmp_path, {"d-salary": {"acl": ["hr"]}})
+    assert res.exit_code == 0, res.output
+    con = connect(db, read_only=True)
+    try:
+        assert [(r[0], r[2], r[4]) for r in _documents(con)] == [
+            ("d-other", "d-other", None),
+            ("d-reset", "d-reset", None),
+            ("d-salary", None, ["hr"]),
+            ("d-travel-2023", "d-travel-2023", None),
+        ]
+        report = check_run(con, "prod")
+        assert [(r["case_id"], r["rule"]) for r in report.leakage.to_pylist()] == [(INTERN, "acl-no-overlap")]
+        assert [(r["case_id"], r["rows"], r["first_units"], r["reason"]) for r in report.unverifiable.to_pylist()] == [
+            ("q1", 2, "d-reset, d-other", "acl unknown"),
+            ("q2", 1, "d-travel-2023", "acl unknown"),
+        ]
+    finally:
+        con.close()
+    # no acl or tenant anywhere in the metadata: leakage is NOT CHECKED, never a pass
+    db2, res2 = _load(tmp_path / "none", {})
+    assert res2.exit_code == 0, res2.output
+    out = runner.invoke(app, ["check", "--db", str(db2), "--run", "prod"])
+    assert out.exit_code == 3, out.output
+    assert "NOT CHECKED: the trace metadata names no acl or tenant" in " ".join(out.output.split()), out.output

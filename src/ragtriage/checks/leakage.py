@@ -19,6 +19,7 @@ import pyarrow as pa
 from ragtriage.checks.references import ID_HITS, REFERENCE_LEAKS, SPAN_HITS, TEXTS
 from ragtriage.checks.units import (
     ACL_POLICY_JOIN,
+    ACL_REQUIRED,
     MATCHED,
     PRINCIPALS,
     RUN_RESULTS,
@@ -112,7 +113,8 @@ def unchecked_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 @dataclass(frozen=True)
 class Coverage:
     """How many cases leakage could be checked on: those with a principal, given a corpus manifest (without one
-    no unit's acl or tenant is known, so no case is checked). ``check`` and the gate read the same figures."""
+    no unit's acl or tenant is known, so no case is checked). A manifest derived from trace metadata counts only
+    when some row of it names an acl or a tenant. ``check`` and the gate read the same figures."""
 
     cases: int
     unchecked: int  # cases without a principal
@@ -133,10 +135,15 @@ class Coverage:
         return self.checked / self.cases if self.cases else 0.0
 
     def why_unchecked(self) -> str:
-        return "no corpus manifest to read acls from" if not self.has_manifest else "no principal"
+        if not self.has_manifest:
+            return (
+                "the trace metadata names no acl or tenant" if self.partial else "no corpus manifest to read acls from"
+            )
+        return "no principal"
 
 
-_COVERAGE_SQL = f"SELECT (SELECT count(*) FROM cases), (SELECT count(*) > 0 FROM documents), {PARTIAL_SQL}"
+_COVERAGE_SQL = f"""SELECT (SELECT count(*) FROM cases),
+    EXISTS (SELECT 1 FROM documents WHERE NOT {PARTIAL_SQL} OR acl IS NOT NULL OR tenant IS NOT NULL), {PARTIAL_SQL}"""
 
 
 def coverage(con: duckdb.DuckDBPyConnection, unchecked: pa.Table) -> Coverage:
@@ -148,15 +155,29 @@ def coverage(con: duckdb.DuckDBPyConnection, unchecked: pa.Table) -> Coverage:
 UNVERIFIABLE_FIRST = 5
 """How many unit ids an unverifiable (case, stage) names: the first by rank; the count says how many there are."""
 
+# A manifest derived from trace metadata (partial) knows a unit's acl only where the metadata named one: its rows
+# naming neither acl nor tenant are unverifiable too, unless the dataset requires acls (then they leak).
+_UNKNOWN_ACL = f"""
+unknown_acl AS (
+    SELECT * FROM unknown_units
+    UNION ALL
+    SELECT DISTINCT run_id, case_id, stage, rank, document_id, chunk_id, unit_id, score, snippet, metadata_text
+    FROM matched WHERE {PARTIAL_SQL} AND acl IS NULL AND tenant IS NULL AND NOT {ACL_REQUIRED}
+)"""
+_UNKNOWN_REASON = f"""CASE WHEN {PARTIAL_SQL} THEN 'acl unknown' ELSE 'unit not in the corpus manifest' END"""
+_UNKNOWN_DETAIL = f"""CASE WHEN {PARTIAL_SQL}
+    THEN 'whose acl is unknown (not in the manifest derived from trace metadata, or no acl or tenant in its metadata)'
+    ELSE 'whose unit is not in the corpus manifest' END"""
+
 # Grouped by (case, stage) alone: the run id is the parameter, so grouping by it too is wasted work.
 _UNVERIFIABLE_SQL = (
-    with_query(RUN_RESULTS, MATCHED)
+    with_query(RUN_RESULTS, MATCHED, _UNKNOWN_ACL)
     + f"""
 SELECT $run_id AS run_id, case_id, stage, count(*) AS rows, min(rank) AS first_rank,
        array_to_string(arg_min(coalesce(chunk_id, document_id), rank, {UNVERIFIABLE_FIRST}), ', ') AS first_units,
-       'unit not in the corpus manifest' AS reason,
-       count(*) || ' row(s) whose unit is not in the corpus manifest; first by rank: ' || first_units AS detail
-FROM unknown_units GROUP BY case_id, stage ORDER BY {stage_order("stage")}, case_id
+       {_UNKNOWN_REASON} AS reason,
+       count(*) || ' row(s) ' || {_UNKNOWN_DETAIL} || '; first by rank: ' || first_units AS detail
+FROM unknown_acl GROUP BY case_id, stage ORDER BY {stage_order("stage")}, case_id
 """
 )
 
