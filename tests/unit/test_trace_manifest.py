@@ -27,6 +27,7 @@ pytest.importorskip("openinference.semconv")
 pytest.importorskip("opentelemetry.proto")
 from tests.trace_fixtures import Retrieval, write_otlp  # noqa: E402
 
+pytestmark = pytest.mark.slow  # each test loads through the CLI into a file store
 runner = CliRunner()
 HOSTILE = '\x1b[2J\x1b]8;;http://x\x07=HYPERLINK("http://x")[bold]x[/]\u202e'
 INTERN_QUERY = "salary bands for engineers"
@@ -52,12 +53,14 @@ META: dict[str, Any] = {
 }  # fmt: skip
 
 
-def _dataset(root: Path, documents: list[dict[str, Any]] | None = None) -> Path:
+def _dataset(
+    root: Path, documents: list[dict[str, Any]] | None = None, unit: str = "document", labels: list[Any] = LABELS
+) -> Path:
     root.mkdir(parents=True)
-    manifest = {"name": "kb", "version": "1", "unit": "document", "relevance_threshold": 2}
+    manifest = {"name": "kb", "version": "1", "unit": unit, "relevance_threshold": 2}
     (root / "dataset.json").write_text(json.dumps(manifest))
     (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CASES))
-    (root / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in LABELS))
+    (root / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in labels))
     if documents is not None:
         (root / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in documents))
     return root
@@ -257,3 +260,35 @@ def test_documents_whose_metadata_names_no_acl_are_unverifiable_not_passing(tmp_
     out = runner.invoke(app, ["check", "--db", str(db2), "--run", "prod"])
     assert out.exit_code == 3, out.output
     assert "NOT CHECKED: the trace metadata names no acl or tenant" in " ".join(out.output.split()), out.output
+
+
+def test_chunk_unit_takes_the_document_from_the_metadata_and_leaves_unlisted_chunks_unknown(tmp_path: Path) -> None:
+    """LlamaIndex nodes: the span's document id is the chunk (node), ``ref_doc_id`` its document. A relevant chunk
+    of a listed document that no span returned is neither a dataset defect (its chunk id "left the snapshot")
+    nor an ingestion defect: a partial manifest cannot say it is absent."""
+    labels = [
+        {"case_id": "q1", "document_id": "d-reset", "chunk_id": "d-reset#1", "grade": 3},
+        {"case_id": "q1", "document_id": "d-reset", "chunk_id": "d-reset#2", "grade": 3},
+    ]
+    dataset = _dataset(tmp_path / "ds", unit="chunk", labels=labels)
+    meta = {"d-reset#1": {"ref_doc_id": "d-reset", "acl": ["staff"], "file_name": "reset.md"}}
+    spans = [Retrieval(CASES[0]["query"], [("d-reset#1", 0.9, "reset")], 1, metadata=meta)]
+    traces = write_otlp(tmp_path / "spans.jsonl", spans, per_line=1)
+    db = tmp_path / "t.duckdb"
+    res = runner.invoke(app, ["load", "--db", str(db), "--dataset", str(dataset), "--traces", str(traces),
+                              "--run-id", "prod", "--no-precompute"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    con = connect(db)
+    try:
+        assert con.execute("SELECT document_id, chunk_id, unit_id, title, acl FROM documents").fetchall() == [
+            ("d-reset", "d-reset#1", "d-reset#1", "reset.md", ["staff"])
+        ]
+        locs = {r["unit_id"]: r for r in unit_locations(con, "prod").to_pylist()}
+        assert locs["d-reset#1"]["location"] == "final-top-k"
+        assert (locs["d-reset#2"]["location"], locs["d-reset#2"]["in_corpus"]) == ("absent-from-runs", None)
+        assert locs["d-reset#2"]["document_in_corpus"] is True
+        q1 = [(r["category"], r["rule"]) for r in classify_run(con, "prod", store=False).to_pylist()
+              if r["case_id"] == "q1"]  # fmt: skip
+        assert q1 == [("undetermined", "undetermined.not-retrieved-by-any-run")]
+    finally:
+        con.close()

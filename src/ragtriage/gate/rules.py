@@ -125,6 +125,8 @@ def leakage_rule(ctx: Context) -> RuleResult:
         more = f" … ({unchecked.num_rows} in all)" if unchecked.num_rows > len(ids) else ""
         listed = f": {', '.join(ids)}{more}" if ids and cov.has_manifest else ""
         notes = (f"{cov.cases - cov.checked} case(s) unchecked ({cov.why_unchecked()}){listed}",)
+    if cov.manifest_note:
+        notes += (cov.manifest_note,)
     if not covered:
         notes += (
             f"leakage NOT CHECKED on enough cases: {cov.checked} of {cov.cases} checked, "
