@@ -96,7 +96,7 @@ def test_metadata_becomes_a_partial_manifest_read_by_every_check(tmp_path: Path)
     db, res = _load(tmp_path, META)
     assert res.exit_code == 0, res.output
     assert "corpus manifest: derived from trace metadata, partial" in res.output
-    assert "4 unit(s) from document.metadata" in res.output
+    assert "4 unit(s) from this load's document.metadata (4 in all)" in res.output
     con = connect(db)
     try:
         assert manifest_kind(con) == "partial"
@@ -290,5 +290,47 @@ def test_chunk_unit_takes_the_document_from_the_metadata_and_leaves_unlisted_chu
         q1 = [(r["category"], r["rule"]) for r in classify_run(con, "prod", store=False).to_pylist()
               if r["case_id"] == "q1"]  # fmt: skip
         assert q1 == [("undetermined", "undetermined.not-retrieved-by-any-run")]
+    finally:
+        con.close()
+
+
+def test_a_later_trace_run_updates_the_derived_manifest_and_the_load_counts_differing_metadata(
+    tmp_path: Path,
+) -> None:
+    db, res = _load(tmp_path, META)
+    assert res.exit_code == 0, res.output
+    # day 2: d-reset's acl changed between two spans of two queries (the later line wins)
+    newer = {"d-reset": {**META["d-reset"], "acl": ["staff", "ops"]}}
+    spans = [_spans(META)[0], Retrieval("reset the ops password", [("d-reset", 0.9, "reset")], 9, metadata=newer)]
+    day2 = write_otlp(tmp_path / "day2.jsonl", spans, per_line=1)
+    args = ["load", "--db", str(db), "--dataset", str(tmp_path / "ds"), "--traces", str(day2), "--run-id", "day2",
+            "--no-precompute"]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "2 unit(s) from this load's document.metadata (4 in all); 1 of them carried differing metadata" in text
+    con = connect(db, read_only=True)
+    try:
+        # day 1's units stay (their runs are in the store); d-reset is day 2's
+        assert [(r[0], r[4]) for r in _documents(con)] == [
+            ("d-other", ["staff"]),
+            ("d-reset", ["staff", "ops"]),
+            ("d-salary", ["hr"]),
+            ("d-travel-2023", ["staff"]),
+        ]
+    finally:
+        con.close()
+
+
+def test_a_real_manifest_loaded_later_replaces_the_derived_one(tmp_path: Path) -> None:
+    db, res = _load(tmp_path, META)
+    assert res.exit_code == 0, res.output
+    real = _dataset(tmp_path / "real", [{"document_id": "d-reset", "title": "Reset", "acl": ["staff"]}])
+    out = runner.invoke(app, ["load", "--db", str(db), "--dataset", str(real), "--no-precompute"])
+    assert out.exit_code == 0, out.output
+    con = connect(db, read_only=True)
+    try:
+        assert manifest_kind(con) == "complete"
+        assert [(r[0], r[2]) for r in _documents(con)] == [("d-reset", "Reset")]
     finally:
         con.close()

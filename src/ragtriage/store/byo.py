@@ -158,7 +158,8 @@ def _load(
 
 def _derived_manifest(con: duckdb.DuckDBPyConnection, req: LoadRequest, summary: LoadSummary) -> None:
     """Without a manifest loaded with the dataset, one derived from the trace runs' document metadata."""
-    note = derive_manifest(con, _current_unit(con), _trace_options(req))
+    run = req.trace_run_id if req.traces else None
+    note = derive_manifest(con, _current_unit(con), _trace_options(req), run)
     if note is not None:
         report = summary.runs[-1] if req.traces else summary.dataset
         if report is not None:

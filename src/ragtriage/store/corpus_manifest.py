@@ -37,6 +37,13 @@ def manifest_note(con: duckdb.DuckDBPyConnection) -> str | None:
     return PARTIAL_NOTE if manifest_kind(con) == "partial" else None
 
 
+def keeps_derived(con: duckdb.DuckDBPyConnection, unit: str) -> bool:
+    """A dataset of ``unit`` without a manifest of its own keeps the derived one: the trace runs it was derived
+    from are still in the store (a different unit would name other units)."""
+    sql = f"SELECT {PARTIAL_SQL} AND coalesce((SELECT unit FROM current_dataset) = ?, false)"
+    return bool(con.execute(sql, [unit]).fetchall()[0][0])
+
+
 def forget_derived(con: duckdb.DuckDBPyConnection) -> None:
     """The documents table is about to hold a loaded manifest (or nothing): it is no longer derived."""
     con.execute("DELETE FROM meta WHERE key = ?", [MANIFEST_KEY])

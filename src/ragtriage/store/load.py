@@ -24,7 +24,7 @@ from ragtriage.contract.staging import Staged, sql_str
 from ragtriage.contract.trec import RunFacts
 from ragtriage.safe_text import has_controls
 from ragtriage.store.connection import current_dataset_version, set_current_dataset
-from ragtriage.store.corpus_manifest import forget_derived
+from ragtriage.store.corpus_manifest import forget_derived, keeps_derived
 from ragtriage.store.dataset_rules import dataset_findings
 from ragtriage.store.run_rules import pre_write_rules, run_findings
 from ragtriage.store.versioning import dataset_hash, relation_digest
@@ -200,8 +200,9 @@ def _insert_dataset(
                    coalesce(annotator, 'default') AS annotator, note, line
             FROM {lab} ORDER BY case_id, line"""
     )  # in case order, so a lookup of a few cases (the TUI's case screen) reads a few row groups
-    con.execute("DELETE FROM documents")
-    forget_derived(con)
+    if "documents" in staged or not keeps_derived(con, m.unit):
+        con.execute("DELETE FROM documents")
+        forget_derived(con)
     if "documents" in staged:
         d = staged["documents"].name
         doc_unit = document_unit(m.unit)

@@ -10,8 +10,10 @@ warning, the label import's unit check, the TUI's "not in corpus". Rules that re
 (leakage, staleness, label freshness) read the derived rows as they read a loaded manifest's.
 
 A real manifest wins: when the dataset a load writes brings a documents file, nothing is derived. Otherwise the
-manifest is rebuilt after each load from the result rows of every trace run in the store (the newest run's
-metadata of a document wins, then its last line), and ``meta.corpus_manifest = 'traces'`` marks it.
+first derivation reads the result rows of every trace run in the store, and each later trace load adds its own
+run's units in place of the same units' rows (a document's metadata is its newest run's, from that run's last
+line); ``meta.corpus_manifest = 'traces'`` marks it, and a dataset loaded without documents keeps it
+(``corpus_manifest.keeps_derived``).
 
 Fail closed: a metadata value a verdict reads (``doc_metadata.VERDICT_FIELDS``) that cannot be read as its type,
 or a ``document.metadata`` that is not a JSON object, refuses the load with the trace file, line and field,
@@ -43,21 +45,42 @@ def _pointer(key: str) -> str:
     return sql_str("/" + key.replace("~", "~0").replace("/", "~1"))
 
 
-def _value(keys: tuple[str, ...]) -> str:
-    """SQL: the JSON value of the first key present and not null in the metadata object ``m``."""
-    parts = [f"nullif(json_extract(m, {_pointer(k)}), CAST('null' AS JSON))" for k in keys]
-    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+def _fields(keys: dict[str, tuple[str, ...]], units: str) -> str:
+    """SQL over the rows of ``units`` and their ``m`` (a metadata object): each field's raw JSON value
+    ``v_<field>``, the first of its keys present and not null. Every key is read by one ``json_extract`` of a list
+    of paths, so the object is parsed once."""
+    flat = list(dict.fromkeys(k for ks in keys.values() for k in ks))
+    at = {k: i + 1 for i, k in enumerate(flat)}
+    paths = "[" + ", ".join(_pointer(k) for k in flat) + "]"
+
+    def first(ks: tuple[str, ...]) -> str:
+        parts = [f"nullif(vals[{at[k]}], CAST('null' AS JSON))" for k in ks]
+        return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+    columns = ", ".join(f"{first(ks)} AS v_{name}" for name, ks in keys.items())
+    return f"SELECT * EXCLUDE (vals), {columns} FROM (SELECT *, json_extract(m, {paths}) AS vals FROM {units})"
 
 
-def _source_rows(keys: dict[str, tuple[str, ...]]) -> str:
-    """SQL: every trace result row whose document carries metadata, with each field's raw JSON value."""
-    fields = ", ".join(f"{_value(k)} AS v_{name}" for name, k in keys.items())
-    return f"""SELECT *, {fields} FROM (
-        SELECT u.run_id, r.run_key, r.line, r.rank, r.document_id, r.chunk_id,
-               json_extract(CAST(r.metadata AS JSON), '$.document') AS m
-        FROM result_rows r JOIN runs u USING (run_key)
-        WHERE u.source_format = 'traces' AND r.metadata IS NOT NULL)
-    WHERE m IS NOT NULL AND m <> CAST('null' AS JSON)"""
+def _units(unit: str, run_id: str | None) -> str:
+    """SQL: one row per unit that the trace runs returned with a metadata object: the metadata (``m``) of the newest
+    run's last row naming it, where that row is (``run_id``, ``line``), and whether its rows carried different
+    metadata objects (``differs``). Only the chosen row's values become the manifest, so only they are read (and
+    refused when unreadable)."""
+    run = "" if run_id is None else f" AND u.run_id = {sql_str(run_id)}"
+    picked = "{'run_id': run_id, 'line': line, 'document_id': document_id, 'chunk_id': chunk_id, 'm': m}"
+    # (run, line, rank) as one integer: the newest run, its last line, the deepest rank; a tie (spans of one
+    # request line returning a document at one rank with different metadata) goes to any of them, and is counted
+    newest = "(CAST(run_key AS HUGEINT) << 80) | (CAST(line AS HUGEINT) << 32) | rank"
+    return f"""SELECT unit_id, p.run_id, p.line, p.document_id, p.chunk_id, p.m, differs FROM (
+        SELECT {document_unit(unit)} AS unit_id, arg_max({picked}, {newest}) AS p,
+               min(hash(m)) <> max(hash(m)) AS differs
+        FROM (SELECT u.run_id, r.run_key, r.line, r.rank, r.document_id, r.chunk_id,
+                     CAST(NULL AS VARCHAR) AS section_id,
+                     json_extract(CAST(r.metadata AS JSON), '$.document') AS m
+              FROM result_rows r JOIN runs u USING (run_key)
+              WHERE u.source_format = 'traces' AND r.metadata IS NOT NULL{run})
+        WHERE m IS NOT NULL AND m <> CAST('null' AS JSON)
+        GROUP BY ALL)"""
 
 
 def _typed(name: str) -> str:
@@ -139,63 +162,58 @@ def _refuse_unreadable(con: duckdb.DuckDBPyConnection, rows: str) -> None:
         raise ValidationFailed(errors)
 
 
-def derive_manifest(con: duckdb.DuckDBPyConnection, unit: str, opts: TraceOptions | None = None) -> str | None:
-    """Rebuild the derived manifest from the store's trace runs, unless a loaded manifest is there; return the
-    sentence the load prints, or None when nothing was derived. Runs inside the load's transaction: a refused
-    value raises ``ValidationFailed`` and the caller rolls everything back."""
-    if manifest_kind(con) == "complete":
+def derive_manifest(
+    con: duckdb.DuckDBPyConnection, unit: str, opts: TraceOptions | None = None, run_id: str | None = None
+) -> str | None:
+    """Derive the manifest unless a loaded one is there; return the sentence the load prints, or None when
+    nothing was derived. Without a manifest, from every trace run in the store; with a derived one, from the trace
+    run ``run_id`` just loaded (its units replace theirs), so a load costs what its own rows cost. Runs inside the
+    load's transaction: a refused value raises ``ValidationFailed`` and the caller rolls everything back."""
+    kind = manifest_kind(con)
+    if kind == "complete" or (kind == "partial" and run_id is None):
         return None
-    con.execute("DELETE FROM documents")
-    forget_derived(con)
+    if kind == "none":
+        forget_derived(con)
+        run_id = None  # first derivation: every trace run in the store
     keys = metadata_keys(opts.doc_meta if opts else ())
     typed = ", ".join(f"{_typed(name)} AS t_{name}" for name in keys)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_rows AS SELECT *, {typed} FROM ({_source_rows(keys)})")
     try:
+        # in steps, each a small table (one row per unit): DuckDB would otherwise re-read the JSON per reference
+        con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_units AS {_units(unit, run_id)}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_raw AS {_fields(keys, 'trc_manifest_units')}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_rows AS SELECT *, {typed} FROM trc_manifest_raw")
         _refuse_unreadable(con, "trc_manifest_rows")
         n_docs, n_differing = _insert(con, unit, list(keys))
     finally:
-        con.execute("DROP TABLE IF EXISTS trc_manifest_rows")
+        for table in ("trc_manifest_units", "trc_manifest_raw", "trc_manifest_rows"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
     if not n_docs:
         return None
     mark_derived(con)
+    ((total,),) = con.execute("SELECT count(*) FROM documents").fetchall()
     differing = (
         f"; {n_differing:,} of them carried differing metadata in different spans (the newest run's last wins)"
         if n_differing
         else ""
     )
-    return f"{PARTIAL_NOTE}: {n_docs:,} unit(s) from document.metadata{differing}"
+    return f"{PARTIAL_NOTE}: {n_docs:,} unit(s) from this load's document.metadata ({int(total):,} in all){differing}"
 
 
 def _insert(con: duckdb.DuckDBPyConnection, unit: str, fields: list[str]) -> tuple[int, int]:
-    """One manifest row per unit: the newest trace run's last row that names it. Returns (rows, units whose
+    """The manifest rows, one per unit, in place of the rows of the same units. Returns (rows, units whose
     metadata differed between rows)."""
     doc_id = "coalesce(t_document_id, document_id)" if unit == "chunk" else "document_id"
     chunk = "chunk_id" if unit == "chunk" else "CAST(NULL AS VARCHAR)"
-    columns = [f for f in fields if f != "document_id"]
-    picked = ", ".join(f"t_{f} AS {f}" for f in columns)
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE trc_manifest_units AS
-            SELECT {doc_id} AS document_id, {chunk} AS chunk_id, CAST(NULL AS VARCHAR) AS section_id, *
+    columns = ", ".join(f"t_{f} AS {f}" for f in fields if f != "document_id")
+    ((n_differing,),) = con.execute("SELECT count(*) FROM trc_manifest_rows WHERE differs").fetchall()
+    con.execute("DELETE FROM documents WHERE unit_id IN (SELECT unit_id FROM trc_manifest_rows)")
+    ((n,),) = con.execute(
+        f"""INSERT INTO documents BY NAME
+            SELECT {doc_id} AS document_id, {chunk} AS chunk_id, CAST(NULL AS VARCHAR) AS section_id, unit_id,
+                   (SELECT coalesce(max(position), 0) FROM documents) + row_number() OVER (ORDER BY unit_id)
+                       AS position, {columns}
             FROM trc_manifest_rows"""
-    )
-    try:
-        ((n_differing,),) = con.execute(
-            f"""SELECT count(*) FROM (SELECT {document_unit(unit)} AS u FROM trc_manifest_units GROUP BY u
-                                      HAVING count(DISTINCT CAST(m AS VARCHAR)) > 1)"""
-        ).fetchall()
-        n = con.execute(
-            f"""INSERT INTO documents BY NAME
-                SELECT document_id, chunk_id, section_id, unit_id,
-                       row_number() OVER (ORDER BY unit_id) AS position, {", ".join(columns)}
-                FROM (SELECT *, {document_unit(unit)} AS unit_id,
-                             row_number() OVER (PARTITION BY {document_unit(unit)}
-                                                ORDER BY run_key DESC, line DESC, rank DESC) AS nth
-                      FROM (SELECT document_id, chunk_id, section_id, run_key, line, rank, {picked}
-                            FROM trc_manifest_units))
-                WHERE nth = 1"""
-        ).fetchall()[0][0]
-    finally:
-        con.execute("DROP TABLE IF EXISTS trc_manifest_units")
+    ).fetchall()
     return int(n), int(n_differing)
 
 
