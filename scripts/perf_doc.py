@@ -37,6 +37,7 @@ TITLES = {
     "tui-latency": "The triage UI: time to first paint and between cases",
     "trec-eval": "`ragtriage trec-eval` against trec_eval on the same files, same flags, same bytes",
     "traces": "Loading retriever spans (OTLP/JSON) against the same lists as a TREC run",
+    "trace-manifest": "Deriving the corpus manifest from trace metadata, against the trace load it follows",
     "first-insight": "Time to first insight: files to numbers, store and TUI, beside trec_eval and DuckDB's floors",
     "spark": "The Spark engine in local mode against the DuckDB engine: measures and the leakage check",
 }
