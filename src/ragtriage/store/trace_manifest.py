@@ -31,12 +31,20 @@ from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import DOC_STATUSES
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces import TraceOptions
-from ragtriage.contract.traces.doc_metadata import metadata_keys
+from ragtriage.contract.traces.doc_metadata import VERDICT_FIELDS, metadata_keys
 from ragtriage.contract.trec import Cause, counted_causes
 from ragtriage.store.corpus_manifest import PARTIAL_NOTE, forget_derived, manifest_kind, mark_derived
 from ragtriage.store.load import document_unit
 
 _TEXT = "CASE WHEN json_type({v}) = 'VARCHAR' THEN json_extract_string({v}, '$') ELSE CAST({v} AS VARCHAR) END"
+_KINDS = {
+    "acl": "a group name or a list of group names",
+    "tenant": "a string",
+    "effective_from": "a date (ISO 8601)",
+    "effective_to": "a date (ISO 8601)",
+    "updated_at": "a timestamp (ISO 8601)",
+}
+"""What each verdict field's value must be, as the refusal says it."""
 _SCALAR = "json_type({v}) NOT IN ('OBJECT', 'ARRAY')"
 _DATE = "coalesce(try_cast({t} AS DATE), CAST(try_cast({t} AS TIMESTAMP) AS DATE))"
 
@@ -116,13 +124,10 @@ def _causes() -> list[Cause]:
             "manifest with the dataset",
         )
     ]
-    for name, kind in (
-        ("acl", "a group name or a list of group names"),
-        ("tenant", "a string"),
-        ("effective_from", "a date (ISO 8601)"),
-        ("effective_to", "a date (ISO 8601)"),
-        ("updated_at", "a timestamp (ISO 8601)"),
-    ):
+    for name in VERDICT_FIELDS:
+        if name == "status":  # an enum: its own cause below
+            continue
+        kind = _KINDS[name]
         out.append(
             Cause(
                 f"json_type(m) = 'OBJECT' AND v_{name} IS NOT NULL AND t_{name} IS NULL",
