@@ -174,6 +174,17 @@ def test_the_same_lists_against_a_real_manifest_call_the_unlisted_document_an_in
         con.close()
 
 
+def test_metadata_serialised_twice_is_read_as_its_object(tmp_path: Path) -> None:
+    """A span DataFrame or an SDK may hold ``document.metadata`` as a JSON string of the object's JSON text."""
+    db, res = _load(tmp_path, {**META, "d-salary": json.dumps(json.dumps({"acl": ["hr"], "tenant": "acme"}))})
+    assert res.exit_code == 0, res.output
+    con = connect(db, read_only=True)
+    try:
+        assert [r[3:5] for r in _documents(con) if r[0] == "d-salary"] == [("acme", ["hr"])]
+    finally:
+        con.close()
+
+
 def test_keys_named_by_option(tmp_path: Path) -> None:
     meta = {d: {"perms": m.get("acl") or m.get("allowed_groups"), "org": m.get("tenant")} for d, m in META.items()}
     db, res = _load(tmp_path, meta, "--trace-doc-meta", "acl=perms", "--trace-doc-meta", "tenant=org")

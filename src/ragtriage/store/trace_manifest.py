@@ -79,7 +79,11 @@ def _units(unit: str, run_id: str | None) -> str:
     # (run, line, rank) as one integer: the newest run, its last line, the deepest rank; a tie (spans of one
     # request line returning a document at one rank with different metadata) goes to any of them, and is counted
     newest = "(CAST(run_key AS HUGEINT) << 80) | (CAST(line AS HUGEINT) << 32) | rank"
-    return f"""SELECT unit_id, p.run_id, p.line, p.document_id, p.chunk_id, p.m, differs FROM (
+    # an object written as a JSON string (metadata serialised twice, as a span DataFrame may hold it) is that object
+    inner = "CAST(json_extract_string(p.m, '$') AS JSON)"
+    unwrap = f"""CASE WHEN json_type(p.m) = 'VARCHAR' AND json_valid(json_extract_string(p.m, '$'))
+                       AND json_type({inner}) = 'OBJECT' THEN {inner} ELSE p.m END"""
+    return f"""SELECT unit_id, p.run_id, p.line, p.document_id, p.chunk_id, {unwrap} AS m, differs FROM (
         SELECT {document_unit(unit)} AS unit_id, arg_max({picked}, {newest}) AS p,
                min(hash(m)) <> max(hash(m)) AS differs
         FROM (SELECT u.run_id, r.run_key, r.line, r.rank, r.document_id, r.chunk_id,
