@@ -185,6 +185,36 @@ def test_metadata_serialised_twice_is_read_as_its_object(tmp_path: Path) -> None
         con.close()
 
 
+def test_phoenix_span_parquet_metadata_as_a_struct(tmp_path: Path) -> None:
+    """Phoenix's ``get_spans_dataframe()`` written to Parquet: documents as a list of structs, metadata a struct."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    meta = {"acl": ["hr"], "tenant": "acme", "effective_to": "2023-01-31"}
+    px = pa.table({
+        "context.trace_id": ["t1"], "context.span_id": ["s1"], "parent_id": [None], "span_kind": ["RETRIEVER"],
+        "start_time": pa.array([1_700_000_000_000_000], pa.timestamp("us")),
+        "end_time": pa.array([1_700_000_000_030_000], pa.timestamp("us")),
+        "status_code": ["OK"], "attributes.input.value": [INTERN_QUERY],
+        "attributes.user.id": ["u-intern"],
+        "attributes.retrieval.documents": [[{"document.id": "d-salary", "document.score": 0.7,
+                                             "document.content": "bands", "document.metadata": meta}]],
+    })  # fmt: skip
+    pq.write_table(px, tmp_path / "spans.parquet")
+    dataset = _dataset(tmp_path / "ds")
+    db = tmp_path / "t.duckdb"
+    res = runner.invoke(app, ["load", "--db", str(db), "--dataset", str(dataset), "--traces",
+                              str(tmp_path / "spans.parquet"), "--run-id", "prod", "--no-precompute",
+                              "--principal-attribute", "user.id"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    con = connect(db, read_only=True)
+    try:
+        assert _documents(con) == [("d-salary", "d-salary", None, "acme", ["hr"], None, "2023-01-31", None)]
+        assert [(r["case_id"], r["rule"]) for r in leakage(con, "prod").to_pylist()] == [(INTERN, "acl-no-overlap")]
+        assert [r["reason"] for r in stale_results(con, "prod").to_pylist()] == ["expired"]
+    finally:
+        con.close()
+
+
 def test_keys_named_by_option(tmp_path: Path) -> None:
     meta = {d: {"perms": m.get("acl") or m.get("allowed_groups"), "org": m.get("tenant")} for d, m in META.items()}
     db, res = _load(tmp_path, meta, "--trace-doc-meta", "acl=perms", "--trace-doc-meta", "tenant=org")
