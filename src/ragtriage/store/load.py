@@ -278,7 +278,9 @@ def write_run(
         findings
         + pre
         + ignored
-        + run_findings(con, checked, unit, check_enums=False, reader_checked=not contract, strict=strict)
+        + run_findings(
+            con, checked, unit, check_enums=False, reader_checked=not contract, strict=strict, stored=True
+        )
     )
     # Lists without repeats need no de-duplication pass at evaluation time (trec-compat ranks whole lists).
     repeats = any(w.code == "duplicate-in-list" for w in warnings)
@@ -376,10 +378,11 @@ def _look_alikes(con: duckdb.DuckDBPyConnection, res: Staged) -> str:
 
 def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged) -> Staged:
     """The run's written rows under the staged names, so the rules report the source file's lines."""
+    # Straight from result_rows: the stage stays the stored enum (never NULL) and no row is joined to its run.
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW stg_loaded_results AS
             SELECT line, case_id, stage, rank, document_id, chunk_id, score
-            FROM results WHERE run_id = {sql_str(rid)}"""
+            FROM result_rows WHERE run_key = (SELECT run_key FROM runs WHERE run_id = {sql_str(rid)})"""
     ).fetchall()
     return Staged("stg_loaded_results", source.path, source.fmt, source.rows, [], source.line_label)
 

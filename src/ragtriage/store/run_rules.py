@@ -29,13 +29,16 @@ def run_findings(
     check_enums: bool = True,
     reader_checked: bool = False,
     strict: bool = True,
+    stored: bool = False,
 ) -> list[Finding]:
     """``check_refs=False`` (validating a run without a store) skips the rules that need the dataset;
     ``check_enums=False`` those the loader has already checked before writing (:func:`pre_write_rules`);
     ``reader_checked`` (TREC, MS MARCO, JSON and DataFrame runs) skips the rank rules their computed ranks
     satisfy by construction and the score rule their reader has already applied (so a bad score is reported
-    once); ``strict`` makes control characters in ids errors."""
+    once); ``strict`` makes control characters in ids errors. ``stored``: the rows as the store keeps them, whose
+    stage is the stored enum and never NULL, so a list is keyed on it as it is (not on a text copy of each)."""
     res = staged["results"]
+    list_key = ["s.case_id", "s.stage" if stored else "coalesce(s.stage, 'final')"]
     rules = [
         *(pre_write_rules() if check_enums else []),
         empty_id_rule("document_id"),
@@ -44,7 +47,7 @@ def run_findings(
     ]
     # Result rows of unknown cases are not an error: the loader leaves them out and warns once (as trec_eval).
     if not reader_checked:
-        rules.append(_dup_rank_rule())
+        rules.append(_dup_rank_rule(list_key))
     if unit == "chunk":
         rules.append(
             Rule(
@@ -75,7 +78,6 @@ def run_findings(
                 "warning",
             )
         )
-    list_key = ["s.case_id", "coalesce(s.stage, 'final')"]
     dup = duplicate_rule(
         [], doc_unit, "", key_exprs=[*list_key, unit_expr], suspects=hashed_suspects([*list_key, unit_expr])
     )
@@ -129,9 +131,8 @@ def _rank_rule() -> Rule:
     return Rule("rank", "bad-rank", "s.rank IS NOT NULL AND s.rank < 1", "'rank ' || s.rank || ' is below 1'")
 
 
-def _dup_rank_rule() -> Rule:
-    # stage defaults to final: group on the defaulted value so a missing stage collides with 'final'.
-    list_key = ["s.case_id", "coalesce(s.stage, 'final')"]
+def _dup_rank_rule(list_key: list[str]) -> Rule:
+    """``list_key`` groups on the defaulted stage, so a missing stage collides with 'final'."""
     return duplicate_rule(
         [],
         "rank",
