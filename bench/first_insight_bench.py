@@ -3,7 +3,7 @@ pytrec_eval, ir_measures and DuckDB's own read and write floors, in one interlea
 
     python bench/first_insight_bench.py [--trec-eval PATH] [--trec-eval-upto 1M] [--sizes 1M,10M]
                                         [--shapes realistic,regular] [--repeat 3] [--dir /tmp/ragtriage-first-insight]
-                                        [--quiet-machine]
+                                        [--quiet-machine] [--only WORDS] [--keep | --reuse]
 
 ``--trec-eval PATH``: a trec_eval binary you built from its public source (https://github.com/usnistgov/trec_eval,
 ``make``); this repository ships neither its code nor a recipe building it. Without it, trec_eval's rows say so and
@@ -248,9 +248,13 @@ def measure(
     repeat: int,
     figures: list[Figure],
     save: Callable[[], None],
+    only: list[str] | None = None,
 ) -> None:
-    """``repeat`` rounds of every command into ``figures``; ``save`` after each round."""
+    """``repeat`` rounds of every command into ``figures``; ``save`` after each round. ``only``: the commands whose
+    name holds one of these words (case-insensitive), e.g. ``write floor`` and ``no-precompute``."""
     todo = commands(data, work, trec_eval, tui_exe)
+    if only:
+        todo = {name: run for name, run in todo.items() if any(w.lower() in name.lower() for w in only)}
     by_name = {name: Figure(name) for name in todo}
     figures += by_name.values()
     for round_ in range(repeat):
@@ -282,6 +286,22 @@ def table(results: dict[tuple[str, str], list[Figure]]) -> str:
     return "\n".join(lines)
 
 
+def reused(root: Path, shape: str) -> Layout | None:
+    """The layout a run with ``--keep`` left under ``root`` (the generator writes the same bytes for the same size
+    and shape), or None when it is not complete."""
+    import duckdb
+
+    data = Layout(root, shape, 0, 0, 0)
+    needed = [data.qrels, data.run, data.dataset / "cases.parquet", data.run_dir() / "results.parquet"]
+    if not all(p.exists() for p in needed):
+        return None
+    counts = duckdb.sql(f"""SELECT (SELECT count(*) FROM '{data.run_dir() / "results.parquet"}'),
+                                   (SELECT count(*) FROM '{data.dataset / "labels.parquet"}'),
+                                   (SELECT count(*) FROM '{data.dataset / "cases.parquet"}')""").fetchone()
+    assert counts is not None
+    return Layout(root, shape, int(counts[0]), int(counts[1]), int(counts[2]))
+
+
 def kept_figures(path: Path | None, rec: Recorder, measured: set[tuple[str, str]]) -> list[dict[str, object]]:
     """The rows of an earlier results file for the (size, shape) pairs this run does not measure, its bars
     included, with a note saying where and under what load they were measured."""
@@ -309,14 +329,24 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-first-insight"))
     ap.add_argument("--keep-from", type=Path, help="an earlier first-insight results file: its other sizes/shapes")
     ap.add_argument("--keep", action="store_true", help="keep the generated files (they are large)")
+    ap.add_argument(
+        "--reuse", action="store_true", help="read the files a run with --keep left under --dir (kept again)"
+    )
     ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
+    ap.add_argument(
+        "--only",
+        help="run only the commands whose name holds one of these comma-separated words "
+        "(e.g. 'write floor,no-precompute' for item 4's bar)",
+    )
     a = ap.parse_args()
+    only = [w.strip() for w in a.only.split(",") if w.strip()] if a.only else None
     if shutil.which("tmux") is None or not Path(GNU_TIME).exists():
         raise SystemExit("needs tmux and GNU time (Debian packages tmux, time)")
     trec_eval = a.trec_eval if a.trec_eval and a.trec_eval.exists() else None
     shapes = [s.strip() for s in a.shapes.split(",")]
-    params = {"sizes": a.sizes, "shapes": ",".join(shapes), "repeat": a.repeat, "measure": "nDCG@10"}
-    rec = Recorder("first-insight", params, shared=not a.quiet_machine)
+    params = {"sizes": a.sizes, "shapes": ",".join(shapes), "repeat": a.repeat, "measure": "nDCG@10", "only": a.only}
+    # a subset is recorded apart, so docs/performance.md keeps showing the newest full table
+    rec = Recorder("first-insight-subset" if only else "first-insight", params, shared=not a.quiet_machine)
     rec.note("Whole processes; s = median wall, CPU = median user+sys, peak MiB = largest RSS over the rounds.")
     rec.note("Interleaved: each round runs every command once, in the table's order; ratios are of medians.")
     if trec_eval is None:
@@ -354,17 +384,21 @@ def main() -> None:
     for size in (s.strip() for s in a.sizes.split(",")):
         for shape in shapes:
             root = a.dir / f"{shape}-{size}"
-            shutil.rmtree(root, ignore_errors=True)
-            t = time.perf_counter()
-            data = generate(root, parse_size(size), shape)
-            print(f"{size} {shape}: {data.summary()} generated in {time.perf_counter() - t:.0f} s under {root}")
+            data = reused(root, shape) if a.reuse else None
+            if data is None:
+                shutil.rmtree(root, ignore_errors=True)
+                t = time.perf_counter()
+                data = generate(root, parse_size(size), shape)
+                print(f"{size} {shape}: {data.summary()} generated in {time.perf_counter() - t:.0f} s under {root}")
             data_rows.append({"rows": size, "shape": shape, "name": "data", **data.summary()})
             work = root / "work"
+            shutil.rmtree(work, ignore_errors=True)
             work.mkdir()
             upto = parse_size(size) <= parse_size(a.trec_eval_upto)
             results[(size, shape)] = []
-            measure(data, work, trec_eval if upto else None, tui_exe, a.repeat, results[(size, shape)], save)
-            if not a.keep:
+            figs = results[(size, shape)]
+            measure(data, work, trec_eval if upto else None, tui_exe, a.repeat, figs, save, only)
+            if not (a.keep or a.reuse):
                 shutil.rmtree(root, ignore_errors=True)
     print("\n" + table(results) + "\n\n| size | shape | bar | ratio | limit | met |\n|---|---|---|---|---|---|")
     for row in bars(results):
