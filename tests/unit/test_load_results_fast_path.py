@@ -125,3 +125,61 @@ def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
         expected = f"schema version 1, this ragtriage reads version {SCHEMA_VERSION}; load the dataset"
         with pytest.raises(StoreError, match=expected):
             connect(db, read_only=read_only)
+
+
+def _refused(con: duckdb.DuckDBPyConnection, run: Path) -> list[str]:
+    with pytest.raises(ValidationFailed) as exc:
+        load_run(con, run)
+    assert con.execute("SELECT count(*) FROM result_rows").fetchone() == (0,)
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+    return [str(e) for e in exc.value.errors]
+
+
+def test_a_parquet_row_breaking_a_check_is_refused_in_any_case(tmp_path: Path) -> None:
+    """The insert writes the clean rows of known cases only and the checks run when it wrote fewer rows than the
+    file holds: a bad row is refused whether its case is known, unknown (never written) or missing."""
+    con = _store(tmp_path)
+    big = pa.schema(
+        [("case_id", pa.string()), ("rank", pa.int64()), ("document_id", pa.string()), ("chunk_id", pa.string())]
+    )
+    far = "rank: rank 1099511627776 is out of range (-2147483648..2147483647) (row 2)"
+    cases = [
+        ("unknown", {"case_id": "q9", "rank": 2**40, "document_id": "d2"}, far),
+        ("known", {"case_id": "q1", "rank": 2**40, "document_id": "d2"}, far),
+        (
+            "nodoc",
+            {"case_id": "q1", "rank": 2, "document_id": None},
+            "document_id: missing required field 'document_id'",
+        ),
+        (
+            "blank",
+            {"case_id": "q1", "rank": 2, "document_id": " "},
+            "document_id: missing required field 'document_id'",
+        ),
+        ("nocase", {"case_id": None, "rank": 2, "document_id": "d2"}, "case_id: missing required field 'case_id'"),
+    ]
+    for name, bad, message in cases:
+        rows = [{"case_id": "q1", "rank": 1, "document_id": "d1", "chunk_id": "c1"}, {**bad, "chunk_id": "c2"}]
+        errs = _refused(con, _parquet_run(tmp_path / name, rows, big))
+        suffix = "" if message == far else " (row 2)"
+        assert errs == [f"{tmp_path / name}/results.parquet:2: {message}{suffix}"]
+
+
+def test_a_parquet_run_with_rows_of_no_case_keeps_the_others(tmp_path: Path) -> None:
+    con = _store(tmp_path)
+    rows = _rows(2) + _rows(3, "q9")
+    rep = load_run(con, _parquet_run(tmp_path / "pq", rows))
+    assert (rep.rows["results"], rep.ignored_topics, rep.ignored_rows) == (2, 1, 3)
+    assert [w.code for w in rep.warnings] == ["topic-not-a-case"]
+    assert con.execute("SELECT case_id, rank FROM results ORDER BY rank").fetchall() == [("q1", 1), ("q1", 2)]
+
+
+def test_a_parquet_type_error_is_reported_beside_an_error_found_before_the_insert(tmp_path: Path) -> None:
+    con = _store(tmp_path)
+    load_run(con, _parquet_run(tmp_path / "pq", _rows(1)))
+    again = _parquet_run(tmp_path / "again", [{**_rows(1)[0], "rank": "first"}])
+    (again / "run.json").write_text(json.dumps({"run_id": "pq", "k": 10}))
+    with pytest.raises(ValidationFailed) as exc:
+        load_run(con, again)
+    assert sorted((e.code, e.field) for e in exc.value.errors) == [("duplicate-run", "run_id"), ("wrong-type", "rank")]
+    assert con.execute("SELECT count(*) FROM result_rows").fetchone() == (1,)
