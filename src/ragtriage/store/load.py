@@ -278,9 +278,7 @@ def write_run(
         findings
         + pre
         + ignored
-        + run_findings(
-            con, checked, unit, check_enums=False, reader_checked=not contract, strict=strict, stored=True
-        )
+        + run_findings(con, checked, unit, check_enums=False, reader_checked=not contract, strict=strict, stored=True)
     )
     # Lists without repeats need no de-duplication pass at evaluation time (trec-compat ranks whole lists).
     repeats = any(w.code == "duplicate-in-list" for w in warnings)
