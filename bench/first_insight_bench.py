@@ -297,8 +297,7 @@ def reused(root: Path, shape: str) -> Layout | None:
         return None
     counts = duckdb.sql(f"""SELECT (SELECT count(*) FROM '{data.run_dir() / "results.parquet"}'),
                                    (SELECT count(*) FROM '{data.dataset / "labels.parquet"}'),
-                                   (SELECT count(*) FROM '{data.dataset / "cases.parquet"}')""").fetchone()
-    assert counts is not None
+                                   (SELECT count(*) FROM '{data.dataset / "cases.parquet"}')""").fetchall()[0]
     return Layout(root, shape, int(counts[0]), int(counts[1]), int(counts[2]))
 
 
