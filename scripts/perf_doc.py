@@ -39,6 +39,7 @@ TITLES = {
     "traces": "Loading retriever spans (OTLP/JSON) against the same lists as a TREC run",
     "trace-manifest": "Deriving the corpus manifest from trace metadata, against the trace load it follows",
     "first-insight": "Time to first insight: files to numbers, store and TUI, beside trec_eval and DuckDB's floors",
+    "first-insight-subset": "Time to first insight, some of its rows only (`first_insight_bench.py --only`)",
     "spark": "The Spark engine in local mode against the DuckDB engine: measures and the leakage check",
 }
 
