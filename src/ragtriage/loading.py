@@ -121,6 +121,7 @@ def load_store(
 
 #: Where ``tui --qrels --run`` keeps the stores it builds (under ``paths.cache_root``).
 STORES_FOLDER = "stores"
+SUMMARIES_LEFT_TO_TUI = "overview summaries: left to the TUI, which keeps them in the cache once computed"
 
 
 @dataclass(frozen=True)
@@ -178,18 +179,34 @@ def store_key(req: LoadRequest) -> str:
     return h.hexdigest()[:32]
 
 
-def cached_store(
-    req: LoadRequest, *, rebuild: bool = False, progress: Progress = noop, folder: Path | None = None
-) -> CachedStore:
-    """The store of ``req``'s files in the cache folder (``folder``, default ``paths.cache_root()/stores``), built
-    now when it is not there (or ``rebuild``): loaded into a temporary file beside it and renamed into place, so
-    a reader never sees half a store, and built by one process at a time (a file lock: a second opening waits for
-    the first and then reads its store). Notes beside a rebuilt store are kept."""
+def cached_store_path(req: LoadRequest, folder: Path | None = None) -> Path:
+    """Where the store of ``req``'s files is (or will be) kept: ``folder`` (default ``paths.cache_root()/stores``,
+    created here) and the files' key (:func:`store_key`)."""
     from ragtriage.paths import cache_root
 
     root = folder if folder is not None else cache_root() / STORES_FOLDER
     root.mkdir(parents=True, exist_ok=True)
-    target = root / f"{store_key(req)}.duckdb"
+    return root / f"{store_key(req)}.duckdb"
+
+
+def cached_store(
+    req: LoadRequest,
+    *,
+    rebuild: bool = False,
+    progress: Progress = noop,
+    folder: Path | None = None,
+    target: Path | None = None,
+) -> CachedStore:
+    """The store of ``req``'s files in the cache folder (``folder``, default ``paths.cache_root()/stores``), built
+    now when it is not there (or ``rebuild``): loaded into a temporary file beside it and renamed into place, so
+    a reader never sees half a store, and built by one process at a time (a file lock: a second opening waits for
+    the first and then reads its store). Notes beside a rebuilt store are kept. ``target``: the path
+    :func:`cached_store_path` gave (the files are not hashed again).
+
+    The overview summaries are not computed here: the TUI opening the store computes them once (means first,
+    intervals after) and keeps them in the summary cache, so the first paint does not wait for the bootstrap."""
+    target = target if target is not None else cached_store_path(req, folder)
+    root = target.parent
     with _building(root / f"{target.stem}.lock"):
         if target.exists() and not rebuild:
             return CachedStore(target, None)
@@ -208,7 +225,7 @@ def cached_store(
             os.replace(scratch, target)
         finally:
             scratch.unlink(missing_ok=True)
-        result = finish_closed(target, result)
+        result.skipped.append(SUMMARIES_LEFT_TO_TUI)
     return CachedStore(target, result)
 
 

@@ -105,15 +105,24 @@ def test_the_command_says_where_the_store_is_and_opens_it(
     qrels, a, b = files
     monkeypatch.setenv("RAGTRIAGE_CACHE_DIR", str(tmp_path / "c"))
     opened: list[Path] = []
-    monkeypatch.setattr(tui_cli, "_run_app", lambda db, run, baseline, author: opened.append(db))
+    builds: list[object] = []
+
+    def run_app(db: Path, run: str | None, baseline: str | None, author: str | None, build: object) -> None:
+        opened.append(db)
+        builds.append(build)
+        if callable(build):  # what the app runs on its worker before the views open
+            build(lambda step: None)
+
+    monkeypatch.setattr(tui_cli, "_run_app", run_app)
     args = ["tui", "--qrels", str(qrels), "--run", str(a), "--run", str(b)]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert "loaded now" in res.stderr and str(opened[0]) in res.stderr.replace("\n", "")
-    assert opened[0].parent == tmp_path / "c" / "stores"
+    assert "loading the files now" in res.stderr and str(opened[0]) in res.stderr.replace("\n", "")
+    assert opened[0].parent == tmp_path / "c" / "stores" and opened[0].exists()
+    assert getattr(builds[0], "what", "") == "qrels.txt, a.run, b.run"
     monkeypatch.setattr(loading, "load_inputs", _never)
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert "read from the cache, nothing loaded" in res.stderr and opened[1] == opened[0]
+    assert "read from the cache, nothing loaded" in res.stderr and opened[1] == opened[0] and builds[1] is None
     res = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "x.duckdb")])
     assert res.exit_code == 2 and "not both" in res.stderr

@@ -8,16 +8,21 @@ from __future__ import annotations
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, app, classified_first, open_existing, output_path
 from ragtriage.safe_text import visible
+
+if TYPE_CHECKING:
+    from ragtriage.store.byo import LoadRequest
+    from ragtriage.tui.app import Build
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -37,16 +42,24 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _run_app(db: Path, run: str | None, baseline: str | None, author: str | None) -> None:
+def _run_app(db: Path, run: str | None, baseline: str | None, author: str | None, build: Build | None = None) -> None:
+    """The app on ``db``; with ``build``, the app writes the store first (its inputs' errors are reported here,
+    once the terminal is restored, as the load reports them)."""
+    from ragtriage.cli._app import input_errors
     from ragtriage.notes import NotesError
     from ragtriage.store import StoreError
     from ragtriage.tui.app import TriageApp
 
     try:
-        triage = TriageApp(db, run, baseline, author=author)
+        triage = TriageApp(db, run, baseline, author=author, build=build)
     except (StoreError, NotesError, OSError) as exc:
         raise _fail(str(exc)) from exc
     triage.run()
+    failed = triage.build_error
+    if failed is not None:
+        if isinstance(failed, input_errors()):
+            raise _fail(str(failed)) from failed
+        raise failed
     if triage.return_code:
         raise typer.Exit(triage.return_code)  # ended by SIGTERM
 
@@ -85,33 +98,50 @@ def tui(
         raise _fail("pass either --db (a store) or --qrels/--dataset with --run files, not both")
     if not runs:
         raise _fail("--qrels/--dataset needs at least one --run file")
-    _run_app(_cached_store(qrels, topics, dataset, runs, rebuild), None, baseline, author)
+    path, build = _cached_store(qrels, topics, dataset, runs, rebuild)
+    _run_app(path, None, baseline, author, build)
+
+
+@dataclass(frozen=True)
+class _LoadIntoCache:
+    """The load of a cached store the app runs on a worker while it starts (:class:`ragtriage.tui.app.Build`)."""
+
+    req: LoadRequest
+    target: Path
+    rebuild: bool
+    what: str
+
+    def __call__(self, progress: Callable[[str], None]) -> object:
+        from ragtriage.loading import cached_store
+
+        return cached_store(self.req, rebuild=self.rebuild, progress=progress, target=self.target)
 
 
 def _cached_store(
     qrels: Path | None, topics: Path | None, dataset: Path | None, runs: list[str], rebuild: bool
-) -> Path:
-    """The store of these files in the cache folder (loaded now when it is not there), said on stderr."""
+) -> tuple[Path, _LoadIntoCache | None]:
+    """Where the store of these files is in the cache folder, said on stderr, and the load that writes it when it
+    is not there (or ``rebuild``): the app runs it while it starts."""
     from ragtriage.cli._app import input_errors
-    from ragtriage.cli.data import LazyProgress
-    from ragtriage.loading import cached_store
+    from ragtriage.loading import cached_store_path
     from ragtriage.store.byo import LoadRequest, RunSource
 
     if qrels is not None and dataset is not None:
         raise _fail("pass either --dataset DIR or --qrels FILE, not both")
     req = LoadRequest(dataset=dataset, qrels=qrels, topics=topics, runs=[RunSource(Path(r)) for r in runs])
     try:
-        with LazyProgress("load into the cache") as prog:
-            found = cached_store(req, rebuild=rebuild, progress=prog)
+        path = cached_store_path(req)
     except input_errors() as exc:
         raise _fail(str(exc)) from exc
-    how = "read from the cache, nothing loaded" if found.built is None else "loaded now; the next opening reads it"
+    fresh = rebuild or not path.exists()
+    how = "loading the files now; the next opening reads it" if fresh else "read from the cache, nothing loaded"
     err.print(
-        visible(f"store: {found.path} ({how}; keyed by the files' contents; --rebuild loads them again)"),
+        visible(f"store: {path} ({how}; keyed by the files' contents; --rebuild loads them again)"),
         markup=False,
         highlight=False,
     )
-    return found.path
+    inputs = ", ".join(Path(str(p)).name for p in (dataset or qrels, *runs))
+    return path, _LoadIntoCache(req, path, rebuild, inputs) if fresh else None
 
 
 def sample_dir() -> Path:

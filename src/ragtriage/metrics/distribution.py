@@ -111,19 +111,22 @@ def _sparse_means(
 
 
 def describe(values: npt.NDArray[np.float64], seed: int = 0, resamples: int = N_RESAMPLES) -> Distribution:
-    """Distribution of the non-null values of one measure (percentiles interpolate linearly, numpy's default)."""
+    """Distribution of the non-null values of one measure (percentiles interpolate linearly, numpy's default).
+    ``resamples=0``: no interval (``ci_low``/``ci_high`` None), for a first look that cannot wait for the
+    bootstrap, which is most of the cost."""
     if len(values) == 0:
         return Distribution(0, None, None, None, None, None, None)
-    rng = np.random.default_rng(seed)
-    means = bootstrap_means(values, resamples, rng)
-    tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
-    low, high = np.percentile(means, [tail, 100.0 - tail])
+    low = high = None
+    if resamples > 0:
+        means = bootstrap_means(values, resamples, np.random.default_rng(seed))
+        tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
+        low, high = (float(v) for v in np.percentile(means, [tail, 100.0 - tail]))
     return Distribution(
         n=len(values),
         mean=float(values.mean()),
         median=float(np.median(values)),
         p10=float(np.percentile(values, 10)),
         min=float(values.min()),
-        ci_low=float(low),
-        ci_high=float(high),
+        ci_low=low,
+        ci_high=high,
     )

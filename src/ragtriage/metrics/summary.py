@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ragtriage.arrays import non_null_values, table_of_rows
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, context_of
-from ragtriage.metrics.distribution import Distribution, describe
+from ragtriage.metrics.distribution import N_RESAMPLES, Distribution, describe
 from ragtriage.metrics.per_case import MEASURES, given_per_case, per_case_context
 
 
@@ -104,11 +104,13 @@ def column_values(table: pa.Table, name: str) -> np.ndarray:
     return non_null_values(table.column(name), np.float64)
 
 
-def distributions(table: pa.Table, measures: Sequence[str], ks: Sequence[int], seed: int) -> list[MetricRow]:
+def distributions(
+    table: pa.Table, measures: Sequence[str], ks: Sequence[int], seed: int, resamples: int = N_RESAMPLES
+) -> list[MetricRow]:
     rows = []
     for m in measures:
         for k in ks:
-            d: Distribution = describe(column_values(table, f"{m}@{k}"), seed=seed)
+            d: Distribution = describe(column_values(table, f"{m}@{k}"), seed=seed, resamples=resamples)
             rows.append(MetricRow.of(m, k, f"{m}@{k}", d))
     return rows
 
@@ -118,7 +120,9 @@ def zero_hit_rates(table: pa.Table, ks: Sequence[int]) -> dict[int, float | None
     return {k: (pc.sum(pc.cast(table[f"zero_hit@{k}"], pa.int64())).as_py() or 0) / n if n else None for k in ks}
 
 
-def report_from_table(ctx: EvalContext, table: pa.Table, measures: Sequence[str], seed: int) -> MetricReport:
+def report_from_table(
+    ctx: EvalContext, table: pa.Table, measures: Sequence[str], seed: int, resamples: int = N_RESAMPLES
+) -> MetricReport:
     n_without = int(np.count_nonzero(column_values(table, "n_relevant") == 0))
     return MetricReport(
         run_id=ctx.run_id,
@@ -128,7 +132,7 @@ def report_from_table(ctx: EvalContext, table: pa.Table, measures: Sequence[str]
         ks=ctx.ks,
         n_cases=table.num_rows,
         n_without_relevant=int(n_without),
-        rows=distributions(table, measures, ctx.ks, seed),
+        rows=distributions(table, measures, ctx.ks, seed, resamples),
         zero_hit_rate=zero_hit_rates(table, ctx.ks),
         stage=ctx.stage,
         split=ctx.split,
@@ -146,8 +150,11 @@ def summarize(
     seed: int = 0,
     measures: Sequence[str] = MEASURES,
     per_case: pa.Table | None = None,
+    interval: bool = True,
 ) -> MetricReport:
     """Mean, median, p10, min and a seeded 95% bootstrap interval of every measure@k, over answerable cases.
+    ``interval=False`` leaves the interval out (None): the bootstrap is most of the cost once ``per_case`` is
+    known, and the TUI shows the other figures while it runs.
 
     ``per_case``: :func:`ragtriage.metrics.per_case.per_case` of the same run, stage, gain and split at (at least)
     these cutoffs, when the caller has it already (the TUI, which also draws it); computing it is most of the cost.
@@ -159,4 +166,5 @@ def summarize(
     if per_case is None:
         per_case = per_case_context(con, ctx, counts=False)
     extra = ["n_relevant", *(f"zero_hit@{k}" for k in ctx.ks)]
-    return report_from_table(ctx, given_per_case(per_case, ctx.ks, measures, extra), measures, seed)
+    resamples = N_RESAMPLES if interval else 0
+    return report_from_table(ctx, given_per_case(per_case, ctx.ks, measures, extra), measures, seed, resamples)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 import duckdb
 from textual import work
@@ -44,7 +44,7 @@ from ragtriage.safe_text import visible
 from ragtriage.store import StoreError, StoreLocked, connect
 from ragtriage.store.memory_cap import capped
 from ragtriage.tui.commands import TriageCommands
-from ragtriage.tui.data import CLASSIFIED_KINDS, RunCache, StoreReader
+from ragtriage.tui.data import CLASSIFIED_KINDS, RunCache, StoreReader, summary_per_case
 from ragtriage.tui.host import TriageHost
 from ragtriage.tui.screens.base import VIEW_KEYS
 from ragtriage.tui.screens.overview import OverviewScreen
@@ -54,6 +54,53 @@ if TYPE_CHECKING:
     from ragtriage.tui.case_layout import Rendered
 
 _STOP = object()
+
+
+class StoreState(NamedTuple):
+    """What the app reads from its store before a view opens."""
+
+    runs: list[str]
+    run_id: str
+    baseline: str | None
+    #: Runs whose classification this app stores in the background, and how far each is
+    classifying: dict[str, Progress]
+
+
+def store_state(db: Path, run_id: str | None, baseline: str | None) -> StoreState:
+    """The runs, the one to open (``run_id``, else the newest) and its baseline, and the runs left to classify
+    (a short read-only open)."""
+    con = connect(db, read_only=True)
+    try:
+        runs = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        newest = con.execute(
+            "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
+        ).fetchone()
+        classifying = {rid: progress(con, rid) for rid in pending(con)}
+    finally:
+        con.close()
+    if not runs:
+        raise StoreError(f"{db}: no run loaded; load one with `ragtriage load --db {db} --run DIR`")
+    for name, value in (("run", run_id), ("baseline", baseline)):
+        if value is not None and value not in runs:
+            raise StoreError(f"unknown {name} {value!r}; loaded runs: {', '.join(runs)}")
+    opened = run_id or (newest[0] if newest else runs[-1])
+    return StoreState(runs, opened, baseline or next((r for r in runs if r != opened), None), classifying)
+
+
+class BuildStopped(Exception):
+    """The app quit while its store was being written: the load stops at its next step."""
+
+
+class Build(Protocol):
+    """What writes the store before the views open: called with a progress callback (a step's name); ``what``
+    names the inputs for the progress screen."""
+
+    @property
+    def what(self) -> str: ...
+
+    def __call__(self, progress: Callable[[str], None]) -> object: ...
+
+
 NOTES_POLL_S = 1.0
 CLASSIFY_RETRY_S = 5.0  # another process holds the store: try again then
 RUNS_POLL_S = 3.0  # a short read-only open: a load starting in that moment waits or says the store is busy
@@ -166,26 +213,22 @@ class TriageApp(App[None]):
         author: str | None = None,
         notes_path: str | Path | None = None,
         export_dir: str | Path | None = None,
+        build: Build | None = None,
     ) -> None:
+        """``build``: the store is written by it first (``tui --qrels --run``), on a worker while the app starts and
+        shows its progress; the views open when it returns. Its error ends the app (:attr:`build_error`)."""
         self.db_path = Path(db_path)
         self.reader = StoreReader(db_path)
-        con = connect(db_path, read_only=True)
-        try:
-            self.runs = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
-            newest = con.execute(
-                "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
-            ).fetchone()
-            #: Runs whose classification this app stores in the background, and how far each is
-            self.classifying: dict[str, Progress] = {rid: progress(con, rid) for rid in pending(con)}
-        finally:
-            con.close()
-        if not self.runs:
-            raise StoreError(f"{db_path}: no run loaded; load one with `ragtriage load --db {db_path} --run DIR`")
-        for name, value in (("run", run_id), ("baseline", baseline)):
-            if value is not None and value not in self.runs:
-                raise StoreError(f"unknown {name} {value!r}; loaded runs: {', '.join(self.runs)}")
-        self.run_id = run_id or (newest[0] if newest else self.runs[-1])
-        self.baseline = baseline or next((r for r in self.runs if r != self.run_id), None)
+        self._build, self._wanted = build, (run_id, baseline)
+        #: What stopped ``build`` (the caller reports it once the terminal is restored)
+        self.build_error: BaseException | None = None
+        self.runs: list[str] = []
+        self.run_id: str = ""
+        self.baseline: str | None = None
+        #: Runs whose classification this app stores in the background, and how far each is
+        self.classifying: dict[str, Progress] = {}
+        if build is None:
+            self._apply(store_state(self.db_path, run_id, baseline))
         #: The runs Compare listed (open run, baseline, the rest): a case opened from it shows their lists
         self.compare_runs: tuple[str, ...] = ()
         self.store = NotesStore(notes_path or notes_path_for(db_path))
@@ -213,14 +256,68 @@ class TriageApp(App[None]):
         core messages, all data (``markup`` is accepted for Textual's signature and ignored)."""
         super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
+    def _apply(self, state: StoreState) -> None:
+        self.runs, self.run_id, self.baseline, self.classifying = state
+
     # lifecycle -------------------------------------------------------------------------------------------------
     def on_mount(self) -> None:
         # SIGTERM winds the app down as quitting does (notes saved, terminal restored, the caller's clean-up run)
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # no signals here (Windows, a thread)
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.exit, None, 128 + signal.SIGTERM)
-        self.sub_title = visible(f"{self.db_path.name} · run {self.run_id}")
         self._writer_running = True
         self._notes_writer()
+        if self._build is not None:
+            from ragtriage.tui.screens.building import BuildingScreen
+
+            self.push_screen(BuildingScreen(self._build.what))
+            self._build_store(self._build)
+            return
+        self._open_views()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While the store is being written only quitting works: every view reads it."""
+        return action == "quit" if self._build is not None else True
+
+    @work(thread=True, exclusive=True, group="build", exit_on_error=False)
+    def _build_store(self, build: Build) -> None:
+        worker = get_current_worker()
+
+        def step(name: str) -> None:
+            if worker.is_cancelled:  # the app is quitting: the load stops here, leaving no store behind
+                raise BuildStopped(name)
+            self.call_from_thread(self._build_step, name)
+
+        try:
+            build(step)
+            state = store_state(self.db_path, *self._wanted)
+        except BaseException as exc:  # reported by the caller once the terminal is restored
+            if not worker.is_cancelled:
+                self.call_from_thread(self._build_failed, exc)
+            return
+        self.call_from_thread(self._built, state)
+        # the metric table's per-case values, computed here while the UI thread lays the Overview out (its worker
+        # waits for this instead of computing them again); an error is the Overview's to report
+        with contextlib.suppress(Exception), self.reader.cursor() as cur:
+            summary_per_case(cur, state.run_id, self.cache)
+
+    def _build_step(self, name: str) -> None:
+        from ragtriage.tui.screens.building import BuildingScreen
+
+        if isinstance(self.screen, BuildingScreen):
+            self.screen.set_step(name)
+
+    def _build_failed(self, exc: BaseException) -> None:
+        self.build_error = exc
+        self.exit(return_code=2)
+
+    def _built(self, state: StoreState) -> None:
+        self._apply(state)
+        self._build = None
+        self.pop_screen()
+        self._open_views()
+
+    def _open_views(self) -> None:
+        self.sub_title = visible(f"{self.db_path.name} · run {self.run_id}")
         self.switch_mode("overview")
         self._notes_watch = NotesWatch(self.store.path)
         self.set_interval(NOTES_POLL_S, self._poll_notes)

@@ -42,7 +42,7 @@ from ragtriage.experiments.runs_table import measure_names
 from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, PairStats, pair_stats, paired_matrix
 from ragtriage.gate.sources import paired_version
 from ragtriage.metrics import summary_cache
-from ragtriage.metrics.context import labels_header
+from ragtriage.metrics.context import DEFAULT_KS, labels_header
 from ragtriage.metrics.measures import parse_measure
 from ragtriage.metrics.per_case import per_case as core_per_case
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, NONE, membership_sql
@@ -55,7 +55,6 @@ from ragtriage.tui.text import natural_order
 DIMENSIONS = CASE_FIELDS + EVIDENCE_FIELDS
 #: Measures a case screen, the Compare view and the overview histogram offer, all at the run's own k.
 CASE_MEASURES = ("nDCG", "P", "R", "RR", "AP")
-DEFAULT_KS = (3, 5, 10)
 T = TypeVar("T")
 
 
@@ -359,25 +358,57 @@ class Summary:
 
     table: pa.Table
     context: str
+    #: True when the table holds no interval yet (``interval=False`` on a cache miss): the full one follows
+    interval_pending: bool = False
 
 
 def summary(
-    cur: duckdb.DuckDBPyConnection, run_id: str, db_path: str | Path | None = None, cache: RunCache | None = None
+    cur: duckdb.DuckDBPyConnection,
+    run_id: str,
+    db_path: str | Path | None = None,
+    cache: RunCache | None = None,
+    *,
+    interval: bool = True,
 ) -> Summary:
     """With ``db_path`` the full table is read from / written to :mod:`summary_cache`; on a miss, with ``cache``
-    the run's per-case table is computed once for the summary, the histogram and the slices."""
+    the run's per-case table is computed once for the summary, the histogram and the slices. ``interval=False``:
+    on a miss, the table without its bootstrap intervals (most of the cost once the per-case values are known),
+    not kept in the cache."""
     full = summary_cache.load(cur, run_id) if db_path is not None else None
+    pending = False
     if full is None:
-        per_case = cache.table("per_case", run_id, cur) if cache is not None else None
-        full = core("metrics.summarize", summarize, cur, run_id, per_case=per_case).to_arrow()
-        if db_path is not None:
+        per_case = summary_per_case(cur, run_id, cache)
+        full = core("metrics.summarize", summarize, cur, run_id, per_case=per_case, interval=interval).to_arrow()
+        pending = not interval
+        if db_path is not None and interval:
             summary_cache.save(cur, run_id, full)
     require(full, SUMMARY_COLUMNS, "metrics.summarize")
     context = ""
     if full.num_rows:
         first = full.slice(0, 1).to_pylist()[0]
         context = " ".join(f"{c}={first[c]}" for c in SUMMARY_CONTEXT if c in first)
-    return Summary(full.select(list(SUMMARY_COLUMNS)), context)
+    return Summary(full.select(list(SUMMARY_COLUMNS)), context, pending)
+
+
+def summary_per_case(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache | None) -> pa.Table | None:
+    """The per-case values the summary needs: at its own cutoffs from the per-case cache (computed and kept on a
+    miss, cheaper than at the run's k as well), else the run's table shared with the histogram and slices. With
+    ``cache``, computed once per session (the app starts it early, as soon as a store it built is written)."""
+
+    def kept() -> pa.Table | None:
+        return core("metrics.per_case", summary_cache.per_case_kept, cur, run_id, DEFAULT_KS)
+
+    def kept_or_none() -> pa.Table:
+        table = kept()
+        return _NO_TABLE if table is None else table
+
+    if cache is None:
+        return kept()
+    found = cache.remember(("summary_per_case", run_id), kept_or_none)
+    return found if found is not _NO_TABLE else cache.table("per_case", run_id, cur)
+
+
+_NO_TABLE = pa.table({})
 
 
 @dataclass(frozen=True)

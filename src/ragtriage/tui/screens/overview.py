@@ -5,6 +5,8 @@ failures per category."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -60,11 +62,12 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summary_table(table: pa.Table) -> RenderableType:
-    """metrics.summarize's rows in 68 columns: the interval as one cell, every number with 4 decimals."""
+def summary_table(table: pa.Table, interval_pending: bool = False) -> RenderableType:
+    """metrics.summarize's rows in 68 columns: the interval as one cell, every number with 4 decimals
+    (``interval_pending``: the bootstrap is still running, its cells say so)."""
     rows = []
     for r in table.to_pylist():
-        ci = f"{num(r['ci_low'])}–{num(r['ci_high'])}"
+        ci = "…" if interval_pending else f"{num(r['ci_low'])}–{num(r['ci_high'])}"
         cells = [r["name"], num(r["mean"]), num(r["median"]), num(r["p10"]), num(r["min"]), ci]
         rows.append([lit(c) for c in cells] + [lit(num(r["zero_hit_rate"])), lit(num(r["n"]))])
     return LineTable(SUMMARY_COLUMNS, rows)
@@ -186,9 +189,11 @@ class OverviewScreen(DataScreen):
                 return
             if worker.is_cancelled:
                 return
-            painted = self.post_section(name, run_id)
+            painted, result = self.post_section(name, run_id)
             if name == "summary":
                 painted.wait(self.PAINT_WAIT)
+                if isinstance(result, data.Summary) and result.interval_pending and not worker.is_cancelled:
+                    self.post_section(name, run_id, partial(self.fetch_summary, run_id, interval=True))
             if name == "leaks" and names == self.SECTIONS:
                 self.warm_case_screen(run_id)
 
@@ -232,14 +237,14 @@ class OverviewScreen(DataScreen):
 
     def fetch_section(self, name: str, run_id: str) -> Any:
         """Worker body: one core call on a short-lived connection; returns, never touches a widget."""
+        if name == "summary":
+            return self.fetch_summary(run_id, interval=False)
         app = self.triage
         with app.reader.cursor() as cur:
             if name == "identity":
                 return data.identity(cur, run_id)
             if name == "leaks":
                 return leak_verdict(cur, run_id, app.cache)
-            if name == "summary":
-                return data.summary(cur, run_id, app.db_path, app.cache)
             if name == "dist":
                 return data.distribution(cur, run_id, app.cache, self.family)
             if name == "slices":
@@ -249,9 +254,16 @@ class OverviewScreen(DataScreen):
                 return state  # counted once the background classification has stored the run
             return data.categories(app.cache.failure_summary(run_id, cur))
 
+    def fetch_summary(self, run_id: str, *, interval: bool) -> data.Summary:
+        """The metric table; without its intervals on a cache miss, so the means paint before the bootstrap."""
+        app = self.triage
+        with app.reader.cursor() as cur:
+            return data.summary(cur, run_id, app.db_path, app.cache, interval=interval)
+
     def on_overview_screen_section_loaded(self, message: SectionLoaded) -> None:
         self.call_after_refresh(message.painted.set)
-        if message.name == "summary":
+        pending = isinstance(message.result, data.Summary) and message.result.interval_pending
+        if message.name == "summary" and not pending:  # the bootstrap first: its intervals complete the table
             self.call_after_refresh(self.triage.start_classifying)
         if message.error is None:
             self.section(message.name, self.render_section(message.name, message.result))
@@ -270,7 +282,8 @@ class OverviewScreen(DataScreen):
             return leaks_block(result)
         if name == "summary":
             s: data.Summary = result
-            return titled(f"Metrics ({s.context})" if s.context else "Metrics", summary_table(s.table))
+            title = f"Metrics ({s.context})" if s.context else "Metrics"
+            return titled(title, summary_table(s.table, s.interval_pending))
         if name == "dist":
             d: data.Distribution = result
             self.plot("dist").show(d.counts, f"cases per {d.measure} bin (n={d.n})")
@@ -312,14 +325,19 @@ class OverviewScreen(DataScreen):
     def load_categories(self, run_id: str) -> None:
         self.post_section("categories", run_id)
 
-    def post_section(self, name: str, run_id: str) -> threading.Event:
-        """Worker body: fetch one section and post it (or its error); the event is set once it is painted."""
+    def post_section(
+        self, name: str, run_id: str, fetch: Callable[[], Any] | None = None
+    ) -> tuple[threading.Event, Any]:
+        """Worker body: fetch one section (``fetch``, default :meth:`fetch_section`) and post it (or its error);
+        returns an event set once it is painted, and what was fetched (None on an error)."""
         painted = threading.Event()
+        result = None
         try:
-            self.post_message(self.SectionLoaded(name, self.fetch_section(name, run_id), None, painted))
+            result = fetch() if fetch is not None else self.fetch_section(name, run_id)
+            self.post_message(self.SectionLoaded(name, result, None, painted))
         except Exception as exc:  # shown in place of the section; the other sections still load
             self.post_message(self.SectionLoaded(name, None, str(exc), painted))
-        return painted
+        return painted, result
 
     def plot(self, name: str) -> Any:
         """The section's picture, made when its data first arrives: plotext is imported then, not before the
