@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -227,6 +227,49 @@ def cached_store(
             scratch.unlink(missing_ok=True)
         result.skipped.append(SUMMARIES_LEFT_TO_TUI)
     return CachedStore(target, result)
+
+
+class LoadStopped(Exception):
+    """A :class:`BackgroundLoad` was stopped by its follower: the load ends at its next step, leaving no store."""
+
+
+class BackgroundLoad:
+    """:func:`cached_store` started at once on a thread of its own, so what the caller does next (a UI importing
+    and starting) overlaps it; calling the object follows it: each step goes to ``progress`` (the last one again
+    while none comes, so a ``progress`` that raises stops the load at its next step), and the result is returned
+    or its error raised."""
+
+    HEARTBEAT_S = 0.25
+
+    def __init__(self, req: LoadRequest, target: Path, *, rebuild: bool = False) -> None:
+        import queue
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._steps: queue.Queue[str] = queue.Queue()
+        self._stop = threading.Event()
+        pool = ThreadPoolExecutor(1, thread_name_prefix="ragtriage-load")
+        self._running = pool.submit(cached_store, req, rebuild=rebuild, progress=self._step, target=target)
+        pool.shutdown(wait=False)
+
+    def _step(self, name: str) -> None:
+        if self._stop.is_set():
+            raise LoadStopped(name)
+        self._steps.put(name)
+
+    def __call__(self, progress: Progress) -> CachedStore:
+        import queue
+
+        last = "starting"
+        try:
+            while not (self._running.done() and self._steps.empty()):
+                with suppress(queue.Empty):
+                    last = self._steps.get(timeout=self.HEARTBEAT_S)
+                progress(last)
+        except BaseException:
+            self._stop.set()
+            raise
+        return self._running.result()
 
 
 @contextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,38 @@ def test_the_command_says_where_the_store_is_and_opens_it(
     assert "read from the cache, nothing loaded" in res.stderr and opened[1] == opened[0] and builds[1] is None
     res = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "x.duckdb")])
     assert res.exit_code == 2 and "not both" in res.stderr
+
+
+def test_a_background_load_is_followed_and_stopped_by_its_follower(
+    files: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    qrels, a, _ = files
+    folder = tmp_path / "cache"
+    req = _req(qrels, a)
+    target = loading.cached_store_path(req, folder)
+    steps: list[str] = []
+    done = loading.BackgroundLoad(req, target)(steps.append)
+    assert done.path == target and target.exists() and "reading run" in steps
+    real = loading.load_inputs
+
+    def slow(con: object, r: LoadRequest, progress: loading.Progress, **kw: object) -> loading.LoadResult:
+        for _ in range(500):  # steps until the follower stops it (a load of many steps)
+            progress("writing")
+            time.sleep(0.01)
+        return real(con, r, progress, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loading, "load_inputs", slow)
+
+    class Quit(Exception):
+        pass
+
+    def quitting(step: str) -> None:
+        raise Quit(step)
+
+    other = loading.cached_store_path(_req(qrels), folder)  # another set of files: not built yet
+    with pytest.raises(Quit):
+        loading.BackgroundLoad(_req(qrels), other)(quitting)
+    deadline = time.monotonic() + 30
+    while [p for p in folder.iterdir() if "building" in p.name] and time.monotonic() < deadline:
+        time.sleep(0.01)  # the load ends at its next step and removes its temporary file
+    assert not other.exists() and not [p for p in folder.iterdir() if "building" in p.name]

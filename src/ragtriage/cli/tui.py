@@ -10,7 +10,7 @@ import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,6 +21,7 @@ from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, app, classified_firs
 from ragtriage.safe_text import visible
 
 if TYPE_CHECKING:
+    from ragtriage.loading import BackgroundLoad
     from ragtriage.store.byo import LoadRequest
     from ragtriage.tui.app import Build
 
@@ -99,6 +100,8 @@ def tui(
     if not runs:
         raise _fail("--qrels/--dataset needs at least one --run file")
     path, build = _cached_store(qrels, topics, dataset, runs, rebuild)
+    if build is not None:
+        build.start()
     _run_app(path, None, baseline, author, build)
 
 
@@ -110,11 +113,18 @@ class _LoadIntoCache:
     target: Path
     rebuild: bool
     what: str
+    _started: list[BackgroundLoad] = field(default_factory=list)
+
+    def start(self) -> None:
+        """Start the load now, before the app is imported: Textual's import and the app's start overlap it."""
+        from ragtriage.loading import BackgroundLoad
+
+        if not self._started:
+            self._started.append(BackgroundLoad(self.req, self.target, rebuild=self.rebuild))
 
     def __call__(self, progress: Callable[[str], None]) -> object:
-        from ragtriage.loading import cached_store
-
-        return cached_store(self.req, rebuild=self.rebuild, progress=progress, target=self.target)
+        self.start()
+        return self._started[0](progress)
 
 
 def _cached_store(
