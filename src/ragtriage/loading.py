@@ -1,10 +1,10 @@
 """A load as ``ragtriage load`` does it, for the CLI and the Python API alike: the store's one transaction
-(``store.byo.load_inputs``), then the overview summaries and per-case tables (``metrics.summary_cache.warm``, read
-by the TUI, ``compare`` and the gate). Each run's classification (read by ``failures``, the gate and the TUI) is
-left to the TUI's background worker, ``ragtriage classify`` or the first command that reads it
-(``classify.chunked``: a chunk of cases at a time, resumable); ``wait_classified`` stores it here, before
-returning (``classify.refresh``). Each is done, or stated as skipped or deferred in :class:`LoadResult`; nothing
-is printed here.
+(``store.byo.load_inputs``), then the per-case tables (``metrics.summary_cache.warm``, read by the TUI, ``compare``
+and the gate; the TUI's overview adds its summary's bootstrap intervals to the cache itself). Each run's
+classification (read by ``failures``, the gate and the TUI) is left to the TUI's background worker, ``ragtriage
+classify`` or the first command that reads it (``classify.chunked``: a chunk of cases at a time, resumable);
+``wait_classified`` stores it here, before returning (``classify.refresh``). Each is done, or stated as skipped or
+deferred in :class:`LoadResult`; nothing is printed here.
 
 The summary cache is keyed by the store file as it is once closed, so it is filled by :func:`finish`, which closes
 the connection first. :func:`load_store` does all of it for a store file.
@@ -28,7 +28,7 @@ from ragtriage.store.load import Progress, noop
 @dataclass
 class LoadResult:
     """What one load wrote: the store's summary (``summary``), the runs classified and stored now
-    (``classified``), the runs whose overview summary and per-case table were cached now (``cached``), and a
+    (``classified``), the runs whose per-case table was cached now (``cached``), and a
     sentence for each precomputation that was skipped or failed (``skipped``: readers then compute on the fly)."""
 
     summary: LoadSummary

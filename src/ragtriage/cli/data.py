@@ -106,7 +106,7 @@ def load(
     precompute: Annotated[
         bool,
         typer.Option(
-            help="Precompute each run's overview summary for the TUI (seconds per 10M result rows); "
+            help="Precompute each run's per-case metrics for the TUI, compare and gate (seconds per 10M result rows); "
             "--no-precompute stores the tables only."
         ),
     ] = True,

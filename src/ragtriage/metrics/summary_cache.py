@@ -1,6 +1,7 @@
 """A disk cache of ``metrics.summarize``'s table and of the per-case table under it, per store state, so the TUI's
 overview of a large run paints at once and ``compare``/``gate`` read both runs' per-case values instead of
-computing them: ``ragtriage load`` fills it (:func:`warm`), the overview and ``gate.sources.per_case`` read it.
+computing them: ``ragtriage load`` fills the per-case entry (:func:`warm`), the overview the summary entry, and
+the overview and ``gate.sources.per_case`` read them.
 
 On a large run ``metrics.summarize`` costs as much as the rest of start-up, and the figures can
 only change when the run, the labels or the metrics code change. Both entries are therefore keyed by what their
@@ -171,15 +172,17 @@ def prune(folder: Path, *, keep: Path, limit: int = MAX_BYTES) -> int:
 
 
 def warm(db_path: str | Path) -> list[str]:
-    """Fill the cache for every run of a store just written (``ragtriage load`` calls it after closing the
-    store), so the first overview after a load reads the table instead of computing it, and its slices by the
-    first dimension (:func:`slices_key`). Best effort: a run whose summary cannot be computed is skipped, and the
-    TUI computes (and reports) it itself."""
+    """Fill the per-case entry of every run of a store just written (``ragtriage load`` calls it after closing the
+    store), so the first overview after a load, ``compare`` and ``gate`` read the per-case values instead of
+    computing them, and the slices by the first dimension (:func:`slices_key`). The summary entry is left to its
+    reader (the TUI's overview: it shows the means from the per-case values at once, then the bootstrap
+    intervals, and keeps the table): the bootstrap is as costly as the per-case values on real-valued
+    measures over many cases, and only the TUI reads it. Best effort: a run whose per-case values cannot be
+    computed is skipped, and the TUI computes (and reports) them itself."""
     if cache_dir() is None:
         return []
     from ragtriage.metrics.context import DEFAULT_KS, resolve
     from ragtriage.metrics.per_case import per_case_context
-    from ragtriage.metrics.summary import summarize
     from ragtriage.store.connection import connect, run_ids
 
     con = connect(db_path, read_only=True)
@@ -187,14 +190,15 @@ def warm(db_path: str | Path) -> list[str]:
     try:
         for rid in run_ids(con):
             key = per_case_key(con, rid)
+            if key is None:
+                break
             cases = None
-            if load(con, rid) is None or (key is not None and read_entry(key) is None):
+            if read_entry(key) is None:
                 try:
                     cases = per_case_context(con, resolve(con, rid, DEFAULT_KS), counts=False)
-                    table = summarize(con, rid, per_case=cases).to_arrow_table()
                 except Exception:  # noqa: BLE001 - the TUI shows the core's own message for this run
                     continue
-                if not (save(con, rid, table) and (key is None or write_entry(key, cases, compressed=True))):
+                if not write_entry(key, cases, compressed=True):
                     break
             _warm_slices(con, rid, cases)
             done.append(rid)
