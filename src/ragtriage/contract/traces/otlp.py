@@ -11,17 +11,20 @@ bounded by one batch of spans and the largest single span.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.arrow_scan import run_on_arrow
 from ragtriage.contract.compression import open_binary
 from ragtriage.contract.json_stream import JsonStream, json_stream
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces import otlp_lines
 from ragtriage.contract.traces.options import TraceOptions
+from ragtriage.contract.traces.otlp_docs import create_doc_table, doc_rows_sql, insert_docs_sql, move_docs
 from ragtriage.contract.traces.paths import json_path
 from ragtriage.contract.traces.tables import SPAN_COLUMNS
 
@@ -39,9 +42,6 @@ _SCALARS = (
     "bool_value",
 )
 _RAW = pa.schema([("file", pa.string()), ("line", pa.int64()), ("res", pa.int64()), ("j", pa.string())])
-
-OI_DOCS = r"^(retrieval\.documents|reranker\.input_documents|reranker\.output_documents)\.(\d+)\.document\.(id|score|content|metadata)$"  # noqa: E501
-"""An OpenInference document attribute: (list, index, field)."""
 
 
 def any_value(v: Any) -> Any:
@@ -127,11 +127,7 @@ class _Walk:
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, batch: pa.RecordBatch, cols: str) -> None:
-    con.register("__trc_batch", batch)
-    try:
-        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM __trc_batch")
-    finally:
-        con.unregister("__trc_batch")
+    run_on_arrow(con, "__trc_batch", batch, f"INSERT INTO {table} ({cols}) SELECT {cols} FROM __trc_batch")
 
 
 def read_otlp(con: duckdb.DuckDBPyConnection, path: Path, res0: int, opts: TraceOptions) -> int:
@@ -156,6 +152,7 @@ def create_raw(con: duckdb.DuckDBPyConnection) -> None:
         "span_id VARCHAR, parent_id VARCHAR, start_ns VARCHAR, end_ns VARCHAR, code VARCHAR, message VARCHAR)"
     )
     con.execute("CREATE OR REPLACE TEMP TABLE trc_kv (sid BIGINT, key VARCHAR, val VARCHAR)")
+    create_doc_table(con)
 
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE trc_span (sid BIGINT DEFAULT nextval('trc_sid'), file VARCHAR, line BIGINT, "
@@ -193,13 +190,16 @@ def _struct(con: duckdb.DuckDBPyConnection, shape: str) -> str:
     return str(con.execute(f"SELECT typeof(from_json('{{}}', {sql_str(shape)}))").fetchall()[0][0])
 
 
-def _value_sql(v: str) -> str:
-    scalars = ", ".join(f"CAST({v}.{k} AS VARCHAR)" for k in _SCALARS)
-    arrays = (
-        f'coalesce(list_transform({v}.arrayValue."values", lambda x: x.stringValue), '
-        f'list_transform({v}.array_value."values", lambda x: x.string_value))'
-    )
-    return f"coalesce({scalars}, CAST(to_json({arrays}) AS VARCHAR))"
+def _value_sql(v: str, fields: Collection[str] = _SCALARS + ("arrayValue", "array_value")) -> str:
+    """An ``AnyValue`` struct ``v`` as text; ``fields`` are those its type has (a style's, or both)."""
+    scalars = [f"CAST({v}.{k} AS VARCHAR)" for k in _SCALARS if k in fields]
+    arrays = [
+        f'list_transform({v}.{a}."values", lambda x: x.{s})'
+        for a, s in (("arrayValue", "stringValue"), ("array_value", "string_value"))
+        if a in fields
+    ]
+    as_json = f"CAST(to_json(coalesce({', '.join(arrays)})) AS VARCHAR)" if arrays else None
+    return f"coalesce({', '.join(scalars + ([as_json] if as_json else []))})"
 
 
 def one_request_per_line(path: Path) -> bool:
@@ -217,12 +217,7 @@ def one_request_per_line(path: Path) -> bool:
 
 def read_otlp_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, opts: TraceOptions) -> int:
     """A file of one request per line (``otlp_lines``); returns the last resource number used."""
-    keys = otlp_lines.Keys(wanted_keys(opts), DOC_PREFIXES, wanted_keys_sql(opts))
-    return otlp_lines.read_lines(con, path, res0, REQUEST_SHAPE, _value_sql("a.value"), keys)
-
-
-DOC_PREFIXES = ("retrieval.documents.", "reranker.input_documents.", "reranker.output_documents.")
-"""Where an OpenInference document attribute's key starts (``OI_DOCS`` says the rest)."""
+    return otlp_lines.read_lines(con, path, res0, REQUEST_SHAPE, _value_sql, wanted_keys(opts))
 
 
 def wanted_keys(opts: TraceOptions) -> list[str]:
@@ -241,15 +236,6 @@ def wanted_keys(opts: TraceOptions) -> list[str]:
     return list(dict.fromkeys(named))
 
 
-def wanted_keys_sql(opts: TraceOptions) -> str:
-    listed = ", ".join(sql_str(k) for k in wanted_keys(opts))
-    return f"(key IN ({listed}) OR {_doc_key_sql()})"
-
-
-def _doc_key_sql() -> str:
-    return " OR ".join(f"starts_with(key, {sql_str(p)})" for p in DOC_PREFIXES)
-
-
 def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
     """``trc_raw`` -> ``trc_spans`` and ``trc_docs`` (see the package docstring)."""
     con.execute(
@@ -263,13 +249,11 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                   coalesce(s.endTimeUnixNano, s.end_time_unix_nano), s.status.code, s.status.message
            FROM trc_span"""
     )
-    con.execute(
-        f"""INSERT INTO trc_kv
-            SELECT sid, key, val FROM (
-                SELECT sid, a.key AS key, {_value_sql("a.value")} AS val
-                FROM (SELECT sid, unnest(s.attributes) AS a FROM trc_span))
-            WHERE {wanted_keys_sql(opts)}"""
-    )
+    listed = ", ".join(sql_str(k) for k in wanted_keys(opts))
+    kv = f"""(SELECT sid, a.key AS key, {_value_sql("a.value")} AS val
+              FROM (SELECT sid, unnest(s.attributes) AS a FROM trc_span))"""
+    con.execute(f"INSERT INTO trc_kv SELECT sid, key, val FROM {kv} WHERE key IN ({listed})")
+    con.execute(insert_docs_sql(doc_rows_sql(kv)))
 
     def attr(key: str | None) -> str:
         return f"max(val) FILTER (WHERE key = {sql_str(key)})" if key else "CAST(NULL AS VARCHAR)"
@@ -283,7 +267,7 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                    {attr("gen_ai.retrieval.documents")} AS genai_docs, {docs_attr} AS opt_docs,
                    {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
                    {attr(opts.groups_attribute)} AS groups_text
-            FROM trc_kv WHERE key IN ({", ".join(sql_str(k) for k in wanted_keys(opts))}) GROUP BY sid"""
+            FROM trc_kv WHERE key IN ({listed}) GROUP BY sid"""
     )
     start, end = "TRY_CAST(r.start_ns AS HUGEINT)", "TRY_CAST(r.end_ns AS HUGEINT)"
     code, msg = "r.code", "nullif(r.message, '')"
@@ -311,21 +295,7 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
             WHERE {kind} IS NOT NULL"""
     )
     con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_otlp")
-    oi = f"regexp_extract(key, {sql_str(OI_DOCS)}, ['list', 'i', 'field'])"
-    doc_key = _doc_key_sql()
-    con.execute(
-        f"""INSERT INTO trc_docs BY NAME
-            SELECT sid, CASE m.list WHEN 'retrieval.documents' THEN 'retrieved'
-                                    WHEN 'reranker.input_documents' THEN 'input' ELSE 'output' END AS role,
-                   CAST(m.i AS INTEGER) AS idx,
-                   max(val) FILTER (WHERE m.field = 'id') AS document_id,
-                   max(val) FILTER (WHERE m.field = 'score') AS score_text,
-                   max(val) FILTER (WHERE m.field = 'content') AS content,
-                   max(val) FILTER (WHERE m.field = 'metadata') AS metadata
-            FROM (SELECT sid, val, {oi} AS m FROM trc_kv WHERE {doc_key})
-            WHERE m.list <> '' AND sid IN (SELECT sid FROM trc_otlp)
-            GROUP BY ALL"""
-    )
+    move_docs(con, "trc_otlp")
     json_list_docs(con, "trc_otlp", "genai_docs", TraceOptions())
     json_list_docs(con, "trc_otlp", "opt_docs", opts)
     for table in ("trc_kv", "trc_sp", "trc_attrs", "trc_otlp", "trc_span", "trc_raw", "trc_res"):

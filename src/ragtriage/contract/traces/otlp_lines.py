@@ -11,8 +11,7 @@ double or an integer written as a number, invalid UTF-8, a line that is not an o
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -21,9 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from ragtriage.contract.arrow_scan import run_on_arrow
 from ragtriage.contract.compression import MAX_LINE, open_binary, text_fault
 from ragtriage.contract.json_stream import JsonStreamError
 from ragtriage.contract.staging import sql_str
+from ragtriage.contract.traces.otlp_docs import doc_rows, insert_docs_sql, pivot, pivoted_sql
+
+ValueSql = Callable[..., str]
+"""``otlp._value_sql``: an ``AnyValue`` struct as text, given the struct's SQL and the fields its type has."""
 
 _BLOCK = 8 << 20
 _RES_STRIDE = 1 << 20  # resource numbers of one line: line * stride + position in the request
@@ -50,22 +54,36 @@ def _fields(*names: str, kind: pa.DataType | None = None) -> list[tuple[str, pa.
     return [(n, kind or pa.string()) for n in names]
 
 
-def _request_schema() -> pa.Schema:
-    """Both key styles in one struct at every level (as ``otlp.REQUEST_SHAPE``), so ``coalesce`` picks a style."""
-    value = pa.struct([(f.name, f.type) for snake in (False, True) for f in _any_value(snake)])
+def _request_schema(styles: tuple[bool, ...]) -> pa.Schema:
+    """The key styles ``styles`` (snake_case or not) in one struct at every level (as ``otlp.REQUEST_SHAPE``), so
+    ``coalesce`` picks a style."""
+
+    def pick(*names: str) -> list[str]:
+        return [n for i, n in enumerate(names) if (i % 2 == 1) in styles]
+
+    value = pa.struct([(f.name, f.type) for snake in styles for f in _any_value(snake)])
     kv = pa.list_(pa.struct([("key", pa.string()), ("value", value)]))
     span = pa.struct(
-        _fields("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id")
-        + _fields("startTimeUnixNano", "start_time_unix_nano", "endTimeUnixNano", "end_time_unix_nano")
+        _fields(*pick("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id"))
+        + _fields(*pick("startTimeUnixNano", "start_time_unix_nano", "endTimeUnixNano", "end_time_unix_nano"))
         + [("status", pa.struct(_fields("code", "message"))), ("attributes", kv)]
     )
     resource = pa.struct([("attributes", kv)])
     scope = pa.list_(pa.struct([("spans", pa.list_(span))]))
-    rs = pa.list_(pa.struct([("resource", resource), ("scopeSpans", scope), ("scope_spans", scope)]))
-    return pa.schema([("resourceSpans", rs), ("resource_spans", rs)])
+    rs = pa.list_(pa.struct([("resource", resource)] + [(n, scope) for n in pick("scopeSpans", "scope_spans")]))
+    return pa.schema([(n, rs) for n in pick("resourceSpans", "resource_spans")])
 
 
-REQUEST_SCHEMA = _request_schema()
+REQUEST_SCHEMA = _request_schema((False, True))
+_CAMEL_SCHEMA = _request_schema((False,))
+_SNAKE_HINTS = (b'_spans"', b'_id"', b'_nano"', b'_value"')
+"""How every snake_case key of the schema ends; a block with none of them (and no ``\\u00`` escape that could
+spell one) is read with the camelCase keys only, which pyarrow builds in about two thirds of the time."""
+
+
+def _schema(data: bytes) -> pa.Schema:
+    snake = b"\\u00" in data or (b"_" in data and any(h in data for h in _SNAKE_HINTS))
+    return REQUEST_SCHEMA if snake else _CAMEL_SCHEMA
 
 
 def line_blocks(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -105,7 +123,7 @@ def _parse(line0: int, data: bytes) -> tuple[pa.Table, np.ndarray] | None:
         tbl = pj.read_json(
             io.BytesIO(data),
             read_options=pj.ReadOptions(block_size=len(data) + 1),
-            parse_options=pj.ParseOptions(explicit_schema=REQUEST_SCHEMA, unexpected_field_behavior="ignore"),
+            parse_options=pj.ParseOptions(explicit_schema=_schema(data), unexpected_field_behavior="ignore"),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
@@ -123,27 +141,22 @@ def _flatten(lists: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, n
     return values, parent, position
 
 
-def _field(struct: pa.Array, *names: str) -> pa.Array:
-    """The first non-null of the struct's fields ``names`` (a key in either style)."""
-    cols = [pc.struct_field(struct, n) for n in names]
+def _field(struct: pa.Array | pa.Table, *names: str) -> pa.Array | pa.ChunkedArray:
+    """The first non-null of the fields (or columns) ``names`` that the struct (or table) has (a key in either
+    style)."""
+    if isinstance(struct, pa.Table):
+        cols = [struct.column(n) for n in names if n in struct.column_names]
+    else:
+        cols = [pc.struct_field(struct, n) for n in names if n in struct.type.names]
     return cols[0] if len(cols) == 1 else pc.coalesce(*cols)
 
 
-@dataclass(frozen=True)
-class Keys:
-    """The attributes kept (``names`` and keys starting with a ``prefixes``), and the same rule as SQL over
-    ``key`` for the spans the other readers give."""
-
-    names: list[str]
-    prefixes: tuple[str, ...]
-    sql: str
-
-
 def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np.ndarray], res0: int,
-          value_sql: str, keys: Keys) -> None:  # fmt: skip
-    """Spans, kept attributes and resources of a parsed block into ``trc_sp``, ``trc_kv`` and ``trc_res``."""
+          value_sql: ValueSql, keys: list[str]) -> None:  # fmt: skip
+    """Spans, the attributes ``keys``, documents and resources of a parsed block into ``trc_sp``, ``trc_kv``,
+    ``trc_odocs`` and ``trc_res``."""
     tbl, lines = parsed
-    rs, rs_row, ri = _flatten(pc.coalesce(tbl.column("resourceSpans"), tbl.column("resource_spans")))
+    rs, rs_row, ri = _flatten(_field(tbl, "resourceSpans", "resource_spans"))
     res = res0 + lines[rs_row] * _RES_STRIDE + ri
     scopes, sc_rs, _ = _flatten(_field(rs, "scopeSpans", "scope_spans"))
     spans, sp_sc, _ = _flatten(pc.struct_field(scopes, "spans"))
@@ -170,28 +183,25 @@ def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np
             "message": pc.struct_field(status, "message"),
         }
     )
-    attrs, at_sp, _ = _flatten(pc.struct_field(spans, "attributes"))
-    key = pc.struct_field(attrs, "key")
-    keep = pc.is_in(key, pa.array(keys.names, pa.string()))
-    for prefix in keys.prefixes:
-        keep = pc.or_(keep, pc.starts_with(key, prefix))
-    keep = pc.fill_null(keep, False)
-    kv = pa.table({"sid": sid[at_sp], "key": key, "value": pc.struct_field(attrs, "value")}).filter(keep)
-    rsrc = pa.table({"res": res, "attributes": pc.struct_field(pc.struct_field(rs, "resource"), "attributes")})
     file = sql_str(str(path))
-    entry = f"struct_pack(k := a.key, v := {value_sql})"
-    for name, table, sql in (
-        ("__trc_sp", sp, f"INSERT INTO trc_sp SELECT sid, {file}, line, res, trace_id, span_id, parent_id, "
-                         "start_ns, end_ns, code, message FROM __trc_sp"),
-        ("__trc_kv", kv, f"INSERT INTO trc_kv SELECT sid, key, {value_sql.replace('a.value', 'value')} FROM __trc_kv"),
-        ("__trc_rs", rsrc, "INSERT INTO trc_res SELECT res, CAST(to_json(map_from_entries(list_transform("
-                           f"attributes, lambda a: {entry}))) AS VARCHAR) FROM __trc_rs"),
-    ):  # fmt: skip
-        con.register(name, table)
-        try:
-            con.execute(sql)
-        finally:
-            con.unregister(name)
+    cols = "line, res, trace_id, span_id, parent_id, start_ns, end_ns, code, message"
+    run_on_arrow(con, "__trc_sp", sp, f"INSERT INTO trc_sp SELECT sid, {file}, {cols} FROM __trc_sp")
+    attrs, at_sp, _ = _flatten(pc.struct_field(spans, "attributes"))
+    key, value, at_sid = pc.struct_field(attrs, "key"), pc.struct_field(attrs, "value"), sid[at_sp]
+    val = value_sql("value", value.type.names)
+    named = pc.fill_null(pc.is_in(key, pa.array(keys, pa.string())), False)
+    kv = pa.table({"sid": at_sid, "key": key, "value": value}).filter(named)
+    run_on_arrow(con, "__trc_kv", kv, f"INSERT INTO trc_kv SELECT sid, key, {val} FROM __trc_kv")
+    docs = pivot(key, value, at_sid)
+    if docs is None:
+        rows = f"SELECT sid, list, i, field, {val} AS val FROM __trc_dkv"
+        run_on_arrow(con, "__trc_dkv", doc_rows(key, value, at_sid), insert_docs_sql(rows))
+    elif docs.num_rows:
+        run_on_arrow(con, "__trc_docs", docs, pivoted_sql("__trc_docs"))
+    rsrc = pa.table({"res": res, "attributes": pc.struct_field(pc.struct_field(rs, "resource"), "attributes")})
+    entry = f"struct_pack(k := a.key, v := {value_sql('a.value', value.type.names)})"
+    as_json = f"CAST(to_json(map_from_entries(list_transform(attributes, lambda a: {entry}))) AS VARCHAR)"
+    run_on_arrow(con, "__trc_rs", rsrc, f"INSERT INTO trc_res SELECT res, {as_json} FROM __trc_rs")
 
 
 def _text_lines(path: Path, line0: int, data: bytes) -> pa.Table:
@@ -216,20 +226,16 @@ def _text_lines(path: Path, line0: int, data: bytes) -> pa.Table:
 def _exact(con: duckdb.DuckDBPyConnection, path: Path, line0: int, data: bytes, shape: str) -> None:
     """The block parsed by DuckDB into ``trc_blk (line, r)``; a line that is not a JSON object raises
     ``JsonStreamError`` naming it (checked before any insert: a failed statement would abort the load)."""
-    con.register("__trc_lines", _text_lines(path, line0, data))
-    try:
-        bad = con.execute(
-            "SELECT min(line) FROM __trc_lines WHERE trim(t, ' \t\r') <> '' "
-            "AND NOT (json_valid(t) AND starts_with(ltrim(t, ' \t'), '{'))"
-        ).fetchall()[0][0]
-        if bad is not None:
-            raise JsonStreamError(str(path), int(bad), None, "not a JSON object (an OTLP export request per line)")
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE trc_blk AS
-                SELECT line, from_json(t, {sql_str(shape)}) AS r FROM __trc_lines WHERE trim(t, ' \t\r') <> ''"""
-        )
-    finally:
-        con.unregister("__trc_lines")
+    lines = con.from_arrow(_text_lines(path, line0, data))
+    not_object = "trim(t, ' \t\r') <> '' AND NOT (json_valid(t) AND starts_with(ltrim(t, ' \t'), '{'))"
+    bad = lines.filter(not_object).aggregate("min(line)").fetchall()[0][0]
+    if bad is not None:
+        raise JsonStreamError(str(path), int(bad), None, "not a JSON object (an OTLP export request per line)")
+    lines.query(
+        "__trc_lines",
+        f"""CREATE OR REPLACE TEMP TABLE trc_blk AS
+            SELECT line, from_json(t, {sql_str(shape)}) AS r FROM __trc_lines WHERE trim(t, ' \t\r') <> ''""",
+    )
 
 
 def _unnest(con: duckdb.DuckDBPyConnection, path: Path, blk: str, res0: int, value_sql: str) -> None:
@@ -251,8 +257,8 @@ def _unnest(con: duckdb.DuckDBPyConnection, path: Path, blk: str, res0: int, val
     )
 
 
-def read_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, shape: str, value_sql: str,
-               keys: Keys) -> int:  # fmt: skip
+def read_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, shape: str, value_sql: ValueSql,
+               keys: list[str]) -> int:  # fmt: skip
     """Append a file of one request per line to ``trc_sp``/``trc_kv``/``trc_res`` (blocks pyarrow parses) and
     ``trc_span`` (blocks DuckDB parses); returns the last resource number used. ``shape`` is the request as
     ``from_json`` reads it, ``value_sql`` an attribute value ``a.value`` as text, ``keys`` the attributes kept."""
@@ -264,7 +270,7 @@ def read_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, shape: str
             _fast(con, path, parsed, res0, value_sql, keys)
         else:
             _exact(con, path, line0, data, shape)
-            _unnest(con, path, "trc_blk", res0, value_sql)
+            _unnest(con, path, "trc_blk", res0, value_sql("a.value"))
             con.execute("DROP TABLE trc_blk")
     return int(res0) + (last + 1) * _RES_STRIDE
 

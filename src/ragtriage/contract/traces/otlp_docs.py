@@ -1,0 +1,143 @@
+"""OpenInference documents: the attributes ``<list>.<i>.document.<id|score|content|metadata>`` of a retriever
+(``retrieval.documents``) or a reranker (``reranker.input_documents``, ``reranker.output_documents``), pivoted
+into one row per document of ``trc_odocs`` (the columns of ``trc_docs``). Both OTLP readers give the same rows
+to the one pivot here: the per-line reader with each key matched in Arrow, the others in SQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ragtriage.contract.staging import sql_str
+
+OI_DOCS = (
+    r"^(?P<list>retrieval\.documents|reranker\.input_documents|reranker\.output_documents)\.(?P<i>\d+)"
+    r"\.document\.(?P<field>id|score|content|metadata)$"
+)
+"""An OpenInference document attribute: (list, index, field)."""
+
+DOC_PREFIXES = ("retrieval.documents.", "reranker.input_documents.", "reranker.output_documents.")
+"""Where an OpenInference document attribute's key starts (``OI_DOCS`` says the rest)."""
+
+
+def create_doc_table(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE trc_odocs (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
+               score_text VARCHAR, content VARCHAR, metadata VARCHAR)"""
+    )
+
+
+def insert_docs_sql(rows: str) -> str:
+    """The statement appending to ``trc_odocs`` the documents of ``rows``, a query of ``(sid, list, i, field,
+    val)`` with one row per matched document attribute (a field given twice keeps its larger value)."""
+    return f"""INSERT INTO trc_odocs
+               SELECT sid, CASE list WHEN 'retrieval.documents' THEN 'retrieved'
+                                     WHEN 'reranker.input_documents' THEN 'input' ELSE 'output' END AS role,
+                      CAST(i AS INTEGER) AS idx,
+                      max(val) FILTER (WHERE field = 'id'), max(val) FILTER (WHERE field = 'score'),
+                      max(val) FILTER (WHERE field = 'content'), max(val) FILTER (WHERE field = 'metadata')
+               FROM ({rows}) GROUP BY ALL"""
+
+
+def doc_rows_sql(kv: str) -> str:
+    """``(sid, list, i, field, val)`` of the document attributes in ``kv (sid, key, val)``, matched in SQL."""
+    prefixed = " OR ".join(f"starts_with(key, {sql_str(p)})" for p in DOC_PREFIXES)
+    m = f"regexp_extract(key, {sql_str(OI_DOCS)}, ['list', 'i', 'field'])"
+    return f"""SELECT sid, m.list AS list, m.i AS i, m.field AS field, val
+               FROM (SELECT sid, val, {m} AS m FROM {kv} WHERE {prefixed}) WHERE m.list <> ''"""
+
+
+def move_docs(con: duckdb.DuckDBPyConnection, spans: str) -> None:
+    """The documents of the spans kept (``sid`` in ``spans``) into ``trc_docs``."""
+    con.execute(
+        f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata)
+            SELECT * FROM trc_odocs WHERE sid IN (SELECT sid FROM {spans})"""
+    )
+    con.execute("DROP TABLE trc_odocs")
+
+
+_LISTS = ("retrieval.documents", "reranker.input_documents", "reranker.output_documents")
+_ROLES = pa.array(["retrieved", "input", "output"], pa.string())
+_FIELDS = ("id", "score", "content", "metadata")
+_TEXT = ("stringValue", "string_value", "intValue", "int_value")
+_INT_MAX = 2**31 - 1
+
+
+def doc_rows(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table:
+    """``(sid, list, i, field, value)`` of the attributes whose key is a document's (``OI_DOCS``, matched here
+    once per distinct key), for ``insert_docs_sql``."""
+    m, codes, match = _keys(key)
+    rows = np.flatnonzero(match[codes])
+    m = m.take(pa.array(codes[rows]))
+    return pa.table(
+        {
+            "sid": sid[rows],
+            "list": pc.struct_field(m, "list"),
+            "i": pc.struct_field(m, "i"),
+            "field": pc.struct_field(m, "field"),
+            "value": value.take(pa.array(rows)),
+        }
+    )
+
+
+def _keys(key: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """``OI_DOCS`` matched on each distinct key, each attribute's position among them (a null key: one past the
+    end) and whether each distinct key (and the null past the end: never) is a document's."""
+    enc = pc.dictionary_encode(key)
+    m = pc.extract_regex(enc.dictionary, OI_DOCS)
+    codes = pc.fill_null(enc.indices, len(m)).to_numpy()
+    return m, codes, np.append(m.is_valid().to_numpy(zero_copy_only=False), False)
+
+
+def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
+    """The rows ``insert_docs_sql`` makes of the block's document attributes, pivoted here: ``(sid, role, idx,
+    <field>_text, <field>_double)`` per document, the text of a value to be taken before its double (as
+    ``otlp._value_sql``). None when the block needs SQL's pivot: a field given twice, an index past INTEGER, or a
+    value of another kind (bool, array, a snake_case double); an empty table when there are no documents."""
+    m, codes, match = _keys(key)
+    rows = np.flatnonzero(match[codes])
+    if not len(rows):
+        return pa.table({})
+    vals = value.take(pa.array(rows))
+    other = [f.name for f in vals.type if f.name not in _TEXT and f.name != "doubleValue"]
+    if any(pc.struct_field(vals, n).null_count < len(vals) for n in other):
+        return None
+    index = [int(i) if i else 0 for i in pc.struct_field(m, "i").to_pylist()]
+    if max(index) > _INT_MAX:
+        return None
+    code = codes[rows]
+    lst = np.array([_LISTS.index(x) if x in _LISTS else 0 for x in pc.struct_field(m, "list").to_pylist()])[code]
+    fld = np.array([_FIELDS.index(x) if x in _FIELDS else 0 for x in pc.struct_field(m, "field").to_pylist()])[code]
+    idx = np.asarray(index, np.int64)[code]
+    s = sid[rows]
+    order = np.lexsort((fld, idx, lst, s))
+    s, lst, idx, fld = s[order], lst[order], idx[order], fld[order]
+    same = (s[1:] == s[:-1]) & (lst[1:] == lst[:-1]) & (idx[1:] == idx[:-1])
+    if np.any(same & (fld[1:] == fld[:-1])):
+        return None
+    group = np.concatenate([[0], np.cumsum(~same)])
+    first = np.flatnonzero(np.concatenate([[True], ~same]))
+    text = pc.coalesce(*(pc.struct_field(vals, n) for n in _TEXT if n in vals.type.names)).take(pa.array(order))
+    double = pc.struct_field(vals, "doubleValue").take(pa.array(order))
+    cols: dict[str, Any] = {
+        "sid": s[first],
+        "role": _ROLES.take(pa.array(lst[first])),
+        "idx": idx[first].astype(np.int32),
+    }
+    for f, name in enumerate(_FIELDS):
+        at = np.full(len(first), -1, np.int64)
+        has = fld == f
+        at[group[has]] = np.flatnonzero(has)
+        taken = pa.array(at, mask=at < 0)
+        cols[f"{name}_text"], cols[f"{name}_double"] = text.take(taken), double.take(taken)
+    return pa.table(cols)
+
+
+def pivoted_sql(name: str) -> str:
+    """The statement appending the ``pivot`` table ``name`` to ``trc_odocs``."""
+    fields = ", ".join(f"coalesce({f}_text, CAST({f}_double AS VARCHAR))" for f in _FIELDS)
+    return f"INSERT INTO trc_odocs SELECT sid, role, idx, {fields} FROM {name}"
