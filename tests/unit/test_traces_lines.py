@@ -62,7 +62,7 @@ def test_pyarrow_blocks_and_the_duckdb_fallback_stage_the_same(tmp_path: Path, m
     assert fast[1][0][12] == {"service.name": "rag", "index.version": "v7"}
     monkeypatch.setattr(otlp_lines, "_BLOCK", 700)  # lines straddle blocks
     assert _staged(path, tmp_path) == fast
-    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data: None)  # every block through from_json
+    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data, feeds: None)  # every block through from_json
     assert _staged(path, tmp_path)[1:] == fast[1:]
 
 
@@ -74,7 +74,7 @@ def test_blank_lines_crlf_and_bom_keep_each_spans_line(tmp_path: Path, monkeypat
     findings, spans, _ = _staged(odd, tmp_path)
     assert any(f"{odd}:5: query: span" in f for f in findings), findings
     assert sorted({s[0] for s in spans}) == [1, 3, 5, 6]
-    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data: None)
+    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data, feeds: None)
     findings2, spans2, _ = _staged(odd, tmp_path)
     assert findings2 == findings and spans2 == spans
 
@@ -107,3 +107,123 @@ def test_validate_reads_a_trace_export_as_load_would(tmp_path: Path) -> None:
     obs.write_text('{"id": "o1", "traceId": "t", "input": "q", "output": [{"score": 1}]}\n')
     res = runner.invoke(app, ["validate", str(obs), "--table", "traces"])
     assert res.exit_code == 2 and f"{obs}:1: document.id: a document without an id" in res.output, res.output
+
+
+def _line(attrs: list[tuple[str, dict[str, Any]]], *, snake: bool = False, trace: str = "t1") -> str:
+    """One request of one retriever span, its document attributes as given (any order, any value kind)."""
+    kind = {"stringValue": "RETRIEVER"}
+    kv = [{"key": "openinference.span.kind", "value": kind}, {"key": "input.value", "value": {"stringValue": "q"}}]
+    kv += [{"key": k, "value": v} for k, v in attrs]
+    span = {"traceId": trace, "spanId": "s1", "startTimeUnixNano": "1000000", "endTimeUnixNano": "3000000",
+            "attributes": kv}  # fmt: skip
+    text = json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]})
+    if snake:
+        for camel, snake_key in (("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"),
+                                 ("traceId", "trace_id"), ("spanId", "span_id"), ("stringValue", "string_value"),
+                                 ("doubleValue", "double_value"), ("intValue", "int_value"),
+                                 ("TimeUnixNano", "_time_unix_nano")):  # fmt: skip
+            text = text.replace(f'{camel}"', f'{snake_key}"')
+    return text
+
+
+def _docs_of(path: Path, tmp_path: Path) -> list[Any]:
+    con = duckdb.connect(str(tmp_path / f"d{len(list(tmp_path.glob('d*.duckdb')))}.duckdb"))
+    try:
+        assert stage_traces(con, [path], TraceOptions()).findings == []
+        return con.execute(
+            "SELECT s.trace_id, d.role, d.idx, d.document_id, d.score_text, d.content, d.rank "
+            "FROM trc_docs d JOIN trc_spans s USING (sid) ORDER BY ALL"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+D = "retrieval.documents"
+
+
+def test_documents_pivoted_per_block_keep_sqls_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attributes out of order, an index with a leading zero, a gap, a key that only looks like a document's,
+    an integer score: pivoted in Arrow, in SQL (a block the Arrow pivot passes on), and from DuckDB's parse, the
+    same documents, ranked by index."""
+    plain = [
+        (f"{D}.2.document.id", {"stringValue": "b"}), (f"{D}.2.document.score", {"doubleValue": 0.5}),
+        (f"{D}.07.document.id", {"stringValue": "c"}), (f"{D}.x.document.id", {"stringValue": "zz"}),
+        (f"{D}.0.document.score", {"intValue": "1"}), (f"{D}.0.document.id", {"stringValue": "a"}),
+        (f"{D}.0.document.content", {"stringValue": "=SUM(A1) \x1b[2J"}),
+    ]  # fmt: skip
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(plain) + "\n")
+    expected = [
+        ("t1", "retrieved", 0, "a", "1", "=SUM(A1) \x1b[2J", 1),
+        ("t1", "retrieved", 2, "b", "0.5", None, 2),
+        ("t1", "retrieved", 7, "c", None, None, 3),
+    ]
+    pivoted = _pivots(monkeypatch)
+    assert _docs_of(path, tmp_path) == expected and pivoted == [True]
+    monkeypatch.setattr(otlp_lines, "pivot", lambda *a: None)  # the SQL pivot of the block
+    assert _docs_of(path, tmp_path) == expected
+    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data, feeds: None)
+    assert _docs_of(path, tmp_path) == expected
+
+
+def _pivots(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether the Arrow pivot took each block."""
+    seen: list[bool] = []
+    real = otlp_lines.pivot
+
+    def pivot(*a: Any) -> Any:
+        out = real(*a)
+        seen.append(out is not None)
+        return out
+
+    monkeypatch.setattr(otlp_lines, "pivot", pivot)
+    return seen
+
+
+def test_a_block_the_arrow_pivot_cannot_take_goes_through_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field given twice (the larger value kept), a bool value, a double formatted by DuckDB: the Arrow pivot
+    passes the block on; the documents equal DuckDB's parse of it."""
+    odd = [
+        (f"{D}.0.document.id", {"stringValue": "a"}), (f"{D}.0.document.id", {"stringValue": "b"}),
+        (f"{D}.1.document.id", {"doubleValue": 12.0}), (f"{D}.1.document.content", {"boolValue": True}),
+    ]  # fmt: skip
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(odd) + "\n")
+    expected = [("t1", "retrieved", 0, "b", None, None, 1), ("t1", "retrieved", 1, "12.0", None, "true", 2)]
+    pivoted = _pivots(monkeypatch)
+    assert _docs_of(path, tmp_path) == expected and pivoted == [False]
+    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data, feeds: None)
+    assert _docs_of(path, tmp_path) == expected
+
+
+def test_camel_and_snake_blocks_and_escaped_keys_read_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of one key style are parsed with that style's schema only: a file mixing styles line by line, and a
+    snake_case key spelled with a JSON escape, still give every span."""
+    docs = [(f"{D}.0.document.id", {"stringValue": "a"}), (f"{D}.0.document.score", {"doubleValue": 0.25})]
+    camel, snake = _line(docs, trace="c"), _line(docs, snake=True, trace="s")
+    escaped = snake.replace('"trace_id"', '"trace\\u005fid"').replace('"resource_spans"', '"resource\\u005fspans"')
+    escaped = escaped.replace('"s"', '"e"')
+    path = tmp_path / "t.jsonl"
+    path.write_text(f"{camel}\n{snake}\n{escaped}\n")
+    monkeypatch.setattr(otlp_lines, "_BLOCK", len(camel) + 1)  # one line per block
+    got = _docs_of(path, tmp_path)
+    assert got == [(t, "retrieved", 0, "a", "0.25", None, 1) for t in ("c", "e", "s")]
+
+
+def test_arrow_given_to_a_statement_is_let_go_inside_the_transaction() -> None:
+    """A load streams its batches through one transaction: what DuckDB scanned must not wait for the commit."""
+    import pyarrow as pa
+
+    from ragtriage.contract.arrow_scan import run_on_arrow
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (s VARCHAR)")
+    con.execute("BEGIN")
+    before = pa.total_allocated_bytes()
+    for _ in range(5):
+        batch = pa.table({"s": pa.array([f"a string long enough not to be inlined {i}" for i in range(50_000)])})
+        run_on_arrow(con, "__b", batch, "INSERT INTO t SELECT s FROM __b")
+        del batch
+    assert pa.total_allocated_bytes() - before < 1 << 20
+    assert con.execute("SELECT count(*) FROM t").fetchall() == [(250_000,)]
+    con.execute("COMMIT")

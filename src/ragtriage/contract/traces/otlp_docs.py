@@ -27,7 +27,7 @@ DOC_PREFIXES = ("retrieval.documents.", "reranker.input_documents.", "reranker.o
 def create_doc_table(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         """CREATE OR REPLACE TEMP TABLE trc_odocs (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
-               score_text VARCHAR, content VARCHAR, metadata VARCHAR)"""
+               score_text VARCHAR, content VARCHAR, metadata VARCHAR, rank BIGINT)"""
     )
 
 
@@ -35,12 +35,13 @@ def insert_docs_sql(rows: str) -> str:
     """The statement appending to ``trc_odocs`` the documents of ``rows``, a query of ``(sid, list, i, field,
     val)`` with one row per matched document attribute (a field given twice keeps its larger value)."""
     return f"""INSERT INTO trc_odocs
+               SELECT *, row_number() OVER (PARTITION BY sid, role ORDER BY idx) FROM (
                SELECT sid, CASE list WHEN 'retrieval.documents' THEN 'retrieved'
                                      WHEN 'reranker.input_documents' THEN 'input' ELSE 'output' END AS role,
                       CAST(i AS INTEGER) AS idx,
                       max(val) FILTER (WHERE field = 'id'), max(val) FILTER (WHERE field = 'score'),
                       max(val) FILTER (WHERE field = 'content'), max(val) FILTER (WHERE field = 'metadata')
-               FROM ({rows}) GROUP BY ALL"""
+               FROM ({rows}) GROUP BY ALL)"""
 
 
 def doc_rows_sql(kv: str) -> str:
@@ -54,7 +55,7 @@ def doc_rows_sql(kv: str) -> str:
 def move_docs(con: duckdb.DuckDBPyConnection, spans: str) -> None:
     """The documents of the spans kept (``sid`` in ``spans``) into ``trc_docs``."""
     con.execute(
-        f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata)
+        f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata, rank)
             SELECT * FROM trc_odocs WHERE sid IN (SELECT sid FROM {spans})"""
     )
     con.execute("DROP TABLE trc_odocs")
@@ -121,12 +122,16 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
         return None
     group = np.concatenate([[0], np.cumsum(~same)])
     first = np.flatnonzero(np.concatenate([[True], ~same]))
+    n = np.arange(len(first))
+    new_list = np.concatenate([[True], (s[first][1:] != s[first][:-1]) | (lst[first][1:] != lst[first][:-1])])
+    rank = n - np.maximum.accumulate(np.where(new_list, n, 0)) + 1
     text = pc.coalesce(*(pc.struct_field(vals, n) for n in _TEXT if n in vals.type.names)).take(pa.array(order))
     double = pc.struct_field(vals, "doubleValue").take(pa.array(order))
     cols: dict[str, Any] = {
         "sid": s[first],
         "role": _ROLES.take(pa.array(lst[first])),
         "idx": idx[first].astype(np.int32),
+        "rank": rank,
     }
     for f, name in enumerate(_FIELDS):
         at = np.full(len(first), -1, np.int64)
@@ -140,4 +145,4 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
 def pivoted_sql(name: str) -> str:
     """The statement appending the ``pivot`` table ``name`` to ``trc_odocs``."""
     fields = ", ".join(f"coalesce({f}_text, CAST({f}_double AS VARCHAR))" for f in _FIELDS)
-    return f"INSERT INTO trc_odocs SELECT sid, role, idx, {fields} FROM {name}"
+    return f"INSERT INTO trc_odocs SELECT sid, role, idx, {fields}, rank FROM {name}"

@@ -86,8 +86,9 @@ def _schema(data: bytes) -> pa.Schema:
     return REQUEST_SCHEMA if snake else _CAMEL_SCHEMA
 
 
-def line_blocks(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(number of the first line, bytes of whole lines) of about ``_BLOCK`` bytes each, decompressed."""
+def line_blocks(path: Path) -> Iterator[tuple[int, bytes, int]]:
+    """(number of the first line, bytes of whole lines, their line feeds) of about ``_BLOCK`` bytes each,
+    decompressed."""
     line, carry = 1, b""
     with open_binary(path) as fh:
         while True:
@@ -97,27 +98,28 @@ def line_blocks(path: Path) -> Iterator[tuple[int, bytes]]:
                 data = data[len(_BOM) :]
             if not block:
                 if data:
-                    yield line, data
+                    yield line, data, data.count(b"\n")
                 return
             cut = data.rfind(b"\n") + 1
             if cut == 0:
                 carry = data
                 continue
             carry = data[cut:]
-            yield line, data[:cut]
-            line += data.count(b"\n", 0, cut)
+            feeds = data.count(b"\n", 0, cut)
+            yield line, data[:cut], feeds
+            line += feeds
 
 
-def _numbers(line0: int, data: bytes, rows: int) -> list[int] | None:
+def _numbers(line0: int, data: bytes, feeds: int, rows: int) -> list[int] | None:
     """The line of each row pyarrow read (it skips blank lines); None when they do not line up."""
-    n = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    n = feeds + (0 if data.endswith(b"\n") else 1)
     if n == rows:
         return list(range(line0, line0 + n))
     kept = [line0 + i for i, text in enumerate(data.split(b"\n")) if text.strip(b" \t\r")]
     return kept if len(kept) == rows else None
 
 
-def _parse(line0: int, data: bytes) -> tuple[pa.Table, np.ndarray] | None:
+def _parse(line0: int, data: bytes, feeds: int) -> tuple[pa.Table, np.ndarray] | None:
     """The block's requests and the line of each, or None when pyarrow cannot take the block as it is."""
     try:
         tbl = pj.read_json(
@@ -127,7 +129,7 @@ def _parse(line0: int, data: bytes) -> tuple[pa.Table, np.ndarray] | None:
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    lines = _numbers(line0, data, tbl.num_rows)
+    lines = _numbers(line0, data, feeds, tbl.num_rows)
     return None if lines is None else (tbl, np.asarray(lines, np.int64))
 
 
@@ -263,9 +265,9 @@ def read_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, shape: str
     ``trc_span`` (blocks DuckDB parses); returns the last resource number used. ``shape`` is the request as
     ``from_json`` reads it, ``value_sql`` an attribute value ``a.value`` as text, ``keys`` the attributes kept."""
     last = 0
-    for line0, data in line_blocks(path):
-        last = line0 + data.count(b"\n")
-        parsed = _parse(line0, data)
+    for line0, data, feeds in line_blocks(path):
+        last = line0 + feeds
+        parsed = _parse(line0, data, feeds)
         if parsed is not None:
             _fast(con, path, parsed, res0, value_sql, keys)
         else:

@@ -19,7 +19,7 @@ def create_tables(con: duckdb.DuckDBPyConnection) -> None:
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE trc_docs (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
-               score_text VARCHAR, content VARCHAR, metadata VARCHAR)"""
+               score_text VARCHAR, content VARCHAR, metadata VARCHAR, rank BIGINT)"""
     )
 
 
