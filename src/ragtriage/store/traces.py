@@ -26,7 +26,18 @@ from ragtriage.contract.traces.stage import TraceSource, trace_format
 from ragtriage.contract.traces.tables import drop_tables
 from ragtriage.contract.trec import CASE_COLUMNS, RunFacts
 
-NORMALISED = "trim(regexp_replace({}, '\\s+', ' ', 'g'))"
+_UNEVEN = " OR ".join(
+    [f"contains({{q}}, {c})" for c in ("'  '", "chr(9)", "chr(10)", "chr(12)", "chr(13)")] + ["trim({q}) <> {q}"]
+)
+
+
+def normalised(q: str) -> str:
+    """``q`` with each run of whitespace (``\\s``: space, tab, LF, FF, CR) one space, then trimmed (``trim`` also
+    takes the other Unicode spaces); the regular expression only runs on a text that has something to change (most
+    have not, and it costs several times the checks)."""
+    return f"CASE WHEN {_UNEVEN.format(q=q)} THEN trim(regexp_replace({q}, '\\s+', ' ', 'g')) ELSE {q} END"
+
+
 _RESOURCE_VERSIONS = {
     "corpus_version": ("corpus.version", "rag.corpus.version"),
     "index_version": ("index.version", "rag.index.version", "gen_ai.data_source.id"),
@@ -84,7 +95,7 @@ def _lists(con: duckdb.DuckDBPyConnection) -> None:
 def match_cases(con: duckdb.DuckDBPyConnection, cases: Staged, opts: TraceOptions) -> Staged:
     """Match every retrieval to a case of the staged ``cases``; return the cases with the new ones added."""
     _lists(con)
-    norm_q, norm_c = NORMALISED.format("l.query"), NORMALISED.format("query")
+    norm_q, norm_c = normalised("l.query"), normalised("query")
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_match AS
             WITH by_query AS (SELECT {norm_c} AS nq, min(id) AS id, count(*) AS n FROM {cases.name}

@@ -24,7 +24,7 @@ from ragtriage.contract.json_stream import JsonStream, json_stream
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces import otlp_lines
 from ragtriage.contract.traces.options import TraceOptions
-from ragtriage.contract.traces.otlp_docs import create_doc_table, doc_rows_sql, insert_docs_sql, move_docs
+from ragtriage.contract.traces.otlp_docs import doc_rows_sql, drop_unkept, insert_docs_sql
 from ragtriage.contract.traces.paths import json_path
 from ragtriage.contract.traces.tables import SPAN_COLUMNS
 
@@ -152,7 +152,6 @@ def create_raw(con: duckdb.DuckDBPyConnection) -> None:
         "span_id VARCHAR, parent_id VARCHAR, start_ns VARCHAR, end_ns VARCHAR, code VARCHAR, message VARCHAR)"
     )
     con.execute("CREATE OR REPLACE TEMP TABLE trc_kv (sid BIGINT, key VARCHAR, val VARCHAR)")
-    create_doc_table(con)
 
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE trc_span (sid BIGINT DEFAULT nextval('trc_sid'), file VARCHAR, line BIGINT, "
@@ -295,7 +294,7 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
             WHERE {kind} IS NOT NULL"""
     )
     con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_otlp")
-    move_docs(con, "trc_otlp")
+    drop_unkept(con, "trc_sp", "trc_otlp")
     json_list_docs(con, "trc_otlp", "genai_docs", TraceOptions())
     json_list_docs(con, "trc_otlp", "opt_docs", opts)
     for table in ("trc_kv", "trc_sp", "trc_attrs", "trc_otlp", "trc_span", "trc_raw", "trc_res"):

@@ -1,7 +1,8 @@
 """OpenInference documents: the attributes ``<list>.<i>.document.<id|score|content|metadata>`` of a retriever
 (``retrieval.documents``) or a reranker (``reranker.input_documents``, ``reranker.output_documents``), pivoted
-into one row per document of ``trc_odocs`` (the columns of ``trc_docs``). Both OTLP readers give the same rows
-to the one pivot here: the per-line reader with each key matched in Arrow, the others in SQL."""
+into one row per document of ``trc_docs``, ranked by index. Both OTLP readers give the same rows to the one pivot
+here: the per-line reader with each key matched in Arrow, the others in SQL. The documents of a span that turns
+out to be no retrieval are dropped once every span is read (``drop_unkept``)."""
 
 from __future__ import annotations
 
@@ -24,17 +25,13 @@ DOC_PREFIXES = ("retrieval.documents.", "reranker.input_documents.", "reranker.o
 """Where an OpenInference document attribute's key starts (``OI_DOCS`` says the rest)."""
 
 
-def create_doc_table(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE trc_odocs (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
-               score_text VARCHAR, content VARCHAR, metadata VARCHAR, rank BIGINT)"""
-    )
+_COLUMNS = "sid, role, idx, document_id, score_text, content, metadata, rank"
 
 
 def insert_docs_sql(rows: str) -> str:
-    """The statement appending to ``trc_odocs`` the documents of ``rows``, a query of ``(sid, list, i, field,
+    """The statement appending to ``trc_docs`` the documents of ``rows``, a query of ``(sid, list, i, field,
     val)`` with one row per matched document attribute (a field given twice keeps its larger value)."""
-    return f"""INSERT INTO trc_odocs
+    return f"""INSERT INTO trc_docs ({_COLUMNS})
                SELECT *, row_number() OVER (PARTITION BY sid, role ORDER BY idx) FROM (
                SELECT sid, CASE list WHEN 'retrieval.documents' THEN 'retrieved'
                                      WHEN 'reranker.input_documents' THEN 'input' ELSE 'output' END AS role,
@@ -52,13 +49,9 @@ def doc_rows_sql(kv: str) -> str:
                FROM (SELECT sid, val, {m} AS m FROM {kv} WHERE {prefixed}) WHERE m.list <> ''"""
 
 
-def move_docs(con: duckdb.DuckDBPyConnection, spans: str) -> None:
-    """The documents of the spans kept (``sid`` in ``spans``) into ``trc_docs``."""
-    con.execute(
-        f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata, rank)
-            SELECT * FROM trc_odocs WHERE sid IN (SELECT sid FROM {spans})"""
-    )
-    con.execute("DROP TABLE trc_odocs")
+def drop_unkept(con: duckdb.DuckDBPyConnection, read: str, kept: str) -> None:
+    """Delete the documents of the spans of ``read`` that are not in ``kept`` (each a table with ``sid``)."""
+    con.execute(f"DELETE FROM trc_docs WHERE sid IN (SELECT sid FROM {read} EXCEPT SELECT sid FROM {kept})")
 
 
 _LISTS = ("retrieval.documents", "reranker.input_documents", "reranker.output_documents")
@@ -98,7 +91,8 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
     """The rows ``insert_docs_sql`` makes of the block's document attributes, pivoted here: ``(sid, role, idx,
     <field>_text, <field>_double)`` per document, the text of a value to be taken before its double (as
     ``otlp._value_sql``). None when the block needs SQL's pivot: a field given twice, an index past INTEGER, or a
-    value of another kind (bool, array, a snake_case double); an empty table when there are no documents."""
+    value of another kind (bool, array, a snake_case double); an empty table when there are no documents. A
+    column with no value in the block is left out."""
     m, codes, match = _keys(key)
     rows = np.flatnonzero(match[codes])
     if not len(rows):
@@ -138,11 +132,19 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
         has = fld == f
         at[group[has]] = np.flatnonzero(has)
         taken = pa.array(at, mask=at < 0)
-        cols[f"{name}_text"], cols[f"{name}_double"] = text.take(taken), double.take(taken)
+        for part, values in (("text", text), ("double", double)):
+            column = values.take(taken)
+            if column.null_count < len(column):
+                cols[f"{name}_{part}"] = column
     return pa.table(cols)
 
 
-def pivoted_sql(name: str) -> str:
-    """The statement appending the ``pivot`` table ``name`` to ``trc_odocs``."""
-    fields = ", ".join(f"coalesce({f}_text, CAST({f}_double AS VARCHAR))" for f in _FIELDS)
-    return f"INSERT INTO trc_odocs SELECT sid, role, idx, {fields}, rank FROM {name}"
+def pivoted_sql(name: str, columns: list[str]) -> str:
+    """The statement appending the ``pivot`` table ``name`` (of ``columns``) to ``trc_docs``."""
+
+    def text(f: str) -> str:
+        parts = [f"{f}_text"] if f"{f}_text" in columns else []
+        parts += [f"CAST({f}_double AS VARCHAR)"] if f"{f}_double" in columns else []
+        return f"coalesce({', '.join(parts)})" if parts else "CAST(NULL AS VARCHAR)"
+
+    return f"INSERT INTO trc_docs ({_COLUMNS}) SELECT sid, role, idx, {', '.join(map(text, _FIELDS))}, rank FROM {name}"

@@ -156,7 +156,7 @@ def _field(struct: pa.Array | pa.Table, *names: str) -> pa.Array | pa.ChunkedArr
 def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np.ndarray], res0: int,
           value_sql: ValueSql, keys: list[str]) -> None:  # fmt: skip
     """Spans, the attributes ``keys``, documents and resources of a parsed block into ``trc_sp``, ``trc_kv``,
-    ``trc_odocs`` and ``trc_res``."""
+    ``trc_docs`` and ``trc_res``."""
     tbl, lines = parsed
     rs, rs_row, ri = _flatten(_field(tbl, "resourceSpans", "resource_spans"))
     res = res0 + lines[rs_row] * _RES_STRIDE + ri
@@ -199,7 +199,7 @@ def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np
         rows = f"SELECT sid, list, i, field, {val} AS val FROM __trc_dkv"
         run_on_arrow(con, "__trc_dkv", doc_rows(key, value, at_sid), insert_docs_sql(rows))
     elif docs.num_rows:
-        run_on_arrow(con, "__trc_docs", docs, pivoted_sql("__trc_docs"))
+        run_on_arrow(con, "__trc_docs", docs, pivoted_sql("__trc_docs", docs.column_names))
     rsrc = pa.table({"res": res, "attributes": pc.struct_field(pc.struct_field(rs, "resource"), "attributes")})
     entry = f"struct_pack(k := a.key, v := {value_sql('a.value', value.type.names)})"
     as_json = f"CAST(to_json(map_from_entries(list_transform(attributes, lambda a: {entry}))) AS VARCHAR)"
