@@ -153,16 +153,20 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
     con.execute(
         """CREATE OR REPLACE TEMP TABLE stg_trace_results AS
            WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input'),
-           parts AS MATERIALIZED (
+           chosen AS MATERIALIZED (  -- a document's metadata when it has none of its own: the same for a span's
+               SELECT *, CAST(json_object('trace_id', trace_id, 'span_id', span_id, 'document', NULL) AS VARCHAR)
+                         AS bare
+               FROM trc_chosen),
+           parts AS NOT MATERIALIZED (
                -- a retriever's own list: the final stage, or the candidates when its reranker lists none
-               SELECT c.line, c.case_id, c.trace_id, c.span_id, d.*,
+               SELECT c.line, c.case_id, c.trace_id, c.span_id, c.bare, d.*,
                       CASE WHEN c.k_sid IS NULL THEN 'final' ELSE 'candidate' END AS stage
-               FROM trc_chosen c JOIN trc_docs d ON d.sid = c.sid AND d.role = 'retrieved'
+               FROM chosen c JOIN trc_docs d ON d.sid = c.sid AND d.role = 'retrieved'
                WHERE c.k_sid IS NULL OR c.k_sid NOT IN (SELECT sid FROM reranked)
                UNION ALL
-               SELECT c.line, c.case_id, c.trace_id, c.span_id, d.*,
+               SELECT c.line, c.case_id, c.trace_id, c.span_id, c.bare, d.*,
                       CASE WHEN d.role = 'output' THEN 'final' ELSE 'candidate' END AS stage
-               FROM trc_chosen c JOIN trc_docs d ON d.sid = c.k_sid AND d.role IN ('input', 'output')),
+               FROM chosen c JOIN trc_docs d ON d.sid = c.k_sid AND d.role IN ('input', 'output')),
            ranked AS (  -- a reader that ranked its lists gave each document its rank; the others are ranked here
                SELECT * FROM parts WHERE rank IS NOT NULL
                UNION ALL BY NAME
@@ -170,9 +174,10 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
                FROM parts WHERE rank IS NULL)
            SELECT line, case_id, stage, CAST(rank AS BIGINT) AS rank, document_id, CAST(NULL AS VARCHAR) AS chunk_id,
                   TRY_CAST(score_text AS DOUBLE) AS score, content AS snippet,
-                  CAST(json_object('trace_id', trace_id, 'span_id', span_id,
-                                   'document', CASE WHEN json_valid(metadata) THEN CAST(metadata AS JSON)
-                                                    ELSE to_json(metadata) END) AS VARCHAR) AS metadata
+                  CASE WHEN metadata IS NULL THEN bare
+                       ELSE CAST(json_object('trace_id', trace_id, 'span_id', span_id,
+                                             'document', CASE WHEN json_valid(metadata) THEN CAST(metadata AS JSON)
+                                                              ELSE to_json(metadata) END) AS VARCHAR) END AS metadata
            FROM ranked"""
     )
     # One event per case here, its chosen span's (the run's contract: one event row per case); with ``all`` the

@@ -97,9 +97,10 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
     rows = np.flatnonzero(match[codes])
     if not len(rows):
         return pa.table({})
-    vals = value.take(pa.array(rows))
-    other = [f.name for f in vals.type if f.name not in _TEXT and f.name != "doubleValue"]
-    if any(pc.struct_field(vals, n).null_count < len(vals) for n in other):
+    kinds = {f.name: pc.struct_field(value, f.name) for f in value.type}
+    kinds = {n: c for n, c in kinds.items() if c.null_count < len(c)}  # the kinds of value the block has
+    other = [n for n in kinds if n not in _TEXT and n != "doubleValue"]
+    if any(kinds[n].take(pa.array(rows)).null_count < len(rows) for n in other):
         return None
     index = [int(i) if i else 0 for i in pc.struct_field(m, "i").to_pylist()]
     if max(index) > _INT_MAX:
@@ -109,18 +110,23 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
     fld = np.array([_FIELDS.index(x) if x in _FIELDS else 0 for x in pc.struct_field(m, "field").to_pylist()])[code]
     idx = np.asarray(index, np.int64)[code]
     s = sid[rows]
-    order = np.lexsort((fld, idx, lst, s))
-    s, lst, idx, fld = s[order], lst[order], idx[order], fld[order]
+    # an exporter writes a list in order: sort only the blocks that are not
+    on = (lst[1:] > lst[:-1]) | (lst[1:] == lst[:-1]) & (idx[1:] >= idx[:-1])
+    if not np.all((s[1:] > s[:-1]) | (s[1:] == s[:-1]) & on):
+        order = np.lexsort((idx, lst, s))
+        rows, s, lst, idx, fld = rows[order], s[order], lst[order], idx[order], fld[order]
     same = (s[1:] == s[:-1]) & (lst[1:] == lst[:-1]) & (idx[1:] == idx[:-1])
-    if np.any(same & (fld[1:] == fld[:-1])):
-        return None
     group = np.concatenate([[0], np.cumsum(~same)])
+    if np.bincount(group * len(_FIELDS) + fld).max() > 1:  # a field given twice: SQL keeps the larger
+        return None
     first = np.flatnonzero(np.concatenate([[True], ~same]))
     n = np.arange(len(first))
     new_list = np.concatenate([[True], (s[first][1:] != s[first][:-1]) | (lst[first][1:] != lst[first][:-1])])
     rank = n - np.maximum.accumulate(np.where(new_list, n, 0)) + 1
-    text = pc.coalesce(*(pc.struct_field(vals, n) for n in _TEXT if n in vals.type.names)).take(pa.array(order))
-    double = pc.struct_field(vals, "doubleValue").take(pa.array(order))
+    at_rows = pa.array(rows)
+    texts = [kinds[k].take(at_rows) for k in _TEXT if k in kinds]
+    parts = {"text": pc.coalesce(*texts) if len(texts) > 1 else texts[0] if texts else None}
+    parts["double"] = kinds["doubleValue"].take(at_rows) if "doubleValue" in kinds else None
     cols: dict[str, Any] = {
         "sid": s[first],
         "role": _ROLES.take(pa.array(lst[first])),
@@ -132,9 +138,9 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
         has = fld == f
         at[group[has]] = np.flatnonzero(has)
         taken = pa.array(at, mask=at < 0)
-        for part, values in (("text", text), ("double", double)):
-            column = values.take(taken)
-            if column.null_count < len(column):
+        for part, values in parts.items():
+            column = None if values is None else values.take(taken)
+            if column is not None and column.null_count < len(column):
                 cols[f"{name}_{part}"] = column
     return pa.table(cols)
 

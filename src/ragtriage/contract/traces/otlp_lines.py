@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -29,7 +30,7 @@ from ragtriage.contract.traces.otlp_docs import doc_rows, insert_docs_sql, pivot
 ValueSql = Callable[..., str]
 """``otlp._value_sql``: an ``AnyValue`` struct as text, given the struct's SQL and the fields its type has."""
 
-_BLOCK = 8 << 20
+_BLOCK = 16 << 20
 _RES_STRIDE = 1 << 20  # resource numbers of one line: line * stride + position in the request
 _BOM = b"\xef\xbb\xbf"
 
@@ -259,15 +260,28 @@ def _unnest(con: duckdb.DuckDBPyConnection, path: Path, blk: str, res0: int, val
     )
 
 
+def _parsed_blocks(path: Path) -> Iterator[tuple[int, bytes, int, tuple[pa.Table, np.ndarray] | None]]:
+    """``line_blocks`` with pyarrow's parse of each (``_parse``); the next block is parsed in a thread while the
+    caller stores this one (pyarrow and DuckDB both work outside the GIL), which shortens the load, not its CPU."""
+    with ThreadPoolExecutor(1) as pool:
+        ahead: tuple[tuple[int, bytes, int], Future[tuple[pa.Table, np.ndarray] | None]] | None = None
+        for block in line_blocks(path):
+            parsing = pool.submit(_parse, *block)
+            if ahead is not None:
+                yield *ahead[0], ahead[1].result()
+            ahead = (block, parsing)
+        if ahead is not None:
+            yield *ahead[0], ahead[1].result()
+
+
 def read_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, shape: str, value_sql: ValueSql,
                keys: list[str]) -> int:  # fmt: skip
     """Append a file of one request per line to ``trc_sp``/``trc_kv``/``trc_res`` (blocks pyarrow parses) and
     ``trc_span`` (blocks DuckDB parses); returns the last resource number used. ``shape`` is the request as
     ``from_json`` reads it, ``value_sql`` an attribute value ``a.value`` as text, ``keys`` the attributes kept."""
     last = 0
-    for line0, data, feeds in line_blocks(path):
+    for line0, data, feeds, parsed in _parsed_blocks(path):
         last = line0 + feeds
-        parsed = _parse(line0, data, feeds)
         if parsed is not None:
             _fast(con, path, parsed, res0, value_sql, keys)
         else:
