@@ -41,6 +41,7 @@ TITLES = {
     "first-insight": "Time to first insight: files to numbers, store and TUI, beside trec_eval and DuckDB's floors",
     "first-insight-subset": "Time to first insight, some of its rows only (`first_insight_bench.py --only`)",
     "spark": "The Spark engine in local mode against the DuckDB engine: measures and the leakage check",
+    "memory": "Peak memory of every user-facing command, beside the 1.5 GiB bar",
 }
 
 HEADER = """# Performance
@@ -147,8 +148,30 @@ def first_insight(figures: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def memory(figures: list[dict[str, Any]]) -> list[str]:
+    """bench/memory_bench.py: each command's peak beside the bar, after a line stating the data."""
+    data = next((f for f in figures if f["name"] == "data"), None)
+    lines = []
+    if data is not None:
+        lines += [
+            f"Data: {data['run_lines']:,} run lines per run, {data['qrels_lines']:,} qrels lines, "
+            f"{data['cases']:,} queries ({data['shape']} shape).",
+            "",
+        ]
+    lines += ["| command | peak MiB | limit MiB | met | s | CPU s | note |", "|---|---|---|---|---|---|---|"]
+    for f in figures:
+        if f["name"] == "data":
+            continue
+        met = "not run" if f.get("met") is None else ("yes" if f["met"] else "**no**")
+        row = [cell("name", f["name"]), cell("peak_mib", f.get("peak_mib")), cell("limit_mib", f.get("limit_mib"))]
+        note = cell("note", f.get("note") or "")
+        row += [met, cell("seconds", f.get("seconds")), cell("cpu_s", f.get("cpu_s")), note]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
 #: Benches whose figures read better as a table of their own than as one row per figure.
-RENDERERS: dict[str, Callable[[list[dict[str, Any]]], list[str]]] = {"first-insight": first_insight}
+RENDERERS: dict[str, Callable[[list[dict[str, Any]]], list[str]]] = {"first-insight": first_insight, "memory": memory}
 
 
 def section(doc: dict[str, Any]) -> list[str]:

@@ -24,6 +24,8 @@ from ragtriage.contract.errors import Finding
 from ragtriage.contract.fields import Table
 from ragtriage.contract.staging import Staged, qident, sql_str
 
+_BATCH_ROWS = 1 << 20  # rows per batch when hashes are streamed into numpy (8 MiB of hashes)
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -192,17 +194,36 @@ def repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     group for every row, which costs more CPU than a sort of the same 8-byte keys, whatever the keys look like.
     The sorted column is the only copy held (8 bytes a row). Equal keys have equal hashes, so a caller confirms
     its suspects on the keys themselves."""
-    return _repeated(con.execute(f"SELECT h FROM ({sql})").fetchnumpy()["h"])
+    return _repeated(_hash_column(con, f"SELECT h FROM ({sql})")[0])
 
 
-def _repeated(hashes: Any) -> pa.Table:
+def _hash_column(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, bool]:
+    """Column ``h`` of ``sql`` without its NULLs (rows outside a key's ``present``) in one uint64 array, and
+    whether column ``hit`` (when ``sql`` has one) is true on any row.
+
+    The rows are streamed a batch at a time into an array sized by a count first: fetching the whole result at
+    once would hold DuckDB's copy of the column beside numpy's (and a masked array a third), outside the memory
+    cap of a load."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = int(con.sql(f"SELECT count(*) FROM ({sql})").fetchall()[0][0])
+    out, at, hit = np.empty(n, dtype=np.uint64), 0, False
+    for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
+        h = batch.column("h").drop_null().to_numpy()
+        out[at : at + len(h)] = h
+        at += len(h)
+        if "hit" in batch.schema.names and not hit:
+            hit = bool(pc.any(batch.column("hit")).as_py())
+    return out[:at], hit
+
+
+def _repeated(h: Any) -> pa.Table:
+    """The values of uint64 array ``h`` that occur more than once (``h`` is sorted in place)."""
     import numpy as np
 
     from ragtriage.arrays import over_buffer
 
-    if hasattr(hashes, "compressed"):  # a masked array: rows outside the key's ``present`` hold no hash
-        hashes = hashes.compressed()
-    h = np.asarray(hashes, dtype=np.uint64)
     h.sort()
     twice = h[1:][h[1:] == h[:-1]]  # sorted: each repeated hash once per extra occurrence
     first = np.ones(len(twice), dtype=bool)
@@ -215,11 +236,9 @@ def _hashes_and_hits(
 ) -> tuple[pa.Table, bool]:
     """One scan for a hashed duplicate rule and the row rules of the same table: the repeated hashes, and whether
     any row breaks a row rule (the rules then build their messages over those rows)."""
-    got = con.execute(
-        f"SELECT CASE WHEN {suspects.present} THEN {suspects.key} END AS h, ({_any_hit(rules)}) AS hit FROM {table} s"
-    ).fetchnumpy()
-    hit = bool(got.pop("hit").any())
-    return _repeated(got.pop("h")), hit
+    key = f"CASE WHEN {suspects.present} THEN {suspects.key} END"
+    hashes, hit = _hash_column(con, f"SELECT {key} AS h, ({_any_hit(rules)}) AS hit FROM {table} s")
+    return _repeated(hashes), hit
 
 
 def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule], limit: int = 50) -> list[Finding]:
