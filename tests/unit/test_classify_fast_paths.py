@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 from ragtriage.classify import classify_run, unit_locations
+from ragtriage.classify.locations import location_ctes
 from tests.unit.test_classify_locations import build, case, label, results
 
 CASES = [case("c"), case("d"), case("e")]
@@ -121,3 +122,20 @@ def test_a_repeat_mid_list_is_not_counted_in_later_positions(tmp_path: Path) -> 
     con = build(tmp_path, [case("c")], [label("c", "F1#1", 3), label("c", "F2#1", 3)], rows, k=4)
     ranks = {r["unit_id"]: r["final_rank"] for r in unit_locations(con, "r", "c").to_pylist()}
     assert ranks == {"F1#1": 2, "F2#1": 6}  # counting the repeat would put F2#1 at 7
+
+
+def test_only_the_lists_that_need_it_are_numbered_by_windows(tmp_path: Path) -> None:
+    # the run has a repeat (c) and a rank gap (d), so it is no plain run; e is still ranks 1..n of distinct units
+    rows = (
+        results("c", ["B#1", "F1#1", "B#1", "B#2", "F5#1", "B#3", "F2#1"])
+        + [{**r, "rank": 10 * (i + 1)} for i, r in enumerate(results("d", ["D#1", "F3#1", "D#2"]))]
+        + results("e", ["F9#1", "F7#1", "F8#1", "B#6"])
+    )
+    con = build(tmp_path, CASES, LABELS, rows, k=4)
+    windowed = con.execute(
+        f"WITH {location_ctes()} SELECT case_id, count(*) FROM irregular_positions GROUP BY ALL ORDER BY 1",
+        {"run_id": "r", "k": 4},
+    ).fetchall()
+    assert windowed == [("c", 6), ("d", 3)]  # c de-duplicated from 7 rows; e not read by a window at all
+    ranks = {(c, r["unit_id"]): r["final_rank"] for c in "cde" for r in unit_locations(con, "r", c).to_pylist()}
+    assert ranks == {("c", "F1#1"): 2, ("c", "F2#1"): 6, ("d", "F3#1"): 2, ("e", "B#6"): 4}

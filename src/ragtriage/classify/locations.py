@@ -53,6 +53,8 @@ _KNOWN = "CASE WHEN {row} IS NOT NULL THEN true WHEN m.complete THEN false END"
 
 _IRREGULAR_ROWS = """SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet
                      FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs){case}"""
+# the rows of the lists that need numbering (CTE ``irregular_lists``)
+_IRREGULAR_LISTS_ROWS = f"SELECT * FROM ({_IRREGULAR_ROWS}) SEMI JOIN irregular_lists USING (run_id, case_id, stage)"
 
 
 def corpus_sql(rows: str) -> str:
@@ -131,13 +133,21 @@ label_ids AS {small}(
 plain_runs AS ({plain_sql}
 ),
 -- A repeat keeps its first occurrence and is not counted: positions are numbered after de-duplication, so a
--- list A, B, A, C puts C at 3, as metrics.ranking does.
+-- list A, B, A, C puts C at 3, as metrics.ranking does. Even in those runs most lists are ranks 1..n of distinct
+-- units (position = rank): only the others are numbered by windows, which hold every row they number in memory.
+irregular_lists AS MATERIALIZED (
+    SELECT run_id, case_id, stage FROM ({_IRREGULAR_ROWS.format(case=case)})
+    GROUP BY run_id, case_id, stage HAVING count(*) <> max(rank) OR count(DISTINCT unit_id) <> count(*)
+),
 irregular_positions AS MATERIALIZED (
-    {deduplicated(_IRREGULAR_ROWS.format(case=case), "run_id, case_id, stage")}
+    {deduplicated(_IRREGULAR_LISTS_ROWS.format(case=case), "run_id, case_id, stage")}
 ),
 positions AS {"MATERIALIZED" if one_case else "NOT MATERIALIZED"} (
     SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet, CAST(rank AS BIGINT) AS pos
     FROM results WHERE run_id IN (SELECT run_id FROM plain_runs){case}
+    UNION ALL
+    SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet, CAST(rank AS BIGINT) AS pos
+    FROM ({_IRREGULAR_ROWS.format(case=case)}) ANTI JOIN irregular_lists USING (run_id, case_id, stage)
     UNION ALL
     SELECT * FROM irregular_positions
 ),
