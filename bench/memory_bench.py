@@ -141,12 +141,28 @@ def commands(layout: Layout, work: Path) -> dict[str, Measure]:
     }
 
 
+def kept_rows(path: Path | None, rec: Recorder, measured: set[str]) -> None:
+    """The command rows of an earlier results file that this run does not measure, added to ``rec`` in their
+    order, with a note saying which file (and build, date and load) they come from."""
+    if path is None:
+        return
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    rows = [f for f in doc["figures"] if f["name"] != "data" and f["name"] not in measured]
+    load = doc["machine"]["load_average_before"][0], doc["machine"]["load_average_after"][0]
+    names = ", ".join(str(f["name"]) for f in rows)
+    rec.note(f"{names}: from {path.name} (`{doc['command']}`, {doc['date']}, load {load[0]} / {load[1]}).")
+    rec.params["kept_from"] = path.name
+    for f in rows:
+        rec.add(**f)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--size", default="30M", help="result rows per run (200K, 1M, 10M, 30M)")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ragtriage-memory"))
     ap.add_argument("--reuse", action="store_true", help="reuse the data an earlier run of this size left in --dir")
     ap.add_argument("--only", help="run only these commands (comma-separated prefixes of the row names)")
+    ap.add_argument("--keep-from", type=Path, help="an earlier memory results file: its rows this run does not measure")
     ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     a = ap.parse_args()
     if shutil.which("tmux") is None or not Path(GNU_TIME).exists():
@@ -162,12 +178,15 @@ def main() -> None:
     work = a.dir / "work"
     work.mkdir(parents=True, exist_ok=True)
     todo = commands(layout, work)
+    order = {name: i for i, name in enumerate(["data", *todo])}
     if a.only:
         wanted = [p.strip() for p in a.only.split(",")]
         todo = {n: m for n, m in todo.items() if any(n.startswith(w) for w in wanted)}
+    kept_rows(a.keep_from, rec, set(todo))
     version = subprocess.run([RAGTRIAGE, "--version"], capture_output=True, text=True, check=False).stdout.strip()
     rec.params["ragtriage_build"] = version
     for name, run in todo.items():
+        rec.figures = [f for f in rec.figures if f["name"] != name]  # a kept row this run measures again
         try:
             wall, cpu, peak = run()
             note = ""
@@ -179,6 +198,7 @@ def main() -> None:
                 seconds=wall, cpu_s=cpu, note=note)  # fmt: skip
         shown = "failed" if peak is None else f"{peak:7.0f} MiB {'OVER' if over else 'ok  '}"
         print(f"  {name:50s} {shown}  ({wall or 0:.0f} s wall, {cpu or 0:.0f} s CPU) {note}", flush=True)
+        rec.figures.sort(key=lambda f: order.get(f["name"], len(order)))
         rec.write()
     shutil.rmtree(work / "out", ignore_errors=True)
 

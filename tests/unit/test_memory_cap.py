@@ -42,9 +42,10 @@ def test_the_load_runs_under_the_cap_and_gives_the_default_back(tmp_path: Path) 
     assert seen and set(seen) == {f"{LOAD_LIMIT / (1 << 30):.1f} GiB"}
     assert _limit(con) == default
     mem = connect(":memory:")  # the load leaves an in-memory store's limit to its maker (cap_in_memory)
+    own = _limit(mem)
     seen.clear()
     load_inputs(mem, LoadRequest(qrels=qrels, runs=[run]), lambda _: seen.append(_limit(mem)))
-    assert set(seen) == {default}
+    assert set(seen) == {own}
 
 
 @pytest.mark.slow
@@ -142,3 +143,14 @@ def test_a_compressed_file_the_general_reader_reads_loads_under_the_cap(tmp_path
     assert set(seen) == {"1.0 GiB"}
     assert summary.runs[0].rows == {"results": 1500}
     assert con.execute("SELECT count(*) FROM labels").fetchall()[0][0] == 3681
+
+
+def test_every_connection_to_a_file_store_runs_under_the_cap(tmp_path: Path) -> None:
+    # the commands that only read a store (metrics, compare, report, gate, the TUI) open it through connect too
+    db = tmp_path / "s.duckdb"
+    connect(db).close()
+    for read_only in (False, True):
+        con = connect(db, read_only=read_only)
+        assert _limit(con) == f"{LOAD_LIMIT / (1 << 30):.1f} GiB"
+        con.close()
+    assert _limit(connect(":memory:")) == _limit(duckdb.connect())  # an in-memory store is its maker's to cap

@@ -19,6 +19,7 @@ import duckdb
 
 from ragtriage.paths import DEFAULT_DB as DEFAULT_DB
 from ragtriage.store.file_kind import file_kind
+from ragtriage.store.memory_cap import cap_store
 from ragtriage.store.schema import DDL, SCHEMA_VERSION
 
 _PID_RE = re.compile(r"\(PID (\d+)\)")
@@ -122,6 +123,8 @@ def connect(
     con = _open(p, read_only, wait, on_wait)
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
+    if p != ":memory:":
+        cap_store(con)
     _check_store_marker(con, p)
     if not read_only:
         con.execute(DDL)

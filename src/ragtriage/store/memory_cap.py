@@ -1,4 +1,5 @@
-"""DuckDB's working memory during a load, capped so that a load of a large run stays near 1 GiB.
+"""DuckDB's working memory, capped so that a load of a large run, and every command reading a store, stays near
+1 GiB (:func:`cap_store`, applied by ``store.connect`` to every file store).
 
 DuckDB's own limit is 80% of the machine's memory. Under it, a load's large steps (the insert, the groupings of
 the rules) grow their buffers with the run. Under a 1 GiB limit DuckDB partitions the same work (spilling to the
@@ -53,11 +54,20 @@ def capped(con: duckdb.DuckDBPyConnection, limit: int = LOAD_LIMIT) -> Iterator[
     if not on_disk.fetchall()[0][0] or not _lowers(limit):
         yield
         return
+    before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(f"SET memory_limit = '{int(limit)}B'")
     try:
         yield
     finally:
-        con.execute("RESET memory_limit")
+        con.execute("SET memory_limit = ?", [str(before)])
+
+
+def cap_store(con: duckdb.DuckDBPyConnection, limit: int = LOAD_LIMIT) -> None:
+    """Cap a file store's working memory at ``limit`` for the connection's life (when the machine's default is
+    larger): every command reading a store (metrics, compare, report, gate, the TUI) then spills to the store's
+    ``.tmp`` folder instead of growing with the run, as a load does under :func:`capped`."""
+    if _lowers(limit):
+        con.execute(f"SET memory_limit = '{int(limit)}B'")
 
 
 def cap_in_memory(con: duckdb.DuckDBPyConnection, limit: int = LOAD_LIMIT) -> None:
