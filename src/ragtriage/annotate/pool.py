@@ -109,6 +109,9 @@ def build_pool(con: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10,
     params = {"runs": runs, "depth": depth, "stage": stage, "unit": row[0], "rubric": rubric_text(rubric)}
     cur = con.cursor()  # DuckDB 2 refuses .sql() on a connection holding an unfinished execute() result
     try:
+        # the de-duplication windows hold every pooled run's rows in memory, which the store's cap (memory_cap
+        # .cap_store) cannot hold for a large run: the pool runs under DuckDB's own limit
+        cur.execute("RESET memory_limit")
         return cur.sql(sql, params=params).to_arrow_table()
     finally:
         cur.close()
