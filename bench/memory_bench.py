@@ -152,6 +152,9 @@ def kept_rows(path: Path | None, rec: Recorder, measured: set[str]) -> None:
     names = ", ".join(str(f["name"]) for f in rows)
     rec.note(f"{names}: from {path.name} (`{doc['command']}`, {doc['date']}, load {load[0]} / {load[1]}).")
     rec.params["kept_from"] = path.name
+    for earlier in doc["notes"]:  # rows that file kept from a file before it say so there
+        if ": from memory-" in earlier and any(str(f["name"]) in earlier for f in rows):
+            rec.note(earlier)
     for f in rows:
         rec.add(**f)
 
