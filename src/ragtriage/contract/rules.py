@@ -207,10 +207,13 @@ def _hash_column(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, bool]:
     import numpy as np
     import pyarrow.compute as pc
 
-    n = int(con.sql(f"SELECT count(*) FROM ({sql})").fetchall()[0][0])
+    from ragtriage.arrays import non_null_values
+
+    # execute, not sql: it ends a result a caller left unfetched on ``con``, which a relation would refuse
+    n = int(con.execute(f"SELECT count(*) FROM ({sql})").fetchall()[0][0])
     out, at, hit = np.empty(n, dtype=np.uint64), 0, False
     for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
-        h = batch.column("h").drop_null().to_numpy()
+        h = non_null_values(batch.column("h"), np.uint64)  # Array.to_numpy would import pandas
         out[at : at + len(h)] = h
         at += len(h)
         if "hit" in batch.schema.names and not hit:

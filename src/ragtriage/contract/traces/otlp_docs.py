@@ -55,7 +55,7 @@ def drop_unkept(con: duckdb.DuckDBPyConnection, read: str, kept: str) -> None:
 
 
 _LISTS = ("retrieval.documents", "reranker.input_documents", "reranker.output_documents")
-_ROLES = pa.array(["retrieved", "input", "output"], pa.string())
+_ROLES = ("retrieved", "input", "output")  # built as Arrow per call: pa.array at import would import pandas
 _FIELDS = ("id", "score", "content", "metadata")
 _TEXT = ("stringValue", "string_value", "intValue", "int_value")
 _INT_MAX = 2**31 - 1
@@ -129,7 +129,7 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
     parts["double"] = kinds["doubleValue"].take(at_rows) if "doubleValue" in kinds else None
     cols: dict[str, Any] = {
         "sid": s[first],
-        "role": _ROLES.take(pa.array(lst[first])),
+        "role": pa.array(_ROLES, pa.string()).take(pa.array(lst[first])),
         "idx": idx[first].astype(np.int32),
         "rank": rank,
     }
