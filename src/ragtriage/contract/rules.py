@@ -24,7 +24,7 @@ from ragtriage.contract.errors import Finding
 from ragtriage.contract.fields import Table
 from ragtriage.contract.staging import Staged, qident, sql_str
 
-_BATCH_ROWS = 1 << 20  # rows per batch when hashes are streamed into numpy (8 MiB of hashes)
+_BATCH_ROWS = 1 << 20  # rows per batch when hashes are streamed into numpy: small beside the whole array
 
 
 @dataclass(frozen=True)
