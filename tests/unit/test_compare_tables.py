@@ -107,3 +107,20 @@ def test_intervals_draw_the_packages_interval_resamples_and_the_test_its_own() -
     # the interval: 1,000 resamples (as metrics and compare --runs), not the test's 20,000
     assert (overall["ci_low"], overall["ci_high"]) == bootstrap_ci(d, n_resamples=N_RESAMPLES, seed=3)
     assert (overall["ci_low"], overall["ci_high"]) != bootstrap_ci(d, n_resamples=20_000, seed=3)
+
+
+def test_the_scratch_databases_run_under_their_own_cap() -> None:
+    """compare joins and unfolds a row per (case, metric) in in-memory databases beside the store's connection:
+    each runs under SCRATCH_LIMIT (spilling past it), not DuckDB's default share of the machine's memory."""
+    from ragtriage.gate.compare import SCRATCH_LIMIT, _scratch
+
+    con = _scratch()
+    try:
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        spill = con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
+    finally:
+        con.close()
+    mib = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024}
+    value, unit = limit.split()
+    assert float(value) * mib[unit] <= SCRATCH_LIMIT / (1 << 20)
+    assert "ragtriage-spill-" in spill

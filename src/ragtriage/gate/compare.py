@@ -21,6 +21,7 @@ from ragtriage.contract.staging import qident, sql_str
 from ragtriage.gate import sources
 from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, TIE, pair_stats
 from ragtriage.metrics.measures import parse_measures
+from ragtriage.store.memory_cap import cap_in_memory
 
 FAMILIES = ("P", "R", "RR", "nDCG", "AP", "Success")
 OVERALL = "all"
@@ -56,11 +57,23 @@ class Comparison:
         raise KeyError(f"{metric} / {slice_value}")
 
 
+#: Working memory of the in-memory databases that join, unfold and rank the per-case tables: they hold a row per
+#: (case, metric), and the store's own connection is open beside them.
+SCRATCH_LIMIT = 512 << 20
+
+
+def _scratch() -> duckdb.DuckDBPyConnection:
+    """An in-memory database under ``SCRATCH_LIMIT``, spilling to a folder of its own past it."""
+    con = duckdb.connect()
+    cap_in_memory(con, SCRATCH_LIMIT)
+    return con
+
+
 def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[str], split: str | None) -> pa.Table:
     """(slice, case_id, metric, metric_order, candidate, baseline, diff) of every case both runs define, sorted by
     metric, slice and case. The two tables are joined once per case (not once per case and metric) and then
     unfolded into one row per metric."""
-    cur = duckdb.connect()
+    cur = _scratch()
     cur.register("cand", cand)
     cur.register("base", base)
     cur.register("case_slices", cases)
@@ -88,7 +101,7 @@ def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[st
 def _segments(pairs: pa.Table) -> list[tuple[str, str, int]]:
     """(metric, slice, rows) of each run of equal (metric, slice) in ``pairs``, in the table's order (metric_order,
     then slice): a count per group in DuckDB instead of a code per row."""
-    cur = duckdb.connect()
+    cur = _scratch()
     cur.register("pairs", pairs.select(["metric", "metric_order", "slice"]))
     rows = cur.execute(
         "SELECT metric, slice, count(*) FROM pairs GROUP BY metric_order, metric, slice ORDER BY metric_order, slice"
@@ -123,7 +136,7 @@ def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, o
 
 
 def _worst(pairs: pa.Table, n: int) -> pa.Table:
-    cur = duckdb.connect()
+    cur = _scratch()
     cur.register("pairs", pairs)
     return cur.sql(
         """SELECT metric, case_id, slice, candidate, baseline, diff FROM (
@@ -158,7 +171,7 @@ SUMMARY_SCHEMA = pa.schema(
 
 def _unpaired(cand: pa.Table, base: pa.Table) -> dict[str, int]:
     """Cases in one run's per-case table and not the other's (a set difference in DuckDB, not Python sets)."""
-    cur = duckdb.connect()
+    cur = _scratch()
     cur.register("cand", cand.select(["case_id"]))
     cur.register("base", base.select(["case_id"]))
     row = cur.execute(
@@ -186,7 +199,7 @@ def compare_tables(
     only (no ``by``) give just the overall figures.
     """
     pairs = _pairs(candidate, baseline, cases, metrics, split)
-    cur = duckdb.connect()
+    cur = _scratch()
     cur.register("pairs", pairs)
     sliced = cur.execute("SELECT count(*) FROM pairs WHERE slice <> $all", {"all": OVERALL}).fetchall()[0][0]
     overall = pairs  # without --by every row is the overall slice already, in its order
