@@ -237,15 +237,16 @@ class BackgroundLoad:
     """:func:`cached_store` started at once on a thread of its own, so what the caller does next (a UI importing
     and starting) overlaps it; calling the object follows it: each step goes to ``progress`` (the last one again
     while none comes, so a ``progress`` that raises stops the load at its next step), and the result is returned
-    or its error raised."""
+    or its error raised. ``what`` names the inputs (the app's progress screen shows it)."""
 
     HEARTBEAT_S = 0.25
 
-    def __init__(self, req: LoadRequest, target: Path, *, rebuild: bool = False) -> None:
+    def __init__(self, req: LoadRequest, target: Path, *, rebuild: bool = False, what: str = "") -> None:
         import queue
         import threading
         from concurrent.futures import ThreadPoolExecutor
 
+        self.what = what
         self._steps: queue.Queue[str] = queue.Queue()
         self._stop = threading.Event()
         pool = ThreadPoolExecutor(1, thread_name_prefix="ragtriage-load")

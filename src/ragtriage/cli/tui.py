@@ -8,9 +8,8 @@ from __future__ import annotations
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -22,7 +21,6 @@ from ragtriage.safe_text import visible
 
 if TYPE_CHECKING:
     from ragtriage.loading import BackgroundLoad
-    from ragtriage.store.byo import LoadRequest
     from ragtriage.tui.app import Build
 
 err = Console(stderr=True, soft_wrap=True)
@@ -100,40 +98,17 @@ def tui(
     if not runs:
         raise _fail("--qrels/--dataset needs at least one --run file")
     path, build = _cached_store(qrels, topics, dataset, runs, rebuild)
-    if build is not None:
-        build.start()
     _run_app(path, None, baseline, author, build)
-
-
-@dataclass(frozen=True)
-class _LoadIntoCache:
-    """The load of a cached store the app runs on a worker while it starts (:class:`ragtriage.tui.app.Build`)."""
-
-    req: LoadRequest
-    target: Path
-    rebuild: bool
-    what: str
-    _started: list[BackgroundLoad] = field(default_factory=list)
-
-    def start(self) -> None:
-        """Start the load now, before the app is imported: Textual's import and the app's start overlap it."""
-        from ragtriage.loading import BackgroundLoad
-
-        if not self._started:
-            self._started.append(BackgroundLoad(self.req, self.target, rebuild=self.rebuild))
-
-    def __call__(self, progress: Callable[[str], None]) -> object:
-        self.start()
-        return self._started[0](progress)
 
 
 def _cached_store(
     qrels: Path | None, topics: Path | None, dataset: Path | None, runs: list[str], rebuild: bool
-) -> tuple[Path, _LoadIntoCache | None]:
+) -> tuple[Path, BackgroundLoad | None]:
     """Where the store of these files is in the cache folder, said on stderr, and the load that writes it when it
-    is not there (or ``rebuild``): the app runs it while it starts."""
+    is not there (or ``rebuild``), started now: Textual's import and the app's start overlap it, and the app
+    follows it on a worker."""
     from ragtriage.cli._app import input_errors
-    from ragtriage.loading import cached_store_path
+    from ragtriage.loading import BackgroundLoad, cached_store_path
     from ragtriage.store.byo import LoadRequest, RunSource
 
     if qrels is not None and dataset is not None:
@@ -151,7 +126,7 @@ def _cached_store(
         highlight=False,
     )
     inputs = ", ".join(Path(str(p)).name for p in (dataset or qrels, *runs))
-    return path, _LoadIntoCache(req, path, rebuild, inputs) if fresh else None
+    return path, BackgroundLoad(req, path, rebuild=rebuild, what=inputs) if fresh else None
 
 
 def sample_dir() -> Path:
