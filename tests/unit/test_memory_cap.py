@@ -154,3 +154,21 @@ def test_every_connection_to_a_file_store_runs_under_the_cap(tmp_path: Path) -> 
         assert _limit(con) == f"{LOAD_LIMIT / (1 << 30):.1f} GiB"
         con.close()
     assert _limit(connect(":memory:")) == _limit(duckdb.connect())  # an in-memory store is its maker's to cap
+
+
+def test_the_pool_gives_the_store_its_cap_back(tmp_path: Path) -> None:
+    """The pool's windows run under DuckDB's own limit (the store's cap cannot hold them for a large run); the
+    limit is the database's, so the store is capped again for what follows (judge --fill goes on with it)."""
+    from ragtriage.annotate.pool import build_pool
+    from tests.factory import load_sample
+
+    db = load_sample(tmp_path / "s.duckdb", ("bm25", "dense"))
+    con = connect(db)
+    try:
+        capped_before = _limit(con)
+        assert capped_before == f"{LOAD_LIMIT / (1 << 30):.1f} GiB"
+        pool = build_pool(con, ["bm25", "dense"], 5)
+        assert pool.num_rows > 0
+        assert _limit(con) == capped_before
+    finally:
+        con.close()

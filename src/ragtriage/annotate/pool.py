@@ -24,6 +24,7 @@ from ragtriage.contract.staging import sql_str
 from ragtriage.csv_out import write_csv
 from ragtriage.store.connection import current_dataset_version, require_run
 from ragtriage.store.dedup import deduplicated
+from ragtriage.store.memory_cap import uncapped
 
 POOL_FORMATS = ("csv", "jsonl")
 
@@ -111,8 +112,8 @@ def build_pool(con: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10,
     try:
         # the de-duplication windows hold every pooled run's rows in memory, which the store's cap (memory_cap
         # .cap_store) cannot hold for a large run: the pool runs under DuckDB's own limit
-        cur.execute("RESET memory_limit")
-        return cur.sql(sql, params=params).to_arrow_table()
+        with uncapped(cur):
+            return cur.sql(sql, params=params).to_arrow_table()
     finally:
         cur.close()
 
