@@ -168,7 +168,14 @@ class ArrowTable(DataTable):
         self._scroll_once_sized()
 
     def on_resize(self) -> None:
-        self._scroll_once_sized()
+        """A table made shorter (a status line wrapping, a smaller terminal) keeps its cursor's row drawn: a key
+        acts on that row, so the user must see it."""
+        if self._scroll_pending:
+            self._scroll_once_sized()
+        elif self.size.height > 0 and not self.cursor_visible() and 0 <= self.cursor_row < self.row_count:
+            top = round(self.scroll_y)
+            y = self.cursor_row if self.cursor_row < top else self.cursor_row - self.rows_in_view() + 1
+            self.scroll_to(y=max(0, y), animate=False, immediate=True)
 
     def _scroll_once_sized(self) -> None:
         """Scroll the starting row into view once the table has a height and knows its rows; again after the next
