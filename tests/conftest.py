@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.trec_fixtures import Files, write_files
+
 SESSION_TMP = Path(tempfile.mkdtemp(prefix="ragtriage-tests-"))
 FAKE_HOME = SESSION_TMP / "home"
 
@@ -51,3 +53,9 @@ def summary_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "summary-cache"
     monkeypatch.setenv("RAGTRIAGE_TUI_CACHE", str(folder))
     return folder
+
+
+@pytest.fixture(scope="session")
+def trec_files(tmp_path_factory: pytest.TempPathFactory) -> Files:
+    """The seeded TREC qrels and runs of tests/trec_fixtures.py, written once per test process."""
+    return write_files(tmp_path_factory.mktemp("trec"))

@@ -1,9 +1,9 @@
 """Bring-your-own-data loading: every qrels and run format gives trec_eval's figures (pytrec_eval as reference).
 
-The data are excerpts of trec_eval's own test files (tests/data/trec_eval_excerpt, NIST notice kept there):
-grades -1..4, tab-separated runs with space-padded scores. Each test writes the same judgements and rankings in another
-format (gzip, bzip2, BEIR with and without header, JSON, MS MARCO, dicts, DataFrames, the contract's JSONL) and
-checks the per-query trec_eval figures the store then gives.
+The data are the small seeded collection of tests/trec_fixtures.py: grades -1..4, tied scores, docnos that sort
+differently as strings and as numbers, tab-separated runs with space-padded scores. Each test writes the same
+judgements and rankings in another format (gzip, bzip2, BEIR with and without header, JSON, MS MARCO, dicts,
+DataFrames, the contract's JSONL) and checks the per-query trec_eval figures the store then gives.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import bz2
 import gzip
 import hashlib
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,16 @@ from ragtriage.metrics.measure_eval import evaluate_run
 from ragtriage.metrics.measures import measures_for_ks
 from ragtriage.store import connect
 from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
+from tests.trec_fixtures import TAG, write_files
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
-DATA = Path(__file__).parent.parent / "data" / "trec_eval_excerpt"
-QRELS, RESULTS = DATA / "qrels.rel_level.excerpt", DATA / "results.excerpt"
+_FOLDER = tempfile.TemporaryDirectory(prefix="ragtriage-byo-")  # removed when the test process ends
+DATA = write_files(Path(_FOLDER.name))
+QRELS, RESULTS = DATA("small.qrels"), DATA("small.run")
+TOPICS = sorted(DATA.small.qrels, key=int)  # numeric order; the store orders case ids as strings
+LABELS = sum(len(docs) for docs in DATA.small.qrels.values())
+ROWS = len(DATA.small.lines)
 KS = (5, 10)
 NAMES = [f"{m}_{k}" for m in ("P", "recall", "ndcg_cut", "map_cut") for k in KS] + ["recip_rank"]
 
@@ -172,8 +178,8 @@ def test_each_format_gives_trec_eval_figures(tmp_path: Path, case: str) -> None:
     qrels, run = CASES[case](tmp_path)
     con = connect(":memory:")
     summary = load_inputs(con, LoadRequest(qrels=qrels, runs=[RunSource(run, run_id="r")]))
-    assert summary.dataset is not None and summary.dataset.rows["labels"] == 98
-    assert summary.runs[0].rows["results"] == 75
+    assert summary.dataset is not None and summary.dataset.rows["labels"] == LABELS
+    assert summary.runs[0].rows["results"] == ROWS
     assert_agrees(con, "r", read_qrels(), read_run())
     # the load records each file's sha256 (for a TREC run, hashed on another thread while DuckDB reads it)
     files = dict(con.execute("SELECT path, sha256 FROM loads WHERE NOT starts_with(sha256, 'rows-md5:')").fetchall())
@@ -198,9 +204,10 @@ def test_sorted_and_unsorted_trec_files_rank_alike(tmp_path: Path) -> None:
     ranks = "SELECT case_id, unit_id, rank FROM results WHERE run_id = ? ORDER BY ALL"
     assert con.execute(ranks, ["raw"]).fetchall() == con.execute(ranks, ["sorted"]).fetchall()
     # ties: trec_eval breaks them by docno descending, whatever the file order
-    _text(tmp_path / "ties.trec", ["301 Q0 a 1 1.0 t", "301 Q0 c 2 1.0 t", "301 Q0 b 3 1.0 t", "301 Q0 z 4 0.5 t"])
+    q = TOPICS[0]
+    _text(tmp_path / "ties.trec", [f"{q} Q0 a 1 1.0 t", f"{q} Q0 c 2 1.0 t", f"{q} Q0 b 3 1.0 t", f"{q} Q0 z 4 0.5 t"])
     load_inputs(con, LoadRequest(runs=[tmp_path / "ties.trec"]))
-    assert con.execute(ranks, ["t"]).fetchall() == [("301", "a", 3), ("301", "b", 2), ("301", "c", 1), ("301", "z", 4)]
+    assert con.execute(ranks, ["t"]).fetchall() == [(q, "a", 3), (q, "b", 2), (q, "c", 1), (q, "z", 4)]
 
 
 def test_grade_map_and_threshold_are_stored_and_agree(tmp_path: Path) -> None:
@@ -243,52 +250,56 @@ def test_negative_grades_are_kept_and_never_relevant(tmp_path: Path) -> None:
 
 
 def test_topics_files_become_cases_and_without_topics_the_query_is_its_id(tmp_path: Path) -> None:
-    trec = _text(tmp_path / "topics.301-303", ["<top>", "<num> Number: 301", "<title> International Organized Crime",
-                                               "<desc> Description:", "x", "</top>", "<top>", "<num> Number: 302",
-                                               "<title> Poliomyelitis and Post-Polio", "</top>"])  # fmt: skip
-    tsv = _text(tmp_path / "queries.tsv", ["301\tcrime", "302\tpolio", "303\thubble"])
-    beir = _text(tmp_path / "queries.jsonl", [json.dumps({"_id": q, "text": f"t{q}"}) for q in ("301", "302", "303")])
+    q1, q2 = TOPICS[:2]
+    trec = _text(tmp_path / "topics.trec", ["<top>", f"<num> Number: {q1}", "<title> International Organized Crime",
+                                            "<desc> Description:", "x", "</top>", "<top>", f"<num> Number: {q2}",
+                                            "<title> Poliomyelitis and Post-Polio", "</top>"])  # fmt: skip
+    tsv = _text(tmp_path / "queries.tsv", [f"{q}\tquery {q}" for q in TOPICS])
+    beir = _text(tmp_path / "queries.jsonl", [json.dumps({"_id": q, "text": f"t{q}"}) for q in TOPICS])
+    by_id = sorted(TOPICS)  # the store orders case ids as strings
     want = {
-        trec: [("301", "International Organized Crime"), ("302", "Poliomyelitis and Post-Polio")],
-        tsv: [("301", "crime"), ("302", "polio"), ("303", "hubble")],
-        beir: [("301", "t301"), ("302", "t302"), ("303", "t303")],
-        None: [("301", "301"), ("302", "302"), ("303", "303")],
+        trec: sorted([(q1, "International Organized Crime"), (q2, "Poliomyelitis and Post-Polio")]),
+        tsv: [(q, f"query {q}") for q in by_id],
+        beir: [(q, f"t{q}") for q in by_id],
+        None: [(q, q) for q in by_id],
     }
     for topics, cases in want.items():
         con = connect(":memory:")
-        if topics is trec:  # the qrels of 303 would name an unknown case: leave 303 out
-            q = _text(tmp_path / "q12", [x for x in QRELS.read_text().splitlines() if not x.startswith("303")])
-            load_inputs(con, LoadRequest(qrels=q, topics=topics))
+        if topics is trec:  # the qrels of the other topics would name unknown cases: leave them out
+            lines = [x for x in QRELS.read_text().splitlines() if x.split()[0] in (q1, q2)]
+            load_inputs(con, LoadRequest(qrels=_text(tmp_path / "q12", lines), topics=topics))
         else:
             load_inputs(con, LoadRequest(qrels=QRELS, topics=topics))
         assert con.execute("SELECT case_id, query FROM cases ORDER BY case_id").fetchall() == cases
 
 
 def test_run_topics_that_are_not_cases_are_ignored_once_and_counted(tmp_path: Path) -> None:
-    run = _text(tmp_path / "run", [*RESULTS.read_text().splitlines(), "999 Q0 x 1 1 STANDARD", "998 Q0 y 1 1 STANDARD"])
+    run = _text(tmp_path / "run", [*RESULTS.read_text().splitlines(), f"999 Q0 x 1 1 {TAG}", f"998 Q0 y 1 1 {TAG}"])
     con = connect(":memory:")
     rep = load_inputs(con, LoadRequest(qrels=QRELS, runs=[run])).runs[0]
-    assert (rep.ignored_topics, rep.ignored_rows, rep.rows["results"]) == (2, 2, 75)
+    assert (rep.ignored_topics, rep.ignored_rows, rep.rows["results"]) == (2, 2, ROWS)
     warn = [w for w in rep.warnings if w.code == "topic-not-a-case"]
     assert len(warn) == 1 and "'998', '999'" in warn[0].message
     assert con.execute("SELECT ignored_topics, ignored_rows FROM runs").fetchall() == [(2, 2)]
-    assert_agrees(con, "STANDARD", read_qrels(), read_run())
+    assert_agrees(con, TAG, read_qrels(), read_run())
 
 
 def test_tag_changes_warn_with_counts_and_split_by_tag_loads_one_run_per_tag(tmp_path: Path) -> None:
     lines = RESULTS.read_text().splitlines()
-    mixed = _text(tmp_path / "mixed", lines[:30] + [x.replace("STANDARD", "OTHER") for x in lines[30:]])
+    first = lines[0].split()[0]  # the first topic's lines all come before line 30, and another's after them
+    assert all(x.split()[0] != first for x in lines[30:]) and lines[29].split()[0] != first
+    mixed = _text(tmp_path / "mixed", lines[:30] + [x.replace(TAG, "OTHER") for x in lines[30:]])
     con = connect(":memory:")
     rep = load_inputs(con, LoadRequest(qrels=QRELS, runs=[mixed])).runs[0]
     (w,) = [w for w in rep.warnings if w.code == "tag-changes"]
-    assert "2 tags: 'STANDARD': 30 lines, 'OTHER': 45 lines" in w.message and "--split-by-tag" in w.message
-    assert rep.target == "STANDARD" and rep.rows["results"] == 75
+    assert f"2 tags: '{TAG}': 30 lines, 'OTHER': {ROWS - 30} lines" in w.message and "--split-by-tag" in w.message
+    assert rep.target == TAG and rep.rows["results"] == ROWS
     con = connect(":memory:")
     reps = load_inputs(con, LoadRequest(qrels=QRELS, runs=[RunSource(mixed, split_by_tag=True)])).runs
-    assert [(r.target, r.rows["results"]) for r in reps] == [("STANDARD", 30), ("OTHER", 45)]
-    q301 = {"301": read_run()["301"], "302": {}}
-    ours = {r["case_id"]: r["P_10"] for r in trec_rows(con, "STANDARD")}
-    assert ours["301"] == pytest.approx(reference(read_qrels(), q301)["301"]["P_10"])
+    assert [(r.target, r.rows["results"]) for r in reps] == [(TAG, 30), ("OTHER", ROWS - 30)]
+    only_first = {first: read_run()[first]}
+    ours = {r["case_id"]: r["P_10"] for r in trec_rows(con, TAG)}
+    assert ours[first] == pytest.approx(reference(read_qrels(), only_first)[first]["P_10"])
 
 
 def test_extra_columns_are_one_warning_with_a_count(tmp_path: Path) -> None:
@@ -331,7 +342,7 @@ def test_two_runs_with_one_id_are_refused_before_anything_is_stored(tmp_path: Pa
     with pytest.raises(Exception) as exc:
         load_inputs(con, LoadRequest(qrels=QRELS, runs=[RESULTS, run_trec_sorted(tmp_path), RESULTS]))
     msg = str(exc.value)
-    assert f"run 'STANDARD' is also the id of {RESULTS} in this load; give each run its own --run-id" in msg
+    assert f"run '{TAG}' is also the id of {RESULTS} in this load; give each run its own --run-id" in msg
     assert _snapshot(con) == before
 
 
@@ -366,7 +377,7 @@ def test_cli_loads_compressed_qrels_and_runs_and_exits_2_once_per_cause(tmp_path
     args = ["load", "--db", str(db), "--qrels", str(q), "--run", str(RESULTS), "--run", str(mm), "--no-precompute"]
     res = runner.invoke(app, [*args, "--run-id", "bm25", "--run-id", "mm"])
     assert res.exit_code == 0, res.output
-    assert "run bm25 loaded: 75 results rows" in res.output
+    assert f"run bm25 loaded: {ROWS} results rows" in res.output
     assert "note: the run file has no scores: score = 1 / rank" in res.output
     res = runner.invoke(app, [*args, "--run-id", "only-one"])
     assert res.exit_code == 2 and "--run-id was given 1 time(s) for 2 --run" in res.output
@@ -416,7 +427,7 @@ def test_validate_checks_trec_beir_json_qrels_runs_and_topics(tmp_path: Path) ->
 def test_compressed_files_are_found_in_dataset_and_run_folders(tmp_path: Path) -> None:
     ds = tmp_path / "scifact"
     (ds / "qrels").mkdir(parents=True)
-    topics = [json.dumps({"_id": q, "text": f"t{q}"}) for q in ("301", "302", "303")]
+    topics = [json.dumps({"_id": q, "text": f"t{q}"}) for q in TOPICS]
     _text(ds / "queries.jsonl.gz", topics, "gz")
     docs = {d for docs in read_qrels().values() for d in docs} | {d for docs in read_run().values() for d in docs}
     _text(ds / "corpus.jsonl.bz2", [json.dumps({"_id": d, "title": d, "text": ""}) for d in sorted(docs)], "bz2")
@@ -428,8 +439,9 @@ def test_compressed_files_are_found_in_dataset_and_run_folders(tmp_path: Path) -
     _text(run / "bm25.trec.gz", RESULTS.read_text().splitlines(), "gz")
     con = connect(":memory:")
     summary = load_inputs(con, LoadRequest(dataset=ds, runs=[run]))
-    assert summary.dataset is not None and summary.dataset.rows == {"cases": 3, "labels": 98, "documents": len(docs)}
-    assert con.execute("SELECT query FROM cases ORDER BY case_id").fetchall() == [("t301",), ("t302",), ("t303",)]
+    assert summary.dataset is not None
+    assert summary.dataset.rows == {"cases": len(TOPICS), "labels": LABELS, "documents": len(docs)}
+    assert con.execute("SELECT query FROM cases ORDER BY case_id").fetchall() == [(f"t{q}",) for q in sorted(TOPICS)]
     assert con.execute("SELECT run_id, k FROM runs").fetchall() == [("bm25", 25)]
     assert_agrees(con, "bm25", read_qrels(), read_run())
 

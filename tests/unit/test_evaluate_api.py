@@ -1,10 +1,11 @@
 """``ragtriage.evaluate(qrels, run, measures)`` for a notebook: every input shape (path, dict-of-dicts, pyarrow
-Table, pandas/polars DataFrame) gives pytrec_eval's figures for the same data, per query and aggregated."""
+Table, pandas/polars DataFrame) gives pytrec_eval's figures for the same data, per query and aggregated, on the
+seeded files of tests/trec_fixtures.py (tied scores, topics without a relevant document, a run topic the qrels
+lack)."""
 
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,17 +13,18 @@ import pyarrow as pa
 import pytest
 
 import ragtriage
+from tests.trec_fixtures import Files
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
-DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 MEASURES = ["map", "Rprec", "bpref", "recip_rank", "P_10", "recall_100", "ndcg_cut_10", "num_ret", "num_rel_ret"]
 REF = {"map", "Rprec", "bpref", "recip_rank", "P.10", "recall.100", "ndcg_cut.10", "num_ret", "num_rel_ret"}
 
 
-def _dicts() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
-    with gzip.open(DATA / "qrels.test.gz", "rt") as f:
+def _dicts(files: Files) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """The 0/1 qrels and the tab-separated, space-padded run, read by pytrec_eval's own parsers."""
+    with gzip.open(files("qrels.gz"), "rt") as f:
         qrels = pytrec_eval.parse_qrel(f)
-    with gzip.open(DATA / "results.test.gz", "rt") as f:
+    with gzip.open(files("run.gz"), "rt") as f:
         run = pytrec_eval.parse_run(f)
     return qrels, run
 
@@ -32,10 +34,10 @@ def _table(d: dict[str, dict[str, Any]], value: str) -> pa.Table:
     return pa.table({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows], value: [r[2] for r in rows]})
 
 
-def _inputs(kind: str) -> tuple[Any, Any]:
-    qrels, run = _dicts()
+def _inputs(kind: str, files: Files) -> tuple[Any, Any]:
+    qrels, run = _dicts(files)
     if kind == "path":
-        return str(DATA / "qrels.test.gz"), DATA / "results.test.gz"
+        return str(files("qrels.gz")), files("run.gz")
     if kind == "dict":
         return qrels, run
     tq, tr = _table(qrels, "relevance"), _table(run, "score")
@@ -49,10 +51,10 @@ def _inputs(kind: str) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("kind", ["path", "dict", "arrow", "pandas", "polars"])
-def test_every_input_shape_gives_trec_eval(kind: str) -> None:
-    qrels, run = _dicts()
+def test_every_input_shape_gives_trec_eval(kind: str, trec_files: Files) -> None:
+    qrels, run = _dicts(trec_files)
     ref = pytrec_eval.RelevanceEvaluator(qrels, REF).evaluate(run)
-    result = ragtriage.evaluate(*_inputs(kind), measures=MEASURES)
+    result = ragtriage.evaluate(*_inputs(kind, trec_files), measures=MEASURES)
     wide = {r["case_id"]: r for r in result.wide.to_pylist()}
     assert set(wide) == set(qrels)
     for row in result.aggregate.to_pylist():
@@ -66,8 +68,8 @@ def test_every_input_shape_gives_trec_eval(kind: str) -> None:
     assert len(long) == len(MEASURES) * len(qrels) and result.context["mode"] == "trec-compat"
 
 
-def test_ir_measures_names_and_default_mode() -> None:
-    qrels, run = _dicts()
+def test_ir_measures_names_and_default_mode(trec_files: Files) -> None:
+    qrels, run = _dicts(trec_files)
     rel2 = {q: {d: g * 2 for d, g in docs.items()} for q, docs in qrels.items()}  # grades 0/2
     res = ragtriage.evaluate(rel2, run, measures=["P(rel=2)@10", "P@10"], threshold=2, trec_compat=False)
     ref = pytrec_eval.RelevanceEvaluator(qrels, {"P.10"}).evaluate(run)
@@ -77,7 +79,7 @@ def test_ir_measures_names_and_default_mode() -> None:
     assert res.aggregate.to_pylist()[1]["parameters"] == "cutoff=10, rel=2 (dataset threshold)"
 
 
-def test_bad_measure_names_the_part() -> None:
-    qrels, run = _dicts()
+def test_bad_measure_names_the_part(trec_files: Files) -> None:
+    qrels, run = _dicts(trec_files)
     with pytest.raises(ValueError, match="Bpref takes no cutoff"):
         ragtriage.evaluate(qrels, run, measures=["Bpref@10"])

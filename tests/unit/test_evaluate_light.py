@@ -1,10 +1,10 @@
 """The store-less evaluation of clean TREC files (store/load_memory.py) gives what loading the same files into a
-store gives: trec_eval's own output line for line, the same figures and notes in both modes, and the same refusals
-(any file the light path does not take goes the full way)."""
+store gives: trec_eval's output line for line (built from pytrec_eval on the seeded files of tests/trec_fixtures.py),
+the same figures and notes in both modes, and the same refusals (any file the light path does not take goes the
+full way)."""
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +16,11 @@ from ragtriage import evaluation
 from ragtriage.cli import app
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.store import load_memory
+from tests.trec_fixtures import RUN_ONLY, TREC_MEASURES, Files, read_qrels, read_run, trec_eval_lines
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 runner = CliRunner()
 MEASURES = ["map", "Rprec", "bpref", "recip_rank", "P_5", "recall_100", "ndcg_cut_10", "num_ret", "num_rel_ret"]
 NAMED = ["nDCG@10", "P@5", "R@100", "RR@10", "AP", "Judged@10", "Success@5", "NumRet", "NumRel"]
-
-
-def _single_spaced(src: str, dst: Path) -> Path:
-    """trec_eval's test file (tabs, space-padded scores) as most tools write TREC: one space between fields."""
-    with gzip.open(DATA / src, "rt", encoding="utf-8") as f:
-        dst.write_text("".join(" ".join(line.split()) + "\n" for line in f if line.strip()))
-    return dst
 
 
 @pytest.fixture
@@ -50,28 +43,23 @@ def _full_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(
-    ("qrels", "results", "threshold", "expected"),
-    [
-        ("qrels.test.gz", "results.test.gz", None, "out.test.aq"),
-        ("qrels.test.gz", "results.trunc.gz", None, "out.test.aqc"),
-        ("qrels.rel_level.gz", "results.test.gz", 2, "out.test.aql"),
-    ],
+    ("qrels", "results", "threshold"),
+    [("qrels.txt", "run.txt", None), ("qrels.txt", "trunc.txt", None), ("graded.txt", "run.txt", 2)],
 )
 def test_same_lines_as_trec_eval(
-    tmp_path: Path, taken: list[bool], qrels: str, results: str, threshold: int | None, expected: str
+    trec_files: Files, taken: list[bool], qrels: str, results: str, threshold: int | None
 ) -> None:
-    lines = (DATA / expected).read_text().splitlines()
-    names = list(dict.fromkeys(line.split()[0] for line in lines if "\tall\t" in line))
-    q, r = _single_spaced(qrels, tmp_path / "qrels.txt"), _single_spaced(results, tmp_path / "run.txt")
+    """The single-spaced files (as most tools write TREC): ``-q``, ``-q -c`` and ``-q -l2`` as trec_eval."""
+    q, r = trec_files(qrels), trec_files(results)
     args = ["metrics", "--qrels", str(q), "--run", str(r), "--trec-compat", "--format", "trec", "--per-case"]
     args += ["--threshold", str(threshold)] if threshold else []
-    for name in names:
+    for name in TREC_MEASURES:
         args += ["-m", name]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert res.stdout.splitlines() == lines
-    # results.trunc has lines with columns after the tag: the full load says so in a note
-    assert taken == [results != "results.trunc.gz"]
+    assert res.stdout.splitlines() == trec_eval_lines(read_qrels(q), read_run(r), TREC_MEASURES, threshold or 1)
+    # the truncated run has lines with columns after the tag: the full load says so in a note
+    assert taken == [results != "trunc.txt"]
 
 
 def _figures(result: ragtriage.Evaluation) -> tuple[Any, ...]:
@@ -97,19 +85,24 @@ CUT_ONLY = ["nDCG@10", "P@5", "R@100", "RR@10", "AP@20", "Judged@10", "Success@5
 @pytest.mark.parametrize("measures", [[*MEASURES, *NAMED], CUT_ONLY], ids=["whole-lists", "cut-lists"])
 @pytest.mark.parametrize("trec_compat", [True, False])
 def test_light_and_full_agree(
-    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch, trec_compat: bool, measures: list[str]
+    tmp_path: Path,
+    trec_files: Files,
+    taken: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+    trec_compat: bool,
+    measures: list[str],
 ) -> None:
-    q = _single_spaced("qrels.rel_level.gz", tmp_path / "qrels.txt")
-    r = _single_spaced("results.test.gz", tmp_path / "run.txt")
-    # a run topic that is not a query of the qrels, and a second tag: both are notes of the report
-    with r.open("a") as f:
-        f.write("999 Q0 doc-x 1 3.5 OTHER\n999 Q0 doc-y 2 2.5 OTHER\n")
+    q = trec_files("graded.txt")
+    r = tmp_path / "run.txt"
+    # a second run topic that is not a query of the qrels, and a second tag: both are notes of the report
+    r.write_text(trec_files("run.txt").read_text() + "999 Q0 doc-x 1 3.5 OTHER\n999 Q0 doc-y 2 2.5 OTHER\n")
+    ignored = 2 + sum(1 for line in trec_files.full.lines if line[0] == RUN_ONLY)
     kwargs: dict[str, Any] = {"trec_compat": trec_compat, "grade_map": "4:3,-1:0", "threshold": 2}
     light = _figures(ragtriage.evaluate(q, r, measures, **kwargs))
     assert taken == [True]
     _full_only(monkeypatch)
     assert _rounded(light) == _rounded(_figures(ragtriage.evaluate(q, r, measures, **kwargs)))
-    assert any("1 run topic(s) not in the dataset were ignored (2 rows)" in n for n in light[3])
+    assert any(f"2 run topic(s) not in the dataset were ignored ({ignored} rows)" in n for n in light[3])
     assert any("2 run tags" in n for n in light[3])
 
 
@@ -174,10 +167,9 @@ def test_a_pair_judged_twice_is_refused_as_the_load_refuses_it(tmp_path: Path, t
 
 
 @pytest.mark.parametrize("extra", [["--by", "split"], ["--view", "judged"]])
-def test_reports_other_than_measures_load_the_full_way(tmp_path: Path, taken: list[bool], extra: list[str]) -> None:
+def test_reports_other_than_measures_load_the_full_way(trec_files: Files, taken: list[bool], extra: list[str]) -> None:
     """Slices and the judged view read tables the light path does not make (ranks, labels, documents)."""
-    q = _single_spaced("qrels.test.gz", tmp_path / "qrels.txt")
-    r = _single_spaced("results.test.gz", tmp_path / "run.txt")
+    q, r = trec_files("qrels.txt"), trec_files("run.txt")
     res = runner.invoke(app, ["metrics", "--qrels", str(q), "--run", str(r), "--k", "10", "--format", "json", *extra])
     assert res.exit_code == 0, res.output
     assert taken == []
@@ -187,12 +179,12 @@ def test_reports_other_than_measures_load_the_full_way(tmp_path: Path, taken: li
 
 @pytest.mark.slow
 def test_beir_dict_and_frame_qrels_take_the_light_path(
-    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, trec_files: Files, taken: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Qrels in any format the load reads (here BEIR TSV with its header, a dict, an Arrow table) with a TREC run."""
     import pyarrow as pa
 
-    rows = [line.split() for line in _single_spaced("qrels.test.gz", tmp_path / "q.txt").read_text().splitlines()]
+    rows = [line.split() for line in trec_files("qrels.txt").read_text().splitlines()]
     beir = tmp_path / "test.tsv"
     beir.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, _, d, g in rows))
     as_dict: dict[str, dict[str, int]] = {}
@@ -201,7 +193,7 @@ def test_beir_dict_and_frame_qrels_take_the_light_path(
     frame = pa.table(
         {"query_id": [r[0] for r in rows], "doc_id": [r[2] for r in rows], "relevance": [int(r[3]) for r in rows]}
     )
-    r = _single_spaced("results.test.gz", tmp_path / "run.txt")
+    r = trec_files("run.txt")
     light = [_figures(ragtriage.evaluate(q, r, MEASURES)) for q in (beir, as_dict, frame)]
     assert taken == [True, True, True]
     _full_only(monkeypatch)

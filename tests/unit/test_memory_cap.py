@@ -14,6 +14,7 @@ import pytest
 from ragtriage.store import connect, load_inputs
 from ragtriage.store.byo import LoadRequest
 from ragtriage.store.memory_cap import LOAD_LIMIT
+from tests.trec_fixtures import Files
 
 
 def _files(root: Path, cases: int = 20_000, depth: int = 100) -> tuple[Path, Path]:
@@ -132,17 +133,17 @@ def test_an_evaluation_without_a_store_spills_to_its_own_folder(
     assert figures[0] == figures[1] and figures[0][0]["n"] == 20_000
 
 
-def test_a_compressed_file_the_general_reader_reads_loads_under_the_cap(tmp_path: Path) -> None:
-    """trec_eval's own gzipped test files take the general reader, whose read buffer once was 1 GiB: a load under
-    the 1 GiB cap refused them ("could not allocate block of size 1.0 GiB")."""
-    data = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+def test_a_compressed_file_the_general_reader_reads_loads_under_the_cap(tmp_path: Path, trec_files: Files) -> None:
+    """Gzipped TREC files with tabs and space-padded fields take the general reader, whose read buffer once was
+    1 GiB: a load under the 1 GiB cap refused them ("could not allocate block of size 1.0 GiB")."""
     con = connect(tmp_path / "s.duckdb")
     seen: list[str] = []
-    request = LoadRequest(qrels=data / "qrels.test.gz", runs=[data / "results.test.gz"])
+    request = LoadRequest(qrels=trec_files("graded.gz"), runs=[trec_files("run.gz")])
     summary = load_inputs(con, request, lambda _: seen.append(_limit(con)))
     assert set(seen) == {"1.0 GiB"}
-    assert summary.runs[0].rows == {"results": 1500}
-    assert con.execute("SELECT count(*) FROM labels").fetchall()[0][0] == 3681
+    full = trec_files.full
+    assert summary.runs[0].rows == {"results": sum(1 for line in full.lines if line[0] in full.qrels)}
+    assert con.execute("SELECT count(*) FROM labels").fetchall()[0][0] == sum(map(len, full.qrels.values()))
 
 
 def test_every_connection_to_a_file_store_runs_under_the_cap(tmp_path: Path) -> None:

@@ -1,14 +1,13 @@
 """trec_eval's own `make quicktest`, run with `python -m ragtriage.trec_eval`: stdout byte for byte.
 
-The expected outputs (and the comment-test inputs) are trec_eval's files, not kept in this repository: the tests
-read trec_eval's `test/` folder from $RAGTRIAGE_TREC_EVAL_TESTS or from `../shared/trec_eval/test` beside the
-checkout, and skip, saying what to place where, when it is absent. The inputs vendored under
-tests/data/trec_eval/ (with NIST's licence) are used where they exist.
+The inputs and expected outputs are trec_eval's own files, not kept in this repository: the tests read trec_eval's
+`test/` folder from $RAGTRIAGE_TREC_EVAL_TESTS or from `../shared/trec_eval/test` beside the checkout (the steering
+repository's shared folder), and skip, saying what to place where, when it is absent. Without it, the trec_eval
+layout and figures are still checked on seeded files of our own against pytrec_eval (test_trec_eval_files.py).
 """
 
 from __future__ import annotations
 
-import gzip
 import os
 import subprocess
 import sys
@@ -17,7 +16,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-VENDORED = ROOT / "tests" / "data" / "trec_eval"
 
 
 def _folder() -> Path | None:
@@ -39,17 +37,6 @@ TARGETS = [
 ]
 
 
-def _input(name: str, folder: Path, tmp: Path) -> str:
-    """A vendored input (gunzipped to tmp) where the repository has it, else trec_eval's own file."""
-    packed = VENDORED / f"{name}.gz"
-    if packed.is_file():
-        out = tmp / name
-        if not out.exists():
-            out.write_bytes(gzip.decompress(packed.read_bytes()))
-        return str(out)
-    return str(folder / name)
-
-
 @pytest.mark.parametrize(("expected", "args"), TARGETS, ids=[f"{e}:{' '.join(a)}" for e, a in TARGETS])
 def test_quicktest_target_byte_for_byte(expected: str, args: list[str], tmp_path: Path) -> None:
     folder = _folder()
@@ -58,7 +45,7 @@ def test_quicktest_target_byte_for_byte(expected: str, args: list[str], tmp_path
             "trec_eval's test folder is absent: place usnistgov/trec_eval's test/ at ../shared/trec_eval/test "
             "beside the checkout, or set RAGTRIAGE_TREC_EVAL_TESTS to it"
         )
-    argv = [*args[:-2], *(_input(a, folder, tmp_path) for a in args[-2:])]
+    argv = [*args[:-2], *(str(folder / a) for a in args[-2:])]
     done = subprocess.run(
         [sys.executable, "-m", "ragtriage.trec_eval", *argv], capture_output=True, check=False, cwd=tmp_path
     )
