@@ -249,9 +249,11 @@ def _line(name: str, qid: str, value: float) -> str:
 
 
 def trec_eval_lines(qrels: Qrels, run: Run, names: Sequence[str], level: int = 1) -> list[str]:
-    """What ``trec_eval -q -c -l{level}`` prints for ``names`` (in the order given): each qrels topic's lines in
-    byte order of its id (``num_q`` only in the summary), then the ``all`` lines: counts summed, every other
-    value the mean over all qrels topics, summed in the order trec_eval sums them."""
+    """What ``trec_eval -q -l{level}`` prints for ``names`` (in the order given), with ``-c`` for the qrels topics
+    absent from the run: each qrels topic's lines in byte order of its id (``num_q`` only in the summary), then
+    the ``all`` lines: counts summed, every other value the mean over all qrels topics, summed in the order
+    trec_eval sums them. (One case is left out: with ``-c`` and a level above 1 trec_eval's num_rel summary counts
+    every grade > 0; no test asks for it.)"""
     values = per_query(qrels, run, names, level)
     topics = sorted(qrels, key=lambda q: q.encode())
     out = [_line(n, q, values[q][n]) for q in topics for n in names if n != "num_q"]

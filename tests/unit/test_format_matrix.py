@@ -3,7 +3,8 @@
 Entry points: ``ragtriage load`` (CLI, a file store), the store-less ``ragtriage metrics --qrels --run`` (CLI),
 ``ragtriage.evaluate`` (Python) and ``ragtriage validate`` (CLI). Formats: TREC, BEIR, MS MARCO, the
 pytrec_eval/ranx JSON dicts, the contract's JSONL/CSV/Parquet tables, each plain, gzipped and bzip2-compressed.
-The figures are checked against pytrec_eval on trec_eval's own test excerpt (``test_byo_load``'s data).
+The figures are checked against pytrec_eval on the small seeded collection of tests/trec_fixtures.py
+(``test_byo_load``'s data).
 
 ``:memory:`` databases are never capped, so a reader that asks DuckDB for more than the cap only fails here.
 """
@@ -31,6 +32,7 @@ from ragtriage.store import connect
 from ragtriage.store.byo import LoadRequest, RunSource, load_inputs
 from tests.unit.test_byo_load import (
     QRELS,
+    ROWS,
     Qrels,
     Run,
     assert_agrees,
@@ -139,7 +141,7 @@ def test_cli_load_on_a_file_store(tmp_path: Path, fmt: str, how: str) -> None:
     assert res.exit_code == 0, res.output
     con = connect(db, read_only=True)
     try:
-        assert con.execute("SELECT count(*) FROM results WHERE run_id = 'r'").fetchall()[0][0] == 75
+        assert con.execute("SELECT count(*) FROM results WHERE run_id = 'r'").fetchall()[0][0] == ROWS
         assert_agrees(con, "r", read_qrels(), ref)
     finally:
         con.close()

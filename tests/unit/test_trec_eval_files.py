@@ -31,7 +31,7 @@ def _store(tmp_path: Path, files: Files, qrels: str, results: str, threshold: in
         for d, g in docs.items()
     ]
     ranked = read_run(files(results))
-    # the file's own rank column: trec-compat ranks by score and docno whatever it says
+    # recorded ranks in reverse file order, not trec_eval's: trec-compat ranks by score and docno whatever they say
     ranks = {q: dict(zip(docs, reversed(range(1, len(docs) + 1)), strict=True)) for q, docs in ranked.items()}
     rows = [
         {"case_id": q, "document_id": d, "chunk_id": d, "rank": ranks[q][d], "score": s}
