@@ -3,7 +3,7 @@ pytrec_eval, ir_measures and DuckDB's own read and write floors, in one interlea
 
     python bench/first_insight_bench.py [--trec-eval PATH] [--trec-eval-upto 1M] [--sizes 1M,10M]
                                         [--shapes realistic,regular] [--repeat 3] [--dir /tmp/ragtriage-first-insight]
-                                        [--quiet-machine] [--only WORDS] [--keep | --reuse]
+                                        [--quiet-machine] [--only WORDS] [--keep | --reuse] [--peer-src SRC]
 
 ``--trec-eval PATH``: a trec_eval binary you built from its public source (https://github.com/usnistgov/trec_eval,
 ``make``); this repository ships neither its code nor a recipe building it. Without it, trec_eval's rows say so and
@@ -32,6 +32,10 @@ on the shared machine lands on all of them. Commands, each computing nDCG@10 fro
 - ``ragtriage tui --qrels Q --run R`` with an empty cache folder, then again with the store it cached, when the
   build has the option (``--tui-ragtriage PATH``: another build's executable, e.g. a branch's venv).
 
+``--peer-src SRC`` (a ``src`` folder of another ragtriage: ``git archive BASE src | tar -x -C /tmp/base``) adds
+``peer ragtriage metrics --qrels --run``, that tree's one-off run by this interpreter right after this one's in
+every round, so a change and its base are measured under the same load (the peer's modules byte-compiled too).
+
 Prints the table and the issue's bars as ratios, and writes bench/results/first-insight-<time>.json, which
 scripts/perf_doc.py renders into docs/performance.md. A benchmark, not a test.
 """
@@ -39,7 +43,9 @@ scripts/perf_doc.py renders into docs/performance.md. A benchmark, not a test.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -77,6 +83,9 @@ ideal AS (SELECT case_id, sum((pow(2, grade) - 1) / log2(pos + 1)) AS idcg FROM 
           FROM lab WHERE grade >= 1) WHERE pos <= 10 GROUP BY case_id)
 SELECT avg(coalesce(dcg.dcg, 0) / idcg) FROM ideal LEFT JOIN dcg USING (case_id)''').fetchall()[0][0])
 """
+
+# what the ``ragtriage`` console script runs, for a source tree put first on the path
+PEER_MAIN = "import sys; from ragtriage.cli import main; sys.argv[0] = 'ragtriage'; sys.exit(main())"
 
 WRITE_FLOOR = """
 import duckdb, sys
@@ -117,12 +126,15 @@ class Figure:
         return max(self.peak) if self.peak else None
 
 
-def timed(cmd: list[str], ok: tuple[int, ...] = (0,)) -> tuple[float, float, float]:
+def timed(cmd: list[str], ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """(wall s, CPU user+sys s, peak RSS MiB) of one whole process, from GNU time."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
         start = time.perf_counter()
         proc = subprocess.run(
-            [GNU_TIME, "-f", "%U %S %M", "-o", out.name, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            [GNU_TIME, "-f", "%U %S %M", "-o", out.name, *cmd],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
         )
         wall = time.perf_counter() - start
         if proc.returncode not in ok or b"Traceback (most recent call last)" in proc.stderr:
@@ -152,9 +164,10 @@ def has_option(command: str, option: str, exe: str = RAGTRIAGE) -> bool:
 
 
 def commands(
-    data: Layout, work: Path, trec_eval: Path | None, tui_exe: str
+    data: Layout, work: Path, trec_eval: Path | None, tui_exe: str, peer_src: Path | None = None
 ) -> dict[str, Callable[[], tuple[float, float, float]]]:
-    """Each command of one round, by name, in the order a round runs them; ``tui_exe`` opens ``tui --qrels``."""
+    """Each command of one round, by name, in the order a round runs them; ``tui_exe`` opens ``tui --qrels``;
+    ``peer_src``: another tree's one-off beside this one's."""
     root, store = data.root, work / "store.duckdb"
     q, r = str(data.qrels), str(data.run)
     load = [RAGTRIAGE, "load", "--db", str(store), "--dataset", str(data.dataset), "--run", str(data.run_dir())]
@@ -188,6 +201,10 @@ def commands(
     out["DuckDB write floor: CREATE TABLE AS from Parquet"] = lambda: timed(write)
     metrics = [RAGTRIAGE, "metrics", "--qrels", q, "--run", r, "--measure", "nDCG@10"]
     out["ragtriage metrics --qrels --run"] = lambda: timed(metrics)
+    if peer_src is not None:
+        peer = [PY, "-c", PEER_MAIN, *metrics[1:]]
+        in_peer = {**os.environ, "PYTHONPATH": str(peer_src)}
+        out["peer ragtriage metrics --qrels --run"] = lambda: timed(peer, env=in_peer)
     if data.repeated_qrels is not None:
         refuse = [RAGTRIAGE, "metrics", "--qrels", str(data.repeated_qrels), "--run", r, "--measure", "nDCG@10"]
         out["ragtriage metrics refusing repeated judgments"] = lambda: timed(refuse, ok=(2,))
@@ -202,6 +219,8 @@ def commands(
 #: The issue's bars: (size, label, numerator, numerator figure, denominator, denominator figure, limit).
 BARS = [
     ("1M", "metrics --qrels --run CPU ÷ trec_eval CPU", "ragtriage metrics --qrels --run", "cpu_s",
+     "trec_eval -m ndcg_cut.10", "cpu_s", 1.0),
+    ("1M", "(peer) metrics --qrels --run CPU ÷ trec_eval CPU", "peer ragtriage metrics --qrels --run", "cpu_s",
      "trec_eval -m ndcg_cut.10", "cpu_s", 1.0),
     ("1M", "tui --qrels --run first paint ÷ trec_eval wall", "ragtriage tui --qrels --run first paint (cold cache)",
      "seconds", "trec_eval -m ndcg_cut.10", "seconds", 3.0),
@@ -249,10 +268,11 @@ def measure(
     figures: list[Figure],
     save: Callable[[], None],
     only: list[str] | None = None,
+    peer_src: Path | None = None,
 ) -> None:
     """``repeat`` rounds of every command into ``figures``; ``save`` after each round. ``only``: the commands whose
     name holds one of these words (case-insensitive), e.g. ``write floor`` and ``no-precompute``."""
-    todo = commands(data, work, trec_eval, tui_exe)
+    todo = commands(data, work, trec_eval, tui_exe, peer_src)
     if only:
         todo = {name: run for name, run in todo.items() if any(w.lower() in name.lower() for w in only)}
     by_name = {name: Figure(name) for name in todo}
@@ -331,6 +351,7 @@ def main() -> None:
     ap.add_argument(
         "--reuse", action="store_true", help="read the files a run with --keep left under --dir (kept again)"
     )
+    ap.add_argument("--peer-src", type=Path, help="src folder of another ragtriage whose one-off runs beside this one")
     ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
     ap.add_argument(
         "--only",
@@ -343,7 +364,14 @@ def main() -> None:
         raise SystemExit("needs tmux and GNU time (Debian packages tmux, time)")
     trec_eval = a.trec_eval if a.trec_eval and a.trec_eval.exists() else None
     shapes = [s.strip() for s in a.shapes.split(",")]
-    params = {"sizes": a.sizes, "shapes": ",".join(shapes), "repeat": a.repeat, "measure": "nDCG@10", "only": a.only}
+    params = {
+        "sizes": a.sizes,
+        "shapes": ",".join(shapes),
+        "repeat": a.repeat,
+        "measure": "nDCG@10",
+        "only": a.only,
+        "peer_src": str(a.peer_src) if a.peer_src else None,
+    }
     # a subset is recorded apart, so docs/performance.md keeps showing the newest full table
     rec = Recorder("first-insight-subset" if only else "first-insight", params, shared=not a.quiet_machine)
     rec.note("Whole processes; s = median wall, CPU = median user+sys, peak MiB = largest RSS over the rounds.")
@@ -358,6 +386,9 @@ def main() -> None:
     tui_exe = a.tui_ragtriage or RAGTRIAGE
     for exe in dict.fromkeys([RAGTRIAGE, tui_exe]):
         rec.note(byte_compile(exe))
+    if a.peer_src:
+        compileall.compile_dir(a.peer_src / "ragtriage", quiet=1)
+        rec.note(f"peer: the one-off of {a.peer_src} (byte-compiled), run by this interpreter after this one's.")
     if not has_option("tui", "--qrels", tui_exe):
         rec.note("`ragtriage tui --qrels --run` is not in this build: load + tui stands in for its first paint.")
     elif tui_exe != RAGTRIAGE:
@@ -396,7 +427,7 @@ def main() -> None:
             upto = parse_size(size) <= parse_size(a.trec_eval_upto)
             results[(size, shape)] = []
             figs = results[(size, shape)]
-            measure(data, work, trec_eval if upto else None, tui_exe, a.repeat, figs, save, only)
+            measure(data, work, trec_eval if upto else None, tui_exe, a.repeat, figs, save, only, a.peer_src)
             if not (a.keep or a.reuse):
                 shutil.rmtree(root, ignore_errors=True)
     print("\n" + table(results) + "\n\n| size | shape | bar | ratio | limit | met |\n|---|---|---|---|---|---|")

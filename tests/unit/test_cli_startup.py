@@ -61,3 +61,25 @@ def test_the_one_off_imports_neither_pandas_nor_numpy_ma(tmp_path: Path) -> None
         ["nDCG@10", "q2", "0.6309"],
         ["nDCG@10", "all", "0.8155"],  # (1 + 1/log2(3)) / 2
     ]
+
+
+def test_a_named_command_is_built_alone_and_reads_as_in_the_whole_app() -> None:
+    """`ragtriage CMD ...` builds CMD alone (typer turns no other command's signature into parameters); its help,
+    usage errors and exit codes are those of the whole application, and anything that is not one top-level command
+    gets the whole application."""
+    from typer.testing import CliRunner
+
+    from ragtriage.cli import app, invoked
+
+    runner = CliRunner()
+    names = ["metrics", "trec-eval", "load", "export-notes", "import-labels"]
+    for name in names:
+        for args in ([name, "--help"], [name, "--no-such-option"], ["--wait", name, "--help"]):
+            only = invoked(args)
+            assert len(only.registered_commands) == 1 < len(app.registered_commands) and not only.registered_groups
+            alone, whole = runner.invoke(only, args), runner.invoke(app, args)
+            assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
+            assert alone.exit_code in (0, 2) and "Usage: ragtriage " in alone.output
+    for args in ([], ["--help"], ["--version"], ["dataset", "--help"], ["metricz"], ["--wait"], ["--db", "metrics"]):
+        assert invoked(args) is app
+    assert runner.invoke(invoked(["metricz"]), ["metricz"]).exit_code == 2

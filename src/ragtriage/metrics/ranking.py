@@ -102,7 +102,8 @@ def judged_positions_sql(*, by_score: bool, repeats: bool, scored: bool = False,
     results are taken by a top-n aggregate in the pass that counts the list, instead of ordering every row.
     """
     if by_score and not repeats and depth is not None:
-        return f"""tops AS MATERIALIZED (SELECT case_id, count(*) AS num_ret, max({trec_key("r")}, {int(depth)}) AS l
+        key = "{'s': r.score, 'u': r.unit_id}" if scored else trec_key("r")  # trec_key's order when all are scored
+        return f"""tops AS MATERIALIZED (SELECT case_id, count(*) AS num_ret, max({key}, {int(depth)}) AS l
                                      FROM r GROUP BY case_id),
         nret AS (SELECT case_id, num_ret FROM tops),
         jp AS (SELECT t.case_id, t.pos, q.grade

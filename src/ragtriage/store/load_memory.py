@@ -121,7 +121,7 @@ def _stage(
         return None
     if grade_map:
         apply_grade_map(con, "stg_labels", grade_map)
-    read = read_run(con, run, "stg_run", temp=False)
+    read = read_run(con, run, "stg_run", temp=False, hashed=not as_trec_eval)  # hashes for _keep_first
     if read is None and as_trec_eval:
         read = _general_run(con, run)
     return read
@@ -202,12 +202,13 @@ def _tags(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
 def _keep_first(con: duckdb.DuckDBPyConnection) -> None:
     """Each docno of a list once: the occurrence the load ranks first (the highest score; ``store.dedup``'s rule
     over the load's order, score then docno descending, of which only the score differs between occurrences of one
-    docno) stays and the others go. Suspects come from the load's hash search (``contract.rules``), so the window
-    reads the few lists with a repeated hash only, and a hash collision deletes nothing."""
+    docno) stays and the others go. Suspects come from the load's hash search (``contract.rules``) over the
+    hashes the reader took (``h``), so the window reads the few lists with a repeated hash only, and a hash
+    collision deletes nothing."""
     from ragtriage.contract.rules import repeated_hashes
     from ragtriage.store.dedup import occurrence
 
-    dups = repeated_hashes(con, "SELECT hash(case_id, document_id) AS h FROM stg_run")
+    dups = repeated_hashes(con, "SELECT h FROM stg_run")
     if dups.num_rows == 0:
         return
     con.register("_dup_hashes", dups)
@@ -215,7 +216,7 @@ def _keep_first(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
             f"""DELETE FROM stg_run WHERE rowid IN (
                     SELECT row FROM (SELECT rowid AS row, case_id, document_id AS unit_id, -score AS rank
-                                     FROM stg_run WHERE hash(case_id, document_id) IN (SELECT h FROM _dup_hashes))
+                                     FROM stg_run WHERE h IN (SELECT h FROM _dup_hashes))
                     QUALIFY {occurrence()} > 1)"""
         )
     finally:
