@@ -198,3 +198,39 @@ def test_beir_dict_and_frame_qrels_take_the_light_path(
     assert taken == [True, True, True]
     _full_only(monkeypatch)
     assert light == [_figures(ragtriage.evaluate(q, r, MEASURES)) for q in (beir, as_dict, frame)]
+
+
+def test_labels_of_several_annotators_are_pooled_on_the_light_path(
+    tmp_path: Path, taken: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Qrels of one annotator skip the pooling query (each pair is judged once); two annotators of one pair are
+    pooled as the store pools them: d1 judged 0 and 3 has the median 1, not relevant at rel=2."""
+    import pyarrow as pa
+
+    frame = pa.table(
+        {
+            "query_id": ["q1", "q1", "q1"],
+            "doc_id": ["d1", "d1", "d2"],
+            "relevance": [0, 3, 1],
+            "annotator": ["a", "b", "a"],
+        }
+    )
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.8 t\n")
+    measures = ["P(rel=2)@1", "NumRel", "nDCG@2"]
+    light = ragtriage.evaluate(frame, run, measures)
+    assert taken == [True]
+    values = dict(zip(light.aggregate["measure"].to_pylist(), light.aggregate["value"].to_pylist(), strict=True))
+    assert values["P(rel=2)@1"] == 0.0 and values["NumRel"] == 2
+    _full_only(monkeypatch)
+    assert _figures(light) == _figures(ragtriage.evaluate(frame, run, measures))
+    one = tmp_path / "qrels.txt"
+    one.write_text("q1 0 d1 3\nq1 0 d2 1\n")
+    con, _, _ = load_memory.light_store(one, run)
+    try:
+        assert con.execute("SELECT unit_id, grade, n_annotators FROM qrels ORDER BY 1").fetchall() == [
+            ("d1", 3, 1),
+            ("d2", 1, 1),
+        ]
+    finally:
+        con.close()

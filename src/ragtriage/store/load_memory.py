@@ -148,7 +148,10 @@ def _general_run(con: duckdb.DuckDBPyConnection, run: Path) -> TrecRun:
 def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun, *, one_line_each: bool = False) -> list[str]:
     """The store's names over the staged tables, and the notes a report prints beside the figures.
     ``one_line_each``: each qrels line is its (query, document)'s grade, as trec_eval reads qrels (the caller
-    refuses a pair given twice), instead of pooling the lines of one pair into one grade."""
+    refuses a pair given twice), instead of pooling the lines of one pair into one grade. Qrels of one annotator,
+    ``default``, judging documents (what every TREC, BEIR or dict qrels is) hold each pair once, since the
+    judgement rule refused a pair judged twice by one annotator: pooling then gives each line's own grade, and the
+    pooling query (a median per pair) is skipped."""
     from ragtriage.store.load import LoadReport
 
     assert "annotator" in LABEL_COLUMNS  # the pooling rule below reads it
@@ -156,10 +159,10 @@ def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun, *, one
         """CREATE TEMP VIEW labels AS
            SELECT case_id, document_id AS unit_id, annotator, grade FROM stg_labels"""
     )
-    if one_line_each:
+    if one_line_each or _one_annotator(con):
         con.execute(
-            """CREATE TABLE qrels AS SELECT case_id, unit_id, grade, 1 AS n_annotators, grade AS min_grade,
-                      grade AS max_grade, FALSE AS adjudicated FROM labels"""
+            """CREATE TABLE qrels AS SELECT case_id, unit_id, CAST(grade AS INTEGER) AS grade, 1 AS n_annotators,
+                      grade AS min_grade, grade AS max_grade, FALSE AS adjudicated FROM labels"""
         )
     else:
         con.execute(f"CREATE TABLE qrels AS {QRELS_LIVE}")
@@ -192,6 +195,17 @@ def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun, *, one
     )
     report = LoadReport("run", RUN_ID, ignored_topics=int(lists[0]), ignored_rows=int(lists[1]), tags=tags)
     return report.notes()
+
+
+def _one_annotator(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether every staged label is annotator ``default``'s label of a whole document (a NULL annotator is not:
+    the pooling leaves its labels out)."""
+    row = con.execute(
+        """SELECT coalesce(bool_and(coalesce(annotator = 'default' AND chunk_id IS NULL AND section_id IS NULL,
+                                             FALSE)), TRUE)
+           FROM stg_labels"""
+    ).fetchall()
+    return bool(row[0][0])
 
 
 def _tags(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
