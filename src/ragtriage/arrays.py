@@ -29,8 +29,35 @@ def non_null_values(col: pa.ChunkedArray | pa.Array, dtype: type[np.float64] | t
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
-# Arrow type of a column -> the DuckDB type that gives it back
-_SQL_TYPES = {pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.string(): "VARCHAR"}
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _validity(valid: npt.NDArray[np.bool_]) -> pa.Buffer | None:
+    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _column(values: npt.NDArray[Any], kind: pa.DataType) -> pa.Array:
+    """One numpy column as an Arrow array of ``kind`` over buffers built here (NaN or None is null)."""
+    n = len(values)
+    if values.dtype == object:
+        valid = np.array([not _missing(v) for v in values], dtype=bool)
+    elif values.dtype.kind == "f":
+        valid = ~np.isnan(values)
+    else:
+        valid = np.ones(n, dtype=bool)
+    nulls = int(n - valid.sum())
+    if kind == pa.string():
+        encoded = [str(v).encode() if ok else b"" for v, ok in zip(values, valid, strict=True)]
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        buffers = [_validity(valid), pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+        return pa.Array.from_buffers(kind, n, buffers, null_count=nulls)
+    dtype = {pa.float64(): np.float64, pa.int64(): np.int64, pa.bool_(): np.bool_}[kind]
+    data: npt.NDArray[Any] = np.zeros(n, dtype=dtype)
+    data[valid] = values[valid].astype(dtype)
+    body = np.packbits(data, bitorder="little") if kind == pa.bool_() else np.ascontiguousarray(data)
+    return pa.Array.from_buffers(kind, n, [_validity(valid), pa.py_buffer(body)], null_count=nulls)
 
 
 def row_numbers(n: int) -> pa.Array:
@@ -46,17 +73,10 @@ def over_buffer(values: npt.NDArray[np.int64] | npt.NDArray[np.uint64]) -> pa.Ar
 
 
 def table_of(columns: dict[str, npt.NDArray[Any]], schema: pa.Schema) -> pa.Table:
-    """numpy columns as an Arrow table of ``schema`` (float64, int64, bool, string; NaN or None is null), built by
-    DuckDB's numpy scan: pyarrow's own constructors from Python or numpy import pandas when it is installed."""
-    import duckdb
-
-    con = duckdb.connect()
-    try:
-        con.register("_cols", {name: columns[name] for name in schema.names})
-        select = ", ".join(f'CAST("{f.name}" AS {_SQL_TYPES[f.type]}) AS "{f.name}"' for f in schema)
-        return con.sql(f"SELECT {select} FROM _cols").to_arrow_table().cast(schema)
-    finally:
-        con.close()
+    """numpy columns as an Arrow table of ``schema`` (float64, int64, bool, string; NaN or None is null), over
+    buffers built here: pyarrow's own constructors from Python or numpy import pandas when it is installed, and a
+    throwaway DuckDB database to convert them costs more than the conversion of the handful of rows it is for."""
+    return pa.Table.from_arrays([_column(np.asarray(columns[f.name]), f.type) for f in schema], schema=schema)
 
 
 def table_of_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:

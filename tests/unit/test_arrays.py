@@ -78,3 +78,23 @@ def test_an_integer_array_over_its_buffer_keeps_every_value_without_pandas() -> 
         *("int64", "[9223372036854775807,", "-3]"),
         "False",
     ]
+
+
+def test_table_of_builds_nulls_strings_and_flags_without_pandas() -> None:
+    code = (
+        "import sys, numpy as np, pyarrow as pa\n"
+        "from ragtriage.arrays import table_of\n"
+        "schema = pa.schema([('s', pa.string()), ('v', pa.float64()), ('n', pa.int64()), ('b', pa.bool_())])\n"
+        "t = table_of({'s': np.array(['nDCG@10', None, 'é\\x1b[2J', ''], dtype=object),\n"
+        "              'v': np.array([0.5, np.nan, 1.0, -0.0]), 'n': np.arange(4, dtype=np.int64),\n"
+        "              'b': np.array([True, False, False, True])}, schema)\n"
+        "t.validate(full=True)\n"
+        "empty = table_of({'s': np.array([], dtype=object)}, pa.schema([schema.field('s')]))\n"
+        "assert t.schema == schema and empty.num_rows == 0\n"
+        "print(t.to_pylist(), 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == (
+        "[{'s': 'nDCG@10', 'v': 0.5, 'n': 0, 'b': True}, {'s': None, 'v': None, 'n': 1, 'b': False}, "
+        "{'s': 'é\\x1b[2J', 'v': 1.0, 'n': 2, 'b': False}, {'s': '', 'v': -0.0, 'n': 3, 'b': True}] False"
+    )
