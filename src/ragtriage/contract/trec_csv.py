@@ -135,7 +135,7 @@ class TrecRun:
 
 
 def read_run(
-    con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bool = True, hashed: bool = False
+    con: duckdb.DuckDBPyConnection, path: Path, table: str, *, temp: bool = True, evaluation: bool = False
 ) -> TrecRun | None:
     """Create ``table(case_id, document_id, chunk_id, score, tag)`` from a TREC run, one row per line in file order
     (``#`` comment lines left out, as the general reader leaves them out), and ``{table}__cases`` (see
@@ -143,14 +143,16 @@ def read_run(
     number shows in a query's count, min or max of scores; a second tag in a count against the first one).
     Rowids follow the insertion order, which the reader keeps, and start at 2^55 inside a transaction. None, with
     nothing left behind, when the general reader must read the file. ``temp=False`` makes ``table`` a table of
-    the main schema, which cursors of ``con`` see too. ``hashed`` adds ``h = hash(case_id, document_id)``, taken
-    in the reading pass, for a caller that searches the lists for a repeated docno: a later pass would read both
-    strings of every row again to hash them, and again to find the rows of the repeated hashes."""
+    the main schema, which cursors of ``con`` see too. ``evaluation``: the table an evaluation without a store
+    reads, with ``h = hash(case_id, document_id)`` taken in the reading pass for its search of the lists for a
+    repeated docno (a later pass would read both strings of every row again to hash them, and again to find the
+    rows of the repeated hashes), and without ``chunk_id``, which only a store's chunk-mode load fills in."""
     # An empty field (two separators in a row) is NULL: in a field the table keeps, the aggregates below see it;
     # in one it drops (Q0, rank), it empties the score, which they see too.
     score = "CASE WHEN q0 IS NULL OR rank IS NULL THEN NULL ELSE score END"
-    select = f"case_id, document_id, CAST(NULL AS VARCHAR) AS chunk_id, {score} AS score, tag"
-    if hashed:
+    chunk = "" if evaluation else "CAST(NULL AS VARCHAR) AS chunk_id, "
+    select = f"case_id, document_id, {chunk}{score} AS score, tag"
+    if evaluation:
         select += ", hash(case_id, document_id) AS h"
     rows = _read(con, path, table, RUN_FIELDS, select, temp)
     if rows is None:

@@ -121,7 +121,7 @@ def _stage(
         return None
     if grade_map:
         apply_grade_map(con, "stg_labels", grade_map)
-    read = read_run(con, run, "stg_run", temp=False, hashed=not as_trec_eval)  # hashes for _keep_first
+    read = read_run(con, run, "stg_run", temp=False, evaluation=not as_trec_eval)  # hashes for _keep_first
     if read is None and as_trec_eval:
         read = _general_run(con, run)
     return read
