@@ -248,12 +248,14 @@ def _line(name: str, qid: str, value: float) -> str:
     return f"{name:<22}\t{qid}\t{text}"
 
 
-def trec_eval_lines(qrels: Qrels, run: Run, names: Sequence[str], level: int = 1) -> list[str]:
+def trec_eval_lines(
+    qrels: Qrels, run: Run, names: Sequence[str], level: int = 1, complete_total: bool = False
+) -> list[str]:
     """What ``trec_eval -q -l{level}`` prints for ``names`` (in the order given), with ``-c`` for the qrels topics
     absent from the run: each qrels topic's lines in byte order of its id (``num_q`` only in the summary), then
     the ``all`` lines: counts summed, every other value the mean over all qrels topics, summed in the order
-    trec_eval sums them. (One case is left out: with ``-c`` and a level above 1 trec_eval's num_rel summary counts
-    every grade > 0; no test asks for it.)"""
+    trec_eval sums them. ``complete_total``: the ``num_rel all`` line as trec_eval prints it when ``-c`` is given,
+    every judgment graded 1 or more whatever the level (its per-query lines keep the level)."""
     values = per_query(qrels, run, names, level)
     topics = sorted(qrels, key=lambda q: q.encode())
     out = [_line(n, q, values[q][n]) for q in topics for n in names if n != "num_q"]
@@ -262,6 +264,8 @@ def trec_eval_lines(qrels: Qrels, run: Run, names: Sequence[str], level: int = 1
         total = 0.0
         for v in column:
             total += v
+        if complete_total and n == "num_rel":
+            total = float(sum(grade >= 1 for docs in qrels.values() for grade in docs.values()))
         out.append(_line(n, "all", total if n in COUNTS else total / len(topics)))
     return out
 

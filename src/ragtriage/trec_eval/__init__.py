@@ -72,7 +72,7 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options) -> Outcome:
         if failing:
             return Outcome(text, failing[1], 4)
         if opts.summary:
-            text += _summary(res, lines, _tag(con))
+            text += _summary(res, lines, _tag(con), _complete_num_rel(con) if opts.complete else None)
         return Outcome(text)
     finally:
         con.close()
@@ -221,7 +221,15 @@ def _resolved(res: MeasureResult, p: Printed) -> object:
     raise KeyError(str(p.measure))
 
 
-def _summary(res: MeasureResult, lines: list[Printed], tag: str) -> str:
+def _complete_num_rel(con: duckdb.DuckDBPyConnection) -> int:
+    """trec_eval's ``num_rel all`` under ``-c``: every judgment graded 1 or more, whatever ``-l`` says. trec_eval
+    sums its ``-c`` total from the qrels at the default level while each query's own line, and every other
+    measure, keeps ``-l``; a drop-in prints the same total, so scripts that read it see the same number."""
+    row = con.execute("SELECT count(*) FROM qrels WHERE grade >= 1").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _summary(res: MeasureResult, lines: list[Printed], tag: str, complete_num_rel: int | None = None) -> str:
     from ragtriage.safe_text import visible
 
     agg = res.aggregate
@@ -235,6 +243,8 @@ def _summary(res: MeasureResult, lines: list[Printed], tag: str) -> str:
             continue
         v = values[str(_resolved(res, p))]
         v = 0.0 if v is None else v
+        if p.name == "num_rel" and complete_num_rel is not None:
+            v = complete_num_rel
         shown = f"{int(v)}" if p.kind == "long" else f"{v:6.4f}"
         out.append(f"{p.name:<22}\tall\t{shown}\n")
     return "".join(out)
