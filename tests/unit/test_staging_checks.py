@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ragtriage.contract.fields import RESULTS
-from ragtriage.contract.staging import _ZS, stage
+from ragtriage.contract.staging import _ZS, stage, trimmed
 
 
 def test_blank_test_knows_every_character_trim_removes() -> None:
@@ -20,6 +20,21 @@ def test_blank_test_knows_every_character_trim_removes() -> None:
            AND (length(trim(chr(CAST(c AS INTEGER)) || 'a')) = 1 OR length(trim('a' || chr(CAST(c AS INTEGER)))) = 1)"""
     ).fetchall()[0][0]
     assert tuple(found) == eval(_ZS)  # noqa: S307 - a literal tuple of ints
+
+
+def test_trimmed_equals_trim_over_every_code_point() -> None:
+    """The string value skips trimming values with nothing to trim: it must equal ``nullif(trim(v), '')`` for
+    every code point alone, at either end and inside an id, and for empty and NULL values."""
+    con = duckdb.connect()
+    con.execute(
+        """CREATE TABLE v AS SELECT unnest([c, 'x' || c, c || 'x', 'x' || c || 'y', c || c, ' ' || c || 'x ']) AS s
+           FROM (SELECT chr(CAST(i AS INTEGER)) AS c FROM range(0, 1114112) t(i) WHERE i < 55296 OR i > 57343)
+           UNION ALL SELECT unnest(['', NULL, '  ', 'x', 'x \u3000'])"""
+    )
+    rows, differ = con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE {trimmed('s')} IS DISTINCT FROM nullif(trim(s), '')) FROM v"
+    ).fetchall()[0]
+    assert rows == 6 * (1114112 - 2048) + 5 and differ == 0
 
 
 def _hostile(path: Path) -> None:
