@@ -50,8 +50,6 @@ def load_inputs(
     """Load ``req`` into ``con`` (one transaction: everything or nothing); with ``wait_classified``, classify and
     store every run whose stored classification is missing or stale before returning. Call :func:`finish` with
     the result to close the store and cache its overview summaries. ``precompute=False`` stores the tables only."""
-    from ragtriage.classify import refresh
-
     if wait_classified and not precompute:
         raise ValueError("--wait-classified classifies at load; --no-precompute skips it: pass one of them")
     result = LoadResult(load_store_tables(con, req, progress), precompute, wait_classified)
@@ -64,6 +62,8 @@ def load_inputs(
             "(or: load --wait-classified)"
         )
         return result
+    from ragtriage.classify import refresh  # only a load that classifies imports the classifier
+
     progress("classifying each run")
     try:
         result.classified = refresh(con)
