@@ -1,7 +1,7 @@
 """``ragtriage load --no-precompute`` against the write floor, interleaved, on realistic data.
 
     python bench/load_floor_bench.py [--sizes 1M,10M] [--repeat 3] [--dir /tmp/ragtriage-loadfloor] [--keep]
-                                     [--peer-src OTHER/src]
+                                     [--peer-src OTHER/src] [--load-only]
 
 The write floor is DuckDB alone: ``CREATE TABLE ... AS`` of the same Parquet files (cases, labels, results) into
 a new store file, in a process of its own. The load is the same files through ``ragtriage load --no-precompute``
@@ -11,7 +11,8 @@ CPU seconds (user + sys of the child), with peak RSS (MiB) and the load average 
 the store-less one-off ``ragtriage metrics --qrels --run`` on the TREC text of the same rows beside DuckDB's read
 of those files (a count over both), the floor of item 3 of the same issue. ``--peer-src`` times the same two
 ragtriage commands of another source tree in the same rounds (``git archive BASE src | tar -x -C /tmp/base`` and
-``--peer-src /tmp/base/src``), so a change is measured against its base under the same load.
+``--peer-src /tmp/base/src``), so a change is measured against its base under the same load. ``--load-only`` leaves
+out the read floor and the one-off rows (a change to the load alone is measured in a third of the time).
 
 The data looks like a real run, not like ``d0, d2, d4``: N cases x 100 results, document ids drawn from a million
 (so about one list in 200 repeats a document, as a real retriever's lists do), real-valued scores with ties at
@@ -139,9 +140,10 @@ def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, flo
 Command = tuple[list[str], dict[str, str] | None]
 
 
-def commands(root: Path, db: Path, peer_src: Path | None) -> dict[str, Command]:
+def commands(root: Path, db: Path, peer_src: Path | None, load_only: bool = False) -> dict[str, Command]:
     """Each measured command by name; with ``peer_src`` (a ``src`` folder of another ragtriage, e.g. the commit
-    before a change) its ``load`` and ``metrics`` too, run by this interpreter with that folder first on the path."""
+    before a change) its ``load`` and ``metrics`` too, run by this interpreter with that folder first on the path.
+    ``load_only``: the write floor and the loads alone."""
     py = sys.executable
     load = ["load", "--db", str(db), "--dataset", str(root / "dataset"), "--run", str(root / "run"), "--no-precompute"]
     metrics = ["metrics", "--qrels", str(root / "qrels.txt"), "--run", str(root / "run.txt"), "--measure", "nDCG@10"]
@@ -155,13 +157,17 @@ def commands(root: Path, db: Path, peer_src: Path | None) -> dict[str, Command]:
         env = {**os.environ, "PYTHONPATH": str(peer_src)}
         cmds["peer ragtriage load --no-precompute"] = ([py, "-m", "ragtriage.cli", *load], env)
         cmds["peer ragtriage metrics --qrels --run"] = ([py, "-m", "ragtriage.cli", *metrics], env)
+    if load_only:
+        return {name: cmd for name, cmd in cmds.items() if "metrics" not in name and "read floor" not in name}
     return cmds
 
 
-def measure(root: Path, repeat: int, peer_src: Path | None) -> dict[str, list[tuple[float, float, float]]]:
+def measure(
+    root: Path, repeat: int, peer_src: Path | None, load_only: bool = False
+) -> dict[str, list[tuple[float, float, float]]]:
     """Every command once per round, ``repeat`` rounds (interleaved), each load into a new store file."""
     db = root / "store.duckdb"
-    cmds = commands(root, db, peer_src)
+    cmds = commands(root, db, peer_src, load_only)
     got: dict[str, list[tuple[float, float, float]]] = {name: [] for name in cmds}
     for _ in range(repeat):
         for name, (cmd, env) in cmds.items():
@@ -178,8 +184,11 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "ragtriage-loadfloor")
     ap.add_argument("--keep", action="store_true", help="keep the generated files (reused by the next run)")
     ap.add_argument("--peer-src", type=Path, help="src folder of another ragtriage to time beside this one")
+    ap.add_argument("--load-only", action="store_true", help="time the write floor and the loads only")
     args = ap.parse_args()
     params = {"sizes": args.sizes, "repeat": args.repeat, "shape": SHAPE, "peer_src": str(args.peer_src)}
+    if args.load_only:
+        params["load_only"] = True
     rec = Recorder("load-floor", params)
     print(SHAPE)
     for size in args.sizes.split(","):
@@ -188,7 +197,7 @@ def main() -> None:
         if not (root / "run.txt").exists():
             shutil.rmtree(root, ignore_errors=True)
             generate(root, rows)
-        got = measure(root, args.repeat, args.peer_src)
+        got = measure(root, args.repeat, args.peer_src, args.load_only)
         floors = {"load": "write floor", "metrics": "read floor"}
         medians = {n: [statistics.median(x[i] for x in runs) for i in range(3)] for n, runs in got.items()}
         for name, (wall, cpu, peak) in medians.items():
