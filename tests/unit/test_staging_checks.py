@@ -20,6 +20,7 @@ def test_blank_test_knows_every_character_trim_removes() -> None:
            AND (length(trim(chr(CAST(c AS INTEGER)) || 'a')) = 1 OR length(trim('a' || chr(CAST(c AS INTEGER)))) = 1)"""
     ).fetchall()[0][0]
     assert tuple(found) == eval(_ZS)  # noqa: S307 - a literal tuple of ints
+    assert all(c == 32 or c >= 160 for c in found)  # the blank test's byte range below '!' or from U+00A0
 
 
 def test_trimmed_equals_trim_over_every_code_point() -> None:

@@ -405,19 +405,24 @@ def _json_line_findings(con: duckdb.DuckDBPyConnection, raw: str, fname: str) ->
 
 _ZS = "(32, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8239, 8287, 12288)"
 """Code points DuckDB's ``trim`` removes (Unicode's space separators): a value trims to nothing only when it is
-empty or starts with one of them."""
+empty or starts with one of them, and each is U+0020 or at least U+00A0."""
 
 
 def _field_tests(f: Field, expr: tuple[str, str], col: str | None) -> tuple[str, str]:
     """(wrong type, missing) SQL of field ``f``: over the staged table's columns when ``col`` is None, else over
-    the source column ``col``, where a text value is blank without trimming every value first."""
+    the source column ``col``, where a text value is blank without trimming every value first. Over a Parquet
+    file, tests on the column itself let the reader skip every row group whose statistics rule them out."""
     val, bad = expr
     if col is None:
         bad = "FALSE" if bad == "FALSE" else qident("__bad_" + f.name)
         return bad, f"({qident(f.name)} IS NULL AND NOT {bad})"
     c = qident(col)
     if val == trimmed(c):
-        return bad, f"({c} IS NULL OR {c} = '' OR (unicode({c}) IN {_ZS} AND trim({c}) = ''))"
+        # below '!' or from U+00A0 on: the first byte of every value that can trim to nothing (:data:`_ZS`), a
+        # range the Parquet reader also tests on each row group's min and max, skipping the groups outside it
+        return bad, f"({c} IS NULL OR (({c} < '!' OR {c} >= chr(160)) AND trim({c}) = ''))"
+    if bad == "FALSE":  # a value that cannot have the wrong type is missing exactly when the column is NULL
+        return bad, f"{c} IS NULL"
     return bad, f"(({val}) IS NULL AND NOT {bad})"
 
 
