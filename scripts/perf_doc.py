@@ -40,6 +40,7 @@ TITLES = {
     "trace-manifest": "Deriving the corpus manifest from trace metadata, against the trace load it follows",
     "first-insight": "Time to first insight: files to numbers, store and TUI, beside trec_eval and DuckDB's floors",
     "first-insight-subset": "Time to first insight, some of its rows only (`first_insight_bench.py --only`)",
+    "load-floor-loads": "`load --no-precompute` against the write floor alone (`load_floor_bench.py --load-only`)",
     "spark": "The Spark engine in local mode against the DuckDB engine: measures and the leakage check",
     "memory": "Peak memory of every user-facing command, beside the 1.5 GiB bar",
 }
