@@ -157,9 +157,9 @@ def test_every_connection_to_a_file_store_runs_under_the_cap(tmp_path: Path) -> 
     assert _limit(connect(":memory:")) == _limit(duckdb.connect())  # an in-memory store is its maker's to cap
 
 
-def test_the_pool_gives_the_store_its_cap_back(tmp_path: Path) -> None:
-    """The pool's windows run under DuckDB's own limit (the store's cap cannot hold them for a large run); the
-    limit is the database's, so the store is capped again for what follows (judge --fill goes on with it)."""
+def test_the_pool_runs_under_the_store_cap(tmp_path: Path) -> None:
+    """The pool numbers by windows only the lists that need it (store.dedup.positions_within), so it runs under
+    the store's cap and leaves it as it found it (judge --fill goes on with the same connection)."""
     from ragtriage.annotate.pool import build_pool
     from tests.factory import load_sample
 

@@ -23,8 +23,7 @@ from ragtriage.contract.relevance import is_human
 from ragtriage.contract.staging import sql_str
 from ragtriage.csv_out import write_csv
 from ragtriage.store.connection import current_dataset_version, require_run
-from ragtriage.store.dedup import deduplicated
-from ragtriage.store.memory_cap import uncapped
+from ragtriage.store.dedup import positions_within
 
 POOL_FORMATS = ("csv", "jsonl")
 
@@ -33,13 +32,13 @@ _RUN_ROWS = """SELECT run_id, case_id, unit_id, document_id, chunk_id, snippet, 
 
 _POOL_SQL = f"""
 WITH positioned AS (
-    {deduplicated(_RUN_ROWS, "run_id, case_id", position="position")}
+    {positions_within(_RUN_ROWS, "run_id, case_id", "$depth", position="position")}
 ), merged AS (
     SELECT case_id, unit_id,
            arg_min(document_id, position) AS document_id, arg_min(chunk_id, position) AS chunk_id,
            arg_min(snippet, position) AS snippet, min(position) AS best_rank,
            string_agg(DISTINCT run_id, ',' ORDER BY run_id) AS runs
-    FROM positioned WHERE position <= $depth
+    FROM positioned
     GROUP BY case_id, unit_id
 )
 SELECT m.*, EXISTS (SELECT 1 FROM labels l WHERE l.case_id = m.case_id AND l.unit_id = m.unit_id
@@ -110,10 +109,7 @@ def build_pool(con: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10,
     params = {"runs": runs, "depth": depth, "stage": stage, "unit": row[0], "rubric": rubric_text(rubric)}
     cur = con.cursor()  # DuckDB 2 refuses .sql() on a connection holding an unfinished execute() result
     try:
-        # the de-duplication windows hold every pooled run's rows in memory, which the store's cap (memory_cap
-        # .cap_store) cannot hold for a large run: the pool runs under DuckDB's own limit
-        with uncapped(cur):
-            return cur.sql(sql, params=params).to_arrow_table()
+        return cur.sql(sql, params=params).to_arrow_table()
     finally:
         cur.close()
 

@@ -59,14 +59,6 @@ def capped(con: duckdb.DuckDBPyConnection, limit: int = LOAD_LIMIT) -> Iterator[
 
 
 @contextmanager
-def uncapped(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB's own limit for the block, then the limit found before (the store's cap) again. The limit is the
-    database's: a RESET on a cursor would otherwise leave the store uncapped for every later statement."""
-    with _limit_for_block(con, "RESET memory_limit"):
-        yield
-
-
-@contextmanager
 def _limit_for_block(con: duckdb.DuckDBPyConnection, change: str) -> Iterator[None]:
     before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(change)
