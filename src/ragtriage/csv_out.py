@@ -95,6 +95,26 @@ def write_csv(table: pa.Table, path: str | Path | io.IOBase) -> int:
     return int(safe.num_rows)
 
 
+def write_csv_batches(batches: pa.RecordBatchReader, path: str | Path) -> int:
+    """:func:`write_csv` of a stream of batches, one batch held at a time (the same bytes as the whole table's);
+    returns the number of data rows written."""
+    rows = 0
+    writer: pacsv.CSVWriter | None = None
+    try:
+        for batch in batches:
+            safe = neutralise_table(pa.Table.from_batches([batch]))
+            if writer is None:
+                writer = pacsv.CSVWriter(str(path), safe.schema)
+            writer.write_table(safe)
+            rows += safe.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:  # no batch: the header alone, as for an empty table
+        write_csv(batches.schema.empty_table(), path)
+    return rows
+
+
 def csv_text(table: pa.Table) -> str:
     """The CSV :func:`write_csv` would write, as a string (for printing to standard output)."""
     buffer = io.BytesIO()

@@ -172,3 +172,37 @@ def test_cli_round_trip(con, tmp_path: Path) -> None:  # type: ignore[no-untyped
     assert res.exit_code == 0 and json.loads(res.output)[0]["pairs"] == 0
     res = runner.invoke(app, ["pool", "--db", db, "--runs", "r1", "--out", str(tmp_path / "p.txt")])
     assert res.exit_code == 2 and ".csv or .jsonl" in res.output
+
+
+def test_a_streamed_pool_is_the_same_file_and_count(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from ragtriage.annotate.pool import PoolTally
+    from ragtriage.csv_out import write_csv, write_csv_batches
+
+    table = pa.table(
+        {"case_id": ["a", "a", "b", "b", "b", "c"], "text": ["=SUM(A1)", "x", "-3", "-y", "é", None], "n": range(6)}
+    )
+    whole, streamed = tmp_path / "whole.csv", tmp_path / "streamed.csv"
+    write_csv(table, whole)
+    tally = PoolTally()
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=2))
+    assert write_csv_batches(tally.through(reader), streamed) == 6
+    assert streamed.read_bytes() == whole.read_bytes()
+    assert b"'=SUM(A1)" in streamed.read_bytes()
+    assert (tally.rows, tally.cases) == (6, 3)  # b spans two batches and counts once
+    empty = tmp_path / "empty.csv"
+    assert write_csv_batches(pa.RecordBatchReader.from_batches(table.schema, []), empty) == 0
+    assert empty.read_text(encoding="utf-8") == '"case_id","text","n"\n'
+
+
+def test_the_pool_command_streams_what_build_pool_returns(con, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    expected = tmp_path / "expected.csv"
+    write_pool(con, build_pool(con, ["r1", "r2"], depth=2), expected)
+    con.close()
+    out = tmp_path / "pool.csv"
+    db = str(tmp_path / "store.duckdb")
+    res = CliRunner().invoke(app, ["pool", "--db", db, "--runs", "r1,r2", "--depth", "2", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "5 unjudged unit(s) over 2 case(s)" in res.output
+    assert out.read_bytes() == expected.read_bytes()

@@ -14,14 +14,16 @@ position, and the rubric; ``grade``, ``annotator`` and ``note`` are left empty f
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragtriage.contract.relevance import is_human
 from ragtriage.contract.staging import sql_str
-from ragtriage.csv_out import write_csv
+from ragtriage.csv_out import write_csv, write_csv_batches
 from ragtriage.store.connection import current_dataset_version, require_run
 from ragtriage.store.dedup import positions_within
 
@@ -88,6 +90,28 @@ def pool_relation() -> str:
     return _POOL_SQL
 
 
+class PoolTally:
+    """Rows and cases of a pool as it streams past (:meth:`through`); the pool is ordered by case, so a case
+    split over two batches is counted once."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.cases = 0
+        self._last: str | None = None
+
+    def through(self, batches: pa.RecordBatchReader) -> pa.RecordBatchReader:
+        def counted() -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                ids = batch.column("case_id")
+                if len(ids):
+                    self.rows += len(ids)
+                    self.cases += pc.count_distinct(ids).as_py() - (ids[0].as_py() == self._last)
+                    self._last = ids[-1].as_py()
+                yield batch
+
+        return pa.RecordBatchReader.from_batches(batches.schema, counted())
+
+
 def rubric_text(rubric: dict[str, str]) -> str:
     """``0 = irrelevant; 1 = related; ...`` ordered by grade, so it reads the same in CSV and JSONL."""
     items = sorted(rubric.items(), key=lambda kv: (int(kv[0]) if kv[0].lstrip("-").isdigit() else 0, kv[0]))
@@ -96,33 +120,45 @@ def rubric_text(rubric: dict[str, str]) -> str:
 
 def build_pool(con: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10, *, stage: str = "final") -> pa.Table:
     """The unjudged pool of ``runs`` at ``depth`` for the current dataset version, one row per (case, unit)."""
+    cur = con.cursor()  # DuckDB 2 refuses .sql() on a connection holding an unfinished execute() result
+    try:
+        return pool_batches(cur, runs, depth, stage=stage).read_all()
+    finally:
+        cur.close()
+
+
+def pool_batches(
+    cur: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10, *, stage: str = "final"
+) -> pa.RecordBatchReader:
+    """:func:`build_pool` as a stream of batches read from ``cur`` (a cursor the caller closes after reading),
+    so a large pool is written without being held whole beside the query."""
     if not runs:
         raise ValueError("no runs given; pass --runs a,b,c")
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
     for run in runs:
-        require_run(con, run)
-    version = current_dataset_version(con)
-    row = con.execute("SELECT unit, rubric FROM datasets WHERE dataset_version = ?", [version]).fetchall()[0]
+        require_run(cur, run)
+    version = current_dataset_version(cur)
+    row = cur.execute("SELECT unit, rubric FROM datasets WHERE dataset_version = ?", [version]).fetchall()[0]
     rubric = {str(k): str(v) for k, v in json.loads(row[1] or "{}").items()}
     sql = _CONTEXT_SQL.format(pool=_POOL_SQL)
     params = {"runs": runs, "depth": depth, "stage": stage, "unit": row[0], "rubric": rubric_text(rubric)}
-    cur = con.cursor()  # DuckDB 2 refuses .sql() on a connection holding an unfinished execute() result
-    try:
-        return cur.sql(sql, params=params).to_arrow_table()
-    finally:
-        cur.close()
+    return cur.sql(sql, params=params).fetch_arrow_reader()
 
 
-def write_pool(con: duckdb.DuckDBPyConnection, table: pa.Table, out: str | Path) -> str:
-    """Write the pool as CSV or JSONL (chosen by the extension); returns the format written."""
+def write_pool(con: duckdb.DuckDBPyConnection, table: pa.Table | pa.RecordBatchReader, out: str | Path) -> str:
+    """Write the pool (a table, or :func:`pool_batches` read once) as CSV or JSONL (chosen by the extension);
+    returns the format written."""
     path = Path(out)
     fmt = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"{path}: write the pool to a .csv or .jsonl file")
     if fmt == "csv":
         # annotators open this file in a spreadsheet: the one CSV writer (import-labels undoes its apostrophes)
-        write_csv(table, path)
+        if isinstance(table, pa.RecordBatchReader):
+            write_csv_batches(table, path)
+        else:
+            write_csv(table, path)
         return fmt
     con.register("_annotate_pool_out", table)
     try:

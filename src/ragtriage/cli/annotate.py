@@ -42,22 +42,21 @@ def pool(
 ) -> None:
     """Write the units the runs retrieve in their top DEPTH that nobody has judged yet, for annotators to grade."""
     output_path(out, db, force)
-    import pyarrow.compute as pc
+    from ragtriage.annotate.pool import PoolTally, pool_batches, write_pool
 
-    from ragtriage.annotate import build_pool, write_pool
-
+    tally = PoolTally()
     try:
         con = _open(db, read_only=True)
-        try:
-            table = build_pool(con, _runs(runs), depth, stage=stage)
-            fmt = write_pool(con, table, out)
+        cur = con.cursor()
+        try:  # streamed to the file: a large pool is never held whole beside its query
+            fmt = write_pool(con, tally.through(pool_batches(cur, _runs(runs), depth, stage=stage)), out)
         finally:
+            cur.close()
             con.close()
     except input_errors() as exc:
         raise _fail(exc) from exc
-    cases = pc.count_distinct(table.column("case_id")).as_py()
     _say(
-        f"{table.num_rows} unjudged unit(s) over {cases} case(s) from {runs} at depth {depth} written to {out} "
+        f"{tally.rows} unjudged unit(s) over {tally.cases} case(s) from {runs} at depth {depth} written to {out} "
         f"({fmt}); fill grade (and annotator, note) and run `ragtriage import-labels {out} --annotator NAME`"
     )
 
