@@ -168,3 +168,17 @@ def test_large_multinomial_bootstrap_is_split_reproducibly_and_keeps_the_standar
     assert np.array_equal(first, bootstrap_means(x, 10_000, np.random.default_rng(3)))
     assert first.mean() == pytest.approx(x.mean(), abs=0.05 * x.std() / np.sqrt(len(x)))
     assert first.std() == pytest.approx(x.std() / np.sqrt(len(x)), rel=0.04)
+
+
+def test_multinomial_means_drawn_in_blocks_equal_one_matrix() -> None:
+    # many distinct values x resamples: drawn a block of rows at a time, bit for bit the one-matrix means
+    from ragtriage.metrics import distribution
+
+    uniq = np.sort(np.random.default_rng(1).random(5000))
+    counts = np.random.default_rng(2).integers(1, 50, size=uniq.size)
+    n, p = int(counts.sum()), counts / counts.sum()
+    for size in (999, 1000):
+        whole = np.random.default_rng(0).multinomial(n, p, size=size) @ uniq / n
+        blocks = distribution._drawn_means(np.random.default_rng(0), n, p, uniq, size)
+        assert size > distribution._BLOCK_DRAWS // uniq.size  # more than one block
+        assert np.array_equal(blocks, whole)

@@ -15,25 +15,31 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from ragtriage.classify.classify_run import judging_k, run_classification
-from ragtriage.classify.locations import unit_locations
+from ragtriage.classify.classify_run import failure_source, judging_k
+from ragtriage.classify.locations import LOCATION_CTES
 from ragtriage.classify.rules import UNIT_CATEGORY
 
+# One statement over the run's failure rows and its unit locations, so neither is fetched whole: a large run's
+# failure rows (with their evidence) and every relevant unit's location would otherwise be held in memory beside
+# the work DuckDB does under the store's cap.
 _SQL = f"""
-WITH failed AS (
-    SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category FROM _cc_rows GROUP BY case_id
+WITH {LOCATION_CTES},
+failed AS (
+    SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category FROM _cc_failure_rows
+    GROUP BY case_id
 ),
-missing AS (
-    SELECT u.case_id, string_agg(DISTINCT {UNIT_CATEGORY}, ', ' ORDER BY {UNIT_CATEGORY}) AS category
-    FROM _cc_locations u WHERE u.location <> 'final-top-k' GROUP BY u.case_id
+labelled AS (
+    SELECT u.case_id,
+           string_agg(DISTINCT {UNIT_CATEGORY}, ', ' ORDER BY {UNIT_CATEGORY})
+               FILTER (WHERE u.location <> 'final-top-k') AS category
+    FROM locations u GROUP BY u.case_id
 ),
-labelled AS (SELECT DISTINCT case_id FROM _cc_locations),
 named AS (SELECT case_id FROM failed UNION SELECT case_id FROM labelled)
 SELECT c.case_id, coalesce(f.category, m.category, 'ranking') AS category,
        CASE WHEN f.category IS NOT NULL THEN 'classified failure'
             WHEN m.category IS NOT NULL THEN 'relevant unit missing from the top k'
             ELSE 'order within the top k' END AS basis
-FROM named c LEFT JOIN failed f USING (case_id) LEFT JOIN missing m USING (case_id)
+FROM named c LEFT JOIN failed f USING (case_id) LEFT JOIN labelled m USING (case_id)
 ORDER BY c.case_id
 """
 
@@ -43,12 +49,10 @@ def case_categories(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | Non
     judged at :func:`judging_k`. A case absent from the result has neither (a negative case that behaved, or an
     unlabelled one): only a rule outside the classifier (latency) can fail it."""
     cutoff = judging_k(con, run_id, k)
-    rows = run_classification(con, run_id, k=cutoff).rows
-    locations = unit_locations(con, run_id, k=cutoff)
     cur = con.cursor()
     try:
-        cur.register("_cc_rows", rows.select(["case_id", "category"]))
-        cur.register("_cc_locations", locations)
-        return cur.sql(_SQL).to_arrow_table()
+        # the run's failure rows: a relation of the store's, or rows classified now (failure_source)
+        sql = _SQL.replace("_cc_failure_rows", failure_source(cur, run_id, cutoff), 1)
+        return cur.sql(sql, params={"run_id": run_id, "k": cutoff}).to_arrow_table()
     finally:
         cur.close()

@@ -258,12 +258,14 @@ def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
 
 def failure_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Distinct (case_id, category) of the run's classified failures, from the classifier's public ``failures``."""
-    from ragtriage.classify import failures
+    from ragtriage.classify.classify_run import failure_source, judging_k
 
+    cutoff = judging_k(con, run_id, None)
     cur = con.cursor()
     try:
-        cur.register("failure_rows", failures(con, run_id))
-        sql = "SELECT DISTINCT case_id, category FROM failure_rows ORDER BY case_id, category"
-        return cur.sql(sql).to_arrow_table()
+        # read in SQL: a large run's failure rows, with their evidence, are never fetched whole
+        src = failure_source(cur, run_id, cutoff)
+        sql = f"SELECT DISTINCT case_id, category FROM {src} ORDER BY case_id, category"
+        return cur.sql(sql, params={"run_id": run_id, "k": cutoff}).to_arrow_table()
     finally:
         cur.close()

@@ -21,6 +21,9 @@ _MULTINOMIAL_COST = 8
 _BATCH = 64
 _PARALLEL_DRAWS = 4_000_000  # multinomial cells above which the draw is split over two threads
 _BLOCK_DRAWS = 4_000_000  # row draws held at once by the sparse resampler (memory bounded at any n)
+# Multinomial resamples are drawn this many rows at a time or a multiple of it: BLAS takes a matrix's rows in groups
+# that divide it, so each block's means are the whole matrix's bit for bit (and the draws are the same stream).
+_MULTINOMIAL_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -77,14 +80,27 @@ def _multinomial_means(
     n = int(counts.sum())
     p = counts / n
     if len(uniq) * n_resamples < _PARALLEL_DRAWS:
-        return np.asarray(rng.multinomial(n, p, size=n_resamples) @ uniq / n, dtype=np.float64)
+        return _drawn_means(rng, n, p, uniq, n_resamples)
     from concurrent.futures import ThreadPoolExecutor
 
     half = n_resamples // 2
     sizes = (half, n_resamples - half)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        parts = list(pool.map(lambda g, size: g.multinomial(n, p, size=size) @ uniq / n, rng.spawn(2), sizes))
+        parts = list(pool.map(lambda g, size: _drawn_means(g, n, p, uniq, size), rng.spawn(2), sizes))
     return np.asarray(np.concatenate(parts), dtype=np.float64)
+
+
+def _drawn_means(
+    rng: np.random.Generator, n: int, p: npt.NDArray[np.float64], uniq: npt.NDArray[np.float64], size: int
+) -> npt.NDArray[np.float64]:
+    """``size`` resampled means, drawn in blocks of rows so that memory stays flat for many distinct values x
+    many resamples (one matrix of counts would hold them all, and its floating-point copy again)."""
+    rows = max(1, _BLOCK_DRAWS // (len(uniq) * _MULTINOMIAL_ROWS)) * _MULTINOMIAL_ROWS
+    means = np.empty(size, dtype=np.float64)
+    for start in range(0, size, rows):
+        b = min(rows, size - start)
+        means[start : start + b] = rng.multinomial(n, p, size=b) @ uniq / n
+    return means
 
 
 def _sparse_means(
