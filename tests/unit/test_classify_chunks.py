@@ -135,3 +135,22 @@ def test_a_summary_computed_a_chunk_at_a_time_is_the_stored_one(
     rows = classify_run(sample, "no-acl-filter", store=False)
     assert computed["no-acl-filter"].failures == rows.num_rows == 214
     assert computed["no-acl-filter"].cases == len(set(rows.column("case_id").to_pylist()))
+
+
+def test_run_costs_reads_no_failure_rows_when_stored(
+    sample: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtriage.classify.classify_run import run_costs
+
+    computed = run_costs(sample, "bm25")  # nothing stored yet: classified on the fly
+    store_classification(sample, "bm25")
+    expected = run_classification(sample, "bm25").costs
+
+    def no_rows(*_: object) -> None:
+        raise AssertionError("the failure rows were fetched for the costs")
+
+    monkeypatch.setattr(stored, "failure_rows", no_rows)
+    got = run_costs(sample, "bm25")
+    assert got == expected
+    assert [(c.category, c.cases) for c in got.costs] == [(c.category, c.cases) for c in computed.costs]
+    assert sum(c.cases for c in got.costs) > 0

@@ -223,6 +223,19 @@ def run_classification(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | 
     return RunClassification(run_id, cutoff, rows, costs, False)
 
 
+def run_costs(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> CostReport:
+    """:func:`run_classification`'s costs alone: the stored cost rows when fresh, never the failure rows (a large
+    run's, with their evidence, are not fetched for a table of a few categories)."""
+    cutoff = judging_k(con, run_id, k)
+    cur = con.cursor()
+    try:
+        if stored.is_fresh(cur, run_id, cutoff):
+            return CostReport.from_table(run_id, cutoff, stored.cost_rows(cur, run_id, cutoff))
+    finally:
+        cur.close()
+    return run_classification(con, run_id, k=cutoff).costs
+
+
 def failure_source(
     cur: duckdb.DuckDBPyConnection,
     run_id: str,

@@ -172,9 +172,9 @@ def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str, k: int | None
 
 def category_costs(con: duckdb.DuckDBPyConnection, run_id: str) -> Any:
     """What each defect category costs the run at its own k (``classify.CostReport``)."""
-    from ragtriage.classify import run_classification
+    from ragtriage.classify.classify_run import run_costs
 
-    return run_classification(con, run_id).costs
+    return run_costs(con, run_id)
 
 
 def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
