@@ -3,9 +3,10 @@ against the same lists as a TREC run, each in a fresh process on a file store un
 
 Shape: N spans of 5..15 documents (uneven depths), ids from a 10^9 space, scores with ties (3 decimals), a few
 lists repeating a document; queries are the case texts of a qrels+topics dataset of N cases. The two loads run
-in turn (``--rounds`` times, interleaved); the figures are each load's median CPU time (user+sys of its process,
-the measure that holds on a shared machine), wall time and peak RSS, and the ratio of the CPU times; they are
-written to bench/results/ (``results_json``).
+in turn (``--rounds`` times, interleaved), with ``--peer-src OTHER/src`` a third: the traces load of another
+ragtriage (e.g. the base of a change, ``git archive main src | tar -x -C /tmp/base``) in the same rounds. The
+figures are each load's median CPU time (user+sys of its process, the measure that holds on a shared machine),
+wall time and peak RSS, and the ratio of the CPU times; they are written to bench/results/ (``results_json``).
 
     python bench/traces_bench.py --spans 1000000
 """
@@ -89,12 +90,14 @@ def generate(folder: Path, spans: int, per_line: int = 500) -> int:
     return rows
 
 
-def timed(folder: Path, kind: str, src: Path) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds, peak MiB) of one load in a fresh process."""
+def timed(folder: Path, kind: str, src: Path, peer_src: Path | None = None) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak MiB) of one load in a fresh process (of ``peer_src``'s ragtriage if
+    given)."""
     for db in folder.glob(f"{kind}.duckdb*"):
         db.unlink()
+    env = {**os.environ, "PYTHONPATH": str(peer_src)} if peer_src else None
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", LOAD, str(folder), kind, str(src)])
+    proc = subprocess.Popen([sys.executable, "-c", LOAD, str(folder), kind, str(src)], env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     if status:
         raise SystemExit(f"{kind} load failed ({status})")
@@ -105,16 +108,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spans", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=1, help="interleaved runs of both loads (medians are kept)")
+    ap.add_argument("--peer-src", type=Path, help="src folder of another ragtriage whose traces load runs beside")
     args = ap.parse_args()
-    rec = Recorder("traces", {"spans": args.spans, "rounds": args.rounds, "shape": SHAPE})
+    params = {"spans": args.spans, "rounds": args.rounds, "shape": SHAPE, "peer_src": str(args.peer_src)}
+    rec = Recorder("traces", params)
     with tempfile.TemporaryDirectory(prefix="traces-bench-") as tmp:
         folder = Path(tmp)
         rows = generate(folder, args.spans)
         size = (folder / "traces.jsonl").stat().st_size
-        runs: dict[str, list[tuple[float, float, float]]] = {"trec": [], "traces": []}
+        runs: dict[str, list[tuple[float, float, float]]] = {"trec": [], "traces": [], "peer": []}
         for _ in range(args.rounds):
             runs["trec"].append(timed(folder, "trec", folder / "run.txt"))
             runs["traces"].append(timed(folder, "traces", folder / "traces.jsonl"))
+            if args.peer_src:
+                runs["peer"].append(timed(folder, "traces", folder / "traces.jsonl", args.peer_src))
     trec_s, trec_cpu, trec_mb = (statistics.median(x) for x in zip(*runs["trec"], strict=True))
     trace_s, trace_cpu, trace_mb = (statistics.median(x) for x in zip(*runs["traces"], strict=True))
     rec.add(case="TREC run", name="ragtriage load (TREC)", rows=rows, seconds=round(trec_s, 2),
@@ -130,6 +137,13 @@ def main() -> None:
         ratio_to_trec=round(trace_cpu / trec_cpu, 2),
         wall_ratio_to_trec=round(trace_s / trec_s, 2),
     )
+    if args.peer_src:
+        peer_s, peer_cpu, peer_mb = (statistics.median(x) for x in zip(*runs["peer"], strict=True))
+        rec.add(case="OTLP/JSON spans, peer src", name="ragtriage load --traces (peer)", rows=rows, bytes=size,
+                seconds=round(peer_s, 2), cpu_seconds=round(peer_cpu, 2), peak_mib=round(peer_mb),
+                ratio_to_trec=round(peer_cpu / trec_cpu, 2), wall_ratio_to_trec=round(peer_s / trec_s, 2))  # fmt: skip
+        print(f"peer traces {peer_cpu:.1f} s CPU ({peer_s:.1f} s wall, {peer_mb:.0f} MiB): "
+              f"{peer_cpu / trec_cpu:.2f}x CPU")  # fmt: skip
     trec = f"TREC {trec_cpu:.1f} s CPU ({trec_s:.1f} s wall, {trec_mb:.0f} MiB)"
     traces = f"traces {trace_cpu:.1f} s CPU ({trace_s:.1f} s wall, {trace_mb:.0f} MiB)"
     print(f"{rows:,} rows: {trec}; {traces}: {trace_cpu / trec_cpu:.2f}x CPU")

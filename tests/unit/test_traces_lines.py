@@ -13,6 +13,7 @@ import pytest
 
 from ragtriage.contract import compression
 from ragtriage.contract.traces import TraceOptions, otlp_lines, stage_traces
+from ragtriage.contract.traces.tables import doc_score
 
 pytest.importorskip("openinference.semconv")
 pytest.importorskip("opentelemetry.proto")
@@ -43,7 +44,7 @@ def _staged(path: Path, tmp_path: Path) -> tuple[list[Any], list[Any], list[Any]
         ).fetchall()
         spans = [(*s[:-1], json.loads(s[-1])) for s in spans]  # the document reader spaces its JSON differently
         docs = con.execute(
-            "SELECT s.span_id, d.role, d.idx, d.document_id, CAST(d.score_text AS DOUBLE), d.content, d.metadata "
+            f"SELECT s.span_id, d.role, d.idx, d.document_id, {doc_score('d')}, d.content, d.metadata "
             "FROM trc_docs d JOIN trc_spans s USING (sid) ORDER BY ALL"
         ).fetchall()
         return [str(f) for f in out.findings], spans, docs
@@ -131,7 +132,7 @@ def _docs_of(path: Path, tmp_path: Path) -> list[Any]:
     try:
         assert stage_traces(con, [path], TraceOptions()).findings == []
         return con.execute(
-            "SELECT s.trace_id, d.role, d.idx, d.document_id, d.score_text, d.content, d.rank "
+            f"SELECT s.trace_id, d.role, d.idx, d.document_id, {doc_score('d')}, d.content, d.rank "
             "FROM trc_docs d JOIN trc_spans s USING (sid) ORDER BY ALL"
         ).fetchall()
     finally:
@@ -154,8 +155,8 @@ def test_documents_pivoted_per_block_keep_sqls_rule(tmp_path: Path, monkeypatch:
     path = tmp_path / "t.jsonl"
     path.write_text(_line(plain) + "\n")
     expected = [
-        ("t1", "retrieved", 0, "a", "1", "=SUM(A1) \x1b[2J", 1),
-        ("t1", "retrieved", 2, "b", "0.5", None, 2),
+        ("t1", "retrieved", 0, "a", 1.0, "=SUM(A1) \x1b[2J", 1),
+        ("t1", "retrieved", 2, "b", 0.5, None, 2),
         ("t1", "retrieved", 7, "c", None, None, 3),
     ]
     pivoted = _pivots(monkeypatch)
@@ -207,7 +208,7 @@ def test_camel_and_snake_blocks_and_escaped_keys_read_alike(tmp_path: Path, monk
     path.write_text(f"{camel}\n{snake}\n{escaped}\n")
     monkeypatch.setattr(otlp_lines, "_BLOCK", len(camel) + 1)  # one line per block
     got = _docs_of(path, tmp_path)
-    assert got == [(t, "retrieved", 0, "a", "0.25", None, 1) for t in ("c", "e", "s")]
+    assert got == [(t, "retrieved", 0, "a", 0.25, None, 1) for t in ("c", "e", "s")]
 
 
 def test_arrow_given_to_a_statement_is_let_go_inside_the_transaction() -> None:

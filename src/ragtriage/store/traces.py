@@ -23,7 +23,7 @@ from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.staging import Staged
 from ragtriage.contract.traces import TraceOptions, TracesStaged, stage_traces
 from ragtriage.contract.traces.stage import TraceSource, trace_format
-from ragtriage.contract.traces.tables import drop_tables
+from ragtriage.contract.traces.tables import doc_score, drop_tables
 from ragtriage.contract.trec import CASE_COLUMNS, RunFacts
 
 _UNEVEN = " OR ".join(
@@ -151,7 +151,7 @@ def match_note(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> str:
 def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: str) -> dict[str, Staged]:
     """``stg_trace_results`` and ``stg_trace_events`` from the matched retrievals."""
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE stg_trace_results AS
+        f"""CREATE OR REPLACE TEMP TABLE stg_trace_results AS
            WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input'),
            chosen AS MATERIALIZED (  -- a document's metadata when it has none of its own: the same for a span's
                SELECT *, CAST(json_object('trace_id', trace_id, 'span_id', span_id, 'document', NULL) AS VARCHAR)
@@ -173,7 +173,7 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
                SELECT * REPLACE (row_number() OVER (PARTITION BY case_id, stage ORDER BY idx) AS rank)
                FROM parts WHERE rank IS NULL)
            SELECT line, case_id, stage, CAST(rank AS BIGINT) AS rank, document_id, CAST(NULL AS VARCHAR) AS chunk_id,
-                  TRY_CAST(score_text AS DOUBLE) AS score, content AS snippet,
+                  {doc_score()} AS score, content AS snippet,
                   CASE WHEN metadata IS NULL THEN bare
                        ELSE CAST(json_object('trace_id', trace_id, 'span_id', span_id,
                                              'document', CASE WHEN json_valid(metadata) THEN CAST(metadata AS JSON)

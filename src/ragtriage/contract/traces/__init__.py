@@ -6,9 +6,10 @@
   ``--case-id-attribute``), ``principal``, ``groups`` (VARCHAR[]) and ``resource`` (JSON object of the
   resource's attributes: service, model and index versions);
 - ``trc_docs``: the span's ranked documents: ``sid``, ``role`` (``retrieved`` for a retriever, ``input``/``output``
-  for a reranker), ``idx`` (0-based position as recorded; never re-sorted by score), ``document_id``, ``score``,
-  ``content``, ``metadata`` (JSON text), ``rank`` (1-based position by ``idx`` in the span's list, where the
-  reader worked it out; else NULL and the run's staging ranks the list).
+  for a reranker), ``idx`` (0-based position as recorded; never re-sorted by score), ``document_id``,
+  ``score_text`` (a score as written), ``score`` (DOUBLE: a score the reader read as a number, in place of
+  ``score_text``), ``content``, ``metadata`` (JSON text), ``rank`` (1-based position by ``idx`` in the span's
+  list, where the reader worked it out; else NULL and the run's staging ranks the list).
 
 Formats, told from the content: OTLP/JSON export requests (camelCase or snake_case, one per file or one per line)
 carrying OpenInference or OTel GenAI attributes (``otlp.py``); Phoenix's span Parquet (``phoenix.py``); Langfuse

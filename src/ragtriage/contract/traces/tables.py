@@ -10,6 +10,13 @@ SPAN_COLUMNS = (
 )
 
 
+def doc_score(d: str = "") -> str:
+    """SQL: the score of a ``trc_docs`` row (alias ``d``) as a DOUBLE, whichever column the reader put it in
+    (NULL where the text is no number: the checks refuse that)."""
+    p = f"{d}." if d else ""
+    return f"coalesce({p}score, TRY_CAST({p}score_text AS DOUBLE))"
+
+
 def create_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE OR REPLACE TEMP SEQUENCE trc_sid")
     con.execute(
@@ -19,7 +26,7 @@ def create_tables(con: duckdb.DuckDBPyConnection) -> None:
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE trc_docs (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
-               score_text VARCHAR, content VARCHAR, metadata VARCHAR, rank BIGINT)"""
+               score_text VARCHAR, content VARCHAR, metadata VARCHAR, rank BIGINT, score DOUBLE)"""
     )
 
 
