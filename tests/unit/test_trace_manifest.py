@@ -235,6 +235,64 @@ def test_keys_named_by_option(tmp_path: Path) -> None:
     assert not (tmp_path / "x.duckdb").exists()
 
 
+# LlamaIndex's OpenInference instrumentation writes a node's metadata as the JSON text of its dict: the reader's
+# own keys (file_name, file_path, file_type, last_modified_date) beside what the team nests under its own keys
+LLAMA: dict[str, Any] = {
+    d: {"file_name": f"{d}.md", "file_path": f"/kb/{d}.md", "file_type": "text/markdown",
+        "last_modified_date": "2023-10-01", "access": {"groups": m.get("acl") or m.get("allowed_groups"),
+                                                       "tenant": {"id": m.get("tenant")}},
+        "security.acl": ["dotted-" + g for g in (m.get("acl") or m.get("allowed_groups") or [])
+                         if isinstance(m.get("acl") or m.get("allowed_groups"), list)] or None}
+    for d, m in META.items()
+}  # fmt: skip
+
+
+def test_nested_metadata_keys_are_dotted_paths_and_a_dotted_key_is_quoted(tmp_path: Path) -> None:
+    db, res = _load(tmp_path, LLAMA, "--trace-doc-meta", "acl=access.groups", "--trace-doc-meta",
+                    "tenant=access.tenant.id")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    con = connect(db, read_only=True)
+    try:
+        assert [(r[0], r[2], r[3], r[4], r[7]) for r in _documents(con)] == [
+            ("d-other", "d-other.md", "globex", ["staff"], "2023-10-01 00:00:00"),
+            ("d-reset", "d-reset.md", "acme", ["staff"], "2023-10-01 00:00:00"),
+            ("d-salary", "d-salary.md", None, ["hr"], "2023-10-01 00:00:00"),
+            ("d-travel-2023", "d-travel-2023.md", None, ["staff"], "2023-10-01 00:00:00"),
+        ]
+        leaks = [(r["case_id"], r["rule"]) for r in leakage(con, "prod").to_pylist()]
+        assert sorted(leaks) == [("q1", "tenant-mismatch"), (INTERN, "acl-no-overlap")]  # globex's d-other to acme
+    finally:
+        con.close()
+    db2, res2 = _load(tmp_path / "quoted", LLAMA, "--trace-doc-meta", 'acl="security.acl"')
+    assert res2.exit_code == 0, res2.output
+    con = connect(db2, read_only=True)
+    try:
+        assert [(r[0], r[4]) for r in _documents(con)] == [
+            ("d-other", None), ("d-reset", ["dotted-staff"]), ("d-salary", ["dotted-hr"]),
+            ("d-travel-2023", ["dotted-staff"]),
+        ]  # fmt: skip
+    finally:
+        con.close()
+    bad = runner.invoke(app, ["load", "--db", str(tmp_path / "x.duckdb"), "--dataset", str(tmp_path / "ds"),
+                              "--trace-doc-meta", 'acl="security.acl'])  # fmt: skip
+    assert bad.exit_code == 2 and "unclosed quote" in bad.output, bad.output
+
+
+def test_validate_refuses_the_metadata_the_load_refuses_with_the_same_finding(tmp_path: Path) -> None:
+    """``validate`` on a trace export runs the load's own metadata checks, with the same ``--trace-doc-meta``."""
+    meta = {**LLAMA, "d-salary": {**LLAMA["d-salary"], "access": {"groups": 42}}}
+    traces = write_otlp(tmp_path / "spans.jsonl", _spans(meta), per_line=1)
+    plain = runner.invoke(app, ["validate", str(traces)])
+    assert plain.exit_code == 0, plain.output  # the default keys do not look under "access"
+    opt = ["--trace-doc-meta", "acl=access.groups"]
+    checked = runner.invoke(app, ["validate", str(traces), *opt])
+    finding = f"{traces}:3: document.metadata.access.groups: '42' is not a group name or a list of group names"
+    assert checked.exit_code == 2 and finding in checked.output, checked.output
+    db, loaded = _load(tmp_path, meta, *opt)
+    assert loaded.exit_code == 2 and finding in loaded.output, loaded.output
+    assert not db.exists()
+
+
 def _digest(db: Path) -> list[Any]:
     con = connect(db, read_only=True)
     try:
@@ -268,6 +326,8 @@ def test_unreadable_metadata_is_refused_with_file_line_field_and_the_store_left_
     assert out.exit_code == 2, out.output
     assert f"{bad}:3: {field}: " in out.output and message in out.output, out.output  # the third span's line
     assert "Traceback" not in out.output
+    checked = runner.invoke(app, ["validate", str(bad)])  # the load's own checks, before any store
+    assert checked.exit_code == 2 and f"{bad}:3: {field}: " in checked.output and message in checked.output
     assert _digest(db) == before
     # with a real manifest the metadata is not read: the same file loads
     real = [{"document_id": "d-reset"}]

@@ -375,12 +375,20 @@ def validate(
         str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet, or trec|beir|msmarco|json|trec-topics.")
     ] = None,
     strict: StrictIdsOpt = True,
+    trace_doc_meta: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="FIELD=KEY, as for load: a trace export's document.metadata is checked as the load reads it "
+            "(KEY a dotted path such as access.groups); repeatable."
+        ),
+    ] = None,
 ) -> None:
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
     from ragtriage.store.validate_file import validate_file
 
+    trace_opts = _trace_options(None, None, None, None, None, None, None, None, doc_meta=trace_doc_meta or [])
     try:
-        findings = validate_file(path, table=table, fmt=fmt, strict=strict)
+        findings = validate_file(path, table=table, fmt=fmt, strict=strict, trace_options=trace_opts)
     except ValueError as exc:
         raise _fail(exc) from exc
     errors = [f for f in findings if f.severity == "error"]

@@ -23,6 +23,7 @@ read and nothing in it is refused.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import duckdb
@@ -31,7 +32,13 @@ from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import DOC_STATUSES
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces import TraceOptions
-from ragtriage.contract.traces.doc_metadata import VERDICT_FIELDS, metadata_keys
+from ragtriage.contract.traces.doc_metadata import (
+    VERDICT_FIELDS,
+    metadata_json,
+    metadata_keys,
+    metadata_object,
+    metadata_pointer,
+)
 from ragtriage.contract.trec import Cause, counted_causes
 from ragtriage.store.corpus_manifest import PARTIAL_NOTE, forget_derived, manifest_kind, mark_derived
 from ragtriage.store.load import document_unit
@@ -50,7 +57,7 @@ _DATE = "coalesce(try_cast({t} AS DATE), CAST(try_cast({t} AS TIMESTAMP) AS DATE
 
 
 def _pointer(key: str) -> str:
-    return sql_str("/" + key.replace("~", "~0").replace("/", "~1"))
+    return sql_str(metadata_pointer(key))
 
 
 def _fields(keys: dict[str, tuple[str, ...]], units: str) -> str:
@@ -79,11 +86,8 @@ def _units(unit: str, run_id: str | None) -> str:
     # (run, line, rank) as one integer: the newest run, its last line, the deepest rank; a tie (spans of one
     # request line returning a document at one rank with different metadata) goes to any of them, and is counted
     newest = "(CAST(run_key AS HUGEINT) << 80) | (CAST(line AS HUGEINT) << 32) | rank"
-    # an object written as a JSON string (metadata serialised twice, as a span DataFrame may hold it) is that object
-    inner = "CAST(json_extract_string(p.m, '$') AS JSON)"
-    unwrap = f"""CASE WHEN json_type(p.m) = 'VARCHAR' AND json_valid(json_extract_string(p.m, '$'))
-                       AND json_type({inner}) = 'OBJECT' THEN {inner} ELSE p.m END"""
-    return f"""SELECT unit_id, p.run_id, p.line, p.document_id, p.chunk_id, {unwrap} AS m, differs FROM (
+    m = metadata_object("p.m")
+    return f"""SELECT unit_id, p.run_id, p.line, p.document_id, p.chunk_id, {m} AS m, differs FROM (
         SELECT {document_unit(unit)} AS unit_id, arg_max({picked}, {newest}) AS p,
                min(hash(m)) <> max(hash(m)) AS differs
         FROM (SELECT u.run_id, r.run_key, r.line, r.rank, r.document_id, r.chunk_id,
@@ -115,9 +119,15 @@ def _typed(name: str) -> str:
     return text
 
 
-def _causes() -> list[Cause]:
+def _causes(keys: dict[str, tuple[str, ...]]) -> list[Cause]:
+    """The refusals of ``trc_manifest_rows``; a field read from one key is named by that key (the user's
+    ``--trace-doc-meta`` path), one read from a list of keys by the field."""
     statuses = ", ".join(sql_str(s) for s in DOC_STATUSES)
     field = "document.metadata"
+
+    def named(name: str) -> str:
+        return f"{field}.{keys[name][0] if len(keys[name]) == 1 else name}"
+
     out = [
         Cause(
             "json_type(m) <> 'OBJECT'",
@@ -136,7 +146,7 @@ def _causes() -> list[Cause]:
             Cause(
                 f"json_type(m) = 'OBJECT' AND v_{name} IS NOT NULL AND t_{name} IS NULL",
                 f"left(CAST(v_{name} AS VARCHAR), 80)",
-                f"{field}.{name}",
+                named(name),
                 "bad-value",
                 f"{{v}} is not {kind}",
             )
@@ -145,7 +155,7 @@ def _causes() -> list[Cause]:
         Cause(
             f"json_type(m) = 'OBJECT' AND v_status IS NOT NULL AND t_status NOT IN ({statuses})",
             "left(CAST(v_status AS VARCHAR), 80)",
-            f"{field}.status",
+            named("status"),
             "bad-value",
             f"{{v}} is not one of {'|'.join(DOC_STATUSES)}",
         )
@@ -161,14 +171,47 @@ def _run_label(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
     return str(label or run_id)
 
 
-def _refuse_unreadable(con: duckdb.DuckDBPyConnection, rows: str) -> None:
-    errors: list[Finding] = []
-    runs = [r[0] for r in con.execute(f"SELECT DISTINCT run_id FROM {rows} ORDER BY 1").fetchall()]
-    for run_id in runs:
-        relation = f"(SELECT * FROM {rows} WHERE run_id = {sql_str(run_id)})"
-        errors += counted_causes(con, relation, Path(_run_label(con, run_id)), _causes())
-    if errors:
-        raise ValidationFailed(errors)
+def _read_fields(con: duckdb.DuckDBPyConnection, keys: dict[str, tuple[str, ...]]) -> None:
+    """``trc_manifest_rows``: the rows of ``trc_manifest_units`` (each with its metadata ``m``) with every field's
+    raw JSON value ``v_<field>`` and its typed value ``t_<field>``, in steps, each a table: DuckDB would otherwise
+    re-read the JSON per reference."""
+    typed = ", ".join(f"{_typed(name)} AS t_{name}" for name in keys)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_raw AS {_fields(keys, 'trc_manifest_units')}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_rows AS SELECT *, {typed} FROM trc_manifest_raw")
+
+
+def _unreadable(con: duckdb.DuckDBPyConnection, keys: dict[str, tuple[str, ...]], by: str) -> dict[str, list[Finding]]:
+    """The refusals in ``trc_manifest_rows`` per distinct value of its column ``by`` (a run id, a file)."""
+    out: dict[str, list[Finding]] = {}
+    for (value,) in con.execute(f"SELECT DISTINCT {by} FROM trc_manifest_rows ORDER BY 1").fetchall():
+        relation = f"(SELECT * FROM trc_manifest_rows WHERE {by} = {sql_str(value)})"
+        out[str(value)] = counted_causes(con, relation, Path(value), _causes(keys))
+    return out
+
+
+def _drop_steps(con: duckdb.DuckDBPyConnection) -> None:
+    for table in ("trc_manifest_units", "trc_manifest_raw", "trc_manifest_rows"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def metadata_findings(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> list[Finding]:
+    """What deriving the manifest would refuse in the staged spans' document metadata (``trc_docs``), per trace
+    file with its span's line: ``validate`` on a trace export, by the load's own rules. Every document's metadata
+    is read, not only the row the load keeps per unit, since which row that is depends on the dataset and the
+    store the export is loaded into; with a corpus manifest loaded beside it, the load reads none of it."""
+    keys = metadata_keys(opts.doc_meta)
+    m = metadata_object(metadata_json("d.metadata"))
+    try:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE trc_manifest_units AS
+                SELECT * FROM (SELECT s.file, s.line, {m} AS m
+                               FROM trc_docs d JOIN trc_spans s USING (sid) WHERE d.metadata IS NOT NULL)
+                WHERE m IS NOT NULL AND m <> CAST('null' AS JSON)"""
+        )
+        _read_fields(con, keys)
+        return [f for found in _unreadable(con, keys, "file").values() for f in found]
+    finally:
+        _drop_steps(con)
 
 
 def derive_manifest(
@@ -185,17 +228,19 @@ def derive_manifest(
         forget_derived(con)
         run_id = None  # first derivation: every trace run in the store
     keys = metadata_keys(opts.doc_meta if opts else ())
-    typed = ", ".join(f"{_typed(name)} AS t_{name}" for name in keys)
     try:
-        # in steps, each a small table (one row per unit): DuckDB would otherwise re-read the JSON per reference
         con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_units AS {_units(unit, run_id)}")
-        con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_raw AS {_fields(keys, 'trc_manifest_units')}")
-        con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_rows AS SELECT *, {typed} FROM trc_manifest_raw")
-        _refuse_unreadable(con, "trc_manifest_rows")
+        _read_fields(con, keys)
+        errors = [
+            dataclasses.replace(f, file=_run_label(con, run))
+            for run, found in _unreadable(con, keys, "run_id").items()
+            for f in found
+        ]
+        if errors:
+            raise ValidationFailed(errors)
         n_docs, n_differing = _insert(con, unit, list(keys))
     finally:
-        for table in ("trc_manifest_units", "trc_manifest_raw", "trc_manifest_rows"):
-            con.execute(f"DROP TABLE IF EXISTS {table}")
+        _drop_steps(con)
     if not n_docs:
         return None
     mark_derived(con)

@@ -22,6 +22,7 @@ import duckdb
 from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.staging import Staged
 from ragtriage.contract.traces import TraceOptions, TracesStaged, stage_traces
+from ragtriage.contract.traces.doc_metadata import metadata_json
 from ragtriage.contract.traces.stage import TraceSource, trace_format
 from ragtriage.contract.traces.tables import doc_score, drop_tables
 from ragtriage.contract.trec import CASE_COLUMNS, RunFacts
@@ -56,13 +57,18 @@ def read_traces(con: duckdb.DuckDBPyConnection, paths: list[TraceSource], opts: 
 
 def validate_traces(path: Path, opts: TraceOptions | None = None) -> list[Finding]:
     """``ragtriage validate`` on a trace export: what ``load --traces`` would refuse or warn about in it, read
-    into a store of its own in memory."""
+    into a store of its own in memory: the spans and documents, then the document metadata a derived corpus
+    manifest reads (``trace_manifest.metadata_findings``, the load's own checks)."""
     from ragtriage.store.connection import connect
+    from ragtriage.store.trace_manifest import metadata_findings
 
+    opts = opts or TraceOptions()
     con = connect(":memory:")
     try:
-        staged = stage_traces(con, [path], opts or TraceOptions())
-        return staged.findings
+        findings = stage_traces(con, [path], opts).findings
+        if any(f.severity == "error" for f in findings):
+            return findings
+        return findings + metadata_findings(con, opts)
     finally:
         con.close()
 
@@ -176,8 +182,7 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
                   {doc_score()} AS score, content AS snippet,
                   CASE WHEN metadata IS NULL THEN bare
                        ELSE CAST(json_object('trace_id', trace_id, 'span_id', span_id,
-                                             'document', CASE WHEN json_valid(metadata) THEN CAST(metadata AS JSON)
-                                                              ELSE to_json(metadata) END) AS VARCHAR) END AS metadata
+                                             'document', {metadata_json("metadata")}) AS VARCHAR) END AS metadata
            FROM ranked"""
     )
     # One event per case here, its chosen span's (the run's contract: one event row per case); with ``all`` the

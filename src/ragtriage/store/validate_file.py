@@ -16,6 +16,7 @@ from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manife
 from ragtriage.contract.rules import apply_rules, duplicate_rule
 from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.staging import compression_findings, stage
+from ragtriage.contract.traces import TraceOptions
 from ragtriage.store.byo import load_dataset, stage_qrels, stage_run_file, stage_topics
 from ragtriage.store.connection import connect
 from ragtriage.store.dataset_rules import judgement_rule
@@ -112,9 +113,15 @@ def _is_run_dicts(path: Path) -> bool:
 
 
 def validate_file(
-    path: Path, *, table: str | None = None, fmt: str | None = None, strict: bool = True
+    path: Path,
+    *,
+    table: str | None = None,
+    fmt: str | None = None,
+    strict: bool = True,
+    trace_options: TraceOptions | None = None,
 ) -> list[Finding]:
-    """Findings of one file or folder; ``strict`` makes control characters in ids errors."""
+    """Findings of one file or folder; ``strict`` makes control characters in ids errors; ``trace_options`` are
+    the load's options a trace export is read with."""
     if path.is_dir():
         if (path / "run.json").exists():
             return _run_folder(path, fmt, strict)
@@ -130,7 +137,7 @@ def validate_file(
     if damaged:
         return damaged
     if table == "traces" or (table is None and trace_format(path) == "otlp"):
-        return validate_traces(path)
+        return validate_traces(path, trace_options)
     kind = table or path.name.split(".")[0]
     contract_ext = Path(plain_name(path)).suffix.lower() in TABLE_EXTS
     if kind in FOREIGN or (table is None and (kind not in TABLES or not contract_ext)):

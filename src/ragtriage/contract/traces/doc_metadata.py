@@ -6,7 +6,10 @@ the loader adds; teams add ``tenant``, ``acl``/``allowed_groups`` and validity d
 the value of the first key present (not null) in its list. ``--trace-doc-meta FIELD=KEY`` replaces a field's
 list with the one key the team uses.
 
-Only a top-level key of the metadata object is read: ``{"security": {"acl": [...]}}`` is not looked into.
+A key is a dotted path into the object: ``access.groups`` reads ``{"access": {"groups": [...]}}`` (a part made of
+digits also indexes an array: ``owners.0``). A key that itself holds a dot is written in double quotes, as one
+part: ``"security.acl"`` reads ``{"security.acl": [...]}`` (inside the quotes, ``\\"`` is a quote and ``\\\\`` a
+backslash). The path becomes a JSON pointer (``metadata_pointer``), the one way the load and ``validate`` read it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,38 @@ VERDICT_FIELDS = ("tenant", "acl", "status", "effective_from", "effective_to", "
 never dropped, because dropping it could turn a leak or a stale result into a pass."""
 
 
+def metadata_path(key: str) -> tuple[str, ...]:
+    """The parts of a dotted metadata key (see the module docstring); a ``ValueError`` says what is wrong."""
+    parts: list[str] = []
+    part, quoted, closed, escaped = "", False, False, False
+    for ch in key:
+        if escaped:
+            part, escaped = part + ch, False
+        elif quoted and ch == "\\":
+            escaped = True
+        elif ch == '"' and (quoted or not part):
+            quoted, closed = not quoted, quoted
+        elif ch == "." and not quoted:
+            if not part and not closed:
+                raise ValueError(f"metadata key {key!r} has an empty part; write a key holding a dot in quotes")
+            parts.append(part)
+            part, closed = "", False
+        elif closed:
+            raise ValueError(f"metadata key {key!r}: a quoted part ends at its closing quote; put a dot after it")
+        else:
+            part += ch
+    if quoted or escaped:
+        raise ValueError(f"metadata key {key!r} has an unclosed quote")
+    if not part and not closed:
+        raise ValueError(f"metadata key {key!r} has an empty part; write a key holding a dot in quotes")
+    return (*parts, part)
+
+
+def metadata_pointer(key: str) -> str:
+    """The JSON pointer (RFC 6901) of a dotted metadata key: ``access.groups`` -> ``/access/groups``."""
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in metadata_path(key))
+
+
 def parse_doc_meta(specs: tuple[str, ...] | list[str]) -> tuple[tuple[str, str], ...]:
     """``FIELD=KEY`` option values as (field, key) pairs; an unknown field or an empty key is a ``ValueError``."""
     out = []
@@ -44,6 +79,10 @@ def parse_doc_meta(specs: tuple[str, ...] | list[str]) -> tuple[tuple[str, str],
             raise ValueError(f"--trace-doc-meta takes FIELD=KEY (such as acl=allowed_groups), not {spec!r}")
         if name not in DOC_METADATA_KEYS:
             raise ValueError(f"--trace-doc-meta: unknown field {name!r}; one of {', '.join(DOC_METADATA_KEYS)}")
+        try:
+            metadata_path(key)
+        except ValueError as exc:
+            raise ValueError(f"--trace-doc-meta {spec!r}: {exc}") from exc
         out.append((name, key))
     return tuple(out)
 
@@ -54,3 +93,17 @@ def metadata_keys(overrides: tuple[tuple[str, str], ...] = ()) -> dict[str, tupl
     for name, key in overrides:
         keys[name] = (key,)
     return keys
+
+
+def metadata_json(text: str) -> str:
+    """SQL: a document's ``document.metadata`` text (``trc_docs.metadata``) as the JSON a trace run stores under
+    ``document``: the JSON it holds, else the text itself as a JSON string."""
+    return f"CASE WHEN json_valid({text}) THEN CAST({text} AS JSON) ELSE to_json({text}) END"
+
+
+def metadata_object(m: str) -> str:
+    """SQL: the metadata JSON ``m`` with an object written as a JSON string (metadata serialised twice, as a span
+    DataFrame may hold it, or an attribute holding the JSON text of an object) read as that object."""
+    inner = f"CAST(json_extract_string({m}, '$') AS JSON)"
+    return f"""CASE WHEN json_type({m}) = 'VARCHAR' AND json_valid(json_extract_string({m}, '$'))
+                     AND json_type({inner}) = 'OBJECT' THEN {inner} ELSE {m} END"""
