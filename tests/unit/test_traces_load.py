@@ -105,9 +105,13 @@ def test_otlp_spans_give_the_run_folders_metrics_per_case(tmp_path: Path, snake:
         assert con.execute("SELECT count(*) FROM datasets").fetchall()[0][0] == 1
         ev = con.execute("SELECT count(*), min(latency_ms), max(latency_ms) FROM events WHERE run_id = 'prod'")
         assert ev.fetchall()[0] == (len(final), 12.5, 12.5)
-        meta = con.execute("SELECT metadata->>'trace_id', snippet FROM results WHERE run_id = 'prod' LIMIT 1")
-        tid, snippet = meta.fetchall()[0]
-        assert tid and snippet
+        meta = con.execute(
+            """SELECT count(*), count(metadata->>'trace_id'), count(metadata->'document'->>'source'),
+                      count(*) FILTER (WHERE snippet IS NULL)
+               FROM results WHERE run_id = 'prod'"""
+        )
+        rows, with_ids, with_document, no_snippet = meta.fetchall()[0]
+        assert rows == with_ids == with_document > 100 and no_snippet == 0  # every document carried metadata
     finally:
         con.close()
 
@@ -256,6 +260,12 @@ def test_genai_spans_phoenix_parquet_and_langfuse_observations(tmp_path: Path) -
     assert got == [("genai", "q001", ids, scores), ("langfuse", "q003", ids, scores), ("phoenix", "q002", ids, scores)]
     lat = con.execute("SELECT run_id, latency_ms FROM events ORDER BY 1").fetchall()
     assert lat == [("genai", 12.5), ("langfuse", 250.0), ("phoenix", 30.0)]
+    # documents without metadata: the span's ids once per list, at rank 1
+    meta = con.execute("SELECT run_id, rank, metadata FROM results ORDER BY 1, 2").fetchall()
+    assert [(r, k, m is None) for r, k, m in meta] == [
+        (run, k, k == 2) for run in ("genai", "langfuse", "phoenix") for k in (1, 2)
+    ]
+    assert json.loads(meta[2][2]) == {"trace_id": "t3", "span_id": "o1", "document": None}
     con.close()
 
 

@@ -155,11 +155,14 @@ def match_note(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> str:
 
 
 def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: str) -> dict[str, Staged]:
-    """``stg_trace_results`` and ``stg_trace_events`` from the matched retrievals."""
+    """``stg_trace_results`` and ``stg_trace_events`` from the matched retrievals. A result's ``metadata`` holds
+    its span's trace and span ids beside its document's metadata; a document without metadata has it only at
+    rank 1 of its list, once per list and stage (the ids are the list's, not the document's: a copy on every row
+    was most of what writing a trace run cost beyond a TREC run's rows)."""
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE stg_trace_results AS
            WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input'),
-           chosen AS MATERIALIZED (  -- a document's metadata when it has none of its own: the same for a span's
+           chosen AS MATERIALIZED (  -- the ids of the span, for the first result of its lists (see below)
                SELECT *, CAST(json_object('trace_id', trace_id, 'span_id', span_id, 'document', NULL) AS VARCHAR)
                          AS bare
                FROM trc_chosen),
@@ -180,9 +183,10 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
                FROM parts WHERE rank IS NULL)
            SELECT line, case_id, stage, CAST(rank AS BIGINT) AS rank, document_id, CAST(NULL AS VARCHAR) AS chunk_id,
                   {doc_score()} AS score, content AS snippet,
-                  CASE WHEN metadata IS NULL THEN bare
-                       ELSE CAST(json_object('trace_id', trace_id, 'span_id', span_id,
-                                             'document', {metadata_json("metadata")}) AS VARCHAR) END AS metadata
+                  CASE WHEN metadata IS NOT NULL
+                       THEN CAST(json_object('trace_id', trace_id, 'span_id', span_id,
+                                             'document', {metadata_json("metadata")}) AS VARCHAR)
+                       WHEN rank = 1 THEN bare END AS metadata
            FROM ranked"""
     )
     # One event per case here, its chosen span's (the run's contract: one event row per case); with ``all`` the
