@@ -24,13 +24,7 @@ from ragtriage.contract.json_stream import JsonStream, json_stream
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces import otlp_lines
 from ragtriage.contract.traces.options import TraceOptions
-from ragtriage.contract.traces.otlp_docs import (
-    create_narrow,
-    doc_rows_sql,
-    drop_unkept,
-    insert_docs_sql,
-    merge_narrow,
-)
+from ragtriage.contract.traces.otlp_docs import doc_rows_sql, drop_unkept, insert_docs_sql
 from ragtriage.contract.traces.paths import json_path
 from ragtriage.contract.traces.tables import SPAN_COLUMNS
 
@@ -158,7 +152,6 @@ def create_raw(con: duckdb.DuckDBPyConnection) -> None:
         "span_id VARCHAR, parent_id VARCHAR, start_ns VARCHAR, end_ns VARCHAR, code VARCHAR, message VARCHAR)"
     )
     con.execute("CREATE OR REPLACE TEMP TABLE trc_kv (sid BIGINT, key VARCHAR, val VARCHAR)")
-    create_narrow(con)
 
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE trc_span (sid BIGINT DEFAULT nextval('trc_sid'), file VARCHAR, line BIGINT, "
@@ -244,7 +237,6 @@ def wanted_keys(opts: TraceOptions) -> list[str]:
 
 def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
     """``trc_raw`` -> ``trc_spans`` and ``trc_docs`` (see the package docstring)."""
-    merge_narrow(con)
     con.execute(
         f"""INSERT INTO trc_span (file, line, res, s)
             SELECT file, line, res, from_json(j, {sql_str(SPAN_SHAPE)}) FROM trc_raw ORDER BY sid"""

@@ -145,34 +145,9 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
     return pa.table(cols)
 
 
-_NARROW = {"sid", "role", "idx", "rank", "id_text", "score_double"}
-"""The ``pivot`` columns of a block whose documents are ids and numeric scores only: the common case."""
-
-
-def create_narrow(con: duckdb.DuckDBPyConnection) -> None:
-    """``trc_docs_ids``: the documents of the blocks with ids and numeric scores only, moved into ``trc_docs`` by
-    ``merge_narrow`` once every block is read. DuckDB's per-statement cost of an insert grows with the table's
-    columns even where they are all NULL, so the many small inserts of a load go to this narrow table and the
-    wide one takes a single insert."""
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE trc_docs_ids (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
-               rank BIGINT, score DOUBLE)"""
-    )
-
-
-def merge_narrow(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("INSERT INTO trc_docs BY NAME SELECT * FROM trc_docs_ids")
-    con.execute("DROP TABLE trc_docs_ids")
-
-
 def pivoted_sql(name: str, columns: list[str]) -> str:
-    """The statement appending the ``pivot`` table ``name`` (of ``columns``) to ``trc_docs``, or to
-    ``trc_docs_ids`` when it has ids and numeric scores only. A score read as a number stays one (``score``); only
-    a score written as text is kept as text (``score_text``)."""
-    if set(columns) <= _NARROW:
-        score = "score_double" if "score_double" in columns else "CAST(NULL AS DOUBLE)"
-        did = "id_text" if "id_text" in columns else "CAST(NULL AS VARCHAR)"
-        return f"INSERT INTO trc_docs_ids SELECT sid, role, idx, {did}, rank, {score} FROM {name}"
+    """The statement appending the ``pivot`` table ``name`` (of ``columns``) to ``trc_docs``. A score read as a
+    number stays one (``score``); only a score written as text is kept as text (``score_text``)."""
 
     def text(f: str) -> str:
         parts = [f"{f}_text"] if f"{f}_text" in columns else []
