@@ -143,7 +143,7 @@ def pool_batches(
     rubric = {str(k): str(v) for k, v in json.loads(row[1] or "{}").items()}
     sql = _CONTEXT_SQL.format(pool=_POOL_SQL)
     params = {"runs": runs, "depth": depth, "stage": stage, "unit": row[0], "rubric": rubric_text(rubric)}
-    return cur.sql(sql, params=params).fetch_arrow_reader()
+    return cur.sql(sql, params=params).to_arrow_reader()
 
 
 def write_pool(con: duckdb.DuckDBPyConnection, table: pa.Table | pa.RecordBatchReader, out: str | Path) -> str:
