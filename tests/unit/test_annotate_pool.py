@@ -206,3 +206,25 @@ def test_the_pool_command_streams_what_build_pool_returns(con, tmp_path: Path) -
     assert res.exit_code == 0, res.output
     assert "5 unjudged unit(s) over 2 case(s)" in res.output
     assert out.read_bytes() == expected.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["pool.csv", "pool.jsonl"])
+def test_a_pool_cut_short_leaves_no_file(con, tmp_path: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+    """A stream that fails part-way leaves neither a shorter pool nor its partial file."""
+    import duckdb
+    import pyarrow as pa
+
+    whole = build_pool(con, ["r1", "r2"], depth=2)
+    folder = tmp_path / "out"
+    folder.mkdir()
+
+    def batches():  # type: ignore[no-untyped-def]
+        yield whole.to_batches()[0].slice(0, 1)
+        raise RuntimeError("the query failed")
+
+    reader = pa.RecordBatchReader.from_batches(whole.schema, batches())
+    with pytest.raises((RuntimeError, duckdb.Error), match="the query failed"):
+        write_pool(con, reader, folder / name)
+    assert list(folder.iterdir()) == []
+    write_pool(con, pa.RecordBatchReader.from_batches(whole.schema, whole.to_batches()), folder / name)
+    assert [p.name for p in folder.iterdir()] == [name]

@@ -14,6 +14,7 @@ position, and the rubric; ``grade``, ``annotator`` and ``note`` are left empty f
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,21 +149,27 @@ def pool_batches(
 
 def write_pool(con: duckdb.DuckDBPyConnection, table: pa.Table | pa.RecordBatchReader, out: str | Path) -> str:
     """Write the pool (a table, or :func:`pool_batches` read once) as CSV or JSONL (chosen by the extension);
-    returns the format written."""
+    returns the format written. A pool streamed to its file is written beside it and renamed once whole: a
+    failure part-way (an error, Ctrl-C) leaves no shorter file that looks like a pool to hand to annotators."""
     path = Path(out)
     fmt = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"{path}: write the pool to a .csv or .jsonl file")
-    if fmt == "csv":
-        # annotators open this file in a spreadsheet: the one CSV writer (import-labels undoes its apostrophes)
-        if isinstance(table, pa.RecordBatchReader):
-            write_csv_batches(table, path)
-        else:
-            write_csv(table, path)
-        return fmt
-    con.register("_annotate_pool_out", table)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
-        con.execute(f"COPY (SELECT * FROM _annotate_pool_out) TO {sql_str(str(path))} (FORMAT json)")
+        if fmt == "csv":
+            # annotators open this file in a spreadsheet: the one CSV writer (import-labels undoes its apostrophes)
+            if isinstance(table, pa.RecordBatchReader):
+                write_csv_batches(table, partial)
+            else:
+                write_csv(table, partial)
+        else:
+            con.register("_annotate_pool_out", table)
+            try:
+                con.execute(f"COPY (SELECT * FROM _annotate_pool_out) TO {sql_str(str(partial))} (FORMAT json)")
+            finally:
+                con.unregister("_annotate_pool_out")
+        os.replace(partial, path)
     finally:
-        con.unregister("_annotate_pool_out")
+        partial.unlink(missing_ok=True)
     return fmt
