@@ -419,8 +419,10 @@ def _field_tests(f: Field, expr: tuple[str, str], col: str | None) -> tuple[str,
     c = qident(col)
     if val == trimmed(c):
         # below '!' or from U+00A0 on: the first byte of every value that can trim to nothing (:data:`_ZS`), a
-        # range the Parquet reader also tests on each row group's min and max, skipping the groups outside it
-        return bad, f"({c} IS NULL OR (({c} < '!' OR {c} >= chr(160)) AND trim({c}) = ''))"
+        # range the Parquet reader also tests on each row group's min and max, skipping the groups outside it;
+        # within it, only a value starting with a space separator is trimmed (CJK or accented ids are not)
+        starts = f"({c} = '' OR unicode({c}) IN {_ZS})"
+        return bad, f"({c} IS NULL OR (({c} < '!' OR {c} >= chr(160)) AND {starts} AND trim({c}) = ''))"
     if bad == "FALSE":  # a value that cannot have the wrong type is missing exactly when the column is NULL
         return bad, f"{c} IS NULL"
     return bad, f"(({val}) IS NULL AND NOT {bad})"
