@@ -225,7 +225,8 @@ def run_classification(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | 
 
 def run_costs(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> CostReport:
     """:func:`run_classification`'s costs alone: the stored cost rows when fresh, never the failure rows (a large
-    run's, with their evidence, are not fetched for a table of a few categories)."""
+    run's, with their evidence, are not fetched for a table of a few categories); on a store not classified yet,
+    the costs of a classification that folds nothing (:func:`fold_classification`)."""
     cutoff = judging_k(con, run_id, k)
     cur = con.cursor()
     try:
@@ -233,7 +234,7 @@ def run_costs(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = No
             return CostReport.from_table(run_id, cutoff, stored.cost_rows(cur, run_id, cutoff))
     finally:
         cur.close()
-    return run_classification(con, run_id, k=cutoff).costs
+    return fold_classification(con, run_id, cutoff, lambda *_: None)
 
 
 def failure_source(
