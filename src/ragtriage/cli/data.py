@@ -6,7 +6,7 @@ import json
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,6 +14,18 @@ from rich.table import Table
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, StrictIdsOpt, app, open_store, shown
 from ragtriage.cli._app import fail as _fail
+from ragtriage.cli.trace_options import (
+    CaseIdAttributeOpt,
+    GroupsAttributeOpt,
+    PrincipalAttributeOpt,
+    RepeatedOpt,
+    TraceDocIdOpt,
+    TraceDocMetaOpt,
+    TraceDocsOpt,
+    TraceQueryOpt,
+    TraceScoreOpt,
+    trace_options,
+)
 from ragtriage.contract.limits import INT_MAX, INT_MIN
 from ragtriage.safe_text import visible
 
@@ -126,34 +138,15 @@ def load(
             "observations JSON/JSONL); repeatable; needs --dataset or --qrels; the last --run-id names it."
         ),
     ] = None,
-    trace_query: Annotated[
-        str | None, typer.Option(help="Where a span's query is: an attribute key (OTLP) or a path (input.query).")
-    ] = None,
-    trace_docs: Annotated[
-        str | None, typer.Option(help="Where a span's ranked documents are (a JSON list): attribute or path.")
-    ] = None,
-    trace_doc_id: Annotated[str | None, typer.Option(help="Path of the id inside each --trace-docs document.")] = None,
-    trace_score: Annotated[str | None, typer.Option(help="Path of the score inside each document.")] = None,
-    case_id_attribute: Annotated[
-        str | None, typer.Option(help="Span attribute (or path) holding the case id; else queries match by text.")
-    ] = None,
-    principal_attribute: Annotated[
-        str | None, typer.Option(help="Span attribute holding the user (principal) of a new trace case.")
-    ] = None,
-    groups_attribute: Annotated[
-        str | None, typer.Option(help="Span attribute holding the principal's groups (a list).")
-    ] = None,
-    repeated: Annotated[
-        str, typer.Option(help="Several spans of one case: first|last is its list; all keeps each latency too.")
-    ] = "first",
-    trace_doc_meta: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="FIELD=KEY: the document.metadata key that holds a corpus-manifest field (acl, tenant, status, "
-            "effective_from, effective_to, updated_at, title, ...), when no manifest comes with the dataset; "
-            "repeatable. See docs/traces.md for the default keys."
-        ),
-    ] = None,
+    trace_query: TraceQueryOpt = None,
+    trace_docs: TraceDocsOpt = None,
+    trace_doc_id: TraceDocIdOpt = None,
+    trace_score: TraceScoreOpt = None,
+    case_id_attribute: CaseIdAttributeOpt = None,
+    principal_attribute: PrincipalAttributeOpt = None,
+    groups_attribute: GroupsAttributeOpt = None,
+    repeated: RepeatedOpt = "first",
+    trace_doc_meta: TraceDocMetaOpt = None,
 ) -> None:
     """Load a dataset and/or runs as one transaction: everything named is stored, or nothing is."""
     import duckdb
@@ -202,7 +195,7 @@ def load(
         strict=strict,
         traces=traces or [],
         trace_run_id=trace_id,
-        trace_options=_trace_options(
+        trace_options=trace_options(
             trace_query,
             trace_docs,
             trace_doc_id,
@@ -211,7 +204,7 @@ def load(
             principal_attribute,
             groups_attribute,
             repeated,
-            doc_meta=trace_doc_meta or [],
+            trace_doc_meta,
         ),
     )
     created = not db.exists()
@@ -233,27 +226,6 @@ def load(
     _print_summary(result.summary)
     for line in result.skipped if precompute else ():
         console.print(visible(line), markup=False, highlight=False)
-
-
-def _trace_options(*opts: str | None, doc_meta: list[str]) -> Any:
-    from ragtriage.contract.traces import TraceOptions
-    from ragtriage.contract.traces.doc_metadata import parse_doc_meta
-
-    query, docs, doc_id, score, case_attr, principal, groups, repeated = opts
-    try:
-        return TraceOptions(
-            query=query,
-            docs=docs,
-            doc_id=doc_id,
-            score=score,
-            case_id_attribute=case_attr,
-            principal_attribute=principal,
-            groups_attribute=groups,
-            repeated=repeated or "first",
-            doc_meta=parse_doc_meta(doc_meta),
-        )
-    except ValueError as exc:
-        raise _fail(exc) from exc
 
 
 def _remove_new_store(db: Path) -> None:
@@ -375,18 +347,30 @@ def validate(
         str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet, or trec|beir|msmarco|json|trec-topics.")
     ] = None,
     strict: StrictIdsOpt = True,
-    trace_doc_meta: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="FIELD=KEY, as for load: a trace export's document.metadata is checked as the load reads it "
-            "(KEY a dotted path such as access.groups); repeatable."
-        ),
-    ] = None,
+    trace_query: TraceQueryOpt = None,
+    trace_docs: TraceDocsOpt = None,
+    trace_doc_id: TraceDocIdOpt = None,
+    trace_score: TraceScoreOpt = None,
+    case_id_attribute: CaseIdAttributeOpt = None,
+    principal_attribute: PrincipalAttributeOpt = None,
+    groups_attribute: GroupsAttributeOpt = None,
+    repeated: RepeatedOpt = "first",
+    trace_doc_meta: TraceDocMetaOpt = None,
 ) -> None:
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
     from ragtriage.store.validate_file import validate_file
 
-    trace_opts = _trace_options(None, None, None, None, None, None, None, None, doc_meta=trace_doc_meta or [])
+    trace_opts = trace_options(
+        trace_query,
+        trace_docs,
+        trace_doc_id,
+        trace_score,
+        case_id_attribute,
+        principal_attribute,
+        groups_attribute,
+        repeated,
+        trace_doc_meta,
+    )
     try:
         findings = validate_file(path, table=table, fmt=fmt, strict=strict, trace_options=trace_opts)
     except ValueError as exc:

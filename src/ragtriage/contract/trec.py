@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -101,12 +102,32 @@ def counted_causes(con: duckdb.DuckDBPyConnection, relation: str, path: Path, ca
     """All causes in one scan: each becomes one finding with its count, its first lines and the first value."""
     if not causes:
         return []
-    aggs = ", ".join(
+    row = con.execute(f"SELECT {_cause_aggregates(causes)} FROM {relation}").fetchall()[0]
+    return _cause_findings(row, path, causes)
+
+
+def counted_causes_by(
+    con: duckdb.DuckDBPyConnection, relation: str, by: str, causes: list[Cause]
+) -> dict[str, list[Finding]]:
+    """``counted_causes`` for every distinct value of the column ``by`` (a file, a run id), in one grouped scan;
+    each value's findings name it as their file."""
+    if not causes:
+        return {}
+    rows = con.execute(
+        f"SELECT {by}, {_cause_aggregates(causes)} FROM {relation} GROUP BY {by} ORDER BY {by}"
+    ).fetchall()
+    return {str(row[0]): _cause_findings(row[1:], Path(str(row[0])), causes) for row in rows}
+
+
+def _cause_aggregates(causes: list[Cause]) -> str:
+    return ", ".join(
         f"count(*) FILTER (WHERE {c.where}), min(line, {FIRST_LINES}) FILTER (WHERE {c.where}), "
         f"arg_min({c.value}, line) FILTER (WHERE {c.where})"
         for c in causes
     )
-    row = con.execute(f"SELECT {aggs} FROM {relation}").fetchall()[0]
+
+
+def _cause_findings(row: tuple[Any, ...], path: Path, causes: list[Cause]) -> list[Finding]:
     out = []
     for i, c in enumerate(causes):
         n, lines, first = row[3 * i : 3 * i + 3]

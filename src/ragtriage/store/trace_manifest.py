@@ -24,7 +24,6 @@ read and nothing in it is refused.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import duckdb
 
@@ -39,7 +38,7 @@ from ragtriage.contract.traces.doc_metadata import (
     metadata_object,
     metadata_pointer,
 )
-from ragtriage.contract.trec import Cause, counted_causes
+from ragtriage.contract.trec import Cause, counted_causes_by
 from ragtriage.store.corpus_manifest import PARTIAL_NOTE, forget_derived, manifest_kind, mark_derived
 from ragtriage.store.load import document_unit
 
@@ -182,11 +181,7 @@ def _read_fields(con: duckdb.DuckDBPyConnection, keys: dict[str, tuple[str, ...]
 
 def _unreadable(con: duckdb.DuckDBPyConnection, keys: dict[str, tuple[str, ...]], by: str) -> dict[str, list[Finding]]:
     """The refusals in ``trc_manifest_rows`` per distinct value of its column ``by`` (a run id, a file)."""
-    out: dict[str, list[Finding]] = {}
-    for (value,) in con.execute(f"SELECT DISTINCT {by} FROM trc_manifest_rows ORDER BY 1").fetchall():
-        relation = f"(SELECT * FROM trc_manifest_rows WHERE {by} = {sql_str(value)})"
-        out[str(value)] = counted_causes(con, relation, Path(value), _causes(keys))
-    return out
+    return counted_causes_by(con, "trc_manifest_rows", by, _causes(keys))
 
 
 def _drop_steps(con: duckdb.DuckDBPyConnection) -> None:

@@ -121,14 +121,18 @@ def validate_file(
     trace_options: TraceOptions | None = None,
 ) -> list[Finding]:
     """Findings of one file or folder; ``strict`` makes control characters in ids errors; ``trace_options`` are
-    the load's options a trace export is read with."""
+    the load's options a trace export is read with; given for anything else, they are refused rather than
+    ignored (the user meant to check a reading that this file does not have)."""
     if path.is_dir():
+        _no_trace_options(path, trace_options)
         if (path / "run.json").exists():
             return _run_folder(path, fmt, strict)
         return _dataset_folder(path, strict)
     unreadable = path_findings(path)
     if unreadable:
         return unreadable
+    if path.name in ("dataset.json", "run.json") and table != "traces":
+        _no_trace_options(path, trace_options)
     if path.name == "dataset.json":
         return parse_dataset_manifest(path)[1] or _dataset_folder(path.parent, strict)
     if path.name == "run.json" and table in (None, "run") and not _is_run_dicts(path):
@@ -138,6 +142,7 @@ def validate_file(
         return damaged
     if table == "traces" or (table is None and trace_format(path) == "otlp"):
         return validate_traces(path, trace_options)
+    _no_trace_options(path, trace_options)
     kind = table or path.name.split(".")[0]
     contract_ext = Path(plain_name(path)).suffix.lower() in TABLE_EXTS
     if kind in FOREIGN or (table is None and (kind not in TABLES or not contract_ext)):
@@ -161,3 +166,11 @@ def validate_file(
         return staged.findings + apply_rules(con, staged, field_rules(TABLES[kind], strict=strict))
     finally:
         con.close()
+
+
+def _no_trace_options(path: Path, opts: TraceOptions | None) -> None:
+    if opts is not None and opts != TraceOptions():
+        raise ValueError(
+            f"{path}: the --trace-*, --case-id-attribute, --principal-attribute, --groups-attribute and --repeated "
+            "options read a trace export, and this is not one; pass --table traces if it is"
+        )
