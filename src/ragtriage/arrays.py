@@ -33,6 +33,13 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and v != v)
 
 
+def _text(v: Any) -> str:
+    """A value as DuckDB writes it into a VARCHAR (``true``, not Python's ``True``)."""
+    if isinstance(v, bool | np.bool_):
+        return "true" if v else "false"
+    return str(v)
+
+
 def _validity(valid: npt.NDArray[np.bool_]) -> pa.Buffer | None:
     return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
@@ -48,14 +55,21 @@ def _column(values: npt.NDArray[Any], kind: pa.DataType) -> pa.Array:
         valid = np.ones(n, dtype=bool)
     nulls = int(n - valid.sum())
     if kind == pa.string():
-        encoded = [str(v).encode() if ok else b"" for v, ok in zip(values, valid, strict=True)]
+        encoded = [_text(v).encode() if ok else b"" for v, ok in zip(values, valid, strict=True)]
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         buffers = [_validity(valid), pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
         return pa.Array.from_buffers(kind, n, buffers, null_count=nulls)
     dtype = {pa.float64(): np.float64, pa.int64(): np.int64, pa.bool_(): np.bool_}[kind]
     data: npt.NDArray[Any] = np.zeros(n, dtype=dtype)
-    data[valid] = values[valid].astype(dtype)
+    present = values[valid]
+    if kind == pa.int64() and present.dtype.kind in "fO":
+        as_float = present.astype(np.float64)
+        if not np.array_equal(as_float, np.trunc(as_float)):
+            raise ValueError(
+                f"a fractional value cannot be an int64 column: {float(as_float[as_float != np.trunc(as_float)][0])!r}"
+            )
+    data[valid] = present.astype(dtype)
     body = np.packbits(data, bitorder="little") if kind == pa.bool_() else np.ascontiguousarray(data)
     return pa.Array.from_buffers(kind, n, [_validity(valid), pa.py_buffer(body)], null_count=nulls)
 

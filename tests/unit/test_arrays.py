@@ -98,3 +98,24 @@ def test_table_of_builds_nulls_strings_and_flags_without_pandas() -> None:
         "[{'s': 'nDCG@10', 'v': 0.5, 'n': 0, 'b': True}, {'s': None, 'v': None, 'n': 1, 'b': False}, "
         "{'s': 'é\\x1b[2J', 'v': 1.0, 'n': 2, 'b': False}, {'s': '', 'v': -0.0, 'n': 3, 'b': True}] False"
     )
+
+
+def test_table_of_writes_what_duckdb_would_and_refuses_a_rounded_integer() -> None:
+    """Where the conversion it replaced (DuckDB's) would change a value, table_of writes DuckDB's text or refuses:
+    a flag in a text column reads ``true``, and a fractional number never becomes a truncated integer."""
+    import duckdb
+    import pyarrow as pa
+    import pytest
+
+    from ragtriage.arrays import table_of
+
+    flags = np.array([True, None, np.bool_(False)], dtype=object)
+    got = table_of({"s": flags}, pa.schema([("s", pa.string())]))["s"].to_pylist()
+    want = [r[0] for r in duckdb.sql("SELECT CAST(v AS VARCHAR) FROM unnest([true, NULL, false]) t(v)").fetchall()]
+    assert got == want == ["true", None, "false"]
+    whole = table_of({"n": np.array([3.0, np.nan, -2.0])}, pa.schema([("n", pa.int64())]))
+    assert whole["n"].to_pylist() == [3, None, -2]
+    with pytest.raises(ValueError, match="fractional value cannot be an int64 column: 2.5"):
+        table_of({"n": np.array([1.0, 2.5])}, pa.schema([("n", pa.int64())]))
+    with pytest.raises(ValueError, match="fractional"):
+        table_of({"n": np.array([1, 0.5], dtype=object)}, pa.schema([("n", pa.int64())]))
