@@ -14,7 +14,6 @@ position, and the rubric; ``grade``, ``annotator`` and ``note`` are left empty f
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import pyarrow.compute as pc
 from ragtriage.contract.relevance import is_human
 from ragtriage.contract.staging import sql_str
 from ragtriage.csv_out import write_csv, write_csv_batches
+from ragtriage.paths import written_whole
 from ragtriage.store.connection import current_dataset_version, require_run
 from ragtriage.store.dedup import positions_within
 
@@ -155,8 +155,7 @@ def write_pool(con: duckdb.DuckDBPyConnection, table: pa.Table | pa.RecordBatchR
     fmt = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(path.suffix.lower())
     if fmt is None:
         raise ValueError(f"{path}: write the pool to a .csv or .jsonl file")
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
+    with written_whole(path) as partial:
         if fmt == "csv":
             # annotators open this file in a spreadsheet: the one CSV writer (import-labels undoes its apostrophes)
             if isinstance(table, pa.RecordBatchReader):
@@ -169,7 +168,4 @@ def write_pool(con: duckdb.DuckDBPyConnection, table: pa.Table | pa.RecordBatchR
                 con.execute(f"COPY (SELECT * FROM _annotate_pool_out) TO {sql_str(str(partial))} (FORMAT json)")
             finally:
                 con.unregister("_annotate_pool_out")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
     return fmt

@@ -270,11 +270,16 @@ def gate(
     from ragtriage.gate.config import GateFileError, parse_gate
     from ragtriage.gate.verdict import evaluate_gate, record_verdict
     from ragtriage.metrics.context import labels_header, using_labels
+    from ragtriage.paths import written_whole
     from ragtriage.store import StoreError
 
     outputs = [
         (path, writer)
-        for path, writer in ((junit, reports.to_junit), (markdown, reports.to_markdown), (json_out, reports.to_json))
+        for path, writer in (
+            (junit, reports.write_junit),
+            (markdown, reports.write_markdown),
+            (json_out, reports.write_json),
+        )
         if path is not None
     ]
     for path, _ in outputs:
@@ -299,8 +304,9 @@ def gate(
         raise _fail(exc) from exc
     finally:
         con.close()
-    for path, writer in outputs:
-        path.write_text(writer(verdicts), encoding="utf-8")
+    for path, writer in outputs:  # streamed: a verdict naming most cases of a large run is never one string
+        with written_whole(path) as partial, partial.open("w", encoding="utf-8") as out:
+            writer(verdicts, out)
     if in_use != "human only":  # a store holding judged labels says which labels decided
         console.print(visible(f"labels: {in_use}"), markup=False)
     console.print(visible(reports.to_text(verdicts), keep_newlines=True), markup=False, end="")

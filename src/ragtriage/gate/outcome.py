@@ -1,8 +1,14 @@
-"""What a gate evaluation produces: one result per rule, the failing cases it names, and the verdict."""
+"""What a gate evaluation produces: one result per rule, the failing cases it names, and the verdict.
+
+A failing rule can name every case of a large run, twice in the verdict's document (under its rule, and in
+``failing_cases``). :meth:`Verdict.parts` lays the document out with those lists as iterators, so a writer
+(``gate.reports``) streams them to its file a case at a time; :meth:`Verdict.to_dict` is the same layout held whole.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -58,9 +64,27 @@ class Verdict:
 
     def failing_cases(self) -> list[dict[str, str]]:
         """Every failing case id once per rule, with slice, category and the rule that named it."""
-        return [{"rule": r.rule, **asdict(f)} for r in self.rules if not r.passed for f in r.failures]
+        return list(self.iter_failing_cases())
+
+    def iter_failing_cases(self) -> Iterator[dict[str, str]]:
+        """:meth:`failing_cases` one at a time."""
+        return ({"rule": r.rule, **asdict(f)} for r in self.rules if not r.passed for f in r.failures)
+
+    @property
+    def n_failing_cases(self) -> int:
+        """How many rows :meth:`failing_cases` has."""
+        return sum(len(r.failures) for r in self.rules if not r.passed)
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict's document (what ``--json`` writes and ``gate_verdicts.report`` holds)."""
+        body = self.parts()
+        body["rules"] = [{**r, "failures": list(r["failures"])} for r in body["rules"]]
+        body["failing_cases"] = list(body["failing_cases"])
+        return body
+
+    def parts(self) -> dict[str, Any]:
+        """:meth:`to_dict`'s layout, key for key, with each rule's ``failures`` and ``failing_cases`` as iterators
+        (read once), so a writer never holds them whole."""
         return {
             "gate": {
                 "name": self.gate_name,
@@ -75,10 +99,14 @@ class Verdict:
             "evaluated_at": self.evaluated_at.isoformat(),
             "passed": self.passed,
             "rules": [
-                {**{k: v for k, v in asdict(r).items() if k != "failures"}, "failures": [asdict(f) for f in r.failures]}
+                {
+                    # the rule's other fields as asdict gives them, without first copying every failure
+                    **{x.name: getattr(r, x.name) for x in fields(r) if x.name != "failures"},
+                    "failures": (asdict(f) for f in r.failures),
+                }
                 for r in self.rules
             ],
-            "failing_cases": self.failing_cases(),
+            "failing_cases": self.iter_failing_cases(),
             "category_costs": list(self.category_costs),
             "cost_summary": self.cost_summary,
             "notes": list(self.notes),

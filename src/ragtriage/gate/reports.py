@@ -2,13 +2,20 @@
 
 All four are built from ``Verdict.to_dict()``-level facts so they cannot disagree; each failing case appears
 with its id, slice and defect category in every format.
+
+JSON and Markdown are written to a file as they are made (:func:`write_json`, :func:`write_markdown`): a rule
+that fails on most cases of a large run names each of them, and the whole document as one string (and its
+dicts) would not fit beside the evaluation. :func:`to_json` and :func:`to_markdown` are the same writers into a
+string, so a file and a string never differ.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
 
 from ragtriage.gate.outcome import RuleResult, Verdict
 from ragtriage.safe_text import markdown_cell as md
@@ -36,13 +43,50 @@ def _case_line(f: dict[str, str] | object) -> str:
 
 def to_json(verdicts: Verdicts) -> str:
     """One verdict's dict, or for several candidates ``{"passed": all passed, "verdicts": [...]}``."""
+    out = io.StringIO()
+    write_json(verdicts, out)
+    return out.getvalue()
+
+
+def write_json(verdicts: Verdicts, out: TextIO) -> None:
+    """:func:`to_json` written to ``out`` piece by piece: each failing case is encoded when it is written."""
     vs = _many(verdicts)
-    body = (
-        vs[0].to_dict()
-        if len(vs) == 1
-        else {"passed": all(v.passed for v in vs), "verdicts": [v.to_dict() for v in vs]}
+    body: dict[str, Any] = (
+        vs[0].parts() if len(vs) == 1 else {"passed": all(v.passed for v in vs), "verdicts": (v.parts() for v in vs)}
     )
-    return json.dumps(body, indent=2, default=str, ensure_ascii=False) + "\n"
+    for piece in _json_pieces(body, 0):
+        out.write(piece)
+    out.write("\n")
+
+
+def _dumps(value: object, level: int) -> str:
+    """``value`` as ``json.dumps(indent=2)`` writes it, nested ``level`` deep (a string never holds a raw line
+    break: JSON escapes it, so every line break is the layout's)."""
+    text = json.dumps(value, indent=2, default=str, ensure_ascii=False)
+    return text.replace("\n", "\n" + "  " * level) if level else text
+
+
+def _json_pieces(value: object, level: int) -> Iterator[str]:
+    """``json.dumps(value, indent=2, default=str, ensure_ascii=False)`` in pieces, byte for byte, where every
+    iterator in ``value`` (a lazy list) is read one item at a time and a dict holding one is opened here."""
+    if isinstance(value, dict) and any(isinstance(v, Iterator | dict | list) for v in value.values()):
+        pad = "\n" + "  " * (level + 1)
+        sep = "{"
+        for key, item in value.items():
+            yield f"{sep}{pad}{json.dumps(key, ensure_ascii=False)}: "
+            yield from _json_pieces(item, level + 1)
+            sep = ","
+        yield "}" if sep == "{" else "\n" + "  " * level + "}"
+    elif isinstance(value, Iterator) or (isinstance(value, list) and any(isinstance(v, dict) for v in value)):
+        pad = "\n" + "  " * (level + 1)
+        sep = "["
+        for item in value:
+            yield sep + pad
+            yield from _json_pieces(item, level + 1)
+            sep = ","
+        yield "[]" if sep == "[" else "\n" + "  " * level + "]"
+    else:
+        yield _dumps(value, level)
 
 
 def to_text(verdicts: Verdicts) -> str:
@@ -67,21 +111,34 @@ def _text(verdict: Verdict) -> str:
     failed = [r for r in verdict.rules if not r.passed]
     lines.append(
         f"{len(verdict.rules) - len(failed)}/{len(verdict.rules)} rules passed"
-        + (f"; {len(verdict.failing_cases())} failing case(s)" if failed else "")
+        + (f"; {verdict.n_failing_cases} failing case(s)" if failed else "")
     )
     return "\n".join(lines) + "\n"
 
 
 def to_markdown(verdicts: Verdicts) -> str:
     """One section per candidate (several: preceded by a line naming each verdict)."""
+    out = io.StringIO()
+    write_markdown(verdicts, out)
+    return out.getvalue()
+
+
+def write_markdown(verdicts: Verdicts, out: TextIO) -> None:
+    """:func:`to_markdown` written to ``out`` a line at a time."""
     vs = _many(verdicts)
-    head = [] if len(vs) == 1 else [f"**{md(candidates_line(vs))}**\n"]
-    return "\n".join(head + [_markdown(v) for v in vs])
+    if len(vs) > 1:
+        out.write(f"**{md(candidates_line(vs))}**\n\n")
+    for i, verdict in enumerate(vs):
+        if i:
+            out.write("\n")
+        for line in _markdown(verdict):
+            out.write(line + "\n")
 
 
-def _markdown(verdict: Verdict) -> str:
+def _markdown(verdict: Verdict) -> Iterator[str]:
+    """The lines of one verdict's section; its failing cases are read as they are written."""
     icon = "✅ passed" if verdict.passed else "❌ failed"
-    out = [
+    yield from [
         f"### ragtriage gate {md(verdict.gate_name)}: {icon}",
         "",
         f"Candidate {md(verdict.run_id)} vs baseline {md(verdict.baseline)} · dataset "
@@ -91,29 +148,25 @@ def _markdown(verdict: Verdict) -> str:
         "| Rule | Result | Figure | Threshold |",
         "|---|---|---|---|",
     ]
-    out += [
-        f"| {md(r.rule)} | {'pass' if r.passed else '**FAIL**'} | {md(r.figure)} | {md(r.threshold)} |"
-        for r in verdict.rules
-    ]
+    for r in verdict.rules:
+        yield f"| {md(r.rule)} | {'pass' if r.passed else '**FAIL**'} | {md(r.figure)} | {md(r.threshold)} |"
     notes = [(r.rule, n) for r in verdict.rules for n in r.notes]
     if notes:
-        out += ["", *[f"- {md(rule)}: {md(n)}" for rule, n in notes]]
-    out += _cost_markdown(verdict)
-    cases = verdict.failing_cases()
-    if cases:
-        out += [
+        yield from ["", *[f"- {md(rule)}: {md(n)}" for rule, n in notes]]
+    yield from _cost_markdown(verdict)
+    n_cases = verdict.n_failing_cases
+    if n_cases:
+        yield from [
             "",
-            f"<details open><summary>{len(cases)} failing case(s)</summary>",
+            f"<details open><summary>{n_cases} failing case(s)</summary>",
             "",
             "| Rule | Case | Slice | Category | Detail |",
             "|---|---|---|---|---|",
         ]
-        out += [
-            f"| {md(c['rule'])} | {md(c['case_id'])} | {md(c['slice'])} | {md(c['category'])} | {md(c['detail'])} |"
-            for c in cases
-        ]
-        out += ["", "</details>"]
-    return "\n".join(out) + "\n"
+        for c in verdict.iter_failing_cases():
+            cells = (c["rule"], c["case_id"], c["slice"], c["category"], c["detail"])
+            yield "| " + " | ".join(md(x) for x in cells) + " |"
+        yield from ["", "</details>"]
 
 
 def _cost_markdown(verdict: Verdict) -> list[str]:
@@ -144,6 +197,11 @@ def _testcase(parent: ET.Element, suite: str, r: RuleResult) -> None:
     message = _xml(f"{r.figure} (needs {r.threshold})")
     fail = ET.SubElement(case, "failure", message=message, type=_xml(r.kind))
     fail.text = _xml("\n".join(body))
+
+
+def write_junit(verdicts: Verdicts, out: TextIO) -> None:
+    """:func:`to_junit` written to ``out`` (a testcase lists its rule's failing cases in one text)."""
+    out.write(to_junit(verdicts))
 
 
 def to_junit(verdicts: Verdicts) -> str:
