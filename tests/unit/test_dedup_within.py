@@ -1,8 +1,10 @@
-"""positions_within: lists cut at a depth, numbered by windows only when they need it, as deduplicated numbers them."""
+"""positions_within: lists cut at a depth, numbered by windows only when they need it, as deduplicated numbers them,
+a chunk of lists at a time over their key columns."""
 
 from __future__ import annotations
 
 import duckdb
+import pytest
 
 from ragtriage.store.dedup import deduplicated, irregular_lists, positions_within
 
@@ -35,9 +37,11 @@ def test_only_irregular_lists_reach_the_windows() -> None:
     assert found == {"repeat-within-depth", "gap", "short-then-gap", "deep-only"}
 
 
-def test_positions_within_the_depth_are_the_deduplicated_ones() -> None:
+@pytest.mark.parametrize("chunk_rows", [None, 1, 3])
+def test_positions_within_the_depth_are_the_deduplicated_ones(chunk_rows: int | None) -> None:
     con = _rows()
-    got = con.execute(f"SELECT list, unit_id, rank, pos FROM ({positions_within('SELECT * FROM r', 'list', '3')})")
+    sql = positions_within(con, "SELECT * FROM r", {}, "list", 3, chunk_by="list", chunk_rows=chunk_rows)
+    got = con.execute(f"SELECT list, unit_id, rank, pos FROM ({sql})")
     rows = sorted(got.fetchall())
     reference = con.execute(
         f"SELECT list, unit_id, rank, pos FROM ({deduplicated('SELECT * FROM r', 'list')}) WHERE pos <= 3"
@@ -55,3 +59,32 @@ def test_positions_within_the_depth_are_the_deduplicated_ones() -> None:
         "short": [("A", 1, 1), ("B", 2, 2)],
         "short-then-gap": [("A", 1, 1), ("B", 2, 2), ("C", 40, 3)],
     }
+
+
+def _chunk_lists(con: duckdb.DuckDBPyConnection, cases: int) -> None:
+    """A document-unit run loaded from chunks: every list returns four chunks of each document it retrieves, so
+    every list repeats documents (unit_id is the document), at 100 rows a list."""
+    con.execute(f"""CREATE TABLE r AS
+        SELECT 'q' || lpad(CAST(c AS VARCHAR), 6, '0') AS case_id, k + 1 AS rank,
+               'd' || ((c * 7 + k // 4 * 13 + (k % 3)) % 50) AS unit_id,
+               repeat('passage text ', 40) || k AS snippet
+        FROM range({cases}) a(c), range(100) b(k)""")
+
+
+def test_chunks_of_one_document_are_numbered_in_chunks_of_cases() -> None:
+    """Every list is irregular; numbered a chunk of cases at a time, the positions are the window definition's."""
+    con = duckdb.connect()
+    _chunk_lists(con, 300)
+    assert con.execute(f"SELECT count(*) FROM ({irregular_lists('SELECT * FROM r', 'case_id', '10')})").fetchall() == [
+        (300,)
+    ]
+    sql = positions_within(con, "SELECT * FROM r", {}, "case_id", 10, chunk_rows=4_000)
+    assert con.execute("SELECT count(DISTINCT case_id) FROM dedup_numbered").fetchall() == [(300,)]
+    got = con.execute(f"SELECT case_id, unit_id, rank, pos, snippet FROM ({sql}) ORDER BY case_id, pos").fetchall()
+    reference = con.execute(
+        f"SELECT case_id, unit_id, rank, pos, snippet FROM ({deduplicated('SELECT * FROM r')}) WHERE pos <= 10 "
+        "ORDER BY case_id, pos"
+    ).fetchall()
+    assert got == reference and len(got) == 3000
+    # positions past the first repeat are not ranks: the windows did number these lists
+    assert sum(1 for _, _, rank, pos, _ in got if rank != pos) > 2000

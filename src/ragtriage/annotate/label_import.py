@@ -272,7 +272,7 @@ def import_labels(
 
 def _pool_counts(con: duckdb.DuckDBPyConnection, runs: list[str], depth: int, stage_name: str) -> tuple[int, int]:
     row = con.execute(
-        f"SELECT count(*), count(*) FILTER (WHERE NOT judged) FROM ({pool_relation()})",
-        {"runs": runs, "depth": depth, "stage": stage_name},
+        f"SELECT count(*), count(*) FILTER (WHERE NOT judged) FROM ({pool_relation(con, runs, depth, stage_name)})",
+        {"runs": runs, "stage": stage_name},
     ).fetchall()[0]
     return int(row[0]), int(row[1])

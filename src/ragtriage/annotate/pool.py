@@ -35,7 +35,7 @@ _RUN_ROWS = """SELECT run_id, case_id, unit_id, document_id, chunk_id, snippet, 
 
 _POOL_SQL = f"""
 WITH positioned AS (
-    {positions_within(_RUN_ROWS, "run_id, case_id", "$depth", position="position")}
+    {{positioned}}
 ), merged AS (
     SELECT case_id, unit_id,
            arg_min(document_id, position) AS document_id, arg_min(chunk_id, position) AS chunk_id,
@@ -86,9 +86,12 @@ ORDER BY u.case_id, u.best_rank, u.unit_id
 """
 
 
-def pool_relation() -> str:
-    """SQL (parameters $runs, $depth, $stage) of every pooled (case, unit) with a ``judged`` flag."""
-    return _POOL_SQL
+def pool_relation(cur: duckdb.DuckDBPyConnection, runs: list[str], depth: int, stage: str) -> str:
+    """SQL (parameters $runs, $stage) of every pooled (case, unit) with a ``judged`` flag, to run on ``cur``: the
+    lists that need numbering are numbered first, into temporary tables of ``cur`` (``store.dedup``)."""
+    rows: dict[str, object] = {"runs": runs, "stage": stage}
+    positioned = positions_within(cur, _RUN_ROWS, rows, "run_id, case_id", depth, position="position", name="_pool")
+    return _POOL_SQL.format(positioned=positioned)
 
 
 class PoolTally:
@@ -142,8 +145,8 @@ def pool_batches(
     version = current_dataset_version(cur)
     row = cur.execute("SELECT unit, rubric FROM datasets WHERE dataset_version = ?", [version]).fetchall()[0]
     rubric = {str(k): str(v) for k, v in json.loads(row[1] or "{}").items()}
-    sql = _CONTEXT_SQL.format(pool=_POOL_SQL)
-    params = {"runs": runs, "depth": depth, "stage": stage, "unit": row[0], "rubric": rubric_text(rubric)}
+    sql = _CONTEXT_SQL.format(pool=pool_relation(cur, runs, depth, stage))
+    params = {"runs": runs, "stage": stage, "unit": row[0], "rubric": rubric_text(rubric)}
     return cur.sql(sql, params=params).to_arrow_reader()
 
 

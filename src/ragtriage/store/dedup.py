@@ -9,6 +9,11 @@ load refuses duplicates), so ordering by rank alone is total.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
+
 #: The rule, a SQL template read at every call: which occurrence of a unit within a list a row is (1 = the one
 #: that counts). tests/unit/test_one_rule.py changes it here alone.
 OCCURRENCE = "row_number() OVER (PARTITION BY {lists}, unit_id ORDER BY rank)"
@@ -51,21 +56,92 @@ def irregular_lists(rows: str, lists: str, depth: str) -> str:
     return f"SELECT {lists} FROM ({rows}) GROUP BY {lists} HAVING NOT {regular}"
 
 
-def positions_within(rows: str, lists: str, depth: str, position: str = "pos") -> str:
-    """SQL: :func:`deduplicated` cut at ``position`` <= ``depth`` (a SQL value), with windows over few rows.
+#: Rows of the lists that need numbering windowed by one statement: what a window holds stays bounded, whatever
+#: the size of the runs (a chunk is cut between cases, never inside a list).
+CHUNK_ROWS = 2_000_000
+
+
+def irregular_positions(rows: str, lists: str, depth: str, irregular: str, position: str = "pos") -> str:
+    """SQL: ``lists``, ``rank`` and ``position`` (:func:`deduplicated`) of the rows at ``position`` <= ``depth``
+    of the lists named in ``irregular`` (a table of ``lists`` columns), numbered over their key columns alone: a
+    window holds every row it numbers, and the other columns (text, snippets) need not be among them."""
+    keys = f"SELECT {lists}, unit_id, rank FROM ({rows}) SEMI JOIN {irregular} USING ({lists})"
+    return f"SELECT {lists}, rank, {position} FROM ({deduplicated(keys, lists, position)}) WHERE {position} <= {depth}"
+
+
+def positions_within(
+    cur: duckdb.DuckDBPyConnection,
+    rows: str,
+    params: dict[str, object],
+    lists: str,
+    depth: int,
+    *,
+    position: str = "pos",
+    chunk_by: str = "case_id",
+    name: str = "dedup",
+    chunk_rows: int | None = None,
+) -> str:
+    """SQL: :func:`deduplicated` cut at ``position`` <= ``depth``, with windows over few rows at a time.
 
     A window holds every row it numbers in memory, so numbering every list of a large run does not fit the
     store's memory cap. Ranks are unique per list and >= 1, so a list whose rows at rank <= ``depth`` are ranks
     1..``depth`` of distinct units, or whose rows are all there as ranks 1..n of distinct units, has position =
     rank there and nothing deeper reaches ``depth``: it is read with no window. Only the other lists
-    (:func:`irregular_lists`) are numbered by :func:`deduplicated`, over all their rows, since a repeat or a gap
-    lets a deeper row reach ``depth``. ``rows`` (a query with ``unit_id``, ``rank`` and the ``lists`` columns) is
-    read three times and never materialised."""
-    return f"""WITH dedup_rows AS NOT MATERIALIZED ({rows}),
-    dedup_irregular AS MATERIALIZED ({irregular_lists("SELECT * FROM dedup_rows", lists, depth)})
-    SELECT *, CAST(rank AS BIGINT) AS {position}
-    FROM dedup_rows ANTI JOIN dedup_irregular USING ({lists}) WHERE rank <= {depth}
+    (:func:`irregular_lists`) are numbered, over all their rows, since a repeat or a gap lets a deeper row reach
+    ``depth``; and in a document-unit store loaded from chunks almost every list is one of them. So they are
+    numbered here, before the SQL is returned, over their key columns (:func:`irregular_positions`) and about
+    ``chunk_rows`` rows at a time (ranges of ``chunk_by``, a column of ``lists``), into temporary tables
+    ``<name>_irregular`` and ``<name>_numbered`` of ``cur`` (they go with the cursor, or the next call of the same
+    ``name`` replaces them). The SQL returned reads them and ``rows`` (a query with ``unit_id``, ``rank`` and the
+    ``lists`` columns, taking ``params``) on ``cur``, and the positions are joined back to the rows by rank."""
+    irregular, numbered = f"{name}_irregular", f"{name}_numbered"
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {irregular} AS {irregular_lists(rows, lists, str(depth))}", params)
+    numbering = irregular_positions(
+        f"SELECT * FROM ({rows}) WHERE ($lo IS NULL OR {chunk_by} >= $lo) AND ($hi IS NULL OR {chunk_by} < $hi)",
+        lists,
+        str(depth),
+        irregular,
+        position,
+    )
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {numbered} AS SELECT * FROM ({numbering}) LIMIT 0", _whole(params))
+    for lo, hi in _chunks(cur, rows, params, lists, irregular, chunk_by, chunk_rows or CHUNK_ROWS):
+        cur.execute(f"INSERT INTO {numbered} {numbering}", {**params, "lo": lo, "hi": hi})
+    return f"""SELECT *, CAST(rank AS BIGINT) AS {position}
+    FROM ({rows}) dedup_rows ANTI JOIN {irregular} USING ({lists}) WHERE rank <= {depth}
     UNION ALL
-    SELECT * FROM ({
-        deduplicated(f"SELECT * FROM dedup_rows SEMI JOIN dedup_irregular USING ({lists})", lists, position)
-    }) WHERE {position} <= {depth}"""
+    SELECT r.*, CAST(n.{position} AS BIGINT) AS {position}
+    FROM ({rows}) r JOIN {numbered} n USING ({lists}, rank)"""
+
+
+def _whole(params: dict[str, object]) -> dict[str, object]:
+    return {**params, "lo": None, "hi": None}
+
+
+def _chunks(
+    cur: duckdb.DuckDBPyConnection,
+    rows: str,
+    params: dict[str, object],
+    lists: str,
+    irregular: str,
+    chunk_by: str,
+    chunk_rows: int,
+) -> list[tuple[object, object]]:
+    """Ranges [lo, hi) of ``chunk_by`` holding about ``chunk_rows`` rows of the irregular lists each (a value's
+    rows all in one range; NULL bounds are open); none when no list is irregular."""
+    counts = f"""SELECT {chunk_by} AS v, count(*) AS n FROM ({rows}) SEMI JOIN {irregular} USING ({lists})
+                 GROUP BY {chunk_by}"""
+    total = cur.execute(f"SELECT count(*), sum(n) FROM ({counts})", params).fetchall()[0]
+    if not total[0]:
+        return []
+    if int(total[1]) <= chunk_rows:
+        return [(None, None)]
+    cuts = [
+        r[0]
+        for r in cur.execute(
+            f"""SELECT min(v) FROM (SELECT v, sum(n) OVER (ORDER BY v) - n AS before FROM ({counts}))
+                GROUP BY before // $chunk_rows HAVING min(before) > 0 ORDER BY 1""",
+            {**params, "chunk_rows": chunk_rows},
+        ).fetchall()
+    ]
+    edges: list[object] = [None, *cuts, None]
+    return list(zip(edges[:-1], edges[1:], strict=True))
