@@ -10,7 +10,7 @@ from dataclasses import asdict
 from datetime import datetime
 
 from ragtriage.gate import reports
-from ragtriage.gate.outcome import FailingCase, RuleResult, Verdict
+from ragtriage.gate.outcome import FailingCase, RuleResult, Verdict, json_pieces
 
 HOSTILE = [
     "\x1b[2J",
@@ -111,8 +111,10 @@ class _Writes(io.StringIO):
 def test_streamed_json_is_the_whole_document_dumped_at_once() -> None:
     one, two = _verdict(), _verdict("other\u202e", n=7)
     assert reports.to_json(one) == _dumped(_old_dict(one))
-    # the stored report (gate_verdicts.report) reads to_dict: the same document
+    # the stored report (gate_verdicts.report): json.dumps's compact form, ASCII only, streamed the same way
     assert json.dumps(one.to_dict(), default=str) == json.dumps(_old_dict(one), default=str)
+    stored = "".join(json_pieces(one.parts(), indent=None, ensure_ascii=True))
+    assert stored == json.dumps(_old_dict(one), default=str)
     assert reports.to_json([one, two]) == _dumped({"passed": False, "verdicts": [_old_dict(one), _old_dict(two)]})
     empty = Verdict(**{**vars(one), "rules": (_rule("leakage", True, 0),), "notes": (), "category_costs": ()})
     assert reports.to_json(empty) == _dumped(_old_dict(empty))

@@ -2,11 +2,13 @@
 
 A failing rule can name every case of a large run, twice in the verdict's document (under its rule, and in
 ``failing_cases``). :meth:`Verdict.parts` lays the document out with those lists as iterators, so a writer
-(``gate.reports``) streams them to its file a case at a time; :meth:`Verdict.to_dict` is the same layout held whole.
+(``gate.reports``, the stored verdict) streams them with :func:`json_pieces` a case at a time;
+:meth:`Verdict.to_dict` is the same layout held whole.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
@@ -111,3 +113,37 @@ class Verdict:
             "cost_summary": self.cost_summary,
             "notes": list(self.notes),
         }
+
+
+def json_pieces(value: object, level: int = 0, *, indent: int | None = 2, ensure_ascii: bool = False) -> Iterator[str]:
+    """``json.dumps(value, indent=indent, ensure_ascii=ensure_ascii, default=str)`` in pieces, byte for byte, where
+    every iterator in ``value`` (a lazy list) is read one item at a time; a dict or list holding one is opened
+    here, anything else is dumped whole (re-indented ``level`` deep: a JSON string never holds a raw line break,
+    so every line break is the layout's)."""
+    if isinstance(value, dict) and any(isinstance(v, Iterator | dict | list) for v in value.values()):
+        items: Iterator[tuple[str, object]] = ((f"{_dumps(k, 0, indent, ensure_ascii)}: ", v) for k, v in value.items())
+        yield from _container(items, "{}", level, indent, ensure_ascii)
+    elif isinstance(value, Iterator) or (isinstance(value, list) and any(isinstance(v, dict) for v in value)):
+        yield from _container((("", v) for v in value), "[]", level, indent, ensure_ascii)
+    else:
+        yield _dumps(value, level, indent, ensure_ascii)
+
+
+def _container(
+    items: Iterator[tuple[str, object]], brackets: str, level: int, indent: int | None, ensure_ascii: bool
+) -> Iterator[str]:
+    pad = "" if indent is None else "\n" + " " * (indent * (level + 1))
+    sep = brackets[0]
+    for key, item in items:
+        yield f"{sep}{pad}{key}"
+        yield from json_pieces(item, level + 1, indent=indent, ensure_ascii=ensure_ascii)
+        sep = "," if indent is not None else ", "
+    if sep == brackets[0]:
+        yield brackets
+    else:
+        yield ("" if indent is None else "\n" + " " * (indent * level)) + brackets[1]
+
+
+def _dumps(value: object, level: int, indent: int | None, ensure_ascii: bool) -> str:
+    text = json.dumps(value, indent=indent, default=str, ensure_ascii=ensure_ascii)
+    return text.replace("\n", "\n" + " " * (indent * level)) if indent and level else text

@@ -12,12 +12,11 @@ string, so a file and a string never differ.
 from __future__ import annotations
 
 import io
-import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-from ragtriage.gate.outcome import RuleResult, Verdict
+from ragtriage.gate.outcome import RuleResult, Verdict, json_pieces
 from ragtriage.safe_text import markdown_cell as md
 from ragtriage.safe_text import visible
 
@@ -54,39 +53,9 @@ def write_json(verdicts: Verdicts, out: TextIO) -> None:
     body: dict[str, Any] = (
         vs[0].parts() if len(vs) == 1 else {"passed": all(v.passed for v in vs), "verdicts": (v.parts() for v in vs)}
     )
-    for piece in _json_pieces(body, 0):
+    for piece in json_pieces(body):
         out.write(piece)
     out.write("\n")
-
-
-def _dumps(value: object, level: int) -> str:
-    """``value`` as ``json.dumps(indent=2)`` writes it, nested ``level`` deep (a string never holds a raw line
-    break: JSON escapes it, so every line break is the layout's)."""
-    text = json.dumps(value, indent=2, default=str, ensure_ascii=False)
-    return text.replace("\n", "\n" + "  " * level) if level else text
-
-
-def _json_pieces(value: object, level: int) -> Iterator[str]:
-    """``json.dumps(value, indent=2, default=str, ensure_ascii=False)`` in pieces, byte for byte, where every
-    iterator in ``value`` (a lazy list) is read one item at a time and a dict holding one is opened here."""
-    if isinstance(value, dict) and any(isinstance(v, Iterator | dict | list) for v in value.values()):
-        pad = "\n" + "  " * (level + 1)
-        sep = "{"
-        for key, item in value.items():
-            yield f"{sep}{pad}{json.dumps(key, ensure_ascii=False)}: "
-            yield from _json_pieces(item, level + 1)
-            sep = ","
-        yield "}" if sep == "{" else "\n" + "  " * level + "}"
-    elif isinstance(value, Iterator) or (isinstance(value, list) and any(isinstance(v, dict) for v in value)):
-        pad = "\n" + "  " * (level + 1)
-        sep = "["
-        for item in value:
-            yield sep + pad
-            yield from _json_pieces(item, level + 1)
-            sep = ","
-        yield "[]" if sep == "[" else "\n" + "  " * level + "]"
-    else:
-        yield _dumps(value, level)
 
 
 def to_text(verdicts: Verdicts) -> str:

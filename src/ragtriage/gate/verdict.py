@@ -6,15 +6,16 @@ gate (byte for byte) passed or failed which run, and whether the gate was edited
 
 from __future__ import annotations
 
-import json
+import tempfile
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from ragtriage.gate import sources
 from ragtriage.gate.config import GateConfig
-from ragtriage.gate.outcome import Verdict
+from ragtriage.gate.outcome import Verdict, json_pieces
 from ragtriage.gate.reproducibility import reproducibility_rule
 from ragtriage.gate.rules import Context, relevance_rules
 from ragtriage.store import run_k
@@ -97,9 +98,21 @@ def record_verdict(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> int:
     row = sources.first_row(con, "SELECT coalesce(max(verdict_id), 0) + 1 FROM gate_verdicts", [])
     assert row is not None
     verdict_id = int(row[0])
+    with tempfile.TemporaryDirectory(prefix="ragtriage-verdict-") as folder:
+        report = Path(folder) / "report.json"
+        with report.open("w", encoding="utf-8") as out:  # streamed: the document is never one Python string
+            for piece in json_pieces(verdict.parts(), indent=None, ensure_ascii=True):
+                out.write(piece)
+        _insert(con, verdict, verdict_id, report)
+    return verdict_id
+
+
+def _insert(con: duckdb.DuckDBPyConnection, verdict: Verdict, verdict_id: int, report: Path) -> None:
+    """The verdict's row, its report read by DuckDB from ``report`` (what ``json.dumps(to_dict())`` writes)."""
     failed = sum(not r.passed for r in verdict.rules)
     con.execute(
-        "INSERT INTO gate_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO gate_verdicts SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(content AS JSON) "
+        "FROM read_text(?)",
         [
             verdict_id,
             verdict.run_id,
@@ -114,7 +127,6 @@ def record_verdict(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> int:
             verdict.passed,
             len(verdict.rules),
             failed,
-            json.dumps(verdict.to_dict(), default=str),
+            str(report),
         ],
     )
-    return verdict_id
