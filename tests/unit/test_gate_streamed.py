@@ -142,3 +142,14 @@ def test_markdown_escapes_every_failing_case_through_the_one_cell_escape() -> No
     both = reports.to_markdown([verdict, _verdict("b", n=1)])
     assert both.startswith("**2 candidates against base\\|line: cand␛\\[31m FAIL, b FAIL**\n\n### ragtriage gate")
     assert both.count("### ragtriage gate") == 2 and "</details>\n\n### ragtriage gate" in both
+
+
+def test_text_is_printed_in_pieces_of_whole_lines() -> None:
+    one, two = _verdict(n=25), _verdict("b", n=1)
+    pieces = list(reports.text_pieces([one, two], lines=7))
+    text = reports.to_text([one, two])
+    assert "".join(pieces) == text and text.endswith("2 candidates against base|line: cand\x1b[31m FAIL, b FAIL\n")
+    # 2 verdicts of 5 rules: 2 head lines, 5 rule lines, 10 notes, the cases of every rule and a summary each
+    lines = 2 * (2 + 5 + 10 + 1) + (25 + 3 + 12) + (1 + 3 + 0) + 1
+    assert len(pieces) == -(-lines // 7) and all(p.endswith("\n") for p in pieces)
+    assert "        case-3-abc\u202edef [slice=[bold]x[/]] ranking: d3\n" in text  # the CLI makes it visible

@@ -309,5 +309,6 @@ def gate(
             writer(verdicts, out)
     if in_use != "human only":  # a store holding judged labels says which labels decided
         console.print(visible(f"labels: {in_use}"), markup=False)
-    console.print(visible(reports.to_text(verdicts), keep_newlines=True), markup=False, end="")
+    for piece in reports.text_pieces(verdicts):  # a verdict naming most cases of a large run, a piece at a time
+        console.print(visible(piece, keep_newlines=True), markup=False, end="")
     raise typer.Exit(0 if all(v.passed for v in verdicts) else 1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
+from itertools import chain, islice
 from typing import Any, TextIO
 
 from ragtriage.gate.outcome import RuleResult, Verdict, json_pieces
@@ -60,29 +61,37 @@ def write_json(verdicts: Verdicts, out: TextIO) -> None:
 
 def to_text(verdicts: Verdicts) -> str:
     """Each candidate's summary, then (several candidates) one line naming each verdict."""
+    return "".join(text_pieces(verdicts))
+
+
+def text_pieces(verdicts: Verdicts, lines: int = 10_000) -> Iterator[str]:
+    """:func:`to_text` in pieces of at most ``lines`` lines (each ending with a line break), so a console prints a
+    verdict naming most cases of a large run without holding its whole text at once."""
     vs = _many(verdicts)
-    text = "".join(_text(v) for v in vs)
-    return text if len(vs) == 1 else text + candidates_line(vs) + "\n"
+    every = chain.from_iterable(_text(v) for v in vs)
+    if len(vs) > 1:
+        every = chain(every, [candidates_line(vs)])
+    while piece := list(islice(every, lines)):
+        yield "\n".join(piece) + "\n"
 
 
-def _text(verdict: Verdict) -> str:
-    """The terminal summary: one line per rule, then every failing case under its rule."""
+def _text(verdict: Verdict) -> Iterator[str]:
+    """The terminal summary's lines: one per rule, then every failing case under its rule."""
     head = "PASS" if verdict.passed else "FAIL"
-    lines = [
-        f"gate {verdict.gate_name} ({verdict.gate_path}, sha256 {verdict.gate_sha256[:12]}): {head}",
+    yield f"gate {verdict.gate_name} ({verdict.gate_path}, sha256 {verdict.gate_sha256[:12]}): {head}"
+    yield (
         f"candidate {verdict.run_id} vs baseline {verdict.baseline}, dataset {verdict.dataset_version[:12]}, "
-        f"ragtriage {verdict.evaluator_version}",
-    ]
+        f"ragtriage {verdict.evaluator_version}"
+    )
     for r in verdict.rules:
-        lines.append(f"  {'pass' if r.passed else 'FAIL'}  {r.rule}: {r.figure}  (needs {r.threshold})")
-        lines += [f"        note: {n}" for n in r.notes]
-        lines += [f"        {_case_line(f)}" for f in r.failures]
+        yield f"  {'pass' if r.passed else 'FAIL'}  {r.rule}: {r.figure}  (needs {r.threshold})"
+        yield from (f"        note: {n}" for n in r.notes)
+        yield from (f"        {_case_line(f)}" for f in r.failures)
     failed = [r for r in verdict.rules if not r.passed]
-    lines.append(
+    yield (
         f"{len(verdict.rules) - len(failed)}/{len(verdict.rules)} rules passed"
         + (f"; {verdict.n_failing_cases} failing case(s)" if failed else "")
     )
-    return "\n".join(lines) + "\n"
 
 
 def to_markdown(verdicts: Verdicts) -> str:
