@@ -1,7 +1,7 @@
-"""Bench data in two shapes, written by DuckDB in the layout every bench reads.
+"""Bench data in three shapes, written by DuckDB in the layout every bench reads.
 
     from data_shapes import generate, SHAPES
-    layout = generate(Path("/tmp/x"), 10_000_000, "realistic")   # or "regular"
+    layout = generate(Path("/tmp/x"), 10_000_000, "realistic")   # or "regular", "chunks"
 
 Layout under ``root`` (the one bench/scale_bench.py has always used):
 
@@ -25,6 +25,10 @@ the same bytes.
 ``regular`` is the older synthetic shape: every query 100 results, document ids ``d0, d2, d4, …`` in a window of 300
 around the query, integer scores, no repeat, 5 labels per query. It stays as a second case; a fast path that only
 this shape takes is not a speed-up.
+
+``chunks`` is a document-unit dataset loaded from chunk-level runs: the realistic shape's uneven depth and scores,
+but each list returns several chunks (``d004217#3``) of each document it retrieves, so almost every list repeats a
+document and is de-duplicated by windows (``store.dedup``); judgments are of documents, pooled from the top 30.
 """
 
 from __future__ import annotations
@@ -37,13 +41,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import duckdb
 
-SHAPES = ("realistic", "regular")
+SHAPES = ("realistic", "regular", "chunks")
 THRESHOLD = 1
 REGULAR_DEPTH = 100
 REGULAR_LABELS = 5
 MAX_DEPTH = 280  # realistic: depth = 10 + 270 u^2, mean 100
 MEAN_DEPTH = 100
 REPEAT_EVERY = 200  # one list in 200 repeats a document; one judgment in 200 is a repeated line
+CHUNKS_PER_DOCUMENT = 4  # chunks: each retrieved document's chunks sit at four neighbouring positions
 
 
 def describe(shape: str) -> str:
@@ -55,6 +60,13 @@ def describe(shape: str) -> str:
             "document, qrels pooled from the top 30 (~12% judged, grades 0-3) plus one unlisted relevant document "
             "per query; one judgment in 200 repeated as an identical line in qrels-repeats.txt only (ragtriage and "
             "trec_eval refuse repeated judgments), run-a-unique.txt without the repeated documents (for trec_eval)."
+        )
+    if shape == "chunks":
+        return (
+            "Chunks shape (bench/data_shapes.py): a document-unit dataset loaded from chunk-level runs; the realistic "
+            f"shape's uneven depth and scores, but each retrieved document returns {CHUNKS_PER_DOCUMENT} of its "
+            "chunks, so almost every list repeats a document (de-duplicated by windows); document judgments pooled "
+            "from the top 30 plus one unlisted relevant document per query."
         )
     return (
         "Regular shape (bench/data_shapes.py): every query 100 results, document ids d0, d2, d4, ... in a window "
@@ -116,8 +128,8 @@ def generate(root: Path, rows: int, shape: str = "realistic") -> Layout:
     con = duckdb.connect()
     con.execute(f"SET temp_directory='{root / 'tmp'}'")
     con.execute("SET enable_progress_bar = false")
-    (_realistic if shape == "realistic" else _regular)(con, root, rows)
-    depth = MAX_DEPTH + 1 if shape == "realistic" else REGULAR_DEPTH
+    {"realistic": _realistic, "regular": _regular, "chunks": _chunks}[shape](con, root, rows)
+    depth = REGULAR_DEPTH if shape == "regular" else MAX_DEPTH + 1
     for run in ("run-a", "run-b"):
         (root / run / "run.json").write_text(json.dumps({"run_id": run, "k": 10, "candidate_k": depth}))
     con.execute(f"""COPY (SELECT case_id, 0, document_id, grade FROM '{ds / "labels.parquet"}')
@@ -157,8 +169,8 @@ def _regular(con: duckdb.DuckDBPyConnection, root: Path, rows: int) -> None:
                         TO '{root / run / "results.parquet"}' (FORMAT parquet)""")
 
 
-def _realistic(con: duckdb.DuckDBPyConnection, root: Path, rows: int) -> None:
-    ds = root / "dataset"
+def _queries(con: duckdb.DuckDBPyConnection, ds: Path, rows: int) -> None:
+    """The draw macros, table ``q`` (c, qid, depth: uneven, mean about 100) and ``cases.parquet``."""
     cases = max(1, rows // MEAN_DEPTH)
     # u(x, s): a uniform draw in [0, 1) from a hash of the row's position and a stream number
     con.execute("CREATE MACRO u(x, s) AS CAST(hash(x, s) % 1000003 AS DOUBLE) / 1000003")
@@ -168,6 +180,22 @@ def _realistic(con: duckdb.DuckDBPyConnection, root: Path, rows: int) -> None:
                     FROM range({cases}) t(i)""")
     con.execute(f"""COPY (SELECT qid AS id, 'query ' || c AS query FROM q ORDER BY c)
                     TO '{ds / "cases.parquet"}' (FORMAT parquet)""")
+
+
+def _pooled_labels(con: duckdb.DuckDBPyConnection, ds: Path) -> None:
+    """Table ``l`` and ``labels.parquet``: judgments pooled from the first run's top 30 (table ``r``), plus one
+    relevant document per query that no run lists."""
+    con.execute("""CREATE TABLE l AS SELECT DISTINCT ON (c, docno) * FROM (
+        SELECT c, qid, docno, CAST(floor(u(c * 1000 + k, 8) * 4) AS INTEGER) AS grade
+        FROM r WHERE k < 30 AND u(c * 1000 + k, 7) < 0.12
+        UNION ALL SELECT c, qid, doc(c, 9), CAST(1 + floor(u(c, 10) * 3) AS INTEGER) FROM q)""")
+    con.execute(f"""COPY (SELECT qid AS case_id, docno AS document_id, grade FROM l ORDER BY c, document_id)
+                    TO '{ds / "labels.parquet"}' (FORMAT parquet)""")
+
+
+def _realistic(con: duckdb.DuckDBPyConnection, root: Path, rows: int) -> None:
+    ds = root / "dataset"
+    _queries(con, ds, rows)
     for n, run in enumerate(("run-a", "run-b")):
         s = 10 * n  # each run its own draws
         con.execute(f"""CREATE OR REPLACE TABLE r AS
@@ -187,17 +215,37 @@ def _realistic(con: duckdb.DuckDBPyConnection, root: Path, rows: int) -> None:
                               FROM r ORDER BY c, rank)
                         TO '{root / run / "results.parquet"}' (FORMAT parquet)""")
         if n == 0:
-            # judgments pooled from run-a's top 30, plus one relevant document per query that no run lists
-            con.execute("""CREATE TABLE l AS SELECT DISTINCT ON (c, docno) * FROM (
-                SELECT c, qid, docno, CAST(floor(u(c * 1000 + k, 8) * 4) AS INTEGER) AS grade
-                FROM r WHERE k < 30 AND u(c * 1000 + k, 7) < 0.12
-                UNION ALL SELECT c, qid, doc(c, 9), CAST(1 + floor(u(c, 10) * 3) AS INTEGER) FROM q)""")
-    con.execute(f"""COPY (SELECT qid AS case_id, docno AS document_id, grade FROM l ORDER BY c, document_id)
-                    TO '{ds / "labels.parquet"}' (FORMAT parquet)""")
+            _pooled_labels(con, ds)
     con.execute(f"""COPY (SELECT qid, 0, docno, grade FROM (
                               SELECT * FROM l UNION ALL SELECT * FROM l WHERE hash(c, docno) % {REPEAT_EVERY} = 0)
                           ORDER BY c, docno)
                     TO '{root / "qrels-repeats.txt"}' (FORMAT csv, DELIMITER ' ', HEADER false)""")
+
+
+def _chunks(con: duckdb.DuckDBPyConnection, root: Path, rows: int) -> None:
+    ds = root / "dataset"
+    _queries(con, ds, rows)
+    n_chunks = CHUNKS_PER_DOCUMENT
+    for n, run in enumerate(("run-a", "run-b")):
+        s = 10 * n
+        # position k shows chunk (k mod 4) + 4j of the document drawn for its group k // 4; scores with noise, so
+        # the chunks of one document interleave with others' once ranked
+        con.execute(f"""CREATE OR REPLACE TABLE r AS
+            WITH drawn AS (SELECT c, qid, k, doc(c * 1000 + k // {n_chunks}, 2 + {s}) AS docno,
+                                  k % {n_chunks} + {n_chunks} * floor(u(c * 1000 + k // {n_chunks}, 11 + {s}) * 5)
+                                      AS part,
+                                  round(10 * exp(-k / 40.0) + u(c * 1000 + k, 3 + {s}) * 0.5, 2) AS score
+                           FROM (SELECT c, qid, unnest(range(depth)) AS k FROM q))
+            SELECT *, docno || '#' || CAST(part AS BIGINT) AS chunk FROM drawn
+            QUALIFY row_number() OVER (PARTITION BY c, docno, part ORDER BY k) = 1""")
+        con.execute(f"""COPY (SELECT qid AS case_id, 'final' AS stage,
+                                     CAST(row_number() OVER (PARTITION BY c ORDER BY score DESC, chunk DESC, k)
+                                          AS INTEGER) AS rank,
+                                     docno AS document_id, chunk AS chunk_id, score
+                              FROM r ORDER BY c, rank)
+                        TO '{root / run / "results.parquet"}' (FORMAT parquet)""")
+        if n == 0:
+            _pooled_labels(con, ds)
 
 
 def _unique_copies(con: duckdb.DuckDBPyConnection, root: Path) -> None:

@@ -1,11 +1,14 @@
 """Peak memory of every user-facing command at one size, beside the issue's bar (nothing above 1.5 GiB at 30M).
 
     nice -n 10 python bench/memory_bench.py [--size 30M] [--dir /tmp/ragtriage-memory] [--reuse]
-                                            [--only NAME,NAME] [--quiet-machine]
+                                            [--only NAME,NAME] [--quiet-machine] [--shape realistic|chunks]
 
 Data: bench/data_shapes.py's realistic shape (uneven depth, document ids drawn from a million, real-valued scores
 with ties, one list in 200 repeating a document), generated once under ``--dir`` (``--reuse`` keeps the files of an
-earlier run of the same size there; they are large: ~5 GB at 30M). Every command is a whole process started in the
+earlier run of the same size and shape there; they are large: ~5 GB at 30M). ``--shape chunks`` is a document-unit
+dataset loaded from chunk-level runs, where almost every list repeats a document (the lists ``pool`` and the
+metrics number by windows); the results file states the shape, and docs/performance.md shows the newest file of
+each shape. Every command is a whole process started in the
 order below; its peak is its maximum resident set size from GNU time (``%M``), except the TUI's, which is the
 app's high-water mark (``VmHWM`` in /proc) when the Overview's metric table is on screen (80x24 in tmux,
 bench/tui_latency.py). The rows:
@@ -15,7 +18,8 @@ bench/tui_latency.py). The rows:
   into a new store; ``classify`` on the store the default load wrote (which the commands below then read);
 - on that store: ``metrics --run run-a``, ``check``, ``failures --summary``, ``compare --run run-b --baseline
   run-a``, ``report --markdown``, ``gate`` (a regression, a zero-hit and a critical-cases rule; the bench data has
-  no principal, so the leakage rule fails: exit 1), ``pool --runs run-a,run-b``;
+  no principal, so the leakage rule fails: exit 1), the same gate writing ``--json`` and then ``--markdown`` (every
+  failing case of every rule), ``pool --runs run-a,run-b``;
 - ``tui --db STORE`` until the Overview is painted, and ``tui --qrels Q --run R`` with an empty cache folder (it
   loads the files first) until the same.
 
@@ -63,16 +67,16 @@ min = 1.0
 Measure = Callable[[], tuple[float, float, float]]
 
 
-def data(root: Path, size: str, reuse: bool) -> Layout:
-    """The realistic data of ``size`` under ``root``: generated, or an earlier run's when ``reuse`` finds it."""
+def data(root: Path, size: str, reuse: bool, shape: str = "realistic") -> Layout:
+    """The data of ``size`` and ``shape`` under ``root``: generated, or an earlier run's when ``reuse`` finds it."""
     stamp = root / "layout.json"
     if reuse and stamp.exists():
         known = json.loads(stamp.read_text())
-        if known.get("size") == size:
+        if known.get("size") == size and known.get("shape") == shape:
             return Layout(root, known["shape"], known["run_lines"], known["qrels_lines"], known["cases"])
     shutil.rmtree(root, ignore_errors=True)
     t = time.perf_counter()
-    layout = generate(root, parse_size(size), "realistic")
+    layout = generate(root, parse_size(size), shape)
     print(f"{size}: {layout.summary()} generated in {time.perf_counter() - t:.0f} s under {root}")
     stamp.write_text(json.dumps({"size": size, **layout.summary()}))
     return layout
@@ -119,6 +123,7 @@ def commands(layout: Layout, work: Path) -> dict[str, Measure]:
     gate.write_text(GATE)
     out = work / "out"
     out.mkdir(exist_ok=True)
+    gate_args = ("gate", "--gate", str(gate), "--run", "run-b", "--baseline", "run-a", "--no-record")
     return {
         "metrics --qrels --run (one-off, no store)": lambda: timed([RAGTRIAGE, "metrics", "--qrels", q, "--run", r]),
         "load --no-precompute (dataset + 2 runs)": scratch_load("--no-precompute"),
@@ -132,8 +137,12 @@ def commands(layout: Layout, work: Path) -> dict[str, Measure]:
         "report --runs run-a,run-b --markdown": on_store(
             "report", "--runs", "run-a,run-b", "--baseline", "run-a", "--markdown", str(out / "report.md"), "--force"
         ),
-        "gate --run run-b --baseline run-a": on_store(
-            "gate", "--gate", str(gate), "--run", "run-b", "--baseline", "run-a", "--no-record", ok=(0, 1)
+        "gate --run run-b --baseline run-a": on_store(*gate_args, ok=(0, 1)),
+        "gate --run run-b --baseline run-a --json FILE": on_store(
+            *gate_args, "--json", str(out / "gate.json"), "--force", ok=(0, 1)
+        ),
+        "gate --run run-b --baseline run-a --markdown FILE": on_store(
+            *gate_args, "--markdown", str(out / "gate.md"), "--force", ok=(0, 1)
         ),
         "pool --runs run-a,run-b": on_store("pool", "--runs", "run-a,run-b", "--out", str(out / "pool.csv"), "--force"),
         "tui --db STORE: Overview painted": lambda: first_paint(["tui", "--db", str(store), "--run", "run-a"]),
@@ -167,16 +176,17 @@ def main() -> None:
     ap.add_argument("--only", help="run only these commands (comma-separated prefixes of the row names)")
     ap.add_argument("--keep-from", type=Path, help="an earlier memory results file: its rows this run does not measure")
     ap.add_argument("--quiet-machine", action="store_true", help="record that nothing else ran on the machine")
+    ap.add_argument("--shape", choices=("realistic", "chunks"), default="realistic", help="bench/data_shapes.py")
     a = ap.parse_args()
     if shutil.which("tmux") is None or not Path(GNU_TIME).exists():
         raise SystemExit("needs tmux and GNU time (Debian packages tmux, time)")
     tui.TIMEOUT_S = 1800.0  # a cold `tui --qrels --run` loads the whole run before its first paint
-    params = {"size": a.size, "shape": "realistic", "limit_mib": PEAK_LIMIT_MIB}
+    params = {"size": a.size, "shape": a.shape, "limit_mib": PEAK_LIMIT_MIB}
     rec = Recorder("memory", params, shared=not a.quiet_machine)
     rec.note("Peak = maximum RSS of the whole process (GNU time %M); the TUI's = VmHWM when the Overview is painted.")
     rec.note("One round (peak memory does not depend on the machine's load); seconds are wall and CPU, for scale only.")
-    rec.note(describe("realistic"))
-    layout = data(a.dir / "data", a.size, a.reuse)
+    rec.note(describe(a.shape))
+    layout = data(a.dir / "data", a.size, a.reuse, a.shape)
     rec.add(name="data", **layout.summary())
     work = a.dir / "work"
     work.mkdir(parents=True, exist_ok=True)

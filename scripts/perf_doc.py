@@ -56,7 +56,7 @@ To add figures, run a bench script (each `bench/*.py --help` says how) and then 
 
 
 #: Benches run once per data shape (``--shape``): the newest document of each shape is shown.
-BY_SHAPE = frozenset({"trec-eval"})
+BY_SHAPE = frozenset({"trec-eval", "memory"})
 #: Benches whose runs may time part of their tasks (``--tasks``): the newest document of each task set is shown.
 BY_TASKS = {"spark": ["measures", "leakage"]}
 

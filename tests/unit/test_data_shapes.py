@@ -64,3 +64,20 @@ def test_same_size_gives_the_same_bytes_and_regular_has_no_repeats(tmp_path: Pat
     reg = generate(tmp_path / "g", 30_000, "regular")
     assert reg.run_lines == 30_000 and reg.repeated_qrels is None and reg.unique_run == reg.run
     assert _rows(duckdb.connect(), f"SELECT 1 FROM {_run(reg.run)} GROUP BY q, doc HAVING count(*) > 1") == []
+
+
+def test_chunks_shape_repeats_documents_in_almost_every_list(tmp_path: Path) -> None:
+    data = generate(tmp_path / "c", 100_000, "chunks")
+    con = duckdb.connect()
+    results = f"'{data.run_dir('run-a') / 'results.parquet'}'"
+    assert '"unit": "document"' in (data.dataset / "dataset.json").read_text()
+    [(lists, repeating)] = _rows(
+        con,
+        f"""SELECT count(*), count(*) FILTER (WHERE docs < n) FROM (
+                SELECT case_id, count(*) n, count(DISTINCT document_id) docs FROM {results} GROUP BY case_id)""",
+    )
+    assert lists == data.cases and repeating > 0.95 * lists
+    assert _rows(con, f"SELECT 1 FROM {results} GROUP BY case_id, chunk_id HAVING count(*) > 1") == []
+    assert _rows(con, f"SELECT count(*) FROM {results} WHERE NOT starts_with(chunk_id, document_id || '#')") == [(0,)]
+    ranks = f"SELECT case_id, max(rank) = count(*) AS ok FROM {results} GROUP BY case_id"
+    assert _rows(con, f"SELECT count(*) FROM ({ranks}) WHERE NOT ok") == [(0,)]
