@@ -85,9 +85,68 @@ def test_a_line_past_the_line_limit_is_streamed_not_refused(tmp_path: Path, monk
     expected = _staged(path, tmp_path)
     monkeypatch.setattr(compression, "MAX_LINE", 1000)
     monkeypatch.setattr(compression, "_scanned", {})
+    monkeypatch.setattr(otlp_lines, "_BLOCK", 300)  # the one-pass read sees a long line only across blocks
     assert not otlp_lines.longest_line_fits(path)
+    read = _spy(monkeypatch)
     streamed = _staged(path, tmp_path)
     assert streamed[0] == [] and streamed[1:] == expected[1:]
+    assert read == ["gave up", "document"]  # the one-pass read gave up; nothing it staged is left twice
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """How each file was read: ``once`` (the one-pass read), ``gave up`` (it fell back), ``document``."""
+    from ragtriage.contract.traces import otlp
+
+    seen: list[str] = []
+    once, walk = otlp.read_otlp_once, otlp._Walk.request
+
+    def read_once(*a: Any) -> Any:
+        out = once(*a)
+        seen.append("gave up" if out is None else "once")
+        return out
+
+    def request(self: Any, js: Any) -> None:
+        if not seen or seen[-1] != "document":
+            seen.append("document")
+        walk(self, js)
+
+    monkeypatch.setattr(otlp, "read_otlp_once", read_once)
+    monkeypatch.setattr(otlp._Walk, "request", request)
+    return seen
+
+
+def test_one_pass_read_hashes_and_refuses_as_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-pass read of a plain file of one request per line records the file's sha256 on the way; a NUL byte
+    in a later block is refused as the text scan refuses it (file, line, field), with nothing staged from the
+    blocks before it; a gzipped file is scanned first, as before."""
+    import gzip
+    import hashlib
+
+    from ragtriage.contract import digest
+    from ragtriage.contract.staging import compression_findings
+
+    path = write_otlp(tmp_path / "t.jsonl", _retrievals(), per_line=2)
+    monkeypatch.setattr(otlp_lines, "_BLOCK", 500)
+    read = _spy(monkeypatch)
+    con = duckdb.connect()
+    assert stage_traces(con, [path], OPTS, digest=True).findings == [] and read == ["once"]
+    assert digest.sha256_of(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert digest._known[digest._key(path)].done()  # taken on the way, not read again
+    lines = path.read_bytes().splitlines(keepends=True)
+    nul = tmp_path / "nul.jsonl"
+    nul.write_bytes(b"".join(lines[:-1]) + lines[-1][:40] + b"\0" + lines[-1][40:])
+    expected = [str(f) for f in compression_findings(nul)]
+    assert expected and f"{nul}:{len(lines)}" in expected[0], expected
+    read.clear()
+    con = duckdb.connect()
+    assert [str(f) for f in stage_traces(con, [nul], OPTS).findings] == expected and read == ["gave up"]
+    staged = [con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in ("trc_sp", "trc_kv", "trc_docs",
+              "trc_docs_lines", "trc_res")]  # fmt: skip
+    assert staged == [0, 0, 0, 0, 0]
+    zipped = tmp_path / "t.jsonl.gz"
+    zipped.write_bytes(gzip.compress(path.read_bytes()))
+    read.clear()
+    assert _staged(zipped, tmp_path)[1:] == _staged(path, tmp_path)[1:] and read == ["gave up", "once"]
 
 
 def test_validate_reads_a_trace_export_as_load_would(tmp_path: Path) -> None:

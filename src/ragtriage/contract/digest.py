@@ -55,9 +55,39 @@ def prefetch(path: Path) -> None:
         return
     key = _key(path)
     if key not in _known:
-        if len(_known) >= _KEEP:
-            _known.pop(next(iter(_known)))
-        _known[key] = _pool.submit(_sha256, path)
+        _remember(key, _pool.submit(_sha256, path))
+
+
+def _remember(key: tuple[str, int, int], digest: Future[str]) -> None:
+    if len(_known) >= _KEEP:
+        _known.pop(next(iter(_known)))
+    _known[key] = digest
+
+
+class Folded:
+    """The sha256 of a plain file taken by a reader that reads the file whole anyway (``contract.traces
+    .otlp_lines``), so the file is read once, not twice: ``update`` with every byte in order, then ``done`` makes
+    it the digest ``sha256_of`` returns for the unchanged file."""
+
+    def __init__(self, path: Path) -> None:
+        self.key, self.h = _key(path), hashlib.sha256()
+
+    def update(self, block: bytes | bytearray | memoryview) -> None:
+        self.h.update(block)
+
+    def done(self) -> None:
+        if self.key not in _known:
+            known: Future[str] = Future()
+            known.set_result(self.h.hexdigest())
+            _remember(self.key, known)
+
+
+def folded(path: Path) -> Folded | None:
+    """A :class:`Folded` digest of ``path``, or None when its digest is known or on its way, or inside
+    :func:`unrecorded`."""
+    if not _RECORDED.get() or _key(path) in _known:
+        return None
+    return Folded(path)
 
 
 def sha256_of(path: Path) -> str:

@@ -48,7 +48,7 @@ _RESOURCE_VERSIONS = {
 
 def read_traces(con: duckdb.DuckDBPyConnection, paths: list[TraceSource], opts: TraceOptions) -> TracesStaged:
     """Stage the trace files; any error is fatal (the caller's transaction rolls back)."""
-    staged = stage_traces(con, paths, opts)
+    staged = stage_traces(con, paths, opts, digest=True)
     errors = [f for f in staged.findings if f.severity == "error"]
     if errors:
         raise ValidationFailed(errors)
@@ -102,21 +102,21 @@ def match_cases(con: duckdb.DuckDBPyConnection, cases: Staged, opts: TraceOption
     """Match every retrieval to a case of the staged ``cases``; return the cases with the new ones added."""
     _lists(con)
     norm_q, norm_c = normalised("l.query"), normalised("query")
+    # ``nth``: the span's place among its case's spans, first to last or (``--repeated last``) last to first
+    order = "started DESC, sid DESC" if opts.repeated == "last" else "started, sid"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_match AS
             WITH by_query AS (SELECT {norm_c} AS nq, min(id) AS id, count(*) AS n FROM {cases.name}
                               WHERE query IS NOT NULL GROUP BY ALL),
                  ids AS (SELECT DISTINCT id FROM {cases.name})
-            SELECT *, row_number() OVER (PARTITION BY case_id ORDER BY started, sid) AS nth,
-                   row_number() OVER (PARTITION BY case_id ORDER BY started DESC, sid DESC) AS nth_last
+            SELECT *, row_number() OVER (PARTITION BY case_id ORDER BY {order}) AS nth
             FROM (SELECT l.*, CASE WHEN a.id IS NULL THEN q.n END AS n_same,
                          coalesce(a.id, q.id, 'trace-' || left(sha256({norm_q}), 16)) AS case_id,
                          CASE WHEN a.id IS NOT NULL THEN 'attribute' WHEN q.id IS NOT NULL THEN 'query'
                               ELSE 'new' END AS how
                   FROM trc_lists l LEFT JOIN ids a ON a.id = l.case_attr LEFT JOIN by_query q ON q.nq = {norm_q})"""
     )
-    keep = "nth_last = 1" if opts.repeated == "last" else "nth = 1"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE trc_chosen AS SELECT * FROM trc_match WHERE {keep}")
+    con.execute("CREATE OR REPLACE TEMP TABLE trc_chosen AS SELECT * FROM trc_match WHERE nth = 1")
     new_cases = con.execute("SELECT count(*) FROM trc_chosen WHERE how = 'new'").fetchall()[0][0]
     principal = (
         "CASE WHEN principal IS NOT NULL OR groups IS NOT NULL "

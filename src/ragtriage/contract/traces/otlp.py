@@ -19,8 +19,10 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.arrow_scan import run_on_arrow
-from ragtriage.contract.compression import open_binary
-from ragtriage.contract.json_stream import JsonStream, json_stream
+from ragtriage.contract.compression import compression_of, open_binary
+from ragtriage.contract.digest import folded
+from ragtriage.contract.errors import path_findings
+from ragtriage.contract.json_stream import JsonStream, JsonStreamError, json_stream
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces import otlp_lines
 from ragtriage.contract.traces.options import TraceOptions
@@ -204,8 +206,10 @@ def _value_sql(v: str, fields: Collection[str] = _SCALARS + ("arrayValue", "arra
 def one_request_per_line(path: Path) -> bool:
     """Whether the file is one request per line (the Collector file exporter's layout): its first line is a whole
     JSON object and no line is longer than the line reader takes (a longer one is streamed as a document)."""
-    if not otlp_lines.longest_line_fits(path):
-        return False
+    return otlp_lines.longest_line_fits(path) and _first_line_is_object(path)
+
+
+def _first_line_is_object(path: Path) -> bool:
     with open_binary(path) as fh:
         first = fh.readline(otlp_lines.MAX_LINE + 1).decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
@@ -217,6 +221,29 @@ def one_request_per_line(path: Path) -> bool:
 def read_otlp_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, opts: TraceOptions) -> int:
     """A file of one request per line (``otlp_lines``); returns the last resource number used."""
     return otlp_lines.read_lines(con, path, res0, REQUEST_SHAPE, _value_sql, wanted_keys(opts))
+
+
+def read_otlp_once(
+    con: duckdb.DuckDBPyConnection, path: Path, res0: int, opts: TraceOptions, digest: bool
+) -> int | None:
+    """A plain file of one request per line read in one pass that also checks what the text scan checks and,
+    with ``digest``, takes the sha256 the load records (``otlp_lines.line_blocks``), where each had a pass of its
+    own; returns the last resource number used. None, with nothing of the file left staged, when that pass does
+    not take the file: compressed, not one request per line, holding what the scan stops at, or refused by the
+    reader. The caller then reads it the usual way, the scan first, so every refusal is the one it was."""
+    if compression_of(path) is not None or path_findings(path) or not _first_line_is_object(path):
+        return None
+    (sid0,) = con.execute(
+        "SELECT coalesce(max(last_value), 0) FROM duckdb_sequences() WHERE temporary AND sequence_name = 'trc_sid'"
+    ).fetchall()[0]
+    try:
+        return otlp_lines.read_lines(con, path, res0, REQUEST_SHAPE, _value_sql, wanted_keys(opts), checked=True,
+                                     digest=folded(path) if digest else None)  # fmt: skip
+    except (otlp_lines.TextFault, JsonStreamError, OSError):
+        for table in ("trc_kv", "trc_docs", "trc_docs_lines", "trc_sp", "trc_span"):
+            con.execute(f"DELETE FROM {table} WHERE sid > ?", [sid0])
+        con.execute("DELETE FROM trc_res WHERE res > ?", [res0])
+        return None
 
 
 def wanted_keys(opts: TraceOptions) -> list[str]:

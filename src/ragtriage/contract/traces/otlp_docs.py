@@ -51,7 +51,8 @@ def doc_rows_sql(kv: str) -> str:
 
 def drop_unkept(con: duckdb.DuckDBPyConnection, read: str, kept: str) -> None:
     """Delete the documents of the spans of ``read`` that are not in ``kept`` (each a table with ``sid``)."""
-    con.execute(f"DELETE FROM trc_docs WHERE sid IN (SELECT sid FROM {read} EXCEPT SELECT sid FROM {kept})")
+    for table in ("trc_docs", "trc_docs_lines"):
+        con.execute(f"DELETE FROM {table} WHERE sid IN (SELECT sid FROM {read} EXCEPT SELECT sid FROM {kept})")
 
 
 _LISTS = ("retrieval.documents", "reranker.input_documents", "reranker.output_documents")
@@ -123,31 +124,42 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
     n = np.arange(len(first))
     new_list = np.concatenate([[True], (s[first][1:] != s[first][:-1]) | (lst[first][1:] != lst[first][:-1])])
     rank = n - np.maximum.accumulate(np.where(new_list, n, 0)) + 1
-    at_rows = pa.array(rows)
-    texts = [kinds[k].take(at_rows) for k in _TEXT if k in kinds]
-    parts = {"text": pc.coalesce(*texts) if len(texts) > 1 else texts[0] if texts else None}
-    parts["double"] = kinds["doubleValue"].take(at_rows) if "doubleValue" in kinds else None
     cols: dict[str, Any] = {
         "sid": s[first],
         "role": pa.array(_ROLES, pa.string()).take(pa.array(lst[first])),
         "idx": idx[first].astype(np.int32),
         "rank": rank,
     }
+    # each field's values taken once, straight from the block's attributes, and only the kinds it has
+    valid = {k: c.is_valid().to_numpy(zero_copy_only=False) for k, c in kinds.items()}
     for f, name in enumerate(_FIELDS):
-        at = np.full(len(first), -1, np.int64)
         has = fld == f
-        at[group[has]] = np.flatnonzero(has)
+        if not has.any():
+            continue
+        at = np.full(len(first), -1, np.int64)
+        at[group[has]] = rows[has]
         taken = pa.array(at, mask=at < 0)
-        for part, values in parts.items():
-            column = None if values is None else values.take(taken)
-            if column is not None and column.null_count < len(column):
-                cols[f"{name}_{part}"] = column
+        present = [k for k in (*_TEXT, "doubleValue") if k in kinds and valid[k][rows[has]].any()]
+        texts = [kinds[k].take(taken) for k in present if k in _TEXT]
+        if texts:
+            cols[f"{name}_text"] = pc.coalesce(*texts) if len(texts) > 1 else texts[0]
+        if "doubleValue" in present:
+            cols[f"{name}_double"] = kinds["doubleValue"].take(taken)
     return pa.table(cols)
 
 
+_LINE_PIVOT = {"sid", "role", "idx", "rank", "id_text", "score_double"}
+"""The ``pivot`` columns of a block whose documents go to ``tables.LINE_DOC_COLUMNS``."""
+
+
 def pivoted_sql(name: str, columns: list[str]) -> str:
-    """The statement appending the ``pivot`` table ``name`` (of ``columns``) to ``trc_docs``. A score read as a
-    number stays one (``score``); only a score written as text is kept as text (``score_text``)."""
+    """The statement appending the ``pivot`` table ``name`` (of ``columns``) to ``trc_docs``, or to
+    ``trc_docs_lines`` when it has nothing more than an id and a numeric score. A score read as a number stays one
+    (``score``); only a score written as text is kept as text (``score_text``)."""
+    if set(columns) <= _LINE_PIVOT:
+        parts = {"id_text": "document_id", "score_double": "score"}
+        into = ", ".join(parts.get(c, c) for c in columns)
+        return f"INSERT INTO trc_docs_lines ({into}) SELECT {', '.join(columns)} FROM {name}"
 
     def text(f: str) -> str:
         parts = [f"{f}_text"] if f"{f}_text" in columns else []

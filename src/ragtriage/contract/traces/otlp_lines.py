@@ -14,6 +14,7 @@ import io
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 import duckdb
 import numpy as np
@@ -21,8 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from ragtriage.contract import compression
 from ragtriage.contract.arrow_scan import run_on_arrow
 from ragtriage.contract.compression import MAX_LINE, open_binary, text_fault
+from ragtriage.contract.digest import Folded
 from ragtriage.contract.json_stream import JsonStreamError
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces.otlp_docs import doc_rows, insert_docs_sql, pivot, pivoted_sql
@@ -82,36 +85,65 @@ _SNAKE_HINTS = (b'_spans"', b'_id"', b'_nano"', b'_value"')
 spell one) is read with the camelCase keys only, which pyarrow builds in about two thirds of the time."""
 
 
-def _schema(data: bytes) -> pa.Schema:
-    snake = b"\\u00" in data or (b"_" in data and any(h in data for h in _SNAKE_HINTS))
+def _schema(data: bytearray) -> pa.Schema:
+    # a backslash is rare and found fast: the escape's own search is several times slower
+    snake = (b"\\" in data and b"\\u00" in data) or (b"_" in data and any(h in data for h in _SNAKE_HINTS))
     return REQUEST_SCHEMA if snake else _CAMEL_SCHEMA
 
 
-def line_blocks(path: Path) -> Iterator[tuple[int, bytes, int]]:
+class TextFault(Exception):
+    """A block holding what the text scan (``compression.scan``) stops at, a NUL byte or a line that may be longer
+    than ``MAX_LINE``, met by a one-pass read (``line_blocks`` with ``checked``): the file is read again the usual
+    way, the scan first, which names the fault."""
+
+
+def line_blocks(
+    path: Path, checked: bool = False, digest: Folded | None = None
+) -> Iterator[tuple[int, bytearray, int]]:
     """(number of the first line, bytes of whole lines, their line feeds) of about ``_BLOCK`` bytes each,
-    decompressed."""
+    decompressed. ``checked`` (a plain file the text scan has not read): each block is checked for what the scan
+    would stop at (``TextFault``) before it is given out, and fed to ``digest`` if given, so the file is read once
+    instead of three times."""
     line, carry = 1, b""
     with open_binary(path) as fh:
         while True:
-            block = fh.read(_BLOCK)
-            data = carry + block if carry else block
+            # the block is read into place behind the carry, and given out truncated in place: no copies of it
+            data = bytearray(len(carry) + _BLOCK)
+            data[: len(carry)] = carry
+            got = cast(io.BufferedIOBase, fh).readinto(memoryview(data)[len(carry) :])
+            del data[len(carry) + got :]
+            if checked and data.find(b"\0", len(carry)) >= 0:
+                raise TextFault(line)
+            if digest is not None:
+                digest.update(memoryview(data)[len(carry) :])
             if line == 1 and data.startswith(_BOM):
-                data = data[len(_BOM) :]
-            if not block:
+                del data[: len(_BOM)]
+            if not got:
+                if digest is not None:
+                    digest.done()
                 if data:
-                    yield line, data, data.count(b"\n")
+                    yield line, data, _feeds(data, len(data))
                 return
             cut = data.rfind(b"\n") + 1
+            carry = bytes(data[cut:])
+            # a line longer than the scan's limit has more than that limit less a block in the carry before its
+            # last read
+            if checked and len(carry) > compression.MAX_LINE - _BLOCK:
+                raise TextFault(line)
             if cut == 0:
-                carry = data
                 continue
-            carry = data[cut:]
-            feeds = data.count(b"\n", 0, cut)
-            yield line, data[:cut], feeds
+            del data[cut:]
+            feeds = _feeds(data, cut)
+            yield line, data, feeds
             line += feeds
 
 
-def _numbers(line0: int, data: bytes, feeds: int, rows: int) -> list[int] | None:
+def _feeds(data: bytearray, end: int) -> int:
+    """The line feeds in ``data[:end]`` (numpy counts a byte about twice as fast as ``bytes.count``)."""
+    return int(np.count_nonzero(np.frombuffer(data, np.uint8, end) == 10))
+
+
+def _numbers(line0: int, data: bytearray, feeds: int, rows: int) -> list[int] | None:
     """The line of each row pyarrow read (it skips blank lines); None when they do not line up."""
     n = feeds + (0 if data.endswith(b"\n") else 1)
     if n == rows:
@@ -120,11 +152,11 @@ def _numbers(line0: int, data: bytes, feeds: int, rows: int) -> list[int] | None
     return kept if len(kept) == rows else None
 
 
-def _parse(line0: int, data: bytes, feeds: int) -> tuple[pa.Table, np.ndarray] | None:
+def _parse(line0: int, data: bytearray, feeds: int) -> tuple[pa.Table, np.ndarray] | None:
     """The block's requests and the line of each, or None when pyarrow cannot take the block as it is."""
     try:
         tbl = pj.read_json(
-            io.BytesIO(data),
+            pa.BufferReader(data),
             read_options=pj.ReadOptions(block_size=len(data) + 1),
             parse_options=pj.ParseOptions(explicit_schema=_schema(data), unexpected_field_behavior="ignore"),
         )
@@ -207,8 +239,8 @@ def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np
     run_on_arrow(con, "__trc_rs", rsrc, f"INSERT INTO trc_res SELECT res, {as_json} FROM __trc_rs")
 
 
-def _text_lines(path: Path, line0: int, data: bytes) -> pa.Table:
-    texts = data.split(b"\n")
+def _text_lines(path: Path, line0: int, data: bytearray) -> pa.Table:
+    texts = bytes(data).split(b"\n")
     if texts and not texts[-1]:
         texts.pop()
     for i, text in enumerate(texts):
@@ -226,7 +258,7 @@ def _text_lines(path: Path, line0: int, data: bytes) -> pa.Table:
     )
 
 
-def _exact(con: duckdb.DuckDBPyConnection, path: Path, line0: int, data: bytes, shape: str) -> None:
+def _exact(con: duckdb.DuckDBPyConnection, path: Path, line0: int, data: bytearray, shape: str) -> None:
     """The block parsed by DuckDB into ``trc_blk (line, r)``; a line that is not a JSON object raises
     ``JsonStreamError`` naming it (checked before any insert: a failed statement would abort the load)."""
     lines = con.from_arrow(_text_lines(path, line0, data))
@@ -260,12 +292,14 @@ def _unnest(con: duckdb.DuckDBPyConnection, path: Path, blk: str, res0: int, val
     )
 
 
-def _parsed_blocks(path: Path) -> Iterator[tuple[int, bytes, int, tuple[pa.Table, np.ndarray] | None]]:
+def _parsed_blocks(
+    path: Path, checked: bool, digest: Folded | None
+) -> Iterator[tuple[int, bytearray, int, tuple[pa.Table, np.ndarray] | None]]:
     """``line_blocks`` with pyarrow's parse of each (``_parse``); the next block is parsed in a thread while the
     caller stores this one (pyarrow and DuckDB both work outside the GIL), which shortens the load, not its CPU."""
     with ThreadPoolExecutor(1) as pool:
-        ahead: tuple[tuple[int, bytes, int], Future[tuple[pa.Table, np.ndarray] | None]] | None = None
-        for block in line_blocks(path):
+        ahead: tuple[tuple[int, bytearray, int], Future[tuple[pa.Table, np.ndarray] | None]] | None = None
+        for block in line_blocks(path, checked, digest):
             parsing = pool.submit(_parse, *block)
             if ahead is not None:
                 yield *ahead[0], ahead[1].result()
@@ -275,12 +309,13 @@ def _parsed_blocks(path: Path) -> Iterator[tuple[int, bytes, int, tuple[pa.Table
 
 
 def read_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, shape: str, value_sql: ValueSql,
-               keys: list[str]) -> int:  # fmt: skip
+               keys: list[str], checked: bool = False, digest: Folded | None = None) -> int:  # fmt: skip
     """Append a file of one request per line to ``trc_sp``/``trc_kv``/``trc_res`` (blocks pyarrow parses) and
     ``trc_span`` (blocks DuckDB parses); returns the last resource number used. ``shape`` is the request as
-    ``from_json`` reads it, ``value_sql`` an attribute value ``a.value`` as text, ``keys`` the attributes kept."""
+    ``from_json`` reads it, ``value_sql`` an attribute value ``a.value`` as text, ``keys`` the attributes kept;
+    ``checked`` and ``digest`` as ``line_blocks`` takes them."""
     last = 0
-    for line0, data, feeds, parsed in _parsed_blocks(path):
+    for line0, data, feeds, parsed in _parsed_blocks(path, checked, digest):
         last = line0 + feeds
         if parsed is not None:
             _fast(con, path, parsed, res0, value_sql, keys)
@@ -297,4 +332,4 @@ def longest_line_fits(path: Path) -> bool:
     return seen is None or seen.fault is None or not seen.fault[1].startswith("line longer than")
 
 
-__all__ = ["MAX_LINE", "REQUEST_SCHEMA", "line_blocks", "longest_line_fits", "read_lines"]
+__all__ = ["MAX_LINE", "REQUEST_SCHEMA", "TextFault", "line_blocks", "longest_line_fits", "read_lines"]

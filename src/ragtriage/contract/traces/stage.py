@@ -18,7 +18,7 @@ from ragtriage.contract.staging import encoding_findings, sql_str
 from ragtriage.contract.traces import observations, otlp
 from ragtriage.contract.traces.options import TraceOptions
 from ragtriage.contract.traces.phoenix import as_frame, read_phoenix
-from ragtriage.contract.traces.tables import create_tables
+from ragtriage.contract.traces.tables import create_tables, join_docs
 from ragtriage.contract.trec import Cause, counted_causes
 
 TRACE_FORMATS = ("otlp", "phoenix", "langfuse")
@@ -67,11 +67,29 @@ def _read_frame(con: duckdb.DuckDBPyConnection, frame: pa.Table, label: str, opt
         out.findings.append(Finding(label, None, None, "unreadable", str(exc).splitlines()[0]))
 
 
-def _read(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions, res: int, out: TracesStaged) -> int:
+def _faults(path: Path, fmt: str | None) -> list[Finding]:
+    # a JSON export with a line beyond the line readers' limit is streamed as one document, not refused
+    return [f for f in encoding_findings(path) if f.severity == "error" and not (fmt and _long_line(f))]
+
+
+def _read(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions, res: int, out: TracesStaged,
+          digest: bool) -> int:  # fmt: skip
     label = str(path)
     fmt = trace_format(path)
-    # a JSON export with a line beyond the line readers' limit is streamed as one document, not refused
-    bad = [f for f in encoding_findings(path) if f.severity == "error" and not (fmt and _long_line(f))]
+    if fmt == "otlp":
+        try:
+            last = otlp.read_otlp_once(con, path, res, opts, digest)
+        except duckdb.Error as exc:  # the load is lost: say what the scan finds first, as the usual way does
+            bad = _faults(path, fmt)
+            if not bad:
+                out.formats[label] = fmt
+                bad = [Finding(label, None, None, "unreadable", str(exc).splitlines()[0])]
+            out.findings += bad
+            return res
+        if last is not None:
+            out.formats[label] = fmt
+            return last
+    bad = _faults(path, fmt)
     if bad:
         out.findings += bad
         return res
@@ -95,9 +113,12 @@ def _read(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions, res: i
     return res
 
 
-def stage_traces(con: duckdb.DuckDBPyConnection, paths: Sequence[TraceSource], opts: TraceOptions) -> TracesStaged:
+def stage_traces(
+    con: duckdb.DuckDBPyConnection, paths: Sequence[TraceSource], opts: TraceOptions, digest: bool = False
+) -> TracesStaged:
     """Read ``paths`` (files, or span DataFrames in memory) into ``trc_spans``/``trc_docs``; an unreadable file
-    is an ``unreadable`` finding."""
+    is an ``unreadable`` finding. ``digest``: the files' sha256 will be recorded (a load), so a reader that reads
+    a file whole takes it on the way (``contract.digest.folded``)."""
     out = TracesStaged()
     create_tables(con)
     otlp.create_raw(con)
@@ -106,13 +127,14 @@ def stage_traces(con: duckdb.DuckDBPyConnection, paths: Sequence[TraceSource], o
     for i, path in enumerate(paths):
         frame = as_frame(path)
         if frame is None:
-            res = _read(con, Path(path), opts, res, out)
+            res = _read(con, Path(path), opts, res, out, digest)
         else:
             _read_frame(con, frame, source_label(path, i), opts, out)
     if any(f.severity == "error" for f in out.findings):
         return out
     otlp.normalise_otlp(con, opts)
     observations.normalise_observations(con, opts)
+    join_docs(con)
     out.findings += check_spans(con, opts)
     counts = con.execute("SELECT file, count(*) FROM trc_spans GROUP BY file").fetchall()
     out.spans = {str(f): int(n) for f, n in counts}

@@ -18,6 +18,11 @@ def doc_score(d: str = "") -> str:
 
 
 def create_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """``trc_spans`` and ``trc_docs``, and ``trc_docs_lines``: the documents of the blocks whose documents carry
+    nothing more than an id and a numeric score (no content, metadata or score written as text), the usual OTLP
+    export. DuckDB's appends cost more the more columns the table has, NULL or not, so such blocks go there, and
+    ``trc_docs`` becomes the view of both once the files are read (``join_docs``): each document is held once."""
+    _drop_docs(con)
     con.execute("CREATE OR REPLACE TEMP SEQUENCE trc_sid")
     con.execute(
         """CREATE OR REPLACE TEMP TABLE trc_spans (sid BIGINT, file VARCHAR, line BIGINT, trace_id VARCHAR,
@@ -28,8 +33,37 @@ def create_tables(con: duckdb.DuckDBPyConnection) -> None:
         """CREATE OR REPLACE TEMP TABLE trc_docs (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
                score_text VARCHAR, content VARCHAR, metadata VARCHAR, rank BIGINT, score DOUBLE)"""
     )
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE trc_docs_lines (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
+               rank BIGINT, score DOUBLE)"""
+    )
+
+
+def join_docs(con: duckdb.DuckDBPyConnection) -> None:
+    """Once every file is read (nothing is written to the documents after it): ``trc_docs`` as the view of the
+    table of that name and ``trc_docs_lines``, in the columns of ``trc_docs``."""
+    if not con.execute("SELECT count(*) FROM (FROM trc_docs_lines LIMIT 1)").fetchall()[0][0]:
+        con.execute("DROP TABLE trc_docs_lines")
+        return
+    con.execute("ALTER TABLE trc_docs RENAME TO trc_docs_all")
+    con.execute(
+        """CREATE TEMP VIEW trc_docs AS
+           SELECT * FROM trc_docs_all
+           UNION ALL
+           SELECT sid, role, idx, document_id, CAST(NULL AS VARCHAR) AS score_text, CAST(NULL AS VARCHAR) AS content,
+                  CAST(NULL AS VARCHAR) AS metadata, rank, score
+           FROM trc_docs_lines"""
+    )
+
+
+def _drop_docs(con: duckdb.DuckDBPyConnection) -> None:
+    views = "SELECT count(*) FROM duckdb_views() WHERE temporary AND view_name = 'trc_docs'"
+    if con.execute(views).fetchall()[0][0]:
+        con.execute("DROP VIEW trc_docs")
+    for table in ("trc_docs", "trc_docs_all", "trc_docs_lines"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def drop_tables(con: duckdb.DuckDBPyConnection) -> None:
-    for table in ("trc_spans", "trc_docs"):
-        con.execute(f"DROP TABLE IF EXISTS {table}")
+    _drop_docs(con)
+    con.execute("DROP TABLE IF EXISTS trc_spans")
