@@ -24,7 +24,7 @@ from ragtriage.contract.staging import Staged
 from ragtriage.contract.traces import TraceOptions, TracesStaged, stage_traces
 from ragtriage.contract.traces.doc_metadata import metadata_json
 from ragtriage.contract.traces.stage import TraceSource, trace_format
-from ragtriage.contract.traces.tables import doc_score, drop_tables
+from ragtriage.contract.traces.tables import doc_score, drop_docs, drop_tables
 from ragtriage.contract.trec import CASE_COLUMNS, RunFacts
 
 _UNEVEN = " OR ".join(
@@ -116,7 +116,10 @@ def match_cases(con: duckdb.DuckDBPyConnection, cases: Staged, opts: TraceOption
                               ELSE 'new' END AS how
                   FROM trc_lists l LEFT JOIN ids a ON a.id = l.case_attr LEFT JOIN by_query q ON q.nq = {norm_q})"""
     )
-    con.execute("CREATE OR REPLACE TEMP TABLE trc_chosen AS SELECT * FROM trc_match WHERE nth = 1")
+    # the spans are held once from here on: their earlier tables are done with, and the chosen are a view
+    con.execute("DROP TABLE trc_lists")
+    con.execute("DROP TABLE trc_spans")
+    con.execute("CREATE OR REPLACE TEMP VIEW trc_chosen AS SELECT * FROM trc_match WHERE nth = 1")
     new_cases = con.execute("SELECT count(*) FROM trc_chosen WHERE how = 'new'").fetchall()[0][0]
     principal = (
         "CASE WHEN principal IS NOT NULL OR groups IS NOT NULL "
@@ -212,6 +215,7 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
         f"CREATE OR REPLACE TEMP TABLE stg_trace_repeats AS SELECT * EXCLUDE (sid) FROM trc_events WHERE {repeats}"
     )
     con.execute("DROP TABLE trc_events")
+    drop_docs(con)  # every document is in the staged results now: not held twice while they are written
     out = {}
     for part, name in (("results", "stg_trace_results"), ("events", "stg_trace_events")):
         n = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
@@ -255,8 +259,9 @@ def trace_manifest(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any
 
 
 def drop_trace_tables(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("DROP VIEW IF EXISTS trc_chosen")
     drop_tables(con)
-    for t in ("trc_lists", "trc_match", "trc_chosen", "stg_trace_results", "stg_trace_events", "stg_trace_repeats"):
+    for t in ("trc_lists", "trc_match", "stg_trace_results", "stg_trace_events", "stg_trace_repeats"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
 
 

@@ -22,7 +22,7 @@ def create_tables(con: duckdb.DuckDBPyConnection) -> None:
     nothing more than an id and a numeric score (no content, metadata or score written as text), the usual OTLP
     export. DuckDB's appends cost more the more columns the table has, NULL or not, so such blocks go there, and
     ``trc_docs`` becomes the view of both once the files are read (``join_docs``): each document is held once."""
-    _drop_docs(con)
+    drop_docs(con)
     con.execute("CREATE OR REPLACE TEMP SEQUENCE trc_sid")
     con.execute(
         """CREATE OR REPLACE TEMP TABLE trc_spans (sid BIGINT, file VARCHAR, line BIGINT, trace_id VARCHAR,
@@ -56,7 +56,8 @@ def join_docs(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _drop_docs(con: duckdb.DuckDBPyConnection) -> None:
+def drop_docs(con: duckdb.DuckDBPyConnection) -> None:
+    """The documents' tables and view, gone (a load drops them once the run's rows are staged from them)."""
     views = "SELECT count(*) FROM duckdb_views() WHERE temporary AND view_name = 'trc_docs'"
     if con.execute(views).fetchall()[0][0]:
         con.execute("DROP VIEW trc_docs")
@@ -65,5 +66,5 @@ def _drop_docs(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def drop_tables(con: duckdb.DuckDBPyConnection) -> None:
-    _drop_docs(con)
+    drop_docs(con)
     con.execute("DROP TABLE IF EXISTS trc_spans")
