@@ -157,6 +157,11 @@ def match_note(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> str:
     )
 
 
+_HEAD = "(rank = 1 OR rank IS NULL)"
+"""The ``trc_docs`` rows that say which lists a span has: each list's first (a reader that ranks its lists starts
+each at 1) and the unranked, a tenth of the rows where a list holds ten."""
+
+
 def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: str) -> dict[str, Staged]:
     """``stg_trace_results`` and ``stg_trace_events`` from the matched retrievals. A result's ``metadata`` holds
     its span's trace and span ids beside its document's metadata; a document without metadata has it only at
@@ -164,7 +169,7 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
     was most of what writing a trace run cost beyond a TREC run's rows)."""
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE stg_trace_results AS
-           WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input'),
+           WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input' AND {_HEAD}),
            chosen AS MATERIALIZED (  -- the ids of the span, for the first result of its lists (see below)
                SELECT *, CAST(json_object('trace_id', trace_id, 'span_id', span_id, 'document', NULL) AS VARCHAR)
                          AS bare
@@ -195,9 +200,9 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
     # One event per case here, its chosen span's (the run's contract: one event row per case); with ``all`` the
     # case's other spans wait in ``stg_trace_repeats`` for ``write_repeats``.
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE trc_events AS
-           WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input'),
-                listed AS (SELECT DISTINCT sid, role FROM trc_docs WHERE role IN ('retrieved', 'output'))
+        f"""CREATE OR REPLACE TEMP TABLE trc_events AS
+           WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input' AND {_HEAD}),
+                listed AS (SELECT DISTINCT sid, role FROM trc_docs WHERE role IN ('retrieved', 'output') AND {_HEAD})
            SELECT m.sid, m.line, m.case_id, m.latency_ms, FALSE AS timed_out,
                   NOT ((m.k_sid IS NULL OR m.k_sid NOT IN (SELECT sid FROM reranked))
                        AND EXISTS (SELECT 1 FROM listed l WHERE l.sid = m.sid AND l.role = 'retrieved')
