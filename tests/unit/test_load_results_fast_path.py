@@ -183,3 +183,38 @@ def test_a_parquet_type_error_is_reported_beside_an_error_found_before_the_inser
         load_run(con, again)
     assert sorted((e.code, e.field) for e in exc.value.errors) == [("duplicate-run", "run_id"), ("wrong-type", "rank")]
     assert con.execute("SELECT count(*) FROM result_rows").fetchone() == (1,)
+
+
+def test_a_run_without_chunks_snippets_or_metadata_is_stored_without_those_columns(tmp_path: Path) -> None:
+    """Such a run's rows go to result_rows_plain (no NULL columns written), any other run's to result_rows_full;
+    the results view shows both alike, and a replaced run leaves no row in either table."""
+    con = connect(tmp_path / "s.duckdb")
+    doc = {"name": "t", "version": "1", "unit": "document", "relevance_threshold": 1}
+    load_dataset(con, write_dataset(tmp_path / "ds", dataset=doc, cases=CASES, labels=LABELS))
+    nulls = pa.schema([("case_id", pa.string()), ("rank", pa.int64()), ("document_id", pa.string()),
+                       ("chunk_id", pa.string()), ("snippet", pa.string())])  # fmt: skip
+    plain = [{"case_id": "q1", "rank": i, "document_id": f"d{i}", "chunk_id": None, "snippet": None} for i in (1, 2)]
+    load_run(con, _parquet_run(tmp_path / "pq", plain, nulls))  # the columns are there, every value NULL
+    rich = [{"case_id": "q2", "rank": 1, "document_id": "d1", "snippet": "vpn", "metadata": {"a": 1}}]
+    load_run(con, write_run(tmp_path / "js", {"run_id": "js", "k": 10}, rich, None))
+
+    def stored() -> list[tuple[object, ...]]:
+        return con.execute(
+            """SELECT 'plain', run_key, count(*) FROM result_rows_plain GROUP BY ALL
+               UNION ALL SELECT 'full', run_key, count(*) FROM result_rows_full GROUP BY ALL ORDER BY ALL"""
+        ).fetchall()
+
+    assert stored() == [("full", 2, 1), ("plain", 1, 2)]
+    got = con.execute("SELECT * FROM results ORDER BY run_id, rank").fetchall()
+    assert [d[0] for d in con.execute("DESCRIBE results").fetchall()] == [
+        "run_id", "case_id", "stage", "rank", "document_id", "chunk_id", "unit_id", "score", "snippet", "metadata",
+        "line",
+    ]  # fmt: skip
+    assert got == [
+        ("js", "q2", "final", 1, "d1", None, "d1", None, "vpn", '{"a":1}', 1),
+        ("pq", "q1", "final", 1, "d1", None, "d1", None, None, None, 1),
+        ("pq", "q1", "final", 2, "d2", None, "d2", None, None, None, 2),
+    ]
+    load_run(con, write_run(tmp_path / "pq2", {"run_id": "pq", "k": 10}, rich, None), replace=True)
+    load_run(con, _parquet_run(tmp_path / "js2", plain, nulls), run_id="js", replace=True)
+    assert stored() == [("full", 3, 1), ("plain", 4, 2)]  # a replaced run takes a new key; its old rows are gone

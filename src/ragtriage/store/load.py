@@ -263,16 +263,17 @@ def write_run(
     pre = apply_rules(con, res, pre_write_rules()) if contract else []
     _fail_if_errors(findings + pre)
     if existing:
-        con.execute("DELETE FROM result_rows WHERE run_key = (SELECT run_key FROM runs WHERE run_id = ?)", [rid])
+        for table in ROW_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE run_key = (SELECT run_key FROM runs WHERE run_id = ?)", [rid])
         for table in ("events", "runs"):
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [rid])
     progress("writing")
-    written = _insert_run(con, rid, con_version(con), manifest, staged, unit, source_format)
+    written, table = _insert_run(con, rid, con_version(con), manifest, staged, unit, source_format)
     progress("checking rules")
     ignored, alike = _ignored_topics(con, res, source, res.rows - written)
     # The remaining rules run over the written rows: a scan of the store is cheaper than one of the typed file,
     # and any error still rolls the whole load back.
-    loaded = _loaded_view(con, rid, res)
+    loaded = _loaded_view(con, rid, res, table)
     checked = {**staged, "results": loaded}
     warnings = _fail_if_errors(
         findings
@@ -374,13 +375,15 @@ def _look_alikes(con: duckdb.DuckDBPyConnection, res: Staged) -> str:
     return "; " + ", ".join(f"topic {t!r} looks like case {c!r}" for t, c in pairs)
 
 
-def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged) -> Staged:
+def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged, table: str) -> Staged:
     """The run's written rows under the staged names, so the rules report the source file's lines."""
-    # Straight from result_rows: the stage stays the stored enum (never NULL) and no row is joined to its run.
+    # Straight from the table written: the stage stays the stored enum (never NULL), no row is joined to its run,
+    # and a plain run's chunk id is a constant NULL, which the rules over it fold away.
+    chunk = "chunk_id" if table == FULL_ROWS else "CAST(NULL AS VARCHAR) AS chunk_id"
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW stg_loaded_results AS
-            SELECT line, case_id, stage, rank, document_id, chunk_id, score
-            FROM result_rows WHERE run_key = (SELECT run_key FROM runs WHERE run_id = {sql_str(rid)})"""
+            SELECT line, case_id, stage, rank, document_id, {chunk}, score
+            FROM {table} WHERE run_key = (SELECT run_key FROM runs WHERE run_id = {sql_str(rid)})"""
     ).fetchall()
     return Staged("stg_loaded_results", source.path, source.fmt, source.rows, [], source.line_label)
 
@@ -393,8 +396,9 @@ def _insert_run(
     staged: dict[str, Staged],
     unit: str,
     source_format: str,
-) -> int:
-    """Write the run and its rows whose case is a case of the dataset; returns how many rows were written."""
+) -> tuple[int, str]:
+    """Write the run and its rows whose case is a case of the dataset; returns how many rows were written, and
+    the table they went to (:func:`row_table`)."""
 
     def js(key: str) -> str | None:
         return json.dumps(m[key], sort_keys=True) if m.get(key) is not None else None
@@ -423,14 +427,19 @@ def _insert_run(
     )
     r = staged["results"].name
     key = con.execute("SELECT run_key FROM runs WHERE run_id = ?", [rid]).fetchall()[0][0]
+    table = row_table(con, r)
+    extra = ", chunk_id, snippet, CAST(metadata AS JSON) AS metadata" if table == FULL_ROWS else ""
+    where = "WHERE case_id IN (SELECT case_id FROM cases)"
+    if source_format in CONTRACT_FORMATS and _all_cases(con, r):
+        where = ""
     # Line numbers are already materialised, so row order no longer matters: let DuckDB write in parallel.
     con.execute("SET preserve_insertion_order = false")
     written = con.execute(
-        f"""INSERT INTO result_rows BY NAME
+        f"""INSERT INTO {table} BY NAME
             SELECT {int(key)} AS run_key, case_id,
                    CAST(coalesce(stage, 'final') AS result_stage) AS stage, CAST(rank AS INTEGER) AS rank,
-                   document_id, chunk_id, score, snippet, CAST(metadata AS JSON) AS metadata, line
-            FROM {r} WHERE case_id IN (SELECT case_id FROM cases)"""
+                   document_id, score, line{extra}
+            FROM {r} {where}"""
     ).fetchall()[0][0]
     con.execute("RESET preserve_insertion_order").fetchall()
     if "events" in staged:
@@ -440,7 +449,33 @@ def _insert_run(
                 SELECT {sql_str(rid)} AS run_id, case_id, latency_ms, timed_out, empty, fallback, status, error
                 FROM {e}"""
         )
-    return int(written)
+    return int(written), table
+
+
+def _all_cases(con: duckdb.DuckDBPyConnection, staged: str) -> bool:
+    """Whether every topic of a staged run (a Parquet file or a typed table) is a case: its distinct topics are
+    tested at less cost than every row, which then need no test as they are written. (A TREC run's staged view
+    ranks or joins its rows, which that test would pay for.)"""
+    foreign = con.execute(
+        f"""SELECT EXISTS (SELECT 1 FROM (SELECT DISTINCT case_id FROM {staged})
+                           WHERE case_id IS NULL OR case_id NOT IN (SELECT case_id FROM cases))"""
+    ).fetchall()[0][0]
+    return not foreign
+
+
+PLAIN_ROWS, FULL_ROWS = "result_rows_plain", "result_rows_full"
+ROW_TABLES = (PLAIN_ROWS, FULL_ROWS)
+
+
+def row_table(con: duckdb.DuckDBPyConnection, staged: str) -> str:
+    """The table a staged run's rows go to: ``result_rows_plain`` when no row has a chunk id, a snippet or
+    metadata (see store/schema.py), else ``result_rows_full``. A column the input lacks is a constant NULL in the
+    staged relation, so the test then reads no row."""
+    extras = con.execute(
+        f"""SELECT EXISTS (SELECT 1 FROM {staged}
+                           WHERE chunk_id IS NOT NULL OR snippet IS NOT NULL OR metadata IS NOT NULL)"""
+    ).fetchall()[0][0]
+    return FULL_ROWS if extras else PLAIN_ROWS
 
 
 __all__ = ["LoadReport", "Progress", "noop", "write_dataset", "write_run", "UNREADABLE"]

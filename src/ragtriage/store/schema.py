@@ -8,16 +8,20 @@ filter around. A new label import creates a new version and moves the pointer in
 document_id, ``chunk`` → chunk_id, falling back to section_id), so every later join is on a single column.
 
 Result rows are the one large table, and writing a string column of that size is costly even when every
-value is the same. ``result_rows`` therefore keeps only what varies: the run is an
+value is the same. The rows therefore keep only what varies: the run is an
 integer key, the stage a two-value enum, and the unit id is not stored twice; the ``results`` view restores
-``run_id``, ``stage`` and ``unit_id`` by a join with the (tiny) ``runs`` table.
+``run_id``, ``stage`` and ``unit_id`` by a join with the (tiny) ``runs`` table. A column that is NULL on every row
+still costs its writing, and a TREC or Parquet run without chunks, snippets or metadata (most runs) has three:
+such a run's rows go to ``result_rows_plain``, which lacks them, and every other run's to ``result_rows_full``.
+The view ``result_rows`` is the two together, with NULL in the plain rows' missing columns; only the loader
+writes the tables.
 """
 
 from __future__ import annotations
 
 from ragtriage.contract.relevance import is_human
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 QRELS_LIVE = """
 WITH per_annotator AS (
@@ -162,7 +166,7 @@ CREATE TABLE IF NOT EXISTS documents (
 
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY,
-    run_key INTEGER NOT NULL UNIQUE,      -- the key of its rows in result_rows
+    run_key INTEGER NOT NULL UNIQUE,      -- the key of its rows in result_rows_plain or _full
     unit VARCHAR NOT NULL,                -- the dataset unit it was loaded under: chunk | document
     dataset_version VARCHAR NOT NULL,     -- the store's dataset version the run was loaded against
     declared_dataset_version VARCHAR,     -- what run.json says
@@ -188,7 +192,18 @@ CREATE TABLE IF NOT EXISTS runs (
 
 CREATE TYPE IF NOT EXISTS result_stage AS ENUM ('candidate', 'final');
 
-CREATE TABLE IF NOT EXISTS result_rows (
+-- A run whose rows hold no chunk id, snippet or metadata (store.load decides per run).
+CREATE TABLE IF NOT EXISTS result_rows_plain (
+    run_key INTEGER NOT NULL,
+    case_id VARCHAR NOT NULL,
+    stage result_stage NOT NULL,
+    rank INTEGER NOT NULL,
+    document_id VARCHAR NOT NULL,
+    score DOUBLE,
+    line BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS result_rows_full (
     run_key INTEGER NOT NULL,
     case_id VARCHAR NOT NULL,
     stage result_stage NOT NULL,
@@ -200,6 +215,14 @@ CREATE TABLE IF NOT EXISTS result_rows (
     metadata JSON,
     line BIGINT
 );
+
+CREATE OR REPLACE VIEW result_rows AS
+    SELECT run_key, case_id, stage, rank, document_id, CAST(NULL AS VARCHAR) AS chunk_id, score,
+           CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS JSON) AS metadata, line
+    FROM result_rows_plain
+    UNION ALL
+    SELECT run_key, case_id, stage, rank, document_id, chunk_id, score, snippet, metadata, line
+    FROM result_rows_full;
 
 -- In chunk mode the unit is the chunk id (results carry no section id); in document mode the document id.
 CREATE OR REPLACE VIEW results AS
