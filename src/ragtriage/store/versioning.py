@@ -17,13 +17,32 @@ from ragtriage.contract.staging import Staged, qident
 
 
 def relation_digest(con: duckdb.DuckDBPyConnection, relation: str, columns: list[str]) -> str:
-    """md5 over the sorted md5s of each row's listed columns (``relation`` is a table name or a subquery)."""
+    """md5 over the sorted md5s of each row's listed columns, joined by commas (``relation`` is a table name or a
+    subquery); ``''`` when it has no rows.
+
+    The row md5s are sorted by DuckDB (a sort it spreads over its threads; an ordered ``string_agg`` sorts and
+    joins on one) and streamed into the md5 a batch at a time, so the joined text is never held whole."""
+    import numpy as np
+    import pyarrow as pa
+
     cols = ", ".join(f"{qident(c)} := {qident(c)}" for c in columns)
-    row = con.execute(
-        f"SELECT coalesce(md5(string_agg(h, ',' ORDER BY h)), '') FROM "
-        f"(SELECT md5(CAST(struct_pack({cols}) AS VARCHAR)) AS h FROM {relation})"
-    ).fetchone()
-    return str(row[0]) if row else ""
+    sql = f"SELECT md5(CAST(struct_pack({cols}) AS VARCHAR)) AS h FROM {relation} ORDER BY h"
+    digest, sep = hashlib.md5(), b""
+    for batch in con.sql(sql).to_arrow_reader(_DIGEST_BATCH):
+        h = batch.column(0).cast(pa.string())  # 32-bit offsets, whichever string layout DuckDB gave
+        if len(h) == 0:
+            continue
+        # an md5 is 32 hex characters, so the batch's characters are an n x 32 block: append the commas to it
+        ends = np.frombuffer(h.buffers()[1], dtype=np.int32, count=len(h) + 1, offset=h.offset * 4)
+        chars = np.frombuffer(h.buffers()[2], dtype=np.uint8)[ends[0] : ends[-1]].reshape(len(h), 32)
+        text = np.full((len(h), 33), ord(","), dtype=np.uint8)
+        text[:, :32] = chars
+        digest.update(sep + text.tobytes()[:-1])
+        sep = b","
+    return digest.hexdigest() if sep else ""
+
+
+_DIGEST_BATCH = 1 << 17  # row md5s joined per batch: 32 characters each, a few MiB
 
 
 def combine(manifest: dict[str, object], digests: dict[str, str]) -> str:
