@@ -88,3 +88,33 @@ def test_chunks_of_one_document_are_numbered_in_chunks_of_cases() -> None:
     assert got == reference and len(got) == 3000
     # positions past the first repeat are not ranks: the windows did number these lists
     assert sum(1 for _, _, rank, pos, _ in got if rank != pos) > 2000
+
+
+def test_whole_lists_irregular_where_any_position_is_not_the_rank() -> None:
+    con = _rows()
+    found = {r[0] for r in con.execute(irregular_lists("SELECT * FROM r", "list", None)).fetchall()}
+    # with no depth, a repeat or a gap anywhere counts; ranks 1..n of distinct units do not
+    assert found == {"repeat-below-depth", "repeat-within-depth", "gap", "short-then-gap", "deep-only"}
+
+
+@pytest.mark.parametrize("chunk_rows", [None, 2])
+def test_whole_lists_keep_only_the_rows_asked_for(chunk_rows: int | None) -> None:
+    con = _rows()
+    keep = "numbered.pos <= $p OR numbered.unit_id = 'D'"
+    sql = positions_within(
+        con,
+        "SELECT * FROM r",
+        {},
+        "list",
+        None,
+        keep=keep,
+        keep_params={"p": 2},
+        chunk_by="list",
+        chunk_rows=chunk_rows,
+    )
+    got = sorted(con.execute(f"SELECT list, unit_id, rank, pos FROM ({sql})").fetchall())
+    whole = con.execute(f"SELECT list, unit_id, rank, pos FROM ({deduplicated('SELECT * FROM r', 'list')})").fetchall()
+    # the lists read with no window come whole; the numbered ones hold the kept rows alone
+    regular = {"clean", "short"}
+    assert got == sorted(r for r in whole if r[0] in regular or r[3] <= 2 or r[1] == "D")
+    assert ("repeat-below-depth", "E", 5, 4) not in got and ("clean", "D", 4, 4) in got and ("gap", "D", 6, 4) in got

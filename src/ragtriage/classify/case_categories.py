@@ -16,21 +16,23 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.classify.classify_run import failure_source, judging_k
-from ragtriage.classify.locations import LOCATION_CTES
+from ragtriage.classify.facts import PLAIN_RUNS_TABLE, numbered_positions
+from ragtriage.classify.locations import location_ctes
 from ragtriage.classify.rules import UNIT_CATEGORY
 
 # One statement over the run's failure rows and its unit locations, so neither is fetched whole: a large run's
 # failure rows (with their evidence) and every relevant unit's location would otherwise be held in memory beside
-# the work DuckDB does under the store's cap.
-_SQL = f"""
-WITH {LOCATION_CTES},
+# the work DuckDB does under the store's cap. The lists that need numbering are numbered before it, a chunk of cases
+# at a time (``facts.numbered_positions``): windows over every row of a run loaded from chunks outgrow the cap.
+_SQL = """
+WITH {ctes},
 failed AS (
     SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category FROM _cc_failure_rows
     GROUP BY case_id
 ),
 labelled AS (
     SELECT u.case_id,
-           string_agg(DISTINCT {UNIT_CATEGORY}, ', ' ORDER BY {UNIT_CATEGORY})
+           string_agg(DISTINCT {category}, ', ' ORDER BY {category})
                FILTER (WHERE u.location <> 'final-top-k') AS category
     FROM locations u GROUP BY u.case_id
 ),
@@ -49,10 +51,12 @@ def case_categories(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | Non
     judged at :func:`judging_k`. A case absent from the result has neither (a negative case that behaved, or an
     unlabelled one): only a rule outside the classifier (latency) can fail it."""
     cutoff = judging_k(con, run_id, k)
-    cur = con.cursor()
+    cur = con.cursor()  # the numbered positions' temp tables go with it
     try:
         # the run's failure rows: a relation of the store's, or rows classified now (failure_source)
-        sql = _SQL.replace("_cc_failure_rows", failure_source(cur, run_id, cutoff), 1)
+        failures = failure_source(cur, run_id, cutoff)
+        ctes = location_ctes(plain_runs=PLAIN_RUNS_TABLE, numbered=numbered_positions(cur, run_id, cutoff))
+        sql = _SQL.format(ctes=ctes, category=UNIT_CATEGORY).replace("_cc_failure_rows", failures, 1)
         return cur.sql(sql, params={"run_id": run_id, "k": cutoff}).to_arrow_table()
     finally:
         cur.close()

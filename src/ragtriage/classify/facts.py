@@ -16,9 +16,11 @@ Failures:
 * ``leakage`` — any leaked result row, any stage (``checks.leakage``); category ``security``, always apart.
 
 How (:func:`fact_chunks`). A few statements read the run's rows once and keep on the cursor what the facts need:
-which runs are numbered by rank and the run's judged units at their positions (``_cls_plain_runs``, ``_cls_judged``,
-read by the next statements and by the cost's mean), where every relevant unit is (``_cls_locations``, one row per
-labelled relevant unit) and the final top k of the cases that fail or show a stale version first (``_cls_top``). The
+which runs are numbered by rank, the positions of the other runs' lists that need numbering (numbered a chunk of
+cases at a time, ``store.dedup.positions_within``, keeping the rows the statements read alone), the run's judged
+units at their positions (``_cls_plain_runs``, ``_cls_judged``, read by the next statements and by the cost's
+mean), where every relevant unit is (``_cls_locations``, one row per labelled relevant unit) and the final top k
+of the cases that fail or show a stale version first (``_cls_top``). The
 facts are then computed by case-id range, a chunk of cases per statement, from those tables. Every fact is a fact of
 one case, so the chunks' rows are the rows one statement over every case gives, in the same order. What a chunk
 costs in memory is its own cases' lists: one statement over every failing case would hold the list aggregates
@@ -35,7 +37,7 @@ from contextlib import contextmanager, suppress
 import duckdb
 import pyarrow as pa
 
-from ragtriage.classify.locations import LOCATION_CTES, corpus_sql, location_ctes
+from ragtriage.classify.locations import LOCATION_CTES, READ_ROWS, corpus_sql, location_ctes, numbering_rows
 from ragtriage.classify.rules import (
     CROWD_MIN,
     DEFAULT_RECALL_BAR,
@@ -45,6 +47,7 @@ from ragtriage.classify.rules import (
     UNJUDGED_TOP,
 )
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, is_relevant, relevant_labels
+from ragtriage.store.dedup import positions_within
 
 # Checks-layer tables the statement reads (registered by the caller).
 LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS = "_cls_leaks", "_cls_negatives", "_cls_stale_first", "_cls_versions"
@@ -122,18 +125,49 @@ stale_cases AS (
 _PLAIN_RUNS_TABLE_SQL = (
     f"CREATE OR REPLACE TEMP TABLE {PLAIN_RUNS_TABLE} AS WITH {LOCATION_CTES} SELECT run_id FROM plain_runs"
 )
-_JUDGED_TABLE_SQL = (
-    f"CREATE OR REPLACE TEMP TABLE {JUDGED_TABLE} AS "
-    f"WITH {location_ctes(plain_runs=PLAIN_RUNS_TABLE)} SELECT * FROM judged_run"
-)
-_KEPT_CTES = location_ctes(plain_runs=PLAIN_RUNS_TABLE, judged_run=JUDGED_TABLE)
-_LOCATIONS_TABLE_SQL = f"CREATE OR REPLACE TEMP TABLE {LOCATIONS_TABLE} AS WITH {_KEPT_CTES} SELECT * FROM locations"
+# The lists of the runs not plain that need numbering are numbered before the statements that read them, a chunk
+# of cases at a time, over their key columns (``store.dedup.positions_within``): in a document-unit store loaded
+# from chunks that is nearly every list, and windows over all their rows at once outgrow the memory cap. Only the
+# rows the statements read are kept (``locations.READ_ROWS``).
+_NUMBERED = "_cls_positions"
+_NUMBERED_TABLES = (f"{_NUMBERED}_irregular", f"{_NUMBERED}_numbered")  # positions_within's temp tables
+
+
+def numbered_positions(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> str:
+    """Find the plain runs (``PLAIN_RUNS_TABLE``) and number the lists of the others that need it, into temp
+    tables of ``cur``; SQL of the positions of those runs' rows, for ``location_ctes(plain_runs=PLAIN_RUNS_TABLE,
+    numbered=...)`` with the same parameters ($run_id, $k)."""
+    cur.execute(_PLAIN_RUNS_TABLE_SQL, {"run_id": run_id, "k": k})
+    return positions_within(
+        cur,
+        numbering_rows(PLAIN_RUNS_TABLE),
+        {},
+        "run_id, case_id, stage",
+        None,
+        keep=READ_ROWS,
+        keep_params={"run_id": run_id, "k": k},
+        name=_NUMBERED,
+    )
+
+
+def _judged_table_sql(numbered: str) -> str:
+    ctes = location_ctes(plain_runs=PLAIN_RUNS_TABLE, numbered=numbered)
+    return f"CREATE OR REPLACE TEMP TABLE {JUDGED_TABLE} AS WITH {ctes} SELECT * FROM judged_run"
+
+
+def _kept_ctes(numbered: str) -> str:
+    return location_ctes(plain_runs=PLAIN_RUNS_TABLE, judged_run=JUDGED_TABLE, numbered=numbered)
+
+
+def _locations_table_sql(numbered: str) -> str:
+    return f"CREATE OR REPLACE TEMP TABLE {LOCATIONS_TABLE} AS WITH {_kept_ctes(numbered)} SELECT * FROM locations"
+
 
 # The final top k of the cases whose top k the facts read: failing answerable cases and stale-first lists. Cutting
 # the run's rows to them (and to pos <= k) before any join or aggregate keeps the work proportional to the
 # failing cases.
 _TOP_TABLE_SQL = f"""CREATE OR REPLACE TEMP TABLE {TOP_TABLE} AS
-WITH {_KEPT_CTES},{_BAR_CTE},{_STALE_CASES_CTE},
+WITH {{kept}},{_BAR_CTE},{_STALE_CASES_CTE},
 counts AS (
     SELECT a.case_id, {_COUNTS}
     FROM cases a LEFT JOIN {LOCATIONS_TABLE} l USING (case_id) WHERE a.answerable GROUP BY a.case_id
@@ -379,16 +413,23 @@ def kept_tables(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator
     are dropped on the way out."""
     try:
         # every statement over location_ctes takes its parameters, named or not in what it selects
-        for sql in (_PLAIN_RUNS_TABLE_SQL, _JUDGED_TABLE_SQL, _LOCATIONS_TABLE_SQL):
+        numbered = numbered_positions(cur, run_id, k)
+        for sql in (_judged_table_sql(numbered), _locations_table_sql(numbered)):
             cur.execute(sql, {"run_id": run_id, "k": k})
-        cur.execute(_TOP_TABLE_SQL, {"run_id": run_id, "k": k, "lo": None, "hi": None})
+        top = _TOP_TABLE_SQL.replace("{kept}", _kept_ctes(numbered))
+        cur.execute(top, {"run_id": run_id, "k": k, "lo": None, "hi": None})
+        _drop(cur, _NUMBERED_TABLES)  # read by the statements above alone
         cur.execute(_CORPUS_TABLE_SQL)
         yield
     finally:
         # after a failed statement in the caller's transaction the drop fails too; the rollback drops them
         with suppress(duckdb.Error):
-            for table in (PLAIN_RUNS_TABLE, JUDGED_TABLE, LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE):
-                cur.execute(f"DROP TABLE IF EXISTS {table}")
+            _drop(cur, (PLAIN_RUNS_TABLE, JUDGED_TABLE, LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE, *_NUMBERED_TABLES))
+
+
+def _drop(cur: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> None:
+    for table in tables:
+        cur.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def chunk_facts(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, lo: str | None, hi: str | None) -> pa.Table:

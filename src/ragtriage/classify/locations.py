@@ -53,6 +53,20 @@ _KNOWN = "CASE WHEN {row} IS NOT NULL THEN true WHEN m.complete THEN false END"
 
 _IRREGULAR_ROWS = """SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet
                      FROM results WHERE run_id NOT IN (SELECT run_id FROM plain_runs){case}"""
+
+
+def numbering_rows(plain_runs: str) -> str:
+    """SQL: the rows of the runs not plain (``plain_runs``: a table of the plain runs' ids), every position of
+    which ``location_ctes(numbered=...)`` takes from a statement before it."""
+    return _IRREGULAR_ROWS.format(case="").replace("FROM plain_runs", f"FROM {plain_runs}")
+
+
+#: The rows of ``positions`` the CTEs read (``location_ctes(numbered=...)`` may hold these alone), a condition
+#: over rows named ``numbered``: judged units (the judged run, other runs) and the run's final top k (the
+#: classifier's top lists). Parameters $run_id and $k.
+READ_ROWS = """(numbered.run_id = $run_id AND numbered.stage = 'final' AND numbered.pos <= $k)
+    OR EXISTS (SELECT 1 FROM qrels q WHERE q.case_id = numbered.case_id AND q.unit_id = numbered.unit_id)"""
+
 # the rows of the lists that need numbering (CTE ``irregular_lists``)
 _IRREGULAR_LISTS_ROWS = f"SELECT * FROM ({_IRREGULAR_ROWS}) SEMI JOIN irregular_lists USING (run_id, case_id, stage)"
 
@@ -67,7 +81,13 @@ def corpus_sql(rows: str) -> str:
     FROM {rows} GROUP BY unit_id"""
 
 
-def location_ctes(*, one_case: bool = False, plain_runs: str | None = None, judged_run: str | None = None) -> str:
+def location_ctes(
+    *,
+    one_case: bool = False,
+    plain_runs: str | None = None,
+    judged_run: str | None = None,
+    numbered: str | None = None,
+) -> str:
     """The CTE bodies, parameterised by $run_id and $k; ``locations`` is the last one.
 
     ``one_case`` cuts every scan to the cases of the list ``$case_ids`` first (their labels, their lists in every
@@ -77,6 +97,10 @@ def location_ctes(*, one_case: bool = False, plain_runs: str | None = None, judg
     ``plain_runs`` and ``judged_run`` name tables holding those CTEs' rows, computed by an earlier statement with
     the same parameters: the classifier's statements share them (``facts.fact_chunks``) instead of each reading
     every run's rows again for them.
+
+    ``numbered``: SQL of the positions of the rows of the runs not plain (:func:`numbering_rows`, with ``pos``),
+    numbered by earlier statements (``store.dedup.positions_within``, a chunk of cases at a time) instead of by
+    windows over all their rows at once; it may hold only the rows the CTEs read (:data:`READ_ROWS`).
     """
     case = " AND case_id IN (SELECT unnest($case_ids::VARCHAR[]))" if one_case else ""
     where_case = " WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))" if one_case else ""
@@ -110,6 +134,7 @@ def location_ctes(*, one_case: bool = False, plain_runs: str | None = None, judg
     FROM positions SEMI JOIN (SELECT case_id, unit_id FROM qrels{where_case}) USING (case_id, unit_id)
     WHERE run_id = $run_id GROUP BY case_id, unit_id"""
     )
+    windowed, irregular_positions = _windowed(case) if numbered is None else ("", numbered)
     return f"""
 manifest AS (
     SELECT {COMPLETE_SQL} AS complete
@@ -135,21 +160,12 @@ plain_runs AS ({plain_sql}
 -- A repeat keeps its first occurrence and is not counted: positions are numbered after de-duplication, so a
 -- list A, B, A, C puts C at 3, as metrics.ranking does. Even in those runs most lists are ranks 1..n of distinct
 -- units (position = rank): only the others are numbered by windows, which hold every row they number in memory.
-irregular_lists AS MATERIALIZED (
-    SELECT run_id, case_id, stage FROM ({_IRREGULAR_ROWS.format(case=case)})
-    GROUP BY run_id, case_id, stage HAVING count(*) <> max(rank) OR count(DISTINCT unit_id) <> count(*)
-),
-irregular_positions AS MATERIALIZED (
-    {deduplicated(_IRREGULAR_LISTS_ROWS.format(case=case), "run_id, case_id, stage")}
-),
+{windowed}
 positions AS {"MATERIALIZED" if one_case else "NOT MATERIALIZED"} (
     SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet, CAST(rank AS BIGINT) AS pos
     FROM results WHERE run_id IN (SELECT run_id FROM plain_runs){case}
     UNION ALL
-    SELECT run_id, case_id, stage, unit_id, document_id, chunk_id, rank, snippet, CAST(rank AS BIGINT) AS pos
-    FROM ({_IRREGULAR_ROWS.format(case=case)}) ANTI JOIN irregular_lists USING (run_id, case_id, stage)
-    UNION ALL
-    SELECT * FROM irregular_positions
+    {irregular_positions}
 ),
 -- Only judged units' positions are ever needed, so the run's rows are cut to them before grouping.
 judged_run AS ({judged_sql}
@@ -207,6 +223,23 @@ locations AS (
     LEFT JOIN returned rt USING (unit_id)
     CROSS JOIN manifest m
 )"""
+
+
+def _windowed(case: str) -> tuple[str, str]:
+    """The CTEs numbering the lists of the runs not plain by windows over all their rows at once (fit for a few
+    cases), and the positions of those runs' rows they give."""
+    ctes = f"""irregular_lists AS MATERIALIZED (
+    SELECT run_id, case_id, stage FROM ({_IRREGULAR_ROWS.format(case=case)})
+    GROUP BY run_id, case_id, stage HAVING count(*) <> max(rank) OR count(DISTINCT unit_id) <> count(*)
+),
+irregular_positions AS MATERIALIZED (
+    {deduplicated(_IRREGULAR_LISTS_ROWS.format(case=case), "run_id, case_id, stage")}
+),"""
+    positions = f"""SELECT *, CAST(rank AS BIGINT) AS pos
+    FROM ({_IRREGULAR_ROWS.format(case=case)}) ANTI JOIN irregular_lists USING (run_id, case_id, stage)
+    UNION ALL
+    SELECT * FROM irregular_positions"""
+    return ctes, positions
 
 
 LOCATION_CTES = location_ctes()

@@ -6,8 +6,9 @@ costly on a large run, so the lists are cut first. Ranks are unique per (run, ca
 of the de-duplicated list has recorded rank >= p, and the rows with rank <= depth hold every position <= depth.
 A case whose rows there are exactly ranks 1..depth with distinct units (the common case) has position = rank and
 needs no window at all. Every other case (repeats, rank gaps, or fewer than ``depth`` rows there: ranks 1, 2, 3,
-50 put rank 50 at position 4) is de-duplicated with windows, and read past the depth when it has fewer than
-``depth`` distinct units there. The result is exact.
+50 put rank 50 at position 4) is de-duplicated with windows over all its rows, by ``store.dedup.positions_within``:
+a chunk of cases at a time, over the key columns, in DuckDB, so that a document-unit run loaded from chunks (where
+nearly every list is such a case) is never held whole. The result is exact.
 
 Repeats are found by hashing unit ids: a hash collision can only flag a clean case for the exact path, and a real
 repeat always has equal hashes, so no repeat is missed.
@@ -22,38 +23,31 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.metrics.context import arrow
-from ragtriage.store.dedup import deduplicated, first_occurrence
+from ragtriage.store.dedup import deduplicated, first_occurrence, positions_within
 
 _TOP = """SELECT case_id, unit_id, rank FROM results
           WHERE run_id = ? AND stage = ? AND rank <= ?{cut}"""
 
 # list_distinct over each case's (at most depth) hashes is about twice as fast as count(DISTINCT ...) here
-_IRREGULAR = """SELECT case_id, len(list_distinct(h)) < ? AS short
+_IRREGULAR = """SELECT case_id
                 FROM (SELECT case_id, count(*) AS n, max(rank) AS top_rank, list(hash(unit_id)) AS h
                       FROM _top GROUP BY case_id)
                 WHERE n <> top_rank OR len(list_distinct(h)) <> n OR n < ?"""
 
 # a run the load found without repeats (``runs.has_repeats`` false) needs no hashes
-_IRREGULAR_NO_REPEATS = """SELECT case_id, n < ? AS short
+_IRREGULAR_NO_REPEATS = """SELECT case_id
                 FROM (SELECT case_id, count(*) AS n, max(rank) AS top_rank FROM _top GROUP BY case_id)
                 WHERE n <> top_rank OR n < ?"""
 
-_DEEPER = """SELECT r.case_id, r.unit_id, r.rank FROM results r
-             SEMI JOIN (SELECT case_id FROM _irregular WHERE short) s USING (case_id)
-             WHERE r.run_id = ? AND r.stage = ? AND r.rank > ?"""
+# the rows of the lists found irregular in their top (``positions_within`` numbers them)
+_IRREGULAR_ROWS = """SELECT case_id, unit_id, rank FROM results SEMI JOIN _irregular USING (case_id)
+                     WHERE run_id = $run_id AND stage = $stage"""
 
 
 def positions_sql(rows: str) -> str:
     """The one de-duplication: a unit repeated in a list keeps its first occurrence (lowest recorded rank, and
     that row's score); positions 1..n are then numbered over the de-duplicated list by rank."""
     return f"SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({deduplicated(f'SELECT * FROM {rows}')})"
-
-
-def _cut_sql() -> str:
-    return f"""WITH rows AS (SELECT * FROM _top SEMI JOIN _irregular USING (case_id) UNION ALL SELECT * FROM _deeper)
-          SELECT case_id, unit_id, pos FROM ({positions_sql("rows")}) WHERE pos <= ?
-          UNION ALL
-          SELECT case_id, unit_id, rank AS pos FROM _top ANTI JOIN _irregular USING (case_id)"""
 
 
 def has_repeats(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
@@ -71,15 +65,34 @@ def cut_lists(
     con: duckdb.DuckDBPyConnection, run_id: str, stage: str, depth: int, cut: tuple[str, list[Any]] = ("", [])
 ) -> pa.Table:
     """(case_id, unit_id, pos) for every de-duplicated result at position <= depth of one run and stage; ``cut``
-    (``EvalContext.case_filter``) keeps some cases' lists only."""
+    (``EvalContext.case_filter``) keeps some cases' lists only.
+
+    The lists whose top is not ranks 1..depth of distinct units are numbered by ``store.dedup.positions_within``
+    (a chunk of cases at a time, over their key columns, in DuckDB): in a document-unit run loaded from chunks
+    that is nearly every list, and all of its rows."""
     top = arrow(con, _TOP.format(cut=cut[0]), [run_id, stage, depth, *cut[1]])
-    irregular = arrow(con, _IRREGULAR if has_repeats(con, run_id) else _IRREGULAR_NO_REPEATS, [depth, depth], _top=top)
+    irregular = arrow(con, _IRREGULAR if has_repeats(con, run_id) else _IRREGULAR_NO_REPEATS, [depth], _top=top)
     if irregular.num_rows == 0:
         return pa.table({"case_id": top["case_id"], "unit_id": top["unit_id"], "pos": pc.cast(top["rank"], pa.int32())})
-    deeper = top.schema.empty_table()
-    if pc.any(irregular["short"]).as_py():
-        deeper = arrow(con, _DEEPER, [run_id, stage, depth], _irregular=irregular)
-    return arrow(con, _cut_sql(), [depth], _top=top, _irregular=irregular, _deeper=deeper)
+    cur = con.cursor()  # the temp tables go with it
+    try:
+        # the top of the lists read with no window waits in DuckDB (under the store's cap) while the others are
+        # numbered, not in this process beside it
+        cur.register("_irregular", irregular)
+        cur.register("_top_rows", top)
+        cur.execute("CREATE TEMP TABLE _cut_top AS SELECT * FROM _top_rows ANTI JOIN _irregular USING (case_id)")
+        cur.unregister("_top_rows")
+        del top
+        params: dict[str, object] = {"run_id": run_id, "stage": stage}
+        numbered = positions_within(cur, _IRREGULAR_ROWS, params, "case_id", depth, name="_cut")
+        return cur.sql(
+            f"""SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({numbered})
+                UNION ALL
+                SELECT case_id, unit_id, CAST(rank AS INTEGER) AS pos FROM _cut_top""",
+            params=params,
+        ).to_arrow_table()
+    finally:
+        cur.close()
 
 
 def trec_key(alias: str) -> str:

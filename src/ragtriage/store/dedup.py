@@ -45,10 +45,15 @@ def deduplicated(rows: str, lists: str = "case_id", position: str = "pos") -> st
     )
 
 
-def irregular_lists(rows: str, lists: str, depth: str) -> str:
+def irregular_lists(rows: str, lists: str, depth: str | None) -> str:
     """SQL: the ``lists`` columns of each list of ``rows`` whose positions within ``depth`` are not its ranks (a
-    repeat or a rank gap there), or may reach past its rows within ``depth`` (:func:`positions_within`). Hashes of
-    unit ids count the distinct units: a collision can only name a clean list, never miss a repeat."""
+    repeat or a rank gap there), or may reach past its rows within ``depth`` (:func:`positions_within`); with
+    ``depth`` None, of each list whose positions are not its ranks anywhere. Hashes of unit ids count the distinct
+    units: a collision can only name a clean list, never miss a repeat."""
+    if depth is None:
+        # a whole list: counted distinct rather than listed, the lists of every row would be held at once
+        regular = "count(*) = max(rank) AND count(DISTINCT hash(unit_id)) = count(*)"
+        return f"SELECT {lists} FROM ({rows}) GROUP BY {lists} HAVING NOT ({regular})"
     top = f"FILTER (WHERE rank <= {depth})"
     regular = f"""coalesce(count(*) {top} = max(rank) {top}
                       AND len(list_distinct(list(hash(unit_id)) {top})) = count(*) {top}
@@ -61,12 +66,18 @@ def irregular_lists(rows: str, lists: str, depth: str) -> str:
 CHUNK_ROWS = 2_000_000
 
 
-def irregular_positions(rows: str, lists: str, depth: str, irregular: str, position: str = "pos") -> str:
+def irregular_positions(
+    rows: str, lists: str, depth: str | None, irregular: str, position: str = "pos", keep: str | None = None
+) -> str:
     """SQL: ``lists``, ``rank`` and ``position`` (:func:`deduplicated`) of the rows at ``position`` <= ``depth``
-    of the lists named in ``irregular`` (a table of ``lists`` columns), numbered over their key columns alone: a
-    window holds every row it numbers, and the other columns (text, snippets) need not be among them."""
+    (``depth`` None: at any position) of the lists named in ``irregular`` (a table of ``lists`` columns), numbered
+    over their key columns alone: a window holds every row it numbers, and the other columns (text, snippets)
+    need not be among them. ``keep``, an SQL condition over the numbered rows (named ``numbered``: their
+    ``lists`` columns, ``unit_id``, ``rank`` and ``position``), keeps only the rows it holds for."""
     keys = f"SELECT {lists}, unit_id, rank FROM ({rows}) SEMI JOIN {irregular} USING ({lists})"
-    return f"SELECT {lists}, rank, {position} FROM ({deduplicated(keys, lists, position)}) WHERE {position} <= {depth}"
+    within = [f"{position} <= {depth}"] if depth is not None else []
+    where = " AND ".join([*within, *([f"({keep})"] if keep else [])]) or "true"
+    return f"SELECT {lists}, rank, {position} FROM ({deduplicated(keys, lists, position)}) numbered WHERE {where}"
 
 
 def positions_within(
@@ -74,9 +85,11 @@ def positions_within(
     rows: str,
     params: dict[str, object],
     lists: str,
-    depth: int,
+    depth: int | None,
     *,
     position: str = "pos",
+    keep: str | None = None,
+    keep_params: dict[str, object] | None = None,
     chunk_by: str = "case_id",
     name: str = "dedup",
     chunk_rows: int | None = None,
@@ -93,21 +106,31 @@ def positions_within(
     ``chunk_rows`` rows at a time (ranges of ``chunk_by``, a column of ``lists``), into temporary tables
     ``<name>_irregular`` and ``<name>_numbered`` of ``cur`` (they go with the cursor, or the next call of the same
     ``name`` replaces them). The SQL returned reads them and ``rows`` (a query with ``unit_id``, ``rank`` and the
-    ``lists`` columns, taking ``params``) on ``cur``, and the positions are joined back to the rows by rank."""
+    ``lists`` columns, taking ``params``) on ``cur``, and the positions are joined back to the rows by rank.
+
+    ``depth`` None: every position (a list is read with no window when its positions are its ranks throughout).
+    ``keep`` (:func:`irregular_positions`, taking ``params`` and ``keep_params``): of the lists numbered, only the
+    rows it holds for are returned, so the table of them stays small; the caller must read no other row."""
     irregular, numbered = f"{name}_irregular", f"{name}_numbered"
-    cur.execute(f"CREATE OR REPLACE TEMP TABLE {irregular} AS {irregular_lists(rows, lists, str(depth))}", params)
+    cut = None if depth is None else str(depth)
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE {irregular} AS {irregular_lists(rows, lists, cut)}", params)
     numbering = irregular_positions(
         f"SELECT * FROM ({rows}) WHERE ($lo IS NULL OR {chunk_by} >= $lo) AND ($hi IS NULL OR {chunk_by} < $hi)",
         lists,
-        str(depth),
+        cut,
         irregular,
         position,
+        keep,
     )
-    cur.execute(f"CREATE OR REPLACE TEMP TABLE {numbered} AS SELECT * FROM ({numbering}) LIMIT 0", _whole(params))
+    numbering_params = {**params, **(keep_params or {})}
+    cur.execute(
+        f"CREATE OR REPLACE TEMP TABLE {numbered} AS SELECT * FROM ({numbering}) LIMIT 0", _whole(numbering_params)
+    )
     for lo, hi in _chunks(cur, rows, params, lists, irregular, chunk_by, chunk_rows or CHUNK_ROWS):
-        cur.execute(f"INSERT INTO {numbered} {numbering}", {**params, "lo": lo, "hi": hi})
+        cur.execute(f"INSERT INTO {numbered} {numbering}", {**numbering_params, "lo": lo, "hi": hi})
+    within = "" if depth is None else f" WHERE rank <= {depth}"
     return f"""SELECT *, CAST(rank AS BIGINT) AS {position}
-    FROM ({rows}) dedup_rows ANTI JOIN {irregular} USING ({lists}) WHERE rank <= {depth}
+    FROM ({rows}) dedup_rows ANTI JOIN {irregular} USING ({lists}){within}
     UNION ALL
     SELECT r.*, CAST(n.{position} AS BIGINT) AS {position}
     FROM ({rows}) r JOIN {numbered} n USING ({lists}, rank)"""
