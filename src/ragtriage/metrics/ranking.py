@@ -29,19 +29,20 @@ _TOP = """SELECT case_id, unit_id, rank FROM results
           WHERE run_id = ? AND stage = ? AND rank <= ?{cut}"""
 
 # list_distinct over each case's (at most depth) hashes is about twice as fast as count(DISTINCT ...) here
-_IRREGULAR = """SELECT case_id
+_IRREGULAR = """SELECT case_id, len(list_distinct(h)) < ? AS short
                 FROM (SELECT case_id, count(*) AS n, max(rank) AS top_rank, list(hash(unit_id)) AS h
                       FROM _top GROUP BY case_id)
                 WHERE n <> top_rank OR len(list_distinct(h)) <> n OR n < ?"""
 
 # a run the load found without repeats (``runs.has_repeats`` false) needs no hashes
-_IRREGULAR_NO_REPEATS = """SELECT case_id
+_IRREGULAR_NO_REPEATS = """SELECT case_id, n < ? AS short
                 FROM (SELECT case_id, count(*) AS n, max(rank) AS top_rank FROM _top GROUP BY case_id)
                 WHERE n <> top_rank OR n < ?"""
 
-# the rows of the lists found irregular in their top (``positions_within`` numbers them)
-_IRREGULAR_ROWS = """SELECT case_id, unit_id, rank FROM results SEMI JOIN _irregular USING (case_id)
-                     WHERE run_id = $run_id AND stage = $stage"""
+# the rows of the lists found irregular in their top (``positions_within`` numbers them): a list with depth distinct
+# units within rank <= depth has every position <= depth there, so only the others (short) are read deeper
+_IRREGULAR_ROWS = """SELECT r.case_id, r.unit_id, r.rank FROM results r JOIN _irregular i USING (case_id)
+                     WHERE r.run_id = $run_id AND r.stage = $stage AND (r.rank <= $depth OR i.short)"""
 
 
 def positions_sql(rows: str) -> str:
@@ -71,7 +72,7 @@ def cut_lists(
     (a chunk of cases at a time, over their key columns, in DuckDB): in a document-unit run loaded from chunks
     that is nearly every list, and all of its rows."""
     top = arrow(con, _TOP.format(cut=cut[0]), [run_id, stage, depth, *cut[1]])
-    irregular = arrow(con, _IRREGULAR if has_repeats(con, run_id) else _IRREGULAR_NO_REPEATS, [depth], _top=top)
+    irregular = arrow(con, _IRREGULAR if has_repeats(con, run_id) else _IRREGULAR_NO_REPEATS, [depth, depth], _top=top)
     if irregular.num_rows == 0:
         return pa.table({"case_id": top["case_id"], "unit_id": top["unit_id"], "pos": pc.cast(top["rank"], pa.int32())})
     cur = con.cursor()  # the temp tables go with it
@@ -83,7 +84,7 @@ def cut_lists(
         cur.execute("CREATE TEMP TABLE _cut_top AS SELECT * FROM _top_rows ANTI JOIN _irregular USING (case_id)")
         cur.unregister("_top_rows")
         del top
-        params: dict[str, object] = {"run_id": run_id, "stage": stage}
+        params: dict[str, object] = {"run_id": run_id, "stage": stage, "depth": depth}
         numbered = positions_within(cur, _IRREGULAR_ROWS, params, "case_id", depth, name="_cut")
         return cur.sql(
             f"""SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({numbered})
