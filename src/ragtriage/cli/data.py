@@ -79,6 +79,7 @@ class LazyProgress:
 
 @app.command()
 def load(
+    ctx: typer.Context,
     db: DbOpt = DEFAULT_DB_PATH,
     dataset: Annotated[
         Path | None, typer.Option(help="Dataset folder: contract (dataset.json, cases, labels), TREC or BEIR layout.")
@@ -195,17 +196,7 @@ def load(
         strict=strict,
         traces=traces or [],
         trace_run_id=trace_id,
-        trace_options=trace_options(
-            trace_query,
-            trace_docs,
-            trace_doc_id,
-            trace_score,
-            case_id_attribute,
-            principal_attribute,
-            groups_attribute,
-            repeated,
-            trace_doc_meta,
-        ),
+        trace_options=trace_options(ctx.params),
     )
     created = not db.exists()
     try:
@@ -328,6 +319,7 @@ def info(
 
 @app.command()
 def validate(
+    ctx: typer.Context,
     path: Annotated[
         Path,
         typer.Argument(
@@ -360,17 +352,7 @@ def validate(
     """Check one file or folder against the contract without touching any store. Exit 2 on errors."""
     from ragtriage.store.validate_file import validate_file
 
-    trace_opts = trace_options(
-        trace_query,
-        trace_docs,
-        trace_doc_id,
-        trace_score,
-        case_id_attribute,
-        principal_attribute,
-        groups_attribute,
-        repeated,
-        trace_doc_meta,
-    )
+    trace_opts = trace_options(ctx.params)
     try:
         findings = validate_file(path, table=table, fmt=fmt, strict=strict, trace_options=trace_opts)
     except ValueError as exc:

@@ -3,7 +3,8 @@ conversion into ``TraceOptions``, so validate checks an export as the load with 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -40,32 +41,23 @@ TraceDocMetaOpt = Annotated[
 ]
 
 
-def trace_options(
-    query: str | None,
-    docs: str | None,
-    doc_id: str | None,
-    score: str | None,
-    case_id_attribute: str | None,
-    principal_attribute: str | None,
-    groups_attribute: str | None,
-    repeated: str,
-    doc_meta: list[str] | None,
-) -> TraceOptions:
-    """The options as the reader takes them; a malformed one exits 2 naming it."""
+def trace_options(params: Mapping[str, Any]) -> TraceOptions:
+    """The options above as the reader takes them, from a command's ``ctx.params`` (its parameters are named
+    ``trace_query``, ``trace_docs``, ... as in ``load``); a malformed one exits 2 naming it."""
     from ragtriage.contract.traces import TraceOptions
     from ragtriage.contract.traces.doc_metadata import parse_doc_meta
 
     try:
         return TraceOptions(
-            query=query,
-            docs=docs,
-            doc_id=doc_id,
-            score=score,
-            case_id_attribute=case_id_attribute,
-            principal_attribute=principal_attribute,
-            groups_attribute=groups_attribute,
-            repeated=repeated or "first",
-            doc_meta=parse_doc_meta(doc_meta or []),
+            query=params["trace_query"],
+            docs=params["trace_docs"],
+            doc_id=params["trace_doc_id"],
+            score=params["trace_score"],
+            case_id_attribute=params["case_id_attribute"],
+            principal_attribute=params["principal_attribute"],
+            groups_attribute=params["groups_attribute"],
+            repeated=params["repeated"] or "first",
+            doc_meta=parse_doc_meta(params["trace_doc_meta"] or []),
         )
     except ValueError as exc:
         raise fail(exc) from exc
