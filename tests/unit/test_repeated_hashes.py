@@ -53,27 +53,3 @@ def test_repeats_and_the_flag_match_a_whole_fetch(con: duckdb.DuckDBPyConnection
     assert repeated.num_rows == 100_000 - 100_000 // 5  # keys i % 100000 with i % 5 == 0 never get a hash
     assert rules._hash_column(con, "SELECT h, FALSE AS hit FROM t")[1] is False
     assert rules.repeated_hashes(con, "SELECT h FROM t WHERE h IS NULL").num_rows == 0
-
-
-@pytest.mark.parametrize("first_line", [1, 2**62])
-def test_duplicates_are_exact_whatever_bits_the_lines_leave_to_the_hash(first_line: int) -> None:
-    """The suspects carry their line in the hash's low bits: lines near 2**62 leave it one bit, so nearly every
-    row is a suspect, and a line shared by several rows sends them all on; the findings stay the same."""
-    from pathlib import Path
-
-    from ragtriage.contract.staging import Staged
-
-    con = duckdb.connect()
-    con.execute(
-        f"""CREATE TABLE t AS SELECT {first_line} + i // 2 AS line, 'q' || (i % 7) AS case_id, 'd' || (i % 500) AS doc
-            FROM range(1000) t(i)"""
-    )  # two rows a line; (q, d) repeats where i % 3500 does, i.e. never below 1000 but for i and i + 3500
-    con.execute(f"INSERT INTO t VALUES ({first_line} + 900, 'q3', 'd10'), ({first_line} + 901, 'q3', 'd10')")
-    rule = rules.duplicate_rule(
-        ["case_id", "doc"], "doc", "(case, doc)", suspects=rules.hashed_suspects(["s.case_id", "s.doc"])
-    )
-    row = rules.Rule("doc", "empty-id", "s.doc = ''", "'empty'")
-    found = rules.apply_rules(con, Staged("t", Path("t"), "jsonl", 1002, [], "line"), [row, rule])
-    assert [(f.line - first_line, f.message) for f in found if f.line is not None] == [
-        (901, "duplicate (case, doc) q3 / d10")
-    ]

@@ -8,9 +8,8 @@ corpus) take that table's name.
 A duplicate rule grouped by one key per row (case, stage, rank) builds a hash table with a group per row, which is
 costly on a large run. It may therefore name ``suspects``: a cheaper aggregate over a key prefix that returns every
 prefix group that *can* hold a duplicate (and, ideally, few others), or a hash of the whole key whose repeats are
-found by a sort (taken in the row rules' scan, each hash carrying its row's line, so the suspect rows are known by
-their lines); the exact grouping then runs over those groups or rows only. A suspects query may over-report,
-never under-report, so the result stays exact.
+found by a sort (taken in the row rules' scan); the exact grouping then runs over those groups or rows only. A
+suspects query may over-report, never under-report, so the result stays exact.
 """
 
 from __future__ import annotations
@@ -44,10 +43,10 @@ class Suspects:
     """How a duplicate rule narrows its exact grouping. ``sql`` runs over ``{table} s``.
 
     With ``n > 0`` it gives columns p0..p{n-1}: the first n group keys of every group that may hold a duplicate.
-    With ``n == 0`` (``sql`` unused) ``key`` is a UBIGINT hash of the whole key and ``present`` the rows it is
-    taken over; the suspects are the rows whose hash occurs more than once, found by sorting the hashes in numpy
-    (cheaper than sorting each group's hashes in SQL or grouping by the key itself), in the scan that checks the
-    row rules of the same table (:func:`apply_rules`).
+    With ``n == 0`` it gives one UBIGINT ``h`` per row, a hash of the whole key; the suspects are the rows whose
+    hash occurs more than once, found by sorting the hashes in numpy (cheaper than sorting each group's hashes in
+    SQL or grouping by the key itself). ``key`` and ``present`` are that hash and the rows it is taken over, so
+    the row rules of the same table can be checked in the same scan (:func:`apply_rules`).
     """
 
     sql: str
@@ -115,7 +114,8 @@ def hashed_suspects(keys: list[str]) -> Suspects:
     """Rows whose whole key hashes like another row's. Equal keys always have equal hashes, so no duplicate is
     missed; a hash collision only sends clean rows on to the exact check."""
     present = " AND ".join(f"({e}) IS NOT NULL" for e in keys)
-    return Suspects("", 0, f"hash({', '.join(keys)})", present)
+    key = f"hash({', '.join(keys)})"
+    return Suspects(f"SELECT {key} AS h FROM {{table}} s WHERE {present}", 0, key, present)
 
 
 def unknown_ref_rule(field: str, ref_table: str, ref_col: str, what: str, severity: str = "error") -> Rule:
@@ -139,7 +139,7 @@ def _group_sql(table: str, r: Rule) -> str:
         on = " AND ".join(f"({r.group_by[i]}) = x.p{i}" for i in range(r.suspects.n))
         source = f"{table} s JOIN ({sus}) x ON {on}"
     elif r.suspects:
-        source = f"{table} s SEMI JOIN _dup_lines x ON {_LINE} = x.line"
+        source = f"{table} s SEMI JOIN _dup_hashes x ON hash({', '.join(r.group_by)}) = x.h"
     return (
         f"SELECT line, {r.message} AS msg FROM (SELECT max(s.line) AS line, min(s.line) AS first_line, {keys} "
         f"FROM {source} WHERE {present} GROUP BY ALL HAVING count(*) > 1)"
@@ -197,20 +197,20 @@ def repeated_hashes(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     return _repeated(_hash_column(con, f"SELECT h FROM ({sql})")[0])
 
 
-def _hash_column(con: duckdb.DuckDBPyConnection, sql: str, rows: int | None = None) -> tuple[Any, bool]:
+def _hash_column(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, bool]:
     """Column ``h`` of ``sql`` without its NULLs (rows outside a key's ``present``) in one uint64 array, and
     whether column ``hit`` (when ``sql`` has one) is true on any row.
 
-    The rows are streamed a batch at a time into an array sized by a count first (``rows``, when the caller knows
-    how many ``sql`` gives): fetching the whole result at once would hold DuckDB's copy of the column beside
-    numpy's (and a masked array a third), outside the memory cap of a load."""
+    The rows are streamed a batch at a time into an array sized by a count first: fetching the whole result at
+    once would hold DuckDB's copy of the column beside numpy's (and a masked array a third), outside the memory
+    cap of a load."""
     import numpy as np
     import pyarrow.compute as pc
 
     from ragtriage.arrays import non_null_values
 
     # execute, not sql: it ends a result a caller left unfetched on ``con``, which a relation would refuse
-    n = int(con.execute(f"SELECT count(*) FROM ({sql})").fetchall()[0][0]) if rows is None else rows
+    n = int(con.execute(f"SELECT count(*) FROM ({sql})").fetchall()[0][0])
     out, at, hit = np.empty(n, dtype=np.uint64), 0, False
     for batch in con.sql(sql).to_arrow_reader(_BATCH_ROWS):
         h = non_null_values(batch.column("h"), np.uint64)  # Array.to_numpy would import pandas
@@ -234,47 +234,14 @@ def _repeated(h: Any) -> pa.Table:
     return pa.table({"h": over_buffer(twice[first])})
 
 
-_LINE = "coalesce(s.line, 0)"
-
-
-def _suspect_lines(
+def _hashes_and_hits(
     con: duckdb.DuckDBPyConnection, table: str, suspects: Suspects, rules: list[Rule]
 ) -> tuple[pa.Table, bool]:
-    """One scan for a hashed duplicate rule and the row rules of the same table: the lines of the rows whose key
-    may repeat (column ``line``), and whether any row breaks a row rule (the rules then build their messages over
-    those rows).
-
-    Each row's key hash keeps its high bits and takes the row's line in the low ones (as many as the largest line
-    needs), so the one sort that brings equal hashes together gives their lines with them, and the exact grouping
-    reads the rows of those lines instead of hashing every row's key again. Equal keys keep equal high bits, so
-    no duplicate is missed; the bits given to the line only send a few more clean rows on (as does a line shared
-    by several rows, or a missing one: all rows of a suspect line are read)."""
-    rows, top = con.execute(f"SELECT count(*), max({_LINE}) FROM {table} s").fetchall()[0]
-    bits = max(int(top or 0).bit_length(), 1)
-    packed = f"((({suspects.key}) >> {bits}) << {bits}) | CAST({_LINE} AS UBIGINT)"
-    hit = f"({_any_hit(rules)})" if rules else "FALSE"
-    hashes, hit_any = _hash_column(
-        con, f"SELECT CASE WHEN {suspects.present} THEN {packed} END AS h, {hit} AS hit FROM {table} s", int(rows)
-    )
-    return _repeated_lines(hashes, bits), hit_any
-
-
-def _repeated_lines(h: Any, bits: int) -> pa.Table:
-    """The lines (low ``bits`` bits) of the values of uint64 array ``h`` whose high bits occur more than once
-    (``h`` is sorted in place; neighbours are compared a batch at a time, so no second array of ``h``'s size)."""
-    import numpy as np
-
-    from ragtriage.arrays import over_buffer
-
-    h.sort()
-    mark = np.zeros(len(h), dtype=bool)
-    for at in range(0, len(h) - 1, _BATCH_ROWS):
-        part = h[at : at + _BATCH_ROWS + 1]
-        same = (part[1:] >> bits) == (part[:-1] >> bits)
-        mark[at : at + len(same)] |= same
-        mark[at + 1 : at + 1 + len(same)] |= same
-    lines = (h[mark] & np.uint64((1 << bits) - 1)).astype(np.int64)
-    return pa.table({"line": over_buffer(lines)})
+    """One scan for a hashed duplicate rule and the row rules of the same table: the repeated hashes, and whether
+    any row breaks a row rule (the rules then build their messages over those rows)."""
+    key = f"CASE WHEN {suspects.present} THEN {suspects.key} END"
+    hashes, hit = _hash_column(con, f"SELECT {key} AS h, ({_any_hit(rules)}) AS hit FROM {table} s")
+    return _repeated(hashes), hit
 
 
 def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule], limit: int = 50) -> list[Finding]:
@@ -286,7 +253,7 @@ def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule
     hashed = next((r for r in rules if r.suspects and r.suspects.key), None)
     known: dict[int, pa.Table] = {}
     if row and hashed is not None and hashed.suspects is not None:
-        known[id(hashed)], hit = _suspect_lines(con, staged.name, hashed.suspects, row)
+        known[id(hashed)], hit = _hashes_and_hits(con, staged.name, hashed.suspects, row)
         row = row if hit else []
     by_rule: dict[int, list[Finding]] = {id(r): [] for r in rules if not r.group_by} | _row_rules(
         con, staged, row, limit
@@ -298,12 +265,12 @@ def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule
         if r.suspects and not r.suspects.n:
             dups = known.get(id(r))
             if dups is None:
-                dups = _suspect_lines(con, staged.name, r.suspects, [])[0]
+                dups = repeated_hashes(con, r.suspects.sql.replace("{table}", staged.name))
             if dups.num_rows == 0:
                 by_rule[id(r)] = []
                 continue
             # the caller's own connection: a cursor would not see rows written in its open transaction
-            con.register("_dup_lines", dups)
+            con.register("_dup_hashes", dups)
         try:
             sql = _group_sql(staged.name, r)
             # one grouping gives both the first rows and the total (grouping twice doubles the cost)
@@ -314,6 +281,6 @@ def apply_rules(con: duckdb.DuckDBPyConnection, staged: Staged, rules: list[Rule
             total = int(found[0][2]) if found else 0
         finally:
             if dups is not None:
-                con.unregister("_dup_lines")
+                con.unregister("_dup_hashes")
         by_rule[id(r)] = _report(staged, r, rows, total, limit)
     return [f for r in rules for f in by_rule[id(r)]]

@@ -5,7 +5,7 @@ DuckDB's own limit is 80% of the machine's memory. Under it, a load's large step
 the rules) grow their buffers with the run. Under a 1 GiB limit DuckDB partitions the same work (spilling to the
 store's ``.tmp`` folder if it must) and finishes no later, in a fraction of the memory (``bench/scale_bench.py``
 measures both; docs/performance.md). The duplicate-in-list check's sorted hashes (``contract.rules
-._suspect_lines`` and ``.repeated_hashes``, 8 bytes a result row) are numpy's, outside the cap.
+.repeated_hashes``, 8 bytes a result row) are numpy's, outside the cap.
 
 The classification that ``ragtriage load`` runs afterwards (``classify.refresh``) is capped too. It works a chunk
 of cases at a time (``classify.facts.fact_chunks``), so under the cap it spills little; one statement over every
