@@ -47,7 +47,7 @@ from ragtriage.classify.rules import (
     UNJUDGED_TOP,
 )
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, is_relevant, relevant_labels
-from ragtriage.store.dedup import positions_within
+from ragtriage.store.dedup import numbering_tables, positions_within
 
 # Checks-layer tables the statement reads (registered by the caller).
 LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS = "_cls_leaks", "_cls_negatives", "_cls_stale_first", "_cls_versions"
@@ -130,7 +130,7 @@ _PLAIN_RUNS_TABLE_SQL = (
 # from chunks that is nearly every list, and windows over all their rows at once outgrow the memory cap. Only the
 # rows the statements read are kept (``locations.READ_ROWS``).
 _NUMBERED = "_cls_positions"
-_NUMBERED_TABLES = (f"{_NUMBERED}_irregular", f"{_NUMBERED}_numbered")  # positions_within's temp tables
+_NUMBERED_TABLES = numbering_tables(_NUMBERED)
 
 
 def numbered_positions(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> str:

@@ -111,7 +111,7 @@ def positions_within(
     ``depth`` None: every position (a list is read with no window when its positions are its ranks throughout).
     ``keep`` (:func:`irregular_positions`, taking ``params`` and ``keep_params``): of the lists numbered, only the
     rows it holds for are returned, so the table of them stays small; the caller must read no other row."""
-    irregular, numbered = f"{name}_irregular", f"{name}_numbered"
+    irregular, numbered = numbering_tables(name)
     cut = None if depth is None else str(depth)
     cur.execute(f"CREATE OR REPLACE TEMP TABLE {irregular} AS {irregular_lists(rows, lists, cut)}", params)
     numbering = irregular_positions(
@@ -134,6 +134,11 @@ def positions_within(
     UNION ALL
     SELECT r.*, CAST(n.{position} AS BIGINT) AS {position}
     FROM ({rows}) r JOIN {numbered} n USING ({lists}, rank)"""
+
+
+def numbering_tables(name: str) -> tuple[str, str]:
+    """The temp tables :func:`positions_within` leaves on its cursor under ``name``: (irregular lists, numbered)."""
+    return f"{name}_irregular", f"{name}_numbered"
 
 
 def _whole(params: dict[str, object]) -> dict[str, object]:
