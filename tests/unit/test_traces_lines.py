@@ -256,6 +256,35 @@ def test_a_block_the_arrow_pivot_cannot_take_goes_through_sql(tmp_path: Path, mo
     assert _docs_of(path, tmp_path) == expected
 
 
+def test_a_block_is_parsed_again_with_the_rarer_kinds_when_a_kept_value_has_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block is parsed first without the values' bool and array kinds: one where an attribute nobody reads has
+    one is taken as parsed; one where a kept attribute (a document's) has one is parsed again with them, and so is
+    every block parsed after it."""
+    unread = [(f"{D}.0.document.id", {"stringValue": "a"}), ("llm.streaming", {"boolValue": True}),
+              ("tags", {"arrayValue": {"values": [{"stringValue": "x"}]}})]  # fmt: skip
+    kept = [(f"{D}.0.document.id", {"stringValue": "b"}), (f"{D}.0.document.content", {"boolValue": False})]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(_line(a, trace=t) + "\n" for a, t in ((unread, "u"), (kept, "k"), (unread, "v"),
+                                                                   (unread, "w"))))  # fmt: skip
+    monkeypatch.setattr(otlp_lines, "_BLOCK", 64)  # one line per block
+    rare: list[bool] = []
+    real = otlp_lines._parse
+
+    def parse(line0: int, data: bytearray, feeds: int, rare_kinds: bool = False) -> Any:
+        rare.append(rare_kinds)
+        return real(line0, data, feeds, rare_kinds)
+
+    monkeypatch.setattr(otlp_lines, "_parse", lambda *a, rare=False: parse(*a, rare))
+    got = _docs_of(path, tmp_path)
+    assert got == [("k", "retrieved", 0, "b", None, "false", 1)] + [
+        (t, "retrieved", 0, "a", None, None, 1) for t in ("u", "v", "w")
+    ]
+    # u, k and v (parsed ahead while k was stored) without them; k again, and w, with them
+    assert sorted(rare) == [False, False, False, True, True]
+
+
 def test_camel_and_snake_blocks_and_escaped_keys_read_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of one key style are parsed with that style's schema only: a file mixing styles line by line, and a
     snake_case key spelled with a JSON escape, still give every span."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import reduce
 from pathlib import Path
 from typing import cast
 
@@ -28,7 +29,7 @@ from ragtriage.contract.compression import MAX_LINE, open_binary, text_fault
 from ragtriage.contract.digest import Folded
 from ragtriage.contract.json_stream import JsonStreamError
 from ragtriage.contract.staging import sql_str
-from ragtriage.contract.traces.otlp_docs import doc_rows, insert_docs_sql, pivot, pivoted_sql
+from ragtriage.contract.traces.otlp_docs import DOC_PREFIXES, doc_rows, insert_docs_sql, pivot, pivoted_sql
 
 ValueSql = Callable[..., str]
 """``otlp._value_sql``: an ``AnyValue`` struct as text, given the struct's SQL and the fields its type has."""
@@ -38,34 +39,28 @@ _RES_STRIDE = 1 << 20  # resource numbers of one line: line * stride + position 
 _BOM = b"\xef\xbb\xbf"
 
 
-def _any_value(snake: bool) -> pa.DataType:
+def _any_value(snake: bool, rare: bool) -> pa.DataType:
     def n(camel: str) -> str:
         return "".join("_" + c.lower() if c.isupper() else c for c in camel) if snake else camel
 
     strings = pa.struct([(n("values"), pa.list_(pa.struct([(n("stringValue"), pa.string())])))])
-    return pa.struct(
-        [
-            (n("stringValue"), pa.string()),
-            (n("intValue"), pa.string()),
-            (n("doubleValue"), pa.float64()),
-            (n("boolValue"), pa.bool_()),
-            (n("arrayValue"), strings),
-        ]
-    )
+    kinds = [(n("stringValue"), pa.string()), (n("intValue"), pa.string()), (n("doubleValue"), pa.float64())]
+    return pa.struct(kinds + ([(n("boolValue"), pa.bool_()), (n("arrayValue"), strings)] if rare else []))
 
 
 def _fields(*names: str, kind: pa.DataType | None = None) -> list[tuple[str, pa.DataType]]:
     return [(n, kind or pa.string()) for n in names]
 
 
-def _request_schema(styles: tuple[bool, ...]) -> pa.Schema:
+def _request_schema(styles: tuple[bool, ...], rare: bool = True) -> pa.Schema:
     """The key styles ``styles`` (snake_case or not) in one struct at every level (as ``otlp.REQUEST_SHAPE``), so
-    ``coalesce`` picks a style."""
+    ``coalesce`` picks a style; ``rare``: with the values' rarer kinds (bool, array), which pyarrow builds an
+    empty column for at every attribute even when no attribute has them."""
 
     def pick(*names: str) -> list[str]:
         return [n for i, n in enumerate(names) if (i % 2 == 1) in styles]
 
-    value = pa.struct([(f.name, f.type) for snake in styles for f in _any_value(snake)])
+    value = pa.struct([(f.name, f.type) for snake in styles for f in _any_value(snake, rare)])
     kv = pa.list_(pa.struct([("key", pa.string()), ("value", value)]))
     span = pa.struct(
         _fields(*pick("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id"))
@@ -79,16 +74,19 @@ def _request_schema(styles: tuple[bool, ...]) -> pa.Schema:
 
 
 REQUEST_SCHEMA = _request_schema((False, True))
-_CAMEL_SCHEMA = _request_schema((False,))
+_SCHEMAS = {(snake, rare): _request_schema((False, True) if snake else (False,), rare)
+            for snake in (False, True) for rare in (False, True)}  # fmt: skip
 _SNAKE_HINTS = (b'_spans"', b'_id"', b'_nano"', b'_value"')
 """How every snake_case key of the schema ends; a block with none of them (and no ``\\u00`` escape that could
-spell one) is read with the camelCase keys only, which pyarrow builds in about two thirds of the time."""
+spell one) is read with the camelCase keys only, which pyarrow builds in less time."""
+_RARE = ("boolValue", "bool_value")
+"""A value field only the schemas with the rarer kinds have."""
 
 
-def _schema(data: bytearray) -> pa.Schema:
+def _schema(data: bytearray, rare: bool) -> pa.Schema:
     # a backslash is rare and found fast: the escape's own search is several times slower
     snake = (b"\\" in data and b"\\u00" in data) or (b"_" in data and any(h in data for h in _SNAKE_HINTS))
-    return REQUEST_SCHEMA if snake else _CAMEL_SCHEMA
+    return _SCHEMAS[snake, rare]
 
 
 class TextFault(Exception):
@@ -152,13 +150,15 @@ def _numbers(line0: int, data: bytearray, feeds: int, rows: int) -> list[int] | 
     return kept if len(kept) == rows else None
 
 
-def _parse(line0: int, data: bytearray, feeds: int) -> tuple[pa.Table, np.ndarray] | None:
-    """The block's requests and the line of each, or None when pyarrow cannot take the block as it is."""
+def _parse(line0: int, data: bytearray, feeds: int, rare: bool = False) -> tuple[pa.Table, np.ndarray] | None:
+    """The block's requests and the line of each, or None when pyarrow cannot take the block as it is; ``rare``:
+    with the values' rarer kinds (``_request_schema``), which a block needs only when an attribute it keeps has
+    one (``_fast`` tells)."""
     try:
         tbl = pj.read_json(
             pa.BufferReader(data),
             read_options=pj.ReadOptions(block_size=len(data) + 1),
-            parse_options=pj.ParseOptions(explicit_schema=_schema(data), unexpected_field_behavior="ignore"),
+            parse_options=pj.ParseOptions(explicit_schema=_schema(data, rare), unexpected_field_behavior="ignore"),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
@@ -187,14 +187,23 @@ def _field(struct: pa.Array | pa.Table, *names: str) -> pa.Array | pa.ChunkedArr
 
 
 def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np.ndarray], res0: int,
-          value_sql: ValueSql, keys: list[str]) -> None:  # fmt: skip
+          value_sql: ValueSql, keys: list[str]) -> bool:  # fmt: skip
     """Spans, the attributes ``keys``, documents and resources of a parsed block into ``trc_sp``, ``trc_kv``,
-    ``trc_docs`` and ``trc_res``."""
+    ``trc_docs`` and ``trc_res``. False, with nothing stored, when the block was parsed without the values' rarer
+    kinds and an attribute it keeps has a value of none of the kinds parsed (it may be of a kind left out)."""
     tbl, lines = parsed
     rs, rs_row, ri = _flatten(_field(tbl, "resourceSpans", "resource_spans"))
     res = res0 + lines[rs_row] * _RES_STRIDE + ri
     scopes, sc_rs, _ = _flatten(_field(rs, "scopeSpans", "scope_spans"))
     spans, sp_sc, _ = _flatten(pc.struct_field(scopes, "spans"))
+    attrs, at_sp, _ = _flatten(pc.struct_field(spans, "attributes"))
+    key, value = pc.struct_field(attrs, "key"), pc.struct_field(attrs, "value")
+    named = pc.fill_null(pc.is_in(key, pa.array(keys, pa.string())), False)
+    rs_attrs = pc.struct_field(pc.struct_field(rs, "resource"), "attributes")
+    if not any(f in value.type.names for f in _RARE) and (
+        _unread(value, key, named) or _unread(pc.struct_field(pc.list_flatten(rs_attrs), "value"))
+    ):
+        return False
     sp_rs = sc_rs[sp_sc]
     n = len(spans)
     first, last = con.execute(
@@ -221,10 +230,8 @@ def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np
     file = sql_str(str(path))
     cols = "line, res, trace_id, span_id, parent_id, start_ns, end_ns, code, message"
     run_on_arrow(con, "__trc_sp", sp, f"INSERT INTO trc_sp SELECT sid, {file}, {cols} FROM __trc_sp")
-    attrs, at_sp, _ = _flatten(pc.struct_field(spans, "attributes"))
-    key, value, at_sid = pc.struct_field(attrs, "key"), pc.struct_field(attrs, "value"), sid[at_sp]
+    at_sid = sid[at_sp]
     val = value_sql("value", value.type.names)
-    named = pc.fill_null(pc.is_in(key, pa.array(keys, pa.string())), False)
     kv = pa.table({"sid": at_sid, "key": key, "value": value}).filter(named)
     run_on_arrow(con, "__trc_kv", kv, f"INSERT INTO trc_kv SELECT sid, key, {val} FROM __trc_kv")
     docs = pivot(key, value, at_sid)
@@ -233,10 +240,24 @@ def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np
         run_on_arrow(con, "__trc_dkv", doc_rows(key, value, at_sid), insert_docs_sql(rows))
     elif docs.num_rows:
         run_on_arrow(con, "__trc_docs", docs, pivoted_sql("__trc_docs", docs.column_names))
-    rsrc = pa.table({"res": res, "attributes": pc.struct_field(pc.struct_field(rs, "resource"), "attributes")})
+    rsrc = pa.table({"res": res, "attributes": rs_attrs})
     entry = f"struct_pack(k := a.key, v := {value_sql('a.value', value.type.names)})"
     as_json = f"CAST(to_json(map_from_entries(list_transform(attributes, lambda a: {entry}))) AS VARCHAR)"
     run_on_arrow(con, "__trc_rs", rsrc, f"INSERT INTO trc_res SELECT res, {as_json} FROM __trc_rs")
+    return True
+
+
+def _unread(value: pa.Array, key: pa.Array | None = None, named: pa.Array | None = None) -> bool:
+    """Whether a kept attribute's ``value`` has none of the kinds its struct has: any, without ``key`` (a
+    resource's: all are kept), else one ``named`` or with a document prefix (a superset of ``OI_DOCS``)."""
+    none = reduce(pc.and_, [pc.struct_field(value, f).is_null() for f in value.type.names])
+    if not pc.any(none).as_py():
+        return False
+    if key is None or named is None:
+        return True
+    at = pc.filter(key, none)
+    kept = reduce(pc.or_, [pc.filter(named, none)] + [pc.starts_with(at, p) for p in DOC_PREFIXES])
+    return bool(pc.any(pc.fill_null(kept, False)).as_py())
 
 
 def _text_lines(path: Path, line0: int, data: bytearray) -> pa.Table:
@@ -293,14 +314,15 @@ def _unnest(con: duckdb.DuckDBPyConnection, path: Path, blk: str, res0: int, val
 
 
 def _parsed_blocks(
-    path: Path, checked: bool, digest: Folded | None
+    path: Path, checked: bool, digest: Folded | None, rare: list[bool]
 ) -> Iterator[tuple[int, bytearray, int, tuple[pa.Table, np.ndarray] | None]]:
-    """``line_blocks`` with pyarrow's parse of each (``_parse``); the next block is parsed in a thread while the
-    caller stores this one (pyarrow and DuckDB both work outside the GIL), which shortens the load, not its CPU."""
+    """``line_blocks`` with pyarrow's parse of each (``_parse``, with the rarer kinds once ``rare[0]`` is set); the
+    next block is parsed in a thread while the caller stores this one (pyarrow and DuckDB both work outside the
+    GIL), which shortens the load, not its CPU."""
     with ThreadPoolExecutor(1) as pool:
         ahead: tuple[tuple[int, bytearray, int], Future[tuple[pa.Table, np.ndarray] | None]] | None = None
         for block in line_blocks(path, checked, digest):
-            parsing = pool.submit(_parse, *block)
+            parsing = pool.submit(_parse, *block, rare=True) if rare[0] else pool.submit(_parse, *block)
             if ahead is not None:
                 yield *ahead[0], ahead[1].result()
             ahead = (block, parsing)
@@ -314,12 +336,15 @@ def read_lines(con: duckdb.DuckDBPyConnection, path: Path, res0: int, shape: str
     ``trc_span`` (blocks DuckDB parses); returns the last resource number used. ``shape`` is the request as
     ``from_json`` reads it, ``value_sql`` an attribute value ``a.value`` as text, ``keys`` the attributes kept;
     ``checked`` and ``digest`` as ``line_blocks`` takes them."""
-    last = 0
-    for line0, data, feeds, parsed in _parsed_blocks(path, checked, digest):
+    last, rare = 0, [False]
+    for line0, data, feeds, parsed in _parsed_blocks(path, checked, digest, rare):
         last = line0 + feeds
-        if parsed is not None:
-            _fast(con, path, parsed, res0, value_sql, keys)
-        else:
+        if parsed is not None and not _fast(con, path, parsed, res0, value_sql, keys):
+            rare[0] = True  # the file has them: its next blocks are parsed with them from the start
+            parsed = _parse(line0, data, feeds, rare=True)
+            if parsed is not None and not _fast(con, path, parsed, res0, value_sql, keys):
+                raise RuntimeError("a block parsed with every kind of value was taken as lacking one")
+        if parsed is None:
             _exact(con, path, line0, data, shape)
             _unnest(con, path, "trc_blk", res0, value_sql("a.value"))
             con.execute("DROP TABLE trc_blk")
