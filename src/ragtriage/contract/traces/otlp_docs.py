@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.contract.staging import sql_str
+from ragtriage.contract.traces.tables import role_text
 
 OI_DOCS = (
     r"^(?P<list>retrieval\.documents|reranker\.input_documents|reranker\.output_documents)\.(?P<i>\d+)"
@@ -55,8 +56,11 @@ def drop_unkept(con: duckdb.DuckDBPyConnection, read: str, kept: str) -> None:
         con.execute(f"DELETE FROM {table} WHERE sid IN (SELECT sid FROM {read} EXCEPT SELECT sid FROM {kept})")
 
 
-_LISTS = ("retrieval.documents", "reranker.input_documents", "reranker.output_documents")
-_ROLES = ("retrieved", "input", "output")  # built as Arrow per call: pa.array at import would import pandas
+_LISTS = (  # in the order of tables.ROLES
+    "retrieval.documents",
+    "reranker.input_documents",
+    "reranker.output_documents",
+)
 _FIELDS = ("id", "score", "content", "metadata")
 _TEXT = ("stringValue", "string_value", "intValue", "int_value")
 _INT_MAX = 2**31 - 1
@@ -90,10 +94,10 @@ def _keys(key: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
 
 def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
     """The rows ``insert_docs_sql`` makes of the block's document attributes, pivoted here: ``(sid, role, idx,
-    <field>_text, <field>_double)`` per document, the text of a value to be taken before its double (as
-    ``otlp._value_sql``). None when the block needs SQL's pivot: a field given twice, an index past INTEGER, or a
-    value of another kind (bool, array, a snake_case double); an empty table when there are no documents. A
-    column with no value in the block is left out."""
+    rank, <field>_text, <field>_double)`` per document (the role as its position in ``tables.ROLES``), the text of
+    a value to be taken before its double (as ``otlp._value_sql``). None when the block needs SQL's pivot: a field
+    given twice, an index past INTEGER, or a value of another kind (bool, array, a snake_case double); an empty
+    table when there are no documents. A column with no value in the block is left out."""
     m, codes, match = _keys(key)
     rows = np.flatnonzero(match[codes])
     if not len(rows):
@@ -126,9 +130,9 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
     rank = n - np.maximum.accumulate(np.where(new_list, n, 0)) + 1
     cols: dict[str, Any] = {
         "sid": s[first],
-        "role": pa.array(_ROLES, pa.string()).take(pa.array(lst[first])),
+        "role": lst[first].astype(np.uint8),
         "idx": idx[first].astype(np.int32),
-        "rank": rank,
+        "rank": rank.astype(np.int32),
     }
     # each field's values taken once, straight from the block's attributes, and only the kinds it has
     valid = {k: c.is_valid().to_numpy(zero_copy_only=False) for k, c in kinds.items()}
@@ -170,6 +174,6 @@ def pivoted_sql(name: str, columns: list[str]) -> str:
     if "score_text" in columns and "score_double" in columns:
         score = f"CASE WHEN score_text IS NULL THEN {score} END"
     return (
-        f"INSERT INTO trc_docs ({_COLUMNS}, score) SELECT sid, role, idx, {', '.join(map(text, _FIELDS))}, rank, "
-        f"{score} FROM {name}"
+        f"INSERT INTO trc_docs ({_COLUMNS}, score) SELECT sid, {role_text('role')}, idx, "
+        f"{', '.join(map(text, _FIELDS))}, rank, {score} FROM {name}"
     )

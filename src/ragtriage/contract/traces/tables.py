@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import duckdb
 
+from ragtriage.contract.staging import sql_str
+
 SPAN_COLUMNS = (
     "sid, file, line, trace_id, span_id, parent_id, kind, query, started, latency_ms, error, case_attr, principal, "
     "groups, resource"
 )
+
+
+ROLES = ("retrieved", "input", "output")
+"""A document's ``role`` in ``trc_docs``; ``trc_docs_lines`` holds its position here."""
+
+
+def role_text(code: str) -> str:
+    """SQL: the ``role`` of a position in ``ROLES``."""
+    return f"[{', '.join(sql_str(r) for r in ROLES)}][{code} + 1]"
 
 
 def doc_score(d: str = "") -> str:
@@ -21,7 +32,9 @@ def create_tables(con: duckdb.DuckDBPyConnection) -> None:
     """``trc_spans`` and ``trc_docs``, and ``trc_docs_lines``: the documents of the blocks whose documents carry
     nothing more than an id and a numeric score (no content, metadata or score written as text), the usual OTLP
     export. DuckDB's appends cost more the more columns the table has, NULL or not, so such blocks go there, and
-    ``trc_docs`` becomes the view of both once the files are read (``join_docs``): each document is held once."""
+    ``trc_docs`` becomes the view of both once the files are read (``join_docs``): each document is held once.
+    Every document of the load is held until the run's rows are made of them, so ``trc_docs_lines`` holds them in
+    narrow types: the role as its position in ``ROLES``, the rank as an INTEGER (a position within one span)."""
     drop_docs(con)
     con.execute("CREATE OR REPLACE TEMP SEQUENCE trc_sid")
     con.execute(
@@ -34,8 +47,8 @@ def create_tables(con: duckdb.DuckDBPyConnection) -> None:
                score_text VARCHAR, content VARCHAR, metadata VARCHAR, rank BIGINT, score DOUBLE)"""
     )
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE trc_docs_lines (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
-               rank BIGINT, score DOUBLE)"""
+        """CREATE OR REPLACE TEMP TABLE trc_docs_lines (sid BIGINT, role UTINYINT, idx INTEGER, document_id VARCHAR,
+               rank INTEGER, score DOUBLE)"""
     )
 
 
@@ -47,11 +60,12 @@ def join_docs(con: duckdb.DuckDBPyConnection) -> None:
         return
     con.execute("ALTER TABLE trc_docs RENAME TO trc_docs_all")
     con.execute(
-        """CREATE TEMP VIEW trc_docs AS
+        f"""CREATE TEMP VIEW trc_docs AS
            SELECT * FROM trc_docs_all
            UNION ALL
-           SELECT sid, role, idx, document_id, CAST(NULL AS VARCHAR) AS score_text, CAST(NULL AS VARCHAR) AS content,
-                  CAST(NULL AS VARCHAR) AS metadata, rank, score
+           SELECT sid, {role_text("role")} AS role, idx, document_id, CAST(NULL AS VARCHAR) AS score_text,
+                  CAST(NULL AS VARCHAR) AS content, CAST(NULL AS VARCHAR) AS metadata, CAST(rank AS BIGINT) AS rank,
+                  score
            FROM trc_docs_lines"""
     )
 
