@@ -28,7 +28,6 @@ from ragtriage.contract.traces import otlp_lines
 from ragtriage.contract.traces.options import TraceOptions
 from ragtriage.contract.traces.otlp_docs import doc_rows_sql, drop_unkept, insert_docs_sql
 from ragtriage.contract.traces.paths import json_path
-from ragtriage.contract.traces.tables import SPAN_COLUMNS
 
 _BATCH = 20_000
 _RESOURCE = ("resourceSpans", "resource_spans")
@@ -285,16 +284,14 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
         return f"max(val) FILTER (WHERE key = {sql_str(key)})" if key else "CAST(NULL AS VARCHAR)"
 
     docs_attr = attr(opts.docs) if opts.docs else "CAST(NULL AS VARCHAR)"
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE trc_attrs AS
-            SELECT sid, upper({attr("openinference.span.kind")}) AS oi_kind, {attr("gen_ai.operation.name")} AS op,
-                   {attr("input.value")} AS input, {attr("reranker.query")} AS rerank_query,
-                   {attr("gen_ai.retrieval.query.text")} AS genai_query, {attr(opts.query)} AS opt_query,
-                   {attr("gen_ai.retrieval.documents")} AS genai_docs, {docs_attr} AS opt_docs,
-                   {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
-                   {attr(opts.groups_attribute)} AS groups_text
-            FROM trc_kv WHERE key IN ({listed}) GROUP BY sid"""
-    )
+    # the spans' attributes, pivoted where they are read: every table the load makes is held until it commits
+    attrs = f"""(SELECT sid, upper({attr("openinference.span.kind")}) AS oi_kind, {attr("gen_ai.operation.name")} AS op,
+                        {attr("input.value")} AS input, {attr("reranker.query")} AS rerank_query,
+                        {attr("gen_ai.retrieval.query.text")} AS genai_query, {attr(opts.query)} AS opt_query,
+                        {attr("gen_ai.retrieval.documents")} AS genai_docs, {docs_attr} AS opt_docs,
+                        {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
+                        {attr(opts.groups_attribute)} AS groups_text
+                 FROM trc_kv WHERE key IN ({listed}) GROUP BY sid)"""
     start, end = "TRY_CAST(r.start_ns AS HUGEINT)", "TRY_CAST(r.end_ns AS HUGEINT)"
     code, msg = "r.code", "nullif(r.message, '')"
     kind = (
@@ -302,7 +299,7 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
         "WHEN lower(a.op) = 'retrieval' THEN 'RETRIEVER' END"
     )
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE trc_otlp AS
+        f"""INSERT INTO trc_spans BY NAME
             SELECT r.sid, r.file, r.line,
                    r.trace_id, r.span_id, nullif(r.parent_id, '') AS parent_id,
                    {kind} AS kind,
@@ -315,16 +312,22 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                    a.case_attr, a.principal,
                    CASE WHEN json_valid(a.groups_text) THEN TRY_CAST(CAST(a.groups_text AS JSON) AS VARCHAR[])
                         WHEN a.groups_text IS NOT NULL THEN [a.groups_text] END AS groups,
-                   res.attrs AS resource,
-                   a.genai_docs, a.opt_docs
-            FROM trc_sp r JOIN trc_attrs a USING (sid) LEFT JOIN trc_res res USING (res)
+                   res.attrs AS resource
+            FROM trc_sp r JOIN {attrs} a USING (sid) LEFT JOIN trc_res res USING (res)
             WHERE {kind} IS NOT NULL"""
     )
-    con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_otlp")
-    drop_unkept(con, "trc_sp", "trc_otlp")
-    json_list_docs(con, "trc_otlp", "genai_docs", TraceOptions())
-    json_list_docs(con, "trc_otlp", "opt_docs", opts)
-    for table in ("trc_kv", "trc_sp", "trc_attrs", "trc_otlp", "trc_span", "trc_raw", "trc_res"):
+    drop_unkept(con, "trc_sp", "trc_spans")  # the other formats' spans have sids of their own
+    listed_docs = ", ".join(sql_str(k) for k in ("gen_ai.retrieval.documents", opts.docs) if k)
+    json_docs = f"SELECT count(*) FROM (SELECT 1 FROM trc_kv WHERE key IN ({listed_docs}) LIMIT 1)"
+    if con.execute(json_docs).fetchall()[0][0]:  # only spans with a JSON list of documents need the pivot again
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE trc_otlp AS SELECT sid, genai_docs, opt_docs FROM {attrs} a
+                WHERE {kind} IS NOT NULL AND (genai_docs IS NOT NULL OR opt_docs IS NOT NULL)"""
+        )
+        json_list_docs(con, "trc_otlp", "genai_docs", TraceOptions())
+        json_list_docs(con, "trc_otlp", "opt_docs", opts)
+        con.execute("DROP TABLE trc_otlp")
+    for table in ("trc_kv", "trc_sp", "trc_span", "trc_raw", "trc_res"):
         con.execute(f"DROP TABLE {table}")
 
 
