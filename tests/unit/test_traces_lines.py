@@ -316,3 +316,11 @@ def test_arrow_given_to_a_statement_is_let_go_inside_the_transaction() -> None:
     assert pa.total_allocated_bytes() - before < 1 << 20
     assert con.execute("SELECT count(*) FROM t").fetchall() == [(250_000,)]
     con.execute("COMMIT")
+
+
+@pytest.mark.parametrize("lines", [0, 1, 255, 256, 257, 1000])
+def test_line_feeds_found_one_by_one_then_counted_agree(lines: int) -> None:
+    """A block's line feeds, looked for one by one and then counted: as many as ``bytes.count`` finds, to any end."""
+    data = bytearray(b"\n".join(b"x" * (i % 4) for i in range(lines + 1)))
+    for end in {0, len(data) // 3, len(data) - 1, len(data)} - {-1}:
+        assert otlp_lines._feeds(data, end) == data[:end].count(b"\n")

@@ -136,9 +136,19 @@ def line_blocks(
             line += feeds
 
 
+_FOUND = 256
+"""Line feeds looked for one by one (``find`` skips the bytes between them far faster than a count reads them)
+before the rest of a block of short lines is counted by numpy (faster than ``bytes.count``)."""
+
+
 def _feeds(data: bytearray, end: int) -> int:
-    """The line feeds in ``data[:end]`` (numpy counts a byte about twice as fast as ``bytes.count``)."""
-    return int(np.count_nonzero(np.frombuffer(data, np.uint8, end) == 10))
+    """The line feeds in ``data[:end]``."""
+    at = -1
+    for n in range(_FOUND):
+        at = data.find(b"\n", at + 1, end)
+        if at < 0:
+            return n
+    return _FOUND + int(np.count_nonzero(np.frombuffer(data, np.uint8, end - at - 1, at + 1) == 10))
 
 
 def _numbers(line0: int, data: bytearray, feeds: int, rows: int) -> list[int] | None:
