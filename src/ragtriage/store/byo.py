@@ -55,6 +55,7 @@ from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, writ
 from ragtriage.store.memory_cap import capped
 from ragtriage.store.trace_manifest import derive_manifest, first_span_time
 from ragtriage.store.traces import (
+    chunk_run,
     drop_trace_tables,
     match_cases,
     match_note,
@@ -182,11 +183,12 @@ def _trace_run(
     rid = str(req.trace_run_id)
     label = ", ".join(source_label(p, i) for i, p in enumerate(req.traces))
     _claim(rid, label, seen)
-    staged = stage_trace_run(con, _trace_options(req), label)
+    staged, depth = stage_trace_run(con, _trace_options(req), label)
     unit = _current_unit(con)
     if unit == "chunk":  # a span's document.id names the retrieved node: the chunk
+        chunk_run(con)
         docno_is_chunk(con, "stg_trace_results")
-    manifest = trace_manifest(con, rid)
+    manifest = trace_manifest(con, rid, depth)
     if (started := first_span_time(con)) is not None:
         manifest.setdefault("created_at", started)
     files = [(Path(p), 0) for p in req.traces if isinstance(p, (str, Path))]

@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 
 from ragtriage.contract.errors import Finding, ValidationFailed
-from ragtriage.contract.staging import Staged
+from ragtriage.contract.staging import Staged, drop_staged
 from ragtriage.contract.traces import TraceOptions, TracesStaged, stage_traces
 from ragtriage.contract.traces.doc_metadata import metadata_json
 from ragtriage.contract.traces.stage import TraceSource, trace_format
@@ -161,29 +161,40 @@ _HEAD = "(rank = 1 OR rank IS NULL)"
 """The ``trc_docs`` rows that say which lists a span has: each list's first (a reader that ranks its lists starts
 each at 1) and the unranked, a tenth of the rows where a list holds ten."""
 
+_RERANKED = "(SELECT sid FROM trc_heads WHERE role = 'input')"
+"""The reranker spans that list their input documents (a candidate stage of their own)."""
 
-def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: str) -> dict[str, Staged]:
-    """``stg_trace_results`` and ``stg_trace_events`` from the matched retrievals. A result's ``metadata`` holds
-    its span's trace and span ids beside its document's metadata; a document without metadata has it only at
-    rank 1 of its list, once per list and stage (the ids are the list's, not the document's: a copy on every row
-    was most of what writing a trace run cost beyond a TREC run's rows)."""
+_OWN_LIST = f"(c.k_sid IS NULL OR c.k_sid NOT IN {_RERANKED})"
+"""Whether a matched retrieval ``c``'s candidates (or its final list) are its retriever's documents."""
+
+
+def stage_trace_run(
+    con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: str
+) -> tuple[dict[str, Staged], dict[str, int]]:
+    """``stg_trace_results`` and ``stg_trace_events`` from the matched retrievals, and each stage's depth (its
+    deepest rank). A result's ``metadata`` holds its span's trace and span ids beside its document's metadata; a
+    document without metadata has it only at rank 1 of its list, once per list and stage (the ids are the
+    list's, not the document's: a copy on every row was most of what writing a trace run cost beyond a TREC
+    run's rows).
+
+    The results are a view over the documents, as a TREC run's are over its read lines: the load writes them
+    from there, rather than copying every row into a table first (in chunk mode, whose document ids are
+    rewritten before writing, they are a table). Their count and each stage's depth are read in one pass."""
+    # which lists each span has, read once for the results and the events: each list's first row
+    con.execute(f"CREATE OR REPLACE TEMP TABLE trc_heads AS SELECT DISTINCT sid, role FROM trc_docs WHERE {_HEAD}")
+    drop_staged(con, "stg_trace_results")
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE stg_trace_results AS
-           WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input' AND {_HEAD}),
-           chosen AS MATERIALIZED (  -- the ids of the span, for the first result of its lists (see below)
-               SELECT *, CAST(json_object('trace_id', trace_id, 'span_id', span_id, 'document', NULL) AS VARCHAR)
-                         AS bare
-               FROM trc_chosen),
-           parts AS NOT MATERIALIZED (
+        f"""CREATE TEMP VIEW stg_trace_results AS
+           WITH parts AS NOT MATERIALIZED (
                -- a retriever's own list: the final stage, or the candidates when its reranker lists none
-               SELECT c.line, c.case_id, c.trace_id, c.span_id, c.bare, d.*,
+               SELECT c.line, c.case_id, c.trace_id, c.span_id, d.*,
                       CASE WHEN c.k_sid IS NULL THEN 'final' ELSE 'candidate' END AS stage
-               FROM chosen c JOIN trc_docs d ON d.sid = c.sid AND d.role = 'retrieved'
-               WHERE c.k_sid IS NULL OR c.k_sid NOT IN (SELECT sid FROM reranked)
+               FROM trc_chosen c JOIN trc_docs d ON d.sid = c.sid AND d.role = 'retrieved'
+               WHERE {_OWN_LIST}
                UNION ALL
-               SELECT c.line, c.case_id, c.trace_id, c.span_id, c.bare, d.*,
+               SELECT c.line, c.case_id, c.trace_id, c.span_id, d.*,
                       CASE WHEN d.role = 'output' THEN 'final' ELSE 'candidate' END AS stage
-               FROM chosen c JOIN trc_docs d ON d.sid = c.k_sid AND d.role IN ('input', 'output')),
+               FROM trc_chosen c JOIN trc_docs d ON d.sid = c.k_sid AND d.role IN ('input', 'output')),
            ranked AS (  -- a reader that ranked its lists gave each document its rank; the others are ranked here
                SELECT * FROM parts WHERE rank IS NOT NULL
                UNION ALL BY NAME
@@ -194,38 +205,38 @@ def stage_trace_run(con: duckdb.DuckDBPyConnection, opts: TraceOptions, label: s
                   CASE WHEN metadata IS NOT NULL
                        THEN CAST(json_object('trace_id', trace_id, 'span_id', span_id,
                                              'document', {metadata_json("metadata")}) AS VARCHAR)
-                       WHEN rank = 1 THEN bare END AS metadata
+                       WHEN rank = 1  -- the span's ids alone, once per list
+                       THEN CAST(json_object('trace_id', trace_id, 'span_id', span_id, 'document', NULL) AS VARCHAR)
+                       END AS metadata
            FROM ranked"""
     )
     # One event per case here, its chosen span's (the run's contract: one event row per case); with ``all`` the
     # case's other spans wait in ``stg_trace_repeats`` for ``write_repeats``.
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE trc_events AS
-           WITH reranked AS (SELECT DISTINCT sid FROM trc_docs WHERE role = 'input' AND {_HEAD}),
-                listed AS (SELECT DISTINCT sid, role FROM trc_docs WHERE role IN ('retrieved', 'output') AND {_HEAD})
-           SELECT m.sid, m.line, m.case_id, m.latency_ms, FALSE AS timed_out,
-                  NOT ((m.k_sid IS NULL OR m.k_sid NOT IN (SELECT sid FROM reranked))
-                       AND EXISTS (SELECT 1 FROM listed l WHERE l.sid = m.sid AND l.role = 'retrieved')
-                       OR EXISTS (SELECT 1 FROM listed l WHERE l.sid = m.k_sid AND l.role = 'output')) AS empty,
-                  CAST(NULL AS BOOLEAN) AS fallback,
-                  CASE WHEN m.error IS NULL THEN 'ok' ELSE 'error' END AS status, m.error
-           FROM trc_match m"""
-    )
-    chosen = "sid IN (SELECT sid FROM trc_chosen)"
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE stg_trace_events AS SELECT * EXCLUDE (sid) FROM trc_events WHERE {chosen}"
-    )
-    repeats = f"NOT {chosen}" if opts.repeated == "all" else "false"
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE stg_trace_repeats AS SELECT * EXCLUDE (sid) FROM trc_events WHERE {repeats}"
-    )
-    con.execute("DROP TABLE trc_events")
-    drop_docs(con)  # every document is in the staged results now: not held twice while they are written
-    out = {}
-    for part, name in (("results", "stg_trace_results"), ("events", "stg_trace_events")):
-        n = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
-        out[part] = Staged(name, Path(label), "traces", int(n), [], "line")
-    return out
+    listed = "EXISTS (SELECT 1 FROM trc_heads h WHERE h.sid = c.{} AND h.role = '{}')"
+    events = f"""SELECT c.line, c.case_id, c.latency_ms, FALSE AS timed_out,
+                        NOT ({_OWN_LIST} AND {listed.format("sid", "retrieved")}
+                             OR {listed.format("k_sid", "output")}) AS empty,
+                        CAST(NULL AS BOOLEAN) AS fallback,
+                        CASE WHEN c.error IS NULL THEN 'ok' ELSE 'error' END AS status, c.error
+                 FROM trc_match c"""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE stg_trace_events AS {events} WHERE c.nth = 1")
+    repeats = "c.nth > 1" if opts.repeated == "all" else "false"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE stg_trace_repeats AS {events} WHERE {repeats}")
+    counts = con.execute("SELECT stage, count(*), max(rank) FROM stg_trace_results GROUP BY stage").fetchall()
+    n = con.execute("SELECT count(*) FROM stg_trace_events").fetchall()[0][0]
+    staged = {
+        "results": Staged("stg_trace_results", Path(label), "traces", sum(int(r[1]) for r in counts), [], "line"),
+        "events": Staged("stg_trace_events", Path(label), "traces", int(n), [], "line"),
+    }
+    return staged, {str(stage): int(k) for stage, _, k in counts}
+
+
+def chunk_run(con: duckdb.DuckDBPyConnection) -> None:
+    """In chunk mode, the staged results as a table whose document ids ``docno_is_chunk`` can rewrite."""
+    con.execute("CREATE OR REPLACE TEMP TABLE trc_chunk_results AS SELECT * FROM stg_trace_results")
+    drop_staged(con, "stg_trace_results")
+    con.execute("ALTER TABLE trc_chunk_results RENAME TO stg_trace_results")
+    drop_docs(con)  # every document is in that table now: not held twice while they are written
 
 
 def write_repeats(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
@@ -241,9 +252,9 @@ def write_repeats(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
     )
 
 
-def trace_manifest(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
+def trace_manifest(con: duckdb.DuckDBPyConnection, run_id: str, depth: dict[str, int]) -> dict[str, Any]:
     """run.json facts from the spans' resource attributes: versions where a known attribute names them, and
-    every distinct resource (up to five) under ``system``."""
+    every distinct resource (up to five) under ``system``; ``k`` and ``candidate_k`` from the stages' ``depth``."""
     rows = con.execute(
         "SELECT DISTINCT resource FROM trc_chosen WHERE resource IS NOT NULL ORDER BY 1 LIMIT 5"
     ).fetchall()
@@ -255,8 +266,6 @@ def trace_manifest(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any
             found = next((str(r[n]) for r in resources for n in names if r.get(n) not in (None, "")), None)
             if found is not None:
                 m[key] = found
-    stages = con.execute("SELECT stage, max(rank) FROM stg_trace_results GROUP BY stage").fetchall()
-    depth = dict(stages)
     if "candidate" in depth:
         m["candidate_k"] = int(depth["candidate"])
     m["k"] = int(depth.get("final") or 1)
@@ -264,9 +273,10 @@ def trace_manifest(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any
 
 
 def drop_trace_tables(con: duckdb.DuckDBPyConnection) -> None:
+    drop_staged(con, "stg_trace_results")
     con.execute("DROP VIEW IF EXISTS trc_chosen")
     drop_tables(con)
-    for t in ("trc_lists", "trc_match", "stg_trace_results", "stg_trace_events", "stg_trace_repeats"):
+    for t in ("trc_lists", "trc_match", "trc_heads", "stg_trace_events", "stg_trace_repeats"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
@@ -278,6 +288,7 @@ __all__ = [
     "match_note",
     "read_traces",
     "stage_trace_run",
+    "chunk_run",
     "trace_manifest",
     "write_repeats",
 ]
