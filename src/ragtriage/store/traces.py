@@ -74,9 +74,10 @@ def validate_traces(path: Path, opts: TraceOptions | None = None) -> list[Findin
 
 
 def _lists(con: duckdb.DuckDBPyConnection) -> None:
-    """``trc_lists``: one row per retrieval (a retriever span, with the reranker joined to it if any)."""
+    """``trc_lists``: one row per retrieval (a retriever span, with the reranker joined to it if any), a view
+    that matching reads once."""
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE trc_lists AS
+        """CREATE OR REPLACE TEMP VIEW trc_lists AS
            WITH r AS (SELECT * FROM trc_spans WHERE kind = 'RETRIEVER'),
                 k AS (SELECT * FROM trc_spans WHERE kind = 'RERANKER'),
                 joined AS (
@@ -98,28 +99,38 @@ def _lists(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+_CHOSEN = "sid NOT IN (SELECT sid FROM trc_later)"
+"""The spans of ``trc_match`` that are their case's list (each case's first, ``--repeated`` deciding the order)."""
+
+
 def match_cases(con: duckdb.DuckDBPyConnection, cases: Staged, opts: TraceOptions) -> Staged:
     """Match every retrieval to a case of the staged ``cases``; return the cases with the new ones added."""
     _lists(con)
     norm_q, norm_c = normalised("l.query"), normalised("query")
-    # ``nth``: the span's place among its case's spans, first to last or (``--repeated last``) last to first
-    order = "started DESC, sid DESC" if opts.repeated == "last" else "started, sid"
+    # a case id named by an attribute is looked up only when some span names one (most exports name none)
+    named = con.execute("SELECT count(case_attr) > 0 FROM trc_spans").fetchall()[0][0]
+    ids = f"SELECT DISTINCT id FROM {cases.name}" if named else "SELECT CAST(NULL AS VARCHAR) AS id WHERE false"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_match AS
             WITH by_query AS (SELECT {norm_c} AS nq, min(id) AS id, count(*) AS n FROM {cases.name}
                               WHERE query IS NOT NULL GROUP BY ALL),
-                 ids AS (SELECT DISTINCT id FROM {cases.name})
-            SELECT *, row_number() OVER (PARTITION BY case_id ORDER BY {order}) AS nth
-            FROM (SELECT l.*, CASE WHEN a.id IS NULL THEN q.n END AS n_same,
-                         coalesce(a.id, q.id, 'trace-' || left(sha256({norm_q}), 16)) AS case_id,
-                         CASE WHEN a.id IS NOT NULL THEN 'attribute' WHEN q.id IS NOT NULL THEN 'query'
-                              ELSE 'new' END AS how
-                  FROM trc_lists l LEFT JOIN ids a ON a.id = l.case_attr LEFT JOIN by_query q ON q.nq = {norm_q})"""
+                 ids AS ({ids})
+            SELECT l.*, CASE WHEN a.id IS NULL THEN q.n END AS n_same,
+                   coalesce(a.id, q.id, 'trace-' || left(sha256({norm_q}), 16)) AS case_id,
+                   CASE WHEN a.id IS NOT NULL THEN 'attribute' WHEN q.id IS NOT NULL THEN 'query' ELSE 'new' END AS how
+            FROM trc_lists l LEFT JOIN ids a ON a.id = l.case_attr LEFT JOIN by_query q ON q.nq = {norm_q}"""
+    )
+    # ``trc_later``: the spans after a case's first, first to last or (``--repeated last``) last to first; the
+    # window reads three columns of the spans, not all of them (it holds every column it is given)
+    order = "started DESC, sid DESC" if opts.repeated == "last" else "started, sid"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE trc_later AS
+            SELECT sid FROM trc_match QUALIFY row_number() OVER (PARTITION BY case_id ORDER BY {order}) > 1"""
     )
     # the spans are held once from here on: their earlier tables are done with, and the chosen are a view
-    con.execute("DROP TABLE trc_lists")
+    con.execute("DROP VIEW trc_lists")
     con.execute("DROP TABLE trc_spans")
-    con.execute("CREATE OR REPLACE TEMP VIEW trc_chosen AS SELECT * FROM trc_match WHERE nth = 1")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW trc_chosen AS SELECT * FROM trc_match WHERE {_CHOSEN}")
     new_cases = con.execute("SELECT count(*) FROM trc_chosen WHERE how = 'new'").fetchall()[0][0]
     principal = (
         "CASE WHEN principal IS NOT NULL OR groups IS NOT NULL "
@@ -141,8 +152,7 @@ def match_note(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> str:
     """How the spans became cases, as the sentence the load prints."""
     counts = dict(con.execute("SELECT how, count(*) FROM trc_chosen GROUP BY how").fetchall())
     shared = con.execute("SELECT count(*) FROM trc_chosen WHERE how = 'query' AND n_same > 1").fetchall()[0][0]
-    spans, cases_n = con.execute("SELECT count(*), count(DISTINCT case_id) FROM trc_match").fetchall()[0]
-    repeated = int(spans) - int(cases_n)
+    spans, repeated = con.execute("SELECT count(*), (SELECT count(*) FROM trc_later) FROM trc_match").fetchall()[0]
     return (
         f"{int(spans):,} retrieval span(s): {counts.get('attribute', 0):,} case(s) matched by attribute, "
         f"{counts.get('query', 0):,} by query text (whitespace normalised), {counts.get('new', 0):,} new unlabelled "
@@ -219,8 +229,9 @@ def stage_trace_run(
                         CAST(NULL AS BOOLEAN) AS fallback,
                         CASE WHEN c.error IS NULL THEN 'ok' ELSE 'error' END AS status, c.error
                  FROM trc_match c"""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE stg_trace_events AS {events} WHERE c.nth = 1")
-    repeats = "c.nth > 1" if opts.repeated == "all" else "false"
+    later = "c.sid IN (SELECT sid FROM trc_later)"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE stg_trace_events AS {events} WHERE NOT {later}")
+    repeats = later if opts.repeated == "all" else "false"
     con.execute(f"CREATE OR REPLACE TEMP TABLE stg_trace_repeats AS {events} WHERE {repeats}")
     counts = con.execute("SELECT stage, count(*), max(rank) FROM stg_trace_results GROUP BY stage").fetchall()
     n = con.execute("SELECT count(*) FROM stg_trace_events").fetchall()[0][0]
@@ -275,8 +286,9 @@ def trace_manifest(con: duckdb.DuckDBPyConnection, run_id: str, depth: dict[str,
 def drop_trace_tables(con: duckdb.DuckDBPyConnection) -> None:
     drop_staged(con, "stg_trace_results")
     con.execute("DROP VIEW IF EXISTS trc_chosen")
+    con.execute("DROP VIEW IF EXISTS trc_lists")
     drop_tables(con)
-    for t in ("trc_lists", "trc_match", "trc_heads", "stg_trace_events", "stg_trace_repeats"):
+    for t in ("trc_match", "trc_later", "trc_heads", "stg_trace_events", "stg_trace_repeats"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
