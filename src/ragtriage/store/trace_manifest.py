@@ -75,6 +75,12 @@ def _fields(keys: dict[str, tuple[str, ...]], units: str) -> str:
     return f"SELECT * EXCLUDE (vals), {columns} FROM (SELECT *, json_extract(m, {paths}) AS vals FROM {units})"
 
 
+_BARE = """ends_with(CAST(r.metadata AS VARCHAR), ',"document":null}')"""
+"""A result row whose metadata is its span's ids alone (``traces.stage_trace_run`` writes them so at rank 1 of
+each list, ``document`` last): told by its text's end, since no other row ends so (a ``document`` holding an object
+or a string ends in a brace or a quote), without parsing the JSON of every list's first row."""
+
+
 def _units(unit: str, run_id: str | None) -> str:
     """SQL: one row per unit that the trace runs returned with a metadata object: the metadata (``m``) of the newest
     run's last row naming it, where that row is (``run_id``, ``line``), and whether its rows carried different
@@ -93,7 +99,7 @@ def _units(unit: str, run_id: str | None) -> str:
                      CAST(NULL AS VARCHAR) AS section_id,
                      json_extract(CAST(r.metadata AS JSON), '$.document') AS m
               FROM result_rows r JOIN runs u USING (run_key)
-              WHERE u.source_format = 'traces' AND r.metadata IS NOT NULL{run})
+              WHERE u.source_format = 'traces' AND r.metadata IS NOT NULL{run} AND NOT {_BARE})
         WHERE m IS NOT NULL AND m <> CAST('null' AS JSON)
         GROUP BY ALL)"""
 
