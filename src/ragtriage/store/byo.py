@@ -16,6 +16,7 @@ fact a report must print about it (topics ignored, scores derived from ranks, ta
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import duckdb
 
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
+from ragtriage.contract.digest import prefetch
 from ragtriage.contract.errors import Finding, ValidationFailed, path_findings
 from ragtriage.contract.fields import CASES, LABELS, RESULTS
 from ragtriage.contract.frames import is_frame, stage_frame
@@ -132,6 +134,7 @@ def _load(
     con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: dict[int, int], progress: Progress
 ) -> LoadSummary:
     summary = LoadSummary(None)
+    _hash_ahead(req)
     if req.traces:
         if req.dataset is None and req.qrels is None:
             raise ValueError("--traces needs the dataset in the same load: pass --dataset DIR or --qrels FILE")
@@ -155,6 +158,22 @@ def _load(
     if summary.dataset is not None:
         _derived_manifest(con, req, summary)
     return summary
+
+
+def _hash_ahead(req: LoadRequest) -> None:
+    """Start hashing the files of the request's run folders on the digest thread (``contract.digest``): the
+    ``loads`` record names each file's sha256, and a run's results are its largest file, so the hash is better
+    taken while the dataset is read and checked than on its own after the rows are written. A TREC run file is
+    hashed beside its own reading (``contract.trec_csv``); a path that is no run folder is left to its load,
+    which reports it."""
+    for item in req.runs:
+        path = item.source if isinstance(item, RunSource) else item
+        if isinstance(path, str | Path) and Path(path).is_dir():
+            with suppress(ValidationFailed):
+                rf = discover_run(Path(path), req.fmt)
+                for f in (rf.results, rf.events):
+                    if f is not None and f.is_file():
+                        prefetch(f)
 
 
 def _derived_manifest(con: duckdb.DuckDBPyConnection, req: LoadRequest, summary: LoadSummary) -> None:
