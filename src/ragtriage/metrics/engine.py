@@ -316,7 +316,7 @@ def evaluate(
     measures: Sequence[Measure],
     *,
     trec: bool,
-    lists: pa.Table | None = None,
+    lists: pa.Table | str | None = None,
     judged: str | None = None,
 ) -> pa.Table:
     """Per-case values of resolved ``measures``: case_id, ``_no_relevant``, ``_in_run``, then ``m{i}`` per measure,
@@ -324,7 +324,8 @@ def evaluate(
     in the whole list, in SQL (nothing of the run's rows is held in Python).
 
     ``lists``: the de-duplicated lists cut at the deepest cutoff (``ranking.cut_lists`` of the context), which a
-    caller reading a shallow top of every list holds (the fixed table: a tenth of a 100-deep run).
+    caller reading a shallow top of every list holds (the fixed table: a tenth of a 100-deep run); or the name
+    of a relation of ``con`` holding them (``ranking.cut_lists_table``: the query then runs on ``con``).
     ``judged``: a relation of ``con`` (a temp table is its own: the query runs on ``con``, not on a cursor of it)
     with (case_id, unit_id, pos) of at least every judged unit of each list down to the deepest cutoff (the
     classifier keeps one). Both answer measures with a cutoff only; ``judged`` none that reads the list length."""
@@ -336,6 +337,9 @@ def evaluate(
         if any(m.name in {"Judged", "NumRet"} for m in measures):
             raise ValueError("judged positions do not give the list length that Judged and NumRet read")
         sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut=judged)
+        return con.sql(sql, params=params).to_arrow_table()
+    if isinstance(lists, str):
+        sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut=lists)
         return con.sql(sql, params=params).to_arrow_table()
     if lists is not None:
         sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut="_lists")

@@ -20,7 +20,7 @@ from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, resolve
 from ragtriage.metrics.engine import evaluate
 from ragtriage.metrics.measures import Measure
-from ragtriage.metrics.ranking import cut_lists
+from ragtriage.metrics.ranking import cut_lists_table
 
 MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
 # measures whose denominator is the labelled relevant units: undefined for a case without any
@@ -73,8 +73,12 @@ def fixed_column(m: Measure) -> str | None:
 def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
     """case_id, n_relevant and the fixed measures at ``ctx.ks`` with ``zero_hit@k``, from the one engine."""
     measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed_measures(ctx.ks)]]
-    lists = cut_lists(con, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())
-    table = evaluate(con, ctx, measures, trec=False, lists=lists)
+    cur = con.cursor()  # the cut lists' temp tables go with it
+    try:
+        lists = cut_lists_table(cur, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())
+        table = evaluate(cur, ctx, measures, trec=False, lists=lists)
+    finally:
+        cur.close()
     values = {str(m): table[f"m{i}"] for i, m in enumerate(measures)}
     columns = {"case_id": table["case_id"], "n_relevant": table["m0"]}
     for k in ctx.ks:

@@ -20,9 +20,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ragtriage.metrics.context import arrow
 from ragtriage.store.dedup import deduplicated, first_occurrence, positions_within
 
 _TOP = """SELECT case_id, unit_id, rank FROM results
@@ -66,34 +64,54 @@ def cut_lists(
     con: duckdb.DuckDBPyConnection, run_id: str, stage: str, depth: int, cut: tuple[str, list[Any]] = ("", [])
 ) -> pa.Table:
     """(case_id, unit_id, pos) for every de-duplicated result at position <= depth of one run and stage; ``cut``
-    (``EvalContext.case_filter``) keeps some cases' lists only.
+    (``EvalContext.case_filter``) keeps some cases' lists only: :func:`cut_lists_table`, fetched."""
+    cur = con.cursor()  # the temp tables go with it
+    try:
+        return cur.sql(f"SELECT * FROM {cut_lists_table(cur, run_id, stage, depth, cut)}").to_arrow_table()
+    finally:
+        cur.close()
+
+
+def cut_lists_table(
+    cur: duckdb.DuckDBPyConnection,
+    run_id: str,
+    stage: str,
+    depth: int,
+    cut: tuple[str, list[Any]] = ("", []),
+    name: str = "_cut_lists",
+) -> str:
+    """:func:`cut_lists` into a temp table ``name`` of ``cur`` (it goes with the cursor, or the next call of the
+    same ``name`` replaces it); returns ``name``.
 
     The lists whose top is not ranks 1..depth of distinct units are numbered by ``store.dedup.positions_within``
     (a chunk of cases at a time, over their key columns, in DuckDB): in a document-unit run loaded from chunks
-    that is nearly every list, and all of its rows."""
-    top = arrow(con, _TOP.format(cut=cut[0]), [run_id, stage, depth, *cut[1]])
-    irregular = arrow(con, _IRREGULAR if has_repeats(con, run_id) else _IRREGULAR_NO_REPEATS, [depth, depth], _top=top)
-    if irregular.num_rows == 0:
-        return pa.table({"case_id": top["case_id"], "unit_id": top["unit_id"], "pos": pc.cast(top["rank"], pa.int32())})
-    cur = con.cursor()  # the temp tables go with it
-    try:
-        # the top of the lists read with no window waits in DuckDB (under the store's cap) while the others are
-        # numbered, not in this process beside it
-        cur.register("_irregular", irregular)
-        cur.register("_top_rows", top)
-        cur.execute("CREATE TEMP TABLE _cut_top AS SELECT * FROM _top_rows ANTI JOIN _irregular USING (case_id)")
-        cur.unregister("_top_rows")
-        del top
+    that is nearly every list, and all of its rows. The top of every list, and the lists cut, stay in DuckDB
+    (under the store's memory cap, spilling if they must) rather than in this process beside the work on them:
+    a tenth of a 100-deep run's rows, for each run a command compares."""
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE _top AS {_TOP.format(cut=cut[0])}", [run_id, stage, depth, *cut[1]])
+    found = _IRREGULAR if has_repeats(cur, run_id) else _IRREGULAR_NO_REPEATS
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE _irregular AS {found}", [depth, depth])
+    row = cur.execute("SELECT count(*) FROM _irregular").fetchone()
+    if not row or not row[0]:
+        cur.execute(
+            f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT case_id, unit_id, CAST(rank AS INTEGER) AS pos FROM _top"
+        )
+    else:
+        # the top of the lists read with no window waits in DuckDB while the others are numbered
+        cur.execute("CREATE OR REPLACE TEMP TABLE _cut_top AS SELECT * FROM _top ANTI JOIN _irregular USING (case_id)")
+        cur.execute("DROP TABLE _top")
         params: dict[str, object] = {"run_id": run_id, "stage": stage, "depth": depth}
         numbered = positions_within(cur, _IRREGULAR_ROWS, params, "case_id", depth, name="_cut")
-        return cur.sql(
-            f"""SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({numbered})
+        cur.execute(
+            f"""CREATE OR REPLACE TEMP TABLE {name} AS
+                SELECT case_id, unit_id, CAST(pos AS INTEGER) AS pos FROM ({numbered})
                 UNION ALL
                 SELECT case_id, unit_id, CAST(rank AS INTEGER) AS pos FROM _cut_top""",
-            params=params,
-        ).to_arrow_table()
-    finally:
-        cur.close()
+            params,
+        )
+        cur.execute("DROP TABLE _cut_top")
+    cur.execute("DROP TABLE IF EXISTS _top")
+    return name
 
 
 def trec_key(alias: str) -> str:
