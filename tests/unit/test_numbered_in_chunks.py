@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from ragtriage.classify import facts
+from ragtriage.classify import facts, locations, unit_locations
 from ragtriage.classify.classify_run import _with_checks
 from ragtriage.classify.locations import location_ctes
 from ragtriage.metrics.ranking import cut_lists, positions_sql
@@ -75,8 +75,7 @@ def _documents(case_id: str, documents: list[str], start: int = 0) -> list[dict[
     return results(case_id, chunks)
 
 
-@pytest.mark.slow
-def test_the_classifier_positions_are_the_window_definition(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def _chunk_store(tmp_path: Any) -> duckdb.DuckDBPyConnection:
     """Units are chunks here, so a list repeats a unit when a chunk comes back twice; both runs repeat, with gaps."""
     cases = [case(c) for c in ("c", "d", "e", "f")]
     labels = [label(c, u, 3) for c in ("c", "d", "e", "f") for u in ("F1#1", "F2#1", "B#2")] + [
@@ -90,6 +89,12 @@ def test_the_classifier_positions_are_the_window_definition(tmp_path: Any, monke
     other = [r for c in ("c", "d", "e", "f") for r in _documents(c, ["F2", "B", "B", "F1", "F2", "B"], 1)]
     con = build(tmp_path, cases, labels, run, other=other, k=4)
     assert con.execute("SELECT bool_and(has_repeats) FROM runs").fetchall() == [(True,)]
+    return con
+
+
+@pytest.mark.slow
+def test_the_classifier_positions_are_the_window_definition(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    con = _chunk_store(tmp_path)
     params = {"run_id": "r", "k": 4}
     windowed = {
         name: con.execute(f"WITH {location_ctes()} SELECT * FROM {name} ORDER BY ALL", params).fetchall()
@@ -115,3 +120,16 @@ def test_the_classifier_positions_are_the_window_definition(tmp_path: Any, monke
     failing = {r[0] for r in kept_top}
     assert kept_top == [r for r in top if r[0] in failing] and failing
     assert {loc[9] for loc in windowed["locations"]} >= {"final-top-k", "final-below-k"}
+
+
+@pytest.mark.slow
+def test_every_case_locations_are_the_window_definition(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``unit_locations`` of every case numbers the lists a chunk of cases at a time, as the classifier does, and
+    gives the rows (and order) of the windows over every row at once."""
+    con = _chunk_store(tmp_path)
+    windowed = con.execute(f"WITH {location_ctes()} {locations._ORDER}", {"run_id": "r", "k": 4}).fetchall()
+    ranges = _ranges(monkeypatch, 10)
+    got = [tuple(r.values()) for r in unit_locations(con, "r", k=4).to_pylist()]
+    assert ranges and ranges[0] > 2  # numbered a few cases at a time
+    assert got == windowed
+    assert {loc[9] for loc in got} >= {"final-top-k", "final-below-k"}

@@ -16,14 +16,13 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.classify.classify_run import failure_source, judging_k
-from ragtriage.classify.facts import PLAIN_RUNS_TABLE, numbered_positions
-from ragtriage.classify.locations import location_ctes
+from ragtriage.classify.locations import PLAIN_RUNS_TABLE, location_ctes, numbered_positions
 from ragtriage.classify.rules import UNIT_CATEGORY
 
 # One statement over the run's failure rows and its unit locations, so neither is fetched whole: a large run's
 # failure rows (with their evidence) and every relevant unit's location would otherwise be held in memory beside
 # the work DuckDB does under the store's cap. The lists that need numbering are numbered before it, a chunk of cases
-# at a time (``facts.numbered_positions``): windows over every row of a run loaded from chunks outgrow the cap.
+# at a time (``locations.numbered_positions``): windows over every row of a run loaded from chunks outgrow the cap.
 _SQL = """
 WITH {ctes},
 failed AS (

@@ -37,7 +37,13 @@ from contextlib import contextmanager, suppress
 import duckdb
 import pyarrow as pa
 
-from ragtriage.classify.locations import LOCATION_CTES, READ_ROWS, corpus_sql, location_ctes, numbering_rows
+from ragtriage.classify.locations import (
+    NUMBERED_TABLES,
+    PLAIN_RUNS_TABLE,
+    corpus_sql,
+    location_ctes,
+    numbered_positions,
+)
 from ragtriage.classify.rules import (
     CROWD_MIN,
     DEFAULT_RECALL_BAR,
@@ -47,15 +53,15 @@ from ragtriage.classify.rules import (
     UNJUDGED_TOP,
 )
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, is_relevant, relevant_labels
-from ragtriage.store.dedup import numbering_tables, positions_within
 
 # Checks-layer tables the statement reads (registered by the caller).
 LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS = "_cls_leaks", "_cls_negatives", "_cls_stale_first", "_cls_versions"
 # What fact_chunks keeps on the cursor between its statements (temp tables, dropped when it is done).
 LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE = "_cls_locations", "_cls_top", "_cls_corpus"
 # ... and the two CTEs of ``locations.location_ctes`` that read every run's rows, kept for the statements after
-# them: the runs numbered by rank, and the run's judged units at their positions (``cost.CostTally`` reads it too)
-PLAIN_RUNS_TABLE, JUDGED_TABLE = "_cls_plain_runs", "_cls_judged"
+# them: the runs numbered by rank (``locations.PLAIN_RUNS_TABLE``, with the numbered positions of the others:
+# ``locations.numbered_positions``), and the run's judged units at their positions (``cost.CostTally`` reads it too)
+JUDGED_TABLE = "_cls_judged"
 
 # Rows of the kept tables per chunk: bounds what one statement holds, whatever the size of the run.
 CHUNK_ROWS = 750_000
@@ -119,35 +125,6 @@ stale_cases AS (
     SELECT case_id, first(detail ORDER BY stale_rank, family) AS stale_detail
     FROM {STALE_FIRST} WHERE stage = 'final' AND stale_rank <= $k AND {in_chunk("case_id")} GROUP BY case_id
 )"""
-
-# The statements that read every run's rows: which runs are numbered by rank, the run's judged positions, then the
-# locations of every relevant unit (other runs, what any run returned) over those two.
-_PLAIN_RUNS_TABLE_SQL = (
-    f"CREATE OR REPLACE TEMP TABLE {PLAIN_RUNS_TABLE} AS WITH {LOCATION_CTES} SELECT run_id FROM plain_runs"
-)
-# The lists of the runs not plain that need numbering are numbered before the statements that read them, a chunk
-# of cases at a time, over their key columns (``store.dedup.positions_within``): in a document-unit store loaded
-# from chunks that is nearly every list, and windows over all their rows at once outgrow the memory cap. Only the
-# rows the statements read are kept (``locations.READ_ROWS``).
-_NUMBERED = "_cls_positions"
-_NUMBERED_TABLES = numbering_tables(_NUMBERED)
-
-
-def numbered_positions(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> str:
-    """Find the plain runs (``PLAIN_RUNS_TABLE``) and number the lists of the others that need it, into temp
-    tables of ``cur``; SQL of the positions of those runs' rows, for ``location_ctes(plain_runs=PLAIN_RUNS_TABLE,
-    numbered=...)`` with the same parameters ($run_id, $k)."""
-    cur.execute(_PLAIN_RUNS_TABLE_SQL, {"run_id": run_id, "k": k})
-    return positions_within(
-        cur,
-        numbering_rows(PLAIN_RUNS_TABLE),
-        {},
-        "run_id, case_id, stage",
-        None,
-        keep=READ_ROWS,
-        keep_params={"run_id": run_id, "k": k},
-        name=_NUMBERED,
-    )
 
 
 def _judged_table_sql(numbered: str) -> str:
@@ -418,13 +395,13 @@ def kept_tables(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator
             cur.execute(sql, {"run_id": run_id, "k": k})
         top = _TOP_TABLE_SQL.replace("{kept}", _kept_ctes(numbered))
         cur.execute(top, {"run_id": run_id, "k": k, "lo": None, "hi": None})
-        _drop(cur, _NUMBERED_TABLES)  # read by the statements above alone
+        _drop(cur, NUMBERED_TABLES)  # read by the statements above alone
         cur.execute(_CORPUS_TABLE_SQL)
         yield
     finally:
         # after a failed statement in the caller's transaction the drop fails too; the rollback drops them
         with suppress(duckdb.Error):
-            _drop(cur, (PLAIN_RUNS_TABLE, JUDGED_TABLE, LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE, *_NUMBERED_TABLES))
+            _drop(cur, (PLAIN_RUNS_TABLE, JUDGED_TABLE, LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE, *NUMBERED_TABLES))
 
 
 def _drop(cur: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> None:

@@ -34,7 +34,7 @@ from ragtriage.checks.units import denials
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.store import run_k
 from ragtriage.store.corpus_manifest import COMPLETE_SQL
-from ragtriage.store.dedup import deduplicated
+from ragtriage.store.dedup import deduplicated, numbering_tables, positions_within
 
 LOCATIONS = (
     "final-top-k",
@@ -244,11 +244,41 @@ irregular_positions AS MATERIALIZED (
 
 LOCATION_CTES = location_ctes()
 
+# The runs numbered by rank, kept on a cursor by the statements that read every run's rows (the classifier's, the
+# gate's case categories, every case's locations) ...
+PLAIN_RUNS_TABLE = "_cls_plain_runs"
+_PLAIN_RUNS_TABLE_SQL = (
+    f"CREATE OR REPLACE TEMP TABLE {PLAIN_RUNS_TABLE} AS WITH {LOCATION_CTES} SELECT run_id FROM plain_runs"
+)
+# ... and the lists of the other runs that need numbering, numbered before the statements that read them, a chunk
+# of cases at a time, over their key columns (``store.dedup.positions_within``): in a document-unit store loaded
+# from chunks that is nearly every list, and windows over all their rows at once outgrow the memory cap. Only the
+# rows the statements read are kept (:data:`READ_ROWS`).
+_NUMBERED = "_cls_positions"
+NUMBERED_TABLES = numbering_tables(_NUMBERED)
+
+
+def numbered_positions(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> str:
+    """Find the plain runs (``PLAIN_RUNS_TABLE``) and number the lists of the others that need it, into temp
+    tables of ``cur`` (``PLAIN_RUNS_TABLE`` and ``NUMBERED_TABLES``); SQL of the positions of those runs' rows,
+    for ``location_ctes(plain_runs=PLAIN_RUNS_TABLE, numbered=...)`` with the same parameters ($run_id, $k)."""
+    cur.execute(_PLAIN_RUNS_TABLE_SQL, {"run_id": run_id, "k": k})
+    return positions_within(
+        cur,
+        numbering_rows(PLAIN_RUNS_TABLE),
+        {},
+        "run_id, case_id, stage",
+        None,
+        keep=READ_ROWS,
+        keep_params={"run_id": run_id, "k": k},
+        name=_NUMBERED,
+    )
+
+
 _ORDER = f"""
 SELECT * FROM locations
 ORDER BY case_id, list_position({_LOCATION_ORDER}, location), final_rank NULLS LAST, unit_id
 """
-_LOCATIONS_SQL = "WITH " + LOCATION_CTES + _ORDER
 _CASE_LOCATIONS_SQL = "WITH " + location_ctes(one_case=True) + _ORDER
 
 
@@ -268,10 +298,13 @@ def unit_locations(
     read (milliseconds at any store size) and ``indexed`` is NULL (see :func:`location_ctes`).
     """
     cutoff = run_k(con, run_id) if k is None else int(k)
-    cur = con.cursor()
+    cur = con.cursor()  # the numbered positions' temp tables go with it
     try:
         if case_id is None:
-            return cur.sql(_LOCATIONS_SQL, params={"run_id": run_id, "k": cutoff}).to_arrow_table()
+            # every case: the lists that need numbering numbered a chunk of cases at a time first, as the
+            # classifier does, not by windows over every row of the runs at once
+            ctes = location_ctes(plain_runs=PLAIN_RUNS_TABLE, numbered=numbered_positions(cur, run_id, cutoff))
+            return cur.sql("WITH " + ctes + _ORDER, params={"run_id": run_id, "k": cutoff}).to_arrow_table()
         cases = [case_id] if isinstance(case_id, str) else list(case_id)
         params = {"run_id": run_id, "k": cutoff, "case_ids": cases}
         return cur.sql(_CASE_LOCATIONS_SQL, params=params).to_arrow_table()
