@@ -9,9 +9,10 @@ from __future__ import annotations
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragtriage.gate import sources
 from ragtriage.gate.config import GateConfig
@@ -48,6 +49,7 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     tables = {k: sources.defect_categories(con, run_id, k) for k in sorted({*ks, own_k})}
     at = {k: _categories(t) for k, t in tables.items()}
     classified = _categories(tables[own_k], basis="classified failure")
+    del tables
     costs = sources.category_costs(con, run_id)
     candidate, base = sources.per_case_pair(con, run_id, baseline, ks)
     ctx = Context(
@@ -84,12 +86,15 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     )
 
 
-def _categories(table: Any, basis: str | None = None) -> dict[str, str]:
-    return {
-        r["case_id"]: r["category"]
-        for r in table.to_pylist()
-        if r["category"] and (basis is None or r.get("basis", basis) == basis)
-    }
+def _categories(table: pa.Table, basis: str | None = None) -> dict[str, str]:
+    """case_id -> category of the rows with a category (of ``basis`` when asked and the table says), read column by
+    column: a row dict per case of a large run would be held beside the two columns kept."""
+    category = table.column("category")
+    kept = pc.fill_null(pc.not_equal(category, ""), False)
+    if basis is not None and "basis" in table.column_names:
+        kept = pc.and_(kept, pc.fill_null(pc.equal(table.column("basis"), basis), False))
+    rows = table.filter(kept)
+    return dict(zip(rows.column("case_id").to_pylist(), rows.column("category").to_pylist(), strict=True))
 
 
 def record_verdict(con: duckdb.DuckDBPyConnection, verdict: Verdict) -> int:
