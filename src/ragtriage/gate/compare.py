@@ -19,7 +19,7 @@ import pyarrow as pa
 from ragtriage.arrays import non_null_values, table_of_rows
 from ragtriage.contract.staging import qident, sql_str
 from ragtriage.gate import sources
-from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, TIE, pair_stats
+from ragtriage.gate.paired_table import ORDER_DECIMALS, SEED, TEST_RESAMPLES, TIE, pair_stats
 from ragtriage.metrics.measures import parse_measures
 from ragtriage.store.memory_cap import cap_in_memory
 
@@ -140,13 +140,13 @@ def _worst(pairs: pa.Table, n: int) -> pa.Table:
     cur.register("pairs", pairs)
     return cur.sql(
         """SELECT metric, case_id, slice, candidate, baseline, diff FROM (
-               SELECT *, row_number() OVER (PARTITION BY metric ORDER BY diff, case_id) AS pos
+               SELECT *, row_number() OVER (PARTITION BY metric ORDER BY round(diff, $decimals), case_id) AS pos
                FROM (SELECT metric, metric_order, case_id, string_agg(slice, ', ' ORDER BY slice) AS slice,
                             any_value(candidate) AS candidate, any_value(baseline) AS baseline,
                             any_value(diff) AS diff
                      FROM pairs WHERE diff < -$tie GROUP BY metric, metric_order, case_id))
            WHERE pos <= $n ORDER BY metric_order, pos""",
-        params={"n": n, "tie": TIE},
+        params={"n": n, "tie": TIE, "decimals": ORDER_DECIMALS},
     ).to_arrow_table()
 
 

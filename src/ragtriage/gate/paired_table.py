@@ -21,6 +21,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragtriage.arrays import non_null_values
 from ragtriage.gate import sources
@@ -29,6 +30,10 @@ from ragtriage.metrics.distribution import CONFIDENCE, N_RESAMPLES
 
 #: |difference| at or below which a case is a tie
 TIE = 1e-12
+#: decimals of a difference that order the cases by loss (then by case id). A per-case value summed by DuckDB's
+#: parallel aggregation may differ in its last bits between two runs on the same store, so two cases whose
+#: differences are equal to these decimals are equal for the order: the same output comes every time.
+ORDER_DECIMALS = 9
 #: bootstrap resamples of every interval, as ``ragtriage metrics`` draws them for a mean
 INTERVAL_RESAMPLES = N_RESAMPLES
 RANDOMIZATION = "paired randomization (sign-flip) test"
@@ -113,3 +118,12 @@ def paired_matrix(
         for j in range(len(measures)):
             values[:, i, j] = non_null_values(table.column(f"c{i}_{j}"), np.float64)
     return table.column("case_id").combine_chunks(), values
+
+
+def worst_first(pairs: pa.Table) -> pa.Table:
+    """The rows of ``pairs`` (with ``diff`` and ``case_id``) that lose by more than ``TIE``, the largest loss
+    first, equal losses (to ``ORDER_DECIMALS``, rounded half away from zero as DuckDB's ``round``) by case id."""
+    losses = pairs.filter(pc.less(pairs.column("diff"), -TIE))
+    key = pc.round(losses.column("diff"), ORDER_DECIMALS, round_mode="half_towards_infinity")
+    ordered = losses.append_column("_order", key).sort_by([("_order", "ascending"), ("case_id", "ascending")])
+    return ordered.drop_columns(["_order"])

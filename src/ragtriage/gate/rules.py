@@ -26,6 +26,7 @@ from ragtriage.gate.config import (
     cutoff_of,
 )
 from ragtriage.gate.outcome import FailingCase, RuleResult
+from ragtriage.gate.paired_table import worst_first
 
 
 @dataclass
@@ -172,9 +173,7 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
         f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {_cases_on(o['n'], rule.split)}"
     )
     notes = (_regression_reason(rule, o["mean_diff"], o["p_value"], drop, significant),)
-    losses = pairs.filter(pc.less(pairs.column("diff"), -TIE)).sort_by(
-        [("diff", "ascending"), ("case_id", "ascending")]
-    )
+    losses = worst_first(pairs)
     seen: dict[str, FailingCase] = {}
     if not passed:
         for r in losses.to_pylist():
