@@ -99,8 +99,9 @@ def _lists(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-_CHOSEN = "sid NOT IN (SELECT sid FROM trc_later)"
-"""The spans of ``trc_match`` that are their case's list (each case's first, ``--repeated`` deciding the order)."""
+_LATER = "sid IN (SELECT sid FROM trc_later)"
+"""The spans of ``trc_match`` after their case's first (``--repeated`` deciding the order); the others are their
+case's list."""
 
 
 def match_cases(con: duckdb.DuckDBPyConnection, cases: Staged, opts: TraceOptions) -> Staged:
@@ -130,7 +131,7 @@ def match_cases(con: duckdb.DuckDBPyConnection, cases: Staged, opts: TraceOption
     # the spans are held once from here on: their earlier tables are done with, and the chosen are a view
     con.execute("DROP VIEW trc_lists")
     con.execute("DROP TABLE trc_spans")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW trc_chosen AS SELECT * FROM trc_match WHERE {_CHOSEN}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW trc_chosen AS SELECT * FROM trc_match WHERE NOT {_LATER}")
     new_cases = con.execute("SELECT count(*) FROM trc_chosen WHERE how = 'new'").fetchall()[0][0]
     principal = (
         "CASE WHEN principal IS NOT NULL OR groups IS NOT NULL "
@@ -229,9 +230,8 @@ def stage_trace_run(
                         CAST(NULL AS BOOLEAN) AS fallback,
                         CASE WHEN c.error IS NULL THEN 'ok' ELSE 'error' END AS status, c.error
                  FROM trc_match c"""
-    later = "c.sid IN (SELECT sid FROM trc_later)"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE stg_trace_events AS {events} WHERE NOT {later}")
-    repeats = later if opts.repeated == "all" else "false"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE stg_trace_events AS {events} WHERE NOT {_LATER}")
+    repeats = _LATER if opts.repeated == "all" else "false"
     con.execute(f"CREATE OR REPLACE TEMP TABLE stg_trace_repeats AS {events} WHERE {repeats}")
     counts = con.execute("SELECT stage, count(*), max(rank) FROM stg_trace_results GROUP BY stage").fetchall()
     n = con.execute("SELECT count(*) FROM stg_trace_events").fetchall()[0][0]
