@@ -4,9 +4,9 @@ called, without a store file.
 The qrels and the run (paths in any format ``ragtriage load`` reads, compressed or not; dict-of-dicts; pyarrow
 tables; pandas or polars DataFrames) are read into an in-memory DuckDB (clean TREC files by the load's readers
 into views, ``store.load_memory``; anything else by the one loader, ``store.byo.load_inputs``), and the measures
-are computed by the one computation (``metrics.measure_eval``). By default the figures
-are trec_eval's (``trec_compat=True``: score order, linear gain, cases without relevant labels scored 0), so a
-measure named as in ir_measures gives ir_measures' value.
+are computed by the one computation (``metrics.measure_eval``) in the mode every command uses by default, whose
+figures are trec_eval's (linear gain for ``nDCG@k``, cases without relevant labels scored 0), so a measure named as
+in ir_measures gives ir_measures' value and ``ragtriage metrics`` prints the same number.
 
 >>> import ragtriage
 >>> qrels = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}}
@@ -29,6 +29,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from ragtriage.metrics.context import using
+from ragtriage.metrics.gain import DEFAULT_GAIN
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
 from ragtriage.metrics.measures import Measure
 from ragtriage.store import connect
@@ -90,8 +92,9 @@ def evaluate(
     *,
     threshold: int | None = None,
     grade_map: str | dict[int, int] | None = None,
-    trec_compat: bool = True,
-    gain: str = "linear",
+    trec_compat: bool = False,
+    gain: str = DEFAULT_GAIN,
+    cases: str = "all",
 ) -> Evaluation:
     """Evaluate ``run`` against ``qrels`` with ``measures`` named in ir_measures' syntax (``nDCG@10``,
     ``P(rel=2)@5``, ``AP``, ``Rprec``, ``Bpref``, ``Judged@10``, ``NumRet``; trec_eval names such as
@@ -100,8 +103,9 @@ def evaluate(
     ``qrels``/``run``: a path (TREC, BEIR, MS MARCO, JSON, the contract's files; .gz/.bz2), a dict-of-dicts, a
     pyarrow Table or a pandas/polars DataFrame. ``threshold``: grade >= threshold is relevant where a measure
     leaves ``rel`` out (default 1, as trec_eval's ``-l``); ``grade_map`` ("4:3,3:2") maps grades first.
-    ``trec_compat=False`` applies ragtriage's default mode instead (recorded rank, cases without relevant labels
-    left out of R/AP/nDCG/Rprec/Bpref, ``gain`` for nDCG without ``dcg=``).
+    ``gain``: nDCG without ``dcg=`` (``exponential`` is named ``nDCG(dcg='exp-log2')@k``); ``cases``: the
+    population, as ``--cases`` (``all``, ``with-relevant``, ``in-run``); ``trec_compat=True``: what
+    ``metrics --trec-compat`` computes (score order, every labelled case answerable or not).
     """
     con, run_id, load_notes = memory_store(
         Path(qrels) if isinstance(qrels, str) else qrels,
@@ -110,6 +114,8 @@ def evaluate(
         grade_map=grade_map,
     )
     try:
-        return Evaluation.of(evaluate_run(con, run_id, measures, gain=gain, trec_compat=trec_compat), load_notes)
+        with using(cases=cases, threshold=threshold):
+            res = evaluate_run(con, run_id, measures, gain=gain, trec_compat=trec_compat)
+        return Evaluation.of(res, load_notes)
     finally:
         con.close()

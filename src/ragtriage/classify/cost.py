@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ragtriage.classify.facts import JUDGED_TABLE
 from ragtriage.classify.rules import ANSWERABLE, UNIT_CATEGORY
 from ragtriage.contract.relevance import is_relevant
-from ragtriage.metrics.context import EvalContext, resolve
+from ragtriage.metrics.context import EvalContext, only_labels, resolve
 from ragtriage.metrics.engine import evaluate
 from ragtriage.metrics.gain import dcg_sql, discount_sql, ideal_dcg_sql
 from ragtriage.metrics.measures import Measure
@@ -182,7 +182,8 @@ class CostTally:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, run_id: str, k: int) -> None:
         self._con, self._run_id, self._k = con, run_id, k
-        self._ctx = resolve(con, run_id, [k])
+        with only_labels():  # stored under the store's own settings, whatever a command's --cases/--threshold
+            self._ctx = resolve(con, run_id, [k])
         self._lost: dict[str, tuple[float, int]] = {}
         self._mean: tuple[int, float] | None = None
 

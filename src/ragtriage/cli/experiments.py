@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from ragtriage.cli._app import app, classified_first, fail, open_existing, output_path
+from ragtriage.cli.metrics_options import Cases, CasesOpt, Labels, StoreThresholdOpt, asked
 from ragtriage.paths import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -184,6 +185,8 @@ def report(
         typer.Option("--gate", help="Gate file (TOML): the opening names the rules each candidate fails."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
+    cases: CasesOpt = Cases.all,
+    threshold: StoreThresholdOpt = None,
 ) -> None:
     """Publish a comparison of several runs: table, configuration diff, per-slice and per-category changes, plots.
 
@@ -204,21 +207,22 @@ def report(
         output_path(target, db, force)
     if plot_dir is not None and plot_dir.exists() and not force:
         raise fail(ValueError(f"{plot_dir}: exists (the Markdown report's plots go there); pass --force"))
-    rc, changes = build(
-        db,
-        run_ids,
-        baseline,
-        measure or [],
-        by=by,
-        split=split,
-        test=test,
-        correction=correction,
-        alpha=alpha,
-        seed=seed,
-        resamples=resamples,
-        categories=True,
-        gate=gate,
-    )
+    with asked(Labels.human, cases, threshold):
+        rc, changes = build(
+            db,
+            run_ids,
+            baseline,
+            measure or [],
+            by=by,
+            split=split,
+            test=test,
+            correction=correction,
+            alpha=alpha,
+            seed=seed,
+            resamples=resamples,
+            categories=True,
+            gate=gate,
+        )
     parts = render.sections(rc, changes)
     plots = charts.charts(rc, by, changes.slices)
     title = f"ragtriage: {', '.join(rc.candidates)} against {rc.baseline}"

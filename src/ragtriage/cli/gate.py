@@ -25,7 +25,7 @@ from ragtriage.cli._app import (
 )
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.experiments import Correction, CorrectionOpt, MeasureOpt, RunsOpt, Test, TestOpt
-from ragtriage.cli.metrics_options import Labels, LabelsOpt
+from ragtriage.cli.metrics_options import Cases, CasesOpt, Labels, LabelsOpt, StoreThresholdOpt, asked
 from ragtriage.contract.limits import MAX_CUTOFF
 from ragtriage.output import Format, Output
 from ragtriage.safe_text import visible
@@ -68,6 +68,8 @@ def compare(
         typer.Option("--gate", help="Gate file (TOML): name the rules each candidate fails before its figures."),
     ] = None,
     labels: LabelsOpt = Labels.human,
+    cases: CasesOpt = Cases.all,
+    threshold: StoreThresholdOpt = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Paired comparison against a baseline. Each candidate's leakage (and, with --gate, the rules it fails) is
@@ -77,9 +79,7 @@ def compare(
     the configuration diff of each run. With --run alone: one candidate on every metric at --k, per slice, with
     the worst regressions.
     """
-    from ragtriage.metrics.context import using_labels
-
-    with using_labels(labels.value):
+    with asked(labels, cases, threshold):
         _compare(
             baseline,
             run,
@@ -261,6 +261,8 @@ def gate(
     record: Annotated[bool, typer.Option(help="Store the verdict in the gate_verdicts table.")] = True,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     labels: LabelsOpt = Labels.human,
+    cases: CasesOpt = Cases.all,
+    threshold: StoreThresholdOpt = None,
 ) -> None:
     """Release gate: exit 0 when every rule passes for every candidate, 1 when any fails, 2 on unusable input."""
     import duckdb
@@ -269,7 +271,7 @@ def gate(
     from ragtriage.gate import reports
     from ragtriage.gate.config import GateFileError, parse_gate
     from ragtriage.gate.verdict import evaluate_gate, record_verdict
-    from ragtriage.metrics.context import labels_header, using_labels
+    from ragtriage.metrics.context import labels_header
     from ragtriage.paths import written_whole
     from ragtriage.store import StoreError
 
@@ -294,7 +296,7 @@ def gate(
     except (StoreError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     try:
-        with using_labels(labels.value):
+        with asked(labels, cases, threshold):
             in_use = labels_header(con)["labels"]
             verdicts = [evaluate_gate(con, config, r, baseline) for r in split_runs(run)]
         if record:

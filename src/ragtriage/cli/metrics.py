@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app
-from ragtriage.cli.metrics_options import Engine, Gain, Labels, LabelsOpt, Stage, View
+from ragtriage.cli.metrics_options import Cases, CasesOpt, Engine, Gain, Labels, LabelsOpt, Stage, View, asked
 from ragtriage.contract.limits import INT_MAX, INT_MIN
 from ragtriage.output import Format
 
@@ -36,18 +36,27 @@ def metrics_cmd(
     threshold: Annotated[
         int | None,
         typer.Option(
-            "--threshold", min=INT_MIN, max=INT_MAX, help="With --qrels: grade >= THRESHOLD is relevant (default 1)."
+            "--threshold",
+            min=INT_MIN,
+            max=INT_MAX,
+            help="grade >= THRESHOLD is relevant in every figure (trec_eval -l); default: the dataset's (--qrels: 1).",
         ),
     ] = None,
     by: Annotated[str | None, typer.Option("--by", help="Slice by a case or evidence field.")] = None,
     split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,
     stage: Annotated[Stage, typer.Option("--stage", help="Result stage to evaluate.")] = Stage.final,
-    gain: Annotated[Gain, typer.Option("--gain", help="nDCG gain: 2^grade-1 or grade.")] = Gain.exponential,
+    gain: Annotated[
+        Gain,
+        typer.Option(
+            "--gain", help="nDCG gain: grade (nDCG@k, as trec_eval) or 2^grade-1 (printed nDCG(dcg='exp-log2')@k)."
+        ),
+    ] = Gain.linear,
     trec_compat: Annotated[bool, typer.Option("--trec-compat", help="Reproduce trec_eval -c -l THRESHOLD.")] = False,
     per_case_rows: Annotated[bool, typer.Option("--per-case", help="One row per case instead of aggregates.")] = False,
     view: Annotated[View, typer.Option("--view", help="summary|stages|judged|latency.")] = View.summary,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     labels: LabelsOpt = Labels.human,
+    cases: CasesOpt = Cases.all,
     engine: Annotated[
         Engine,
         typer.Option(
@@ -68,7 +77,6 @@ def metrics_cmd(
     measure named in ir_measures' syntax (--measure); trec_eval's layout with --format trec."""
     from ragtriage.cli._app import fail
     from ragtriage.cli.metrics_run import run_metrics
-    from ragtriage.metrics.context import using_labels
 
     if qrels is not None and labels is Labels.with_judge:
         raise fail("--labels with-judge reads the judged labels of a store (--db); a --qrels file has none")
@@ -79,7 +87,12 @@ def metrics_cmd(
             raise fail("--spark-master is for --engine spark")
         refused = [
             o
-            for o, given in (("--by", by), ("--split", split), ("--labels with-judge", labels is Labels.with_judge))
+            for o, given in (
+                ("--by", by),
+                ("--split", split),
+                ("--labels with-judge", labels is Labels.with_judge),
+                (f"--cases {cases.value}", cases is not Cases.all),
+            )
             if given
         ]
         if view is not View.summary:
@@ -90,7 +103,7 @@ def metrics_cmd(
             raise fail(f"--engine spark evaluates --qrels/--run files by measure: drop {', '.join(refused)}")
         run_spark_metrics(qrels, run, k, measure, threshold, gain, trec_compat, per_case_rows, spark_master, fmt)
         return
-    with using_labels(labels.value):
+    with asked(labels, cases, threshold):
         run_metrics(
             db, run, k, measure, qrels, threshold, by, split, stage, gain, trec_compat, per_case_rows, view, seed, fmt
         )

@@ -3,10 +3,14 @@ both read them without importing each other."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from typing import Annotated
 
 import typer
+
+from ragtriage.contract.limits import INT_MAX, INT_MIN
 
 
 class View(StrEnum):
@@ -42,3 +46,39 @@ LabelsOpt = Annotated[
     Labels,
     typer.Option("--labels", help="human: people's labels only; with-judge: unjudged units take an LLM judge's grade."),
 ]
+
+
+class Cases(StrEnum):
+    all = "all"
+    with_relevant = "with-relevant"
+    in_run = "in-run"
+
+
+#: ``--cases`` of every command that prints figures: the one population switch (``metrics.context.CASE_CHOICES``)
+CasesOpt = Annotated[
+    Cases,
+    typer.Option(
+        "--cases",
+        help="Which labelled cases count in every figure: all (trec_eval's: none relevant scores 0), "
+        "with-relevant (only cases with a relevant label), in-run (only cases the run has a list for).",
+    ),
+]
+#: ``--threshold`` of every command that reads a store: the store holds the grades, so any level is answered
+StoreThresholdOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threshold",
+        min=INT_MIN,
+        max=INT_MAX,
+        help="grade >= THRESHOLD is relevant in every figure (trec_eval -l); default: the dataset's threshold.",
+    ),
+]
+
+
+@contextmanager
+def asked(labels: Labels, cases: Cases, threshold: int | None) -> Iterator[None]:
+    """The command's figure settings for every context resolved inside the block (``metrics.context.using``)."""
+    from ragtriage.metrics.context import using
+
+    with using(labels=labels.value, cases=cases.value, threshold=threshold):
+        yield

@@ -23,8 +23,8 @@ from ragtriage.metrics import (
     summarize,
 )
 from ragtriage.metrics.context import EvalContext, labels_header, parse_ks, population_header, resolve
-from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run, population_counts
-from ragtriage.metrics.measures import measures_for_ks
+from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run, population_counts, population_notes
+from ragtriage.metrics.measures import measures_for_ks, shown_columns
 from ragtriage.metrics.per_case import per_case_context
 from ragtriage.output import Format, Output
 from ragtriage.store import StoreError
@@ -43,8 +43,7 @@ def _context(values: dict[str, Any]) -> dict[str, Any]:
 
 
 NOTES = [
-    "P@k divides by k even when a list is shorter than k; R/nDCG/AP exclude cases without a relevant label.",
-    "Population: cases without any label are excluded and counted; cases absent from the run score 0.",
+    "P@k divides by k even when a list is shorter than k; nDCG@k is linear gain (trec_eval's ndcg_cut_k).",
     "ci_low/ci_high: seeded 95% bootstrap interval of the mean (1000 resamples); zero_hit_rate: share of cases "
     "with no relevant result in the top k.",
 ]
@@ -169,12 +168,13 @@ def _compute(
         "stage": ctx.stage,
         "split": ctx.split,
         "unit": ctx.unit,
-        "relevance threshold": f"grade >= {ctx.threshold}",
+        "relevance threshold": f"grade >= {ctx.threshold} ({ctx.threshold_source})",
         "gain": "linear" if trec else ctx.gain,
         "mode": "trec-compat" if trec else "default",
-        **population_header(population_counts(con, ctx, trec=trec)),
+        **population_header(population_counts(con, ctx, trec=trec), ctx.population),
         **labels_header(con, ctx.labels),
     }
+    notes = [*NOTES, *population_notes(ctx.population)]
     if view is View.latency:
         return latency_report(con, run), _context({"run": run}), ["latency in ms from events"]
     if view is View.judged:
@@ -188,8 +188,8 @@ def _compute(
         src = staged.per_case if rows else staged.summary
         return src, _context({**base, "stage": "candidate vs final", "candidate_k": staged.candidate_k}), []
     if by:
-        return slices(con, ctx, by, seed=seed), _context(base), NOTES
+        return slices(con, ctx, by, seed=seed), _context(base), notes
     if rows:
-        return per_case_context(con, ctx), _context(base), NOTES
+        return shown_columns(per_case_context(con, ctx), ctx.gain), _context(base), notes
     rep = summarize(con, ctx, seed=seed)
-    return _report_table(rep), _context(base), NOTES
+    return _report_table(rep), _context(base), notes

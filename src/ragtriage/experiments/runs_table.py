@@ -80,7 +80,7 @@ class RunsComparison:
             f"{CORRECTIONS[self.correction]} over {self.n_comparisons} comparisons "
             f"({len(self.candidates)} runs x {len(self.measures)} measures), alpha {self.alpha}; "
             f"each run's mean with a {int(CONFIDENCE * 100)}% percentile bootstrap interval "
-            f"({BOOTSTRAP_RESAMPLES} resamples); {self.n_cases} paired cases with relevant units"
+            f"({BOOTSTRAP_RESAMPLES} resamples); {self.n_cases} paired cases (the cases of each run's figures)"
         )
 
     def per_case(self) -> pa.Table:

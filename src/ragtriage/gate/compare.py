@@ -90,7 +90,7 @@ def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[st
         f"""
         WITH j AS (SELECT s.slice, case_id, {cols}
                    FROM cand c JOIN base b USING (case_id) JOIN case_slices s USING (case_id)
-                   WHERE c.n_relevant > 0 AND b.n_relevant > 0 AND ($split IS NULL OR s.split = $split))
+                   WHERE $split IS NULL OR s.split = $split)
         {unfolded}
         ORDER BY metric_order, slice, case_id
         """,

@@ -100,17 +100,18 @@ def paired_matrix(
     """(case_ids, values n x runs x measures) over the paired cases of ``split``, sorted by case.
 
     Values come from ``sources.measure_values`` (the one engine, through the fixed table where it holds the
-    measure), with ``NumRel`` alongside to keep the cases that have relevant units."""
+    measure): the cases of the per-run figures, which the request's population chose (``EvalContext.population_sql``),
+    so the pairs are exactly the cases each run's mean is taken over."""
     cur = duckdb.connect()
     for i, run in enumerate(runs):
-        wide = sources.measure_values(con, run, [*measures, "NumRel"], split)
-        cur.register(f"r{i}", wide.rename_columns(["case_id", *(f"c{i}_{j}" for j in range(len(measures))), "nrel"]))
+        wide = sources.measure_values(con, run, measures, split)
+        cur.register(f"r{i}", wide.rename_columns(["case_id", *(f"c{i}_{j}" for j in range(len(measures)))]))
     cols = [f"c{i}_{j}" for i in range(len(runs)) for j in range(len(measures))]
     joins = " ".join(f"JOIN r{i} USING (case_id)" for i in range(1, len(runs)))
     defined = " AND ".join(f"{c} IS NOT NULL" for c in cols)
     table = cur.sql(
         f"""SELECT case_id, {", ".join(f"CAST({c} AS DOUBLE) AS {c}" for c in cols)}
-            FROM r0 {joins} WHERE r0.nrel > 0 AND {defined} ORDER BY case_id"""
+            FROM r0 {joins} WHERE {defined} ORDER BY case_id"""
     ).to_arrow_table()
     cur.close()
     values = np.empty((table.num_rows, len(runs), len(measures)))

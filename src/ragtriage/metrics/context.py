@@ -17,8 +17,8 @@ import pyarrow as pa
 
 from ragtriage.contract.fields import SPLITS, STAGES
 from ragtriage.contract.limits import MAX_CUTOFF
-from ragtriage.contract.relevance import is_human
-from ragtriage.metrics.gain import GAINS, gain_sql
+from ragtriage.contract.relevance import is_human, is_relevant
+from ragtriage.metrics.gain import DEFAULT_GAIN, GAINS, gain_sql
 from ragtriage.store import StoreError, current_dataset_version, require_run
 from ragtriage.store.schema import QRELS_WITH_JUDGE
 
@@ -26,25 +26,74 @@ DEFAULT_KS = (3, 5, 10)
 #: Which labels the figures use: ``human`` (the store's ``qrels``) or ``with-judge`` (the holes filled by an LLM
 #: judge's labels, ``store.schema.QRELS_WITH_JUDGE``).
 LABEL_CHOICES = ("human", "with-judge")
-_LABELS: ContextVar[str] = ContextVar("ragtriage_labels", default="human")
+#: Which labelled cases every mean is taken over (``--cases``): ``all`` (trec_eval's and ir_measures': a case with
+#: labels but none relevant scores 0), ``with-relevant`` (only cases with a relevant label at the threshold in use)
+#: or ``in-run`` (only cases the run has a list for: a trace run covers part of the dataset).
+CASE_CHOICES = ("all", "with-relevant", "in-run")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a user asked of every figure a command prints, beside the run and its cutoffs: the labels, the
+    population and the relevance threshold (``None``: the dataset's). Set once by the entry point
+    (:func:`using`) and read by :func:`resolve` alone, so no report function passes a setting through and none is
+    dropped on the way."""
+
+    labels: str = "human"
+    cases: str = "all"
+    threshold: int | None = None
+
+
+_REQUEST: ContextVar[Request] = ContextVar("ragtriage_request", default=Request())  # noqa: B039 (frozen)
+
+
+@contextmanager
+def using(*, labels: str | None = None, cases: str | None = None, threshold: int | None = None) -> Iterator[Request]:
+    """Every context :func:`resolve` makes inside the block takes these settings (a command's ``--labels``,
+    ``--cases``, ``--threshold``); a value left ``None`` keeps the enclosing block's."""
+    now = _REQUEST.get()
+    if labels is not None and labels not in LABEL_CHOICES:
+        raise MetricsError(f"labels {labels!r}: use one of {', '.join(LABEL_CHOICES)}")
+    if cases is not None and cases not in CASE_CHOICES:
+        raise MetricsError(f"--cases {cases!r}: use one of {', '.join(CASE_CHOICES)}")
+    asked = Request(
+        labels if labels is not None else now.labels,
+        cases if cases is not None else now.cases,
+        threshold if threshold is not None else now.threshold,
+    )
+    token = _REQUEST.set(asked)
+    try:
+        yield asked
+    finally:
+        _REQUEST.reset(token)
 
 
 @contextmanager
 def using_labels(choice: str) -> Iterator[None]:
-    """Every context :func:`resolve` makes inside the block uses ``choice`` of labels (a command's ``--labels``):
-    the one switch, so no report function has to pass it through."""
-    if choice not in LABEL_CHOICES:
-        raise MetricsError(f"labels {choice!r}: use one of {', '.join(LABEL_CHOICES)}")
-    token = _LABELS.set(choice)
+    """:func:`using` for the label choice alone (a command's ``--labels``)."""
+    with using(labels=choice):
+        yield
+
+
+@contextmanager
+def only_labels() -> Iterator[None]:
+    """Inside the block every setting but the label choice is the default: for figures stored under the store's
+    own settings (the classifier's cost), which a command's ``--cases`` or ``--threshold`` must not change."""
+    token = _REQUEST.set(Request(labels=_REQUEST.get().labels))
     try:
         yield
     finally:
-        _LABELS.reset(token)
+        _REQUEST.reset(token)
 
 
 def labels_in_use() -> str:
     """The label choice of the current block (``human`` outside :func:`using_labels`)."""
-    return _LABELS.get()
+    return _REQUEST.get().labels
+
+
+def request_in_use() -> Request:
+    """The settings of the current block (:func:`using`)."""
+    return _REQUEST.get()
 
 
 class MetricsError(ValueError):
@@ -64,6 +113,10 @@ class EvalContext:
     cases: tuple[str, ...] | None = None
     #: ``human`` or ``with-judge`` (:data:`LABEL_CHOICES`); read by :meth:`qrels_sql` alone.
     labels: str = "human"
+    #: which labelled cases count (:data:`CASE_CHOICES`); read by :meth:`population_sql` alone.
+    population: str = "all"
+    #: where :attr:`threshold` came from: ``--threshold`` or the dataset
+    threshold_source: str = "dataset"
 
     @property
     def depth(self) -> int:
@@ -94,12 +147,21 @@ class EvalContext:
         return "SELECT case_id FROM cases" + (f" WHERE {' AND '.join(where)}" if where else ""), params
 
     def population_sql(self, *, trec: bool = False) -> tuple[str, list[Any]]:
-        """The cases every mean is taken over: those of :meth:`base_population_sql` with at least one label. A case
-        without any label cannot be judged (trec_eval and ir_measures skip it too); :func:`population_counts`
-        counts it for the header."""
+        """The cases every mean is taken over, the one rule of every measure and command: those of
+        :meth:`base_population_sql` with at least one label (a case without any label cannot be judged: trec_eval
+        and ir_measures skip it too; :func:`population_counts` counts it for the header), then
+        :attr:`population`: ``with-relevant`` keeps the cases with a relevant label at :attr:`threshold`,
+        ``in-run`` those the run has a list for in :attr:`stage`."""
         base, params = self.base_population_sql(trec=trec)
         qrels, qrels_params = self.qrels_sql(human=True)
-        return f"SELECT case_id FROM ({base}) SEMI JOIN {qrels} USING (case_id)", params + qrels_params
+        sql, params = f"SELECT case_id FROM ({base}) SEMI JOIN {qrels} USING (case_id)", params + qrels_params
+        if self.population == "with-relevant":
+            sql += f" WHERE case_id IN (SELECT case_id FROM {qrels} WHERE {is_relevant('grade', self.threshold)})"
+            params += qrels_params
+        elif self.population == "in-run":
+            sql += " WHERE case_id IN (SELECT case_id FROM results WHERE run_id = ? AND stage = ?)"
+            params += [self.run_id, self.stage]
+        return sql, params
 
     def qrels_sql(self, *, human: bool = False) -> tuple[str, list[Any]]:
         """The qrels relation and its parameters: cut to the chosen cases by a filter (a semi join against the
@@ -127,7 +189,7 @@ def resolve(
     ks: Sequence[int] = DEFAULT_KS,
     *,
     stage: str = "final",
-    gain: str = "exponential",
+    gain: str = DEFAULT_GAIN,
     split: str | None = None,
     cases: Sequence[str] | None = None,
 ) -> EvalContext:
@@ -149,7 +211,11 @@ def resolve(
     if row is None:
         raise StoreError("no current dataset; run `ragtriage load --dataset DIR` first")
     chosen = None if cases is None else tuple(str(c) for c in cases)
-    return EvalContext(run_id, stage, parse_ks(ks), gain, split, int(row[0]), str(row[1]), chosen, _LABELS.get())
+    asked = _REQUEST.get()
+    threshold, source = (int(row[0]), "dataset") if asked.threshold is None else (asked.threshold, "--threshold")
+    return EvalContext(
+        run_id, stage, parse_ks(ks), gain, split, threshold, str(row[1]), chosen, asked.labels, asked.cases, source
+    )
 
 
 def context_of(
@@ -158,7 +224,7 @@ def context_of(
     ks: Sequence[int] = DEFAULT_KS,
     *,
     stage: str = "final",
-    gain: str = "exponential",
+    gain: str = DEFAULT_GAIN,
     split: str | None = None,
 ) -> EvalContext:
     """``run`` itself when a command resolved its context already, else :func:`resolve` of the run id."""
@@ -202,9 +268,11 @@ def unlabelled_sql(ctx: EvalContext, *, trec: bool = False) -> tuple[str, list[A
     return f"SELECT count(*) AS n FROM ({base}) ANTI JOIN {qrels} USING (case_id)", params + qrels_params
 
 
-def population_header(counts: dict[str, int]) -> dict[str, int]:
-    """The population figures as the output header names them (every command prints the same words)."""
+def population_header(counts: dict[str, int], population: str = "all") -> dict[str, Any]:
+    """The population figures as the output header names them (every command prints the same words), after the
+    rule that chose them (``--cases``)."""
     return {
+        "population": population,
         "cases": counts["cases"],
         "excluded, no labels": counts["unlabelled"],
         "without relevant label": counts["without_relevant"],
@@ -224,5 +292,16 @@ def labels_header(con: duckdb.DuckDBPyConnection, labels: str | None = None) -> 
     ).to_pylist()[0]
     if (labels or labels_in_use()) == "human":
         stored = f" ({row['labels']} judged label(s) stored, not used)" if row["labels"] else ""
-        return {"labels": f"human only{stored}"}
-    return {"labels": f"human + judged: {row['holes']} judged label(s) fill unjudged units ({row['judges']} judge(s))"}
+        return {"labels": f"human only{stored}", **request_header()}
+    judged = f"human + judged: {row['holes']} judged label(s) fill unjudged units ({row['judges']} judge(s))"
+    return {"labels": judged, **request_header()}
+
+
+def request_header() -> dict[str, str]:
+    """The population rule and an asked threshold, beside the labels line of every command that prints figures
+    (the counts are the per-figure ``n``, or the population header where a command prints one)."""
+    asked = _REQUEST.get()
+    out = {"population": asked.cases}
+    if asked.threshold is not None:
+        out["relevance threshold"] = f"grade >= {asked.threshold} (--threshold)"
+    return out

@@ -11,9 +11,9 @@ as trec_eval's "unjudged in pool", is skipped by Bpref; DCG adds positive gains 
 The lists are read in one of two shapes, with the same values: every judged unit at its position in the whole
 list (``ranking.judged_positions_sql``), or, for measures with a cutoff whose caller holds them, the
 de-duplicated lists cut at the deepest cutoff (``ranking.cut_lists``).
-Population (``EvalContext.population_sql``): a case without labels is left out; a case absent from the run scores
-0; a case with labels but none relevant is NULL in the measures divided by its relevant units (``NEEDS_RELEVANT``)
-by default, 0 in trec-compat.
+Population (``EvalContext.population_sql``, one rule for every measure): a case without labels is left out; a case
+absent from the run scores 0; a case with labels but none relevant scores as trec_eval scores it (0; nDCG from its
+gains) unless ``--cases with-relevant`` leaves it out of every measure.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pyarrow as pa
 
 from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import EvalContext, arrow
-from ragtriage.metrics.gain import dcg_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
-from ragtriage.metrics.measures import DCG_TO_GAIN, Measure
+from ragtriage.metrics.gain import DEFAULT_GAIN, dcg_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
+from ragtriage.metrics.measures import DCG_TO_GAIN, GAIN_TO_DCG, Measure
 from ragtriage.metrics.ranking import has_repeats, judged_positions_sql
 from ragtriage.metrics.trec_families import FAMILIES, Family, is_text
 from ragtriage.store.load_memory import UNRANKED
@@ -99,8 +99,9 @@ class Builder:
         return f"nb_{_tag(r)}"
 
     def per_relevant(self, value: str, r: int) -> str:
-        """``value`` for a case with relevant units at ``r``; else NULL (default) or 0 (trec-compat)."""
-        return f"CASE WHEN {self.nrel(r)} > 0 THEN {value} ELSE {'0.0' if self.trec else 'NULL'} END"
+        """``value`` for a case with relevant units at ``r``, else 0 (trec_eval's score, in every mode: which cases
+        count is the population's rule, ``EvalContext.population_sql``, the same for every measure)."""
+        return f"CASE WHEN {self.nrel(r)} > 0 THEN {value} ELSE 0.0 END"
 
     def expr(self, m: Measure) -> str:
         return _REGISTRY[m.name](self, m, m.rel if m.rel is not None else self.threshold)
@@ -208,11 +209,10 @@ def _bpref(b: Builder, m: Measure, r: int) -> str:
 
 @register("nDCG")
 def _ndcg(b: Builder, m: Measure, r: int) -> str:
-    # defined by its gains; the NULL rule of default mode is the dataset threshold's
-    dcg, ideal = b.dcg(DCG_TO_GAIN[m.dcg or "exp-log2"], m.cutoff)
-    value = f"coalesce({dcg} / nullif({ideal}, 0), 0.0)"
-    # trec_eval scores a case without relevant units from its gains (grades below the threshold count too)
-    return value if b.trec else b.per_relevant(value, b.threshold)
+    # defined by its gains, as trec_eval's: a case without relevant units still scores from the grades below the
+    # threshold (``with-relevant`` leaves such cases out of every measure alike)
+    dcg, ideal = b.dcg(DCG_TO_GAIN[m.dcg or GAIN_TO_DCG[DEFAULT_GAIN]], m.cutoff)
+    return f"coalesce({dcg} / nullif({ideal}, 0), 0.0)"
 
 
 def _family(fam: Family) -> MeasureSql:

@@ -13,6 +13,9 @@ GAIN = {
     "linear": "CAST(greatest({grade}, 0) AS DOUBLE)",
 }
 GAINS = tuple(GAIN)
+#: the gain of ``nDCG@k`` when none is asked: trec_eval's, pytrec_eval's and ir_measures' (``dcg='log2'``), so the
+#: name gives their figure; the exponential gain is named ``nDCG(dcg='exp-log2')@k`` wherever it is printed
+DEFAULT_GAIN = "linear"
 #: SQL template of the discount at 1-based position ``{pos}`` (read at every call)
 DISCOUNT = "log2({pos} + 1)"
 

@@ -4,8 +4,8 @@
 Population rules (printed in every header):
 - a case with no label at all is excluded from every measure and counted (trec_eval and ir_measures do the same);
 - a case absent from the run scores 0 (trec_eval ``-c``);
-- a case with labels but none relevant: default mode leaves it out of the measures divided by its relevant units
-  (R, AP, nDCG, Rprec, Bpref: NULL, counted); trec-compat scores it as trec_eval does (0, nDCG from its gains).
+- a case with labels but none relevant scores as trec_eval scores it (0, nDCG from its gains), counted;
+  ``--cases with-relevant`` leaves it out of every measure, ``--cases in-run`` leaves out the cases the run lacks.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from ragtriage.arrays import table_of
 from ragtriage.contract.staging import qident, sql_str
 from ragtriage.metrics.context import EvalContext, over_arrow, population_header, resolve, unlabelled_count
 from ragtriage.metrics.engine import evaluate
-from ragtriage.metrics.measures import NEEDS_RELEVANT, Measure, parse_measures
+from ragtriage.metrics.gain import DEFAULT_GAIN
+from ragtriage.metrics.measures import Measure, parse_measures
 from ragtriage.metrics.trec_families import FAMILIES, MIN_GEO_MEAN, is_text
 
 
@@ -152,7 +153,7 @@ def evaluate_run(
     *,
     stage: str = "final",
     split: str | None = None,
-    gain: str = "exponential",
+    gain: str = DEFAULT_GAIN,
     trec_compat: bool = False,
 ) -> MeasureResult:
     """Values of ``measures`` (ir_measures names or parsed :class:`Measure`) per case and aggregated.
@@ -192,12 +193,12 @@ def measure_result(
         "stage": stage,
         "split": split,
         "unit": ctx.unit,
-        "relevance threshold": f"grade >= {ctx.threshold} (dataset)",
+        "relevance threshold": f"grade >= {ctx.threshold} ({ctx.threshold_source})",
         "gain": f"{gain} (--gain; nDCG without dcg=)",
         "mode": mode,
-        **population_header(counts),
+        **population_header(counts, ctx.population),
     }
-    return MeasureResult(resolved, table, context, ctx.threshold, mode, population_notes(trec_compat))
+    return MeasureResult(resolved, table, context, ctx.threshold, mode, population_notes(ctx.population))
 
 
 def _population(con: duckdb.DuckDBPyConnection, ctx: EvalContext, table: pa.Table, trec: bool) -> dict[str, int]:
@@ -223,14 +224,12 @@ def population_counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec:
     return _population(con, ctx, table, trec)
 
 
-def population_notes(trec_compat: bool) -> list[str]:
-    """The population rules as printed under every figure (docs/metrics.md "Population")."""
-    relevant = (
-        "cases with labels but none relevant score 0 (trec_eval)"
-        if trec_compat
-        else f"cases with labels but none relevant are left out of {', '.join(sorted(NEEDS_RELEVANT))} (counted)"
-    )
-    return [
-        "Population: cases without any label are excluded and counted; cases absent from the run score 0 "
-        f"(trec_eval -c); {relevant}.",
-    ]
+def population_notes(population: str = "all") -> list[str]:
+    """The population rule as printed under every figure (docs/metrics.md "Population")."""
+    relevant = {
+        "all": "cases with labels but none relevant score 0, as in trec_eval (--cases with-relevant leaves them out)",
+        "with-relevant": "only cases with a relevant label count (--cases with-relevant)",
+        "in-run": "only cases the run has a list for count (--cases in-run)",
+    }[population]
+    absent = "" if population == "in-run" else "; cases absent from the run score 0 (trec_eval -c)"
+    return [f"Population: cases without any label are excluded and counted{absent}; {relevant}."]

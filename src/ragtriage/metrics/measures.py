@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+import pyarrow as pa
+
 from ragtriage.metrics.context import MetricsError
 from ragtriage.metrics.trec_families import FAMILIES, cut_name
 from ragtriage.metrics.trec_families import parse as parse_family
@@ -42,7 +44,7 @@ _SPECS: dict[str, tuple[tuple[str, ...], bool, bool]] = {
 }
 #: measures summed over cases in the aggregate (trec_eval's num_*, ir_measures' SumAgg); every other one is a mean
 SUMMED = frozenset({"NumRet", "NumRelRet", "NumRel", "NumQ"})
-#: measures whose denominator is the case's relevant units: undefined (default mode) for a case with none
+#: measures whose denominator is the case's relevant units (0 for a case with none, as trec_eval scores it)
 NEEDS_RELEVANT = frozenset({"R", "AP", "nDCG", "Rprec", "Bpref"})
 
 _ALIASES = {
@@ -75,6 +77,21 @@ _TREC = {
 _TREC_RE = re.compile(r"^(P|recall|ndcg_cut|map_cut|success)[_.](\d+)$")
 
 
+def fixed_label(family: str, k: int, gain: str) -> str:
+    """The printed name of a fixed-table column (``nDCG@10``) under ``gain``: the name ir_measures gives that
+    figure, so the exponential gain prints as ``nDCG(dcg='exp-log2')@10`` and a plain ``nDCG@10`` is always
+    trec_eval's linear-gain figure."""
+    return f"{family}(dcg={GAIN_TO_DCG[gain]!r})@{k}" if family == "nDCG" and gain != "linear" else f"{family}@{k}"
+
+
+def shown_columns(table: pa.Table, gain: str) -> pa.Table:
+    """A fixed-table (``per_case``) table with its nDCG columns named as :func:`fixed_label` prints them."""
+    names = [
+        fixed_label("nDCG", int(c.split("@")[1]), gain) if c.startswith("nDCG@") else c for c in table.column_names
+    ]
+    return table.rename_columns(names)
+
+
 class MeasureError(MetricsError):
     """A measure name that cannot be parsed; the message names the bad part and an example that works."""
 
@@ -100,8 +117,8 @@ class Measure:
         params = []
         if self.rel is not None and "rel" not in self.defaulted:
             params.append(f"rel={self.rel}")
-        if self.dcg is not None and "dcg" not in self.defaulted:
-            params.append(f"dcg={self.dcg!r}")
+        if self.dcg is not None and ("dcg" not in self.defaulted or self.dcg != "log2"):
+            params.append(f"dcg={self.dcg!r}")  # the exponential gain is never printed as plain nDCG
         name = self.name
         if name == "NumRelRet" and params:
             name = "NumRet"

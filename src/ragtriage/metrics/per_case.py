@@ -2,10 +2,11 @@
 engine (``metrics.engine``) in the columns the CLI, the TUI, compare, the gate and the notes export read.
 
 Definitions (docs/metrics.md): relevant = effective grade >= the dataset's relevance threshold; P@k divides by k
-even when the list is shorter; R@k, nDCG@k and AP@k divide by the labelled relevant units and are NULL for a case
-with none (a dataset defect, counted apart); RR@k is 1/position of the first relevant result within k; unjudged
-results (no qrels row) are neither relevant nor irrelevant for Judged@k (judged results in the top k over the
-results there, min(k, list length), as ir_measures divides), and count as non-relevant elsewhere.
+even when the list is shorter; R@k, nDCG@k and AP@k divide by the labelled relevant units and score a case with
+none as trec_eval does (0; nDCG from its gains; counted apart, and left out by ``--cases with-relevant``); nDCG@k
+is the linear gain unless the context asks the exponential one; RR@k is 1/position of the first relevant result
+within k; unjudged results (no qrels row) are neither relevant nor irrelevant for Judged@k (judged results in the
+top k over the results there, min(k, list length), as ir_measures divides), and count as non-relevant elsewhere.
 """
 
 from __future__ import annotations
@@ -19,12 +20,11 @@ import pyarrow.compute as pc
 from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, resolve
 from ragtriage.metrics.engine import evaluate
+from ragtriage.metrics.gain import DEFAULT_GAIN
 from ragtriage.metrics.measures import Measure
 from ragtriage.metrics.ranking import cut_lists_table
 
 MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
-# measures whose denominator is the labelled relevant units: undefined for a case without any
-NEEDS_RELEVANT = ("R", "nDCG", "AP")
 
 
 COUNT_COLUMNS = ("n_judged_retrieved", "n_relevant_retrieved", "n_retrieved")
@@ -32,7 +32,7 @@ COUNT_COLUMNS = ("n_judged_retrieved", "n_relevant_retrieved", "n_retrieved")
 
 def per_case_schema(ks: Sequence[int], *, counts: bool = True) -> pa.Schema:
     """What :func:`per_case` returns for cutoffs ``ks``: the seam the CLI, the TUI, compare and the notes export
-    read. ``R``/``nDCG``/``AP`` are null for a case without a relevant label; ``zero_hit@k`` is a boolean."""
+    read; ``zero_hit@k`` is a boolean."""
     fields = [pa.field("case_id", pa.string()), pa.field("n_relevant", pa.int64())]
     if counts:
         fields += [pa.field(c, pa.int64()) for c in COUNT_COLUMNS]
@@ -79,7 +79,7 @@ def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Tabl
         table = evaluate(cur, ctx, measures, trec=False, lists=lists)
     finally:
         cur.close()
-    values = {str(m): table[f"m{i}"] for i, m in enumerate(measures)}
+    values = {f"{m.name}@{m.cutoff}": table[f"m{i}"] for i, m in enumerate(measures)}  # columns keep plain names
     columns = {"case_id": table["case_id"], "n_relevant": table["m0"]}
     for k in ctx.ks:
         columns.update({f"{m}@{k}": values[f"{m}@{k}"] for m in MEASURES})
@@ -129,7 +129,7 @@ def per_case(
     ks: Sequence[int] = DEFAULT_KS,
     *,
     stage: str = "final",
-    gain: str = "exponential",
+    gain: str = DEFAULT_GAIN,
     split: str | None = None,
     counts: bool = True,
     cases: Sequence[str] | None = None,

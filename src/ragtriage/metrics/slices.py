@@ -18,6 +18,8 @@ from ragtriage.contract.dimensions import CASE_DIMENSIONS, EVIDENCE_DIMENSIONS, 
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, context_of
 from ragtriage.metrics.distribution import describe
+from ragtriage.metrics.gain import DEFAULT_GAIN
+from ragtriage.metrics.measures import fixed_label
 from ragtriage.metrics.per_case import MEASURES, given_per_case, per_case_context
 
 CASE_FIELDS = CASE_DIMENSIONS  # the one list, ragtriage.contract.dimensions
@@ -61,7 +63,7 @@ def slices(
     measure: str = "nDCG",
     k: int | None = None,
     stage: str = "final",
-    gain: str = "exponential",
+    gain: str = DEFAULT_GAIN,
     split: str | None = None,
     seed: int = 0,
     per_case: pa.Table | None = None,
@@ -97,7 +99,7 @@ def slices(
             GROUP BY ALL""",
         _p=table,
     )
-    return _with_distributions(table, grouped, by, f"{measure}@{k}", ctx.threshold, ctx.gain, seed)
+    return _with_distributions(table, grouped, by, fixed_label(measure, k, ctx.gain), ctx.threshold, ctx.gain, seed)
 
 
 def _with_distributions(

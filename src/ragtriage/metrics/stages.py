@@ -14,6 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, context_of
+from ragtriage.metrics.gain import DEFAULT_GAIN
 from ragtriage.metrics.per_case import per_case_context
 
 
@@ -49,7 +50,7 @@ def stages(
     run: str | EvalContext,
     ks: Sequence[int] = DEFAULT_KS,
     *,
-    gain: str = "exponential",
+    gain: str = DEFAULT_GAIN,
     split: str | None = None,
 ) -> StagesReport:
     """The final stage at the context's cutoffs against the candidate stage at the run's candidate depth."""

@@ -17,6 +17,8 @@ import pyarrow.compute as pc
 from ragtriage.arrays import non_null_values, table_of_rows
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, context_of
 from ragtriage.metrics.distribution import N_RESAMPLES, Distribution, describe
+from ragtriage.metrics.gain import DEFAULT_GAIN
+from ragtriage.metrics.measures import fixed_label
 from ragtriage.metrics.per_case import MEASURES, given_per_case, per_case_context
 
 
@@ -105,13 +107,18 @@ def column_values(table: pa.Table, name: str) -> np.ndarray:
 
 
 def distributions(
-    table: pa.Table, measures: Sequence[str], ks: Sequence[int], seed: int, resamples: int = N_RESAMPLES
+    table: pa.Table,
+    measures: Sequence[str],
+    ks: Sequence[int],
+    seed: int,
+    resamples: int = N_RESAMPLES,
+    gain: str = DEFAULT_GAIN,
 ) -> list[MetricRow]:
     rows = []
     for m in measures:
         for k in ks:
             d: Distribution = describe(column_values(table, f"{m}@{k}"), seed=seed, resamples=resamples)
-            rows.append(MetricRow.of(m, k, f"{m}@{k}", d))
+            rows.append(MetricRow.of(m, k, fixed_label(m, k, gain), d))
     return rows
 
 
@@ -132,7 +139,7 @@ def report_from_table(
         ks=ctx.ks,
         n_cases=table.num_rows,
         n_without_relevant=int(n_without),
-        rows=distributions(table, measures, ctx.ks, seed, resamples),
+        rows=distributions(table, measures, ctx.ks, seed, resamples, ctx.gain),
         zero_hit_rate=zero_hit_rates(table, ctx.ks),
         stage=ctx.stage,
         split=ctx.split,
@@ -145,7 +152,7 @@ def summarize(
     ks: Sequence[int] = DEFAULT_KS,
     *,
     stage: str = "final",
-    gain: str = "exponential",
+    gain: str = DEFAULT_GAIN,
     split: str | None = None,
     seed: int = 0,
     measures: Sequence[str] = MEASURES,

@@ -84,11 +84,11 @@ def per_case_key(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
         cur.close()
     if not rows:
         return None
-    from ragtriage.metrics.context import labels_in_use
+    from ragtriage.metrics.context import Request, request_in_use
 
-    labels = labels_in_use()  # the judge-filled figures are another entry; the people's keep their key
+    asked = request_in_use()  # another label choice, population or threshold is another entry; the default's keep
     parts = [str(path.resolve()), run_id, *(str(v) for v in rows[0]), code_fingerprint()]
-    raw = "\n".join(parts if labels == "human" else [*parts, labels])
+    raw = "\n".join(parts if asked == Request() else [*parts, repr(asked)])
     return hashlib.sha256(raw.encode()).hexdigest()[:32] + ".per-case"
 
 
