@@ -41,22 +41,23 @@ CASES = pa.table(
 )
 
 
-def test_overall_pairs_only_cases_in_both_runs_with_relevant_units() -> None:
+def test_overall_pairs_every_case_in_both_runs() -> None:
     summary, pairs, worst = compare_tables(CAND, BASE, CASES, ["R@10", "nDCG@5"], n_resamples=1000)
-    # x is only in the candidate, e has no relevant unit: four cases pair up.
-    assert set(pairs.column("case_id").to_pylist()) == {"a", "b", "c", "d"}
+    # x is only in the candidate; e (no relevant unit) is in both runs' figures, so it pairs too: the population
+    # was chosen upstream (EvalContext.population_sql), and compare pairs exactly the cases it is given.
+    assert set(pairs.column("case_id").to_pylist()) == {"a", "b", "c", "d", "e"}
     rows = {(r["slice"], r["metric"]): r for r in summary.to_pylist()}
     r10 = rows[("faq", "R@10")]
-    assert (r10["n"], r10["wins"], r10["ties"], r10["losses"]) == (2, 1, 1, 0)
+    assert (r10["n"], r10["wins"], r10["ties"], r10["losses"]) == (3, 1, 2, 0)
     overall = rows[("all", "R@10")]
-    assert (overall["n"], overall["wins"], overall["ties"], overall["losses"]) == (4, 1, 2, 1)
-    assert overall["candidate"] == pytest.approx(2.5 / 4)
-    assert overall["baseline"] == pytest.approx(2.0 / 4)
-    assert overall["mean_diff"] == pytest.approx(0.125)
-    # Exact sign-flip over the two non-zero diffs (+1, -0.5): |mean| >= 0.125 in 2 of 4 sign vectors per tail.
+    assert (overall["n"], overall["wins"], overall["ties"], overall["losses"]) == (5, 1, 3, 1)
+    assert overall["candidate"] == pytest.approx(2.5 / 5)
+    assert overall["baseline"] == pytest.approx(2.0 / 5)
+    assert overall["mean_diff"] == pytest.approx(0.1)
+    # Exact sign-flip over the two non-zero diffs (+1, -0.5): |mean| >= 0.1 in 2 of 4 sign vectors per tail.
     assert overall["p_value"] == pytest.approx(1.0)
     nd = rows[("all", "nDCG@5")]
-    assert nd["mean_diff"] == pytest.approx((0.8 - 0.4 - 0.5 + 0.0) / 4)
+    assert nd["mean_diff"] == pytest.approx((0.8 - 0.4 - 0.5 + 0.0 + 0.0) / 5)
     table = rows[("table", "nDCG@5")]
     assert table["mean_diff"] == pytest.approx((-0.4 - 0.5) / 2)
     # worst regressions, most negative first, with the case's slice
@@ -67,9 +68,9 @@ def test_overall_pairs_only_cases_in_both_runs_with_relevant_units() -> None:
 
 def test_split_filter_drops_dev_cases() -> None:
     summary, pairs, _ = compare_tables(CAND, BASE, CASES, ["nDCG@5"], split="holdout", n_resamples=1000)
-    assert set(pairs.column("case_id").to_pylist()) == {"a", "b", "d"}
+    assert set(pairs.column("case_id").to_pylist()) == {"a", "b", "d", "e"}
     overall = next(r for r in summary.to_pylist() if r["slice"] == "all")
-    assert overall["mean_diff"] == pytest.approx((0.8 - 0.4 + 0.0) / 3)
+    assert overall["mean_diff"] == pytest.approx((0.8 - 0.4 + 0.0 + 0.0) / 4)
 
 
 def test_multi_valued_slice_counts_a_case_once_overall() -> None:

@@ -65,7 +65,7 @@ def test_every_input_shape_gives_trec_eval(kind: str, trec_files: Files) -> None
         total = np.sum(values) if name.startswith("num_") else np.mean(values)
         assert row["value"] == pytest.approx(total, abs=1e-9), (kind, name)
     long = result.per_query.to_pylist()
-    assert len(long) == len(MEASURES) * len(qrels) and result.context["mode"] == "trec-compat"
+    assert len(long) == len(MEASURES) * len(qrels) and result.context["mode"] == "default"
 
 
 def test_ir_measures_names_and_default_mode(trec_files: Files) -> None:

@@ -97,8 +97,9 @@ RUNS = [
 
 
 def _table(values: dict[str, tuple[float, float, float]]) -> pa.Table:
-    """case → (R@10, nDCG@5, Success@10); negative cases have no relevant unit and zero figures."""
-    ids = [c["id"] for c in CASES]
+    """case → (R@10, nDCG@5, Success@10) over the cases the engine evaluates: the negative cases have no label, so
+    they are in no figure (``EvalContext.population_sql``) and compare pairs only what it is given."""
+    ids = [c["id"] for c in CASES if c["id"] in RELEVANT]
     rel = [1 if c in values else 0 for c in ids]
     row = [values.get(c, (0.0, 0.0, 0.0)) for c in ids]
     return pa.table(

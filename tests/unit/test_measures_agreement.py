@@ -81,10 +81,13 @@ def test_default_mode_equals_per_case(tmp_path: Path, seed: int) -> None:
     for q in judged:
         for name in names:
             assert ours[q][name] == pytest.approx(theirs[q][name], abs=1e-12), (q, name)
-    # no labels at all: excluded (per_case still lists them); labelled, none relevant: NULL for R/nDCG/AP
+    # no labels at all: excluded; labelled, none relevant: scored as trec_eval scores them (0 but nDCG's gains)
     assert set(ours) == set(_qrels(labels))
     none_relevant = set(_qrels(labels)) - set(judged)
-    assert none_relevant and all(ours[q]["R@5"] is None and ours[q]["P@5"] == 0.0 for q in none_relevant)
+    assert none_relevant and all(ours[q]["R@5"] == 0.0 and ours[q]["P@5"] == 0.0 for q in none_relevant)
+    for q in none_relevant:
+        for name in names:
+            assert ours[q][name] == pytest.approx(theirs[q][name], abs=1e-12), (q, name)
 
 
 IR_MEASURES = [

@@ -60,7 +60,14 @@ def test_errors_name_the_bad_part(text: str, part: str) -> None:
 
 def test_resolve_fills_left_out_parameters_and_says_so() -> None:
     m = parse_measure("nDCG@10").resolve(threshold=2, gain="exponential")
-    assert (m.dcg, str(m), m.parameters()) == ("exp-log2", "nDCG@10", "cutoff=10, dcg=exp-log2 (--gain)")
+    # the exponential gain never prints as plain nDCG@10: that name is trec_eval's linear figure
+    assert (m.dcg, str(m), m.parameters()) == (
+        "exp-log2",
+        "nDCG(dcg='exp-log2')@10",
+        "cutoff=10, dcg=exp-log2 (--gain)",
+    )
+    lin = parse_measure("nDCG@10").resolve(threshold=2, gain="linear")
+    assert (lin.dcg, str(lin), lin.parameters()) == ("log2", "nDCG@10", "cutoff=10, dcg=log2 (--gain)")
     p = parse_measure("P(rel=1)@5").resolve(threshold=2, gain="linear")
     assert (p.rel, str(p), p.parameters()) == (1, "P(rel=1)@5", "cutoff=5, rel=1")
     assert parse_measure("P@5").resolve(2, "linear").parameters() == "cutoff=5, rel=2 (dataset threshold)"

@@ -131,7 +131,7 @@ def test_default_mode_equals_trec_eval_with_exponential_gain(tmp_path: Path, see
     """trec_eval's ndcg_cut takes the qrels grade as the gain, so grades mapped to 2^g - 1 give nDCG with
     exponential gain (ranx's ndcg_burges) with no JIT compile; RR@k is recip_rank over the top k."""
     con, labels, results = _store(tmp_path, seed, _distinct_run)
-    table = {r["case_id"]: r for r in per_case(con, "r", KS).to_pylist()}
+    table = {r["case_id"]: r for r in per_case(con, "r", KS, gain="exponential").to_pylist()}
     judged = {q: g for q, g in _qrels(labels).items() if max(g.values()) >= THRESHOLD}
     exponential = {q: {u: 2**g - 1 for u, g in grades.items()} for q, grades in judged.items()}
     level = 2**THRESHOLD - 1  # the threshold on the mapped scale

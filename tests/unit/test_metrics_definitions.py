@@ -77,25 +77,26 @@ def test_every_measure_of_case_a_by_hand(con) -> None:
     assert (a["n_relevant"], a["n_retrieved"], a["n_judged_retrieved"]) == (2, 4, 3)
     assert a["P@1"] == 0.0 and a["RR@1"] == 0.0 and a["Success@1"] == 0.0 and a["zero_hit@1"]
     assert a["P@3"] == pytest.approx(1 / 3) and a["R@3"] == pytest.approx(0.5) and a["RR@3"] == pytest.approx(0.5)
-    ideal = 7 + 3 / L3 + 1 / 2  # grades 3, 2, 1 sorted, exponential gain
-    assert a["nDCG@3"] == pytest.approx((3 / L3 + 1 / 2) / ideal)
-    assert a["nDCG@4"] == pytest.approx((3 / L3 + 1 / 2 + 7 / math.log2(5)) / ideal)
+    ideal = 3 + 2 / L3 + 1 / 2  # grades 3, 2, 1 sorted, linear gain (trec_eval's, the default)
+    assert a["nDCG@3"] == pytest.approx((2 / L3 + 1 / 2) / ideal)
+    assert a["nDCG@4"] == pytest.approx((2 / L3 + 1 / 2 + 3 / math.log2(5)) / ideal)
     assert a["AP@3"] == pytest.approx((1 / 2) / 2)
     assert a["AP@4"] == pytest.approx((1 / 2 + 2 / 4) / 2)
     assert a["Judged@3"] == pytest.approx(2 / 3) and a["Judged@4"] == pytest.approx(3 / 4)
     assert a["R@4"] == 1.0 and a["Success@3"] == 1.0 and not a["zero_hit@3"]
 
 
-def test_linear_gain(con) -> None:
-    a = rows(per_case(con, "r1", (3,), gain="linear"))["a"]
-    assert a["nDCG@3"] == pytest.approx((2 / L3 + 1 / 2) / (3 + 2 / L3 + 1 / 2))
+def test_exponential_gain(con) -> None:
+    a = rows(per_case(con, "r1", (3,), gain="exponential"))["a"]
+    assert a["nDCG@3"] == pytest.approx((3 / L3 + 1 / 2) / (7 + 3 / L3 + 1 / 2))
 
 
-def test_population_answerable_only_no_results_score_zero_and_no_relevant_is_null(con) -> None:
+def test_population_answerable_only_no_results_score_zero_and_no_relevant_scores_zero(con) -> None:
     t = rows(per_case(con, "r1", (3,)))
     assert set(t) == {"a", "b", "c"}  # n is unanswerable
     b, c = t["b"], t["c"]
-    assert b["n_relevant"] == 0 and b["R@3"] is None and b["nDCG@3"] is None and b["AP@3"] is None
+    # b's only label is grade 0: trec_eval scores it 0 on every measure (no gain either)
+    assert b["n_relevant"] == 0 and b["R@3"] == 0.0 and b["nDCG@3"] == 0.0 and b["AP@3"] == 0.0
     # b returned one result, judged: Judged@3 divides by min(3, list length) = 1, as ir_measures does
     assert b["P@3"] == 0.0 and b["Judged@3"] == 1.0
     assert c["n_retrieved"] == 0 and c["P@3"] == 0.0 and c["R@3"] == 0.0 and c["nDCG@3"] == 0.0
@@ -104,11 +105,11 @@ def test_population_answerable_only_no_results_score_zero_and_no_relevant_is_nul
 
 def test_summary_means_zero_hit_and_counts(con) -> None:
     rep = summarize(con, "r1", (3,), seed=1)
-    assert (rep.n_cases, rep.n_without_relevant, rep.threshold, rep.gain) == (3, 1, 2, "exponential")
+    assert (rep.n_cases, rep.n_without_relevant, rep.threshold, rep.gain) == (3, 1, 2, "linear")
     p3 = rep.row("P", 3)
     assert p3.mean == pytest.approx(1 / 9) and p3.n == 3 and p3.median == 0.0 and p3.min == 0.0
     r3 = rep.row("R", 3)
-    assert r3.n == 2 and r3.mean == pytest.approx(0.25)
+    assert r3.n == 3 and r3.mean == pytest.approx(0.5 / 3)  # a 0.5, b (none relevant) 0, c (no results) 0
     assert 0.0 <= p3.ci_low <= p3.mean <= p3.ci_high <= 1 / 3
     assert rep.zero_hit_rate[3] == pytest.approx(2 / 3)
     assert summarize(con, "r1", (3,), seed=1).rows == rep.rows  # seeded
@@ -162,7 +163,7 @@ def test_slices_by_tags_and_doc_type_worst_first(con) -> None:
     assert by_tag["y"]["n"] == 1 and by_tag["(none)"]["n"] == 1
     docs = slices(con, "r1", "doc_type", (3,), measure="R").to_pylist()
     assert [(r["slice_value"], r["n"]) for r in docs] == [("(none)", 1), ("table", 1), ("manual", 1), ("policy", 1)]
-    assert docs[1]["mean"] == 0.0 and docs[2]["mean"] == pytest.approx(0.5) and docs[0]["mean"] is None
+    assert docs[1]["mean"] == 0.0 and docs[2]["mean"] == pytest.approx(0.5) and docs[0]["mean"] == 0.0
     age = {r["slice_value"]: r["n"] for r in slices(con, "r1", "update_age", (3,)).to_pylist()}
     assert age == {"<30d": 2, "180-365d": 1, "(none)": 1}  # relevant units of a: 29 and 334 days old
     with pytest.raises(MetricsError):

@@ -76,7 +76,7 @@ def test_relevance_is_one_template(con, monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("GAIN", {**gain_rule.GAIN, "exponential": gain_rule.GAIN["linear"]}), ("DISCOUNT", "ln({pos} + 1)")],
+    [("GAIN", {**gain_rule.GAIN, "linear": gain_rule.GAIN["exponential"]}), ("DISCOUNT", "ln({pos} + 1)")],
 )
 def test_gain_and_discount_are_one_module(
     con, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: object

@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 
 from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, app, classified_first, open_existing, output_path
+from ragtriage.cli.metrics_options import Cases, CasesOpt, StoreThresholdOpt
+from ragtriage.contract.limits import MAX_CUTOFF
 from ragtriage.safe_text import visible
 
 if TYPE_CHECKING:
@@ -41,16 +43,23 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _run_app(db: Path, run: str | None, baseline: str | None, author: str | None, build: Build | None = None) -> None:
+def _run_app(
+    db: Path,
+    run: str | None,
+    baseline: str | None,
+    author: str | None,
+    build: Build | None = None,
+    k: int | None = None,
+) -> None:
     """The app on ``db``; with ``build``, the app writes the store first (its inputs' errors are reported here,
-    once the terminal is restored, as the load reports them)."""
+    once the terminal is restored, as the load reports them). ``k``: the cutoff every view reads."""
     from ragtriage.cli._app import input_errors
     from ragtriage.notes import NotesError
     from ragtriage.store import StoreError
     from ragtriage.tui.app import TriageApp
 
     try:
-        triage = TriageApp(db, run, baseline, author=author, build=build)
+        triage = TriageApp(db, run, baseline, author=author, build=build, k=k)
     except (StoreError, NotesError, OSError) as exc:
         raise _fail(str(exc)) from exc
     triage.run()
@@ -79,30 +88,55 @@ def tui(
     rebuild: Annotated[
         bool, typer.Option("--rebuild", help="With --qrels/--dataset: load the files again into a new cached store.")
     ] = False,
+    threshold: StoreThresholdOpt = None,
+    grade_map: Annotated[
+        str | None,
+        typer.Option("--grade-map", help="With --qrels/--dataset: map grades at load, e.g. 4:3,3:2,2:1,1:0."),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option("--k", min=1, max=MAX_CUTOFF, help="Cutoff of every view (default: run.json's k, else 10)."),
+    ] = None,
+    cases: CasesOpt = Cases.all,
 ) -> None:
     """Open the triage TUI on a store; notes are saved beside it in DB.notes.sqlite.
 
     With --qrels (or --dataset) and --run files, the store is built in the cache folder, keyed by the files'
     contents: the first opening loads them, the next ones open at once.
     """
+    from ragtriage.metrics.context import Request, use_for_process
+
     runs = run or []
     if qrels is None and dataset is None:
         if topics is not None or rebuild:
             raise _fail("--topics and --rebuild go with --qrels or --dataset (opening files without a --db)")
+        if grade_map is not None:
+            raise _fail(
+                "--grade-map maps grades as a store is loaded, and this store's grades are loaded: reload with "
+                "`ragtriage load --grade-map`, or open the files with --qrels/--dataset --run --grade-map"
+            )
         if len(runs) > 1:
             raise _fail("--run names one run to triage in a store; pass run files with --qrels or --dataset")
-        _run_app(db or DEFAULT_DB_PATH, runs[0] if runs else None, baseline, author)
+        use_for_process(Request(cases=cases.value, threshold=threshold))
+        _run_app(db or DEFAULT_DB_PATH, runs[0] if runs else None, baseline, author, k=k)
         return
     if db is not None:
         raise _fail("pass either --db (a store) or --qrels/--dataset with --run files, not both")
     if not runs:
         raise _fail("--qrels/--dataset needs at least one --run file")
-    path, build = _cached_store(qrels, topics, dataset, runs, rebuild)
-    _run_app(path, None, baseline, author, build)
+    path, build = _cached_store(qrels, topics, dataset, runs, rebuild, threshold, grade_map)
+    use_for_process(Request(cases=cases.value))  # the threshold is the loaded store's own
+    _run_app(path, None, baseline, author, build, k=k)
 
 
 def _cached_store(
-    qrels: Path | None, topics: Path | None, dataset: Path | None, runs: list[str], rebuild: bool
+    qrels: Path | None,
+    topics: Path | None,
+    dataset: Path | None,
+    runs: list[str],
+    rebuild: bool,
+    threshold: int | None = None,
+    grade_map: str | None = None,
 ) -> tuple[Path, BackgroundLoad | None]:
     """Where the store of these files is in the cache folder, said on stderr, and the load that writes it when it
     is not there (or ``rebuild``), started now: Textual's import and the app's start overlap it, and the app
@@ -113,7 +147,14 @@ def _cached_store(
 
     if qrels is not None and dataset is not None:
         raise _fail("pass either --dataset DIR or --qrels FILE, not both")
-    req = LoadRequest(dataset=dataset, qrels=qrels, topics=topics, runs=[RunSource(Path(r)) for r in runs])
+    req = LoadRequest(
+        dataset=dataset,
+        qrels=qrels,
+        topics=topics,
+        runs=[RunSource(Path(r)) for r in runs],
+        threshold=threshold,
+        grade_map=grade_map,
+    )
     try:
         path = cached_store_path(req)
     except input_errors() as exc:

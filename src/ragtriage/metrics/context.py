@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,34 @@ class Request:
     threshold: int | None = None
 
 
-_REQUEST: ContextVar[Request] = ContextVar("ragtriage_request", default=Request())  # noqa: B039 (frozen)
+class _Asked:
+    """The current :class:`Request`: the innermost :func:`using` block of this thread, else the process's
+    (:func:`use_for_process`: the TUI's worker threads do not inherit a block opened in the main thread)."""
+
+    def __init__(self) -> None:
+        self.block: ContextVar[Request | None] = ContextVar("ragtriage_request", default=None)
+        self.process = Request()
+
+    def get(self) -> Request:
+        return self.block.get() or self.process
+
+    def set(self, value: Request) -> Token[Request | None]:
+        return self.block.set(value)
+
+    def reset(self, token: Token[Request | None]) -> None:
+        self.block.reset(token)
+
+
+_REQUEST = _Asked()
+
+
+def use_for_process(asked: Request) -> None:
+    """Every context this process resolves outside a :func:`using` block takes ``asked``: the settings of a
+    long-lived process (``ragtriage tui``) whose reads run in worker threads."""
+    for value, choices, what in ((asked.labels, LABEL_CHOICES, "labels"), (asked.cases, CASE_CHOICES, "--cases")):
+        if value not in choices:
+            raise MetricsError(f"{what} {value!r}: use one of {', '.join(choices)}")
+    _REQUEST.process = asked
 
 
 @contextmanager

@@ -215,6 +215,10 @@ def _insert_dataset(
         )
 
 
+#: the cutoff a run is judged at when its run.json gives none (TREC and DataFrame runs)
+DEFAULT_RUN_K = 10
+
+
 def write_run(
     con: duckdb.DuckDBPyConnection,
     rid: str,
@@ -241,11 +245,9 @@ def write_run(
         # a file that could not be read left nothing (or a half-read table) to check: that is the one cause
         raise ValidationFailed([f for f in findings if f.severity == "error"])
     if not manifest.get("k"):
-        depth = facts.depth
-        if depth is None:
-            sql = f"SELECT max(n) FROM (SELECT count(*) n FROM {res.name} GROUP BY case_id)"
-            depth = con.execute(sql).fetchall()[0][0]
-        manifest["k"] = int(depth or 1)
+        # no run.json k (a TREC file, a DataFrame): judged at 10, never at the list's depth (a run of 1000 per
+        # query would hide every ranking defect below 10); the manifest says where the k came from
+        manifest["k"], manifest["k_source"] = DEFAULT_RUN_K, "default (no run.json k)"
     manifest["run_id"] = rid
     findings = [*findings, *_run_id_findings(source, rid, strict)]
     existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchall()

@@ -214,9 +214,11 @@ class TriageApp(App[None]):
         notes_path: str | Path | None = None,
         export_dir: str | Path | None = None,
         build: Build | None = None,
+        k: int | None = None,
     ) -> None:
         """``build``: the store is written by it first (``tui --qrels --run``), on a worker while the app starts and
-        shows its progress; the views open when it returns. Its error ends the app (:attr:`build_error`)."""
+        shows its progress; the views open when it returns. Its error ends the app (:attr:`build_error`). ``k``:
+        the cutoff every view reads (``tui --k``; default the run's own)."""
         self.db_path = Path(db_path)
         self.reader = StoreReader(db_path)
         self._build, self._wanted = build, (run_id, baseline)
@@ -234,7 +236,7 @@ class TriageApp(App[None]):
         self.store = NotesStore(notes_path or notes_path_for(db_path))
         self.author = author or default_author()
         self.export_dir = Path(export_dir) if export_dir else Path.cwd()
-        self.cache = RunCache()
+        self.cache = RunCache(k)
         self.case_index: list[str] = []
         self._case_index_requested = False
         self.notes_version = 0

@@ -42,7 +42,7 @@ from ragtriage.experiments.runs_table import measure_names
 from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, PairStats, pair_stats, paired_matrix
 from ragtriage.gate.sources import paired_version
 from ragtriage.metrics import summary_cache
-from ragtriage.metrics.context import DEFAULT_KS, labels_header
+from ragtriage.metrics.context import DEFAULT_KS, labels_header, request_in_use
 from ragtriage.metrics.measures import parse_measure
 from ragtriage.metrics.per_case import per_case as core_per_case
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, NONE, membership_sql
@@ -171,7 +171,9 @@ class RunCache:
     once and shared by workers. A failure is cached too, so a core error is reported once, not retried on every
     case. Keys are tuples: (kind, run_id) for :data:`FETCHERS`, any tuple for :meth:`remember`."""
 
-    def __init__(self) -> None:
+    def __init__(self, k: int | None = None) -> None:
+        #: the cutoff a user asked (``tui --k``): every run is read and judged at it instead of its own k
+        self.k_asked = k
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
         self._values: dict[tuple[Any, ...], Any] = {}
@@ -244,8 +246,9 @@ LOCATION_COLUMNS = ("case_id", "unit_id", "grade", "location", "final_rank", "ca
 
 
 def _k(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> int:
-    """The k the run is judged at (the classifier's, the run's own): every per-case figure is read at it."""
-    return core("classify.judging_k", judging_k, cur, run_id)
+    """The k the run is judged at (``--k``, else the run's own: run.json's, else 10): every per-case figure, the
+    overview's and the Compare view's are read at it."""
+    return core("classify.judging_k", judging_k, cur, run_id, cache.k_asked)
 
 
 def _fresh(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> bool:
@@ -374,20 +377,40 @@ def summary(
     the run's per-case table is computed once for the summary, the histogram and the slices. ``interval=False``:
     on a miss, the table without its bootstrap intervals (most of the cost once the per-case values are known),
     not kept in the cache."""
-    full = summary_cache.load(cur, run_id) if db_path is not None else None
+    k = cache.k(run_id, cur) if cache is not None else None
+    own = k is None or k in DEFAULT_KS  # at 3, 5, 10 (the run's k among them): the cached table holds it
+    full = summary_cache.load(cur, run_id) if db_path is not None and own else None
     pending = False
     if full is None:
-        per_case = summary_per_case(cur, run_id, cache)
-        full = core("metrics.summarize", summarize, cur, run_id, per_case=per_case, interval=interval).to_arrow()
+        ks: tuple[int, ...] = DEFAULT_KS
+        if own:
+            per_case = summary_per_case(cur, run_id, cache)
+        else:
+            assert cache is not None and k is not None
+            per_case, ks = cache.table("per_case", run_id, cur), measure_ks(k)
+        full = core("metrics.summarize", summarize, cur, run_id, ks, per_case=per_case, interval=interval).to_arrow()
         pending = not interval
-        if db_path is not None and interval:
+        if db_path is not None and interval and own:
             summary_cache.save(cur, run_id, full)
     require(full, SUMMARY_COLUMNS, "metrics.summarize")
     context = ""
     if full.num_rows:
         first = full.slice(0, 1).to_pylist()[0]
         context = " ".join(f"{c}={first[c]}" for c in SUMMARY_CONTEXT if c in first)
+    if cache is not None:
+        context = f"{context} {k_statement(cur, run_id, cache)} cases={request_in_use().cases}".strip()
     return Summary(full.select(list(SUMMARY_COLUMNS)), context, pending)
+
+
+def k_statement(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> str:
+    """``k=10 (run.json)``: the cutoff the views judge at and where it came from (--k, run.json, the default)."""
+    k = cache.k(run_id, cur)
+    if cache.k_asked is not None:
+        return f"k={k} (--k)"
+    row = one_row(
+        cur, "SELECT json_extract_string(manifest, '$.k_source') AS source FROM runs WHERE run_id = ?", [run_id]
+    )
+    return f"k={k} ({'default' if row and row['source'] else 'run.json'})"
 
 
 def summary_per_case(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache | None) -> pa.Table | None:
