@@ -62,7 +62,9 @@ def side_by_side(
 ) -> list[pa.Table]:
     """``fn(cursor, run)`` of several runs computed side by side, each on a cursor of its own: a part of each
     query runs on one core (its Arrow scan, its final order), so two of them side by side take less than one after
-    the other."""
+    the other. Each thread runs in a copy of the caller's context, so the command's request
+    (``metrics.context.using``: threshold, population, labels) reaches every run's figures."""
+    import contextvars
     from concurrent.futures import ThreadPoolExecutor
 
     def one(rid: str) -> pa.Table:
@@ -73,7 +75,8 @@ def side_by_side(
             cur.close()
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(one, runs))
+        futures = [pool.submit(contextvars.copy_context().run, one, rid) for rid in runs]
+        return [f.result() for f in futures]
 
 
 def per_case_pair(
