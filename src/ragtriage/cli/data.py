@@ -165,8 +165,13 @@ def load(
         if len(ids) != len(runs) + 1:
             raise _fail(ValueError("--traces needs its own --run-id (the last one given, after one per --run)"))
         ids, trace_id = ids[:-1], ids[-1]
-    if dataset is None and qrels is None and not runs:
-        raise _fail(ValueError("nothing to load: pass --dataset DIR or --qrels FILE, and/or --run PATH"))
+    if dataset is None and qrels is None and not runs and not traces:
+        raise _fail(
+            ValueError(
+                "nothing to load: pass --dataset DIR or --qrels FILE (with --topics FILE), and/or --run PATH "
+                "(with --run-id ID), and/or --traces FILE --run-id ID"
+            )
+        )
     if ids and len(ids) != len(runs):
         raise _fail(ValueError(f"--run-id was given {len(ids)} time(s) for {len(runs)} --run; give one per run"))
     if split_by_tag and ids:

@@ -135,13 +135,17 @@ def _load(
 ) -> LoadSummary:
     summary = LoadSummary(None)
     _hash_ahead(req)
+    into_store = req.dataset is None and req.qrels is None
     if req.traces:
-        if req.dataset is None and req.qrels is None:
-            raise ValueError("--traces needs the dataset in the same load: pass --dataset DIR or --qrels FILE")
         if not req.trace_run_id:
             raise ValueError("--traces needs --run-id: the id of the run the spans become")
+        if into_store:
+            from ragtriage.store.connection import current_dataset_version
+
+            current_dataset_version(con)  # the store's dataset the spans are matched to (exit 2 without one)
         progress("reading traces")
         read_traces(con, list(req.traces), _trace_options(req))
+        left_out = _match_store_cases(con, req) if into_store else 0
     if req.dataset is not None:
         progress("reading cases, labels, documents")
         summary.dataset = _dataset_folder(con, req, grade_map)
@@ -155,6 +159,11 @@ def _load(
         summary.runs += _load_run(con, src, req, seen, progress)
     if req.traces:
         summary.runs.append(_trace_run(con, req, seen, progress))
+        if left_out:
+            summary.runs[-1].extra_notes.append(
+                f"{left_out:,} span(s) whose query is no case of the store's dataset left out (a load with "
+                "--dataset/--qrels adds them as new unlabelled cases, which no figure counts)"
+            )
     if summary.dataset is not None:
         _derived_manifest(con, req, summary)
     return summary
@@ -184,6 +193,20 @@ def _derived_manifest(con: duckdb.DuckDBPyConnection, req: LoadRequest, summary:
         report = summary.runs[-1] if req.traces else summary.dataset
         if report is not None:
             report.extra_notes.append(note)
+
+
+def _match_store_cases(con: duckdb.DuckDBPyConnection, req: LoadRequest) -> int:
+    """Match the spans to the cases of the store's current dataset, which this load leaves as it is, and return
+    how many chosen spans match none: such a span would be a new unlabelled case in a load with the dataset, in
+    no figure either way, so here it is left out and counted."""
+    con.execute("CREATE OR REPLACE TEMP TABLE stg_store_cases AS SELECT case_id AS id, query FROM cases")
+    rows = int(con.execute("SELECT count(*) FROM stg_store_cases").fetchall()[0][0])
+    match_cases(con, Staged("stg_store_cases", Path("store"), "store", rows, [], "row"), _trace_options(req))
+    drop_staged(con, "stg_cases_traces")
+    drop_staged(con, "stg_store_cases")
+    left_out = int(con.execute("SELECT count(*) FROM trc_chosen WHERE how = 'new'").fetchall()[0][0])
+    con.execute("DELETE FROM trc_match WHERE how = 'new'")
+    return left_out
 
 
 def _trace_options(req: LoadRequest) -> TraceOptions:
