@@ -123,8 +123,9 @@ def evaluate(
     ``query_id``/``qid``/``case_id``, ``doc_id``/``docno``/``document_id``, ``relevance``/``grade``,
     ``score``, optional ``rank``) or paths (Parquet files or folders, TREC text). ``threshold``: grade >=
     threshold is relevant where a measure leaves ``rel`` out (default 1, trec_eval's ``-l``).
-    ``trec_compat``: trec_eval's rules (score order, linear gain, cases without relevant labels scored 0);
-    False: the default mode (the run's ranks, ``gain`` for nDCG without ``dcg=``, such cases left out).
+    ``trec_compat``: trec_eval's rules (score order, linear gain); False: the default mode (the run's ranks,
+    ``gain`` for nDCG without ``dcg=``). Either way a case without relevant labels scores 0, as in trec_eval and
+    every DuckDB entry point (the one population rule, ``EvalContext.population_sql``).
     """
     gain = "linear" if trec_compat else gain
     threshold = 1 if threshold is None else int(threshold)
