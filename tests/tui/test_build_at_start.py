@@ -22,8 +22,8 @@ from ragtriage.tui.screens.overview import OverviewScreen, summary_table
 from tests.tui.helpers import pilot_test, plain, settle, static_text, until
 
 QRELS = "q1 0 d1 2\nq1 0 d2 0\nq2 0 d3 1\nq2 0 d4 3\n"
-# nDCG@10, q1: d2 (grade 0) then d1 (grade 2): (2^2-1)/log2(3) / (2^2-1) = 0.6309; q2: d4 (grade 3) alone, d3
-# (grade 1) never listed: 7 / (7 + 1/log2(3)) = 0.9173
+# nDCG@10 (linear gain), q1: d2 (grade 0) then d1 (grade 2): 2/log2(3) / 2 = 0.6309; q2: d4 (grade 3) alone, d3
+# (grade 1) never listed: 3 / (3 + 1/log2(3)) = 0.8262
 RUN = "q1 Q0 d2 1 2.5 a\nq1 Q0 d1 2 1.25 a\nq2 Q0 d4 1 0.5 a\n"
 
 
@@ -58,7 +58,7 @@ async def test_the_app_loads_the_files_then_opens_the_overview(tmp_path: Path, s
         assert app.run_id == "a" and app.runs == ["a"] and load.target.exists()
         table = static_text(app, "#sec-summary")
         ndcg = next(line for line in table.splitlines() if line.startswith("nDCG@10"))
-        assert ndcg.split()[1] == "0.7741"  # (0.6309 + 0.9173) / 2
+        assert ndcg.split()[1] == "0.7286"  # (0.6309 + 0.8262) / 2
         assert "…" not in table  # the intervals followed the means
     con = connect(load.target, read_only=True)
     try:

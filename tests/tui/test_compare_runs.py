@@ -2,7 +2,7 @@
 measure key, and the case screen opened from it with the runs' final lists side by side (`[`/`]` shift them);
 a run loaded by a real second process while the app is open joins the run list and Compare.
 
-Expected values are derived here from the conftest store's labels (grade >= 2 relevant, k = 2, gain 2^g - 1,
+Expected values are derived here from the conftest store's labels (grade >= 2 relevant, k = 2, linear gain,
 log2(i + 1) discount), not read from the core.
 """
 
@@ -21,12 +21,13 @@ from tests.tui.helpers import pilot_test, settle, static_text, until
 
 SECOND = 1 / math.log2(3)  # the discount at rank 2
 # nDCG@2 per case and run: q1's grade-3 unit at rank 2 (bm25) or 1; q3's grade-2 unit at rank 2 (bm25, hybrid) or
-# 1 (dense); q10's grade-3 unit first of two relevant units (ideal 7 + 3/log2 3) for bm25 and hybrid, absent from dense
+# 1 (dense); q10's grade-3 unit first of two relevant units (grades 3 and 2: ideal 3 + 2/log2 3) for bm25 and
+# hybrid, absent from dense
 NDCG = {
-    "q1": {"bm25": 7 * SECOND / 7, "hybrid": 1.0, "dense": 1.0},
+    "q1": {"bm25": 3 * SECOND / 3, "hybrid": 1.0, "dense": 1.0},
     "q2": {"bm25": 0.0, "hybrid": 0.0, "dense": 1.0},
-    "q3": {"bm25": 3 * SECOND / 3, "hybrid": 3 * SECOND / 3, "dense": 1.0},
-    "q10": {"bm25": 7 / (7 + 3 * SECOND), "hybrid": 7 / (7 + 3 * SECOND), "dense": 0.0},
+    "q3": {"bm25": 2 * SECOND / 2, "hybrid": 2 * SECOND / 2, "dense": 1.0},
+    "q10": {"bm25": 3 / (3 + 2 * SECOND), "hybrid": 3 / (3 + 2 * SECOND), "dense": 0.0},
 }
 # P@2 divides by k: one relevant unit in the top 2 is 0.5
 PRECISION = {

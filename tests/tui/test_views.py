@@ -32,7 +32,7 @@ async def test_overview_shows_identity_and_the_leak_banner_first(db_path: Path) 
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         identity = static_text(app, "#sec-identity")
-        assert "bm25 k=2 candidates to 5" in identity
+        assert "bm25 k=2 (run.json) candidates to 5" in identity
         assert "unit=chunk relevant: grade>=2 on 0..3" in identity
         leaks = app.screen.query_one("#sec-leaks").content
         assert leaks.plain.strip() == "LEAKAGE FAILS: 1 cases, 1 leaked final results (press l)"
@@ -296,7 +296,7 @@ async def test_slices_and_compare_lift_constants_to_the_title(db_path: Path) -> 
         assert isinstance(screen, SlicesScreen) and screen.shown is not None
         assert screen.shown.column_names[:4] == ["slice_value", "n", "mean", "median"]
         assert not {"dimension", "measure", "threshold", "gain"} & set(screen.shown.column_names)
-        assert "by query_type · nDCG@2 grade>=2 exponential" in static_text(app, "#status")
+        assert "by query_type · nDCG@2 grade>=2 linear" in static_text(app, "#status")
         await pilot.press("c")
         await settle(pilot)
         screen = app.screen

@@ -332,11 +332,17 @@ def run_ids(cur: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
 
 
-def identity(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The run's row and the current dataset's identity (straight from the store)."""
+def identity(
+    cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's row and the current dataset's identity (straight from the store); with ``cache``, the run's k is
+    the one the views read, with its source (``8 (run.json)``, ``10 (default)``, ``4 (--k)``), and the dataset's
+    threshold and population are the ones in use (``tui --threshold``, ``--cases``)."""
     run = one_row(cur, "SELECT * EXCLUDE (manifest, system) FROM runs WHERE run_id = ?", [run_id])
     if run is None:
         raise ViewError(f"unknown run {run_id!r}; loaded runs: {', '.join(run_ids(cur)) or 'none'}")
+    if cache is not None:
+        run["k"] = k_statement(cur, run_id, cache)
     dataset = (
         one_row(
             cur,
@@ -347,6 +353,11 @@ def identity(cur: duckdb.DuckDBPyConnection, run_id: str) -> tuple[dict[str, Any
         or {}
     )
     dataset.update(labels_header(cur))  # the TUI shows the people's labels; say how many judged ones are stored
+    if cache is not None:
+        asked = request_in_use()
+        dataset["cases"] = asked.cases
+        if asked.threshold is not None:
+            dataset["relevance_threshold"] = f"{asked.threshold} (--threshold)"
     return run, dataset
 
 
@@ -397,20 +408,18 @@ def summary(
     if full.num_rows:
         first = full.slice(0, 1).to_pylist()[0]
         context = " ".join(f"{c}={first[c]}" for c in SUMMARY_CONTEXT if c in first)
-    if cache is not None:
-        context = f"{context} {k_statement(cur, run_id, cache)} cases={request_in_use().cases}".strip()
     return Summary(full.select(list(SUMMARY_COLUMNS)), context, pending)
 
 
 def k_statement(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> str:
-    """``k=10 (run.json)``: the cutoff the views judge at and where it came from (--k, run.json, the default)."""
+    """``10 (run.json)``: the cutoff the views judge at and where it came from (--k, run.json, the default)."""
     k = cache.k(run_id, cur)
     if cache.k_asked is not None:
-        return f"k={k} (--k)"
+        return f"{k} (--k)"
     row = one_row(
         cur, "SELECT json_extract_string(manifest, '$.k_source') AS source FROM runs WHERE run_id = ?", [run_id]
     )
-    return f"k={k} ({'default' if row and row['source'] else 'run.json'})"
+    return f"{k} ({'default' if row and row['source'] else 'run.json'})"
 
 
 def summary_per_case(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache | None) -> pa.Table | None:

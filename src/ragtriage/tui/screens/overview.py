@@ -82,6 +82,7 @@ def identity_block(run: dict[str, Any], ds: dict[str, Any]) -> RenderableType:
         lit(
             f"{ds.get('name')} {ds.get('version')} unit={ds.get('unit')} "
             f"relevant: grade>={ds.get('relevance_threshold')} on {ds.get('grade_min')}..{ds.get('grade_max')}"
+            + (f" cases={ds['cases']}" if ds.get("cases") else "")
         ),
     )
     depth = f" candidates to {run['candidate_k']}" if run.get("candidate_k") is not None else ""
@@ -242,7 +243,7 @@ class OverviewScreen(DataScreen):
         app = self.triage
         with app.reader.cursor() as cur:
             if name == "identity":
-                return data.identity(cur, run_id)
+                return data.identity(cur, run_id, app.cache)
             if name == "leaks":
                 return leak_verdict(cur, run_id, app.cache)
             if name == "dist":
