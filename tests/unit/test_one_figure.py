@@ -28,6 +28,7 @@ from ragtriage.metrics.context import using
 from ragtriage.metrics.measure_eval import evaluate_run
 from ragtriage.store import connect
 from ragtriage.tui.data import RunCache, summary
+from tests.factory import SAMPLE, load_sample
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -118,52 +119,52 @@ def _options(threshold: int | None, cases: str) -> list[str]:
     return ["--cases", cases, *(["--threshold", str(threshold)] if threshold is not None else [])]
 
 
-def metrics_fixed(db: Path, threshold: int | None, cases: str) -> dict[str, float]:
-    out = _cli("metrics", "--db", str(db), "--run", "a", "--k", str(K), "--format", "json", *_options(threshold, cases))
+def metrics_fixed(db: Path, run: str, base: str, threshold: int | None, cases: str) -> dict[str, float]:
+    out = _cli("metrics", "--db", str(db), "--run", run, "--k", str(K), "--format", "json", *_options(threshold, cases))
     return {r["measure@k"]: r["mean"] for r in out["rows"]} | {"n": float(out["context"]["cases"])}
 
 
-def metrics_named(db: Path, threshold: int | None, cases: str) -> dict[str, float]:
+def metrics_named(db: Path, run: str, base: str, threshold: int | None, cases: str) -> dict[str, float]:
     names = [x for m in FIXED for x in ("--measure", f"{m}@{K}")]
-    out = _cli("metrics", "--db", str(db), "--run", "a", *names, "--format", "json", *_options(threshold, cases))
+    out = _cli("metrics", "--db", str(db), "--run", run, *names, "--format", "json", *_options(threshold, cases))
     return {r["measure"]: r["value"] for r in out["rows"]} | {"n": float(out["context"]["cases"])}
 
 
-def compare_one(db: Path, threshold: int | None, cases: str) -> dict[str, float]:
-    args = ["compare", "--db", str(db), "--run", "a", "--baseline", "b", "--k", str(K), "--format", "json"]
+def compare_one(db: Path, run: str, base: str, threshold: int | None, cases: str) -> dict[str, float]:
+    args = ["compare", "--db", str(db), "--run", run, "--baseline", base, "--k", str(K), "--format", "json"]
     rows = [r for r in _cli(*args, *_options(threshold, cases))["rows"] if r["slice"] == "all"]
     return {r["metric"]: r["candidate"] for r in rows} | {"n": float(rows[0]["n"])}
 
 
-def compare_many(db: Path, threshold: int | None, cases: str) -> dict[str, float]:
+def compare_many(db: Path, run: str, base: str, threshold: int | None, cases: str) -> dict[str, float]:
     names = [x for m in FIXED for x in ("--measure", f"{m}@{K}")]
-    args = ["compare", "--db", str(db), "--runs", "a", "--baseline", "b", *names, "--format", "json"]
-    rows = [r for r in _cli(*args, *_options(threshold, cases))["table"] if r["run_id"] == "a"]
+    args = ["compare", "--db", str(db), "--runs", run, "--baseline", base, *names, "--format", "json"]
+    rows = [r for r in _cli(*args, *_options(threshold, cases))["table"] if r["run_id"] == run]
     return {r["measure"]: r["mean"] for r in rows} | {"n": float(rows[0]["n"])}
 
 
-def tui_overview(db: Path, threshold: int | None, cases: str) -> dict[str, float]:
+def tui_overview(db: Path, run: str, base: str, threshold: int | None, cases: str) -> dict[str, float]:
     con = connect(db, read_only=True)
     try:
         with using(cases=cases, threshold=threshold):
-            table = summary(con, "a", None, RunCache(K)).table.to_pylist()
+            table = summary(con, run, None, RunCache(K)).table.to_pylist()
     finally:
         con.close()
     rows = {r["name"]: r for r in table}
     return {f"{m}@{K}": rows[f"{m}@{K}"]["mean"] for m in FIXED} | {"n": float(rows[f"P@{K}"]["n"])}
 
 
-def store_api(db: Path, threshold: int | None, cases: str) -> dict[str, float]:
+def store_api(db: Path, run: str, base: str, threshold: int | None, cases: str) -> dict[str, float]:
     con = connect(db, read_only=True)
     try:
         with using(cases=cases, threshold=threshold):
-            res = evaluate_run(con, "a", [f"{m}@{K}" for m in FIXED])
+            res = evaluate_run(con, run, [f"{m}@{K}" for m in FIXED])
     finally:
         con.close()
     return {r["measure"]: r["value"] for r in res.aggregate.to_pylist()} | {"n": float(res.context["cases"])}
 
 
-ENTRY_POINTS: dict[str, Callable[[Path, int | None, str], dict[str, float]]] = {
+ENTRY_POINTS: dict[str, Callable[[Path, str, str, int | None, str], dict[str, float]]] = {
     "metrics --k": metrics_fixed,
     "metrics --measure": metrics_named,
     "compare --run": compare_one,
@@ -180,7 +181,7 @@ def test_every_entry_point_gives_pytrec_evals_figure(
 ) -> None:
     level = DATASET_THRESHOLD if threshold is None else threshold
     expected = reference(graded["qrels"], graded["a"], level, cases)
-    got = ENTRY_POINTS[entry](graded["db"], threshold, cases)
+    got = ENTRY_POINTS[entry](graded["db"], "a", "b", threshold, cases)
     assert set(expected) <= set(got), entry
     for name, value in expected.items():
         assert got[name] == pytest.approx(value, abs=1e-12), (entry, name, threshold, cases)
@@ -236,3 +237,44 @@ def test_any_collection_agrees_with_pytrec_eval(seed: int, threshold: int, cases
         return
     for name in values:
         assert values[name] == pytest.approx(expected[name], abs=1e-12), (name, seed, threshold, cases)
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (SAMPLE / "dataset").is_dir():
+        pytest.skip("sample_runs not generated")
+    return load_sample(tmp_path_factory.mktemp("sample") / "triage.duckdb", ("bm25", "hybrid-rerank"))
+
+
+def sample_reference(db: Path, run: str, threshold: int | None, cases: str) -> dict[str, float]:
+    """pytrec_eval over the store's own qrels and each list de-duplicated to a unit's first occurrence (lowest
+    rank), on the default population: answerable cases with a label."""
+    con = connect(db, read_only=True)
+    try:
+        level = threshold if threshold is not None else con.sql("SELECT relevance_threshold FROM current_dataset")
+        level = int(level if isinstance(level, int) else level.fetchall()[0][0])
+        labelled = "SELECT case_id FROM cases WHERE answerable"
+        qrels: Qrels = {}
+        for case, unit, grade in con.execute(
+            f"SELECT case_id, unit_id, grade FROM qrels WHERE case_id IN ({labelled})"
+        ).fetchall():
+            qrels.setdefault(case, {})[unit] = int(grade)
+        lists: Run = {}
+        for case, unit, rank in con.execute(
+            "SELECT case_id, unit_id, min(rank) FROM results WHERE run_id = ? AND stage = 'final' GROUP BY ALL",
+            [run],
+        ).fetchall():
+            lists.setdefault(case, {})[unit] = -float(rank)  # trec order = the de-duplicated positions
+    finally:
+        con.close()
+    return reference(qrels, lists, level, cases)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("threshold", "cases"), [(None, "all"), (None, "with-relevant"), (1, "all"), (3, "all")])
+def test_every_entry_point_agrees_on_the_sample(sample: Path, threshold: int | None, cases: str) -> None:
+    expected = sample_reference(sample, "hybrid-rerank", threshold, cases)
+    for entry, fn in ENTRY_POINTS.items():
+        got = fn(sample, "hybrid-rerank", "bm25", threshold, cases)
+        for name, value in expected.items():
+            assert got[name] == pytest.approx(value, abs=1e-12), (entry, name, threshold, cases)
