@@ -43,6 +43,8 @@ class MeasureResult:
     threshold: int
     mode: str
     notes: list[str] = field(default_factory=list)
+    #: where a left-out ``rel`` came from: the dataset or ``--threshold`` (said in ``parameters``)
+    threshold_source: str = "dataset"
 
     def _long(self, names: list[str], shown: list[int]) -> str:
         """SQL: (case_id, measure, value, integer, idx) for measure ``i`` of ``shown`` named ``names[i]``."""
@@ -73,7 +75,7 @@ class MeasureResult:
                 "value": self._values(),
                 "n": np.array([pc.count(self.wide.column(str(m))).as_py() for m in self.measures], dtype=np.int64),
                 "aggregation": np.array([_how(m) for m in self.measures], dtype=object),
-                "parameters": np.array([m.parameters() for m in self.measures], dtype=object),
+                "parameters": np.array([m.parameters(self.threshold_source) for m in self.measures], dtype=object),
                 "trec": np.array([m.trec_name(self.threshold) for m in self.measures], dtype=object),
             },
             AGGREGATE,
@@ -198,7 +200,8 @@ def measure_result(
         "mode": mode,
         **population_header(counts, ctx.population),
     }
-    return MeasureResult(resolved, table, context, ctx.threshold, mode, population_notes(ctx.population))
+    notes = population_notes(ctx.population)
+    return MeasureResult(resolved, table, context, ctx.threshold, mode, notes, ctx.threshold_source)
 
 
 def _population(con: duckdb.DuckDBPyConnection, ctx: EvalContext, table: pa.Table, trec: bool) -> dict[str, int]:

@@ -152,13 +152,15 @@ class Measure:
             out, filled = replace(out, dcg=GAIN_TO_DCG[gain]), [*filled, "dcg"]
         return replace(out, defaulted=tuple(filled))
 
-    def parameters(self) -> str:
-        """The parameters the figure was made with, a left-out one marked as taken from the dataset/gain."""
+    def parameters(self, threshold_source: str = "dataset") -> str:
+        """The parameters the figure was made with, a left-out one marked as taken from the dataset's threshold (or
+        ``--threshold`` when the command was given one) or the gain."""
         parts = []
         if self.cutoff is not None:
             parts.append(f"cutoff={self.cutoff}")
         if self.rel is not None:
-            parts.append(f"rel={self.rel}" + (" (dataset threshold)" if "rel" in self.defaulted else ""))
+            source = " (--threshold)" if threshold_source == "--threshold" else " (dataset threshold)"
+            parts.append(f"rel={self.rel}" + (source if "rel" in self.defaulted else ""))
         if self.dcg is not None:
             parts.append(f"dcg={self.dcg}" + (" (--gain)" if "dcg" in self.defaulted else ""))
         return ", ".join(parts)
