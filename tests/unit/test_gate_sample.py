@@ -55,11 +55,11 @@ def test_release_gate_fails_the_best_run_for_its_real_defects(db: Path, tmp_path
     assert "q020 [query_type=date]" in res.output
     # the regression rule passes on its tolerance; its p-value is shown, not something the pass depended on
     reg = res.output.split("regression:nDCG@10:holdout:", 1)[1].splitlines()
-    assert "p = 0.7167" in reg[0]
+    assert "p = 0.8113" in reg[0]
     assert reg[0].endswith("(needs mean ΔnDCG@10 ≥ -0.02, or a larger drop that is not significant (p ≥ 0.05))")
     assert (
         reg[1].strip()
-        == "note: passed: Δ +0.0116 is within the tolerance (≥ -0.02); p = 0.7167 is reported, not required"
+        == "note: passed: Δ +0.0075 is within the tolerance (≥ -0.02); p = 0.8113 is reported, not required"
     )
 
 
