@@ -278,3 +278,16 @@ def test_every_entry_point_agrees_on_the_sample(sample: Path, threshold: int | N
         got = fn(sample, "hybrid-rerank", "bm25", threshold, cases)
         for name, value in expected.items():
             assert got[name] == pytest.approx(value, abs=1e-12), (entry, name, threshold, cases)
+
+
+def test_a_run_without_a_run_json_k_is_judged_at_10_and_says_so(graded: dict[str, Any]) -> None:
+    db = str(graded["db"])
+    out = _cli("failures", "--db", db, "--run", "a", "--summary", "--format", "json")
+    assert out["context"]["k"] == "10 (default)"
+    asked = _cli("failures", "--db", db, "--run", "a", "--summary", "--k", "5", "--format", "json")
+    assert asked["context"]["k"] == "5 (--k)"
+    con = connect(graded["db"], read_only=True)
+    try:  # the lists hold up to 19 results: the list depth is not the k
+        assert con.execute("SELECT k FROM runs WHERE run_id = 'a'").fetchall() == [(10,)]
+    finally:
+        con.close()

@@ -110,7 +110,7 @@ def failures_cmd(
 
     from ragtriage.classify import CATEGORIES as VERDICTS
     from ragtriage.classify import PATTERNS, failure_summary, failures, store_classification
-    from ragtriage.store import StoreError
+    from ragtriage.store import StoreError, k_statement
     from ragtriage.store.corpus_manifest import manifest_note
     from ragtriage.store.memory_cap import capped
 
@@ -130,6 +130,7 @@ def failures_cmd(
             if reclassify:
                 store_classification(con, run, ks=k)
             partial = manifest_note(con)
+            judged_at = k_statement(con, run, k)
             if summary:
                 stats = failure_summary(con, run, k=k)
             else:
@@ -142,11 +143,19 @@ def failures_cmd(
     if summary:
         table, context, notes = _summary(stats)
         notes = ([partial] if partial else []) + notes
-        show(Output(table, {"run": run, **context}, notes, empty="no failures"), fmt)
+        shown = {"run": run, **context, "k": judged_at}  # the cutoff with its source (--k, run.json, default)
+        show(Output(table, shown, notes, empty="no failures"), fmt)
         return
     rows = _with_notes(rows, db, run)
     cases = len(rows.column("case_id").unique())
-    context = {"run": run, "category": category, "pattern": pattern, "failures": rows.num_rows, "cases": cases}
+    context = {
+        "run": run,
+        "k": judged_at,
+        "category": category,
+        "pattern": pattern,
+        "failures": rows.num_rows,
+        "cases": cases,
+    }
     notes = [partial] if partial else []
     show(Output(rows, context, notes, shown=_shown(rows), json_columns=("evidence",), empty="no failures"), fmt)
 

@@ -221,5 +221,21 @@ def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
     return int(row[0])
 
 
+def k_statement(con: duckdb.DuckDBPyConnection, run_id: str, asked: int | None = None) -> str:
+    """The cutoff a run is judged at and where it came from, as every output states it: ``4 (--k)`` when a
+    user asked one, else ``8 (run.json)`` or ``10 (default)`` (a run loaded without a run.json k)."""
+    if asked is not None:
+        return f"{asked} (--k)"
+    k = run_k(con, run_id)
+    cur = con.cursor()
+    try:
+        rows = cur.execute(
+            "SELECT json_extract_string(manifest, '$.k_source') FROM runs WHERE run_id = ?", [run_id]
+        ).fetchall()
+    finally:
+        cur.close()
+    return f"{k} ({'default' if rows and rows[0][0] else 'run.json'})"
+
+
 def run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]

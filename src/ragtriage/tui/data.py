@@ -50,6 +50,7 @@ from ragtriage.metrics.slices import slices as core_slices
 from ragtriage.metrics.summary import summarize
 from ragtriage.notes import NotesStore
 from ragtriage.store import StoreError, connect
+from ragtriage.store import k_statement as store_k_statement
 from ragtriage.tui.text import natural_order
 
 DIMENSIONS = CASE_FIELDS + EVIDENCE_FIELDS
@@ -412,14 +413,9 @@ def summary(
 
 
 def k_statement(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> str:
-    """``10 (run.json)``: the cutoff the views judge at and where it came from (--k, run.json, the default)."""
-    k = cache.k(run_id, cur)
-    if cache.k_asked is not None:
-        return f"{k} (--k)"
-    row = one_row(
-        cur, "SELECT json_extract_string(manifest, '$.k_source') AS source FROM runs WHERE run_id = ?", [run_id]
-    )
-    return f"{k} ({'default' if row and row['source'] else 'run.json'})"
+    """The cutoff the views judge at and where it came from (``store.k_statement``)."""
+    cache.k(run_id, cur)  # the run exists (a ViewError names it otherwise)
+    return core("store.k_statement", store_k_statement, cur, run_id, cache.k_asked)
 
 
 def summary_per_case(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache | None) -> pa.Table | None:
