@@ -234,7 +234,9 @@ def k_statement(con: duckdb.DuckDBPyConnection, run_id: str, asked: int | None =
         ).fetchall()
     finally:
         cur.close()
-    return f"{k} ({'default' if rows and rows[0][0] else 'run.json'})"
+    from ragtriage.store.load import DEFAULT_K_SOURCE
+
+    return f"{k} ({'default' if rows and rows[0][0] == DEFAULT_K_SOURCE else 'run.json'})"
 
 
 def run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:

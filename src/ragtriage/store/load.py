@@ -215,8 +215,10 @@ def _insert_dataset(
         )
 
 
-#: the cutoff a run is judged at when its run.json gives none (TREC and DataFrame runs)
+#: the cutoff a run is judged at when its run.json gives none (TREC and DataFrame runs), and the manifest's
+#: ``k_source`` that says so
 DEFAULT_RUN_K = 10
+DEFAULT_K_SOURCE = "default (no run.json k)"
 
 
 def write_run(
@@ -247,7 +249,7 @@ def write_run(
     if not manifest.get("k"):
         # no run.json k (a TREC file, a DataFrame): judged at 10, never at the list's depth (a run of 1000 per
         # query would hide every ranking defect below 10); the manifest says where the k came from
-        manifest["k"], manifest["k_source"] = DEFAULT_RUN_K, "default (no run.json k)"
+        manifest["k"], manifest["k_source"] = DEFAULT_RUN_K, DEFAULT_K_SOURCE
     manifest["run_id"] = rid
     findings = [*findings, *_run_id_findings(source, rid, strict)]
     existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchall()
