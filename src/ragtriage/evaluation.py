@@ -114,7 +114,7 @@ def evaluate(
         grade_map=grade_map,
     )
     try:
-        with using(cases=cases, threshold=threshold):
+        with using(cases=cases):  # the threshold is the in-memory dataset's own (loaded with it)
             res = evaluate_run(con, run_id, measures, gain=gain, trec_compat=trec_compat)
         return Evaluation.of(res, load_notes)
     finally:
