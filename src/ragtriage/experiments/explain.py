@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from ragtriage.contract.relevance import is_relevant
 from ragtriage.contract.staging import sql_str
+from ragtriage.experiments.runs_table import RunsComparison
 from ragtriage.gate.compare import TIE, Comparison
 from ragtriage.metrics.context import context_of
 from ragtriage.metrics.measures import parse_measure
@@ -195,8 +196,12 @@ def _explain_sql(qrels: str, versions: tuple[str, str]) -> str:
              WHEN 'rerank-inversion' THEN format('{{}} relevant unit(s) in the candidate stage ranked lower by the '
                                                  || 'final stage ({{}} left out of its list)', n_in_candidate_stage,
                                                  n_absent_final)
-             ELSE format('{{}} relevant unit(s) of the baseline''s top {{}} ranked lower', coalesce(n_demoted, 0),
-                         coalesce(k_shown::VARCHAR, 'list'))
+             ELSE CASE WHEN n_demoted IS NULL
+                       THEN format('no relevant unit of the baseline''s top {{}} is ranked lower',
+                                   coalesce(k_shown::VARCHAR, 'list'))
+                       ELSE format('{{}} relevant unit(s) of the baseline''s top {{}} ranked lower, past units the '
+                                   || 'baseline returned or that carry a label', n_demoted,
+                                   coalesce(k_shown::VARCHAR, 'list')) END
            END AS why,
            to_json(struct_pack(
                k := k_shown, relevance_threshold := rel,
@@ -265,3 +270,23 @@ def explain_drops(
     finally:
         cur.close()
     return Explanation(run_id, baseline, versions, explained, counts.cast(COUNTS_SCHEMA))
+
+
+def explain_runs(con: duckdb.DuckDBPyConnection, rc: RunsComparison) -> tuple[pa.Table, pa.Table]:
+    """(explained, counts) of every candidate of a ``compare --runs`` table against its baseline, each with a
+    leading ``run_id`` column: the per-case values, measures and cases the table was computed from."""
+    import pyarrow.compute as pc
+
+    per_case = rc.per_case()
+    version = rc.dataset_version
+    explained, counts = [], []
+    for run in rc.candidates:  # a few runs; each run's drops are one query
+        drops = per_case.filter(pc.equal(per_case.column("run_id"), run))
+        e = explain_drops(con, run, rc.baseline, drops, rc.measures, (version, version))
+        explained.append(_with_run(e.explained, run))
+        counts.append(_with_run(e.counts, run))
+    return pa.concat_tables(explained), pa.concat_tables(counts)
+
+
+def _with_run(table: pa.Table, run: str) -> pa.Table:
+    return table.add_column(0, "run_id", pa.repeat(pa.scalar(run, pa.string()), table.num_rows))
