@@ -145,15 +145,20 @@ def _explain_sql(qrels: str, versions: tuple[str, str]) -> str:
             FROM ck JOIN bl b USING (case_id) JOIN q USING (case_id, unit_id)
             LEFT JOIN cf f USING (case_id, unit_id) LEFT JOIN cc c USING (case_id, unit_id)
             WHERE b.pos <= ck.k AND {rel} AND (f.pos IS NULL OR f.pos > b.pos)),
-    ov AS (SELECT dem.case_id, dem.k, dem.rel, dem.unit_id, count(*) AS n_over,
-                  count(*) FILTER (WHERE u.score = dem.score_c) AS n_tied,
-                  count(*) FILTER (WHERE uq.unit_id IS NULL AND ua.unit_id IS NULL) AS n_unjudged_new
-           FROM dem JOIN cf u ON u.case_id = dem.case_id AND u.pos < dem.pos_c
-           LEFT JOIN bl ub ON ub.case_id = u.case_id AND ub.unit_id = u.unit_id
-           LEFT JOIN ball ua ON ua.case_id = u.case_id AND ua.unit_id = u.unit_id
-           LEFT JOIN q uq ON uq.case_id = u.case_id AND uq.unit_id = u.unit_id
-           WHERE NOT coalesce(ub.pos < dem.pos_b, false)
-           GROUP BY ALL),
+    ovr AS (SELECT dem.case_id, dem.k, dem.rel, dem.unit_id, u.unit_id AS over_id,
+                   coalesce(u.score = dem.score_c, false) AS tied,
+                   uq.unit_id IS NULL AND ua.unit_id IS NULL AS unjudged_new
+            FROM dem JOIN cf u ON u.case_id = dem.case_id AND u.pos < dem.pos_c
+            LEFT JOIN bl ub ON ub.case_id = u.case_id AND ub.unit_id = u.unit_id
+            LEFT JOIN ball ua ON ua.case_id = u.case_id AND ua.unit_id = u.unit_id
+            LEFT JOIN q uq ON uq.case_id = u.case_id AND uq.unit_id = u.unit_id
+            WHERE NOT coalesce(ub.pos < dem.pos_b, false)),
+    ov AS (SELECT case_id, k, rel, unit_id, count(*) AS n_over, count(*) FILTER (WHERE tied) AS n_tied,
+                  count(*) FILTER (WHERE unjudged_new) AS n_unjudged_new
+           FROM ovr GROUP BY ALL),
+    unj AS (SELECT case_id, k, rel, list_sort(list(DISTINCT over_id))[1:{EVIDENCE_UNITS}] AS unjudged_units,
+                   count(DISTINCT over_id) AS n_unjudged_units
+            FROM ovr WHERE unjudged_new GROUP BY ALL),
     du AS (SELECT dem.*, coalesce(n_over, 0) AS n_over, coalesce(n_tied, 0) AS n_tied,
                   coalesce(n_unjudged_new, 0) AS n_unjudged_new,
                   CASE WHEN $two_stage THEN pos_cs IS NULL ELSE pos_c IS NULL END AS missing
@@ -174,14 +179,16 @@ def _explain_sql(qrels: str, versions: tuple[str, str]) -> str:
             FROM du GROUP BY ALL),
     lc AS ({_label_changes_sql(versions)}),
     caused AS (
-        SELECT dm.*, per.* EXCLUDE (case_id, k, rel), lc.n_changed, lc.changed,
+        SELECT dm.*, per.* EXCLUDE (case_id, k, rel), lc.n_changed, lc.changed, unj.unjudged_units,
+               unj.n_unjudged_units,
                CASE WHEN lc.case_id IS NOT NULL THEN 'label-change'
                     WHEN per.tied THEN 'tie-order'
                     WHEN per.n_missing > 0 THEN 'candidate-miss'
                     WHEN per.unjudged THEN 'unjudged-displacement'
                     WHEN $two_stage AND per.n_in_candidate_stage > 0 THEN 'rerank-inversion'
                     ELSE 'other' END AS cause
-        FROM dm LEFT JOIN per USING (case_id, k, rel) LEFT JOIN lc USING (case_id))
+        FROM dm LEFT JOIN per USING (case_id, k, rel) LEFT JOIN lc USING (case_id)
+        LEFT JOIN unj USING (case_id, k, rel))
     SELECT case_id, measure, delta, cause,
            CASE cause
              WHEN 'label-change' THEN format('{{}} graded label(s) differ between dataset versions {{}} and {{}}',
@@ -191,8 +198,9 @@ def _explain_sql(qrels: str, versions: tuple[str, str]) -> str:
              WHEN 'candidate-miss' THEN format('{{}} relevant unit(s) of the baseline''s top {{}} not in the '
                                                || '{{}}: {{}}', n_missing, coalesce(k_shown::VARCHAR, 'list'),
                                                $retrieval, missing_ids)
-             WHEN 'unjudged-displacement' THEN format('{{}} unlabelled unit(s) the baseline never returned now rank '
-                                                      || 'above {{}} relevant unit(s)', n_unjudged_above, n_demoted)
+             WHEN 'unjudged-displacement' THEN format('{{}} unlabelled unit(s) the baseline never returned rank above '
+                                                      || '{{}} relevant unit(s): {{}}', n_unjudged_units, n_demoted,
+                                                      array_to_string(unjudged_units, ', '))
              WHEN 'rerank-inversion' THEN format('{{}} relevant unit(s) in the candidate stage ranked lower by the '
                                                  || 'final stage ({{}} left out of its list)', n_in_candidate_stage,
                                                  n_absent_final)
@@ -210,6 +218,7 @@ def _explain_sql(qrels: str, versions: tuple[str, str]) -> str:
                demoted_relevant := coalesce(n_demoted, 0), missing_from_retrieval := coalesce(n_missing, 0),
                absent_from_final := coalesce(n_absent_final, 0),
                unjudged_new_above := coalesce(n_unjudged_above, 0), units := units,
+               unjudged_units := unjudged_units,
                label_changes := coalesce(n_changed, 0), changed_labels := changed,
                dataset_versions := struct_pack(candidate := $cand_version, baseline := $base_version),
                advice := CASE WHEN cause = 'unjudged-displacement' THEN $advice END))::VARCHAR AS evidence
