@@ -205,3 +205,23 @@ def test_cli_table_shows_hostile_ids_literally(db: Path) -> None:
         ("cand", "qc", "tie-order"),
         ("cand", "qd", "rerank-inversion"),
     }
+
+
+def test_report_lists_each_drop_with_its_cause(db: Path, tmp_path: Path) -> None:
+    from tests.unit.test_experiments_report import _parsed
+
+    out = tmp_path / "r.html"
+    args = ["report", "--db", str(db), "--runs", "cand", "--baseline", "base", "--measure", "RR@2", "--html", str(out)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    text, parser = _parsed(out)
+    assert "\x1b" not in text and "␛[2J" in text  # the unlabelled unit's id, shown literally
+    counts = next(t for t in parser.tables if t[0][:3] == ["run", "measure", "labels"])
+    assert counts[1] == ["cand", "RR@2", "0", "1", "1", "1", "1", "0"]  # ties, miss, unjudged, rerank
+    listed = next(t for t in parser.tables if t[0] == ["run", "case", "measure", "Δ", "cause", "why"])
+    assert {(r[1], r[4]) for r in listed[1:]} == {
+        ("qa", "candidate-miss"),
+        ("qb", "unjudged-displacement"),
+        ("qc", "tie-order"),
+        ("qd", "rerank-inversion"),
+    }
