@@ -22,7 +22,8 @@ first cause that holds, in this order, is the case's (docs/experiments.md states
 
 A unit is what the store's ``unit_id`` is (document or chunk, whatever the dataset's unit); lists are the
 de-duplicated ones the measures read (``store.dedup``). Everything is one DuckDB query over the dropped cases'
-rows only.
+rows only; the baseline's positions are numbered within its top k alone (a unit at position p has a recorded
+rank of at least p, so its rows ranked within k hold every position within k).
 """
 
 from __future__ import annotations
@@ -135,7 +136,9 @@ def _explain_sql(qrels: str, versions: tuple[str, str]) -> str:
     q AS (SELECT case_id, unit_id, grade FROM {qrels} WHERE case_id IN (SELECT case_id FROM cs)),
     lists AS (SELECT run_id, stage, case_id, unit_id, rank, score FROM results
               WHERE run_id IN ($cand, $base) AND case_id IN (SELECT case_id FROM cs)),
-    pos AS ({deduplicated("SELECT * FROM lists", lists="run_id, stage, case_id")}),
+    ranked AS (SELECT * FROM lists
+               WHERE run_id = $cand OR (stage = 'final' AND rank <= (SELECT max(k) FROM _measures))),
+    pos AS ({deduplicated("SELECT * FROM ranked", lists="run_id, stage, case_id")}),
     bl AS (SELECT case_id, unit_id, pos, score FROM pos WHERE run_id = $base AND stage = 'final'),
     cf AS (SELECT case_id, unit_id, pos, score FROM pos WHERE run_id = $cand AND stage = 'final'),
     cc AS (SELECT case_id, unit_id, pos FROM pos WHERE run_id = $cand AND stage = 'candidate'),
