@@ -13,7 +13,7 @@ import pytest
 from ragtriage.tui.app import TriageApp
 from ragtriage.tui.screens.lists import CompareScreen
 from ragtriage.tui.widgets.plots import DeltaHistogram
-from tests.tui.helpers import pilot_test, settle, static_text
+from tests.tui.helpers import pilot_test, settle, static_text, until
 from tests.unit.test_explain import db  # noqa: F401  (fixture)
 
 
@@ -30,7 +30,8 @@ async def test_w_shows_each_drop_cause(db: Path) -> None:  # noqa: F811
         assert "cause" not in screen.shown.column_names
         await pilot.press("w")
         await settle(pilot)
-        assert screen.shown.column_names == ["case_id", "base", "cand", "Δ", "cause", "query"]
+        await until(lambda: "cause" in screen.shown.column_names)  # type: ignore[union-attr]
+        assert screen.shown.column_names == ["case_id", "base", "cand", "Δ", "cause", "solo", "query"]
         rows = screen.shown.select(["case_id", "cause"]).to_pylist()
         causes = {r["case_id"]: r["cause"] for r in rows}
         assert causes == {
@@ -51,4 +52,5 @@ async def test_w_shows_each_drop_cause(db: Path) -> None:  # noqa: F811
         assert "\x1b" not in why and "␛[2J[bold]=HYPERLINK" in why
         await pilot.press("w")
         await settle(pilot)
-        assert "cause" not in screen.shown.column_names and screen.query_one(DeltaHistogram).display
+        await until(lambda: "cause" not in screen.shown.column_names)  # type: ignore[union-attr]
+        assert screen.query_one(DeltaHistogram).display

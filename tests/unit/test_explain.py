@@ -12,6 +12,9 @@ Baseline ``base`` is one-stage; candidate ``cand`` has a candidate stage and a f
   rerank-inversion.
 - qf: d2 (grade 1) leaves the top 2 for d3; no relevant unit moved: nDCG drops alone, cause other.
 - qe: the same list in both runs: no drop, no cause.
+
+A third run, ``solo``, is one-stage: qa without d1 is a candidate-miss of its only list; qd's d1 below d2 (labelled,
+returned by the baseline) has no reranker to blame: other.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ def db(tmp_path: Path) -> Path:
         runs=[
             {"run": {"run_id": "base", "k": 2}, "results": base},
             {"run": {"run_id": "cand", "k": 2, "candidate_k": 4}, "results": stage + final},
+            {"run": {"run_id": "solo", "k": 2}, "results": [*_lists("qa", ["d2", "d3"]), *_lists("qd", ["d2", "d1"])]},
         ],
         allow_control_ids=True,
     )
@@ -146,6 +150,29 @@ def test_each_case_gets_its_cause_and_the_facts(db: Path) -> None:
     other = json.loads(rows[("qf", "nDCG@2")]["evidence"])
     assert other["demoted_relevant"] == 0 and other["units"] is None
     assert rows[("qf", "nDCG@2")]["why"] == "no relevant unit of the baseline's top 2 is ranked lower"
+
+
+def test_one_stage_run_and_slices(db: Path) -> None:
+    con = connect(db, read_only=True)
+    try:
+        solo = explain(con, compare(con, "solo", "base", (2,), metrics=["RR@2"]))
+        plain = explain(con, compare(con, "cand", "base", (2,)))
+        sliced = explain(con, compare(con, "cand", "base", (2,), by="query_type"))
+    finally:
+        con.close()
+    rows = {r["case_id"]: r for r in solo.explained.to_pylist()}
+    # solo lists nothing for qb, qc, qe, qf: absent from the run, they score 0, and their d1 is missing
+    assert {c: r["cause"] for c, r in rows.items()} == {
+        "qa": "candidate-miss",
+        "qb": "candidate-miss",
+        "qc": "candidate-miss",
+        "qd": "other",
+        "qe": "candidate-miss",
+        "qf": "candidate-miss",
+    }
+    assert json.loads(rows["qa"]["evidence"])["retrieval_list"] == "final list (one-stage run)"
+    assert json.loads(rows["qd"]["evidence"])["units"][0]["overtaken_by"] == 1
+    assert sliced.explained.equals(plain.explained)  # one cause per (case, measure), whatever the slices
 
 
 def test_cli_json_and_csv_carry_the_causes(db: Path) -> None:
