@@ -74,13 +74,6 @@ class Explanation:
     explained: pa.Table
     counts: pa.Table
 
-    def cause_of(self, case_id: str, measure: str) -> str | None:
-        """The cause of one (case, measure), or None when it did not drop."""
-        for r in self.explained.select(["case_id", "measure", "cause"]).to_pylist():
-            if r["case_id"] == case_id and r["measure"] == measure:
-                return str(r["cause"])
-        return None
-
 
 def explain(
     con: duckdb.DuckDBPyConnection, comparison: Comparison, *, versions: tuple[str, str] | None = None
