@@ -99,6 +99,7 @@ def build(
     resamples: int,
     categories: bool,
     gate: Path | None = None,
+    explain: bool = False,
 ) -> tuple[RunsComparison, Changes]:
     """Open the store read-only, compute the comparison, what the caller asked of ``where_changed`` and each run's
     leakage (and, with ``gate``, the gate's failed rules for each candidate); exit 2 on unusable input."""
@@ -111,6 +112,7 @@ def build(
     except GateFileError as exc:
         raise fail(exc) from exc
 
+    from ragtriage.experiments.explain import explain_runs
     from ragtriage.experiments.render import Changes
     from ragtriage.experiments.runs_table import DEFAULT_MEASURES, compare_runs
     from ragtriage.experiments.safety import run_safety
@@ -139,11 +141,13 @@ def build(
         slices = slice_deltas(con, rc, by) if by else None
         counts, moved = category_changes(con, rc) if categories else (None, None)
         safety = run_safety(con, rc.runs, gate=config, baseline=rc.baseline)
+        explained, causes = explain_runs(con, rc) if explain else (None, None)
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise fail(exc) from exc
     finally:
         con.close()
-    return rc, Changes(by=by, slices=slices, categories=counts, moved=moved, safety=safety)
+    changes = Changes(by, slices, counts, moved, safety, explained=explained, causes=causes)
+    return rc, changes
 
 
 def print_comparison(rc: RunsComparison, changes: Changes, fmt: str) -> None:
@@ -151,6 +155,10 @@ def print_comparison(rc: RunsComparison, changes: Changes, fmt: str) -> None:
 
     if fmt == "json":
         typer.echo(render.to_json(rc, changes), nl=False)
+    elif fmt == "csv" and changes.explained is not None:  # --explain: one row per drop, its evidence as JSON
+        from ragtriage.csv_out import csv_text
+
+        typer.echo(csv_text(changes.explained), nl=False)
     elif fmt == "csv":
         typer.echo(render.to_csv(rc, changes), nl=False)
     elif fmt == "markdown":
@@ -188,7 +196,8 @@ def report(
     cases: CasesOpt = Cases.all,
     threshold: StoreThresholdOpt = None,
 ) -> None:
-    """Publish a comparison of several runs: table, configuration diff, per-slice and per-category changes, plots.
+    """Publish a comparison of several runs: table, configuration diff, per-slice and per-category changes, the
+    cause of every regressed case (as compare --explain), plots.
 
     It opens with one sentence per run: what blocks it (leakage; with --gate, the rules it fails), then the
     measures it is better or worse on against the baseline, significant or not.
@@ -222,6 +231,7 @@ def report(
             resamples=resamples,
             categories=True,
             gate=gate,
+            explain=True,
         )
     parts = render.sections(rc, changes)
     plots = charts.charts(rc, by, changes.slices)

@@ -31,12 +31,17 @@ from ragtriage.output import Format, Output
 from ragtriage.safe_text import visible
 
 if TYPE_CHECKING:
+    from ragtriage.experiments.explain import Explanation
     from ragtriage.gate.compare import Comparison
 
 console = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 BaseOpt = Annotated[str, typer.Option("--baseline", help="Baseline run id.")]
+EXPLAIN_NOTE = (
+    "one cause per dropped (case, measure), the first that holds: label-change, tie-order, candidate-miss, "
+    "unjudged-displacement, rerank-inversion, other (docs/experiments.md)"
+)
 
 
 @app.command()
@@ -70,6 +75,10 @@ def compare(
     labels: LabelsOpt = Labels.human,
     cases: CasesOpt = Cases.all,
     threshold: StoreThresholdOpt = None,
+    explain: Annotated[
+        bool,
+        typer.Option("--explain", help="Give each case whose measure dropped one cause, with its evidence."),
+    ] = False,
     fmt: FormatOpt = Format.table,
 ) -> None:
     """Paired comparison against a baseline. Each candidate's leakage (and, with --gate, the rules it fails) is
@@ -77,7 +86,8 @@ def compare(
 
     With --runs (or --measure): many runs x many measures in one table, corrected for multiple comparisons, with
     the configuration diff of each run. With --run alone: one candidate on every metric at --k, per slice, with
-    the worst regressions.
+    the worst regressions. --explain sorts every drop into candidate-miss, rerank-inversion, unjudged-displacement,
+    tie-order, label-change or other (docs/experiments.md).
     """
     with asked(labels, cases, threshold):
         _compare(
@@ -98,6 +108,7 @@ def compare(
             resamples,
             fmt,
             gate_file,
+            explain,
         )
 
 
@@ -119,6 +130,7 @@ def _compare(
     resamples: int,
     fmt: Format,
     gate_file: Path | None,
+    explain: bool = False,
 ) -> None:
     from ragtriage.cli.experiments import build, print_comparison, split_runs
 
@@ -144,6 +156,7 @@ def _compare(
             resamples=resamples,
             categories=categories,
             gate=gate_file,
+            explain=explain,
         )
         if fmt is Format.trec:
             raise _fail(ValueError("--format trec writes trec_eval's lines; use it with `metrics`"))
@@ -152,7 +165,7 @@ def _compare(
         return
     if run is None:
         raise _fail(ValueError("give --run RUN (one candidate) or --runs a,b,... (several)"))
-    _compare_one(run, baseline, db, k, by, split, metric, seed, resamples, fmt, gate_file)
+    _compare_one(run, baseline, db, k, by, split, metric, seed, resamples, fmt, gate_file, explain)
 
 
 def _compare_one(
@@ -167,9 +180,11 @@ def _compare_one(
     resamples: int,
     fmt: Format,
     gate_file: Path | None,
+    explain: bool = False,
 ) -> None:
     import duckdb
 
+    from ragtriage.experiments.explain import explain as explain_drops
     from ragtriage.experiments.safety import run_safety
     from ragtriage.gate.compare import compare as run_compare
     from ragtriage.gate.config import GateFileError, parse_gate
@@ -200,11 +215,12 @@ def _compare_one(
             metrics=metric or None,
         )
         (safety,) = run_safety(con, [run], gate=config, baseline=baseline)
+        why: Explanation | None = explain_drops(con, result) if explain else None
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     finally:
         con.close()
-    show(_comparison_output(result, safety.phrase(), in_use), fmt)
+    show(_comparison_output(result, safety.phrase(), in_use, why, fmt=fmt), fmt)
 
 
 def _say_labels(db: Path) -> None:
@@ -221,11 +237,21 @@ def _say_labels(db: Path) -> None:
         err.print(visible(f"labels: {line}"), markup=False)
 
 
-def _comparison_output(result: Comparison, leakage: str, labels: dict[str, str] | None = None) -> Output:
+def _comparison_output(
+    result: Comparison,
+    leakage: str,
+    labels: dict[str, str] | None = None,
+    why: Explanation | None = None,
+    *,
+    fmt: Format = Format.json,
+) -> Output:
     """The summary rows (numbers, for json/csv), the same rows formatted for a reader, and the worst cases;
     the candidate's leakage (``experiments.safety``) leads the context, before any figure, and the labels the
-    figures use close it."""
+    figures use close it. With ``why`` (``--explain``), the cases per cause and every drop's cause: a reader
+    (table, markdown) gets the causes that occur and each drop's sentence, json every count and the evidence,
+    csv (rows only) one row per drop with its evidence."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from ragtriage.arrays import table_of_rows
     from ragtriage.gate import compare_reports as rep
@@ -246,7 +272,17 @@ def _comparison_output(result: Comparison, leakage: str, labels: dict[str, str] 
         "unpaired": result.unpaired,
         **(labels or {}),
     }
-    return Output(result.summary, context, sections={"worst": result.worst}, shown=shown)
+    sections = {"worst": result.worst}
+    if why is not None:
+        counts, explained = why.counts, why.explained
+        context["explain"] = EXPLAIN_NOTE
+        if fmt is Format.csv:
+            return Output(explained, context)
+        if fmt in (Format.table, Format.markdown):
+            counts = counts.filter(pc.greater(counts.column("cases"), 0))
+            explained = explained.drop_columns(["evidence"])
+        sections |= {"causes": counts, "explained": explained}
+    return Output(result.summary, context, sections=sections, shown=shown, json_columns=("evidence",))
 
 
 @app.command()

@@ -17,10 +17,20 @@ import pyarrow as pa
 
 from ragtriage.arrays import table_of
 from ragtriage.csv_out import csv_text
+from ragtriage.experiments.explain import CAUSES
 from ragtriage.experiments.runs_table import RunsComparison
 from ragtriage.experiments.safety import RunSafety
 from ragtriage.gate.compare import TIE
 from ragtriage.safe_text import visible
+
+#: Column heads of the cases-per-cause table that fit 80 columns.
+CAUSE_HEADERS = {
+    "label-change": "labels",
+    "candidate-miss": "miss",
+    "unjudged-displacement": "unjudged",
+    "rerank-inversion": "rerank",
+    "tie-order": "ties",
+}
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,8 @@ class Changes:
     categories: pa.Table | None = None
     moved: pa.Table | None = None
     safety: tuple[RunSafety, ...] = ()  # each run's leakage, shown before any figure
+    explained: pa.Table | None = None  # ``explain.explain_runs``: each candidate's dropped cases and their causes
+    causes: pa.Table | None = None  # cases per (run, measure, cause)
 
 
 @dataclass(frozen=True)
@@ -208,6 +220,31 @@ def category_sections(rc: RunsComparison, categories: pa.Table, moved: pa.Table)
     return [counts, moves]
 
 
+def explain_sections(
+    rc: RunsComparison, causes: pa.Table, explained: pa.Table, *, compact: bool = False
+) -> list[Section]:
+    """Cases per cause (one column per cause, in the order of precedence), then every drop with its cause
+    (``compact``: a line each)."""
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for r in causes.to_pylist():
+        counts.setdefault((r["run_id"], r["measure"]), {})[r["cause"]] = r["cases"]
+    short = [CAUSE_HEADERS.get(c, c) for c in CAUSES]
+    per_cause = Section(
+        f"Why cases regressed against {rc.baseline} (cases per cause)",
+        ["run", "measure", *short],
+        [[run, m, *(str(n.get(c, 0)) for c in CAUSES)] for (run, m), n in counts.items()],
+        [f"causes in order of precedence: {', '.join(CAUSES)} (the first that holds; docs/experiments.md)"],
+    )
+    rows = [
+        [r["run_id"], r["case_id"], r["measure"], _f(r["delta"], sign=True), r["cause"], r["why"]]
+        for r in explained.to_pylist()
+    ]
+    title = "Regressed cases and their causes"
+    if compact:  # 80 columns: one line per drop rather than a table of squeezed sentences
+        return [per_cause, Section(title, [], [], [f"{a} {b} {c} {d} {e}: {f}" for a, b, c, d, e, f in rows])]
+    return [per_cause, Section(title, ["run", "case", "measure", "Δ", "cause", "why"], rows, [], 3)]
+
+
 def sections(rc: RunsComparison, changes: Changes | None = None, *, compact: bool = False) -> list[Section]:
     """Every section of a comparison, in the order a reader wants them (``compact`` for an 80-column terminal)."""
     safety = changes.safety if changes else ()
@@ -216,6 +253,8 @@ def sections(rc: RunsComparison, changes: Changes | None = None, *, compact: boo
         out.append(slice_section(rc, changes.by, changes.slices, compact=compact))
     if changes and changes.categories is not None and changes.moved is not None:
         out += category_sections(rc, changes.categories, changes.moved)
+    if changes and changes.causes is not None and changes.explained is not None:
+        out += explain_sections(rc, changes.causes, changes.explained, compact=compact)
     return out
 
 
@@ -286,10 +325,15 @@ def to_dict(rc: RunsComparison, changes: Changes | None = None) -> dict[str, Any
     }
     if changes:
         out["by"] = changes.by
-        for name in ("slices", "categories", "moved"):
+        for name in ("slices", "categories", "moved", "causes"):
             t = getattr(changes, name)
             if t is not None:
                 out[name] = [{k: _clean(v) for k, v in r.items()} for r in t.to_pylist()]
+        if changes.explained is not None:
+            out["explained"] = [
+                {**{k: _clean(v) for k, v in r.items()}, "evidence": json.loads(r["evidence"])}
+                for r in changes.explained.to_pylist()
+            ]
     return out
 
 

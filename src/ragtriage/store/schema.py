@@ -62,6 +62,14 @@ GROUP BY case_id, unit_id
 """``qrels`` with the holes filled by the judges: a unit no person labelled takes the judges' median grade (rounded
 down, as the people's rule); a person's grade always wins. ``n_annotators`` 0 marks a judged row."""
 
+
+def qrels_over(labels: str) -> str:
+    """:data:`QRELS_LIVE`'s one grade per (case, unit) over ``labels``, another relation of the labels' columns
+    (one past dataset version's ``all_labels`` rows): a comparison across label versions grades both sides by the
+    one rule."""
+    return QRELS_LIVE.replace("FROM labels WHERE", f"FROM {labels} WHERE", 1)
+
+
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
     key VARCHAR PRIMARY KEY,

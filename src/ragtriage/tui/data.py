@@ -23,7 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.arrays import non_null_values, rows_where_in, table_of
+from ragtriage.arrays import non_null_values, row_numbers, rows_where_in, table_of
 from ragtriage.checks.leakage import leakage as core_leakage
 from ragtriage.checks.staleness import stale_results
 from ragtriage.checks.units import stage_order
@@ -38,18 +38,19 @@ from ragtriage.classify import (
 )
 from ragtriage.classify.classify_run import failure_source
 from ragtriage.classify.stored import is_fresh
+from ragtriage.experiments.explain import EXPLAINED_SCHEMA, explain_drops
 from ragtriage.experiments.runs_table import measure_names
 from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, PairStats, pair_stats, paired_matrix
 from ragtriage.gate.sources import paired_version
 from ragtriage.metrics import summary_cache
-from ragtriage.metrics.context import DEFAULT_KS, labels_header, request_in_use
+from ragtriage.metrics.context import DEFAULT_KS, labels_header, over_arrow, request_in_use
 from ragtriage.metrics.measures import parse_measure
 from ragtriage.metrics.per_case import per_case as core_per_case
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, NONE, membership_sql
 from ragtriage.metrics.slices import slices as core_slices
 from ragtriage.metrics.summary import summarize
 from ragtriage.notes import NotesStore
-from ragtriage.store import StoreError, connect
+from ragtriage.store import StoreError, connect, current_dataset_version
 from ragtriage.store import k_statement as store_k_statement
 from ragtriage.tui.text import natural_order
 
@@ -686,6 +687,46 @@ def compare_view(cur: duckdb.DuckDBPyConnection, matrix: RunsMatrix, family: str
     shown = non_null_values(rows.column("delta"), np.float64)
     (stats,) = pair_stats(values[:, 1:2], values[:, 0:1], seed=SEED, n_resamples=TEST_RESAMPLES)
     return CompareView(rows, matrix.measures[j], matrix.runs, stats, shown.tolist())
+
+
+@dataclass(frozen=True)
+class CompareCauses:
+    """The cause of each case of a :class:`CompareView` whose measure dropped: ``table`` is the view's table
+    with a ``cause`` column after Δ (empty where the case did not drop), ``causes`` (case_id, cause, why) of the
+    dropped cases, ``counts`` the cases per cause that occur, in the order of precedence."""
+
+    table: pa.Table
+    causes: pa.Table
+    counts: dict[str, int]
+
+    def why(self, case_id: str | None) -> tuple[str, str] | None:
+        """(cause, sentence) of one case, None when it did not drop."""
+        if case_id is None:
+            return None
+        i = pc.index(self.causes.column("case_id"), pa.scalar(case_id, pa.string())).as_py()
+        if i < 0:
+            return None
+        return str(self.causes.column("cause")[i].as_py()), str(self.causes.column("why")[i].as_py())
+
+
+def compare_causes(cur: duckdb.DuckDBPyConnection, view: CompareView) -> CompareCauses:
+    """``experiments.explain`` of the open run against the baseline over the view's own cases, measure and k."""
+    baseline, run = view.runs[0], view.runs[1]
+    drops = view.table.select(["case_id", "delta"])
+    drops = drops.append_column("measure", pa.repeat(pa.scalar(view.measure, pa.string()), drops.num_rows))
+    version = current_dataset_version(cur)
+    found = core("experiments.explain_drops", explain_drops, cur, run, baseline, drops, [view.measure], (version,) * 2)
+    causes = require(found.explained, EXPLAINED_SCHEMA.names, "experiments.explain_drops").select(
+        ["case_id", "cause", "why"]
+    )
+    names = view.table.column_names
+    at = names.index("delta") + 1
+    cols = [f'v."{c}"' for c in names]
+    select = ", ".join([*cols[:at], "coalesce(c.cause, '') AS cause", *cols[at:]])
+    numbered = view.table.append_column("_row", row_numbers(view.table.num_rows))
+    table = over_arrow(f"SELECT {select} FROM v LEFT JOIN c USING (case_id) ORDER BY v._row", v=numbered, c=causes)
+    counts = {str(r["cause"]): int(r["cases"]) for r in found.counts.to_pylist() if r["cases"]}
+    return CompareCauses(table, causes, counts)
 
 
 def leak_counts(leaks: pa.Table) -> tuple[int, int]:

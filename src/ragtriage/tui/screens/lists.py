@@ -178,17 +178,21 @@ class CompareScreen(CaseListScreen):
     """Each run's leakage verdict first (a leaking run FAILS, its column says LEAKS), then one row per paired case:
     the measure for the baseline, the open run and its Δ, then every other loaded run of the same dataset, worst
     regression of the open run first; `m` cycles the measure, `b` the baseline; the Δ
-    distribution is drawn below. Enter opens the case with the runs' ranked lists side by side."""
+    distribution is drawn below. `w` adds each dropped case's cause (``experiments.explain``) as a column and,
+    in place of the distribution, the cases per cause and the highlighted case's facts. Enter opens the case with
+    the runs' ranked lists side by side."""
 
     MODE = "compare"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "measure", "Measure"),
         Binding("b", "baseline", "Baseline"),
+        Binding("w", "why", "Why"),
     ]
     DEFAULT_CSS = """
     CompareScreen #tablebox { height: 1fr; }
     CompareScreen #verdicts { height: auto; padding: 0 1; }
     CompareScreen DeltaHistogram { height: 9; }
+    CompareScreen #why { height: auto; max-height: 7; padding: 0 1; border-top: solid $primary; display: none; }
     """
 
     def __init__(self) -> None:
@@ -198,18 +202,21 @@ class CompareScreen(CaseListScreen):
         self.matrix_key: tuple[Any, ...] = ()
         self.view: data.CompareView | None = None
         self.failing: list[str] = []  # the compared runs that leak
+        self.explain = False
+        self.causes: data.CompareCauses | None = None
 
     def compose_above(self) -> ComposeResult:
         yield Static(id="verdicts", markup=False)
 
     def compose_below(self) -> ComposeResult:
+        yield Static(id="why", markup=False)
         yield DeltaHistogram()
 
     def bar_detail(self) -> str:
         measure = self.view.measure if self.view else self.family
         return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'} · {measure}"
 
-    def fetch(self, cur: Any) -> tuple[data.CompareView, list[LeakVerdict]]:
+    def fetch(self, cur: Any) -> tuple[data.CompareView, list[LeakVerdict], data.CompareCauses | None]:
         app = self.triage
         if not app.baseline:
             raise data.ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
@@ -217,20 +224,47 @@ class CompareScreen(CaseListScreen):
         if self.matrix is None or self.matrix_key != key:
             self.matrix, self.matrix_key = data.runs_matrix(cur, app.run_id, app.baseline, app.runs, app.cache), key
         view = data.compare_view(cur, self.matrix, self.family)
-        return view, [leak_verdict(cur, run, app.cache) for run in view.runs]
+        causes = data.compare_causes(cur, view) if self.explain else None
+        return view, [leak_verdict(cur, run, app.cache) for run in view.runs], causes
 
-    def show(self, result: tuple[data.CompareView, list[LeakVerdict]]) -> None:
-        self.view, verdicts = result
+    def show(self, result: tuple[data.CompareView, list[LeakVerdict], data.CompareCauses | None]) -> None:
+        self.view, verdicts, self.causes = result
         self.failing = [v.run_id for v in verdicts if v.state == FAILS]
         self.triage.compare_runs = (self.view.runs[1], self.view.runs[0], *self.view.runs[2:])  # the case screen
         self.set_bar()
         self.query_one("#verdicts", Static).update(verdicts_line(verdicts))
         leaking = {v.run_id for v in verdicts if v.state == FAILS}
         names = [visible(r) + (" LEAKS" if r in leaking else "") for r in self.view.runs]
-        self.source = self.view.table.rename_columns(["case_id", names[0], names[1], "Δ", *names[2:], "query"])
+        table, cause = (self.causes.table, ["cause"]) if self.causes else (self.view.table, [])
+        self.source = table.rename_columns(["case_id", names[0], names[1], "Δ", *cause, *names[2:], "query"])
         self.render_table()
         runs = f"{self.triage.run_id} − {self.triage.baseline}"
-        self.query_one(DeltaHistogram).show(self.view.deltas, f"cases per Δ {self.view.measure} ({runs})")
+        histogram = self.query_one(DeltaHistogram)
+        histogram.display = self.causes is None
+        self.query_one("#why", Static).display = self.causes is not None
+        histogram.show(self.view.deltas, f"cases per Δ {self.view.measure} ({runs})")
+        self.show_why()
+
+    def show_why(self) -> None:
+        """The cases per cause, then the highlighted case's cause and the facts it rests on (literal text)."""
+        if self.causes is None:
+            return
+        counts = " · ".join(f"{c} {n}" for c, n in self.causes.counts.items()) or "no case dropped"
+        lines = [Text(f"{self.view.measure if self.view else ''} drops by cause: {counts}", style="bold")]
+        case_id = self.cursor_case()
+        found = self.causes.why(case_id)
+        if case_id is not None:
+            tail = Text.assemble((f"{found[0]}: ", "bold"), lit(found[1])) if found else Text("did not drop")
+            lines.append(Text.assemble(lit(case_id, "bold"), " ", tail))
+        self.query_one("#why", Static).update(Group(*lines))
+
+    def on_data_table_row_highlighted(self, event: Any) -> None:
+        super().on_data_table_row_highlighted(event)
+        self.show_why()
+
+    def action_why(self) -> None:
+        self.explain = not self.explain
+        self.reload()
 
     def describe(self) -> str:
         v = self.view
