@@ -24,6 +24,7 @@ from ragtriage.gate.config import (
     SliceMinimum,
     ZeroHit,
     cutoff_of,
+    split_note,
 )
 from ragtriage.gate.outcome import FailingCase, RuleResult
 from ragtriage.gate.paired_table import worst_first
@@ -106,13 +107,26 @@ def _scored(ctx: Context, metric: str, split: str | None, cases: pa.Table | None
 
 def leakage_rule(ctx: Context) -> RuleResult:
     """No leaked row, in any stage; and leakage must have been checked on some case (on at least the gate's
-    ``[leakage] min_checked_share`` of them): a run nobody could check has not shown that it does not leak."""
-    from ragtriage.checks.leakage import coverage, leaked_result_rows, unchecked_cases
+    ``[leakage] min_checked_share`` of them): a run nobody could check has not shown that it does not leak. On data
+    that declares no access rule at all the rule does not apply, and passes saying so."""
+    from ragtriage.checks.leakage import NOT_APPLICABLE, coverage, leaked_result_rows, unchecked_cases
 
-    table = sources.leaks(ctx.con, ctx.run_id)
-    rows = table.to_pylist()
     unchecked = unchecked_cases(ctx.con, ctx.run_id)
     cov = coverage(ctx.con, unchecked)
+    if not cov.applicable:
+        return RuleResult(
+            "leakage",
+            "leakage",
+            True,
+            f"{NOT_APPLICABLE} (no principal on any of {cov.cases} case(s), no acl or tenant in any manifest, "
+            "no acl policy)",
+            "no leaked rows where the data declares access rules",
+            0.0,
+            notes=("leakage applies once any case names a principal or any document an acl or tenant",),
+            applies=False,
+        )
+    table = sources.leaks(ctx.con, ctx.run_id)
+    rows = table.to_pylist()
     need = ctx.config.leakage.min_checked_share
     covered = cov.checked > 0 and cov.share >= need - TIE
     per_case: dict[str, list[str]] = {}
@@ -161,8 +175,11 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
     if rule.require_significance:
         threshold += f", or a larger drop that is not significant (p ≥ {rule.alpha:g})"
     overall = [r for r in summary.to_pylist() if r["slice"] == "all"]
+    on = split_note(rule.split, rule.split_default)
     if not overall:
-        return RuleResult(name, "regression", False, f"no paired cases on {_split_label(rule.split)}", threshold)
+        return RuleResult(
+            name, "regression", False, f"no paired cases on {_split_label(rule.split)}", threshold, notes=on
+        )
     o = overall[0]
     drop = o["mean_diff"] < -rule.tolerance - TIE
     significant = o["p_value"] < rule.alpha
@@ -172,7 +189,7 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
         f"[95% CI {o['ci_low']:+.4f}, {o['ci_high']:+.4f}], p = {o['p_value']:.4g}, "
         f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {_cases_on(o['n'], rule.split)}"
     )
-    notes = (_regression_reason(rule, o["mean_diff"], o["p_value"], drop, significant),)
+    notes = (_regression_reason(rule, o["mean_diff"], o["p_value"], drop, significant), *on)
     losses = worst_first(pairs)
     seen: dict[str, FailingCase] = {}
     if not passed:
@@ -226,6 +243,7 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
             False,
             f"no cases with relevant units in slice {label} on {_split_label(rule.split)}",
             threshold,
+            notes=split_note(rule.split, rule.split_default),
         )
     mean = sum(v for _, v in rows) / len(rows)
     passed = mean >= rule.min - TIE
@@ -239,7 +257,8 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
         )
     )
     figure = f"mean {rule.metric} {mean:.4f} over {_cases_on(len(rows), rule.split)} in {label}"
-    return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures)
+    notes = split_note(rule.split, rule.split_default)
+    return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures, notes)
 
 
 def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
@@ -250,8 +269,17 @@ def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
         ctx.failing(c, f"critical case: {rule.metric} {v:.3f} < {rule.min:g}", k=cutoff_of(rule.metric))
         for c, v in below
     )
+    if not rows:
+        return RuleResult(
+            f"critical_cases:{rule.metric}",
+            "critical_cases",
+            True,
+            f"not applicable: no critical case with relevant units on {_split_label(rule.split)}",
+            f"every critical case {rule.metric} ≥ {rule.min:g}",
+            applies=False,
+        )
     figure = f"{len(below)} of {len(rows)} critical cases below {rule.min:g} on {rule.metric}"
-    notes = ("no critical cases with relevant units",) if not rows else ()
+    notes: tuple[str, ...] = ()
     return RuleResult(
         f"critical_cases:{rule.metric}",
         "critical_cases",
@@ -271,7 +299,10 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
     name = f"zero_hit@{rule.k}"
     threshold = f"zero-hit rate ≤ {rule.max_rate:g}"
     if not rows:
-        return RuleResult(name, "zero_hit", False, f"no answerable cases on {_split_label(rule.split)}", threshold)
+        notes = split_note(rule.split, rule.split_default)
+        return RuleResult(
+            name, "zero_hit", False, f"no answerable cases on {_split_label(rule.split)}", threshold, notes=notes
+        )
     rate = len(zero) / len(rows)
     passed = rate <= rule.max_rate + TIE
     failures = () if passed else tuple(ctx.failing(c, f"no relevant unit in the top {rule.k}", k=rule.k) for c in zero)
@@ -279,7 +310,8 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
         f"{len(zero)} of {_cases_on(len(rows), rule.split, 'answerable cases')} with no relevant unit in "
         f"the top {rule.k} ({rate:.1%})"
     )
-    return RuleResult(name, "zero_hit", passed, figure, threshold, rate, failures)
+    notes = split_note(rule.split, rule.split_default)
+    return RuleResult(name, "zero_hit", passed, figure, threshold, rate, failures, notes)
 
 
 def negative_rule(ctx: Context, rule: NegativeCases) -> RuleResult:
@@ -290,9 +322,9 @@ def negative_rule(ctx: Context, rule: NegativeCases) -> RuleResult:
             "negative_cases",
             "negative_cases",
             True,
-            "no negative cases in the dataset",
+            "not applicable: no negative (unanswerable) cases in the dataset",
             threshold,
-            notes=("no negative cases to check",),
+            applies=False,
         )
     bad = [r for r in rows if not r["passed"]]
     share = 1.0 - len(bad) / len(rows)

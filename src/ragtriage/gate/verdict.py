@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.gate import sources
-from ragtriage.gate.config import GateConfig
-from ragtriage.gate.outcome import Verdict, json_pieces
+from ragtriage.gate.config import GateConfig, for_data
+from ragtriage.gate.outcome import RuleResult, Verdict, json_pieces
 from ragtriage.gate.reproducibility import reproducibility_rule
 from ragtriage.gate.rules import Context, relevance_rules
 from ragtriage.store import run_k
@@ -52,6 +52,8 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     del tables
     costs = sources.category_costs(con, run_id)
     candidate, base = sources.per_case_pair(con, run_id, baseline, ks)
+    report_slices = sources.case_slices(con, version, config.report_by)
+    config = for_data(config, has_splits=report_slices.column("split").null_count < report_slices.num_rows)
     ctx = Context(
         con=con,
         config=config,
@@ -60,7 +62,7 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         dataset_version=version,
         candidate=candidate,
         base=base,
-        report_slices=sources.case_slices(con, version, config.report_by),
+        report_slices=report_slices,
         categories=at[own_k],
         run_k=own_k,
         categories_at=at,
@@ -68,6 +70,8 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     )
     rules = relevance_rules(ctx)
     rules.append(reproducibility_rule(con, config, run_id, __version__))
+    if not any(r.applies for r in rules):
+        raise NothingApplies(config, rules)
     return Verdict(
         gate_name=config.name,
         gate_path=str(config.path),
@@ -84,6 +88,18 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         ),
         cost_summary=costs.sentence(),
     )
+
+
+class NothingApplies(ValueError):
+    """A gate file none of whose rules the data can carry: its verdict would pass (or fail) on nothing measured,
+    so it is refused as unusable input (exit 2), naming each rule and why it does not apply."""
+
+    def __init__(self, config: GateConfig, rules: list[RuleResult]) -> None:
+        why = "; ".join(f"{r.rule}: {r.figure}" for r in rules)
+        super().__init__(
+            f"{config.path}: no rule of the gate applies to this data ({why}). Add a rule the data can carry, "
+            'e.g. [[regression]] metric = "nDCG@10", or a [reproducibility] table to require what was recorded'
+        )
 
 
 def _categories(table: pa.Table, basis: str | None = None) -> dict[str, str]:
