@@ -169,3 +169,29 @@ def test_beir_qrels_and_pytrec_eval_json_runs_reach_the_same_verdicts(tmp_path: 
     (failed,) = [r for r in verdict["rules"] if not r["passed"]]
     assert failed["rule"] == "regression:nDCG@10:all splits"
     assert failed["value"] == pytest.approx(float((ref["worse"] - ref["better"]).mean()), abs=1e-9)
+
+
+@pytest.mark.slow
+def test_failures_on_plain_data_claim_nothing_the_inputs_do_not_hold(plain: tuple[Path, cranfield.Cranfield]) -> None:
+    db, data = plain
+    code, out, err = _invoke("failures", "--db", db, "--run", "worse", "--k", "10", "--format", "json")
+    assert code == 0, out + err
+    rows = json.loads(out)["rows"]
+    assert len(rows) == len(data.qrels_rows)  # every case misses a relevant document at 10
+    for r in rows:
+        facts = r["evidence"]["facts"]
+        # no topics: the query is the case id, which is no text to find an identifier (or any pattern) in
+        assert r["query"] == r["case_id"] and facts["identifiers_missed"] == [] and r["patterns"] == []
+        # no corpus: nothing is known to be indexed, in the corpus, or in a section's heading
+        assert all(u["indexed"] is None and u["in_corpus"] is None for u in facts["missing"])
+        # no run.json: no advice says what the run's configuration is
+        assert all("read run.json" not in e for e in r["experiments"])
+        absent = [u for u in facts["missing"] if u["location"] == "absent-from-runs"]
+        if r["rule"] == "undetermined.not-retrieved-by-any-run":
+            assert r["category"] == "undetermined" and absent
+            assert facts["assumptions"] == [
+                f"{u['unit_id']}: not retrieved (corpus unknown: ingestion or ranking; load a corpus manifest to tell)"
+                for u in absent
+            ]
+        else:  # a relevant document below k in this list: ranking, read from the run itself
+            assert r["rule"] == "ranking.below-k" and any(u["location"] == "final-below-k" for u in facts["missing"])

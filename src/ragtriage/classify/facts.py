@@ -47,12 +47,15 @@ from ragtriage.classify.locations import (
 from ragtriage.classify.rules import (
     CROWD_MIN,
     DEFAULT_RECALL_BAR,
+    HAS_QUERY_TEXT,
+    MISSING_ANY_RUN,
     NEAR_DUP_JACCARD,
     NEAR_DUP_MIN_TOKENS,
     NOT_RETRIEVED,
     UNJUDGED_TOP,
 )
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, is_relevant, relevant_labels
+from ragtriage.store.run_rules import has_run_json
 
 # Checks-layer tables the statement reads (registered by the caller).
 LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS = "_cls_leaks", "_cls_negatives", "_cls_stale_first", "_cls_versions"
@@ -79,7 +82,7 @@ _ID_FILTER = "lambda t: len(t) >= 4 AND regexp_matches(t, '[0-9]') AND regexp_ma
 _LEXICAL = "bm25|lexical|keyword|sparse|splade"
 RUN_CONFIG_CTE = f"""
 run_config AS (
-    SELECT reranker AS cfg_reranker,
+    SELECT {has_run_json("cfg")} AS cfg_has_run_json, reranker AS cfg_reranker,
            coalesce(lower(trim(reranker)) NOT IN ('', 'none', 'null', 'false', 'no'), false) AS has_reranker,
            k AS cfg_k, candidate_k AS cfg_candidate_k,
            CASE WHEN dense AND lexical THEN 'hybrid' WHEN dense THEN 'dense' WHEN lexical THEN 'lexical'
@@ -95,7 +98,7 @@ run_config AS (
                  OR regexp_matches(lower(coalesce(json_extract_string(system, '$.retriever'), '') || ' '
                                          || coalesce(json_extract_string(system, '$.description'), '')),
                                    '{_LEXICAL}') AS lexical
-          FROM runs WHERE run_id = $run_id)
+          FROM runs WHERE run_id = $run_id) cfg
 )"""
 
 
@@ -247,10 +250,11 @@ heading_hits AS (
     WHERE c.chunk_kind = 'heading' AND l.location <> 'final-top-k' AND coalesce(l.chunk_kind, '') <> 'heading'
     GROUP BY f.case_id
 ),
+-- Only a query's text can hold an identifier: a case loaded without topics shows its id as its query.
 identifiers AS (
     SELECT case_id, unnest(list_distinct(list_filter(regexp_extract_all(query, '{_TOKEN}'), {_ID_FILTER})))
            AS ident
-    FROM answerable
+    FROM answerable WHERE {HAS_QUERY_TEXT}
 ),
 identifier_top AS (
     SELECT f.case_id, lower(concat_ws(' ', c.title, c.text, f.snippet)) AS haystack
@@ -300,8 +304,7 @@ answerable_facts AS (
            coalesce(im.identifiers_missed, []) AS identifiers_missed,
            list_transform(list_filter(p.missing, lambda u: u.chunk_kind = 'table'), lambda u: u.unit_id)
                AS table_units,
-           list_transform(list_filter(p.missing, lambda u: u.location = 'absent-from-runs' AND NOT u.indexed
-                                                           AND u.in_corpus IS NULL),
+           list_transform(list_filter(p.missing, lambda u: {MISSING_ANY_RUN} AND u.in_corpus IS NULL),
                           lambda u: u.unit_id || ': {NOT_RETRIEVED}') AS assumptions,
            a.query_type,
            (coalesce(a.query_type, '') ILIKE 'multi%' OR list_contains(coalesce(a.tags, []), 'multi-part'))

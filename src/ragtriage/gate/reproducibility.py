@@ -16,16 +16,16 @@ import duckdb
 from ragtriage.gate.config import GateConfig
 from ragtriage.gate.outcome import RuleResult
 from ragtriage.gate.sources import first_row
+from ragtriage.store.run_rules import has_run_json as run_json_sql
 
-_FACTS_SQL = """
+_FACTS_SQL = f"""
 SELECT r.declared_dataset_version, r.corpus_version, d.corpus_snapshot,
        r.system, r.index_version, r.embedding_model, r.chunking, r.reranker, r.loaded_at,
        (SELECT count(*) FROM results WHERE run_id = r.run_id) AS n_results,
        (SELECT string_agg(DISTINCT sha256, ',') FROM loads WHERE kind = 'run' AND target = r.run_id) AS sha256,
        (SELECT string_agg(DISTINCT ragtriage_version, ',') FROM loads WHERE kind = 'run' AND target = r.run_id)
            AS loaded_by,
-       r.source_format = 'folder' OR EXISTS (SELECT 1 FROM loads WHERE kind = 'run' AND target = r.run_id
-                                             AND parse_filename(path) = 'run.json') AS has_run_json
+       {run_json_sql("r")} AS has_run_json
 FROM runs r LEFT JOIN datasets d USING (dataset_version) WHERE r.run_id = ?
 """
 
