@@ -199,12 +199,13 @@ def _compare_one(
             n_resamples=resamples,
             metrics=metric or None,
         )
-        (safety,) = run_safety(con, [run], gate=config, baseline=baseline)
+        safety, base_safety = run_safety(con, [run, baseline], gate=config, baseline=baseline)
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     finally:
         con.close()
-    show(_comparison_output(result, safety.phrase(), in_use), fmt)
+    base_leaks = f"baseline {baseline} {base_safety.phrase()}" if base_safety.leaked_rows else None
+    show(_comparison_output(result, safety.phrase(), in_use, base_leaks), fmt)
 
 
 def _say_labels(db: Path) -> None:
@@ -221,10 +222,12 @@ def _say_labels(db: Path) -> None:
         err.print(visible(f"labels: {line}"), markup=False)
 
 
-def _comparison_output(result: Comparison, leakage: str, labels: dict[str, str] | None = None) -> Output:
+def _comparison_output(
+    result: Comparison, leakage: str, labels: dict[str, str] | None = None, baseline_leaks: str | None = None
+) -> Output:
     """The summary rows (numbers, for json/csv), the same rows formatted for a reader, and the worst cases;
-    the candidate's leakage (``experiments.safety``) leads the context, before any figure, and the labels the
-    figures use close it."""
+    the candidate's leakage (``experiments.safety``) leads the context, before any figure, then the baseline's
+    when it leaks (its figures include leaked rows), and the labels the figures use close it."""
     import pyarrow as pa
 
     from ragtriage.arrays import table_of_rows
@@ -235,6 +238,7 @@ def _comparison_output(result: Comparison, leakage: str, labels: dict[str, str] 
     shown = table_of_rows([dict(zip(rep.TEXT_HEADERS, row, strict=True)) for row in rep.text_rows(result)], schema)
     context = {
         "leakage": leakage,
+        **({"baseline leakage": baseline_leaks} if baseline_leaks else {}),
         "run": result.run_id,
         "baseline": result.baseline,
         "dataset": result.dataset_version[:12],

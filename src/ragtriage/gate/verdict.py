@@ -72,6 +72,7 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     rules.append(reproducibility_rule(con, config, run_id, __version__))
     if not any(r.applies for r in rules):
         raise NothingApplies(config, rules)
+    notes = baseline_notes(con, baseline)
     return Verdict(
         gate_name=config.name,
         gate_path=str(config.path),
@@ -83,10 +84,24 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         evaluator_version=__version__,
         evaluated_at=datetime.now(UTC).replace(tzinfo=None),
         rules=tuple(rules),
+        notes=notes,
         category_costs=tuple(
             {"category": c.category, "cost": c.cost, "cases": c.cases, "measure": costs.measure} for c in costs.costs
         ),
         cost_summary=costs.sentence(),
+    )
+
+
+def baseline_notes(con: duckdb.DuckDBPyConnection, baseline: str) -> tuple[str, ...]:
+    """What every report says before its rules when the baseline leaks: its figures were bought in part with
+    documents its principals may not see, so a regression against them is measured against a bar the candidate
+    may not (and must not) reach."""
+    rows, cases, _ = sources.leak_summary(con, baseline)
+    if not rows:
+        return ()
+    return (
+        f"baseline {baseline} LEAKS: {rows:,} leaked result row(s) in {cases:,} case(s), any stage; the regression "
+        "rules below compare against figures that include those rows",
     )
 
 
