@@ -46,6 +46,9 @@ class Context:
     run_k: int = 0
     categories_at: dict[int, dict[str, str]] = field(default_factory=dict)  # at the k a rule's measure names
     classified: dict[str, str] = field(default_factory=dict)  # cases with a classified failure at the run's k
+    #: a leaking baseline's per-case figures with its leaked final rows earning nothing (None: it does not leak)
+    base_clean: pa.Table | None = None
+    base_leaked_rows: int = 0
 
     def slice_of(self, case_id: str) -> str:
         return self._slices.get(case_id, "(unknown)")
@@ -160,22 +163,40 @@ def leakage_rule(ctx: Context) -> RuleResult:
     )
 
 
-def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
+def _paired(ctx: Context, rule: Regression, base: pa.Table) -> tuple[pa.Table, pa.Table]:
     summary, pairs, _ = compare_tables(
         ctx.candidate,
-        ctx.base,
+        base,
         ctx.report_slices,
         [rule.metric],
         split=rule.split,
         seed=ctx.config.seed,
         n_resamples=ctx.config.n_resamples,
     )
+    return summary, pairs
+
+
+def _with_leaks(ctx: Context, rule: Regression) -> tuple[str, str]:
+    """The baseline's figure with its leaked rows in, for the figure beside the honest one, and the note."""
+    summary, _ = _paired(ctx, rule, ctx.base)
+    raw = [r for r in summary.to_pylist() if r["slice"] == "all"]
+    with_them = f"{raw[0]['baseline']:.4f}" if raw else "no figure"
+    note = (
+        f"baseline {ctx.baseline} leaks ({ctx.base_leaked_rows:,} leaked result row(s)): compared against its "
+        f"figure with the leaked final rows earning nothing ({rule.metric} {with_them} with them)"
+    )
+    return with_them, note
+
+
+def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
+    summary, pairs = _paired(ctx, rule, ctx.base_clean if ctx.base_clean is not None else ctx.base)
+    leaky = _with_leaks(ctx, rule) if ctx.base_clean is not None else None
     name = f"regression:{rule.metric}:{_split_label(rule.split)}"
     threshold = f"mean Δ{rule.metric} ≥ -{rule.tolerance:g}"
     if rule.require_significance:
         threshold += f", or a larger drop that is not significant (p ≥ {rule.alpha:g})"
     overall = [r for r in summary.to_pylist() if r["slice"] == "all"]
-    on = split_note(rule.split, rule.split_default)
+    on = split_note(rule.split, rule.split_default) + ((leaky[1],) if leaky else ())
     if not overall:
         return RuleResult(
             name, "regression", False, f"no paired cases on {_split_label(rule.split)}", threshold, notes=on
@@ -184,8 +205,11 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
     drop = o["mean_diff"] < -rule.tolerance - TIE
     significant = o["p_value"] < rule.alpha
     passed = not (drop and (significant or not rule.require_significance))
+    base_figure = (
+        f"{o['baseline']:.4f} (leaked rows removed; {leaky[0]} with them)" if leaky else f"{o['baseline']:.4f}"
+    )
     figure = (
-        f"{rule.metric} {o['baseline']:.4f} → {o['candidate']:.4f}, Δ {o['mean_diff']:+.4f} "
+        f"{rule.metric} {base_figure} → {o['candidate']:.4f}, Δ {o['mean_diff']:+.4f} "
         f"[95% CI {o['ci_low']:+.4f}, {o['ci_high']:+.4f}], p = {o['p_value']:.4g}, "
         f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {_cases_on(o['n'], rule.split)}"
     )
