@@ -181,6 +181,35 @@ corpus AS (
     SELECT * FROM {CORPUS_TABLE}
 )"""
 
+# An answerable case the run abstained on, by the run's own signals (the negative cases' definitions,
+# ``checks.negatives``): an event saying insufficient evidence, an empty final list its event shows is no outage,
+# or a top score below the calibrated threshold. A case without an event is not known to have abstained: a TREC
+# run that lacks a topic says nothing about why.
+_ABSTENTION_CTES = f"""
+run_events AS (
+    SELECT case_id, bool_or(status = 'insufficient_evidence') AS insufficient,
+           bool_or(coalesce(timed_out, false) OR status = 'error') AS failed
+    FROM events WHERE run_id = $run_id AND {in_chunk("case_id")} GROUP BY case_id
+),
+run_threshold AS (
+    SELECT score_threshold AS threshold FROM runs WHERE run_id = $run_id
+),
+-- read only where an abstention can be known: a calibrated threshold, or the run's events for the case
+top_scores AS (
+    SELECT case_id, max(score) AS top_score, count(*) AS n_results FROM results
+    WHERE run_id = $run_id AND stage = 'final' AND {in_chunk("case_id")}
+      AND ((SELECT threshold FROM run_threshold) IS NOT NULL OR case_id IN (SELECT case_id FROM run_events))
+    GROUP BY case_id
+),
+abstained AS (
+    SELECT a.case_id, ts.top_score, (SELECT threshold FROM run_threshold) AS threshold,
+           coalesce(ts.n_results, 0) AS n_results,
+           CASE WHEN e.insufficient THEN 'insufficient evidence'
+                WHEN e.case_id IS NOT NULL AND NOT e.failed AND ts.case_id IS NULL THEN 'empty list'
+                WHEN ts.top_score < (SELECT threshold FROM run_threshold) THEN 'below threshold' END AS how
+    FROM answerable a LEFT JOIN run_events e USING (case_id) LEFT JOIN top_scores ts USING (case_id)
+)"""
+
 _ANSWERABLE_CTES = f"""{_BAR_CTE},
 answerable AS (
     SELECT case_id, query, query_type, tags FROM cases WHERE answerable AND {in_chunk("case_id")}
@@ -288,9 +317,14 @@ version_mix AS (
     FROM {VERSION_PAIRS}
     WHERE stage = 'final' AND stale_rank <= $k AND current_rank <= $k AND {in_chunk("case_id")} GROUP BY case_id
 ),
+{_ABSTENTION_CTES},
 answerable_facts AS (
     SELECT p.case_id,
-           CASE WHEN p.n_found = 0 THEN 'no-relevant-in-top-k' ELSE 'recall-below-bar' END AS failure,
+           CASE WHEN ab.how IS NOT NULL THEN 'false-abstention'
+                WHEN p.n_found = 0 THEN 'no-relevant-in-top-k' ELSE 'recall-below-bar' END AS failure,
+           CASE WHEN ab.how IS NOT NULL
+                THEN struct_pack(how := ab.how, top_score := ab.top_score, threshold := ab.threshold,
+                                 n_results := ab.n_results) END AS abstention,
            p.n_relevant, p.n_found, p.missing,
            coalesce(t.n_top, 0) AS n_top, coalesce(t.n_judged, 0) AS n_judged,
            coalesce(t.top_units, []) AS top_units,
@@ -316,7 +350,8 @@ answerable_facts AS (
     LEFT JOIN disputed d USING (case_id) LEFT JOIN heading_hits h USING (case_id)
     LEFT JOIN identifiers_missed im USING (case_id) LEFT JOIN version_mix vm USING (case_id)
     LEFT JOIN duplicate_pairs dp USING (case_id) LEFT JOIN stale_cases sc USING (case_id)
-    WHERE {_FAILING}
+    LEFT JOIN abstained ab ON ab.case_id = p.case_id AND p.n_relevant > 0 AND ab.how IS NOT NULL
+    WHERE {_FAILING} OR ab.how IS NOT NULL
 )"""
 
 _OTHER_CTES = f"""
@@ -448,6 +483,7 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
         "version_mix",
         "duplicate_pairs",
         "stale_detail",
+        "abstention",
     ),
     "negative-not-abstained": ("n_relevant", "expected_behavior", "reason", "top_score", "threshold", "n_results"),
     "stale-first": ("stale_detail", "version_mix", "duplicate_pairs"),

@@ -16,10 +16,18 @@ from dataclasses import dataclass
 from ragtriage.contract.categories import CATEGORIES as DEFECT_CATEGORIES
 from ragtriage.contract.categories import UNDETERMINED
 
-FAILURES = ("no-relevant-in-top-k", "recall-below-bar", "negative-not-abstained", "stale-first", "leakage")
+FAILURES = (
+    "no-relevant-in-top-k",
+    "recall-below-bar",
+    "false-abstention",
+    "negative-not-abstained",
+    "stale-first",
+    "leakage",
+)
 # the defect categories shared with the notes (ragtriage.contract.categories), and the classifier's abstention
 CATEGORIES = (*DEFECT_CATEGORIES, UNDETERMINED)
-ANSWERABLE = ("no-relevant-in-top-k", "recall-below-bar")
+ANSWERABLE = ("no-relevant-in-top-k", "recall-below-bar", "false-abstention")
+FALSE_ABSTENTION_RULE = "ranking.false-abstention"
 
 UNJUDGED_RULE = "dataset.unjudged-top-k"
 UNDETERMINED_RULE = "undetermined.not-retrieved-by-any-run"
@@ -121,6 +129,19 @@ CONFIG_FIELDS: dict[str, str] = {
 _SHALLOW = "(cfg_candidate_k IS NULL OR cfg_candidate_k <= cfg_k)"
 
 RULES: tuple[Rule, ...] = (
+    Rule(
+        FALSE_ABSTENTION_RULE,
+        "ranking",
+        ("false-abstention",),
+        0.9,
+        "abstention IS NOT NULL",
+        "An answerable case with a relevant label on which the run abstained (an empty final list that is no "
+        "outage, a top score below its calibrated threshold, or an insufficient-evidence event): the abstention "
+        "decision, not the ranking, withheld evidence that exists.",
+        "Re-calibrate the run's abstention threshold on the labelled cases: `ragtriage calibrate --run RUN` "
+        "(see evidence.facts.abstention for the top score and the threshold).",
+        needs=("labels", "this run", "events", "calibration"),
+    ),
     Rule(
         "dataset.no-relevant-label",
         "dataset",
