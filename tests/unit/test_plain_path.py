@@ -195,3 +195,51 @@ def test_failures_on_plain_data_claim_nothing_the_inputs_do_not_hold(plain: tupl
             ]
         else:  # a relevant document below k in this list: ranking, read from the run itself
             assert r["rule"] == "ranking.below-k" and any(u["location"] == "final-below-k" for u in facts["missing"])
+
+
+# What qrels and two TREC runs give: labels, this run, the other run; no manifest, principal, topics, events...
+THIN = {"labels", "this run", "other runs"}
+EMPTY = (None, [], False)
+# facts the thin data could carry but this collection never shows: no document holds half a top 10 (one unit
+# per document), and no run has a candidate stage
+NEVER_HERE = {"crowding_document", "candidate_rank"}
+
+
+def _known(inputs: tuple[str, ...]) -> bool:
+    return all(any(alt in THIN for alt in needed.split("|")) for needed in inputs)
+
+
+@pytest.mark.slow
+def test_every_evidence_fact_of_every_failure_comes_from_an_input_that_was_read(
+    plain: tuple[Path, cranfield.Cranfield],
+) -> None:
+    from ragtriage.classify.facts import FACT_INPUTS, MISSING_INPUTS
+    from ragtriage.classify.rules import INPUTS
+
+    assert {i for v in (*FACT_INPUTS.values(), *MISSING_INPUTS.values()) for x in v for i in x.split("|")} <= set(
+        INPUTS
+    )
+    db, _ = plain
+    seen: dict[str, list[object]] = {}
+    for run in ("better", "worse"):
+        code, out, err = _invoke("failures", "--db", db, "--run", run, "--k", "10", "--format", "json")
+        assert code == 0, out + err
+        for row in json.loads(out)["rows"]:
+            facts = row["evidence"]["facts"]
+            for field, value in facts.items():
+                assert field in FACT_INPUTS, f"{field}: no input named for it"
+                seen.setdefault(field, []).append(value)
+                if not _known(FACT_INPUTS[field]):
+                    assert value in EMPTY, f"{row['case_id']} {field} = {value!r} without {FACT_INPUTS[field]}"
+            for unit in facts["missing"]:
+                for field, value in unit.items():
+                    assert field in MISSING_INPUTS, f"missing.{field}: no input named for it"
+                    seen.setdefault(f"missing.{field}", []).append(value)
+                    if not _known(MISSING_INPUTS[field]):
+                        assert value is None, f"{row['case_id']} missing.{field} = {value!r}"
+    # every fact the thin inputs can carry was read from them: some failure shows it
+    for field, values in seen.items():
+        name = field.removeprefix("missing.")
+        inputs = MISSING_INPUTS[name] if field.startswith("missing.") else FACT_INPUTS[name]
+        if _known(inputs) and name not in NEVER_HERE:
+            assert any(v not in (None, []) for v in values), f"{field} is never read from {inputs}"

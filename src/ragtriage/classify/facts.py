@@ -463,6 +463,56 @@ def fact_chunks(
             yield chunk_facts(cur, run_id, k, lo, hi)
 
 
+# The input each evidence fact is read from (``rules.INPUTS``; "a|b": either one). A fact whose input was not
+# loaded is NULL, empty or false, never a claim: the thin-data test walks every fact of every failure against it.
+FACT_INPUTS: dict[str, tuple[str, ...]] = {
+    "n_relevant": ("labels",),
+    "n_found": ("labels", "this run"),
+    "missing": ("labels", "this run"),
+    "assumptions": ("labels", "this run", "other runs"),
+    "top_units": ("this run",),
+    "n_top": ("this run",),
+    "n_judged": ("labels", "this run"),
+    "crowding_document": ("this run", "labels"),
+    "crowding_count": ("this run",),
+    "disputed": ("labels", "annotators"),
+    "heading_hits": ("manifest", "this run"),
+    "identifiers_missed": ("topics", "manifest|snippets"),
+    "table_units": ("manifest",),
+    "multi_part": ("topics",),
+    "version_mix": ("manifest", "versions"),
+    "duplicate_pairs": ("manifest|snippets",),
+    "stale_detail": ("manifest", "versions"),
+    "abstention": ("this run", "events|calibration"),
+    "expected_behavior": ("topics",),
+    "reason": ("this run", "events|calibration"),
+    "top_score": ("this run",),
+    "threshold": ("calibration",),
+    "n_results": ("this run",),
+    "stale_first": ("manifest", "versions"),
+    "n_leaked_rows": ("this run", "manifest", "principal"),
+    "n_leaked_final": ("this run", "manifest", "principal"),
+    "n_leaked_results": ("this run", "manifest", "principal"),
+    "leaks": ("this run", "manifest", "principal"),
+}
+# The same for each missing relevant unit of ``missing`` (``classify.locations``).
+MISSING_INPUTS: dict[str, tuple[str, ...]] = {
+    "unit_id": ("labels",),
+    "document_id": ("labels",),
+    "grade": ("labels",),
+    "location": ("labels", "this run", "other runs"),
+    "final_rank": ("this run",),
+    "candidate_rank": ("this run",),
+    "best_rank_other_runs": ("other runs",),
+    "best_other_run": ("other runs",),
+    "in_corpus": ("manifest",),
+    "document_in_corpus": ("manifest",),
+    "permitted": ("principal", "manifest"),
+    "chunk_kind": ("manifest",),
+    "section": ("labels",),  # the manifest's section, else the label's section_id, else its document
+    "indexed": ("manifest", "other runs"),
+}
+
 # The facts each failure kind carries into its evidence JSON (besides k, rules and patterns).
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "answerable": (

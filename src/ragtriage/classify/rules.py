@@ -51,6 +51,7 @@ UNJUDGED_TOP = 3
 # is missing, so an absent input is never read as evidence (no manifest is not "no documents").
 INPUTS: dict[str, str] = {
     "labels": "qrels of the current dataset version",
+    "topics": "the cases' query text and fields (a topics file, or the contract's cases; not the qrels alone)",
     "this run": "the run's final list (and its candidate stage, when loaded)",
     "other runs": "the other loaded runs' lists, for this case and for any case",
     "manifest": "a corpus manifest (documents.jsonl): which units and documents exist",
@@ -59,6 +60,7 @@ INPUTS: dict[str, str] = {
     "versions": "the manifest's status and effective dates",
     "calibration": "the run's calibrated score threshold (`ragtriage calibrate`)",
     "events": "the run's events (status, time-outs)",
+    "snippets": "the text of the run's results (the contract's results.snippet; a TREC run has none)",
     "run.json": "the run's configuration (reranker, k, candidate_k, embedding_model, system, filters_applied)",
 }
 
