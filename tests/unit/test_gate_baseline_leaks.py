@@ -56,3 +56,23 @@ def test_regression_is_measured_against_the_baseline_without_its_leaked_rows(tmp
     reg = next(r for r in back.rules if r.kind == "regression")
     assert reg.figure.startswith("RR@10 0.7500 → 1.0000, Δ +0.2500")
     assert not next(r for r in back.rules if r.kind == "leakage").passed  # the leaking candidate still fails
+
+
+@pytest.mark.slow
+def test_one_access_rule_anywhere_and_an_unchecked_case_still_fails_leakage(tmp_path: Path) -> None:
+    gate = tmp_path / "gate.toml"
+    gate.write_text('[[regression]]\nmetric = "RR@10"\nsplit = "all"\n')
+    backdate(gate)
+    docs = [{"document_id": d, "chunk_id": f"{d}#1", "text": d} for d in ("F1", "F2")]
+    runs = [_run(r, results("c1", ["F1#1"])) for r in ("a", "b")]
+    plain = [{"id": "c1", "query": "a question"}]
+    for acl, passed in ((None, True), (["staff"], False)):
+        folder = tmp_path / str(passed)
+        folder.mkdir()
+        documents = [{**docs[0], **({"acl": acl} if acl else {})}, docs[1]]
+        con = make_store(folder, cases=plain, labels=[label("c1", "F1#1", 3)], documents=documents, runs=runs)
+        leak = next(r for r in evaluate_gate(con, parse_gate(gate), "a", "b").rules if r.kind == "leakage")
+        assert leak.passed is passed and leak.applies is not passed
+        if not passed:  # the manifest names an acl: the case without a principal is unchecked, and that fails
+            assert "0 of 1 case(s) checked" in leak.figure
+        con.close()

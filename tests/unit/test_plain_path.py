@@ -243,3 +243,16 @@ def test_every_evidence_fact_of_every_failure_comes_from_an_input_that_was_read(
         inputs = MISSING_INPUTS[name] if field.startswith("missing.") else FACT_INPUTS[name]
         if _known(inputs) and name not in NEVER_HERE:
             assert any(v not in (None, []) for v in values), f"{field} is never read from {inputs}"
+
+
+@pytest.mark.slow
+def test_check_passes_leakage_as_not_applicable_on_data_without_access_rules(
+    plain: tuple[Path, cranfield.Cranfield],
+) -> None:
+    db, _ = plain
+    code, out, err = _invoke("check", "--db", db, "--run", "worse", "--format", "json")
+    assert code == 0, out + err  # was 3: NOT CHECKED
+    doc = json.loads(out)
+    assert (
+        doc["context"]["verdict"] == "PASSED: leakage not applicable: the data declares no access rules (120 case(s))"
+    )

@@ -210,7 +210,7 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
     )
     figure = (
         f"{rule.metric} {base_figure} → {o['candidate']:.4f}, Δ {o['mean_diff']:+.4f} "
-        f"[95% CI {o['ci_low']:+.4f}, {o['ci_high']:+.4f}], p = {o['p_value']:.4g}, "
+        f"{_interval(o['ci_low'], o['ci_high'])}, p = {o['p_value']:.4g}, "
         f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {_cases_on(o['n'], rule.split)}"
     )
     notes = (_regression_reason(rule, o["mean_diff"], o["p_value"], drop, significant), *on)
@@ -237,6 +237,13 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
         ci_high=o["ci_high"],
         p_value=o["p_value"],
     )
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    """The paired interval as the figure prints it; none on too few cases to resample (one paired case)."""
+    if low is None or high is None:
+        return "[95% CI n/a: too few paired cases]"
+    return f"[95% CI {low:+.4f}, {high:+.4f}]"
 
 
 def _regression_reason(rule: Regression, delta: float, p: float, drop: bool, significant: bool) -> str:
