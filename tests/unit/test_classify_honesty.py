@@ -43,13 +43,15 @@ def test_without_a_manifest_nothing_is_absent_from_corpus(tmp_path: Path) -> Non
     rows = _rows(con)
     assert {key: r["rule"] for key, r in rows.items()} == {
         ("c1", "no-relevant-in-top-k"): "undetermined.not-retrieved-by-any-run",
-        ("c2", "no-relevant-in-top-k"): "ranking.never-retrieved",  # another case retrieves it: indexed
+        # another case retrieves it, but without a corpus nothing says it is indexed: never "indexed" unknown
+        ("c2", "no-relevant-in-top-k"): "undetermined.not-retrieved-by-any-run",
     }
     undetermined = rows[("c1", "no-relevant-in-top-k")]
     assert undetermined["category"] == "undetermined" and undetermined["confidence"] == 0.4
     assert undetermined["evidence"]["facts"]["assumptions"] == [f"F1#1: {NOT_RETRIEVED}"]
     located = {r["case_id"]: r for r in unit_locations(con, "r").to_pylist()}
     assert located["c1"]["location"] == "absent-from-runs" and located["c1"]["in_corpus"] is None
+    assert all(u["indexed"] is None for r in rows.values() for u in r["evidence"]["facts"]["missing"])
 
 
 @pytest.mark.slow

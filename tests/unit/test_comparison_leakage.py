@@ -141,3 +141,12 @@ def test_compare_with_a_gate_names_the_failed_rules_in_both_forms(db: Path, tmp_
     assert entry["gate"] == "gate" and "slice_minimum:query_type=date:nDCG@10" in entry["gate_failed"]
     one = runner.invoke(app, [*base, "--run", "hybrid-rerank", "--format", "json"])
     assert "FAILS gate 'gate' on slice_minimum:query_type=date:nDCG@10" in json.loads(one.output)["context"]["leakage"]
+
+
+def test_a_leaking_baseline_opens_the_verdicts(db: Path, tmp_path: Path) -> None:
+    md = tmp_path / "r.md"
+    args = ["report", "--db", str(db), "--runs", "hybrid-rerank,bm25", "--baseline", "no-acl-filter"]
+    res = runner.invoke(app, [*args, "--markdown", str(md), "--resamples", "2000"])
+    assert res.exit_code == 0, res.output
+    opening = md.read_text(encoding="utf-8").split("## Verdict per run\n\n", 1)[1]
+    assert opening.startswith("- ✗ no-acl-filter (baseline): FAILS: it leaks (2,681 leaked result row(s)")

@@ -68,6 +68,7 @@ def store(tmp_path: Path) -> Path:
     cases = [_case("c1", "direct"), _case("c2", "direct"), _case("c3", EVIL_TYPE), _case("c4", EVIL_TYPE)]
     labels = [{"case_id": f"c{i}", "document_id": f"R{i}", "chunk_id": f"R{i}#1", "grade": 3} for i in range(1, 5)]
     docs = [{"document_id": d, "chunk_id": f"{d}#1", "text": d} for d in ("R1", "R2", "R3", "R4", "X")]
+    docs[-1]["acl"] = ["staff"]  # an access rule exists, so leakage applies, and no case has a principal
     base = [_res("c1", "R1"), _res("c2", "R2"), _res("c3", "X"), _res("c4", "X")]
     cand = [_res(f"c{i}", f"R{i}") for i in range(1, 5)]
     con = make_store(

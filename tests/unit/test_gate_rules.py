@@ -44,7 +44,10 @@ def test_regression_beyond_tolerance_fails_with_the_losing_case(
     assert not r.passed and not v.passed
     assert r.value == pytest.approx(-0.25)
     assert "p = 1" in r.figure and "0/3/1 W/T/L on 4 holdout cases" in r.figure
-    assert r.notes == ("failed: Δ -0.2500 is below -0.1 (the rule does not ask for significance)",)
+    assert r.notes == (
+        "failed: Δ -0.2500 is below -0.1 (the rule does not ask for significance)",
+        'split: holdout (the default where the dataset has splits; set split = "all" for every case)',
+    )
     (f,) = r.failures
     assert (f.case_id, f.slice, f.category) == ("h2", "query_type=direct", "ranking")
     assert f.detail == "R@10 1.000 → 0.000"
@@ -57,10 +60,13 @@ def test_regression_within_tolerance_or_not_significant_passes(
     assert _rule(_run(tmp_path, gate_store, REG + "tolerance = 0.25\n"), "regression:R@10:holdout").passed
     r = _rule(_run(tmp_path, gate_store, REG + "require_significance = true\n"), "regression:R@10:holdout")
     # holdout mean Δ -0.25 below the tolerance 0, one non-zero difference: exact p = 1
-    assert r.passed and r.notes == ("passed: Δ -0.2500 is below -0 but not significant (p = 1 ≥ 0.05)",)
+    assert r.passed and r.notes == (
+        "passed: Δ -0.2500 is below -0 but not significant (p = 1 ≥ 0.05)",
+        'split: holdout (the default where the dataset has splits; set split = "all" for every case)',
+    )
     assert r.threshold == "mean ΔR@10 ≥ -0, or a larger drop that is not significant (p ≥ 0.05)"
     within = _rule(_run(tmp_path, gate_store, REG + "tolerance = 0.25\n"), "regression:R@10:holdout")
-    assert within.notes == ("passed: Δ -0.2500 is within the tolerance (≥ -0.25); p = 1 is reported, not required",)
+    assert within.notes[0] == "passed: Δ -0.2500 is within the tolerance (≥ -0.25); p = 1 is reported, not required"
     assert within.threshold == "mean ΔR@10 ≥ -0.25"
 
 

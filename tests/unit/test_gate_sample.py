@@ -90,3 +90,29 @@ def test_ranking_gate_passes_the_best_run_and_fails_the_leaking_one_on_leakage_o
     )
     assert bad.exit_code == 1
     assert _failed(junit) == {"leakage"}
+
+
+@pytest.mark.slow
+def test_a_gate_against_a_leaking_baseline_says_so_before_its_rules(db: Path, tmp_path: Path) -> None:
+    md = tmp_path / "gate.md"
+    args = ["gate", "--db", str(db), "--gate", str(SAMPLE / "gate-pass.toml"), "--run", "hybrid-rerank"]
+    res = runner.invoke(app, [*args, "--baseline", "no-acl-filter", "--markdown", str(md), "--no-record"])
+    lines = res.output.splitlines()
+    first_rule = next(i for i, line in enumerate(lines) if line.startswith(("  pass  ", "  FAIL  ")))
+    (said,) = [i for i, line in enumerate(lines) if "baseline no-acl-filter LEAKS" in line]
+    assert said < first_rule, res.output
+    assert "leaked result row(s), any stage" in lines[said]
+    text = md.read_text()
+    assert text.index("baseline no-acl-filter LEAKS") < text.index("| Rule | Result |")
+    clean = runner.invoke(app, [*args, "--baseline", "bm25", "--no-record"])
+    assert "LEAKS" not in clean.output  # said only of a baseline that leaks
+
+
+@pytest.mark.slow
+def test_compare_against_a_leaking_baseline_says_so_before_its_figures(db: Path) -> None:
+    res = runner.invoke(
+        app, ["compare", "--db", str(db), "--run", "hybrid-rerank", "--baseline", "no-acl-filter", "--k", "10"]
+    )
+    assert res.exit_code == 0, res.output
+    said = res.output.index("baseline no-acl-filter FAILS: it leaks")
+    assert said < res.output.index("nDCG@10")

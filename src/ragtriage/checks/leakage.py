@@ -120,6 +120,14 @@ class Coverage:
     unchecked: int  # cases without a principal
     has_manifest: bool
     partial: bool = False  # the manifest is derived from trace metadata: acls known only where it names them
+    declared: bool = True  # the data declares an access rule somewhere (:data:`DECLARED_SQL`)
+
+    @property
+    def applicable(self) -> bool:
+        """Whether leakage can mean anything on this data: where nothing declares who may see what (no principal on
+        any case, no acl or tenant on any manifest row, no acl policy), no result can leak and none can be
+        checked, so the check does not apply (it passes, saying so) rather than failing as unchecked."""
+        return self.declared
 
     @property
     def manifest_note(self) -> str | None:
@@ -142,14 +150,25 @@ class Coverage:
         return "no principal"
 
 
+NOT_APPLICABLE = "not applicable: the data declares no access rules"
+"""How every report states leakage on data without an access rule (:attr:`Coverage.applicable`)."""
+
+DECLARED_SQL = """(EXISTS (SELECT 1 FROM cases
+                WHERE principal_id IS NOT NULL OR principal_groups IS NOT NULL OR principal_tenant IS NOT NULL)
+    OR EXISTS (SELECT 1 FROM documents WHERE acl IS NOT NULL OR tenant IS NOT NULL)
+    OR coalesce((SELECT bool_or(acl_required) FROM current_dataset), false))"""
+"""Whether any input declares an access rule: a case's principal, a manifest row's acl or tenant, the dataset's acl
+policy. One of them is enough for leakage to apply (and for an unchecked case to fail it)."""
+
 _COVERAGE_SQL = f"""SELECT (SELECT count(*) FROM cases),
-    EXISTS (SELECT 1 FROM documents WHERE NOT {PARTIAL_SQL} OR acl IS NOT NULL OR tenant IS NOT NULL), {PARTIAL_SQL}"""
+    EXISTS (SELECT 1 FROM documents WHERE NOT {PARTIAL_SQL} OR acl IS NOT NULL OR tenant IS NOT NULL), {PARTIAL_SQL},
+    {DECLARED_SQL}"""
 
 
 def coverage(con: duckdb.DuckDBPyConnection, unchecked: pa.Table) -> Coverage:
     """The leakage check's coverage, given the :func:`unchecked_cases` table."""
-    ((cases, has_manifest, partial),) = con.execute(_COVERAGE_SQL).fetchall()
-    return Coverage(int(cases), unchecked.num_rows, bool(has_manifest), bool(partial))
+    ((cases, has_manifest, partial, declared),) = con.execute(_COVERAGE_SQL).fetchall()
+    return Coverage(int(cases), unchecked.num_rows, bool(has_manifest), bool(partial), bool(declared))
 
 
 UNVERIFIABLE_FIRST = 5

@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.checks.leakage import (
+    NOT_APPLICABLE,
     Coverage,
     coverage,
     leakage,
@@ -170,7 +171,8 @@ class CheckReport:
     def verdict(self) -> CheckVerdict:
         if self.leakage.num_rows or self._tally()["optional_filter_broadened"]:
             return CheckVerdict.FAILED
-        return CheckVerdict.PASSED if self.coverage.checked else CheckVerdict.NOT_CHECKED
+        applies = self.coverage.applicable
+        return CheckVerdict.PASSED if self.coverage.checked or not applies else CheckVerdict.NOT_CHECKED
 
     def verdict_line(self) -> str:
         """The verdict as one sentence: what failed, or how many cases it covers and why the rest were not
@@ -180,6 +182,8 @@ class CheckReport:
         if self.verdict is CheckVerdict.FAILED:
             what = "leakage" if self.leakage.num_rows else "a missing optional filter broadened access"
             return f"FAILED: {what}" + (f"; {unchecked}" if cov.checked < cov.cases else "")
+        if not cov.applicable and self.verdict is CheckVerdict.PASSED:
+            return f"PASSED: leakage {NOT_APPLICABLE} ({cov.cases:,} case(s))"
         if self.verdict is CheckVerdict.NOT_CHECKED:
             why = "no case has a principal" if cov.has_manifest else cov.why_unchecked()
             return f"NOT CHECKED: {why}; leakage of none of the {cov.cases:,} case(s) could be checked"

@@ -48,11 +48,12 @@ def experiment_sql(rule: Rule) -> str:
     if not rule.advice:
         return _quote(rule.experiment)
     arms = " ".join(
-        f"WHEN coalesce(({a.when}), false) THEN {_quote(a.text + ' (read run.json ' + a.field + ': ')} "
-        f"|| {CONFIG_FIELDS[a.field]} || ')'"
+        f"WHEN cfg_has_run_json AND coalesce(({a.when}), false) THEN "
+        f"{_quote(a.text + ' (read run.json ' + a.field + ': ')} || {CONFIG_FIELDS[a.field]} || ')'"
         for a in rule.advice
     )
-    return f"CASE {arms} ELSE {_quote(rule.experiment)} END"
+    unknown = _quote(rule.experiment + " (no run.json: the run's configuration is not known)")
+    return f"CASE {arms} WHEN NOT cfg_has_run_json THEN {unknown} ELSE {_quote(rule.experiment)} END"
 
 
 def _evidence() -> str:

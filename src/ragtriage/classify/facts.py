@@ -47,12 +47,15 @@ from ragtriage.classify.locations import (
 from ragtriage.classify.rules import (
     CROWD_MIN,
     DEFAULT_RECALL_BAR,
+    HAS_QUERY_TEXT,
+    MISSING_ANY_RUN,
     NEAR_DUP_JACCARD,
     NEAR_DUP_MIN_TOKENS,
     NOT_RETRIEVED,
     UNJUDGED_TOP,
 )
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, is_relevant, relevant_labels
+from ragtriage.store.run_rules import has_run_json
 
 # Checks-layer tables the statement reads (registered by the caller).
 LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS = "_cls_leaks", "_cls_negatives", "_cls_stale_first", "_cls_versions"
@@ -79,7 +82,7 @@ _ID_FILTER = "lambda t: len(t) >= 4 AND regexp_matches(t, '[0-9]') AND regexp_ma
 _LEXICAL = "bm25|lexical|keyword|sparse|splade"
 RUN_CONFIG_CTE = f"""
 run_config AS (
-    SELECT reranker AS cfg_reranker,
+    SELECT {has_run_json("cfg")} AS cfg_has_run_json, reranker AS cfg_reranker,
            coalesce(lower(trim(reranker)) NOT IN ('', 'none', 'null', 'false', 'no'), false) AS has_reranker,
            k AS cfg_k, candidate_k AS cfg_candidate_k,
            CASE WHEN dense AND lexical THEN 'hybrid' WHEN dense THEN 'dense' WHEN lexical THEN 'lexical'
@@ -95,7 +98,7 @@ run_config AS (
                  OR regexp_matches(lower(coalesce(json_extract_string(system, '$.retriever'), '') || ' '
                                          || coalesce(json_extract_string(system, '$.description'), '')),
                                    '{_LEXICAL}') AS lexical
-          FROM runs WHERE run_id = $run_id)
+          FROM runs WHERE run_id = $run_id) cfg
 )"""
 
 
@@ -178,6 +181,35 @@ corpus AS (
     SELECT * FROM {CORPUS_TABLE}
 )"""
 
+# An answerable case the run abstained on, by the run's own signals (the negative cases' definitions,
+# ``checks.negatives``): an event saying insufficient evidence, an empty final list its event shows is no outage,
+# or a top score below the calibrated threshold. A case without an event is not known to have abstained: a TREC
+# run that lacks a topic says nothing about why.
+_ABSTENTION_CTES = f"""
+run_events AS (
+    SELECT case_id, bool_or(status = 'insufficient_evidence') AS insufficient,
+           bool_or(coalesce(timed_out, false) OR status = 'error') AS failed
+    FROM events WHERE run_id = $run_id AND {in_chunk("case_id")} GROUP BY case_id
+),
+run_threshold AS (
+    SELECT score_threshold AS threshold FROM runs WHERE run_id = $run_id
+),
+-- read only where an abstention can be known: a calibrated threshold, or the run's events for the case
+top_scores AS (
+    SELECT case_id, max(score) AS top_score, count(*) AS n_results FROM results
+    WHERE run_id = $run_id AND stage = 'final' AND {in_chunk("case_id")}
+      AND ((SELECT threshold FROM run_threshold) IS NOT NULL OR case_id IN (SELECT case_id FROM run_events))
+    GROUP BY case_id
+),
+abstained AS (
+    SELECT a.case_id, ts.top_score, (SELECT threshold FROM run_threshold) AS threshold,
+           coalesce(ts.n_results, 0) AS n_results,
+           CASE WHEN e.insufficient THEN 'insufficient evidence'
+                WHEN e.case_id IS NOT NULL AND NOT e.failed AND ts.case_id IS NULL THEN 'empty list'
+                WHEN ts.top_score < (SELECT threshold FROM run_threshold) THEN 'below threshold' END AS how
+    FROM answerable a LEFT JOIN run_events e USING (case_id) LEFT JOIN top_scores ts USING (case_id)
+)"""
+
 _ANSWERABLE_CTES = f"""{_BAR_CTE},
 answerable AS (
     SELECT case_id, query, query_type, tags FROM cases WHERE answerable AND {in_chunk("case_id")}
@@ -247,10 +279,11 @@ heading_hits AS (
     WHERE c.chunk_kind = 'heading' AND l.location <> 'final-top-k' AND coalesce(l.chunk_kind, '') <> 'heading'
     GROUP BY f.case_id
 ),
+-- Only a query's text can hold an identifier: a case loaded without topics shows its id as its query.
 identifiers AS (
     SELECT case_id, unnest(list_distinct(list_filter(regexp_extract_all(query, '{_TOKEN}'), {_ID_FILTER})))
            AS ident
-    FROM answerable
+    FROM answerable WHERE {HAS_QUERY_TEXT}
 ),
 identifier_top AS (
     SELECT f.case_id, lower(concat_ws(' ', c.title, c.text, f.snippet)) AS haystack
@@ -284,9 +317,14 @@ version_mix AS (
     FROM {VERSION_PAIRS}
     WHERE stage = 'final' AND stale_rank <= $k AND current_rank <= $k AND {in_chunk("case_id")} GROUP BY case_id
 ),
+{_ABSTENTION_CTES},
 answerable_facts AS (
     SELECT p.case_id,
-           CASE WHEN p.n_found = 0 THEN 'no-relevant-in-top-k' ELSE 'recall-below-bar' END AS failure,
+           CASE WHEN ab.how IS NOT NULL THEN 'false-abstention'
+                WHEN p.n_found = 0 THEN 'no-relevant-in-top-k' ELSE 'recall-below-bar' END AS failure,
+           CASE WHEN ab.how IS NOT NULL
+                THEN struct_pack(how := ab.how, top_score := ab.top_score, threshold := ab.threshold,
+                                 n_results := ab.n_results) END AS abstention,
            p.n_relevant, p.n_found, p.missing,
            coalesce(t.n_top, 0) AS n_top, coalesce(t.n_judged, 0) AS n_judged,
            coalesce(t.top_units, []) AS top_units,
@@ -300,8 +338,7 @@ answerable_facts AS (
            coalesce(im.identifiers_missed, []) AS identifiers_missed,
            list_transform(list_filter(p.missing, lambda u: u.chunk_kind = 'table'), lambda u: u.unit_id)
                AS table_units,
-           list_transform(list_filter(p.missing, lambda u: u.location = 'absent-from-runs' AND NOT u.indexed
-                                                           AND u.in_corpus IS NULL),
+           list_transform(list_filter(p.missing, lambda u: {MISSING_ANY_RUN} AND u.in_corpus IS NULL),
                           lambda u: u.unit_id || ': {NOT_RETRIEVED}') AS assumptions,
            a.query_type,
            (coalesce(a.query_type, '') ILIKE 'multi%' OR list_contains(coalesce(a.tags, []), 'multi-part'))
@@ -313,7 +350,8 @@ answerable_facts AS (
     LEFT JOIN disputed d USING (case_id) LEFT JOIN heading_hits h USING (case_id)
     LEFT JOIN identifiers_missed im USING (case_id) LEFT JOIN version_mix vm USING (case_id)
     LEFT JOIN duplicate_pairs dp USING (case_id) LEFT JOIN stale_cases sc USING (case_id)
-    WHERE {_FAILING}
+    LEFT JOIN abstained ab ON ab.case_id = p.case_id AND p.n_relevant > 0 AND ab.how IS NOT NULL
+    WHERE {_FAILING} OR ab.how IS NOT NULL
 )"""
 
 _OTHER_CTES = f"""
@@ -425,6 +463,56 @@ def fact_chunks(
             yield chunk_facts(cur, run_id, k, lo, hi)
 
 
+# The input each evidence fact is read from (``rules.INPUTS``; "a|b": either one). A fact whose input was not
+# loaded is NULL, empty or false, never a claim: the thin-data test walks every fact of every failure against it.
+FACT_INPUTS: dict[str, tuple[str, ...]] = {
+    "n_relevant": ("labels",),
+    "n_found": ("labels", "this run"),
+    "missing": ("labels", "this run"),
+    "assumptions": ("labels", "this run", "other runs"),
+    "top_units": ("this run",),
+    "n_top": ("this run",),
+    "n_judged": ("labels", "this run"),
+    "crowding_document": ("this run", "labels"),
+    "crowding_count": ("this run",),
+    "disputed": ("labels", "annotators"),
+    "heading_hits": ("manifest", "this run"),
+    "identifiers_missed": ("topics", "manifest|snippets"),
+    "table_units": ("manifest",),
+    "multi_part": ("topics",),
+    "version_mix": ("manifest", "versions"),
+    "duplicate_pairs": ("manifest|snippets",),
+    "stale_detail": ("manifest", "versions"),
+    "abstention": ("this run", "events|calibration"),
+    "expected_behavior": ("topics",),
+    "reason": ("this run", "events|calibration"),
+    "top_score": ("this run",),
+    "threshold": ("calibration",),
+    "n_results": ("this run",),
+    "stale_first": ("manifest", "versions"),
+    "n_leaked_rows": ("this run", "manifest", "principal"),
+    "n_leaked_final": ("this run", "manifest", "principal"),
+    "n_leaked_results": ("this run", "manifest", "principal"),
+    "leaks": ("this run", "manifest", "principal"),
+}
+# The same for each missing relevant unit of ``missing`` (``classify.locations``).
+MISSING_INPUTS: dict[str, tuple[str, ...]] = {
+    "unit_id": ("labels",),
+    "document_id": ("labels",),
+    "grade": ("labels",),
+    "location": ("labels", "this run", "other runs"),
+    "final_rank": ("this run",),
+    "candidate_rank": ("this run",),
+    "best_rank_other_runs": ("other runs",),
+    "best_other_run": ("other runs",),
+    "in_corpus": ("manifest",),
+    "document_in_corpus": ("manifest",),
+    "permitted": ("principal", "manifest"),
+    "chunk_kind": ("manifest",),
+    "section": ("labels",),  # the manifest's section, else the label's section_id, else its document
+    "indexed": ("manifest", "other runs"),
+}
+
 # The facts each failure kind carries into its evidence JSON (besides k, rules and patterns).
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
     "answerable": (
@@ -445,6 +533,7 @@ EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
         "version_mix",
         "duplicate_pairs",
         "stale_detail",
+        "abstention",
     ),
     "negative-not-abstained": ("n_relevant", "expected_behavior", "reason", "top_score", "threshold", "n_results"),
     "stale-first": ("stale_detail", "version_mix", "duplicate_pairs"),

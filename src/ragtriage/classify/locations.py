@@ -19,8 +19,9 @@ false: a missing manifest is not missing documents. With a manifest derived from
 
 Ranks are positions in the de-duplicated list (a unit's first occurrence, re-numbered 1..n), as the metrics
 count them. ``indexed`` says whether any loaded run returned the unit for any case (so it is in the index even
-when no run returns it for this case). ``permitted`` says whether the case's principal may see the unit (NULL:
-the case has no principal or the unit is not in the snapshot), by the same rules as the leakage check.
+when no run returns it for this case); without a corpus manifest it is NULL: nothing says what the index holds.
+``permitted`` says whether the case's principal may see the unit (NULL: the case has no principal or the unit is
+not in the snapshot), by the same rules as the leakage check.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def location_ctes(
     else:
         returned = "SELECT DISTINCT unit_id FROM results"
         corpus_rows = "documents"
-        indexed = "rt.unit_id IS NOT NULL"
+        indexed = "CASE WHEN EXISTS (SELECT 1 FROM documents) THEN rt.unit_id IS NOT NULL END"
     plain_sql = (
         f"SELECT run_id FROM {plain_runs}"
         if plain_runs

@@ -16,15 +16,26 @@ from dataclasses import dataclass
 from ragtriage.contract.categories import CATEGORIES as DEFECT_CATEGORIES
 from ragtriage.contract.categories import UNDETERMINED
 
-FAILURES = ("no-relevant-in-top-k", "recall-below-bar", "negative-not-abstained", "stale-first", "leakage")
+FAILURES = (
+    "no-relevant-in-top-k",
+    "recall-below-bar",
+    "false-abstention",
+    "negative-not-abstained",
+    "stale-first",
+    "leakage",
+)
 # the defect categories shared with the notes (ragtriage.contract.categories), and the classifier's abstention
 CATEGORIES = (*DEFECT_CATEGORIES, UNDETERMINED)
-ANSWERABLE = ("no-relevant-in-top-k", "recall-below-bar")
+ANSWERABLE = ("no-relevant-in-top-k", "recall-below-bar", "false-abstention")
+FALSE_ABSTENTION_RULE = "ranking.false-abstention"
 
 UNJUDGED_RULE = "dataset.unjudged-top-k"
 UNDETERMINED_RULE = "undetermined.not-retrieved-by-any-run"
 # Said in the evidence of every failure whose missing unit no run returned while no manifest is loaded.
-NOT_RETRIEVED = "not retrieved by any run (ingestion or ranking: load a corpus manifest to tell)"
+NOT_RETRIEVED = "not retrieved (corpus unknown: ingestion or ranking; load a corpus manifest to tell)"
+HAS_QUERY_TEXT = "query IS DISTINCT FROM case_id"
+"""SQL over ``cases``: the case has query text (a case loaded without topics shows its id as its query, and an id
+is not text a pattern may read)."""
 UNJUDGED_PENALTY = 0.75
 DEFAULT_RECALL_BAR = 1.0
 # "crowded by one document": at least this many of the top k, and at least half of k.
@@ -40,6 +51,7 @@ UNJUDGED_TOP = 3
 # is missing, so an absent input is never read as evidence (no manifest is not "no documents").
 INPUTS: dict[str, str] = {
     "labels": "qrels of the current dataset version",
+    "topics": "the cases' query text and fields (a topics file, or the contract's cases; not the qrels alone)",
     "this run": "the run's final list (and its candidate stage, when loaded)",
     "other runs": "the other loaded runs' lists, for this case and for any case",
     "manifest": "a corpus manifest (documents.jsonl): which units and documents exist",
@@ -48,6 +60,7 @@ INPUTS: dict[str, str] = {
     "versions": "the manifest's status and effective dates",
     "calibration": "the run's calibrated score threshold (`ragtriage calibrate`)",
     "events": "the run's events (status, time-outs)",
+    "snippets": "the text of the run's results (the contract's results.snippet; a TREC run has none)",
     "run.json": "the run's configuration (reranker, k, candidate_k, embedding_model, system, filters_applied)",
 }
 
@@ -93,14 +106,16 @@ def _missing(pred: str) -> str:
 # was missed too, and that is the defect to fix first. Unknown (no manifest, no principal) is not a defect.
 _LABEL_DEFECT = "coalesce((NOT u.in_corpus AND u.document_in_corpus) OR u.permitted = false, false)"
 _ONLY_LABEL_DEFECTS = f"len(list_filter(missing, lambda u: NOT {_LABEL_DEFECT})) = 0"
-_MISSING_ANY_RUN = "u.location = 'absent-from-runs' AND NOT u.indexed"
+# ``indexed`` is known only with a corpus manifest (NULL without): a unit no run returned is then not known to be
+# indexed, and the evidence cannot tell ingestion from ranking.
+MISSING_ANY_RUN = "u.location = 'absent-from-runs' AND NOT coalesce(u.indexed, false)"
 
 # The category of one missing relevant unit's own defect, read from its location (the rules' evidence): what
 # "fixing the defects of a category" moves, for the cost of each category (``cost.py``).
 UNIT_CATEGORY = f"""CASE WHEN {_LABEL_DEFECT} THEN 'dataset'
      WHEN u.location = 'absent-from-corpus' AND u.document_in_corpus = false THEN 'ingestion'
-     WHEN {_MISSING_ANY_RUN} AND u.in_corpus THEN 'ingestion'
-     WHEN {_MISSING_ANY_RUN} AND u.in_corpus IS NULL THEN 'undetermined'
+     WHEN {MISSING_ANY_RUN} AND u.in_corpus THEN 'ingestion'
+     WHEN {MISSING_ANY_RUN} AND u.in_corpus IS NULL THEN 'undetermined'
      ELSE 'ranking' END"""
 
 # The run.json fields an advice reads, and how its value is printed (SQL over the run-configuration facts).
@@ -116,6 +131,19 @@ CONFIG_FIELDS: dict[str, str] = {
 _SHALLOW = "(cfg_candidate_k IS NULL OR cfg_candidate_k <= cfg_k)"
 
 RULES: tuple[Rule, ...] = (
+    Rule(
+        FALSE_ABSTENTION_RULE,
+        "ranking",
+        ("false-abstention",),
+        0.9,
+        "abstention IS NOT NULL",
+        "An answerable case with a relevant label on which the run abstained (an empty final list that is no "
+        "outage, a top score below its calibrated threshold, or an insufficient-evidence event): the abstention "
+        "decision, not the ranking, withheld evidence that exists.",
+        "Re-calibrate the run's abstention threshold on the labelled cases: `ragtriage calibrate --run RUN` "
+        "(see evidence.facts.abstention for the top score and the threshold).",
+        needs=("labels", "this run", "events", "calibration"),
+    ),
     Rule(
         "dataset.no-relevant-label",
         "dataset",
@@ -176,7 +204,7 @@ RULES: tuple[Rule, ...] = (
         "ingestion",
         ANSWERABLE,
         0.8,
-        _missing(f"{_MISSING_ANY_RUN} AND u.in_corpus"),
+        _missing(f"{MISSING_ANY_RUN} AND u.in_corpus"),
         "A missing relevant, permitted unit is in the corpus manifest but no loaded run returned it, at any "
         "stage or depth, for any case: it is not in the index (crawler or parser dropped it).",
         "Check the index for the missing units (crawler and parser logs) and re-index them.",
@@ -325,7 +353,7 @@ RULES: tuple[Rule, ...] = (
         "undetermined",
         ANSWERABLE,
         0.4,
-        _missing(f"{_MISSING_ANY_RUN} AND u.in_corpus IS NULL"),
+        _missing(f"{MISSING_ANY_RUN} AND u.in_corpus IS NULL"),
         NOT_RETRIEVED + ". With a manifest this is ingestion.absent-from-runs or ingestion.absent-from-corpus.",
         "Load the corpus manifest (documents.jsonl) with the dataset to tell ingestion from ranking.",
         needs=("labels", "this run", "other runs"),

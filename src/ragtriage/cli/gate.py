@@ -214,13 +214,14 @@ def _compare_one(
             n_resamples=resamples,
             metrics=metric or None,
         )
-        (safety,) = run_safety(con, [run], gate=config, baseline=baseline)
+        safety, base_safety = run_safety(con, [run, baseline], gate=config, baseline=baseline)
         why: Explanation | None = explain_drops(con, result) if explain else None
     except (StoreError, ValueError, duckdb.Error) as exc:
         raise _fail(exc) from exc
     finally:
         con.close()
-    show(_comparison_output(result, safety.phrase(), in_use, why, fmt=fmt), fmt)
+    base_leaks = f"baseline {baseline} {base_safety.phrase()}" if base_safety.leaked_rows else None
+    show(_comparison_output(result, safety.phrase(), in_use, why, base_leaks, fmt=fmt), fmt)
 
 
 def _say_labels(db: Path) -> None:
@@ -242,14 +243,16 @@ def _comparison_output(
     leakage: str,
     labels: dict[str, str] | None = None,
     why: Explanation | None = None,
+    baseline_leaks: str | None = None,
     *,
     fmt: Format = Format.json,
 ) -> Output:
     """The summary rows (numbers, for json/csv), the same rows formatted for a reader, and the worst cases;
-    the candidate's leakage (``experiments.safety``) leads the context, before any figure, and the labels the
-    figures use close it. With ``why`` (``--explain``), the cases per cause and every drop's cause: a reader
-    (table, markdown) gets the causes that occur and each drop's sentence, json every count and the evidence,
-    csv (rows only) one row per drop with its evidence."""
+    the candidate's leakage (``experiments.safety``) leads the context, before any figure, then the baseline's
+    when it leaks (its figures include leaked rows), and the labels the figures use close it. With ``why``
+    (``--explain``), the cases per cause and every drop's cause: a reader (table, markdown) gets the causes that
+    occur and each drop's sentence, json every count and the evidence, csv (rows only) one row per drop with its
+    evidence."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -261,6 +264,7 @@ def _comparison_output(
     shown = table_of_rows([dict(zip(rep.TEXT_HEADERS, row, strict=True)) for row in rep.text_rows(result)], schema)
     context = {
         "leakage": leakage,
+        **({"baseline leakage": baseline_leaks} if baseline_leaks else {}),
         "run": result.run_id,
         "baseline": result.baseline,
         "dataset": result.dataset_version[:12],

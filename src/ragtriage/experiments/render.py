@@ -104,9 +104,12 @@ def run_sentence(rc: RunsComparison, run: str, safety: RunSafety | None) -> str:
 
 
 def summary_section(rc: RunsComparison, safety: tuple[RunSafety, ...]) -> Section:
-    """The opening: one sentence per run, the baseline's last."""
+    """The opening: one sentence per run, the baseline's last; first when it leaks, since every candidate's
+    verdict below is measured against figures partly earned with leaked rows."""
     of = _safety_of(safety)
-    runs = [*rc.candidates, rc.baseline]
+    base = of.get(rc.baseline)
+    leaks = base is not None and base.leaked_rows > 0
+    runs = [rc.baseline, *rc.candidates] if leaks else [*rc.candidates, rc.baseline]
     return Section("Verdict per run", [], [], [run_sentence(rc, r, of.get(r)) for r in runs])
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from ragtriage.checks.leakage import NOT_APPLICABLE as LEAKAGE_NOT_APPLICABLE
 from ragtriage.gate import sources
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 LEAKS = "leaks"
 NOT_CHECKED = "not checked"
 NO_LEAK = "no leak found"
+NOT_APPLICABLE = "not applicable"
 
 
 @dataclass(frozen=True)
@@ -38,21 +40,23 @@ class RunSafety:
 
     @property
     def status(self) -> str:
-        """``leaks``, ``not checked`` or ``no leak found``."""
+        """``leaks``, ``not applicable`` (the data declares no access rule), ``not checked`` or ``no leak found``."""
         if self.leaked_rows:
             return LEAKS
+        if not self.coverage.applicable:
+            return NOT_APPLICABLE
         return NO_LEAK if self.coverage.checked else NOT_CHECKED
 
     @property
     def blocked(self) -> bool:
         """The run cannot pass a release on these figures: it leaks, nothing could be checked, or it fails a rule
         of the gate."""
-        return self.status != NO_LEAK or bool(self.gate_failed)
+        return self.status not in (NO_LEAK, NOT_APPLICABLE) or bool(self.gate_failed)
 
     @property
     def mark(self) -> str:
         """The run cell's mark: ``LEAKS``, ``NOT CHECKED``, ``FAILS GATE`` or nothing."""
-        if self.status != NO_LEAK:
+        if self.status not in (NO_LEAK, NOT_APPLICABLE):
             return self.status.upper()
         return "FAILS GATE" if self.gate_failed else ""
 
@@ -64,6 +68,8 @@ class RunSafety:
                 f"FAILS: it leaks ({self.leaked_rows:,} leaked result row(s) in {self.leaked_cases:,} case(s), any "
                 "stage), whatever its figures"
             )
+        elif self.status == NOT_APPLICABLE:
+            text = f"leakage {LEAKAGE_NOT_APPLICABLE}"
         elif self.status == NOT_CHECKED:
             text = f"leakage NOT CHECKED ({cov.why_unchecked()} on all {cov.cases:,} case(s)): it cannot pass"
         else:

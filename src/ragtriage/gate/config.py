@@ -12,7 +12,7 @@ import hashlib
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ class Regression:
     require_significance: bool = False
     alpha: float = 0.05
     split: str | None = "holdout"
+    split_default: bool = False  # no split given: holdout where the dataset has splits, else all cases
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class SliceMinimum:
     metric: str
     min: float
     split: str | None = "holdout"
+    split_default: bool = False  # no split given: holdout where the dataset has splits, else all cases
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class ZeroHit:
     k: int
     max_rate: float
     split: str | None = "holdout"
+    split_default: bool = False  # no split given: holdout where the dataset has splits, else all cases
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ class GateConfig:
     negatives: NegativeCases | None = None
     latency: Latency | None = None
     reproducibility: tuple[str, ...] = REPRO_ITEMS
+    reproducibility_asked: bool = False  # the file has a [reproducibility] table: its items hold for every run
     metrics: tuple[str, ...] = field(default=())
 
     def ks(self) -> tuple[int, ...]:
@@ -271,6 +275,34 @@ def gate_metric(name: str) -> str:
     return column
 
 
+def for_data(config: GateConfig, has_splits: bool) -> GateConfig:
+    """``config`` with every rule that names no split (nor does ``[gate]``) on the data's default split: the holdout
+    where the dataset has splits, else all cases. A dataset without splits has no holdout, and a rule on it would
+    measure nothing."""
+    if has_splits:
+        return config
+
+    def on_all(rules: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(replace(r, split=None) if r.split_default else r for r in rules)
+
+    zero = config.zero_hit
+    return replace(
+        config,
+        regressions=on_all(config.regressions),
+        slice_minima=on_all(config.slice_minima),
+        zero_hit=replace(zero, split=None) if zero is not None and zero.split_default else zero,
+    )
+
+
+def split_note(split: str | None, defaulted: bool) -> tuple[str, ...]:
+    """The note a rule on the default split carries, saying which split that was and why."""
+    if not defaulted:
+        return ()
+    if split is None:
+        return ("split: all cases (the dataset has no splits; the default is the holdout where it has them)",)
+    return (f'split: {split} (the default where the dataset has splits; set split = "all" for every case)',)
+
+
 def cutoff_of(metric: str) -> int:
     """The cutoff of a metric :func:`gate_metric` accepted (``nDCG@10`` -> 10)."""
     return int(metric.rsplit("@", 1)[1])
@@ -317,6 +349,7 @@ def parse_gate(path: Path) -> GateConfig:
             )
     gate = r.check("gate", 0, doc.get("gate", {}))
     default_split = _split(gate.get("split", "holdout"))
+    defaulted = "split" not in gate  # a rule without a split of its own takes the data's default
     report_by = gate.get("report_by", "query_type")
     if report_by not in SLICE_COLUMNS:
         raise r.fail("gate", 0, "report_by", f"report_by {report_by!r} is not a slice column: {_COLUMNS}")
@@ -337,6 +370,7 @@ def parse_gate(path: Path) -> GateConfig:
             bool(b.get("require_significance", False)),
             float(b.get("alpha", 0.05)),
             _split(b.get("split", default_split)),
+            defaulted and "split" not in b,
         )
         for i, b in enumerate(doc.get("regression", []))
     )
@@ -356,6 +390,7 @@ def parse_gate(path: Path) -> GateConfig:
                 r.metric("slice_minimum", i, b["metric"]),
                 float(b["min"]),
                 _split(b.get("split", default_split)),
+                defaulted and "split" not in b,
             )
         )
     kw["slice_minima"] = tuple(minima)
@@ -366,7 +401,9 @@ def parse_gate(path: Path) -> GateConfig:
         )
     if "zero_hit" in doc:
         b = r.check("zero_hit", 0, doc["zero_hit"])
-        kw["zero_hit"] = ZeroHit(int(b["k"]), float(b["max_rate"]), _split(b.get("split", default_split)))
+        kw["zero_hit"] = ZeroHit(
+            int(b["k"]), float(b["max_rate"]), _split(b.get("split", default_split)), defaulted and "split" not in b
+        )
     if "negative_cases" in doc:
         b = r.check("negative_cases", 0, doc["negative_cases"])
         kw["negatives"] = NegativeCases(float(b.get("min_share", 1.0)))
@@ -387,6 +424,7 @@ def parse_gate(path: Path) -> GateConfig:
                 f"unknown reproducibility item(s) {bad}; allowed: {', '.join(REPRO_ITEMS)}",
             )
         kw["reproducibility"] = tuple(req)
+        kw["reproducibility_asked"] = True
     metrics = {x.metric for x in kw["regressions"]} | {x.metric for x in kw["slice_minima"]}
     if "critical" in kw:
         metrics.add(kw["critical"].metric)

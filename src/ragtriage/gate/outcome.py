@@ -41,6 +41,9 @@ class RuleResult:
     ci_low: float | None = None
     ci_high: float | None = None
     p_value: float | None = None
+    #: whether the data can carry the rule: False for leakage on data without access rules, for a rule over
+    #: critical or negative cases the dataset has none of, for reproducibility the gate file does not ask for
+    applies: bool = True
 
 
 @dataclass(frozen=True)

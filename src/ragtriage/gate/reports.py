@@ -83,6 +83,7 @@ def _text(verdict: Verdict) -> Iterator[str]:
         f"candidate {verdict.run_id} vs baseline {verdict.baseline}, dataset {verdict.dataset_version[:12]}, "
         f"ragtriage {verdict.evaluator_version}"
     )
+    yield from (f"  note: {n}" for n in verdict.notes)
     for r in verdict.rules:
         yield f"  {'pass' if r.passed else 'FAIL'}  {r.rule}: {r.figure}  (needs {r.threshold})"
         yield from (f"        note: {n}" for n in r.notes)
@@ -122,6 +123,7 @@ def _markdown(verdict: Verdict) -> Iterator[str]:
         f"Candidate {md(verdict.run_id)} vs baseline {md(verdict.baseline)} · dataset "
         f"`{md(verdict.dataset_version[:12])}` · gate sha256 `{verdict.gate_sha256[:12]}` · ragtriage "
         f"{md(verdict.evaluator_version)}",
+        *(f"\n**{md(n)}**" for n in verdict.notes),
         "",
         "| Rule | Result | Figure | Threshold |",
         "|---|---|---|---|",

@@ -16,14 +16,16 @@ import duckdb
 from ragtriage.gate.config import GateConfig
 from ragtriage.gate.outcome import RuleResult
 from ragtriage.gate.sources import first_row
+from ragtriage.store.run_rules import has_run_json as run_json_sql
 
-_FACTS_SQL = """
+_FACTS_SQL = f"""
 SELECT r.declared_dataset_version, r.corpus_version, d.corpus_snapshot,
        r.system, r.index_version, r.embedding_model, r.chunking, r.reranker, r.loaded_at,
        (SELECT count(*) FROM results WHERE run_id = r.run_id) AS n_results,
        (SELECT string_agg(DISTINCT sha256, ',') FROM loads WHERE kind = 'run' AND target = r.run_id) AS sha256,
        (SELECT string_agg(DISTINCT ragtriage_version, ',') FROM loads WHERE kind = 'run' AND target = r.run_id)
-           AS loaded_by
+           AS loaded_by,
+       {run_json_sql("r")} AS has_run_json
 FROM runs r LEFT JOIN datasets d USING (dataset_version) WHERE r.run_id = ?
 """
 
@@ -36,7 +38,7 @@ def _configuration(system: str | None, *fields: str | None) -> bool:
 def _problems(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: str) -> dict[str, str]:
     row = first_row(con, _FACTS_SQL, [run_id])
     assert row is not None
-    declared, corpus, snapshot, system, index, emb, chunking, reranker, loaded_at, n_results, sha, by = row
+    declared, corpus, snapshot, system, index, emb, chunking, reranker, loaded_at, n_results, sha, by, _ = row
     out: dict[str, str] = {}
     if not declared:
         out["dataset_version"] = "run.json records no dataset_version"
@@ -58,10 +60,37 @@ def _problems(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: str) -
     return out
 
 
+RUN_JSON_ITEMS = ("dataset_version", "corpus_snapshot", "configuration")
+"""What only a run.json can record: a plain TREC (or BEIR, JSON) run cannot carry them."""
+
+
+def has_run_json(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
+    """Whether the run came with a run.json (a contract folder, or a TREC file beside one)."""
+    row = first_row(con, _FACTS_SQL, [run_id])
+    return bool(row and row[-1])
+
+
+def required_items(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: str) -> tuple[str, ...]:
+    """The reproducibility items the gate holds ``run_id`` to: every item the gate file's ``[reproducibility]``
+    asks for; without that table, those the run's inputs can record (a run without run.json cannot record a
+    dataset version, a corpus snapshot or a configuration, so they are noted as not recorded, not failed)."""
+    if config.reproducibility_asked or has_run_json(con, run_id):
+        return config.reproducibility
+    return tuple(k for k in config.reproducibility if k not in RUN_JSON_ITEMS)
+
+
 def reproducibility_rule(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: str, evaluator: str) -> RuleResult:
     problems = _problems(con, config, run_id)
-    failed = [k for k in config.reproducibility if k in problems]
+    required = required_items(con, config, run_id)
+    failed = [k for k in required if k in problems]
+    unrecordable = [k for k in config.reproducibility if k not in required and k in problems]
     ignored = [f"not required: {k}: {problems[k]}" for k in problems if k not in config.reproducibility]
+    if unrecordable:
+        ignored.insert(
+            0,
+            f"not recorded (the run has no run.json; require them in [reproducibility] to fail on them): "
+            f"{', '.join(unrecordable)}",
+        )
     figure = "all recorded" if not failed else "; ".join(f"{k}: {problems[k]}" for k in failed)
     row = first_row(
         con, "SELECT string_agg(DISTINCT ragtriage_version, ',') FROM loads WHERE kind = 'run' AND target = ?", [run_id]
@@ -74,8 +103,9 @@ def reproducibility_rule(con: duckdb.DuckDBPyConnection, config: GateConfig, run
         "reproducibility",
         not failed,
         figure,
-        "recorded: " + (", ".join(config.reproducibility) or "nothing required"),
+        "recorded: " + (", ".join(required) or "nothing required"),
         float(len(failed)),
         (),
         tuple(notes),
+        applies=config.reproducibility_asked,
     )

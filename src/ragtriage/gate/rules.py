@@ -24,6 +24,7 @@ from ragtriage.gate.config import (
     SliceMinimum,
     ZeroHit,
     cutoff_of,
+    split_note,
 )
 from ragtriage.gate.outcome import FailingCase, RuleResult
 from ragtriage.gate.paired_table import worst_first
@@ -45,6 +46,9 @@ class Context:
     run_k: int = 0
     categories_at: dict[int, dict[str, str]] = field(default_factory=dict)  # at the k a rule's measure names
     classified: dict[str, str] = field(default_factory=dict)  # cases with a classified failure at the run's k
+    #: a leaking baseline's per-case figures with its leaked final rows earning nothing (None: it does not leak)
+    base_clean: pa.Table | None = None
+    base_leaked_rows: int = 0
 
     def slice_of(self, case_id: str) -> str:
         return self._slices.get(case_id, "(unknown)")
@@ -106,13 +110,26 @@ def _scored(ctx: Context, metric: str, split: str | None, cases: pa.Table | None
 
 def leakage_rule(ctx: Context) -> RuleResult:
     """No leaked row, in any stage; and leakage must have been checked on some case (on at least the gate's
-    ``[leakage] min_checked_share`` of them): a run nobody could check has not shown that it does not leak."""
-    from ragtriage.checks.leakage import coverage, leaked_result_rows, unchecked_cases
+    ``[leakage] min_checked_share`` of them): a run nobody could check has not shown that it does not leak. On data
+    that declares no access rule at all the rule does not apply, and passes saying so."""
+    from ragtriage.checks.leakage import NOT_APPLICABLE, coverage, leaked_result_rows, unchecked_cases
 
-    table = sources.leaks(ctx.con, ctx.run_id)
-    rows = table.to_pylist()
     unchecked = unchecked_cases(ctx.con, ctx.run_id)
     cov = coverage(ctx.con, unchecked)
+    if not cov.applicable:
+        return RuleResult(
+            "leakage",
+            "leakage",
+            True,
+            f"{NOT_APPLICABLE} (no principal on any of {cov.cases} case(s), no acl or tenant in any manifest, "
+            "no acl policy)",
+            "no leaked rows where the data declares access rules",
+            0.0,
+            notes=("leakage applies once any case names a principal or any document an acl or tenant",),
+            applies=False,
+        )
+    table = sources.leaks(ctx.con, ctx.run_id)
+    rows = table.to_pylist()
     need = ctx.config.leakage.min_checked_share
     covered = cov.checked > 0 and cov.share >= need - TIE
     per_case: dict[str, list[str]] = {}
@@ -146,33 +163,57 @@ def leakage_rule(ctx: Context) -> RuleResult:
     )
 
 
-def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
+def _paired(ctx: Context, rule: Regression, base: pa.Table) -> tuple[pa.Table, pa.Table]:
     summary, pairs, _ = compare_tables(
         ctx.candidate,
-        ctx.base,
+        base,
         ctx.report_slices,
         [rule.metric],
         split=rule.split,
         seed=ctx.config.seed,
         n_resamples=ctx.config.n_resamples,
     )
+    return summary, pairs
+
+
+def _with_leaks(ctx: Context, rule: Regression) -> tuple[str, str]:
+    """The baseline's figure with its leaked rows in, for the figure beside the honest one, and the note."""
+    summary, _ = _paired(ctx, rule, ctx.base)
+    raw = [r for r in summary.to_pylist() if r["slice"] == "all"]
+    with_them = f"{raw[0]['baseline']:.4f}" if raw else "no figure"
+    note = (
+        f"baseline {ctx.baseline} leaks ({ctx.base_leaked_rows:,} leaked result row(s)): compared against its "
+        f"figure with the leaked final rows earning nothing ({rule.metric} {with_them} with them)"
+    )
+    return with_them, note
+
+
+def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
+    summary, pairs = _paired(ctx, rule, ctx.base_clean if ctx.base_clean is not None else ctx.base)
+    leaky = _with_leaks(ctx, rule) if ctx.base_clean is not None else None
     name = f"regression:{rule.metric}:{_split_label(rule.split)}"
     threshold = f"mean Δ{rule.metric} ≥ -{rule.tolerance:g}"
     if rule.require_significance:
         threshold += f", or a larger drop that is not significant (p ≥ {rule.alpha:g})"
     overall = [r for r in summary.to_pylist() if r["slice"] == "all"]
+    on = split_note(rule.split, rule.split_default) + ((leaky[1],) if leaky else ())
     if not overall:
-        return RuleResult(name, "regression", False, f"no paired cases on {_split_label(rule.split)}", threshold)
+        return RuleResult(
+            name, "regression", False, f"no paired cases on {_split_label(rule.split)}", threshold, notes=on
+        )
     o = overall[0]
     drop = o["mean_diff"] < -rule.tolerance - TIE
     significant = o["p_value"] < rule.alpha
     passed = not (drop and (significant or not rule.require_significance))
+    base_figure = (
+        f"{o['baseline']:.4f} (leaked rows removed; {leaky[0]} with them)" if leaky else f"{o['baseline']:.4f}"
+    )
     figure = (
-        f"{rule.metric} {o['baseline']:.4f} → {o['candidate']:.4f}, Δ {o['mean_diff']:+.4f} "
-        f"[95% CI {o['ci_low']:+.4f}, {o['ci_high']:+.4f}], p = {o['p_value']:.4g}, "
+        f"{rule.metric} {base_figure} → {o['candidate']:.4f}, Δ {o['mean_diff']:+.4f} "
+        f"{_interval(o['ci_low'], o['ci_high'])}, p = {o['p_value']:.4g}, "
         f"{o['wins']}/{o['ties']}/{o['losses']} W/T/L on {_cases_on(o['n'], rule.split)}"
     )
-    notes = (_regression_reason(rule, o["mean_diff"], o["p_value"], drop, significant),)
+    notes = (_regression_reason(rule, o["mean_diff"], o["p_value"], drop, significant), *on)
     losses = worst_first(pairs)
     seen: dict[str, FailingCase] = {}
     if not passed:
@@ -196,6 +237,13 @@ def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
         ci_high=o["ci_high"],
         p_value=o["p_value"],
     )
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    """The paired interval as the figure prints it; none on too few cases to resample (one paired case)."""
+    if low is None or high is None:
+        return "[95% CI n/a: too few paired cases]"
+    return f"[95% CI {low:+.4f}, {high:+.4f}]"
 
 
 def _regression_reason(rule: Regression, delta: float, p: float, drop: bool, significant: bool) -> str:
@@ -226,6 +274,7 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
             False,
             f"no cases with relevant units in slice {label} on {_split_label(rule.split)}",
             threshold,
+            notes=split_note(rule.split, rule.split_default),
         )
     mean = sum(v for _, v in rows) / len(rows)
     passed = mean >= rule.min - TIE
@@ -239,7 +288,8 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
         )
     )
     figure = f"mean {rule.metric} {mean:.4f} over {_cases_on(len(rows), rule.split)} in {label}"
-    return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures)
+    notes = split_note(rule.split, rule.split_default)
+    return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures, notes)
 
 
 def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
@@ -250,8 +300,17 @@ def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
         ctx.failing(c, f"critical case: {rule.metric} {v:.3f} < {rule.min:g}", k=cutoff_of(rule.metric))
         for c, v in below
     )
+    if not rows:
+        return RuleResult(
+            f"critical_cases:{rule.metric}",
+            "critical_cases",
+            True,
+            f"not applicable: no critical case with relevant units on {_split_label(rule.split)}",
+            f"every critical case {rule.metric} ≥ {rule.min:g}",
+            applies=False,
+        )
     figure = f"{len(below)} of {len(rows)} critical cases below {rule.min:g} on {rule.metric}"
-    notes = ("no critical cases with relevant units",) if not rows else ()
+    notes: tuple[str, ...] = ()
     return RuleResult(
         f"critical_cases:{rule.metric}",
         "critical_cases",
@@ -271,7 +330,10 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
     name = f"zero_hit@{rule.k}"
     threshold = f"zero-hit rate ≤ {rule.max_rate:g}"
     if not rows:
-        return RuleResult(name, "zero_hit", False, f"no answerable cases on {_split_label(rule.split)}", threshold)
+        notes = split_note(rule.split, rule.split_default)
+        return RuleResult(
+            name, "zero_hit", False, f"no answerable cases on {_split_label(rule.split)}", threshold, notes=notes
+        )
     rate = len(zero) / len(rows)
     passed = rate <= rule.max_rate + TIE
     failures = () if passed else tuple(ctx.failing(c, f"no relevant unit in the top {rule.k}", k=rule.k) for c in zero)
@@ -279,7 +341,8 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
         f"{len(zero)} of {_cases_on(len(rows), rule.split, 'answerable cases')} with no relevant unit in "
         f"the top {rule.k} ({rate:.1%})"
     )
-    return RuleResult(name, "zero_hit", passed, figure, threshold, rate, failures)
+    notes = split_note(rule.split, rule.split_default)
+    return RuleResult(name, "zero_hit", passed, figure, threshold, rate, failures, notes)
 
 
 def negative_rule(ctx: Context, rule: NegativeCases) -> RuleResult:
@@ -290,9 +353,9 @@ def negative_rule(ctx: Context, rule: NegativeCases) -> RuleResult:
             "negative_cases",
             "negative_cases",
             True,
-            "no negative cases in the dataset",
+            "not applicable: no negative (unanswerable) cases in the dataset",
             threshold,
-            notes=("no negative cases to check",),
+            applies=False,
         )
     bad = [r for r in rows if not r["passed"]]
     share = 1.0 - len(bad) / len(rows)

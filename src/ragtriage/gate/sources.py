@@ -57,6 +57,21 @@ def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> 
     return table.select(schema.names).cast(schema)
 
 
+def per_case_without(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int], leaked: pa.Table) -> pa.Table:
+    """:func:`per_case` of the run with its final-stage ``leaked`` rows (a :func:`leaks` table) earning nothing:
+    a leaking baseline's figures as far as they were earned with documents its principals may see."""
+    import pyarrow.compute as pc
+
+    from ragtriage.metrics.per_case import per_case as metrics_per_case
+    from ragtriage.metrics.per_case import per_case_schema
+
+    final = leaked.filter(pc.equal(leaked.column("stage").cast(pa.string()), "final"))
+    cutoffs = tuple(sorted(set(ks)))
+    table: pa.Table = metrics_per_case(con, run_id, cutoffs, stage="final", counts=False, without=final)
+    schema = per_case_schema(cutoffs, counts=False)
+    return table.select(schema.names).cast(schema)
+
+
 def side_by_side(
     fn: Callable[[duckdb.DuckDBPyConnection, str], pa.Table], con: duckdb.DuckDBPyConnection, runs: Sequence[str]
 ) -> list[pa.Table]:

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.gate import sources
-from ragtriage.gate.config import GateConfig
-from ragtriage.gate.outcome import Verdict, json_pieces
+from ragtriage.gate.config import GateConfig, for_data
+from ragtriage.gate.outcome import RuleResult, Verdict, json_pieces
 from ragtriage.gate.reproducibility import reproducibility_rule
 from ragtriage.gate.rules import Context, relevance_rules
 from ragtriage.store import run_k
@@ -52,6 +52,10 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     del tables
     costs = sources.category_costs(con, run_id)
     candidate, base = sources.per_case_pair(con, run_id, baseline, ks)
+    base_rows = sources.leak_summary(con, baseline)[0]
+    base_clean = sources.per_case_without(con, baseline, ks, sources.leaks(con, baseline)) if base_rows else None
+    report_slices = sources.case_slices(con, version, config.report_by)
+    config = for_data(config, has_splits=report_slices.column("split").null_count < report_slices.num_rows)
     ctx = Context(
         con=con,
         config=config,
@@ -60,14 +64,19 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         dataset_version=version,
         candidate=candidate,
         base=base,
-        report_slices=sources.case_slices(con, version, config.report_by),
+        report_slices=report_slices,
         categories=at[own_k],
         run_k=own_k,
         categories_at=at,
         classified=classified,
+        base_clean=base_clean,
+        base_leaked_rows=base_rows,
     )
     rules = relevance_rules(ctx)
     rules.append(reproducibility_rule(con, config, run_id, __version__))
+    if not any(r.applies for r in rules):
+        raise NothingApplies(config, rules)
+    notes = baseline_notes(base_rows, baseline)
     return Verdict(
         gate_name=config.name,
         gate_path=str(config.path),
@@ -79,11 +88,36 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         evaluator_version=__version__,
         evaluated_at=datetime.now(UTC).replace(tzinfo=None),
         rules=tuple(rules),
+        notes=notes,
         category_costs=tuple(
             {"category": c.category, "cost": c.cost, "cases": c.cases, "measure": costs.measure} for c in costs.costs
         ),
         cost_summary=costs.sentence(),
     )
+
+
+def baseline_notes(rows: int, baseline: str) -> tuple[str, ...]:
+    """What every report says before its rules when the baseline leaks: its figures were bought in part with
+    documents its principals may not see, a bar the candidate must not reach that way, so the regression rules
+    compare against its figures with the leaked rows earning nothing, and show both."""
+    if not rows:
+        return ()
+    return (
+        f"baseline {baseline} LEAKS: {rows:,} leaked result row(s), any stage; the regression rules below compare "
+        "against its figures with the leaked final rows removed (both figures shown)",
+    )
+
+
+class NothingApplies(ValueError):
+    """A gate file none of whose rules the data can carry: its verdict would pass (or fail) on nothing measured,
+    so it is refused as unusable input (exit 2), naming each rule and why it does not apply."""
+
+    def __init__(self, config: GateConfig, rules: list[RuleResult]) -> None:
+        why = "; ".join(f"{r.rule}: {r.figure}" for r in rules)
+        super().__init__(
+            f"{config.path}: no rule of the gate applies to this data ({why}). Add a rule the data can carry, "
+            'e.g. [[regression]] metric = "nDCG@10", or a [reproducibility] table to require what was recorded'
+        )
 
 
 def _categories(table: pa.Table, basis: str | None = None) -> dict[str, str]:

@@ -70,12 +70,17 @@ def fixed_column(m: Measure) -> str | None:
     return None
 
 
-def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
-    """case_id, n_relevant and the fixed measures at ``ctx.ks`` with ``zero_hit@k``, from the one engine."""
+def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext, without: pa.Table | None = None) -> pa.Table:
+    """case_id, n_relevant and the fixed measures at ``ctx.ks`` with ``zero_hit@k``, from the one engine; the
+    ``without`` rows (case_id, unit_id) taken out of the cut lists (:func:`per_case`)."""
     measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed_measures(ctx.ks)]]
     cur = con.cursor()  # the cut lists' temp tables go with it
     try:
         lists = cut_lists_table(cur, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())
+        if without is not None and without.num_rows:
+            cur.register("_without", without.select(["case_id", "unit_id"]))
+            cur.execute(f"DELETE FROM {lists} WHERE (case_id, unit_id) IN (SELECT case_id, unit_id FROM _without)")
+            cur.unregister("_without")
         table = evaluate(cur, ctx, measures, trec=False, lists=lists)
     finally:
         cur.close()
@@ -106,8 +111,10 @@ def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
     )
 
 
-def per_case_context(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts: bool = True) -> pa.Table:
-    table = per_case_values(con, ctx)
+def per_case_context(
+    con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts: bool = True, without: pa.Table | None = None
+) -> pa.Table:
+    table = per_case_values(con, ctx, without)
     if not counts:
         return table
     joined = arrow(
@@ -133,12 +140,16 @@ def per_case(
     split: str | None = None,
     counts: bool = True,
     cases: Sequence[str] | None = None,
+    without: pa.Table | None = None,
 ) -> pa.Table:
     """One row per answerable case (cases without results score 0): counts and ``P@k`` ... ``Judged@k``;
     columns :func:`per_case_schema`.
 
     ``counts=False`` skips n_retrieved/n_judged_retrieved, which need a pass over every result row of the run.
     ``cases`` keeps those cases only, reading only their rows (the TUI's case screen: milliseconds at any size).
+    ``without`` (case_id, unit_id rows: a leaking baseline's leaked results) earn nothing where they stand in the
+    lists, as if a filter had blanked them; the other results keep their positions (what a filtered retriever
+    would have put there instead is unknown).
     """
     ctx = resolve(con, run_id, ks, stage=stage, gain=gain, split=split, cases=cases)
-    return per_case_context(con, ctx, counts=counts)
+    return per_case_context(con, ctx, counts=counts, without=without)

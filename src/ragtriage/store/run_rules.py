@@ -140,3 +140,13 @@ def _dup_rank_rule(list_key: list[str]) -> Rule:
         key_exprs=[*list_key, "s.rank"],
         suspects=small_int_suspects(list_key, "s.rank"),
     )
+
+
+def has_run_json(runs: str = "r") -> str:
+    """SQL: whether the run of the ``runs`` row (an alias of ``runs``) came with a run.json, the only input that
+    records its configuration, dataset version and corpus snapshot: a contract folder, or a TREC file beside one.
+    A plain TREC, BEIR or JSON run has none, and what only run.json records is unknown for it, never "none"."""
+    return (
+        f"({runs}.source_format = 'folder' OR EXISTS (SELECT 1 FROM loads WHERE kind = 'run' "
+        f"AND target = {runs}.run_id AND parse_filename(path) = 'run.json'))"
+    )

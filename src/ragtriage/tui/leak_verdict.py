@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from ragtriage.checks.leakage import Coverage, coverage, unchecked_cases
+from ragtriage.checks.leakage import NOT_APPLICABLE, Coverage, coverage, unchecked_cases
 from ragtriage.tui.data import RunCache, core, leak_counts
 
 FAILS, NOT_CHECKED, CLEAN = "fails", "not checked", "no leaks"
@@ -45,7 +45,7 @@ class LeakVerdict:
     def state(self) -> str:
         if self.leaked_cases:
             return FAILS
-        return CLEAN if self.checked else NOT_CHECKED
+        return CLEAN if self.checked or not self.coverage.applicable else NOT_CHECKED
 
     def sentence(self) -> str:
         """The verdict in words, for the overview's banner."""
@@ -53,6 +53,8 @@ class LeakVerdict:
             return f"LEAKAGE FAILS: {self.leaked_cases} cases, {self.leaked_final} leaked final results"
         if self.state == NOT_CHECKED:
             return f"leakage: NOT CHECKED ({self.why_unchecked()} in any of {self.cases} cases)"
+        if not self.coverage.applicable:
+            return f"leakage: {NOT_APPLICABLE}"
         rest = f"; {self.unchecked} not checked ({self.why_unchecked()})" if self.unchecked else ""
         return f"leakage: none in {self.checked} checked cases{rest}"
 
