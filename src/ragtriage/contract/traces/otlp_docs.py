@@ -55,7 +55,7 @@ def insert_doc_rows(con: duckdb.DuckDBPyConnection) -> None:
     ``trc_drows``."""
     con.execute(
         f"""INSERT INTO trc_faults
-            SELECT sid, {_key_sql()}, i, 'index' FROM trc_drows WHERE NOT {_GOOD_INDEX}
+            SELECT DISTINCT sid, list || '.' || i, i, 'index' FROM trc_drows WHERE NOT {_GOOD_INDEX}
             UNION ALL SELECT sid, {_key_sql()}, odd, 'value' FROM trc_drows WHERE odd IS NOT NULL AND field = 'id'
             UNION ALL SELECT sid, {_key_sql()}, NULL, 'twice' FROM trc_drows GROUP BY ALL HAVING count(*) > 1"""
     )

@@ -171,8 +171,8 @@ _TIME_RULE = {"otlp": "nanoseconds since 1970 (digits, within 64 bits)", "langfu
 def _time_causes(fmt: str) -> list[Cause]:
     start, end = _TIME_FIELDS.get(fmt, ("start_time", "end_time"))
     what = _TIME_RULE.get(fmt, "a timestamp")
-    return [Cause(f"bad_{x} IS NOT NULL", f"bad_{x}", name, "bad-value", f"a {x} time that is not {what}: {{v}}")
-            for x, name in (("start", start), ("end", end))]  # fmt: skip
+    return [Cause(f"bad_{x} IS NOT NULL", f"bad_{x}", name, "bad-value", f"{a} {x} time that is not {what}: {{v}}")
+            for a, x, name in (("a", "start", start), ("an", "end", end))]  # fmt: skip
 
 
 _INT_SCORE = "regexp_full_match(score_text, '[-+]?[0-9]+')"
@@ -188,7 +188,7 @@ _DOC_CAUSES = [
 ]  # fmt: skip
 _FAULT_CAUSES = [
     Cause("kind = 'index'", "field", "document index", "bad-value",
-          "a document attribute whose index is not a list position (0 to 2,147,483,647): {v}"),
+          "a document whose index is not a list position (0 to 2,147,483,647): {v}"),
     Cause("kind = 'twice'", "field", "document field", "duplicate-key",
           "a document field given twice in one span (which value is meant?): {v}"),
     Cause("kind = 'value'", "field || ' holds ' || value", "document.id", "wrong-type",
