@@ -86,7 +86,8 @@ def _groups(req: Request) -> Request:
 
 def _observation(**fields: Any) -> dict[str, Any]:
     obs = {"id": "o1", "traceId": "t3", "startTime": "2025-01-01T00:00:00.000Z", "endTime": "2025-01-01T00:00:00.250Z",
-           "input": {"query": "what is the travel policy"}, "output": {"documents": [{"id": "d1", "score": 1.0}]}}  # fmt: skip
+           "input": {"query": "what is the travel policy"},
+           "output": {"documents": [{"id": "d1", "score": 1.0}]}}  # fmt: skip
     return obs | fields
 
 
