@@ -134,6 +134,8 @@ def stage_traces(
             res = _read(con, Path(path), opts, res, out, digest)
         else:
             _read_frame(con, frame, source_label(path, i), opts, out)
+    if any(f.severity == "error" for f in out.findings):  # a failed statement may have ended the transaction
+        return out
     out.findings += observations.otlp_objects(con)
     if any(f.severity == "error" for f in out.findings):
         return out
@@ -164,8 +166,10 @@ _SPAN_CAUSES = [
     Cause("bad_groups IS NOT NULL", "bad_groups", "groups", "bad-value",
           "a groups value that is not a group name or a list of group names: {v}"),
 ]  # fmt: skip
-_TIME_FIELDS = {"otlp": ("startTimeUnixNano", "endTimeUnixNano"), "langfuse": ("startTime", "endTime")}
-_TIME_RULE = {"otlp": "nanoseconds since 1970 (digits, within 64 bits)", "langfuse": "an ISO 8601 timestamp"}
+_TIME_FIELDS = {"otlp": ("startTimeUnixNano", "endTimeUnixNano"), "langfuse": ("startTime", "endTime"),
+                "phoenix": ("start_time", "end_time")}  # fmt: skip
+_TIME_RULE = {"otlp": "nanoseconds since 1970 (digits, within 64 bits)", "langfuse": "an ISO 8601 timestamp",
+              "phoenix": "a timestamp"}  # fmt: skip
 
 
 def _time_causes(fmt: str) -> list[Cause]:
