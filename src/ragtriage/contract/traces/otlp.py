@@ -243,7 +243,7 @@ def read_otlp_once(
         return otlp_lines.read_lines(con, path, res0, REQUEST_SHAPE, _value_sql, wanted_keys(opts), checked=True,
                                      digest=folded(path) if digest else None)  # fmt: skip
     except (otlp_lines.TextFault, JsonStreamError, OSError):
-        for table in ("trc_kv", "trc_docs", "trc_docs_lines", "trc_sp", "trc_span"):
+        for table in ("trc_kv", "trc_docs", "trc_docs_lines", "trc_faults", "trc_sp", "trc_span"):
             con.execute(f"DELETE FROM {table} WHERE sid > ?", [sid0])
         con.execute("DELETE FROM trc_res WHERE res > ?", [res0])
         return None
