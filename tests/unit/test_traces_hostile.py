@@ -194,6 +194,8 @@ def test_a_langfuse_file_with_an_otlp_request_is_refused(
          "a document score that is not a finite number: 'NaN'"),
         (_observation(userGroups={"hr": 1}), "groups",
          "a groups value that is not a group name or a list of group names: '{\"hr\":1}'"),
+        (_observation(userId={"id": "u1"}), "principal", "a principal that is not one id (a string or a number): "
+         "'{\"id\":\"u1\"}'"),
     ],
 )  # fmt: skip
 def test_hostile_langfuse_observations_are_refused(

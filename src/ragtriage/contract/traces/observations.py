@@ -101,6 +101,10 @@ def normalise_observations(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -
     end = ts.format(f"coalesce({j}->>'endTime', {j}->>'end_time')")
     raw_start = f"coalesce({j}->'startTime', {j}->'start_time')"
     raw_end = f"coalesce({j}->'endTime', {j}->'end_time')"
+    # the principal is one id (a string or a number); another type is refused, never read as no principal
+    u = f"{j}->{sql_str(json_path(opts.principal_attribute or 'userId'))}"
+    principal = f"(CASE WHEN json_type({u}) IN ('VARCHAR', 'BIGINT', 'UBIGINT') THEN {u}->>'$' END)"
+    bad_principal = f"CASE WHEN json_type({u}) <> 'NULL' AND {principal} IS NULL THEN CAST({u} AS VARCHAR) END"
     if opts.groups_attribute:
         # a list of names or one name (a string or a number); anything else is refused, never read as absent
         g = f"{j}->{sql_str(json_path(opts.groups_attribute))}"
@@ -122,7 +126,7 @@ def normalise_observations(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -
                    CASE WHEN {j}->>'level' = 'ERROR' THEN coalesce(nullif({j}->>'statusMessage', ''), 'ERROR') END
                        AS error,
                    {_text(j, opts.case_id_attribute) if opts.case_id_attribute else "NULL"} AS case_attr,
-                   {_text(j, opts.principal_attribute, ("userId",))} AS principal,
+                   {principal} AS principal, {bad_principal} AS bad_principal,
                    {groups} AS groups, {bad_groups} AS bad_groups,
                    {_bad_time(raw_start, start)} AS bad_start, {_bad_time(raw_end, end)} AS bad_end,
                    CAST(NULL AS VARCHAR) AS resource,
@@ -130,7 +134,7 @@ def normalise_observations(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -
             FROM trc_obs o"""
     )
     con.execute(
-        f"""INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS}, bad_start, bad_end, bad_groups
+        f"""INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS}, bad_start, bad_end, bad_groups, bad_principal
             FROM trc_obs_n WHERE docs IS NOT NULL"""
     )
     json_list_docs(con, "trc_obs_n", "docs", opts)

@@ -19,7 +19,7 @@ from ragtriage.contract.traces import observations, otlp
 from ragtriage.contract.traces.options import TraceOptions
 from ragtriage.contract.traces.phoenix import as_frame, read_phoenix
 from ragtriage.contract.traces.tables import create_tables, join_docs
-from ragtriage.contract.trec import Cause, counted_causes
+from ragtriage.contract.trec import Cause, counted_causes, not_finite
 
 TRACE_FORMATS = ("otlp", "phoenix", "langfuse")
 
@@ -165,6 +165,8 @@ _SPAN_CAUSES = [
           "the attribute {v} given twice in one span (which value is meant?)"),
     Cause("bad_groups IS NOT NULL", "bad_groups", "groups", "bad-value",
           "a groups value that is not a group name or a list of group names: {v}"),
+    Cause("bad_principal IS NOT NULL", "bad_principal", "principal", "bad-value",
+          "a principal that is not one id (a string or a number): {v}"),
 ]  # fmt: skip
 _TIME_FIELDS = {"otlp": ("startTimeUnixNano", "endTimeUnixNano"), "langfuse": ("startTime", "endTime"),
                 "phoenix": ("start_time", "end_time")}  # fmt: skip
@@ -183,8 +185,9 @@ _INT_SCORE = "regexp_full_match(score_text, '[-+]?[0-9]+')"
 _DOC_CAUSES = [
     Cause("document_id IS NULL OR document_id = ''", "span_id || ' #' || idx", "document.id", "missing-field",
           "a document without an id (span, position: {v}); name it with --trace-doc-id"),
-    Cause("(score_text IS NOT NULL AND NOT coalesce(isfinite(TRY_CAST(score_text AS DOUBLE)), FALSE)) "
-          "OR NOT isfinite(score)", "coalesce(score_text, CAST(score AS VARCHAR))", "document.score", "bad-score",
+    Cause(f"(score_text IS NOT NULL AND {not_finite('TRY_CAST(score_text AS DOUBLE)')}) "
+          f"OR (score IS NOT NULL AND {not_finite('score')})", "coalesce(score_text, CAST(score AS VARCHAR))",
+          "document.score", "bad-score",
           "a document score that is not a finite number: {v}"),
     Cause(f"score_text IS NOT NULL AND {_INT_SCORE} AND abs(TRY_CAST(score_text AS DOUBLE)) > 9007199254740992",
           "score_text", "document.score", "bad-score",

@@ -30,22 +30,24 @@ def doc_score(d: str = "") -> str:
 
 def create_tables(con: duckdb.DuckDBPyConnection) -> None:
     """``trc_spans`` and ``trc_docs``, ``trc_faults`` and ``trc_docs_lines``. A span's ``twice`` (an attribute it
-    reads given twice), ``bad_start``/``bad_end`` (a time that is not one) and ``bad_groups`` (a groups value that
-    is not a group name or a list of them) hold the text the checks refuse, NULL where there is none;
-    ``trc_faults`` holds a document's (``kind``: ``index``, ``twice`` or ``value``), keyed by its span. And
-    ``trc_docs_lines``: the documents of the blocks whose documents carry
-    nothing more than an id and a numeric score (no content, metadata or score written as text), the usual OTLP
-    export. DuckDB's appends cost more the more columns the table has, NULL or not, so such blocks go there, and
-    ``trc_docs`` becomes the view of both once the files are read (``join_docs``): each document is held once.
-    Every document of the load is held until the run's rows are made of them, so ``trc_docs_lines`` holds them in
-    narrow types: the role as its position in ``ROLES``, the rank as an INTEGER (a position within one span)."""
+    reads given twice), ``bad_start``/``bad_end`` (a time that is not one), ``bad_groups`` (a groups value that
+    is not a group name or a list of them) and ``bad_principal`` (a principal that is not one id) hold the text
+    the checks refuse, NULL where there is none; ``trc_faults`` holds a document's (``kind``: ``index``,
+    ``twice`` or ``value``), keyed by its span. And ``trc_docs_lines``: the documents of the blocks whose
+    documents carry nothing more than an id and a numeric score (no content, metadata or score written as text),
+    the usual OTLP export. DuckDB's appends cost more the more columns the table has, NULL or not, so such blocks
+    go there, and ``trc_docs`` becomes the view of both once the files are read (``join_docs``): each document is
+    held once. Every document of the load is held until the run's rows are made of them, so ``trc_docs_lines``
+    holds them in narrow types: the role as its position in ``ROLES``, the rank as an INTEGER (a position within
+    one span)."""
     drop_docs(con)
     con.execute("CREATE OR REPLACE TEMP SEQUENCE trc_sid")
     con.execute(
         """CREATE OR REPLACE TEMP TABLE trc_spans (sid BIGINT, file VARCHAR, line BIGINT, trace_id VARCHAR,
                span_id VARCHAR, parent_id VARCHAR, kind VARCHAR, query VARCHAR, started DOUBLE, latency_ms DOUBLE,
                error VARCHAR, case_attr VARCHAR, principal VARCHAR, groups VARCHAR[], resource VARCHAR,
-               twice VARCHAR, bad_start VARCHAR, bad_end VARCHAR, bad_groups VARCHAR)"""
+               twice VARCHAR, bad_start VARCHAR, bad_end VARCHAR, bad_groups VARCHAR,
+               bad_principal VARCHAR)"""
     )
     con.execute("CREATE OR REPLACE TEMP TABLE trc_faults (sid BIGINT, field VARCHAR, value VARCHAR, kind VARCHAR)")
     con.execute(
