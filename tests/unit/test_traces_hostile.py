@@ -311,3 +311,24 @@ def test_a_deep_dataset_manifest_is_a_finding(tmp_path: Path) -> None:
     res = runner.invoke(app, ["load", "--db", str(tmp_path / "x.duckdb"), "--dataset", str(ds), "--no-precompute"])
     assert res.exit_code == 2 and no_traceback(res), res.output
     assert "JSON nested deeper than the reader takes" in res.output, res.output
+
+
+def test_a_phoenix_document_id_that_is_a_list_or_a_text_time_that_is_no_time_is_refused(
+    base: tuple[Path, Path, dict[str, tuple[int, str]]], tmp_path: Path
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    doc = pa.struct([("document.id", pa.list_(pa.string())), ("document.score", pa.float64())])
+    table = pa.table({
+        "context.trace_id": ["t1", "t2"], "context.span_id": ["s1", "s2"], "span_kind": ["RETRIEVER", "RETRIEVER"],
+        "start_time": ["2025-01-01 00:00:00", "not a time"], "end_time": ["2025-01-01 00:00:01"] * 2,
+        "attributes.input.value": ["what is the travel policy"] * 2,
+        "attributes.retrieval.documents": pa.array([[{"document.id": ["d1", "d2"], "document.score": 0.5}],
+                                                    [{"document.id": ["d1"], "document.score": 0.5}]], pa.list_(doc)),
+    })  # fmt: skip
+    path = tmp_path / "spans.parquet"
+    pq.write_table(table, path)
+    out = _refused(base, tmp_path, path)
+    assert f"{path}:1: document.id: a document id that is not one string or number: 'document.id holds an array'" in out
+    assert f"{path}:2: start_time: a start time that is not a timestamp: 'not a time'" in out, out

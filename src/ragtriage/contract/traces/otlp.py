@@ -28,6 +28,7 @@ from ragtriage.contract.traces import otlp_lines
 from ragtriage.contract.traces.options import TraceOptions
 from ragtriage.contract.traces.otlp_docs import DOC_ROWS_TABLE, doc_rows_sql, drop_unkept, insert_doc_rows, odd_sql
 from ragtriage.contract.traces.paths import json_path
+from ragtriage.contract.traces.tables import id_faults_sql
 
 _BATCH = 20_000
 _RESOURCE = ("resourceSpans", "resource_spans")
@@ -376,10 +377,4 @@ def json_list_docs(con: duckdb.DuckDBPyConnection, spans: str, column: str, opts
                    CAST(x->'metadata' AS VARCHAR)
             FROM {docs}"""
     )
-    kind = f"json_type({id_json})"  # an id is one string or number, never a list, an object or a bool
-    con.execute(
-        f"""INSERT INTO trc_faults
-            SELECT sid, 'document.id', CASE {kind} WHEN 'ARRAY' THEN 'an array' WHEN 'OBJECT' THEN 'an object'
-                                       ELSE 'a bool' END, 'value'
-            FROM {docs} WHERE {kind} IN ('ARRAY', 'OBJECT', 'BOOLEAN')"""
-    )
+    con.execute(id_faults_sql(docs, id_json))

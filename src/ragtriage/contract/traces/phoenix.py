@@ -17,7 +17,7 @@ import pyarrow as pa
 from ragtriage.contract.compression import duckdb_source
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces.options import TraceOptions
-from ragtriage.contract.traces.tables import SPAN_COLUMNS
+from ragtriage.contract.traces.tables import SPAN_COLUMNS, id_faults_sql
 
 _LISTS = {
     "retrieved": "attributes.retrieval.documents",
@@ -105,12 +105,14 @@ def _read(con: duckdb.DuckDBPyConnection, src: str, label: str, opts: TraceOptio
     )
     con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS}, bad_start, bad_end FROM trc_px")
     for role in _LISTS:
+        docs = f"""(SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
+                    FROM (SELECT sid, CAST({role} AS JSON[]) AS d FROM trc_px WHERE {role} IS NOT NULL
+                          AND json_type({role}) = 'ARRAY'))"""
         con.execute(
             f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata)
                 SELECT sid, {sql_str(role)}, CAST(i - 1 AS INTEGER), x->>'$."document.id"',
                        x->>'$."document.score"', x->>'$."document.content"', CAST(x->'$."document.metadata"' AS VARCHAR)
-                FROM (SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
-                      FROM (SELECT sid, CAST({role} AS JSON[]) AS d FROM trc_px WHERE {role} IS NOT NULL
-                            AND json_type({role}) = 'ARRAY'))"""
+                FROM {docs}"""
         )
+        con.execute(id_faults_sql(docs, """x->'$."document.id"'"""))
     con.execute("DROP TABLE trc_px")

@@ -28,6 +28,16 @@ def doc_score(d: str = "") -> str:
     return f"coalesce({p}score, TRY_CAST({p}score_text AS DOUBLE))"
 
 
+def id_faults_sql(docs: str, id_json: str) -> str:
+    """The statement appending to ``trc_faults`` the documents of ``docs`` (rows with ``sid``) whose id, the JSON
+    ``id_json``, is a list, an object or a bool: an id is one string or number, as in every other reader."""
+    kind = f"json_type({id_json})"
+    return f"""INSERT INTO trc_faults
+               SELECT sid, 'document.id', CASE {kind} WHEN 'ARRAY' THEN 'an array' WHEN 'OBJECT' THEN 'an object'
+                                          ELSE 'a bool' END, 'value'
+               FROM {docs} WHERE {kind} IN ('ARRAY', 'OBJECT', 'BOOLEAN')"""
+
+
 def create_tables(con: duckdb.DuckDBPyConnection) -> None:
     """``trc_spans`` and ``trc_docs``, ``trc_faults`` and ``trc_docs_lines``. A span's ``twice`` (an attribute it
     reads given twice), ``bad_start``/``bad_end`` (a time that is not one), ``bad_groups`` (a groups value that
