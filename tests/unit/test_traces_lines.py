@@ -207,7 +207,7 @@ def test_documents_pivoted_per_block_keep_sqls_rule(tmp_path: Path, monkeypatch:
     same documents, ranked by index."""
     plain = [
         (f"{D}.2.document.id", {"stringValue": "b"}), (f"{D}.2.document.score", {"doubleValue": 0.5}),
-        (f"{D}.07.document.id", {"stringValue": "c"}), (f"{D}.x.document.id", {"stringValue": "zz"}),
+        (f"{D}.07.document.id", {"stringValue": "c"}), (f"{D}.0.document.title", {"stringValue": "zz"}),
         (f"{D}.0.document.score", {"intValue": "1"}), (f"{D}.0.document.id", {"stringValue": "a"}),
         (f"{D}.0.document.content", {"stringValue": "=SUM(A1) \x1b[2J"}),
     ]  # fmt: skip
@@ -241,10 +241,10 @@ def _pivots(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def test_a_block_the_arrow_pivot_cannot_take_goes_through_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A field given twice (the larger value kept), a bool value, a double formatted by DuckDB: the Arrow pivot
-    passes the block on; the documents equal DuckDB's parse of it."""
+    """A bool content, a double id formatted by DuckDB: the Arrow pivot passes the block on; the documents equal
+    DuckDB's parse of it."""
     odd = [
-        (f"{D}.0.document.id", {"stringValue": "a"}), (f"{D}.0.document.id", {"stringValue": "b"}),
+        (f"{D}.0.document.id", {"stringValue": "b"}),
         (f"{D}.1.document.id", {"doubleValue": 12.0}), (f"{D}.1.document.content", {"boolValue": True}),
     ]  # fmt: skip
     path = tmp_path / "t.jsonl"

@@ -15,7 +15,7 @@ import duckdb
 
 from ragtriage.contract.errors import Finding
 from ragtriage.contract.staging import Staged, qident
-from ragtriage.contract.trec import CASE_COLUMNS, LABEL_COLUMNS, RESULT_COLUMNS, RunFacts, counted
+from ragtriage.contract.trec import CASE_COLUMNS, LABEL_COLUMNS, RESULT_COLUMNS, RunFacts, counted, not_finite
 
 ALIASES = {
     "case_id": ("case_id", "query_id", "qid", "q_id", "query-id", "topic", "topic_id"),
@@ -118,7 +118,7 @@ def _run(con: duckdb.DuckDBPyConnection, name: str, col: _Columns, path: Path, f
     has_score = col.pick["score"] is not None
     s = f"TRY_CAST({col('score')} AS DOUBLE)" if has_score else f"1.0 / TRY_CAST({col('rank')} AS DOUBLE)"
     facts.score_from_rank = not has_score
-    bad = f"({s} IS NULL OR isnan({s}) OR isinf({s}))"
+    bad = f"({not_finite(s)})"
     fld = "score" if has_score else "rank"
     findings = counted(
         con, f"{name}__raw", bad, col(fld), path, fld, "bad-score", f"{fld} {{v}} does not give a finite score"

@@ -21,7 +21,7 @@ import pyarrow as pa
 from ragtriage.contract.errors import FIRST_LINES, Finding
 from ragtriage.contract.json_stream import JsonStreamError, json_stream
 from ragtriage.contract.staging import Staged, encoding_findings
-from ragtriage.contract.trec import LABEL_COLUMNS, RESULT_COLUMNS, RunFacts
+from ragtriage.contract.trec import LABEL_COLUMNS, RESULT_COLUMNS, RunFacts, not_finite
 
 _BATCH = 200_000
 _RAW = pa.schema(
@@ -150,7 +150,7 @@ def stage_json_dicts(
                 FROM {raw} WHERE {ok_g}"""
         )
     else:
-        bad_s = "(v IS NULL OR isnan(v) OR isinf(v))"
+        bad_s = f"({not_finite('v')})"
         findings += _value_findings(con, raw, label, bad_s, value, "score", "bad-score", "score")
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE {name} AS

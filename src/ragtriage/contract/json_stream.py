@@ -7,6 +7,11 @@ one ``raw_decode`` call, so memory is bounded by the largest single entry, not b
 runs per character.
 
 Errors name the file, the line and the column, and what was expected there (``JsonStreamError``).
+
+Every JSON value a reader decodes goes through ``bounded_loads`` or this stream, the one bounded parser: a value
+nested deeper than the decoder recurses (``DEPTH_LIMIT``) or longer than the caller's size limit is refused with
+its position instead of exhausting the interpreter's stack, and an object holding one key twice is refused (the
+second value would replace the first silently), with both positions where the stream walks the object itself.
 """
 
 from __future__ import annotations
@@ -22,7 +27,68 @@ from typing import IO, Any
 from ragtriage.contract.compression import open_binary
 
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+DEPTH_LIMIT = "JSON nested deeper than the reader takes (about 1,000 levels; an export nests fewer than 12)"
+"""``json``'s C scanner recurses once per level and stops at the interpreter's recursion limit: the depth bound
+every JSON input is held to, refused with this message instead of a ``RecursionError``."""
+
+
+class DuplicateKey(ValueError):
+    """An object holding ``key`` twice; its first value would be replaced by the second without a word."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"the key {key!r} appears twice in one object")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique)
+
+
+class JsonLimitError(ValueError):
+    """A JSON value beyond the parser's bounds (``DEPTH_LIMIT``, a size limit) or holding a key twice; ``pos`` is
+    the offset of the value in the text it was decoded from."""
+
+    def __init__(self, message: str, pos: int) -> None:
+        self.message, self.pos = message, pos
+        super().__init__(message)
+
+
+def decode_bounded(text: str, pos: int = 0) -> tuple[Any, int]:
+    """``raw_decode`` of the value at ``pos``, bounded: ``JsonLimitError`` for a value nested too deep
+    (``DEPTH_LIMIT``) or holding a key twice, ``json.JSONDecodeError`` for text that is not JSON."""
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except RecursionError:
+        raise JsonLimitError(DEPTH_LIMIT, pos) from None
+    except DuplicateKey as exc:
+        raise JsonLimitError(str(exc), pos) from None
+
+
+def bounded_loads(text: str | bytes, max_size: int) -> Any:
+    """``json.loads`` for a value read whole (one line of a file, a manifest): refused (``ValueError``, a
+    ``JsonLimitError`` when it is the bounds) when longer than ``max_size`` characters, nested too deep or
+    holding a key twice."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    if len(text) > max_size:
+        raise JsonLimitError(f"a JSON value longer than {max_size:,} characters", 0)
+    start = _WS.match(text).end()  # type: ignore[union-attr]
+    obj, end = decode_bounded(text, start)
+    if text[end:].strip(" \t\n\r"):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return obj
+
+
 _BLOCK = 1 << 22
 _NEAR_END = 32  # an error this close to the end of the buffer may only be a value cut by the block boundary
 
@@ -125,7 +191,9 @@ class JsonStream:
         grow = self._block
         while True:
             try:
-                obj, end = _DECODER.raw_decode(self._buf, self._pos)
+                obj, end = decode_bounded(self._buf, self._pos)
+            except JsonLimitError as exc:
+                raise self.error(exc.message, exc.pos) from None
             except json.JSONDecodeError as exc:
                 cut = exc.pos >= len(self._buf) - _NEAR_END or exc.msg.startswith("Unterminated string")
                 if cut and self._more(grow):
@@ -154,15 +222,22 @@ class JsonStream:
     # -- containers -----------------------------------------------------------------------------------------
     def items(self) -> Iterator[str]:
         """Walk the object under the cursor: yield each key with the cursor on its value, which the caller must
-        consume (``value``, ``skip``, or a nested walk) before asking for the next key."""
+        consume (``value``, ``skip``, or a nested walk) before asking for the next key. A key given twice is
+        refused with both positions (the second value would replace the first)."""
         self._expect("{", "a JSON object")
         if self.peek() == "}":
             self._pos += 1
             return
+        seen: dict[str, tuple[int, int]] = {}
         while True:
             if self.peek() != '"':
                 raise self.error("expected a key in double quotes")
+            at = self.where()
             key = self.value()
+            if key in seen:
+                first = "line {}, column {}".format(*seen[key])
+                raise JsonStreamError(self.label, *at, f"the key {key!r} appears twice (first at {first})")
+            seen[key] = at
             self._expect(":", "':' after a key")
             yield key
             if self._expect(",}", "',' or '}' after a value") == "}":

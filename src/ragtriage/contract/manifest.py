@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragtriage.contract.compression import MAX_LINE
 from ragtriage.contract.errors import Finding, path_findings
 from ragtriage.contract.fields import INT_MAX, RUN, UNITS, Table
+from ragtriage.contract.json_stream import JsonLimitError, bounded_loads
 from ragtriage.contract.relevance import DEFAULT_RELEVANCE_THRESHOLD
 from ragtriage.contract.schema_check import schema_findings
 from ragtriage.contract.schemas import shipped_schema
@@ -48,9 +50,11 @@ def read_json_object(path: Path) -> tuple[dict[str, Any] | None, list[Finding]]:
     if not text.strip():
         return None, [Finding(f, None, None, "empty-file", "file is empty")]
     try:
-        obj = json.loads(text)
+        obj = bounded_loads(text, MAX_LINE)
     except json.JSONDecodeError as exc:
         return None, [Finding(f, exc.lineno, None, "malformed-json", f"malformed JSON: {exc.msg}")]
+    except JsonLimitError as exc:
+        return None, [Finding(f, None, None, "malformed-json", exc.message)]
     if not isinstance(obj, dict):
         return None, [Finding(f, 1, None, "malformed-json", "a JSON object is expected")]
     return obj, []

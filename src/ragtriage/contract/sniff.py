@@ -14,11 +14,11 @@ then checks every line and names the ones that do not fit.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragtriage.contract.compression import compression_fault, head_bytes, plain_name
+from ragtriage.contract.compression import MAX_LINE, compression_fault, head_bytes, plain_name
+from ragtriage.contract.json_stream import bounded_loads
 
 ROLES = ("qrels", "run", "topics")
 FORMATS = {
@@ -68,8 +68,8 @@ def is_number(s: str) -> bool:
 def _json_kind(first: str) -> str:
     """``json`` for a dict-of-dicts (possibly spread over many lines), ``jsonl`` for one flat object per line."""
     try:
-        obj = json.loads(first)
-    except json.JSONDecodeError:
+        obj = bounded_loads(first, MAX_LINE)
+    except ValueError:  # not JSON, or beyond the parser's bounds: the dict reader names where
         return "json"
     if isinstance(obj, dict) and obj and all(isinstance(v, dict) for v in obj.values()):
         return "json"

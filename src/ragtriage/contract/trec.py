@@ -86,6 +86,12 @@ def split_lines(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, commen
     return findings
 
 
+def not_finite(x: str) -> str:
+    """SQL: the score ``x`` (a DOUBLE) is missing, NaN or infinite: the one score rule of every reader (TREC, JSON
+    dicts, DataFrames, traces), so a score one format refuses is refused by all."""
+    return f"NOT coalesce(isfinite({x}), FALSE)"
+
+
 @dataclass(frozen=True)
 class Cause:
     """One kind of bad row: a predicate over a staged relation and the finding it becomes."""
@@ -248,7 +254,7 @@ def stage_trec_run(
         path,
         [
             Cause("n < 6", "n", None, "bad-columns", "expected 6 columns (qid Q0 docno rank score tag), found {v}"),
-            Cause("n >= 6 AND (score IS NULL OR isnan(score) OR isinf(score))", "line", "score", "bad-score",
+            Cause(f"n >= 6 AND {not_finite('score')}", "line", "score", "bad-score",
                   "score {v} is not a finite number"),
             Cause("n > 6", "n", None, "extra-columns",
                   "{v} columns where TREC has 6; the columns after the sixth (tag) were ignored", "warning"),

@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.errors import Finding
 from ragtriage.contract.json_stream import JsonStream, json_stream
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces.options import TraceOptions
@@ -77,15 +78,42 @@ def _list(j: str, path: str | None, fallbacks: tuple[str, ...]) -> str:
     return "coalesce(" + ", ".join(parts) + ")"
 
 
+def _bad_time(raw: str, parsed: str) -> str:
+    """SQL: the JSON text of a time given (not null) that is no ISO 8601 timestamp, else NULL."""
+    return f"CASE WHEN json_type({raw}) <> 'NULL' AND {parsed} IS NULL THEN CAST({raw} AS VARCHAR) END"
+
+
+def otlp_objects(con: duckdb.DuckDBPyConnection) -> list[Finding]:
+    """An OTLP export request among the observations (one file holding both formats): refused with its line, so
+    neither format's spans are skipped silently."""
+    rows = con.execute(
+        """SELECT file, min(line), count(*) FROM trc_obs
+           WHERE json_exists(j, '$.resourceSpans') OR json_exists(j, '$.resource_spans') GROUP BY file ORDER BY 1"""
+    ).fetchall()
+    msg = "an OTLP export request (resourceSpans) in a file of Langfuse observations; one file holds one format"
+    return [Finding(str(f), int(line), None, "unreadable", msg, "error", int(n)) for f, line, n in rows]
+
+
 def normalise_observations(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
     j = "CAST(o.j AS JSON)"
     ts = "TRY_CAST({} AS TIMESTAMPTZ)"
     start = ts.format(f"coalesce({j}->>'startTime', {j}->>'start_time')")
     end = ts.format(f"coalesce({j}->>'endTime', {j}->>'end_time')")
-    groups = _text(j, opts.groups_attribute) if opts.groups_attribute else "NULL"
-    groups_list = (
-        f"TRY_CAST({j}->{sql_str(json_path(opts.groups_attribute))} AS VARCHAR[])" if opts.groups_attribute else "NULL"
-    )  # noqa: E501
+    raw_start = f"coalesce({j}->'startTime', {j}->'start_time')"
+    raw_end = f"coalesce({j}->'endTime', {j}->'end_time')"
+    # the principal is one id (a string or a number); another type is refused, never read as no principal
+    u = f"{j}->{sql_str(json_path(opts.principal_attribute or 'userId'))}"
+    principal = f"(CASE WHEN json_type({u}) IN ('VARCHAR', 'BIGINT', 'UBIGINT') THEN {u}->>'$' END)"
+    bad_principal = f"CASE WHEN json_type({u}) <> 'NULL' AND {principal} IS NULL THEN CAST({u} AS VARCHAR) END"
+    if opts.groups_attribute:
+        # a list of names or one name (a string or a number); anything else is refused, never read as absent
+        g = f"{j}->{sql_str(json_path(opts.groups_attribute))}"
+        groups = f"""(CASE json_type({g}) WHEN 'ARRAY' THEN TRY_CAST({g} AS VARCHAR[])
+                                          WHEN 'VARCHAR' THEN [{g}->>'$'] WHEN 'BIGINT' THEN [{g}->>'$']
+                                          WHEN 'UBIGINT' THEN [{g}->>'$'] END)"""
+        bad_groups = f"CASE WHEN json_type({g}) <> 'NULL' AND {groups} IS NULL THEN CAST({g} AS VARCHAR) END"
+    else:
+        groups, bad_groups = "NULL", "NULL"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_obs_n AS
             SELECT o.sid, o.file, o.line,
@@ -98,13 +126,17 @@ def normalise_observations(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -
                    CASE WHEN {j}->>'level' = 'ERROR' THEN coalesce(nullif({j}->>'statusMessage', ''), 'ERROR') END
                        AS error,
                    {_text(j, opts.case_id_attribute) if opts.case_id_attribute else "NULL"} AS case_attr,
-                   {_text(j, opts.principal_attribute, ("userId",))} AS principal,
-                   coalesce({groups_list}, CASE WHEN {groups} IS NOT NULL THEN [{groups}] END) AS groups,
+                   {principal} AS principal, {bad_principal} AS bad_principal,
+                   {groups} AS groups, {bad_groups} AS bad_groups,
+                   {_bad_time(raw_start, start)} AS bad_start, {_bad_time(raw_end, end)} AS bad_end,
                    CAST(NULL AS VARCHAR) AS resource,
                    {_list(j, opts.docs, ("output.documents", "output"))} AS docs
             FROM trc_obs o"""
     )
-    con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_obs_n WHERE docs IS NOT NULL")
+    con.execute(
+        f"""INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS}, bad_start, bad_end, bad_groups, bad_principal
+            FROM trc_obs_n WHERE docs IS NOT NULL"""
+    )
     json_list_docs(con, "trc_obs_n", "docs", opts)
     con.execute("DROP TABLE trc_obs_n")
     con.execute("DROP TABLE trc_obs")

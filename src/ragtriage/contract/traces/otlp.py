@@ -22,12 +22,13 @@ from ragtriage.contract.arrow_scan import run_on_arrow
 from ragtriage.contract.compression import compression_of, open_binary
 from ragtriage.contract.digest import folded
 from ragtriage.contract.errors import path_findings
-from ragtriage.contract.json_stream import JsonStream, JsonStreamError, json_stream
+from ragtriage.contract.json_stream import JsonStream, JsonStreamError, bounded_loads, json_stream
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces import otlp_lines
 from ragtriage.contract.traces.options import TraceOptions
-from ragtriage.contract.traces.otlp_docs import doc_rows_sql, drop_unkept, insert_docs_sql
+from ragtriage.contract.traces.otlp_docs import DOC_ROWS_TABLE, doc_rows_sql, drop_unkept, insert_doc_rows, odd_sql
 from ragtriage.contract.traces.paths import json_path
+from ragtriage.contract.traces.tables import id_faults_sql
 
 _BATCH = 20_000
 _RESOURCE = ("resourceSpans", "resource_spans")
@@ -95,12 +96,16 @@ class _Walk:
     def request(self, js: JsonStream) -> None:
         if js.kind() != "object":
             raise js.error("expected an OTLP export request: an object with resourceSpans")
+        line, found = js.line, False
         for key in js.items():
             if key in _RESOURCE and js.kind() == "array":
+                found = True
                 for _ in js.elements():
                     self.resource_spans(js)
             else:
                 js.skip()
+        if not found:  # another format's object (a Langfuse observation) would be skipped without a word
+            raise JsonStreamError(self.file, line, None, otlp_lines.NOT_A_REQUEST)
 
     def resource_spans(self, js: JsonStream) -> None:
         self.res += 1
@@ -212,8 +217,8 @@ def _first_line_is_object(path: Path) -> bool:
     with open_binary(path) as fh:
         first = fh.readline(otlp_lines.MAX_LINE + 1).decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
-        return isinstance(json.loads(first), dict)
-    except ValueError:
+        return isinstance(bounded_loads(first, otlp_lines.MAX_LINE), dict)
+    except ValueError:  # not JSON, or beyond the parser's bounds: the document reader names where
         return False
 
 
@@ -239,7 +244,7 @@ def read_otlp_once(
         return otlp_lines.read_lines(con, path, res0, REQUEST_SHAPE, _value_sql, wanted_keys(opts), checked=True,
                                      digest=folded(path) if digest else None)  # fmt: skip
     except (otlp_lines.TextFault, JsonStreamError, OSError):
-        for table in ("trc_kv", "trc_docs", "trc_docs_lines", "trc_sp", "trc_span"):
+        for table in ("trc_kv", "trc_docs", "trc_docs_lines", "trc_faults", "trc_sp", "trc_span"):
             con.execute(f"DELETE FROM {table} WHERE sid > ?", [sid0])
         con.execute("DELETE FROM trc_res WHERE res > ?", [res0])
         return None
@@ -275,13 +280,19 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
            FROM trc_span"""
     )
     listed = ", ".join(sql_str(k) for k in wanted_keys(opts))
-    kv = f"""(SELECT sid, a.key AS key, {_value_sql("a.value")} AS val
+    odd = odd_sql("a.value", _SCALARS + ("arrayValue", "array_value"))
+    kv = f"""(SELECT sid, a.key AS key, {_value_sql("a.value")} AS val, {odd} AS odd
               FROM (SELECT sid, unnest(s.attributes) AS a FROM trc_span))"""
     con.execute(f"INSERT INTO trc_kv SELECT sid, key, val FROM {kv} WHERE key IN ({listed})")
-    con.execute(insert_docs_sql(doc_rows_sql(kv)))
+    con.execute(DOC_ROWS_TABLE + doc_rows_sql(kv))
+    insert_doc_rows(con)
 
     def attr(key: str | None) -> str:
         return f"max(val) FILTER (WHERE key = {sql_str(key)})" if key else "CAST(NULL AS VARCHAR)"
+
+    twice = " ".join(
+        f"WHEN count(*) FILTER (WHERE key = {sql_str(k)}) > 1 THEN {sql_str(k)}" for k in wanted_keys(opts)
+    )
 
     docs_attr = attr(opts.docs) if opts.docs else "CAST(NULL AS VARCHAR)"
     # the spans' attributes, pivoted where they are read: every table the load makes is held until it commits
@@ -290,9 +301,14 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                         {attr("gen_ai.retrieval.query.text")} AS genai_query, {attr(opts.query)} AS opt_query,
                         {attr("gen_ai.retrieval.documents")} AS genai_docs, {docs_attr} AS opt_docs,
                         {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
-                        {attr(opts.groups_attribute)} AS groups_text
+                        {attr(opts.groups_attribute)} AS groups_text, CASE {twice} END AS twice
                  FROM trc_kv WHERE key IN ({listed}) GROUP BY sid)"""
     start, end = "TRY_CAST(r.start_ns AS HUGEINT)", "TRY_CAST(r.end_ns AS HUGEINT)"
+    # a JSON list of names, else one name; an object (or a list of something else) is no groups value: refused
+    g = "CAST(a.groups_text AS JSON)"
+    groups = f"""(CASE WHEN NOT json_valid(a.groups_text) THEN [a.groups_text]
+                       WHEN json_type({g}) = 'ARRAY' THEN TRY_CAST({g} AS VARCHAR[])
+                       WHEN json_type({g}) <> 'OBJECT' THEN [a.groups_text] END)"""
     code, msg = "r.code", "nullif(r.message, '')"
     kind = (
         "CASE WHEN a.opt_docs IS NOT NULL THEN 'RETRIEVER' WHEN a.oi_kind IN ('RETRIEVER', 'RERANKER') THEN a.oi_kind "
@@ -310,9 +326,10 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
                    CASE WHEN {code} IN ('2', 'STATUS_CODE_ERROR', 'ERROR') THEN coalesce({msg}, 'error status') END
                        AS error,
                    a.case_attr, a.principal,
-                   CASE WHEN json_valid(a.groups_text) THEN TRY_CAST(CAST(a.groups_text AS JSON) AS VARCHAR[])
-                        WHEN a.groups_text IS NOT NULL THEN [a.groups_text] END AS groups,
-                   res.attrs AS resource
+                   {groups} AS groups,
+                   res.attrs AS resource, a.twice,
+                   {_bad_time("r.start_ns")} AS bad_start, {_bad_time("r.end_ns")} AS bad_end,
+                   CASE WHEN a.groups_text IS NOT NULL AND {groups} IS NULL THEN a.groups_text END AS bad_groups
             FROM trc_sp r JOIN {attrs} a USING (sid) LEFT JOIN trc_res res USING (res)
             WHERE {kind} IS NOT NULL"""
     )
@@ -331,6 +348,13 @@ def normalise_otlp(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> None:
         con.execute(f"DROP TABLE {table}")
 
 
+def _bad_time(ns: str) -> str:
+    """SQL: the text ``ns`` when it is not an OTLP time (nanoseconds since the epoch: digits, within 64 bits),
+    else NULL; a missing time is NULL too."""
+    ok = f"regexp_full_match({ns}, '[0-9]{{1,20}}') AND TRY_CAST({ns} AS UBIGINT) IS NOT NULL"
+    return f"CASE WHEN NOT ({ok}) THEN {ns} END"
+
+
 def _first(x: str, paths: list[str]) -> str:
     return "coalesce(" + ", ".join(f"{x}->>{sql_str(json_path(p))}" for p in paths) + ")"
 
@@ -338,15 +362,19 @@ def _first(x: str, paths: list[str]) -> str:
 def json_list_docs(con: duckdb.DuckDBPyConnection, spans: str, column: str, opts: TraceOptions) -> None:
     """Append to ``trc_docs`` the documents of a JSON-list column of ``spans`` (GenAI's, the user's path, a
     Langfuse output), each read with the ``doc_id``/``score``/``content`` paths, else the usual names."""
-    did = _first("x", [opts.doc_id] if opts.doc_id else ["id", "metadata.id", "metadata.document_id"])
+    id_paths = [opts.doc_id] if opts.doc_id else ["id", "metadata.id", "metadata.document_id"]
+    did = _first("x", id_paths)
+    id_json = "coalesce(" + ", ".join(f"x->{sql_str(json_path(p))}" for p in id_paths) + ")"
     score = _first("x", [opts.score] if opts.score else ["score", "metadata.score"])
     content = _first("x", [opts.content] if opts.content else ["content", "page_content", "text"])
+    docs = f"""(SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
+               FROM (SELECT sid, CAST(CAST({column} AS JSON) AS JSON[]) AS d FROM {spans}
+                     WHERE {column} IS NOT NULL AND json_valid({column})
+                       AND json_type(CAST({column} AS JSON)) = 'ARRAY'))"""
     con.execute(
         f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata)
             SELECT sid, 'retrieved', CAST(i - 1 AS INTEGER), {did}, {score}, {content},
                    CAST(x->'metadata' AS VARCHAR)
-            FROM (SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
-                  FROM (SELECT sid, CAST(CAST({column} AS JSON) AS JSON[]) AS d FROM {spans}
-                        WHERE {column} IS NOT NULL AND json_valid({column})
-                          AND json_type(CAST({column} AS JSON)) = 'ARRAY'))"""
+            FROM {docs}"""
     )
+    con.execute(id_faults_sql(docs, id_json))

@@ -6,6 +6,7 @@ out to be no retrieval are dropped once every span is read (``drop_unkept``)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import duckdb
@@ -17,10 +18,28 @@ from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces.tables import role_text
 
 OI_DOCS = (
-    r"^(?P<list>retrieval\.documents|reranker\.input_documents|reranker\.output_documents)\.(?P<i>\d+)"
+    r"^(?P<list>retrieval\.documents|reranker\.input_documents|reranker\.output_documents)\.(?P<i>[^.]*)"
     r"\.document\.(?P<field>id|score|content|metadata)$"
 )
-"""An OpenInference document attribute: (list, index, field)."""
+"""An OpenInference document attribute: (list, index, field). Any index text matches, so one that is not a list
+position (``-1``, ``x``, one past INTEGER) is refused by the pivot (``insert_doc_rows``), never left out."""
+
+_GOOD_INDEX = "coalesce(regexp_full_match(i, '[0-9]{1,10}') AND TRY_CAST(i AS BIGINT) <= 2147483647, FALSE)"
+"""SQL: the index text ``i`` is a list position the store's INTEGER holds."""
+
+
+def odd_sql(v: str, fields: Collection[str]) -> str:
+    """SQL: what an ``AnyValue`` struct ``v`` (of the fields ``fields``) holds where a document's field takes one
+    scalar (an array or a bool), else NULL."""
+    arrays = [f"{v}.{a} IS NOT NULL" for a in ("arrayValue", "array_value") if a in fields]
+    bools = [f"{v}.{b} IS NOT NULL" for b in ("boolValue", "bool_value") if b in fields]
+    parts = [f"WHEN {' OR '.join(x)} THEN {sql_str(w)}" for x, w in ((arrays, "an array"), (bools, "a bool")) if x]
+    return f"CASE {' '.join(parts)} END" if parts else "CAST(NULL AS VARCHAR)"
+
+
+def _key_sql() -> str:
+    return "list || '.' || i || '.document.' || field"
+
 
 DOC_PREFIXES = ("retrieval.documents.", "reranker.input_documents.", "reranker.output_documents.")
 """Where an OpenInference document attribute's key starts (``OI_DOCS`` says the rest)."""
@@ -29,25 +48,41 @@ DOC_PREFIXES = ("retrieval.documents.", "reranker.input_documents.", "reranker.o
 _COLUMNS = "sid, role, idx, document_id, score_text, content, metadata, rank"
 
 
-def insert_docs_sql(rows: str) -> str:
-    """The statement appending to ``trc_docs`` the documents of ``rows``, a query of ``(sid, list, i, field,
-    val)`` with one row per matched document attribute (a field given twice keeps its larger value)."""
-    return f"""INSERT INTO trc_docs ({_COLUMNS})
-               SELECT *, row_number() OVER (PARTITION BY sid, role ORDER BY idx) FROM (
-               SELECT sid, CASE list WHEN 'retrieval.documents' THEN 'retrieved'
-                                     WHEN 'reranker.input_documents' THEN 'input' ELSE 'output' END AS role,
-                      CAST(i AS INTEGER) AS idx,
-                      max(val) FILTER (WHERE field = 'id'), max(val) FILTER (WHERE field = 'score'),
-                      max(val) FILTER (WHERE field = 'content'), max(val) FILTER (WHERE field = 'metadata')
-               FROM ({rows}) GROUP BY ALL)"""
+def insert_doc_rows(con: duckdb.DuckDBPyConnection) -> None:
+    """Append to ``trc_docs`` the documents of ``trc_drows``, a table of ``(sid, list, i, field, val, odd)`` with
+    one row per matched document attribute (``odd``: ``odd_sql``), and to ``trc_faults`` what is refused: an index
+    that is not a list position, a field given twice, an id that is no single value (an array, a bool); then drop
+    ``trc_drows``."""
+    con.execute(
+        f"""INSERT INTO trc_faults
+            SELECT DISTINCT sid, list || '.' || i, i, 'index' FROM trc_drows WHERE NOT {_GOOD_INDEX}
+            UNION ALL SELECT sid, {_key_sql()}, odd, 'value' FROM trc_drows WHERE odd IS NOT NULL AND field = 'id'
+            UNION ALL SELECT sid, {_key_sql()}, NULL, 'twice' FROM trc_drows GROUP BY ALL HAVING count(*) > 1"""
+    )
+    con.execute(
+        f"""INSERT INTO trc_docs ({_COLUMNS})
+            SELECT *, row_number() OVER (PARTITION BY sid, role ORDER BY idx) FROM (
+            SELECT sid, CASE list WHEN 'retrieval.documents' THEN 'retrieved'
+                                  WHEN 'reranker.input_documents' THEN 'input' ELSE 'output' END AS role,
+                   CAST(i AS INTEGER) AS idx,
+                   max(val) FILTER (WHERE field = 'id'), max(val) FILTER (WHERE field = 'score'),
+                   max(val) FILTER (WHERE field = 'content'), max(val) FILTER (WHERE field = 'metadata')
+            FROM trc_drows WHERE {_GOOD_INDEX} GROUP BY sid, list, i)"""
+    )
+    con.execute("DROP TABLE trc_drows")
+
+
+DOC_ROWS_TABLE = "CREATE OR REPLACE TEMP TABLE trc_drows AS "
+"""The statement's head that makes ``trc_drows`` of a rows query, for ``insert_doc_rows``."""
 
 
 def doc_rows_sql(kv: str) -> str:
-    """``(sid, list, i, field, val)`` of the document attributes in ``kv (sid, key, val)``, matched in SQL."""
+    """``(sid, list, i, field, val, odd)`` of the document attributes in ``kv (sid, key, val, odd)``, matched in
+    SQL."""
     prefixed = " OR ".join(f"starts_with(key, {sql_str(p)})" for p in DOC_PREFIXES)
     m = f"regexp_extract(key, {sql_str(OI_DOCS)}, ['list', 'i', 'field'])"
-    return f"""SELECT sid, m.list AS list, m.i AS i, m.field AS field, val
-               FROM (SELECT sid, val, {m} AS m FROM {kv} WHERE {prefixed}) WHERE m.list <> ''"""
+    return f"""SELECT sid, m.list AS list, m.i AS i, m.field AS field, val, odd
+               FROM (SELECT sid, val, odd, {m} AS m FROM {kv} WHERE {prefixed}) WHERE m.list <> ''"""
 
 
 def drop_unkept(con: duckdb.DuckDBPyConnection, read: str, kept: str) -> None:
@@ -68,7 +103,7 @@ _INT_MAX = 2**31 - 1
 
 def doc_rows(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table:
     """``(sid, list, i, field, value)`` of the attributes whose key is a document's (``OI_DOCS``, matched here
-    once per distinct key), for ``insert_docs_sql``."""
+    once per distinct key), for ``insert_doc_rows``."""
     m, codes, match = _keys(key)
     rows = np.flatnonzero(match[codes])
     m = m.take(pa.array(codes[rows]))
@@ -93,11 +128,12 @@ def _keys(key: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
 
 
 def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
-    """The rows ``insert_docs_sql`` makes of the block's document attributes, pivoted here: ``(sid, role, idx,
+    """The rows ``insert_doc_rows`` makes of the block's document attributes, pivoted here: ``(sid, role, idx,
     rank, <field>_text, <field>_double)`` per document (the role as its position in ``tables.ROLES``), the text of
-    a value to be taken before its double (as ``otlp._value_sql``). None when the block needs SQL's pivot: a field
-    given twice, an index past INTEGER, or a value of another kind (bool, array, a snake_case double); an empty
-    table when there are no documents. A column with no value in the block is left out."""
+    a value to be taken before its double (as ``otlp._value_sql``). None when the block needs SQL's pivot: a
+    field given twice, an index that is no list position or past INTEGER, or a value of another kind (bool,
+    array, a snake_case double); an empty table when there are no documents. A column with no value in the
+    block is left out."""
     m, codes, match = _keys(key)
     rows = np.flatnonzero(match[codes])
     if not len(rows):
@@ -107,7 +143,10 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
     other = [n for n in kinds if n not in _TEXT and n != "doubleValue"]
     if any(kinds[n].take(pa.array(rows)).null_count < len(rows) for n in other):
         return None
-    index = [int(i) if i else 0 for i in pc.struct_field(m, "i").to_pylist()]
+    index_texts = pc.struct_field(m, "i").to_pylist()
+    if not all(i.isascii() and i.isdigit() and len(i) <= 10 for i in index_texts if i is not None):
+        return None  # an index that is no list position: SQL's pivot refuses it
+    index = [int(i) if i else 0 for i in index_texts]
     if max(index) > _INT_MAX:
         return None
     code = codes[rows]

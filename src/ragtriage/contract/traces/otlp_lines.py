@@ -10,6 +10,7 @@ double or an integer written as a number, invalid UTF-8, a line that is not an o
 
 from __future__ import annotations
 
+import codecs
 import io
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,7 +30,15 @@ from ragtriage.contract.compression import MAX_LINE, open_binary, text_fault
 from ragtriage.contract.digest import Folded
 from ragtriage.contract.json_stream import JsonStreamError
 from ragtriage.contract.staging import sql_str
-from ragtriage.contract.traces.otlp_docs import DOC_PREFIXES, doc_rows, insert_docs_sql, pivot, pivoted_sql
+from ragtriage.contract.traces.otlp_docs import (
+    DOC_PREFIXES,
+    DOC_ROWS_TABLE,
+    doc_rows,
+    insert_doc_rows,
+    odd_sql,
+    pivot,
+    pivoted_sql,
+)
 
 ValueSql = Callable[..., str]
 """``otlp._value_sql``: an ``AnyValue`` struct as text, given the struct's SQL and the fields its type has."""
@@ -37,6 +46,7 @@ ValueSql = Callable[..., str]
 _BLOCK = 16 << 20
 _RES_STRIDE = 1 << 20  # resource numbers of one line: line * stride + position in the request
 _BOM = b"\xef\xbb\xbf"
+NOT_A_REQUEST = "not an OTLP export request (no resourceSpans): one file holds one format, one request per line"
 
 
 def _any_value(snake: bool, rare: bool) -> pa.DataType:
@@ -136,6 +146,19 @@ def line_blocks(
             line += feeds
 
 
+def _utf8(data: bytearray) -> bool:
+    """Whether the block (of whole lines) is UTF-8: pyarrow's JSON reader takes invalid bytes inside a string as
+    they are, so a block that is not goes to DuckDB's path, which names the line. An ASCII block is told without
+    decoding."""
+    if data.isascii():
+        return True
+    try:
+        codecs.utf_8_decode(data, "strict", True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 _FOUND = 256
 """Line feeds looked for one by one (``find`` skips the bytes between them far faster than a count reads them)
 before the rest of a block of short lines is counted by numpy (faster than ``bytes.count``)."""
@@ -164,6 +187,8 @@ def _parse(line0: int, data: bytearray, feeds: int, rare: bool = False) -> tuple
     """The block's requests and the line of each, or None when pyarrow cannot take the block as it is; ``rare``:
     with the values' rarer kinds (``_request_schema``), which a block needs only when an attribute it keeps has
     one (``_fast`` tells)."""
+    if not _utf8(data):
+        return None
     try:
         tbl = pj.read_json(
             pa.BufferReader(data),
@@ -202,7 +227,11 @@ def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np
     ``trc_docs`` and ``trc_res``. False, with nothing stored, when the block was parsed without the values' rarer
     kinds and an attribute it keeps has a value of none of the kinds parsed (it may be of a kind left out)."""
     tbl, lines = parsed
-    rs, rs_row, ri = _flatten(_field(tbl, "resourceSpans", "resource_spans"))
+    requests = _field(tbl, "resourceSpans", "resource_spans")
+    if requests.null_count:
+        at = pc.index(pc.is_null(requests), True).as_py()
+        raise JsonStreamError(str(path), int(lines[at]), None, NOT_A_REQUEST)
+    rs, rs_row, ri = _flatten(requests)
     res = res0 + lines[rs_row] * _RES_STRIDE + ri
     scopes, sc_rs, _ = _flatten(_field(rs, "scopeSpans", "scope_spans"))
     spans, sp_sc, _ = _flatten(pc.struct_field(scopes, "spans"))
@@ -246,8 +275,9 @@ def _fast(con: duckdb.DuckDBPyConnection, path: Path, parsed: tuple[pa.Table, np
     run_on_arrow(con, "__trc_kv", kv, f"INSERT INTO trc_kv SELECT sid, key, {val} FROM __trc_kv")
     docs = pivot(key, value, at_sid)
     if docs is None:
-        rows = f"SELECT sid, list, i, field, {val} AS val FROM __trc_dkv"
-        run_on_arrow(con, "__trc_dkv", doc_rows(key, value, at_sid), insert_docs_sql(rows))
+        rows = f"SELECT sid, list, i, field, {val} AS val, {odd_sql('value', value.type.names)} AS odd FROM __trc_dkv"
+        run_on_arrow(con, "__trc_dkv", doc_rows(key, value, at_sid), DOC_ROWS_TABLE + rows)
+        insert_doc_rows(con)
     elif docs.num_rows:
         run_on_arrow(con, "__trc_docs", docs, pivoted_sql("__trc_docs", docs.column_names))
     rsrc = pa.table({"res": res, "attributes": rs_attrs})
@@ -302,6 +332,11 @@ def _exact(con: duckdb.DuckDBPyConnection, path: Path, line0: int, data: bytearr
         f"""CREATE OR REPLACE TEMP TABLE trc_blk AS
             SELECT line, from_json(t, {sql_str(shape)}) AS r FROM __trc_lines WHERE trim(t, ' \t\r') <> ''""",
     )
+    other = "r.resourceSpans IS NULL AND r.resource_spans IS NULL"
+    bad = con.execute(f"SELECT min(line) FROM trc_blk WHERE {other}").fetchall()[0][0]
+    if bad is not None:
+        con.execute("DROP TABLE trc_blk")
+        raise JsonStreamError(str(path), int(bad), None, NOT_A_REQUEST)
 
 
 def _unnest(con: duckdb.DuckDBPyConnection, path: Path, blk: str, res0: int, value_sql: str) -> None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from ragtriage.contract.compression import duckdb_source
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces.options import TraceOptions
-from ragtriage.contract.traces.tables import SPAN_COLUMNS
+from ragtriage.contract.traces.tables import SPAN_COLUMNS, id_faults_sql
 
 _LISTS = {
     "retrieved": "attributes.retrieval.documents",
@@ -57,7 +57,8 @@ def read_phoenix(con: duckdb.DuckDBPyConnection, path: Path | pa.Table, opts: Tr
 
 
 def _read(con: duckdb.DuckDBPyConnection, src: str, label: str, opts: TraceOptions) -> None:
-    cols = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
+    types = {str(r[0]): str(r[1]) for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
+    cols = set(types)
 
     def col(name: str | None, cast: str = "VARCHAR") -> str:
         return f"CAST({_q(name)} AS {cast})" if name and name in cols else f"CAST(NULL AS {cast})"
@@ -66,8 +67,19 @@ def _read(con: duckdb.DuckDBPyConnection, src: str, label: str, opts: TraceOptio
         return col(f"attributes.{key}") if key else "CAST(NULL AS VARCHAR)"
 
     kind = f"upper(coalesce({col('span_kind')}, {attr('openinference.span.kind')}))"
-    ts = "epoch_ms(CAST({} AS TIMESTAMP))"
-    start, end = ts.format(col("start_time", "TIMESTAMP")), ts.format(col("end_time", "TIMESTAMP"))
+
+    def time(name: str) -> tuple[str, str]:
+        """(epoch ms, the text of a time that is no timestamp): a time written as text is parsed, never cast, so
+        one that is not a timestamp is refused by the checks (``bad_start``), not a raw conversion error."""
+        if types.get(name) != "VARCHAR":
+            return f"epoch_ms(CAST({col(name, 'TIMESTAMP')} AS TIMESTAMP))", "CAST(NULL AS VARCHAR)"
+        text = col(name)
+        return (
+            f"epoch_ms(TRY_CAST({text} AS TIMESTAMP))",
+            f"CASE WHEN TRY_CAST({text} AS TIMESTAMP) IS NULL THEN {text} END",
+        )
+
+    (start, bad_start), (end, bad_end) = time("start_time"), time("end_time")
     groups = col(f"attributes.{opts.groups_attribute}", "VARCHAR[]") if opts.groups_attribute else "NULL"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_px AS
@@ -82,6 +94,7 @@ def _read(con: duckdb.DuckDBPyConnection, src: str, label: str, opts: TraceOptio
                               THEN coalesce(nullif({col("status_message")}, ''), 'ERROR') END AS error,
                          {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
                          {groups} AS groups, CAST(NULL AS VARCHAR) AS resource,
+                         {bad_start} AS bad_start, {bad_end} AS bad_end,
                          {
             ", ".join(
                 f"to_json({_q(c)}) AS {r}" if c in cols else f"CAST(NULL AS JSON) AS {r}" for r, c in _LISTS.items()
@@ -90,14 +103,16 @@ def _read(con: duckdb.DuckDBPyConnection, src: str, label: str, opts: TraceOptio
                   FROM {src})
             WHERE kind IN ('RETRIEVER', 'RERANKER')"""
     )
-    con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS} FROM trc_px")
+    con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS}, bad_start, bad_end FROM trc_px")
     for role in _LISTS:
+        docs = f"""(SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
+                    FROM (SELECT sid, CAST({role} AS JSON[]) AS d FROM trc_px WHERE {role} IS NOT NULL
+                          AND json_type({role}) = 'ARRAY'))"""
         con.execute(
             f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata)
                 SELECT sid, {sql_str(role)}, CAST(i - 1 AS INTEGER), x->>'$."document.id"',
                        x->>'$."document.score"', x->>'$."document.content"', CAST(x->'$."document.metadata"' AS VARCHAR)
-                FROM (SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
-                      FROM (SELECT sid, CAST({role} AS JSON[]) AS d FROM trc_px WHERE {role} IS NOT NULL
-                            AND json_type({role}) = 'ARRAY'))"""
+                FROM {docs}"""
         )
+        con.execute(id_faults_sql(docs, """x->'$."document.id"'"""))
     con.execute("DROP TABLE trc_px")

@@ -12,14 +12,14 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.compression import head_bytes
-from ragtriage.contract.errors import Finding
+from ragtriage.contract.errors import Finding, path_findings
 from ragtriage.contract.json_stream import JsonStreamError
 from ragtriage.contract.staging import encoding_findings, sql_str
 from ragtriage.contract.traces import observations, otlp
 from ragtriage.contract.traces.options import TraceOptions
 from ragtriage.contract.traces.phoenix import as_frame, read_phoenix
 from ragtriage.contract.traces.tables import create_tables, join_docs
-from ragtriage.contract.trec import Cause, counted_causes
+from ragtriage.contract.trec import Cause, counted_causes, not_finite
 
 TRACE_FORMATS = ("otlp", "phoenix", "langfuse")
 
@@ -75,6 +75,10 @@ def _faults(path: Path, fmt: str | None) -> list[Finding]:
 def _read(con: duckdb.DuckDBPyConnection, path: Path, opts: TraceOptions, res: int, out: TracesStaged,
           digest: bool) -> int:  # fmt: skip
     label = str(path)
+    unopenable = path_findings(path)  # before the format is sniffed: opening a FIFO would wait forever
+    if unopenable:
+        out.findings += unopenable
+        return res
     fmt = trace_format(path)
     if fmt == "otlp":
         try:
@@ -130,12 +134,16 @@ def stage_traces(
             res = _read(con, Path(path), opts, res, out, digest)
         else:
             _read_frame(con, frame, source_label(path, i), opts, out)
+    if any(f.severity == "error" for f in out.findings):  # a failed statement may have ended the transaction
+        return out
+    out.findings += observations.otlp_objects(con)
     if any(f.severity == "error" for f in out.findings):
         return out
     otlp.normalise_otlp(con, opts)
     observations.normalise_observations(con, opts)
     join_docs(con)
-    out.findings += check_spans(con, opts)
+    out.findings += check_spans(con, out.formats)
+    con.execute("DROP TABLE trc_faults")
     counts = con.execute("SELECT file, count(*) FROM trc_spans GROUP BY file").fetchall()
     out.spans = {str(f): int(n) for f, n in counts}
     for i, path in enumerate(paths):
@@ -151,18 +159,51 @@ _SPAN_CAUSES = [
     Cause("trace_id IS NULL OR span_id IS NULL", "span_id", "traceId/spanId", "missing-field", "a span without its trace or span id"),  # noqa: E501
     Cause("query IS NULL OR trim(query) = ''", "span_id", "query", "missing-field",
           "span {v} has no query text (input.value, reranker.query, gen_ai.retrieval.query.text or --trace-query)"),
-    Cause("latency_ms < 0", "latency_ms", "endTime", "bad-value", "the span ends before it starts ({v} ms)"),
+    Cause("latency_ms < 0 AND bad_start IS NULL AND bad_end IS NULL", "latency_ms", "endTime", "bad-value",
+          "the span ends before it starts ({v} ms)"),
+    Cause("twice IS NOT NULL", "twice", "attributes", "duplicate-key",
+          "the attribute {v} given twice in one span (which value is meant?)"),
+    Cause("bad_groups IS NOT NULL", "bad_groups", "groups", "bad-value",
+          "a groups value that is not a group name or a list of group names: {v}"),
+    Cause("bad_principal IS NOT NULL", "bad_principal", "principal", "bad-value",
+          "a principal that is not one id (a string or a number): {v}"),
 ]  # fmt: skip
+_TIME_FIELDS = {"otlp": ("startTimeUnixNano", "endTimeUnixNano"), "langfuse": ("startTime", "endTime"),
+                "phoenix": ("start_time", "end_time")}  # fmt: skip
+_TIME_RULE = {"otlp": "nanoseconds since 1970 (digits, within 64 bits)", "langfuse": "an ISO 8601 timestamp",
+              "phoenix": "a timestamp"}  # fmt: skip
+
+
+def _time_causes(fmt: str) -> list[Cause]:
+    start, end = _TIME_FIELDS.get(fmt, ("start_time", "end_time"))
+    what = _TIME_RULE.get(fmt, "a timestamp")
+    return [Cause(f"bad_{x} IS NOT NULL", f"bad_{x}", name, "bad-value", f"{a} {x} time that is not {what}: {{v}}")
+            for a, x, name in (("a", "start", start), ("an", "end", end))]  # fmt: skip
+
+
+_INT_SCORE = "regexp_full_match(score_text, '[-+]?[0-9]+')"
 _DOC_CAUSES = [
     Cause("document_id IS NULL OR document_id = ''", "span_id || ' #' || idx", "document.id", "missing-field",
           "a document without an id (span, position: {v}); name it with --trace-doc-id"),
-    Cause("score_text IS NOT NULL AND (TRY_CAST(score_text AS DOUBLE) IS NULL OR isnan(TRY_CAST(score_text AS DOUBLE)) "
-          "OR isinf(TRY_CAST(score_text AS DOUBLE)))", "score_text", "document.score", "bad-score",
+    Cause(f"(score_text IS NOT NULL AND {not_finite('TRY_CAST(score_text AS DOUBLE)')}) "
+          f"OR (score IS NOT NULL AND {not_finite('score')})", "coalesce(score_text, CAST(score AS VARCHAR))",
+          "document.score", "bad-score",
           "a document score that is not a finite number: {v}"),
+    Cause(f"score_text IS NOT NULL AND {_INT_SCORE} AND abs(TRY_CAST(score_text AS DOUBLE)) > 9007199254740992",
+          "score_text", "document.score", "bad-score",
+          "an integer score past 2**53, which a double holds only rounded (ties would be made up): {v}"),
+]  # fmt: skip
+_FAULT_CAUSES = [
+    Cause("kind = 'index'", "field", "document index", "bad-value",
+          "a document whose index is not a list position (0 to 2,147,483,647): {v}"),
+    Cause("kind = 'twice'", "field", "document field", "duplicate-key",
+          "a document field given twice in one span (which value is meant?): {v}"),
+    Cause("kind = 'value'", "field || ' holds ' || value", "document.id", "wrong-type",
+          "a document id that is not one string or number: {v}"),
 ]  # fmt: skip
 
 
-def check_spans(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> list[Finding]:
+def check_spans(con: duckdb.DuckDBPyConnection, formats: dict[str, str]) -> list[Finding]:
     out: list[Finding] = []
     files = [str(r[0]) for r in con.execute("SELECT DISTINCT file FROM trc_spans ORDER BY 1").fetchall()]
     for f in files:
@@ -170,6 +211,8 @@ def check_spans(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> list[Find
         # only documents with a fault are joined to their span's line (the join of every document cost more)
         faulty = " OR ".join(f"({c.where})" for c in _DOC_CAUSES)
         docs = f"(SELECT d.*, s.line, s.span_id FROM (FROM trc_docs WHERE {faulty}) d JOIN {spans} s USING (sid))"
-        out += counted_causes(con, spans, Path(f), _SPAN_CAUSES)
+        faults = f"(SELECT d.*, s.line FROM trc_faults d JOIN {spans} s USING (sid))"
+        out += counted_causes(con, spans, Path(f), _SPAN_CAUSES + _time_causes(formats.get(f, "")))
         out += counted_causes(con, docs, Path(f), _DOC_CAUSES)
+        out += counted_causes(con, faults, Path(f), _FAULT_CAUSES)
     return out

@@ -28,20 +28,38 @@ def doc_score(d: str = "") -> str:
     return f"coalesce({p}score, TRY_CAST({p}score_text AS DOUBLE))"
 
 
+def id_faults_sql(docs: str, id_json: str) -> str:
+    """The statement appending to ``trc_faults`` the documents of ``docs`` (rows with ``sid``) whose id, the JSON
+    ``id_json``, is a list, an object or a bool: an id is one string or number, as in every other reader."""
+    kind = f"json_type({id_json})"
+    return f"""INSERT INTO trc_faults
+               SELECT sid, 'document.id', CASE {kind} WHEN 'ARRAY' THEN 'an array' WHEN 'OBJECT' THEN 'an object'
+                                          ELSE 'a bool' END, 'value'
+               FROM {docs} WHERE {kind} IN ('ARRAY', 'OBJECT', 'BOOLEAN')"""
+
+
 def create_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """``trc_spans`` and ``trc_docs``, and ``trc_docs_lines``: the documents of the blocks whose documents carry
-    nothing more than an id and a numeric score (no content, metadata or score written as text), the usual OTLP
-    export. DuckDB's appends cost more the more columns the table has, NULL or not, so such blocks go there, and
-    ``trc_docs`` becomes the view of both once the files are read (``join_docs``): each document is held once.
-    Every document of the load is held until the run's rows are made of them, so ``trc_docs_lines`` holds them in
-    narrow types: the role as its position in ``ROLES``, the rank as an INTEGER (a position within one span)."""
+    """``trc_spans`` and ``trc_docs``, ``trc_faults`` and ``trc_docs_lines``. A span's ``twice`` (an attribute it
+    reads given twice), ``bad_start``/``bad_end`` (a time that is not one), ``bad_groups`` (a groups value that
+    is not a group name or a list of them) and ``bad_principal`` (a principal that is not one id) hold the text
+    the checks refuse, NULL where there is none; ``trc_faults`` holds a document's (``kind``: ``index``,
+    ``twice`` or ``value``), keyed by its span. And ``trc_docs_lines``: the documents of the blocks whose
+    documents carry nothing more than an id and a numeric score (no content, metadata or score written as text),
+    the usual OTLP export. DuckDB's appends cost more the more columns the table has, NULL or not, so such blocks
+    go there, and ``trc_docs`` becomes the view of both once the files are read (``join_docs``): each document is
+    held once. Every document of the load is held until the run's rows are made of them, so ``trc_docs_lines``
+    holds them in narrow types: the role as its position in ``ROLES``, the rank as an INTEGER (a position within
+    one span)."""
     drop_docs(con)
     con.execute("CREATE OR REPLACE TEMP SEQUENCE trc_sid")
     con.execute(
         """CREATE OR REPLACE TEMP TABLE trc_spans (sid BIGINT, file VARCHAR, line BIGINT, trace_id VARCHAR,
                span_id VARCHAR, parent_id VARCHAR, kind VARCHAR, query VARCHAR, started DOUBLE, latency_ms DOUBLE,
-               error VARCHAR, case_attr VARCHAR, principal VARCHAR, groups VARCHAR[], resource VARCHAR)"""
+               error VARCHAR, case_attr VARCHAR, principal VARCHAR, groups VARCHAR[], resource VARCHAR,
+               twice VARCHAR, bad_start VARCHAR, bad_end VARCHAR, bad_groups VARCHAR,
+               bad_principal VARCHAR)"""
     )
+    con.execute("CREATE OR REPLACE TEMP TABLE trc_faults (sid BIGINT, field VARCHAR, value VARCHAR, kind VARCHAR)")
     con.execute(
         """CREATE OR REPLACE TEMP TABLE trc_docs (sid BIGINT, role VARCHAR, idx INTEGER, document_id VARCHAR,
                score_text VARCHAR, content VARCHAR, metadata VARCHAR, rank BIGINT, score DOUBLE)"""
@@ -82,3 +100,4 @@ def drop_docs(con: duckdb.DuckDBPyConnection) -> None:
 def drop_tables(con: duckdb.DuckDBPyConnection) -> None:
     drop_docs(con)
     con.execute("DROP TABLE IF EXISTS trc_spans")
+    con.execute("DROP TABLE IF EXISTS trc_faults")
