@@ -48,8 +48,8 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, cranfield.Cra
 
 def _ndcg10(data: cranfield.Cranfield) -> dict[str, np.ndarray]:
     """Per-query nDCG@10 of both runs by pytrec_eval, with the gain ragtriage's nDCG@10 uses (docs/metrics.md:
-    exponential, 2^grade - 1; a grade <= 0 gains nothing)."""
-    gains = {q: {d: max(2**g - 1, 0) for d, g in docs.items()} for q, docs in data.qrels_rows.items()}
+    trec_eval's linear gain, the grade itself; a grade <= 0 gains nothing)."""
+    gains = {q: {d: max(g, 0) for d, g in docs.items()} for q, docs in data.qrels_rows.items()}
     ev = pytrec_eval.RelevanceEvaluator(gains, {"ndcg_cut.10"})
     out = {}
     for name, lists in data.runs.items():
