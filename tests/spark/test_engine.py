@@ -70,7 +70,6 @@ q6 Q0 d1 1 1.0 t
 CORE = [
     *(f"{m}@{k}" for m in ("P", "R", "RR", "nDCG", "AP", "Success", "Judged") for k in (1, 3, 5, 10)),
     *(f"{m}(rel=2)@3" for m in ("P", "R", "AP")),
-    "nDCG(dcg='log2')@5",
     "nDCG(dcg='exp-log2')@5",
     *("RR", "nDCG", "AP", "Rprec", "Bpref", "NumRet", "NumRel", "NumRelRet", "NumQ", "Rprec(rel=2)", "Bpref(rel=2)"),
 ]
