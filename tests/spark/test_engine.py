@@ -115,7 +115,7 @@ def test_every_measure_equals_duckdb_per_query(
     from ragtriage.spark import evaluate
 
     qrels, run = files
-    gain = "exponential"
+    gain = "linear"
     got = evaluate(spark, str(qrels), str(run), EVERY, trec_compat=trec_compat, gain=gain).result()
     want = ragtriage.evaluate(qrels, run, EVERY, trec_compat=trec_compat, gain=gain)
     assert _assert_equal(got.wide, want.wide, 1e-12) == len(EVERY) * 5  # q1, q2, q3, q4, q5
