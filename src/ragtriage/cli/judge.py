@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ragtriage.judge import Endpoint, Plan, Prompt, Scale, Tally
 
 err = Console(stderr=True, soft_wrap=True)
+EXIT_UNANSWERED = 1  # requests failed: the session is incomplete, not the input bad (that is exit 2)
 
 
 def _say(text: str) -> None:
@@ -68,7 +69,7 @@ def judge(
     ] = False,
     sample_seed: Annotated[int, typer.Option(help="Seed of the calibration sample and its bootstrap.")] = 0,
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for one answer.")] = 60.0,
+    timeout: Annotated[float, typer.Option(help="Seconds one attempt may take, the whole answer read.")] = 60.0,
     retries: Annotated[int, typer.Option(help="Retries of a 429/5xx/timeout/connection error (with backoff).")] = 4,
     backoff: Annotated[
         float, typer.Option(help="First backoff in seconds, doubled per retry, when the server sends no Retry-After.")
@@ -87,6 +88,7 @@ def judge(
 ) -> None:
     """Grade (query, unit text) pairs with an LLM judge: --calibrate N against people's labels, then --fill."""
     from ragtriage.judge import Endpoint, JudgeError, NotCalibrated, PromptError
+    from ragtriage.judge.fill import NoJudgeLabels
 
     if (calibrate is None) == (not fill):
         raise _fail("give one of --calibrate N (agreement with people's labels) or --fill (store judged labels)")
@@ -129,6 +131,9 @@ def judge(
             )
         finally:
             con.close()
+    except NoJudgeLabels as exc:
+        _say(str(exc))
+        raise typer.Exit(EXIT_UNANSWERED) from exc
     except (NotCalibrated, JudgeError, PromptError) as exc:
         raise _fail(exc) from exc
     except input_errors() as exc:
@@ -188,6 +193,13 @@ def _judge(
     tally = _ask(con, purpose, ep, prompt, scale, planned, settings, session, max_requests)
     if tally.interrupted or tally.budget_spent:
         return
+    if tally.tally.failed:
+        _say(
+            f"{tally.tally.failed} pair(s) have no answer: session {tally.session} is left interrupted, "
+            + ("no calibration is reported" if purpose == "calibrate" else "no dataset version is written")
+            + f"; `ragtriage judge ... --resume` asks only them (exit {EXIT_UNANSWERED})"
+        )
+        raise typer.Exit(EXIT_UNANSWERED)
     if purpose == "calibrate":
         _report_calibration(
             con,
@@ -321,7 +333,7 @@ def _ask(
         session = start_session(con, purpose, ep, prompt, current_dataset_version(con), settings, planned.pairs)
     tally = ask(con, planned, ep, prompt, scale, budget=budget, progress=_progress())
     stopped = tally.interrupted or tally.budget_spent
-    end_session(con, session, "interrupted" if stopped else "running")
+    end_session(con, session, "interrupted" if stopped or tally.failed else "running")
     _say(
         f"asked {tally.to_ask} pair(s) in {tally.requests} request(s): {tally.answered} answered "
         f"({tally.unparsed} did not parse: kept, counted, never guessed), {tally.failed} failed"
@@ -331,8 +343,6 @@ def _ask(
     if stopped:
         why = "interrupted" if tally.interrupted else "the request budget is spent"
         _say(f"{why}: every answer received is stored; `ragtriage judge ... --resume` continues session {session}")
-    elif tally.failed:
-        _say("some requests failed: their pairs are not answered; run the same command again to ask them")
     return _Asked(tally, session)
 
 
@@ -400,8 +410,10 @@ def _report_fill(
     from ragtriage.judge import answers_of, fill_version, measure_changes, ranking_agreement
     from ragtriage.judge.session import end_session, identity, unparsed
 
-    rep = fill_version(con, identity(ep, prompt, scale), sessions)
-    end_session(con, sessions[0], "done")
+    try:
+        rep = fill_version(con, identity(ep, prompt, scale), sessions)
+    finally:
+        end_session(con, sessions[0], "done")  # every pair asked; new_version stays NULL when nothing was written
     refresh(con)  # a new dataset version: every run's stored classification is for the old one
     changes = measure_changes(con, k=k)
     context = {
