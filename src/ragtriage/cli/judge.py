@@ -88,24 +88,31 @@ def judge(
 ) -> None:
     """Grade (query, unit text) pairs with an LLM judge: --calibrate N against people's labels, then --fill."""
     from ragtriage.judge import Endpoint, JudgeError, NotCalibrated, PromptError
+    from ragtriage.judge.client import api_key
     from ragtriage.judge.fill import NoJudgeLabels
 
     if (calibrate is None) == (not fill):
         raise _fail("give one of --calibrate N (agreement with people's labels) or --fill (store judged labels)")
+    _check_args(calibrate, depth, min_kappa, concurrency, timeout, retries, backoff, max_requests,
+                temperature, max_tokens, price_in, price_out, k)  # fmt: skip
     if fill and not resume and (runs is None) == (pairs is None):
         raise _fail("--fill needs the pairs: --runs a,b [--depth 10] (the pool) or --pairs FILE")
-    ep = Endpoint(
-        endpoint,
-        model,
-        api_key_env,
-        temperature,
-        None if no_seed else seed,
-        max_tokens,
-        timeout,
-        retries,
-        backoff_s=backoff,
-        concurrency=max(1, concurrency),
-    )
+    try:
+        ep = Endpoint(
+            endpoint,
+            model,
+            api_key_env,
+            temperature,
+            None if no_seed else seed,
+            max_tokens,
+            timeout,
+            retries,
+            backoff_s=backoff,
+            concurrency=concurrency,
+        )
+        api_key(ep)  # a variable not set is refused before the session is written
+    except JudgeError as exc:
+        raise _fail(exc) from exc
     settings: dict[str, Any] = (
         {"n": calibrate, "sample_seed": sample_seed}
         if calibrate is not None
@@ -138,6 +145,35 @@ def judge(
         raise _fail(exc) from exc
     except input_errors() as exc:
         raise _fail(exc) from exc
+
+
+def _check_args(
+    calibrate: int | None,
+    depth: int,
+    min_kappa: float,
+    concurrency: int,
+    timeout: float,
+    retries: int,
+    backoff: float,
+    max_requests: int | None,
+    temperature: float,
+    max_tokens: int,
+    price_in: float | None,
+    price_out: float | None,
+    k: int,
+) -> None:
+    """Every argument in its range before the store is opened (``cli.arg_checks``): refused, never clamped."""
+    from ragtriage.cli import arg_checks as a
+
+    for name, value in [("--calibrate", calibrate), ("--depth", depth), ("--concurrency", concurrency),
+                        ("--max-requests", max_requests), ("--max-tokens", max_tokens), ("--k", k)]:  # fmt: skip
+        a.at_least(name, value, 1)
+    for name, low in [("--retries", retries), ("--backoff", backoff), ("--temperature", temperature)]:
+        a.at_least(name, low, 0)
+    a.at_least("--timeout", timeout, 0, strict=True)
+    a.between("--min-kappa", min_kappa, -1.0, 1.0)
+    a.at_least("--price-in", price_in, 0)
+    a.at_least("--price-out", price_out, 0)
 
 
 def _judge(

@@ -52,6 +52,10 @@ class Endpoint:
     max_wait_s: float = 60.0
     concurrency: int = 4
 
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise JudgeError(f"--endpoint {self.url!r}: give an http:// or https:// URL")
+
     @property
     def chat_url(self) -> str:
         """``URL/chat/completions`` unless the URL already names it (``http://host:8000/v1`` is enough)."""
@@ -93,7 +97,8 @@ class Budget:
         return True
 
 
-def _key(endpoint: Endpoint) -> str | None:
+def api_key(endpoint: Endpoint) -> str | None:
+    """The key the endpoint is asked with (None: no --api-key-env); a variable not set is a :class:`JudgeError`."""
     if endpoint.api_key_env is None:
         return None
     value = os.environ.get(endpoint.api_key_env)
@@ -118,11 +123,9 @@ class _TooLarge(Exception):
 
 class ChatClient:
     def __init__(self, endpoint: Endpoint, budget: Budget) -> None:
-        if not endpoint.url.startswith(("http://", "https://")):
-            raise JudgeError(f"--endpoint {endpoint.url!r}: give an http:// or https:// URL")
         self.endpoint = endpoint
         self.budget = budget
-        key = _key(endpoint)
+        key = api_key(endpoint)
         self.secrets = secret_forms([key, f"Bearer {key}"] if key else [])
         self.cap = body_cap(endpoint.max_tokens)
         self.client = httpx.AsyncClient(
