@@ -177,3 +177,19 @@ def test_parse_answer_never_raises_and_gives_one_grade_or_none(text: str, low: i
     assert parse_answer(text.translate(OTHER_DIGITS), scale).grade is None  # another script's digits: none
     for sign in "+-":
         assert parse_answer(f"grade: {sign}{parsed.grade}", scale).grade is None
+
+
+def test_a_store_that_fails_mid_session_leaves_no_session_running(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragtriage.judge.session as session
+
+    def refuse(con: duckdb.DuckDBPyConnection, rows: list[dict[str, object]]) -> None:
+        raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+
+    monkeypatch.setattr(session, "store_answers", refuse)
+    with chat_server(script) as srv:
+        code, _, err = judge(db, srv, "--calibrate", "4")
+    assert code == 2 and "Out of Memory" in err and "Traceback" not in err
+    assert rows(db, "SELECT status FROM judge_sessions") == [("interrupted",)]
+    monkeypatch.undo()
+    with chat_server(script) as srv:
+        assert judge(db, srv, "--calibrate", "4", "--resume")[0] == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -367,7 +368,12 @@ def _ask(
         session = int(resumed["id"])
     else:
         session = start_session(con, purpose, ep, prompt, current_dataset_version(con), settings, planned.pairs)
-    tally = ask(con, planned, ep, prompt, scale, budget=budget, progress=_progress())
+    try:
+        tally = ask(con, planned, ep, prompt, scale, budget=budget, progress=_progress())
+    except Exception:
+        with suppress(Exception):  # the store's own failure may refuse this too; the error raised stays the cause
+            end_session(con, session, "interrupted")
+        raise
     stopped = tally.interrupted or tally.budget_spent
     end_session(con, session, "interrupted" if stopped or tally.failed else "running")
     _say(
