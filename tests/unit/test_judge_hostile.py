@@ -193,3 +193,34 @@ def test_a_store_that_fails_mid_session_leaves_no_session_running(db: Path, monk
     monkeypatch.undo()
     with chat_server(script) as srv:
         assert judge(db, srv, "--calibrate", "4", "--resume")[0] == 0
+
+
+def test_a_declared_oversized_body_is_refused_before_it_is_read(db: Path) -> None:
+    big = json.dumps(completion("grade: 1 " + " " * (2 << 20))).encode()  # Content-Length says 2 MiB
+
+    with chat_server(script, respond=lambda h, p: Response(big, content_type="application/json")) as srv:
+        code, _, err = judge(db, srv, "--calibrate", "4", "--retries", "0")
+    assert code == 1 and err.count("the answer is larger than 1048576 bytes") == 3 and "4 failed" in err
+    assert rows(db, "SELECT count(*) FROM judge_answers") == [(0,)]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda kids: (
+        st.lists(kids, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["choices", "message", "content", "usage", "prompt_tokens", "0"]), kids, max_size=3
+        )
+    ),  # fmt: skip
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(JSON.map(lambda v: json.dumps(v).encode()), st.binary(max_size=64)))
+def test_any_response_body_is_an_answer_or_an_error_never_an_exception(raw: bytes) -> None:
+    from ragtriage.judge.client import _reply
+
+    reply = _reply(raw, 1)
+    assert (reply.text is None) != (reply.error is None)
+    assert reply.prompt_tokens is None or isinstance(reply.prompt_tokens, int)

@@ -87,7 +87,12 @@ def judge(
     k: Annotated[int, typer.Option("--k", help="With --fill: the cutoff of the before/after measures.")] = 10,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """Grade (query, unit text) pairs with an LLM judge: --calibrate N against people's labels, then --fill."""
+    """Grade (query, unit text) pairs with an LLM judge: --calibrate N against people's labels, then --fill.
+
+    Exit 0: every pair answered (or the budget or Ctrl-C stopped it: --resume continues). 1: some pairs got no
+    answer (their requests failed), so no calibration is reported and no version written; --resume asks them. 2:
+    unusable input.
+    """
     from ragtriage.judge import Endpoint, JudgeError, NotCalibrated, PromptError
     from ragtriage.judge.client import api_key
     from ragtriage.judge.fill import NoJudgeLabels
