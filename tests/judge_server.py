@@ -1,5 +1,6 @@
 """A real chat-completions server on 127.0.0.1 for the judge's tests: answers scripted per (query, passage) pair,
-optional latency, 429s (with Retry-After) or 500s before the answer, and malformed answers.
+optional latency, 429s (with Retry-After) or 500s before the answer, malformed answers, and any response at all
+(``respond``: a hostile server's echo of the Authorization header, a body trickled a byte at a time, a huge body).
 
 It reads the pair back out of the JSON object the judge's prompt sends (the one ``{data}`` line), so a script
 sees exactly what the model would. Every request body is kept for the tests to inspect.
@@ -21,6 +22,8 @@ from werkzeug import Request, Response
 
 #: A script: (query, passage) -> the answer text (``None``: answer ``grade: 0``).
 Script = Callable[[str, str], str | None]
+#: A whole response for a request (its headers, the pair): None leaves it to the script.
+Respond = Callable[[dict[str, str], tuple[str, str]], Response | None]
 
 
 def pair_of(body: dict[str, Any]) -> tuple[str, str]:
@@ -41,6 +44,7 @@ class ChatServer:
     busy_first: int = 0  # 429 answers before each pair's real answer
     retry_after: str | None = "0"
     fail_first: int = 0  # 500 answers before each pair's real answer
+    respond: Respond | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     _tries: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -64,18 +68,25 @@ class ChatServer:
             return Response('{"error": "rate limited"}', status=429, headers=headers, content_type="application/json")
         if n <= self.busy_first + self.fail_first:
             return Response('{"error": "overloaded"}', status=500, content_type="application/json")
-        text = self.script(*pair)
-        answer = {
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text or "grade: 0"}}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 3, "total_tokens": 103},
-        }
-        return Response(json.dumps(answer), content_type="application/json")
+        if self.respond is not None:
+            custom = self.respond(dict(request.headers), pair)
+            if custom is not None:
+                return custom
+        return Response(json.dumps(completion(self.script(*pair), body["model"])), content_type="application/json")
 
     def asked(self) -> list[tuple[str, str]]:
         return [pair_of(b) for b in self.requests]
+
+
+def completion(text: str | None, model: str = "m") -> dict[str, Any]:
+    """A chat-completions answer holding ``text`` (``None``: ``grade: 0``)."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text or "grade: 0"}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 3, "total_tokens": 103},
+    }
 
 
 @contextmanager

@@ -94,11 +94,24 @@ def _fill(folder: Path, leave: int) -> None:
         fh.write(b"\0" * max(free, 0))
 
 
+def _content(db: Path) -> list[tuple[str, list[tuple[object, ...]]]]:
+    """Every table's rows in a stable order: what "the store is unchanged" means (DuckDB may grow the file)."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        names = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
+        return [(t, sorted(map(repr, con.execute(f'SELECT * FROM "{t}"').fetchall()))) for t in names]
+    finally:
+        con.close()
+
+
 def test_load_on_a_full_disk_shows_the_cause_and_keeps_the_store(small_disk: Path, tmp_path: Path) -> None:
     db = small_disk / "s.duckdb"
     res = invoke("load", "--db", db, "--qrels", _write(tmp_path / "q.txt", QRELS), "--topics",
                  _write(tmp_path / "t.tsv", TOPICS), "--no-precompute")  # fmt: skip
     assert res.exit_code == 0, res.output
+    before = _content(db)
     run = _write(
         tmp_path / "big.txt", "".join(f"q{1 + i % 2} Q0 doc{i * 7919} {i} {1e6 - i} t\n" for i in range(1, 200_000))
     )
@@ -106,10 +119,16 @@ def test_load_on_a_full_disk_shows_the_cause_and_keeps_the_store(small_disk: Pat
     res = invoke("load", "--db", db, "--run", run, "--run-id", "big", "--no-precompute")
     assert res.exit_code == 2, res.output
     assert no_traceback(res) and "No space left on device" in res.output
+    assert "the disk holding the store is full" in res.output and "the store is as it was" in res.output
+    assert "IO Error" not in res.output and "Could not write file" not in res.output
     assert "cannot rollback" not in res.output and "no transaction is active" not in res.output
     (small_disk / "filler").unlink()
+    assert _content(db) == before
+    small = _write(tmp_path / "small.txt", "q1 Q0 docA 1 3.0 t\nq2 Q0 docB 1 2.0 t\n")
+    res = invoke("load", "--db", db, "--run", small, "--run-id", "small", "--no-precompute")  # room again: it loads
+    assert res.exit_code == 0, res.output
     res = invoke("info", "--db", db)
-    assert res.exit_code == 0 and "big" not in res.output, res.output
+    assert res.exit_code == 0 and "big" not in res.output and "small" in res.output, res.output
 
 
 def test_record_on_a_full_disk_exits_2_with_the_cause(small_disk: Path, tmp_path: Path) -> None:

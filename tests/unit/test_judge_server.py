@@ -126,13 +126,16 @@ def test_429_retry_after_and_500_are_retried(db: Path) -> None:
 
 def test_retries_run_out_and_nothing_is_cached(db: Path) -> None:
     with chat_server(script, fail_first=5) as srv:
-        code, _, err = judge(db, srv, "--calibrate", "4", "--retries", "1", "--backoff", "0.01")
-    assert code == 0
-    assert "4 failed" in err and "HTTP 500" in err
+        code, out, err = judge(db, srv, "--calibrate", "4", "--retries", "1", "--backoff", "0.01")
+    assert code == 1  # every request failed: no calibration, and a script must see it
+    assert "4 failed" in err and "HTTP 500" in err and "no calibration is reported" in err
+    assert out == ""
     assert rows(db, "SELECT count(*) FROM judge_answers") == [(0,)]
+    assert rows(db, "SELECT status, report FROM judge_sessions") == [("interrupted", None)]
     with chat_server(script) as srv:
-        assert judge(db, srv, "--calibrate", "4")[0] == 0
+        assert judge(db, srv, "--calibrate", "4", "--resume")[0] == 0
         assert len(srv.requests) == 4  # asked again: a failure is not an answer
+    assert rows(db, "SELECT status FROM judge_sessions") == [("done",)]
 
 
 def test_malformed_answers_are_kept_counted_and_shown_as_text(db: Path) -> None:
@@ -285,6 +288,15 @@ def test_parse_answer_never_guesses() -> None:
         ("grade: 2\ngrade: 1", "several grades (1, 2)"),
         ("grade: 4", "grade 4 is outside the scale 0..3"),
         ("2 or 3", "no 'grade: N' line"),
+        ("grade: 3\nActually grade: 0, on reflection", "several grades (0, 3)"),
+        ("grade: 2\ngrade: 2", "several grades (2, 2)"),
+        ("grade: \u0663", "grade '\u0663' is not ASCII digits 0-9 without a sign"),
+        ("grade: \uff13", "grade '\uff13' is not ASCII digits 0-9 without a sign"),
+        ("grade: +2", "grade '+2' is not ASCII digits 0-9 without a sign"),
+        ("grade: -0", "grade '-0' is not ASCII digits 0-9 without a sign"),
+        ("\u0663", "no 'grade: N' line"),
+        ("-0", "no 'grade: N' line"),
+        ("grade: " + "9" * 5000, "grade 99999999999999999999 is outside the scale 0..3"),
     ]:
         parsed = parse_answer(text, scale)
         assert (parsed.grade, parsed.problem) == (None, problem)

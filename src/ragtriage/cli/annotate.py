@@ -75,7 +75,9 @@ def import_labels_cmd(
 ) -> None:
     """Import labelled rows as a new dataset version (the old version is kept) and make it current."""
     from ragtriage.annotate import import_labels
+    from ragtriage.cli import arg_checks
 
+    arg_checks.at_least("--depth", depth, 1)
     try:
         con = _open(db, read_only=False)
         try:

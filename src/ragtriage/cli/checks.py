@@ -246,10 +246,13 @@ def calibrate_cmd(
     import duckdb
 
     from ragtriage.checks import DEFAULT_TARGET_RECALL, CalibrationError, calibrate, store_threshold
+    from ragtriage.cli import arg_checks
     from ragtriage.store import StoreError
 
     if target_recall is not None and threshold is not None:
         raise _fail(ValueError("give --target-recall or --threshold, not both"))
+    arg_checks.between("--target-recall", target_recall, 0.0, 1.0, open_low=True)
+    arg_checks.finite("--threshold", threshold)
     con = None
     try:
         con = _open(db, read_only=dry_run)

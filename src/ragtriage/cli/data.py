@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import suppress
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated
@@ -212,16 +213,30 @@ def load(
         with LazyProgress("load") as prog:
             result = load_inputs(con, req, prog, precompute=precompute, wait_classified=wait_classified)
     except (ValidationFailed, StoreError, ValueError, OSError, duckdb.Error) as exc:
-        con.close()
+        with suppress(duckdb.Error):  # a full disk may refuse the close's checkpoint too; the WAL replays
+            con.close()
         if created:
             _remove_new_store(db)
-        raise _fail(exc) from exc
+        raise _fail(_disk_full_said(db, exc)) from exc
     with LazyProgress("overview summaries for the TUI") as prog:
         prog("metrics.summarize per run")
         finish(con, result)
     _print_summary(result.summary)
     for line in result.skipped if precompute else ():
         console.print(visible(line), markup=False, highlight=False)
+
+
+def _disk_full_said(db: Path, exc: Exception) -> Exception | str:
+    """A full disk in words a user acts on, instead of DuckDB's "IO Error: Could not write file ..."; any other
+    error as it is."""
+    from ragtriage.store.transactions import disk_full, write_refused
+
+    if not disk_full(exc):
+        return exc
+    return (
+        f"{db}: nothing was loaded, the store is as it was: {write_refused(exc)} (No space left on device while "
+        "writing the load)"
+    )
 
 
 def _remove_new_store(db: Path) -> None:

@@ -105,8 +105,12 @@ def build(
     leakage (and, with ``gate``, the gate's failed rules for each candidate); exit 2 on unusable input."""
     import duckdb
 
+    from ragtriage.cli import arg_checks
     from ragtriage.gate.config import GateFileError, parse_gate
 
+    arg_checks.measures("--measure", measures)
+    arg_checks.between("--alpha", alpha, 0.0, 1.0, open_low=True)
+    arg_checks.at_least("--resamples", resamples, 1)
     try:
         config = parse_gate(gate) if gate is not None else None
     except GateFileError as exc:

@@ -184,6 +184,7 @@ def _compare_one(
 ) -> None:
     import duckdb
 
+    from ragtriage.cli import arg_checks
     from ragtriage.experiments.explain import explain as explain_drops
     from ragtriage.experiments.safety import run_safety
     from ragtriage.gate.compare import compare as run_compare
@@ -191,6 +192,8 @@ def _compare_one(
     from ragtriage.metrics.context import labels_header
     from ragtriage.store import StoreError
 
+    arg_checks.measures("--metric", metric)
+    arg_checks.at_least("--resamples", resamples, 1)
     try:  # a bad gate file is refused before the store is touched
         config = parse_gate(gate_file) if gate_file is not None else None
     except GateFileError as exc:

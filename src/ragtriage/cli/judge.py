@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from ragtriage.judge import Endpoint, Plan, Prompt, Scale, Tally
 
 err = Console(stderr=True, soft_wrap=True)
+EXIT_UNANSWERED = 1  # requests failed: the session is incomplete, not the input bad (that is exit 2)
 
 
 def _say(text: str) -> None:
@@ -68,7 +70,7 @@ def judge(
     ] = False,
     sample_seed: Annotated[int, typer.Option(help="Seed of the calibration sample and its bootstrap.")] = 0,
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for one answer.")] = 60.0,
+    timeout: Annotated[float, typer.Option(help="Seconds one attempt may take, the whole answer read.")] = 60.0,
     retries: Annotated[int, typer.Option(help="Retries of a 429/5xx/timeout/connection error (with backoff).")] = 4,
     backoff: Annotated[
         float, typer.Option(help="First backoff in seconds, doubled per retry, when the server sends no Retry-After.")
@@ -85,25 +87,38 @@ def judge(
     k: Annotated[int, typer.Option("--k", help="With --fill: the cutoff of the before/after measures.")] = 10,
     fmt: FormatOpt = Format.table,
 ) -> None:
-    """Grade (query, unit text) pairs with an LLM judge: --calibrate N against people's labels, then --fill."""
+    """Grade (query, unit text) pairs with an LLM judge: --calibrate N against people's labels, then --fill.
+
+    Exit 0: every pair answered (or the budget or Ctrl-C stopped it: --resume continues). 1: some pairs got no
+    answer (their requests failed), so no calibration is reported and no version written; --resume asks them. 2:
+    unusable input.
+    """
     from ragtriage.judge import Endpoint, JudgeError, NotCalibrated, PromptError
+    from ragtriage.judge.client import api_key
+    from ragtriage.judge.fill import NoJudgeLabels
 
     if (calibrate is None) == (not fill):
         raise _fail("give one of --calibrate N (agreement with people's labels) or --fill (store judged labels)")
+    _check_args(calibrate, depth, min_kappa, concurrency, timeout, retries, backoff, max_requests,
+                temperature, max_tokens, price_in, price_out, k)  # fmt: skip
     if fill and not resume and (runs is None) == (pairs is None):
         raise _fail("--fill needs the pairs: --runs a,b [--depth 10] (the pool) or --pairs FILE")
-    ep = Endpoint(
-        endpoint,
-        model,
-        api_key_env,
-        temperature,
-        None if no_seed else seed,
-        max_tokens,
-        timeout,
-        retries,
-        backoff_s=backoff,
-        concurrency=max(1, concurrency),
-    )
+    try:
+        ep = Endpoint(
+            endpoint,
+            model,
+            api_key_env,
+            temperature,
+            None if no_seed else seed,
+            max_tokens,
+            timeout,
+            retries,
+            backoff_s=backoff,
+            concurrency=concurrency,
+        )
+        api_key(ep)  # a variable not set is refused before the session is written
+    except JudgeError as exc:
+        raise _fail(exc) from exc
     settings: dict[str, Any] = (
         {"n": calibrate, "sample_seed": sample_seed}
         if calibrate is not None
@@ -129,10 +144,42 @@ def judge(
             )
         finally:
             con.close()
+    except NoJudgeLabels as exc:
+        _say(str(exc))
+        raise typer.Exit(EXIT_UNANSWERED) from exc
     except (NotCalibrated, JudgeError, PromptError) as exc:
         raise _fail(exc) from exc
     except input_errors() as exc:
         raise _fail(exc) from exc
+
+
+def _check_args(
+    calibrate: int | None,
+    depth: int,
+    min_kappa: float,
+    concurrency: int,
+    timeout: float,
+    retries: int,
+    backoff: float,
+    max_requests: int | None,
+    temperature: float,
+    max_tokens: int,
+    price_in: float | None,
+    price_out: float | None,
+    k: int,
+) -> None:
+    """Every argument in its range before the store is opened (``cli.arg_checks``): refused, never clamped."""
+    from ragtriage.cli import arg_checks as a
+
+    for name, value in [("--calibrate", calibrate), ("--depth", depth), ("--concurrency", concurrency),
+                        ("--max-requests", max_requests), ("--max-tokens", max_tokens), ("--k", k)]:  # fmt: skip
+        a.at_least(name, value, 1)
+    for name, low in [("--retries", retries), ("--backoff", backoff), ("--temperature", temperature)]:
+        a.at_least(name, low, 0)
+    a.at_least("--timeout", timeout, 0, strict=True)
+    a.between("--min-kappa", min_kappa, -1.0, 1.0)
+    a.at_least("--price-in", price_in, 0)
+    a.at_least("--price-out", price_out, 0)
 
 
 def _judge(
@@ -188,6 +235,13 @@ def _judge(
     tally = _ask(con, purpose, ep, prompt, scale, planned, settings, session, max_requests)
     if tally.interrupted or tally.budget_spent:
         return
+    if tally.tally.failed:
+        _say(
+            f"{tally.tally.failed} pair(s) have no answer: session {tally.session} is left interrupted, "
+            + ("no calibration is reported" if purpose == "calibrate" else "no dataset version is written")
+            + f"; `ragtriage judge ... --resume` asks only them (exit {EXIT_UNANSWERED})"
+        )
+        raise typer.Exit(EXIT_UNANSWERED)
     if purpose == "calibrate":
         _report_calibration(
             con,
@@ -319,9 +373,14 @@ def _ask(
         session = int(resumed["id"])
     else:
         session = start_session(con, purpose, ep, prompt, current_dataset_version(con), settings, planned.pairs)
-    tally = ask(con, planned, ep, prompt, scale, budget=budget, progress=_progress())
+    try:
+        tally = ask(con, planned, ep, prompt, scale, budget=budget, progress=_progress())
+    except Exception:
+        with suppress(Exception):  # the store's own failure may refuse this too; the error raised stays the cause
+            end_session(con, session, "interrupted")
+        raise
     stopped = tally.interrupted or tally.budget_spent
-    end_session(con, session, "interrupted" if stopped else "running")
+    end_session(con, session, "interrupted" if stopped or tally.failed else "running")
     _say(
         f"asked {tally.to_ask} pair(s) in {tally.requests} request(s): {tally.answered} answered "
         f"({tally.unparsed} did not parse: kept, counted, never guessed), {tally.failed} failed"
@@ -331,8 +390,6 @@ def _ask(
     if stopped:
         why = "interrupted" if tally.interrupted else "the request budget is spent"
         _say(f"{why}: every answer received is stored; `ragtriage judge ... --resume` continues session {session}")
-    elif tally.failed:
-        _say("some requests failed: their pairs are not answered; run the same command again to ask them")
     return _Asked(tally, session)
 
 
@@ -400,8 +457,10 @@ def _report_fill(
     from ragtriage.judge import answers_of, fill_version, measure_changes, ranking_agreement
     from ragtriage.judge.session import end_session, identity, unparsed
 
-    rep = fill_version(con, identity(ep, prompt, scale), sessions)
-    end_session(con, sessions[0], "done")
+    try:
+        rep = fill_version(con, identity(ep, prompt, scale), sessions)
+    finally:
+        end_session(con, sessions[0], "done")  # every pair asked; new_version stays NULL when nothing was written
     refresh(con)  # a new dataset version: every run's stored classification is for the old one
     changes = measure_changes(con, k=k)
     context = {

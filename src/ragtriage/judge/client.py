@@ -7,20 +7,28 @@ an exponential backoff with jitter (``ragtriage.http_retry``, the recorder's rul
 retried: the request itself is wrong (a bad model name, a refused parameter) and asking again only spends the
 budget. Every HTTP request, retries included, counts against ``budget``; once it is spent nothing more is sent.
 
+``timeout_s`` is the deadline of a whole attempt (connecting, sending, and reading the answer to its last byte),
+not of each read: a server trickling a byte at a time cannot hold a request past it. The body is read up to
+:func:`body_cap` bytes, far above what ``max_tokens`` can produce; a longer answer is an error, never kept.
+
 The API key is read from the environment variable the user names and sent as a bearer token; it is never
 stored, printed or written to a file (the endpoint is described by :func:`ragtriage.record.http_adapter.strip_url`).
+A server may echo it (an error body quoting the Authorization header, an answer repeating it, base64 included):
+every text a :class:`Reply` carries has every form of it masked (``ragtriage.http_secrets``) before anyone sees it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
 from ragtriage.http_retry import RetryPolicy
+from ragtriage.http_secrets import redact, secret_forms
 from ragtriage.record.http_adapter import strip_url
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -43,6 +51,10 @@ class Endpoint:
     backoff_s: float = 1.0
     max_wait_s: float = 60.0
     concurrency: int = 4
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise JudgeError(f"--endpoint {self.url!r}: give an http:// or https:// URL")
 
     @property
     def chat_url(self) -> str:
@@ -85,23 +97,39 @@ class Budget:
         return True
 
 
-def _key(endpoint: Endpoint) -> dict[str, str]:
+def api_key(endpoint: Endpoint) -> str | None:
+    """The key the endpoint is asked with (None: no --api-key-env); a variable not set is a :class:`JudgeError`."""
     if endpoint.api_key_env is None:
-        return {}
+        return None
     value = os.environ.get(endpoint.api_key_env)
     if not value:
         raise JudgeError(f"environment variable {endpoint.api_key_env} (--api-key-env) is not set or empty")
-    return {"Authorization": f"Bearer {value}"}
+    return value
+
+
+BODY_CAP_MIN = 1 << 20
+BYTES_PER_TOKEN_CAP = 256  # a token is a few bytes of UTF-8; JSON escapes and the envelope add a few times that
+
+
+def body_cap(max_tokens: int) -> int:
+    """The most bytes of an answer read: far above any answer of ``max_tokens`` tokens, so only a server that
+    ignores the limit (or sends something else) reaches it."""
+    return max(BODY_CAP_MIN, BYTES_PER_TOKEN_CAP * max_tokens)
+
+
+class _TooLarge(Exception):
+    pass
 
 
 class ChatClient:
     def __init__(self, endpoint: Endpoint, budget: Budget) -> None:
-        if not endpoint.url.startswith(("http://", "https://")):
-            raise JudgeError(f"--endpoint {endpoint.url!r}: give an http:// or https:// URL")
         self.endpoint = endpoint
         self.budget = budget
+        key = api_key(endpoint)
+        self.secrets = secret_forms([key, f"Bearer {key}"] if key else [])
+        self.cap = body_cap(endpoint.max_tokens)
         self.client = httpx.AsyncClient(
-            headers=_key(endpoint),
+            headers={"Authorization": f"Bearer {key}"} if key else {},
             timeout=httpx.Timeout(endpoint.timeout_s),
             limits=httpx.Limits(max_connections=endpoint.concurrency, max_keepalive_connections=endpoint.concurrency),
         )
@@ -122,7 +150,30 @@ class ChatClient:
         return body
 
     async def ask(self, messages: list[dict[str, str]]) -> Reply:
-        """The model's answer to ``messages``, after the retries a busy or failing server needs."""
+        """The model's answer to ``messages``, after the retries a busy or failing server needs; every text in
+        it has the API key masked."""
+        reply = await self._ask(messages)
+        mask = self.mask
+        return replace(reply, text=mask(reply.text), error=mask(reply.error))
+
+    def mask(self, text: str | None) -> str | None:
+        return text if text is None else redact(text, self.secrets)
+
+    async def _post(self, body: dict[str, Any]) -> tuple[int, httpx.Headers, bytes]:
+        """One attempt, within ``timeout_s`` as a whole: status, headers and the body (at most ``cap`` bytes)."""
+        async with asyncio.timeout(self.endpoint.timeout_s):
+            async with self.client.stream("POST", self.endpoint.chat_url, json=body) as resp:
+                declared = resp.headers.get("content-length", "")
+                if declared.isascii() and declared.isdigit() and int(declared) > self.cap:
+                    raise _TooLarge
+                data = bytearray()
+                async for chunk in resp.aiter_bytes():
+                    data += chunk
+                    if len(data) > self.cap:
+                        raise _TooLarge
+                return resp.status_code, resp.headers, bytes(data)
+
+    async def _ask(self, messages: list[dict[str, str]]) -> Reply:
         body = self.body(messages)
         error = "request budget spent"
         attempt = 0
@@ -132,16 +183,18 @@ class ChatClient:
             attempt += 1
             status, header = None, None
             try:
-                resp = await self.client.post(self.endpoint.chat_url, json=body)
-            except httpx.TimeoutException:
-                error = f"no answer within {self.endpoint.timeout_s:g} s"
+                status_code, headers, raw = await self._post(body)
+            except (TimeoutError, httpx.TimeoutException):
+                error = f"no complete answer within {self.endpoint.timeout_s:g} s (--timeout)"
+            except _TooLarge:
+                return Reply(None, f"the answer is larger than {self.cap} bytes: not read, not kept", attempt)
             except httpx.TransportError as exc:
                 error = f"{type(exc).__name__}: {exc}"
             else:
-                if resp.status_code < 400:
-                    return _reply(resp, attempt)
-                error = f"HTTP {resp.status_code}: {resp.text[:300]}"
-                status, header = resp.status_code, resp.headers.get("retry-after")
+                if status_code < 400:
+                    return _reply(raw, attempt)
+                error = f"HTTP {status_code}: {_text(raw)[:300]}"
+                status, header = status_code, headers.get("retry-after")
             if attempt > self.endpoint.retries:
                 break
             wait = self.endpoint.retry.wait(status, header, attempt - 1)
@@ -151,13 +204,17 @@ class ChatClient:
         return Reply(None, error, attempt)
 
 
-def _reply(resp: httpx.Response, attempts: int) -> Reply:
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def _reply(raw: bytes, attempts: int) -> Reply:
     """The answer text of a chat-completions response; a body of another shape is an error, not an answer."""
     try:
-        data = resp.json()
+        data = json.loads(raw)
         text = data["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
-        return Reply(None, f"not a chat-completions response: {resp.text[:300]}", attempts)
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
+        return Reply(None, f"not a chat-completions response: {_text(raw)[:300]}", attempts)
     usage = data.get("usage") if isinstance(data, dict) else None
     usage = usage if isinstance(usage, dict) else {}
     return Reply(

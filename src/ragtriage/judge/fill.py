@@ -29,6 +29,10 @@ class NotCalibrated(ValueError):
     """Filling refused: no calibration of this judge, or one below ``--min-kappa``."""
 
 
+class NoJudgeLabels(ValueError):
+    """Filling refused: no pair has a parsed answer, so a new version would be its parent under a new name."""
+
+
 @dataclass(frozen=True)
 class FillReport:
     version: str
@@ -109,6 +113,11 @@ def fill_version(con: duckdb.DuckDBPyConnection, judge: JudgeIdentity, sessions:
             [sessions],
         )
         labels = int(scalar(con, "SELECT count(*) FROM _judge_new"))
+        if labels == 0:
+            raise NoJudgeLabels(
+                f"no judged pair has an answer that parsed, so no dataset version is written ({parent} stays "
+                "current): judge_answers.problem says why each did not parse; change the prompt or the model"
+            )
         filled = int(
             scalar(
                 con,

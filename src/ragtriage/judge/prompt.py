@@ -9,9 +9,12 @@ data, never as instructions. Substitution is literal (``str.replace``): braces i
 
 The prompt's identity is the SHA-256 of the file's bytes, stored with every answer and label.
 
-An answer is read strictly: exactly one ``grade: N`` line (or an answer that is nothing but one integer), N on
-the dataset's scale. Anything else (no grade, two different grades, a grade off the scale, prose around a bare
-number) is *unparsed*: kept verbatim and counted, never guessed into a grade.
+An answer is read strictly: exactly one ``grade: N`` line (or an answer that is nothing but one integer), N in
+ASCII digits without a sign, on the dataset's scale. Anything else is *unparsed*: kept verbatim and counted, never
+guessed into a grade. That includes no grade, a second grade anywhere in the text ("grade: 3" then "Actually
+grade: 0" mid-sentence: which one the model meant is not for the reader to choose), the same grade twice, a sign
+(``+2``, ``-0``), digits of another script (``٣``, fullwidth ``３``), a grade off the scale and prose around a bare
+number.
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ from pathlib import Path
 
 USER_MARK = "=== user ==="
 DEFAULT_PROMPT = Path(__file__).with_name("umbrela.prompt")
-_GRADE_LINE = re.compile(r"^\s*(?:#+\s*)?(?:final\s+)?(?:grade|score)\s*[:=]\s*([+-]?\d+)\s*\.?\s*$", re.I | re.M)
-_BARE = re.compile(r"^\s*([+-]?\d+)\s*$")
+_GRADE_LINE = re.compile(r"^\s*(?:#+\s*)?(?:final\s+)?(?:grade|score)\s*[:=]\s*([0-9]+)\s*\.?\s*$", re.I | re.M)
+_BARE = re.compile(r"^\s*([0-9]+)\s*$")
+#: Anything that reads as a grade, wherever it stands and in whatever digits or sign: what "exactly one" counts.
+_MENTION = re.compile(r"(?:grade|score)\s*[:=]\s*([+\-\u2212\uff0b\uff0d]?\s*\d+)", re.I)
+_MAX_DIGITS = 9  # a longer number is off any scale; int() of thousands of digits would raise
 
 
 class PromptError(ValueError):
@@ -89,18 +95,26 @@ class Parsed:
 
 
 def parse_answer(answer: str | None, scale: Scale) -> Parsed:
-    """The grade in ``answer``, or why there is none; never a guess."""
+    """The grade in ``answer``, or why there is none; never a guess, never an exception."""
     if answer is None or not answer.strip():
         return Parsed(None, "empty answer")
-    found = {int(g) for g in _GRADE_LINE.findall(answer)}
-    if not found:
+    mentions = [m.strip()[:20] for m in _MENTION.findall(answer)]
+    if len(mentions) > 1:
+        return Parsed(None, f"several grades ({', '.join(sorted(mentions))})")
+    lines = _GRADE_LINE.findall(answer)
+    if mentions and not lines:
+        token = mentions[0]
+        if not (token.isascii() and token.isdigit()):
+            return Parsed(None, f"grade {token!r} is not ASCII digits 0-9 without a sign")
+        return Parsed(None, "no 'grade: N' line")
+    if lines:
+        digits = lines[0]
+    else:
         bare = _BARE.match(answer)
         if bare is None:
             return Parsed(None, "no 'grade: N' line")
-        found = {int(bare.group(1))}
-    if len(found) > 1:
-        return Parsed(None, f"several grades ({', '.join(str(g) for g in sorted(found))})")
-    grade = found.pop()
-    if not scale.grade_min <= grade <= scale.grade_max:
-        return Parsed(None, f"grade {grade} is outside the scale {scale.grade_min}..{scale.grade_max}")
+        digits = bare.group(1)
+    grade = int(digits) if len(digits) <= _MAX_DIGITS else None
+    if grade is None or not scale.grade_min <= grade <= scale.grade_max:
+        return Parsed(None, f"grade {digits[:20]} is outside the scale {scale.grade_min}..{scale.grade_max}")
     return Parsed(grade, None)

@@ -19,18 +19,18 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import httpx
 
 from ragtriage.http_retry import RetryPolicy
+from ragtriage.http_secrets import REDACTED, redact, secret_forms
 from ragtriage.record.hits import ResponseShape, show
 from ragtriage.record.template import Template
 from ragtriage.record.types import RecordError, Request, Response, RetrieverError
 from ragtriage.safe_text import visible
 
 SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "auth", "sig", "credential")
-REDACTED = "<redacted>"
 RETRY = RetryPolicy(statuses=frozenset({429, 502, 503, 504}), backoff_s=0.5, max_wait_s=30.0)
 """HTTP answers worth asking again (rate limited, a gateway or the service briefly down), the first backoff
 (doubled per retry) and the longest wait: a Retry-After beyond it ends the retries (``ragtriage.http_retry``)."""
@@ -97,13 +97,10 @@ class Secrets:
             found |= {parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()}
         found |= {v for k, v in parse_qsl(parts.query) if any(w in k.lower() for w in SECRET_WORDS)}
         found |= {m.group(0).split(":", 1)[1].strip().strip('"') for m in _SECRET_VALUE.finditer(spec.template.text)}
-        found |= {quote(s, safe="") for s in list(found)}
-        self.values = sorted((s for s in found if len(s) >= 4), key=len, reverse=True)
+        self.values = secret_forms(found)
 
     def redact(self, text: str) -> str:
-        for s in self.values:
-            text = text.replace(s, REDACTED)
-        return text
+        return redact(text, self.values)
 
 
 class HttpRetriever:
