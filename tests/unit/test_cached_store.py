@@ -108,7 +108,9 @@ def test_the_command_says_where_the_store_is_and_opens_it(
     opened: list[Path] = []
     builds: list[object] = []
 
-    def run_app(db: Path, run: str | None, baseline: str | None, author: str | None, build: object) -> None:
+    def run_app(
+        db: Path, run: str | None, baseline: str | None, author: str | None, build: object, **_: object
+    ) -> None:
         opened.append(db)
         builds.append(build)
         if callable(build):  # what the app runs on its worker before the views open

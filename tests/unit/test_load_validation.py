@@ -260,7 +260,8 @@ def test_trec_run_tie_break_matches_trec_eval(tmp_path: Path) -> None:
     assert rep.target == "tagX"
     order = con.execute("SELECT document_id FROM results WHERE case_id = '1' ORDER BY rank").fetchall()
     assert [r[0] for r in order] == ["docC", "docZ", "docB", "docA"]
-    assert con.execute("SELECT k, source_format FROM runs").fetchone() == (4, "trec")
+    # a TREC run records no k: it is judged at the default 10, not at its list depth (docs/metrics.md)
+    assert con.execute("SELECT k, source_format FROM runs").fetchone() == (10, "trec")
 
 
 def test_beir_layout(tmp_path: Path) -> None:

@@ -313,7 +313,7 @@ def gate(
     from ragtriage.cli.experiments import split_runs
     from ragtriage.gate import reports
     from ragtriage.gate.config import GateFileError, parse_gate
-    from ragtriage.gate.verdict import evaluate_gate, record_verdict
+    from ragtriage.gate.verdict import NothingApplies, evaluate_gate, record_verdict, refuse_if_nothing_applies
     from ragtriage.metrics.context import labels_header
     from ragtriage.paths import written_whole
     from ragtriage.store import StoreError
@@ -333,6 +333,13 @@ def gate(
         config = parse_gate(gate_file)
     except GateFileError as exc:
         raise _fail(exc) from exc
+    try:  # a gate nothing of the data can carry is refused before classification writes
+        with open_existing(db, read_only=True) as peek:
+            refuse_if_nothing_applies(peek, config, split_runs(run))
+    except NothingApplies as exc:
+        raise _fail(exc) from exc
+    except (StoreError, ValueError, duckdb.Error):
+        pass  # an unknown run or an unreadable store: the evaluation below says so, in its own words
     classified_first(db)
     try:
         con = open_existing(db, read_only=not record)

@@ -108,26 +108,32 @@ def _scored(ctx: Context, metric: str, split: str | None, cases: pa.Table | None
     return list(zip(table.column("case_id").to_pylist(), table.column("value").to_pylist(), strict=True))
 
 
+def leakage_not_applicable(cases: int) -> RuleResult:
+    """The leakage rule on data that declares no access rule at all: it does not apply, and passes saying so."""
+    from ragtriage.checks.leakage import NOT_APPLICABLE
+
+    return RuleResult(
+        "leakage",
+        "leakage",
+        True,
+        f"{NOT_APPLICABLE} (no principal on any of {cases} case(s), no acl or tenant in any manifest, no acl policy)",
+        "no leaked rows where the data declares access rules",
+        0.0,
+        notes=("leakage applies once any case names a principal or any document an acl or tenant",),
+        applies=False,
+    )
+
+
 def leakage_rule(ctx: Context) -> RuleResult:
     """No leaked row, in any stage; and leakage must have been checked on some case (on at least the gate's
     ``[leakage] min_checked_share`` of them): a run nobody could check has not shown that it does not leak. On data
     that declares no access rule at all the rule does not apply, and passes saying so."""
-    from ragtriage.checks.leakage import NOT_APPLICABLE, coverage, leaked_result_rows, unchecked_cases
+    from ragtriage.checks.leakage import coverage, leaked_result_rows, unchecked_cases
 
     unchecked = unchecked_cases(ctx.con, ctx.run_id)
     cov = coverage(ctx.con, unchecked)
     if not cov.applicable:
-        return RuleResult(
-            "leakage",
-            "leakage",
-            True,
-            f"{NOT_APPLICABLE} (no principal on any of {cov.cases} case(s), no acl or tenant in any manifest, "
-            "no acl policy)",
-            "no leaked rows where the data declares access rules",
-            0.0,
-            notes=("leakage applies once any case names a principal or any document an acl or tenant",),
-            applies=False,
-        )
+        return leakage_not_applicable(cov.cases)
     table = sources.leaks(ctx.con, ctx.run_id)
     rows = table.to_pylist()
     need = ctx.config.leakage.min_checked_share

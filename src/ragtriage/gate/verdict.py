@@ -18,7 +18,7 @@ from ragtriage.gate import sources
 from ragtriage.gate.config import GateConfig, for_data
 from ragtriage.gate.outcome import RuleResult, Verdict, json_pieces
 from ragtriage.gate.reproducibility import reproducibility_rule
-from ragtriage.gate.rules import Context, relevance_rules
+from ragtriage.gate.rules import Context, leakage_not_applicable, relevance_rules
 from ragtriage.store import run_k
 from ragtriage.version import __version__
 
@@ -94,6 +94,24 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
         ),
         cost_summary=costs.sentence(),
     )
+
+
+def refuse_if_nothing_applies(con: duckdb.DuckDBPyConnection, config: GateConfig, run_ids: list[str]) -> None:
+    """Raise :class:`NothingApplies` before anything is classified or written when the gate holds only the built-in
+    leakage and reproducibility rules, the data declares no access rule and no run has anything to require: a
+    refused gate leaves the store as it was. Gates with rules of their own are judged by :func:`evaluate_gate`."""
+    from ragtriage.checks.leakage import DECLARED_SQL
+
+    own = (config.regressions, config.slice_minima, config.critical, config.zero_hit, config.negatives, config.latency)
+    if any(own):
+        return
+    ((declared, cases),) = con.execute(f"SELECT {DECLARED_SQL}, (SELECT count(*) FROM cases)").fetchall()
+    if declared:
+        return
+    repro = [reproducibility_rule(con, config, r, __version__) for r in run_ids]
+    if any(r.applies for r in repro):
+        return
+    raise NothingApplies(config, [leakage_not_applicable(int(cases)), *repro])
 
 
 def baseline_notes(rows: int, baseline: str) -> tuple[str, ...]:
