@@ -247,8 +247,8 @@ def write_run(
         # a file that could not be read left nothing (or a half-read table) to check: that is the one cause
         raise ValidationFailed([f for f in findings if f.severity == "error"])
     if not manifest.get("k"):
-        # no run.json k (a TREC file, a DataFrame): judged at 10, never at the list's depth (a run of 1000 per
-        # query would hide every ranking defect below 10); the manifest says where the k came from
+        # no run.json k (a TREC file, a DataFrame): judged at 10, never at the list's depth (a deep list would
+        # hide every ranking defect below 10); the manifest says where the k came from
         manifest["k"], manifest["k_source"] = DEFAULT_RUN_K, DEFAULT_K_SOURCE
     manifest["run_id"] = rid
     findings = [*findings, *_run_id_findings(source, rid, strict)]
