@@ -115,6 +115,13 @@ class GateConfig:
     reproducibility_asked: bool = False  # the file has a [reproducibility] table: its items hold for every run
     metrics: tuple[str, ...] = field(default=())
 
+    def has_own_rules(self) -> bool:
+        """Whether the file names a rule beyond the built-in leakage and reproducibility ones: the kinds
+        ``rules.relevance_rules`` adds after leakage."""
+        return bool(
+            self.regressions or self.slice_minima or self.critical or self.zero_hit or self.negatives or self.latency
+        )
+
     def ks(self) -> tuple[int, ...]:
         """Every cutoff a rule needs, so per-case metrics are computed once."""
         cut = {cutoff_of(m) for m in self.metrics}

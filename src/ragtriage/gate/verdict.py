@@ -102,8 +102,7 @@ def refuse_if_nothing_applies(con: duckdb.DuckDBPyConnection, config: GateConfig
     refused gate leaves the store as it was. Gates with rules of their own are judged by :func:`evaluate_gate`."""
     from ragtriage.checks.leakage import DECLARED_SQL
 
-    own = (config.regressions, config.slice_minima, config.critical, config.zero_hit, config.negatives, config.latency)
-    if any(own):
+    if config.has_own_rules():
         return
     ((declared, cases),) = con.execute(f"SELECT {DECLARED_SQL}, (SELECT count(*) FROM cases)").fetchall()
     if declared:
