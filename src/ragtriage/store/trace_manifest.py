@@ -185,11 +185,6 @@ def _read_fields(con: duckdb.DuckDBPyConnection, keys: dict[str, tuple[str, ...]
     con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_rows AS SELECT *, {typed} FROM trc_manifest_raw")
 
 
-def _unreadable(con: duckdb.DuckDBPyConnection, keys: dict[str, tuple[str, ...]], by: str) -> dict[str, list[Finding]]:
-    """The refusals in ``trc_manifest_rows`` per distinct value of its column ``by`` (a run id, a file)."""
-    return counted_causes_by(con, "trc_manifest_rows", by, _causes(keys))
-
-
 def _drop_steps(con: duckdb.DuckDBPyConnection) -> None:
     for table in ("trc_manifest_units", "trc_manifest_raw", "trc_manifest_rows"):
         con.execute(f"DROP TABLE IF EXISTS {table}")
@@ -210,7 +205,9 @@ def metadata_findings(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> lis
                 WHERE m IS NOT NULL AND m <> CAST('null' AS JSON)"""
         )
         _read_fields(con, keys)
-        return [f for found in _unreadable(con, keys, "file").values() for f in found]
+        return [
+            f for found in counted_causes_by(con, "trc_manifest_rows", "file", _causes(keys)).values() for f in found
+        ]
     finally:
         _drop_steps(con)
 
@@ -234,7 +231,7 @@ def derive_manifest(
         _read_fields(con, keys)
         errors = [
             dataclasses.replace(f, file=_run_label(con, run))
-            for run, found in _unreadable(con, keys, "run_id").items()
+            for run, found in counted_causes_by(con, "trc_manifest_rows", "run_id", _causes(keys)).items()
             for f in found
         ]
         if errors:
