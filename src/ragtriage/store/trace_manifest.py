@@ -55,17 +55,13 @@ _SCALAR = "json_type({v}) NOT IN ('OBJECT', 'ARRAY')"
 _DATE = "coalesce(try_cast({t} AS DATE), CAST(try_cast({t} AS TIMESTAMP) AS DATE))"
 
 
-def _pointer(key: str) -> str:
-    return sql_str(metadata_pointer(key))
-
-
 def _fields(keys: dict[str, tuple[str, ...]], units: str) -> str:
     """SQL over the rows of ``units`` and their ``m`` (a metadata object): each field's raw JSON value
     ``v_<field>``, the first of its keys present and not null. Every key is read by one ``json_extract`` of a list
     of paths, so the object is parsed once."""
     flat = list(dict.fromkeys(k for ks in keys.values() for k in ks))
     at = {k: i + 1 for i, k in enumerate(flat)}
-    paths = "[" + ", ".join(_pointer(k) for k in flat) + "]"
+    paths = "[" + ", ".join(sql_str(metadata_pointer(k)) for k in flat) + "]"
 
     def first(ks: tuple[str, ...]) -> str:
         parts = [f"nullif(vals[{at[k]}], CAST('null' AS JSON))" for k in ks]

@@ -542,7 +542,7 @@ class _Walk:
 def read_otlp(con: duckdb.DuckDBPyConnection, path: Path, res0: int, opts: TraceOptions) -> int:
     """Append the spans of ``path`` to the staging tables; returns the last resource number used. Raises
     ``JsonStreamError`` naming file, line and column when the file is not OTLP/JSON."""
-    if one_request_per_line(path):
+    if longest_line_fits(path) and _first_line_is_object(path):  # the Collector file exporter's layout
         return read_lines(con, path, res0, wanted_keys(opts))
     walk = _Walk(con, path, res0, wanted_keys(opts))
     with json_stream(path) as js:
@@ -562,13 +562,9 @@ def create_raw(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE trc_kv (sid BIGINT, key VARCHAR, val VARCHAR, kind VARCHAR)")
 
 
-def one_request_per_line(path: Path) -> bool:
-    """Whether the file is one request per line (the Collector file exporter's layout): its first line is a whole
-    JSON object and no line is longer than the line reader takes (a longer one is streamed as a document)."""
-    return longest_line_fits(path) and _first_line_is_object(path)
-
-
 def _first_line_is_object(path: Path) -> bool:
+    """Whether the first line is a whole JSON object: with every line within the line reader's limit
+    (``longest_line_fits``; a longer one is streamed as a document), the file is one request per line."""
     with open_binary(path) as fh:
         first = fh.readline(MAX_LINE + 1).decode("utf-8", errors="replace").lstrip("\ufeff")
     try:
