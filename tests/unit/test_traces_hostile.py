@@ -261,6 +261,66 @@ def test_the_same_good_export_still_loads(base: tuple[Path, Path, dict[str, tupl
     assert got == [("d1", 0.9), ("d2", 0.5)]
 
 
+PRINCIPALS = {
+    "array": ({"arrayValue": {"values": [{"stringValue": "u1"}, {"stringValue": "u2"}]}}, '\'["u1","u2"]\''),
+    "kvlist": ({"kvlistValue": {"values": [{"key": "id", "value": {"stringValue": "u1"}}]}}, "'a key-value list'"),
+}
+
+
+def _info(db: Path) -> str:
+    res = runner.invoke(app, ["info", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+@pytest.mark.parametrize("kind", sorted(PRINCIPALS))
+@pytest.mark.parametrize("shape", ["json", "jsonl"])
+def test_an_otlp_principal_that_is_an_array_or_a_kvlist_is_refused(
+    base: tuple[Path, Path, dict[str, tuple[int, str]]], tmp_path: Path, kind: str, shape: str
+) -> None:
+    """Issue 48: a principal attribute given as an array or a key-value list is no id: refused naming file, line
+    and field, as Langfuse refuses one, whether the export is one pretty-printed request or one per line."""
+    value, shown = PRINCIPALS[kind]
+    req = _request(tmp_path)
+    _span(req)["attributes"].append({"key": "user.id", "value": value})
+    path = tmp_path / f"spans.{shape}"
+    if shape == "jsonl":
+        path.write_text(_lines(req))
+        line = 1
+    else:
+        text = json.dumps(req, indent=2)
+        path.write_text(text)
+        rows = text.splitlines()
+        at = next(i for i, r in enumerate(rows) if f'"spanId": "{_span(req)["spanId"]}"' in r)
+        line = next(i for i in range(at, -1, -1) if rows[i].strip() == "{") + 1
+    before = tmp_path / "before.duckdb"
+    before.write_bytes(base[1].read_bytes())
+    info = _info(before).replace(str(before), "")
+    out = _refused(base, tmp_path, path, "--principal-attribute", "user.id")
+    assert f"{path}:{line}: principal: a principal that is not one id (a string or a number): {shown}" in out, out
+    store = tmp_path / "store.duckdb"
+    assert _info(store).replace(str(store), "") == info
+
+
+def test_a_phoenix_principal_column_of_lists_is_refused(
+    base: tuple[Path, Path, dict[str, tuple[int, str]]], tmp_path: Path
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    doc = pa.struct([("document.id", pa.string()), ("document.score", pa.float64())])
+    table = pa.table({
+        "context.trace_id": ["t1"], "context.span_id": ["s1"], "span_kind": ["RETRIEVER"],
+        "start_time": ["2025-01-01 00:00:00"], "end_time": ["2025-01-01 00:00:01"],
+        "attributes.input.value": ["what is the travel policy"], "attributes.user.id": [["u1", "u2"]],
+        "attributes.retrieval.documents": pa.array([[{"document.id": "d1", "document.score": 0.5}]], pa.list_(doc)),
+    })  # fmt: skip
+    path = tmp_path / "spans.parquet"
+    pq.write_table(table, path)
+    out = _refused(base, tmp_path, path, "--principal-attribute", "user.id")
+    assert f'{path}:1: principal: a principal that is not one id (a string or a number): \'["u1","u2"]\'' in out
+
+
 # --- the JSON dict readers (pytrec_eval / ranx shape) ----------------------------------------------------
 
 

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from ragtriage.contract import compression
-from ragtriage.contract.traces import TraceOptions, otlp_lines, stage_traces
+from ragtriage.contract.traces import TraceOptions, otlp, otlp_docs, stage_traces
 from ragtriage.contract.traces.tables import doc_score
 
 pytest.importorskip("openinference.semconv")
@@ -61,9 +61,9 @@ def test_pyarrow_blocks_and_the_duckdb_fallback_stage_the_same(tmp_path: Path, m
     assert fast[1][5][8] == "boom" and fast[1][0][11] == ["hr", "eng"] and fast[1][0][10] == "u0"
     assert fast[1][0][6] == 1_700_000_000_000.0 and fast[1][1][7] == 4.5
     assert fast[1][0][12] == {"service.name": "rag", "index.version": "v7"}
-    monkeypatch.setattr(otlp_lines, "_BLOCK", 700)  # lines straddle blocks
+    monkeypatch.setattr(otlp, "_BLOCK", 700)  # lines straddle blocks
     assert _staged(path, tmp_path) == fast
-    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data, feeds: None)  # every block through from_json
+    monkeypatch.setattr(otlp, "_parse", lambda line0, data, feeds: None)  # every block through from_json
     assert _staged(path, tmp_path)[1:] == fast[1:]
 
 
@@ -75,7 +75,7 @@ def test_blank_lines_crlf_and_bom_keep_each_spans_line(tmp_path: Path, monkeypat
     findings, spans, _ = _staged(odd, tmp_path)
     assert any(f"{odd}:5: query: span" in f for f in findings), findings
     assert sorted({s[0] for s in spans}) == [1, 3, 5, 6]
-    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data, feeds: None)
+    monkeypatch.setattr(otlp, "_parse", lambda line0, data, feeds: None)
     findings2, spans2, _ = _staged(odd, tmp_path)
     assert findings2 == findings and spans2 == spans
 
@@ -85,8 +85,8 @@ def test_a_line_past_the_line_limit_is_streamed_not_refused(tmp_path: Path, monk
     expected = _staged(path, tmp_path)
     monkeypatch.setattr(compression, "MAX_LINE", 1000)
     monkeypatch.setattr(compression, "_scanned", {})
-    monkeypatch.setattr(otlp_lines, "_BLOCK", 300)  # the one-pass read sees a long line only across blocks
-    assert not otlp_lines.longest_line_fits(path)
+    monkeypatch.setattr(otlp, "_BLOCK", 300)  # the one-pass read sees a long line only across blocks
+    assert not otlp.longest_line_fits(path)
     read = _spy(monkeypatch)
     streamed = _staged(path, tmp_path)
     assert streamed[0] == [] and streamed[1:] == expected[1:]
@@ -126,7 +126,7 @@ def test_one_pass_read_hashes_and_refuses_as_the_scan(tmp_path: Path, monkeypatc
     from ragtriage.contract.staging import compression_findings
 
     path = write_otlp(tmp_path / "t.jsonl", _retrievals(), per_line=2)
-    monkeypatch.setattr(otlp_lines, "_BLOCK", 500)
+    monkeypatch.setattr(otlp, "_BLOCK", 500)
     read = _spy(monkeypatch)
     con = duckdb.connect()
     assert stage_traces(con, [path], OPTS, digest=True).findings == [] and read == ["once"]
@@ -220,23 +220,23 @@ def test_documents_pivoted_per_block_keep_sqls_rule(tmp_path: Path, monkeypatch:
     ]
     pivoted = _pivots(monkeypatch)
     assert _docs_of(path, tmp_path) == expected and pivoted == [True]
-    monkeypatch.setattr(otlp_lines, "pivot", lambda *a: None)  # the SQL pivot of the block
+    monkeypatch.setattr(otlp_docs, "pivot", lambda *a: None)  # the SQL pivot of the block
     assert _docs_of(path, tmp_path) == expected
-    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data, feeds: None)
+    monkeypatch.setattr(otlp, "_parse", lambda line0, data, feeds: None)
     assert _docs_of(path, tmp_path) == expected
 
 
 def _pivots(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether the Arrow pivot took each block."""
     seen: list[bool] = []
-    real = otlp_lines.pivot
+    real = otlp_docs.pivot
 
     def pivot(*a: Any) -> Any:
         out = real(*a)
         seen.append(out is not None)
         return out
 
-    monkeypatch.setattr(otlp_lines, "pivot", pivot)
+    monkeypatch.setattr(otlp_docs, "pivot", pivot)
     return seen
 
 
@@ -252,7 +252,7 @@ def test_a_block_the_arrow_pivot_cannot_take_goes_through_sql(tmp_path: Path, mo
     expected = [("t1", "retrieved", 0, "b", None, None, 1), ("t1", "retrieved", 1, "12.0", None, "true", 2)]
     pivoted = _pivots(monkeypatch)
     assert _docs_of(path, tmp_path) == expected and pivoted == [False]
-    monkeypatch.setattr(otlp_lines, "_parse", lambda line0, data, feeds: None)
+    monkeypatch.setattr(otlp, "_parse", lambda line0, data, feeds: None)
     assert _docs_of(path, tmp_path) == expected
 
 
@@ -268,15 +268,15 @@ def test_a_block_is_parsed_again_with_the_rarer_kinds_when_a_kept_value_has_one(
     path = tmp_path / "t.jsonl"
     path.write_text("".join(_line(a, trace=t) + "\n" for a, t in ((unread, "u"), (kept, "k"), (unread, "v"),
                                                                    (unread, "w"))))  # fmt: skip
-    monkeypatch.setattr(otlp_lines, "_BLOCK", 64)  # one line per block
+    monkeypatch.setattr(otlp, "_BLOCK", 64)  # one line per block
     rare: list[bool] = []
-    real = otlp_lines._parse
+    real = otlp._parse
 
     def parse(line0: int, data: bytearray, feeds: int, rare_kinds: bool = False) -> Any:
         rare.append(rare_kinds)
         return real(line0, data, feeds, rare_kinds)
 
-    monkeypatch.setattr(otlp_lines, "_parse", lambda *a, rare=False: parse(*a, rare))
+    monkeypatch.setattr(otlp, "_parse", lambda *a, rare=False: parse(*a, rare))
     got = _docs_of(path, tmp_path)
     assert got == [("k", "retrieved", 0, "b", None, "false", 1)] + [
         (t, "retrieved", 0, "a", None, None, 1) for t in ("u", "v", "w")
@@ -294,7 +294,7 @@ def test_camel_and_snake_blocks_and_escaped_keys_read_alike(tmp_path: Path, monk
     escaped = escaped.replace('"s"', '"e"')
     path = tmp_path / "t.jsonl"
     path.write_text(f"{camel}\n{snake}\n{escaped}\n")
-    monkeypatch.setattr(otlp_lines, "_BLOCK", len(camel) + 1)  # one line per block
+    monkeypatch.setattr(otlp, "_BLOCK", len(camel) + 1)  # one line per block
     got = _docs_of(path, tmp_path)
     assert got == [(t, "retrieved", 0, "a", 0.25, None, 1) for t in ("c", "e", "s")]
 
@@ -323,4 +323,4 @@ def test_line_feeds_found_one_by_one_then_counted_agree(lines: int) -> None:
     """A block's line feeds, looked for one by one and then counted: as many as ``bytes.count`` finds, to any end."""
     data = bytearray(b"\n".join(b"x" * (i % 4) for i in range(lines + 1)))
     for end in {0, len(data) // 3, len(data) - 1, len(data)} - {-1}:
-        assert otlp_lines._feeds(data, end) == data[:end].count(b"\n")
+        assert otlp._feeds(data, end) == data[:end].count(b"\n")

@@ -66,7 +66,7 @@ def _remember(key: tuple[str, int, int], digest: Future[str]) -> None:
 
 class Folded:
     """The sha256 of a plain file taken by a reader that reads the file whole anyway (``contract.traces
-    .otlp_lines``), so the file is read once, not twice: ``update`` with every byte in order, then ``done`` makes
+    .otlp``), so the file is read once, not twice: ``update`` with every byte in order, then ``done`` makes
     it the digest ``sha256_of`` returns for the unchanged file."""
 
     def __init__(self, path: Path) -> None:

@@ -55,17 +55,13 @@ _SCALAR = "json_type({v}) NOT IN ('OBJECT', 'ARRAY')"
 _DATE = "coalesce(try_cast({t} AS DATE), CAST(try_cast({t} AS TIMESTAMP) AS DATE))"
 
 
-def _pointer(key: str) -> str:
-    return sql_str(metadata_pointer(key))
-
-
 def _fields(keys: dict[str, tuple[str, ...]], units: str) -> str:
     """SQL over the rows of ``units`` and their ``m`` (a metadata object): each field's raw JSON value
     ``v_<field>``, the first of its keys present and not null. Every key is read by one ``json_extract`` of a list
     of paths, so the object is parsed once."""
     flat = list(dict.fromkeys(k for ks in keys.values() for k in ks))
     at = {k: i + 1 for i, k in enumerate(flat)}
-    paths = "[" + ", ".join(_pointer(k) for k in flat) + "]"
+    paths = "[" + ", ".join(sql_str(metadata_pointer(k)) for k in flat) + "]"
 
     def first(ks: tuple[str, ...]) -> str:
         parts = [f"nullif(vals[{at[k]}], CAST('null' AS JSON))" for k in ks]
@@ -185,11 +181,6 @@ def _read_fields(con: duckdb.DuckDBPyConnection, keys: dict[str, tuple[str, ...]
     con.execute(f"CREATE OR REPLACE TEMP TABLE trc_manifest_rows AS SELECT *, {typed} FROM trc_manifest_raw")
 
 
-def _unreadable(con: duckdb.DuckDBPyConnection, keys: dict[str, tuple[str, ...]], by: str) -> dict[str, list[Finding]]:
-    """The refusals in ``trc_manifest_rows`` per distinct value of its column ``by`` (a run id, a file)."""
-    return counted_causes_by(con, "trc_manifest_rows", by, _causes(keys))
-
-
 def _drop_steps(con: duckdb.DuckDBPyConnection) -> None:
     for table in ("trc_manifest_units", "trc_manifest_raw", "trc_manifest_rows"):
         con.execute(f"DROP TABLE IF EXISTS {table}")
@@ -210,7 +201,9 @@ def metadata_findings(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -> lis
                 WHERE m IS NOT NULL AND m <> CAST('null' AS JSON)"""
         )
         _read_fields(con, keys)
-        return [f for found in _unreadable(con, keys, "file").values() for f in found]
+        return [
+            f for found in counted_causes_by(con, "trc_manifest_rows", "file", _causes(keys)).values() for f in found
+        ]
     finally:
         _drop_steps(con)
 
@@ -234,7 +227,7 @@ def derive_manifest(
         _read_fields(con, keys)
         errors = [
             dataclasses.replace(f, file=_run_label(con, run))
-            for run, found in _unreadable(con, keys, "run_id").items()
+            for run, found in counted_causes_by(con, "trc_manifest_rows", "run_id", _causes(keys)).items()
             for f in found
         ]
         if errors:

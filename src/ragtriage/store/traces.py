@@ -23,9 +23,10 @@ from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.staging import Staged, drop_staged
 from ragtriage.contract.traces import TraceOptions, TracesStaged, stage_traces
 from ragtriage.contract.traces.doc_metadata import metadata_json
-from ragtriage.contract.traces.stage import TraceSource, trace_format
+from ragtriage.contract.traces.stage import TraceSource
+from ragtriage.contract.traces.stage import trace_format as trace_format  # validate_file reads it here
 from ragtriage.contract.traces.tables import doc_score, drop_docs, drop_tables
-from ragtriage.contract.trec import CASE_COLUMNS, RunFacts
+from ragtriage.contract.trec import CASE_COLUMNS
 
 _UNEVEN = " OR ".join(
     [f"contains({{q}}, {c})" for c in ("'  '", "chr(9)", "chr(10)", "chr(12)", "chr(13)")] + ["trim({q}) <> {q}"]
@@ -290,17 +291,3 @@ def drop_trace_tables(con: duckdb.DuckDBPyConnection) -> None:
     drop_tables(con)
     for t in ("trc_match", "trc_later", "trc_heads", "stg_trace_events", "stg_trace_repeats"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
-
-
-__all__ = [
-    "RunFacts",
-    "trace_format",
-    "validate_traces",
-    "match_cases",
-    "match_note",
-    "read_traces",
-    "stage_trace_run",
-    "chunk_run",
-    "trace_manifest",
-    "write_repeats",
-]

@@ -11,12 +11,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.arrow_scan import run_on_arrow
 from ragtriage.contract.errors import Finding
 from ragtriage.contract.json_stream import JsonStream, json_stream
 from ragtriage.contract.staging import sql_str
-from ragtriage.contract.traces.options import TraceOptions
+from ragtriage.contract.traces.options import TraceOptions, json_path
 from ragtriage.contract.traces.otlp import json_list_docs
-from ragtriage.contract.traces.paths import json_path
 from ragtriage.contract.traces.tables import SPAN_COLUMNS
 
 _BATCH = 20_000
@@ -38,11 +38,7 @@ def read_observations(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             batch = pa.RecordBatch.from_arrays(
                 [pa.array([str(path)] * len(lines)), pa.array(lines), pa.array(texts)], schema=_RAW
             )
-            con.register("__obs_batch", batch)
-            try:
-                con.execute("INSERT INTO trc_obs (file, line, j) SELECT file, line, j FROM __obs_batch")
-            finally:
-                con.unregister("__obs_batch")
+            run_on_arrow(con, "__obs_batch", batch, "INSERT INTO trc_obs (file, line, j) SELECT * FROM __obs_batch")
             rows.clear()
 
     def element(js: JsonStream) -> None:

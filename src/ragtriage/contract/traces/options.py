@@ -34,3 +34,15 @@ class TraceOptions:
         if self.repeated not in REPEATED:
             raise ValueError(f"--repeated must be one of {', '.join(REPEATED)}, not {self.repeated!r}")
         parse_doc_meta([f"{name}={key}" for name, key in self.doc_meta])
+
+
+def json_path(dotted: str) -> str:
+    """A dotted field path as a DuckDB JSON path, every key quoted (a key holding quotes is still one key, and the
+    user escapes nothing): ``a.b.0.c`` -> ``$."a"."b"[0]."c"`` (a part made of digits is an array index)."""
+    out = "$"
+    for part in dotted.split("."):
+        if part.isdigit():
+            out += f"[{part}]"
+        else:
+            out += '."' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return out

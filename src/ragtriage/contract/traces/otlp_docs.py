@@ -1,7 +1,7 @@
 """OpenInference documents: the attributes ``<list>.<i>.document.<id|score|content|metadata>`` of a retriever
 (``retrieval.documents``) or a reranker (``reranker.input_documents``, ``reranker.output_documents``), pivoted
-into one row per document of ``trc_docs``, ranked by index. Both OTLP readers give the same rows to the one pivot
-here: the per-line reader with each key matched in Arrow, the others in SQL. The documents of a span that turns
+into one row per document of ``trc_docs``, ranked by index: in Arrow (``pivot``), or for a block it cannot take by
+the one SQL pivot (``insert_docs``). The documents of a span that turns
 out to be no retrieval are dropped once every span is read (``drop_unkept``)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragtriage.contract.arrow_scan import run_on_arrow
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces.tables import role_text
 
@@ -22,7 +23,7 @@ OI_DOCS = (
     r"\.document\.(?P<field>id|score|content|metadata)$"
 )
 """An OpenInference document attribute: (list, index, field). Any index text matches, so one that is not a list
-position (``-1``, ``x``, one past INTEGER) is refused by the pivot (``insert_doc_rows``), never left out."""
+position (``-1``, ``x``, one past INTEGER) is refused by the SQL pivot (``insert_docs``), never left out."""
 
 _GOOD_INDEX = "coalesce(regexp_full_match(i, '[0-9]{1,10}') AND TRY_CAST(i AS BIGINT) <= 2147483647, FALSE)"
 """SQL: the index text ``i`` is a list position the store's INTEGER holds."""
@@ -30,10 +31,11 @@ _GOOD_INDEX = "coalesce(regexp_full_match(i, '[0-9]{1,10}') AND TRY_CAST(i AS BI
 
 def odd_sql(v: str, fields: Collection[str]) -> str:
     """SQL: what an ``AnyValue`` struct ``v`` (of the fields ``fields``) holds where a document's field takes one
-    scalar (an array or a bool), else NULL."""
-    arrays = [f"{v}.{a} IS NOT NULL" for a in ("arrayValue", "array_value") if a in fields]
-    bools = [f"{v}.{b} IS NOT NULL" for b in ("boolValue", "bool_value") if b in fields]
-    parts = [f"WHEN {' OR '.join(x)} THEN {sql_str(w)}" for x, w in ((arrays, "an array"), (bools, "a bool")) if x]
+    scalar (an array, a key-value list or a bool), else NULL."""
+    kinds = (("arrayValue", "array_value", "an array"), ("kvlistValue", "kvlist_value", "a key-value list"),
+             ("boolValue", "bool_value", "a bool"))  # fmt: skip
+    parts = [f"WHEN {' OR '.join(f'{v}.{k} IS NOT NULL' for k in (a, b) if k in fields)} THEN {sql_str(w)}"
+             for a, b, w in kinds if a in fields or b in fields]  # fmt: skip
     return f"CASE {' '.join(parts)} END" if parts else "CAST(NULL AS VARCHAR)"
 
 
@@ -48,11 +50,18 @@ DOC_PREFIXES = ("retrieval.documents.", "reranker.input_documents.", "reranker.o
 _COLUMNS = "sid, role, idx, document_id, score_text, content, metadata, rank"
 
 
-def insert_doc_rows(con: duckdb.DuckDBPyConnection) -> None:
-    """Append to ``trc_docs`` the documents of ``trc_drows``, a table of ``(sid, list, i, field, val, odd)`` with
-    one row per matched document attribute (``odd``: ``odd_sql``), and to ``trc_faults`` what is refused: an index
-    that is not a list position, a field given twice, an id that is no single value (an array, a bool); then drop
-    ``trc_drows``."""
+def insert_docs(con: duckdb.DuckDBPyConnection, key: pa.Array, value: pa.Array, sid: np.ndarray, val: str) -> None:
+    """Append the documents among a block's attributes (``key`` and ``value``, of the spans ``sid``) to
+    ``trc_docs`` (or ``trc_docs_lines``): pivoted in Arrow (``pivot``) where it takes the block, else in SQL, which
+    also appends to ``trc_faults`` what is refused: an index that is not a list position, a field given twice, an
+    id that is no single value (``odd_sql``). ``val``: the SQL of an attribute ``value`` as text."""
+    docs = pivot(key, value, sid)
+    if docs is not None:
+        if docs.num_rows:
+            run_on_arrow(con, "__trc_docs", docs, _pivoted_sql("__trc_docs", docs.column_names))
+        return
+    rows = f"SELECT sid, list, i, field, {val} AS val, {odd_sql('value', value.type.names)} AS odd FROM __trc_dkv"
+    run_on_arrow(con, "__trc_dkv", _doc_rows(key, value, sid), f"CREATE OR REPLACE TEMP TABLE trc_drows AS {rows}")
     con.execute(
         f"""INSERT INTO trc_faults
             SELECT DISTINCT sid, list || '.' || i, i, 'index' FROM trc_drows WHERE NOT {_GOOD_INDEX}
@@ -72,19 +81,6 @@ def insert_doc_rows(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DROP TABLE trc_drows")
 
 
-DOC_ROWS_TABLE = "CREATE OR REPLACE TEMP TABLE trc_drows AS "
-"""The statement's head that makes ``trc_drows`` of a rows query, for ``insert_doc_rows``."""
-
-
-def doc_rows_sql(kv: str) -> str:
-    """``(sid, list, i, field, val, odd)`` of the document attributes in ``kv (sid, key, val, odd)``, matched in
-    SQL."""
-    prefixed = " OR ".join(f"starts_with(key, {sql_str(p)})" for p in DOC_PREFIXES)
-    m = f"regexp_extract(key, {sql_str(OI_DOCS)}, ['list', 'i', 'field'])"
-    return f"""SELECT sid, m.list AS list, m.i AS i, m.field AS field, val, odd
-               FROM (SELECT sid, val, odd, {m} AS m FROM {kv} WHERE {prefixed}) WHERE m.list <> ''"""
-
-
 def drop_unkept(con: duckdb.DuckDBPyConnection, read: str, kept: str) -> None:
     """Delete the documents of the spans of ``read`` that are not in ``kept`` (each a table with ``sid``)."""
     for table in ("trc_docs", "trc_docs_lines"):
@@ -101,9 +97,9 @@ _TEXT = ("stringValue", "string_value", "intValue", "int_value")
 _INT_MAX = 2**31 - 1
 
 
-def doc_rows(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table:
+def _doc_rows(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table:
     """``(sid, list, i, field, value)`` of the attributes whose key is a document's (``OI_DOCS``, matched here
-    once per distinct key), for ``insert_doc_rows``."""
+    once per distinct key), for the SQL pivot."""
     m, codes, match = _keys(key)
     rows = np.flatnonzero(match[codes])
     m = m.take(pa.array(codes[rows]))
@@ -128,11 +124,11 @@ def _keys(key: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
 
 
 def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
-    """The rows ``insert_doc_rows`` makes of the block's document attributes, pivoted here: ``(sid, role, idx,
-    rank, <field>_text, <field>_double)`` per document (the role as its position in ``tables.ROLES``), the text of
-    a value to be taken before its double (as ``otlp._value_sql``). None when the block needs SQL's pivot: a
-    field given twice, an index that is no list position or past INTEGER, or a value of another kind (bool,
-    array, a snake_case double); an empty table when there are no documents. A column with no value in the
+    """The rows the SQL pivot (``insert_docs``) makes of the block's document attributes, pivoted here: ``(sid,
+    role, idx, rank, <field>_text, <field>_double)`` per document (the role as its position in ``tables.ROLES``),
+    the text of a value to be taken before its double (as ``otlp._value_sql``). None when the block needs SQL's
+    pivot: a field given twice, an index that is no list position or past INTEGER, or a value of another kind
+    (bool, array, a snake_case double); an empty table when there are no documents. A column with no value in the
     block is left out."""
     m, codes, match = _keys(key)
     rows = np.flatnonzero(match[codes])
@@ -174,6 +170,8 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
         "rank": rank.astype(np.int32),
     }
     # each field's values taken once, straight from the block's attributes, and only the kinds it has
+    # DuckDB's parse gives every value as text: a double written so stays text, as the SQL pivot keeps it
+    double = "doubleValue" in kinds and pa.types.is_floating(kinds["doubleValue"].type)
     valid = {k: c.is_valid().to_numpy(zero_copy_only=False) for k, c in kinds.items()}
     for f, name in enumerate(_FIELDS):
         has = fld == f
@@ -183,10 +181,10 @@ def pivot(key: pa.Array, value: pa.Array, sid: np.ndarray) -> pa.Table | None:
         at[group[has]] = rows[has]
         taken = pa.array(at, mask=at < 0)
         present = [k for k in (*_TEXT, "doubleValue") if k in kinds and valid[k][rows[has]].any()]
-        texts = [kinds[k].take(taken) for k in present if k in _TEXT]
+        texts = [kinds[k].take(taken) for k in present if k in _TEXT or k == "doubleValue" and not double]
         if texts:
             cols[f"{name}_text"] = pc.coalesce(*texts) if len(texts) > 1 else texts[0]
-        if "doubleValue" in present:
+        if "doubleValue" in present and double:
             cols[f"{name}_double"] = kinds["doubleValue"].take(taken)
     return pa.table(cols)
 
@@ -195,7 +193,7 @@ _LINE_PIVOT = {"sid", "role", "idx", "rank", "id_text", "score_double"}
 """The ``pivot`` columns of a block whose documents go to ``tables.LINE_DOC_COLUMNS``."""
 
 
-def pivoted_sql(name: str, columns: list[str]) -> str:
+def _pivoted_sql(name: str, columns: list[str]) -> str:
     """The statement appending the ``pivot`` table ``name`` (of ``columns``) to ``trc_docs``, or to
     ``trc_docs_lines`` when it has nothing more than an id and a numeric score. A score read as a number stays one
     (``score``); only a score written as text is kept as text (``score_text``)."""

@@ -9,6 +9,7 @@ offering the Arrow C stream) is read alike: ``as_frame`` turns it into a pyarrow
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -17,7 +18,7 @@ import pyarrow as pa
 from ragtriage.contract.compression import duckdb_source
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces.options import TraceOptions
-from ragtriage.contract.traces.tables import SPAN_COLUMNS, id_faults_sql
+from ragtriage.contract.traces.tables import SPAN_COLUMNS, list_docs
 
 _LISTS = {
     "retrieved": "attributes.retrieval.documents",
@@ -80,6 +81,11 @@ def _read(con: duckdb.DuckDBPyConnection, src: str, label: str, opts: TraceOptio
         )
 
     (start, bad_start), (end, bad_end) = time("start_time"), time("end_time")
+    # the principal is one id (a string or an integer); a column of another type is refused, never read as none
+    p = f"attributes.{opts.principal_attribute}" if opts.principal_attribute else None
+    one_id = p not in cols or re.fullmatch(r"VARCHAR|U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)", types[p or ""])
+    principal = col(p) if one_id else "CAST(NULL AS VARCHAR)"
+    bad_principal = "CAST(NULL AS VARCHAR)" if one_id else f"CAST(to_json({_q(p or '')}) AS VARCHAR)"
     groups = col(f"attributes.{opts.groups_attribute}", "VARCHAR[]") if opts.groups_attribute else "NULL"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE trc_px AS
@@ -92,7 +98,8 @@ def _read(con: duckdb.DuckDBPyConnection, src: str, label: str, opts: TraceOptio
                          CAST({start} AS DOUBLE) AS started, CAST({end} - {start} AS DOUBLE) AS latency_ms,
                          CASE WHEN upper({col("status_code")}) = 'ERROR'
                               THEN coalesce(nullif({col("status_message")}, ''), 'ERROR') END AS error,
-                         {attr(opts.case_id_attribute)} AS case_attr, {attr(opts.principal_attribute)} AS principal,
+                         {attr(opts.case_id_attribute)} AS case_attr, {principal} AS principal,
+                         {bad_principal} AS bad_principal,
                          {groups} AS groups, CAST(NULL AS VARCHAR) AS resource,
                          {bad_start} AS bad_start, {bad_end} AS bad_end,
                          {
@@ -103,16 +110,8 @@ def _read(con: duckdb.DuckDBPyConnection, src: str, label: str, opts: TraceOptio
                   FROM {src})
             WHERE kind IN ('RETRIEVER', 'RERANKER')"""
     )
-    con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS}, bad_start, bad_end FROM trc_px")
+    con.execute(f"INSERT INTO trc_spans BY NAME SELECT {SPAN_COLUMNS}, bad_start, bad_end, bad_principal FROM trc_px")
+    fields = {f: [f'$."document.{f}"'] for f in ("id", "score", "content", "metadata")}
     for role in _LISTS:
-        docs = f"""(SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
-                    FROM (SELECT sid, CAST({role} AS JSON[]) AS d FROM trc_px WHERE {role} IS NOT NULL
-                          AND json_type({role}) = 'ARRAY'))"""
-        con.execute(
-            f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata)
-                SELECT sid, {sql_str(role)}, CAST(i - 1 AS INTEGER), x->>'$."document.id"',
-                       x->>'$."document.score"', x->>'$."document.content"', CAST(x->'$."document.metadata"' AS VARCHAR)
-                FROM {docs}"""
-        )
-        con.execute(id_faults_sql(docs, """x->'$."document.id"'"""))
+        list_docs(con, "trc_px", role, role, fields)
     con.execute("DROP TABLE trc_px")

@@ -168,15 +168,13 @@ _SPAN_CAUSES = [
     Cause("bad_principal IS NOT NULL", "bad_principal", "principal", "bad-value",
           "a principal that is not one id (a string or a number): {v}"),
 ]  # fmt: skip
-_TIME_FIELDS = {"otlp": ("startTimeUnixNano", "endTimeUnixNano"), "langfuse": ("startTime", "endTime"),
-                "phoenix": ("start_time", "end_time")}  # fmt: skip
-_TIME_RULE = {"otlp": "nanoseconds since 1970 (digits, within 64 bits)", "langfuse": "an ISO 8601 timestamp",
-              "phoenix": "a timestamp"}  # fmt: skip
+_TIMES = {"otlp": ("startTimeUnixNano", "endTimeUnixNano", "nanoseconds since 1970 (digits, within 64 bits)"),
+          "langfuse": ("startTime", "endTime", "an ISO 8601 timestamp")}  # fmt: skip
+"""Per format, the fields of a span's start and end time and what a time must be (else Phoenix's)."""
 
 
 def _time_causes(fmt: str) -> list[Cause]:
-    start, end = _TIME_FIELDS.get(fmt, ("start_time", "end_time"))
-    what = _TIME_RULE.get(fmt, "a timestamp")
+    start, end, what = _TIMES.get(fmt, ("start_time", "end_time", "a timestamp"))
     return [Cause(f"bad_{x} IS NOT NULL", f"bad_{x}", name, "bad-value", f"{a} {x} time that is not {what}: {{v}}")
             for a, x, name in (("a", "start", start), ("an", "end", end))]  # fmt: skip
 

@@ -28,14 +28,32 @@ def doc_score(d: str = "") -> str:
     return f"coalesce({p}score, TRY_CAST({p}score_text AS DOUBLE))"
 
 
-def id_faults_sql(docs: str, id_json: str) -> str:
-    """The statement appending to ``trc_faults`` the documents of ``docs`` (rows with ``sid``) whose id, the JSON
-    ``id_json``, is a list, an object or a bool: an id is one string or number, as in every other reader."""
-    kind = f"json_type({id_json})"
-    return f"""INSERT INTO trc_faults
-               SELECT sid, 'document.id', CASE {kind} WHEN 'ARRAY' THEN 'an array' WHEN 'OBJECT' THEN 'an object'
-                                          ELSE 'a bool' END, 'value'
-               FROM {docs} WHERE {kind} IN ('ARRAY', 'OBJECT', 'BOOLEAN')"""
+def list_docs(con: duckdb.DuckDBPyConnection, spans: str, column: str, role: str, paths: dict[str, list[str]]) -> None:
+    """Append to ``trc_docs`` the documents of the JSON-list column ``column`` of ``spans`` (rows with ``sid``),
+    each field of ``paths`` (``id``, ``score``, ``content``, ``metadata``) read at the first of its JSON paths
+    present; and to ``trc_faults`` each whose id is a list, an object or a bool: an id is one string or number, as
+    in every other reader."""
+
+    def first(field: str, op: str = "->>") -> str:
+        return "coalesce(" + ", ".join(f"x{op}{sql_str(p)}" for p in paths[field]) + ")"
+
+    docs = f"""(SELECT sid, unnest(d) AS x, generate_subscripts(d, 1) AS i
+               FROM (SELECT sid, CAST(CAST({column} AS JSON) AS JSON[]) AS d FROM {spans}
+                     WHERE {column} IS NOT NULL AND json_valid({column})
+                       AND json_type(CAST({column} AS JSON)) = 'ARRAY'))"""
+    con.execute(
+        f"""INSERT INTO trc_docs (sid, role, idx, document_id, score_text, content, metadata)
+            SELECT sid, {sql_str(role)}, CAST(i - 1 AS INTEGER), {first("id")}, {first("score")}, {first("content")},
+                   CAST({first("metadata", "->")} AS VARCHAR)
+            FROM {docs}"""
+    )
+    kind = f"json_type({first('id', '->')})"
+    con.execute(
+        f"""INSERT INTO trc_faults
+            SELECT sid, 'document.id', CASE {kind} WHEN 'ARRAY' THEN 'an array' WHEN 'OBJECT' THEN 'an object'
+                                       ELSE 'a bool' END, 'value'
+            FROM {docs} WHERE {kind} IN ('ARRAY', 'OBJECT', 'BOOLEAN')"""
+    )
 
 
 def create_tables(con: duckdb.DuckDBPyConnection) -> None:
