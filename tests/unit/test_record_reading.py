@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from ragtriage.http_secrets import strip_template, strip_url
 from ragtriage.record import RecordError, Request, RetrieverError
 from ragtriage.record.build import filters_applied, pairs, response_shape
-from ragtriage.record.http_adapter import strip_template, strip_url
 from ragtriage.record.paths import MISSING, parse_path
 from ragtriage.record.template import parse_template
 

@@ -26,7 +26,7 @@ from ragtriage.judge.answers import (
     ensure_tables,
     store_answers,
 )
-from ragtriage.judge.client import Budget, ChatClient, Endpoint, Reply
+from ragtriage.judge.client import BUDGET_SPENT, Budget, ChatClient, Endpoint, Reply
 from ragtriage.judge.pairs import gradable
 from ragtriage.judge.prompt import Prompt, Scale, parse_answer
 
@@ -221,7 +221,7 @@ async def _ask_all(
             tally.flush(con)
             if progress is not None:
                 progress(tally)
-            if reply.error == "request budget spent":
+            if reply.error == BUDGET_SPENT:
                 tally.budget_spent = True
                 return
 
@@ -233,7 +233,7 @@ async def _ask_all(
 
 def _keep(key: str, reply: Reply, judge: JudgeIdentity, scale: Scale, tally: Tally) -> None:
     if reply.error is not None:
-        if reply.error != "request budget spent":
+        if reply.error != BUDGET_SPENT:
             tally.failed += 1
             if len(tally.failures) < 3:
                 tally.failures.append(reply.error)

@@ -1,39 +1,47 @@
 """The HTTP retriever: one JSON request per case through ``httpx.AsyncClient``, hits read by response paths.
 
 Connection failures are retried by httpx's own transport (``retries``: connect errors only, never a request the
-server may have acted on). A 429, 502, 503 or 504 is retried as many times, after the Retry-After the server
-asks for or an exponential backoff (``RETRY``, stated in run.json); any other HTTP error is the case's answer.
-Header values (``--header``, ``--header-env``, ``--token-env``) are sent but never described: run.json records
-header names and the environment variable names, not their values; the URL loses its password and any
-secret-looking query parameter, and the template the string values of secret-looking keys. Every message the
-adapter makes (an error body echoing the Authorization header, an exception naming the URL) has every secret it
-knows of replaced before anyone writes it (``Secrets``).
+server may have acted on). A 429, 502, 503 or 504 is retried as many times (``RETRY``, stated in run.json); any
+other HTTP error is the case's answer. Each attempt has the deadline ``timeout_s`` and reads at most
+:data:`BODY_CAP` bytes (``ragtriage.http_retry``, the judge's path too). Header values (``--header``,
+``--header-env``, ``--token-env``) are sent but never described: run.json records header names and the environment
+variable names, not their values, and the URL and template are stripped (``ragtriage.http_secrets``). Every
+message the adapter makes (an error body echoing the Authorization header, an exception naming the URL) has every
+secret it knows of replaced before anyone writes it (``Secrets``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import httpx
 
-from ragtriage.http_retry import RetryPolicy
-from ragtriage.http_secrets import REDACTED, redact, secret_forms
+from ragtriage.http_retry import RetryPolicy, TooLarge, attempt
+from ragtriage.http_secrets import (
+    REDACTED,
+    SECRET_VALUE,
+    redact,
+    secret_forms,
+    secret_looking,
+    strip_template,
+    strip_url,
+)
 from ragtriage.record.hits import ResponseShape, show
 from ragtriage.record.template import Template
 from ragtriage.record.types import RecordError, Request, Response, RetrieverError
 from ragtriage.safe_text import visible
 
-SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "auth", "sig", "credential")
 RETRY = RetryPolicy(statuses=frozenset({429, 502, 503, 504}), backoff_s=0.5, max_wait_s=30.0)
 """HTTP answers worth asking again (rate limited, a gateway or the service briefly down), the first backoff
 (doubled per retry) and the longest wait: a Retry-After beyond it ends the retries (``ragtriage.http_retry``)."""
+BODY_CAP = 64 << 20
+"""The most bytes of one answer read: far above any hit list a recording asks for (k hits, snippets of a few
+hundred characters), so only a server sending something else reaches it."""
 
 
 @dataclass(frozen=True)
@@ -60,29 +68,6 @@ def header_values(spec: HttpSpec) -> dict[str, str]:
     return out
 
 
-_SECRET_VALUE = re.compile(r'("[^"]*(?:' + "|".join(SECRET_WORDS) + r')[^"]*"\s*:\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE)
-
-
-def strip_template(text: str) -> str:
-    """The request template with the string value of every secret-looking key (``"api_key": "..."``) redacted."""
-    return _SECRET_VALUE.sub(lambda m: f'{m.group(1)}"{REDACTED}"', text)
-
-
-def strip_url(url: str) -> str:
-    """The URL without its password and with secret-looking query values redacted."""
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    if parts.username:
-        netloc = f"{parts.username}:{REDACTED}@{netloc}" if parts.password else f"{parts.username}@{netloc}"
-    query = [
-        (k, REDACTED if any(w in k.lower() for w in SECRET_WORDS) else v)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    ]
-    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="<>"), ""))
-
-
 class Secrets:
     """Every secret the recorder sends (header values, the token of a ``Bearer`` header, URL credentials and their
     Basic form, secret-looking query and template values), to be replaced in any text it writes."""
@@ -95,8 +80,8 @@ class Secrets:
         if parts.password:
             user, password = unquote(parts.username or ""), unquote(parts.password)
             found |= {parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()}
-        found |= {v for k, v in parse_qsl(parts.query) if any(w in k.lower() for w in SECRET_WORDS)}
-        found |= {m.group(0).split(":", 1)[1].strip().strip('"') for m in _SECRET_VALUE.finditer(spec.template.text)}
+        found |= {v for k, v in parse_qsl(parts.query) if secret_looking(k)}
+        found |= {m.group(0).split(":", 1)[1].strip().strip('"') for m in SECRET_VALUE.finditer(spec.template.text)}
         self.values = secret_forms(found)
 
     def redact(self, text: str) -> str:
@@ -144,30 +129,28 @@ class HttpRetriever:
     async def aclose(self) -> None:
         await self.client.aclose()
 
-    async def _send(self, request: Request) -> httpx.Response:
-        """The server's answer, asked again on a retryable status (``RETRY``) up to ``retries`` times."""
-        body = self.spec.template.render(request)
-        attempt = 0
-        while True:
-            if self.spec.method == "GET":
-                params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in dict(body).items() if v is not None}
-                resp = await self.client.get(self.spec.url, params=params)
-            else:
-                resp = await self.client.request(self.spec.method, self.spec.url, json=body)
-            wait = RETRY.wait(resp.status_code, resp.headers.get("Retry-After"), attempt)
-            if wait is None or attempt >= self.spec.retries:
-                return resp
-            await asyncio.sleep(wait)
-            attempt += 1
-
     async def fetch(self, request: Request) -> Any:
-        """The parsed JSON answer; HTTP errors and non-JSON bodies are :class:`RetrieverError` (secrets redacted)."""
-        resp = await self._send(request)
-        if resp.status_code >= 400:
-            raise RetrieverError(self.secrets.redact(f"HTTP {resp.status_code}: {resp.text[:300]}"))
+        """The parsed JSON answer, asked again on a retryable status (``RETRY``) up to ``retries`` times; HTTP
+        errors, an oversized answer and non-JSON bodies are :class:`RetrieverError` (secrets redacted)."""
+        body = self.spec.template.render(request)
+        if self.spec.method == "GET":
+            params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in dict(body).items() if v is not None}
+            sent: dict[str, Any] = {"params": params}
+        else:
+            sent = {"json": body}
+        s = self.spec
         try:
-            return resp.json()
-        except ValueError:
+            resp = await RETRY.ask(
+                s.retries, lambda: attempt(self.client, s.method, s.url, deadline_s=s.timeout_s, cap=BODY_CAP, **sent)
+            )
+        except TooLarge:
+            raise RetrieverError(f"the answer is larger than {BODY_CAP} bytes: not read, not kept") from None
+        assert not isinstance(resp, Exception)  # no failure is retried here: they propagate
+        if resp.status >= 400:
+            raise RetrieverError(self.secrets.redact(f"HTTP {resp.status}: {resp.text[:300]}"))
+        try:
+            return json.loads(resp.body)
+        except (ValueError, RecursionError):
             raise RetrieverError(self.secrets.redact(f"response is not JSON: {resp.text[:300]}")) from None
 
     async def retrieve(self, request: Request) -> Response:
