@@ -124,11 +124,8 @@ def rubric_text(rubric: dict[str, str]) -> str:
 
 def build_pool(con: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10, *, stage: str = "final") -> pa.Table:
     """The unjudged pool of ``runs`` at ``depth`` for the current dataset version, one row per (case, unit)."""
-    cur = con.cursor()  # DuckDB 2 refuses .sql() on a connection holding an unfinished execute() result
-    try:
+    with con.cursor() as cur:  # DuckDB 2 refuses .sql() on a connection holding an unfinished execute() result
         return pool_batches(cur, runs, depth, stage=stage).read_all()
-    finally:
-        cur.close()
 
 
 def pool_batches(

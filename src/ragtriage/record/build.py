@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ragtriage.record.hits import ResponseShape
-from ragtriage.record.paths import parse_path
+from ragtriage.record.hits import ResponseShape, parse_path
 from ragtriage.record.types import RecordError, Retriever
 
 
@@ -69,8 +68,7 @@ def make_retriever(spec: str, shape: ResponseShape, http: HttpOptions) -> Retrie
 
         return PythonRetriever(spec.removeprefix("python:"), shape)
     if spec.startswith(("http://", "https://")):
-        from ragtriage.record.http_adapter import HttpRetriever, HttpSpec
-        from ragtriage.record.template import DEFAULT_TEMPLATE, parse_template
+        from ragtriage.record.http_adapter import DEFAULT_TEMPLATE, HttpRetriever, HttpSpec, parse_template
 
         env = pairs(list(http.header_env), "--header-env", "=")
         if http.token_env:

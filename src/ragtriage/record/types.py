@@ -20,6 +20,17 @@ class RetrieverError(Exception):
 
 
 @dataclass(frozen=True)
+class Case:
+    """One case of the dataset as the recorder asks it, in file order."""
+
+    position: int
+    case_id: str
+    query: str
+    principal: Any
+    filters: Any
+
+
+@dataclass(frozen=True)
 class Request:
     """What one case asks the retriever: its query, the cutoffs, and the principal and filters it runs under."""
 
