@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from collections.abc import Iterable, Mapping
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 REDACTED = "<redacted>"
 MIN_FORM = 4  # a shorter form would mask ordinary text, and a credential that short hides nothing anyway
@@ -75,3 +75,24 @@ def redact(text: str, forms: Iterable[str]) -> str:
         if form in text:
             text = text.replace(form, REDACTED)
     return text
+
+
+class Secrets:
+    """Every secret a client sends (header values, the token of a ``Bearer`` header, URL credentials and their
+    Basic form, secret-looking query values, the string values of a template's secret-looking keys) in every form
+    of :func:`secret_forms`, to be masked in any text it prints, logs or stores."""
+
+    def __init__(self, headers: Mapping[str, str], url: str = "", template: str = "") -> None:
+        found: set[str] = set()
+        for value in headers.values():
+            found |= {value, *value.split(" ", 1)[1:]}
+        parts = urlsplit(url)
+        if parts.password:
+            user, password = unquote(parts.username or ""), unquote(parts.password)
+            found |= {parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()}
+        found |= {v for k, v in parse_qsl(parts.query) if secret_looking(k)}
+        found |= {m.group(0).split(":", 1)[1].strip().strip('"') for m in SECRET_VALUE.finditer(template)}
+        self.forms = secret_forms(found)
+
+    def redact(self, text: str) -> str:
+        return redact(text, self.forms)

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from ragtriage.http_retry import Answer, RetryPolicy, TooLarge, attempt
-from ragtriage.http_secrets import redact, secret_forms, strip_url
+from ragtriage.http_secrets import Secrets, strip_url
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 BUDGET_SPENT = "request budget spent"
@@ -120,10 +120,11 @@ class ChatClient:
         self.endpoint = endpoint
         self.budget = budget
         key = api_key(endpoint)
-        self.secrets = secret_forms([key, f"Bearer {key}"] if key else [])
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.secrets = Secrets(headers)
         self.cap = body_cap(endpoint.max_tokens)
         self.client = httpx.AsyncClient(
-            headers={"Authorization": f"Bearer {key}"} if key else {},
+            headers=headers,
             timeout=httpx.Timeout(endpoint.timeout_s),
             limits=httpx.Limits(max_connections=endpoint.concurrency, max_keepalive_connections=endpoint.concurrency),
         )
@@ -151,7 +152,7 @@ class ChatClient:
         return replace(reply, text=mask(reply.text), error=mask(reply.error))
 
     def mask(self, text: str | None) -> str | None:
-        return text if text is None else redact(text, self.secrets)
+        return text if text is None else self.secrets.redact(text)
 
     async def _attempt(self, body: dict[str, Any]) -> Answer:
         if not self.budget.take():

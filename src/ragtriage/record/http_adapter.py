@@ -7,7 +7,7 @@ other HTTP error is the case's answer. Each attempt has the deadline ``timeout_s
 ``--header-env``, ``--token-env``) are sent but never described: run.json records header names and the environment
 variable names, not their values, and the URL and template are stripped (``ragtriage.http_secrets``). Every
 message the adapter makes (an error body echoing the Authorization header, an exception naming the URL) has every
-secret it knows of replaced before anyone writes it (``Secrets``).
+secret it knows of replaced before anyone writes it (``http_secrets.Secrets``, the judge's too).
 
 The request template is JSON with ``{query}``, ``{k}``, ``{principal}``, ``{filters}``, ``{case_id}`` holes. Values
 are never pasted into the JSON text. A placeholder outside a string (``"k": {k}``) becomes a marker
@@ -19,26 +19,17 @@ string value, and the template is checked as JSON once, before any request.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from ragtriage.http_retry import RetryPolicy, TooLarge, attempt
-from ragtriage.http_secrets import (
-    REDACTED,
-    SECRET_VALUE,
-    redact,
-    secret_forms,
-    secret_looking,
-    strip_template,
-    strip_url,
-)
+from ragtriage.http_secrets import REDACTED, Secrets, strip_template, strip_url
 from ragtriage.record.hits import ResponseShape, show
 from ragtriage.record.types import RecordError, Request, Response, RetrieverError
 from ragtriage.safe_text import visible
@@ -168,26 +159,6 @@ def header_values(spec: HttpSpec) -> dict[str, str]:
     return out
 
 
-class Secrets:
-    """Every secret the recorder sends (header values, the token of a ``Bearer`` header, URL credentials and their
-    Basic form, secret-looking query and template values), to be replaced in any text it writes."""
-
-    def __init__(self, spec: HttpSpec, headers: dict[str, str]) -> None:
-        found: set[str] = set()
-        for value in headers.values():
-            found |= {value, *value.split(" ", 1)[1:]}
-        parts = urlsplit(spec.url)
-        if parts.password:
-            user, password = unquote(parts.username or ""), unquote(parts.password)
-            found |= {parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()}
-        found |= {v for k, v in parse_qsl(parts.query) if secret_looking(k)}
-        found |= {m.group(0).split(":", 1)[1].strip().strip('"') for m in SECRET_VALUE.finditer(spec.template.text)}
-        self.values = secret_forms(found)
-
-    def redact(self, text: str) -> str:
-        return redact(text, self.values)
-
-
 class HttpRetriever:
     def __init__(self, spec: HttpSpec) -> None:
         parts = urlsplit(spec.url)
@@ -204,7 +175,7 @@ class HttpRetriever:
             )
         self.spec = spec
         headers = header_values(spec)
-        self.secrets = Secrets(spec, headers)
+        self.secrets = Secrets(headers, spec.url, spec.template.text)
         transport = httpx.AsyncHTTPTransport(retries=spec.retries)
         self.client = httpx.AsyncClient(
             transport=transport,
