@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,7 +31,7 @@ import httpx
 from ragtriage.http_retry import RetryPolicy, TooLarge, attempt
 from ragtriage.http_secrets import REDACTED, Secrets, strip_template, strip_url
 from ragtriage.record.hits import ResponseShape, show
-from ragtriage.record.types import RecordError, Request, Response, RetrieverError
+from ragtriage.record.types import HttpOptions, RecordError, Request, Response, RetrieverError, pairs
 from ragtriage.safe_text import visible
 
 RETRY = RetryPolicy(statuses=frozenset({429, 502, 503, 504}), backoff_s=0.5, max_wait_s=30.0)
@@ -135,66 +135,59 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-@dataclass(frozen=True)
-class HttpSpec:
-    url: str
-    template: Template
-    shape: ResponseShape
-    method: str = "POST"
-    headers: dict[str, str] = field(default_factory=dict)
-    env_headers: dict[str, str] = field(default_factory=dict)  # header name -> environment variable name
-    timeout_s: float = 10.0
-    retries: int = 2
-    concurrency: int = 8
-
-
-def header_values(spec: HttpSpec) -> dict[str, str]:
-    """Every header to send; an environment variable that is not set is a :class:`RecordError`."""
-    out = dict(spec.headers)
-    for name, var in spec.env_headers.items():
-        value = os.environ.get(var)
-        if not value:
-            raise RecordError(f"environment variable {var} (for header {name}) is not set or empty")
-        out[name] = f"Bearer {value}" if name.lower() == "authorization" and " " not in value else value
-    return out
-
-
 class HttpRetriever:
-    def __init__(self, spec: HttpSpec) -> None:
-        parts = urlsplit(spec.url)
+    def __init__(self, url: str, shape: ResponseShape, options: HttpOptions) -> None:
+        self.url, self.shape, self.options = url, shape, options
+        self.env_headers = pairs(list(options.header_env), "--header-env", "=")
+        if options.token_env:
+            self.env_headers["Authorization"] = options.token_env
+        self.method = options.method.upper()
+        if self.method not in ("GET", "POST", "PUT"):
+            raise RecordError(f"--method {options.method!r}: use POST, GET or PUT")
+        self.template = parse_template(options.request or DEFAULT_TEMPLATE)
+        self.headers = pairs(list(options.headers), "--header", ":")
+        parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
-            raise RecordError(f"--retriever {spec.url!r}: an HTTP retriever needs an http:// or https:// URL")
-        if spec.method == "GET" and not isinstance(spec.template.parsed, dict):
+            raise RecordError(f"--retriever {url!r}: an HTTP retriever needs an http:// or https:// URL")
+        if self.method == "GET" and not isinstance(self.template.parsed, dict):
             raise RecordError("--method GET sends the template's keys as query parameters: it must be a JSON object")
         if (parts.username or parts.password) and any(
-            h.lower() == "authorization" for h in [*spec.headers, *spec.env_headers]
+            h.lower() == "authorization" for h in [*self.headers, *self.env_headers]
         ):
             raise RecordError(
                 "the --retriever URL holds credentials (user:password@) and an Authorization header is given too: "
                 "the URL's would replace the header; remove one of them"
             )
-        self.spec = spec
-        headers = header_values(spec)
-        self.secrets = Secrets(headers, spec.url, spec.template.text)
-        transport = httpx.AsyncHTTPTransport(retries=spec.retries)
+        headers = self._header_values()
+        self.secrets = Secrets(headers, url, self.template.text)
         self.client = httpx.AsyncClient(
-            transport=transport,
+            transport=httpx.AsyncHTTPTransport(retries=options.retries),
             headers=headers,
-            timeout=httpx.Timeout(spec.timeout_s),
-            limits=httpx.Limits(max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency),
+            timeout=httpx.Timeout(options.timeout_s),
+            limits=httpx.Limits(max_connections=options.concurrency, max_keepalive_connections=options.concurrency),
         )
 
+    def _header_values(self) -> dict[str, str]:
+        """Every header to send; an environment variable that is not set is a :class:`RecordError`."""
+        out = dict(self.headers)
+        for name, var in self.env_headers.items():
+            value = os.environ.get(var)
+            if not value:
+                raise RecordError(f"environment variable {var} (for header {name}) is not set or empty")
+            out[name] = f"Bearer {value}" if name.lower() == "authorization" and " " not in value else value
+        return out
+
     def describe(self) -> dict[str, Any]:
-        s = self.spec
+        retries = self.options.retries
         return {
             "kind": "http",
-            "url": strip_url(s.url),
-            "method": s.method,
-            "request_template": strip_template(s.template.text),
-            "headers": {**dict.fromkeys(s.headers, REDACTED), **{k: f"${v}" for k, v in s.env_headers.items()}},
-            "response": s.shape.describe(),
-            "retries_on_connect_error": s.retries,
-            "retries_on_status": {**RETRY.describe(), "max_retries": s.retries},
+            "url": strip_url(self.url),
+            "method": self.method,
+            "request_template": strip_template(self.template.text),
+            "headers": {**dict.fromkeys(self.headers, REDACTED), **{k: f"${v}" for k, v in self.env_headers.items()}},
+            "response": self.shape.describe(),
+            "retries_on_connect_error": retries,
+            "retries_on_status": {**RETRY.describe(), "max_retries": retries},
         }
 
     async def aclose(self) -> None:
@@ -203,16 +196,17 @@ class HttpRetriever:
     async def fetch(self, request: Request) -> Any:
         """The parsed JSON answer, asked again on a retryable status (``RETRY``) up to ``retries`` times; HTTP
         errors, an oversized answer and non-JSON bodies are :class:`RetrieverError` (secrets redacted)."""
-        body = self.spec.template.render(request)
-        if self.spec.method == "GET":
+        body = self.template.render(request)
+        if self.method == "GET":
             params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in dict(body).items() if v is not None}
             sent: dict[str, Any] = {"params": params}
         else:
             sent = {"json": body}
-        s = self.spec
+        o = self.options
         try:
             resp = await RETRY.ask(
-                s.retries, lambda: attempt(self.client, s.method, s.url, deadline_s=s.timeout_s, cap=BODY_CAP, **sent)
+                o.retries,
+                lambda: attempt(self.client, self.method, self.url, deadline_s=o.timeout_s, cap=BODY_CAP, **sent),
             )
         except TooLarge:
             raise RetrieverError(f"the answer is larger than {BODY_CAP} bytes: not read, not kept") from None
@@ -231,12 +225,12 @@ class HttpRetriever:
             raise TimeoutError from None  # the runner records it as a timeout, like its own deadline
         except httpx.HTTPError as exc:
             raise RetrieverError(self.secrets.redact(f"{type(exc).__name__}: {exc}")) from None
-        return self.spec.shape.read(raw)
+        return self.shape.read(raw)
 
     async def first(self, request: Request) -> Response:
         """The pre-flight request: an unreachable URL, an HTTP error or an unmatched path stops everything; a
         timeout is the runner's to record (``runner.preflight``)."""
-        url = visible(strip_url(self.spec.url))
+        url = visible(strip_url(self.url))
         r = self.secrets.redact
         try:
             raw = await self.fetch(request)
@@ -253,6 +247,6 @@ class HttpRetriever:
         if not isinstance(raw, dict | list):
             raise RecordError(f"{url}: the first response is not a JSON object or list:\n{r(show(raw))}")
         try:
-            return self.spec.shape.check_first(raw)
+            return self.shape.check_first(raw)
         except RecordError as exc:
             raise RecordError(r(str(exc))) from None
