@@ -65,10 +65,6 @@ class Calibration:
         return out
 
 
-def _nan_none(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
-
-
 def _binary(m: Matrix, cut: int) -> Matrix:
     """The 2x2 matrices of a stack of grade matrices with grades at index >= ``cut`` relevant."""
     lo, hi = slice(None, cut), slice(cut, None)
@@ -114,7 +110,8 @@ def calibration(
     )
 
     def fig(name: str) -> Figure:
-        return Figure(_nan_none(float(point[name][0])), lows.get(name), highs.get(name))
+        value = float(point[name][0])
+        return Figure(None if math.isnan(value) else value, lows.get(name), highs.get(name))
 
     return Calibration(
         pairs=answered.num_rows,

@@ -79,15 +79,14 @@ class Budget:
     """HTTP requests left to send (None: no limit)."""
 
     def __init__(self, limit: int | None) -> None:
-        self.left = limit
+        self.limit = limit
         self.sent = 0
 
     def take(self) -> bool:
-        if self.left is not None and self.left <= 0:
+        """Whether one more request may be sent (counted as sent when it may)."""
+        if self.limit is not None and self.sent >= self.limit:
             return False
         self.sent += 1
-        if self.left is not None:
-            self.left -= 1
         return True
 
 

@@ -1,6 +1,6 @@
 """From the command line's words to a retriever: which adapter a ``--retriever`` names, and the small parsers
-for ``--header``, ``--set``, ``--version`` and ``--filters-applied`` (kept here, outside the CLI, so the Python
-API and the tests read them the same way)."""
+for ``--set``, ``--version`` and ``--filters-applied`` (``--header``'s is ``types.pairs``; kept outside the CLI, so
+the Python API and the tests read them the same way)."""
 
 from __future__ import annotations
 

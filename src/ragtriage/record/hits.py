@@ -132,9 +132,8 @@ class ResponseShape:
     versions: dict[str, Path] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
-        named = {k: getattr(self, k) for k in ("hits", "candidate_hits", "id", "document_id", "score", "stage")}
-        named |= {"snippet": self.snippet, "fallback": self.fallback, "status": self.status}
-        out: dict[str, Any] = {k: v.text for k, v in named.items() if v is not None}
+        named = ("hits", "candidate_hits", "id", "document_id", "score", "stage", "snippet", "fallback", "status")
+        out: dict[str, Any] = {k: getattr(self, k).text for k in named if getattr(self, k) is not None}
         if self.versions:
             out["versions"] = {k: v.text for k, v in self.versions.items()}
         return out
