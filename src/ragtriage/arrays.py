@@ -107,15 +107,12 @@ def rows_where_in(table: pa.Table, column: str, values: Sequence[str]) -> pa.Tab
     case the TUI opens."""
     if table.num_rows == 0:
         return table
-    cur = _memory().cursor()
-    try:
+    with _memory().cursor() as cur:
         cur.register("_rows", table)
         return cur.sql(
             f'SELECT * FROM _rows WHERE list_contains($values::VARCHAR[], "{column}")',  # a filter keeps the order
             params={"values": list(values)},
         ).to_arrow_table()
-    finally:
-        cur.close()
 
 
 _MEMORY: list[duckdb.DuckDBPyConnection] = []

@@ -221,6 +221,6 @@ JSON = st.recursive(
 def test_any_response_body_is_an_answer_or_an_error_never_an_exception(raw: bytes) -> None:
     from ragtriage.judge.client import _reply
 
-    reply = _reply(raw, 1)
+    reply = _reply(raw)
     assert (reply.text is None) != (reply.error is None)
     assert reply.prompt_tokens is None or isinstance(reply.prompt_tokens, int)

@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from ragtriage.http_secrets import strip_template, strip_url
 from ragtriage.record import RecordError, Request, RetrieverError
 from ragtriage.record.build import filters_applied, pairs, response_shape
-from ragtriage.record.http_adapter import strip_template, strip_url
-from ragtriage.record.paths import MISSING, parse_path
-from ragtriage.record.template import parse_template
+from ragtriage.record.hits import MISSING, parse_path
+from ragtriage.record.http_adapter import parse_template
 
 HOSTILE = 'x", "admin": true, "q": "{k}\\u0000'
 

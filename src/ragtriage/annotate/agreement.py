@@ -91,12 +91,13 @@ def confusion_matrix(a: np.ndarray, b: np.ndarray, grades: tuple[int, ...]) -> n
 
 def kappa(confusion: np.ndarray, weights: str | None = None) -> float:
     """Cohen's kappa of a confusion matrix; ``weights`` None (unweighted), 'linear' or 'quadratic'."""
-    o = confusion.astype(np.float64)
-    n = o.sum()
-    k = o.shape[0]
-    if n == 0:
-        return float("nan")
-    e = np.outer(o.sum(axis=1), o.sum(axis=0)) / n
+    return float(kappas(confusion[None], weights)[0])
+
+
+def kappas(confusions: np.ndarray, weights: str | None = None) -> np.ndarray:
+    """:func:`kappa` of each matrix of a stack (shape ``(B, K, K)``) at once: a bootstrap's resamples."""
+    o = confusions.astype(np.float64)
+    k = o.shape[-1]
     i, j = np.indices((k, k))
     if weights is None:
         w = (i != j).astype(np.float64)
@@ -106,10 +107,12 @@ def kappa(confusion: np.ndarray, weights: str | None = None) -> float:
         w = ((i - j) / max(k - 1, 1)) ** 2
     else:
         raise ValueError(f"unknown weights {weights!r}; use None, 'linear' or 'quadratic'")
-    expected = float((w * e).sum())
-    if expected == 0:
-        return float("nan")
-    return 1.0 - float((w * o).sum()) / expected
+    n = o.sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e = o.sum(axis=2)[:, :, None] * o.sum(axis=1)[:, None, :] / n[:, None, None]
+        expected = (w * e).sum(axis=(1, 2))
+        out = 1.0 - (w * o).sum(axis=(1, 2)) / expected
+    return np.where((n == 0) | (expected == 0), np.nan, out)
 
 
 def _stats(slice_: str | None, t: pa.Table, grades: tuple[int, ...]) -> Agreement:
@@ -127,11 +130,8 @@ def label_pairs(con: duckdb.DuckDBPyConnection, by: str | None = None) -> pa.Tab
     if by is not None:
         members = membership_sql(check_dimension(by))
     sql = _PAIRS_SQL.format(members=members)
-    cur = con.cursor()
-    try:
+    with con.cursor() as cur:
         return cur.sql(sql).to_arrow_table()
-    finally:
-        cur.close()
 
 
 def agreement(con: duckdb.DuckDBPyConnection, by: str | None = None) -> list[Agreement]:
@@ -155,11 +155,8 @@ def disagreements(con: duckdb.DuckDBPyConnection, min_diff: int = 2, *, include_
     The file written from this table imports back with ``import-labels FILE --annotator adjudicated``: fill
     ``grade`` (and ``note``) and the adjudicated grade wins in ``qrels``.
     """
-    cur = con.cursor()
-    try:
+    with con.cursor() as cur:
         t = cur.sql(_DISAGREEMENTS_SQL, params={"min_diff": min_diff}).to_arrow_table()
-    finally:
-        cur.close()
     if not include_adjudicated:
         t = t.filter(pc.invert(t.column("adjudicated")))
     return t

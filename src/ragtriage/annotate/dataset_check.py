@@ -129,8 +129,5 @@ def dataset_check(con: duckdb.DuckDBPyConnection, *, jaccard: float = 0.9, span:
     if span < 2:
         raise ValueError(f"span must be >= 2 tokens, got {span}")
     params = {"version": current_dataset_version(con), "jaccard": jaccard, "span": span}
-    cur = con.cursor()
-    try:
+    with con.cursor() as cur:
         return cur.sql(_SQL, params=params).to_arrow_table()
-    finally:
-        cur.close()

@@ -4,9 +4,9 @@ Rows are staged and checked like the loader's labels: every error names the file
 written unless the whole file passes. A row with an empty grade is a unit nobody has judged yet: it is skipped,
 not refused, so a half-labelled pool can be imported and counted as still unjudged.
 
-An imported label replaces the parent's label of the same case, unit and annotator (a re-judgement); every
-other parent label is carried over. The file's ``annotator`` column wins over ``--annotator``, which fills the
-blanks. Annotator ``adjudicated`` is the one the ``qrels`` view prefers.
+The new version keeps the parent's labels as ``annotate.versions.fork_with_labels`` says. The file's ``annotator``
+column wins over ``--annotator``, which fills the blanks. Annotator ``adjudicated`` is the one the ``qrels`` view
+prefers.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ position, and the rubric; ``grade``, ``annotator`` and ``note`` are left empty f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,14 +20,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragtriage.annotate.versions import dataset_row
 from ragtriage.contract.relevance import is_human
 from ragtriage.contract.staging import sql_str
 from ragtriage.csv_out import write_csv, write_csv_batches
 from ragtriage.paths import written_whole
 from ragtriage.store.connection import current_dataset_version, require_run
 from ragtriage.store.dedup import positions_within
-
-POOL_FORMATS = ("csv", "jsonl")
 
 _RUN_ROWS = """SELECT run_id, case_id, unit_id, document_id, chunk_id, snippet, rank
                FROM results WHERE list_contains($runs, run_id) AND stage = $stage"""
@@ -124,11 +122,8 @@ def rubric_text(rubric: dict[str, str]) -> str:
 
 def build_pool(con: duckdb.DuckDBPyConnection, runs: list[str], depth: int = 10, *, stage: str = "final") -> pa.Table:
     """The unjudged pool of ``runs`` at ``depth`` for the current dataset version, one row per (case, unit)."""
-    cur = con.cursor()  # DuckDB 2 refuses .sql() on a connection holding an unfinished execute() result
-    try:
+    with con.cursor() as cur:  # DuckDB 2 refuses .sql() on a connection holding an unfinished execute() result
         return pool_batches(cur, runs, depth, stage=stage).read_all()
-    finally:
-        cur.close()
 
 
 def pool_batches(
@@ -142,11 +137,9 @@ def pool_batches(
         raise ValueError(f"depth must be >= 1, got {depth}")
     for run in runs:
         require_run(cur, run)
-    version = current_dataset_version(cur)
-    row = cur.execute("SELECT unit, rubric FROM datasets WHERE dataset_version = ?", [version]).fetchall()[0]
-    rubric = {str(k): str(v) for k, v in json.loads(row[1] or "{}").items()}
+    ds = dataset_row(cur, current_dataset_version(cur))
     sql = _CONTEXT_SQL.format(pool=pool_relation(cur, runs, depth, stage))
-    params = {"runs": runs, "stage": stage, "unit": row[0], "rubric": rubric_text(rubric)}
+    params = {"runs": runs, "stage": stage, "unit": ds.unit, "rubric": rubric_text(ds.rubric)}
     return cur.sql(sql, params=params).to_arrow_reader()
 
 

@@ -61,34 +61,34 @@ class DatasetRow:
     rubric: dict[str, str]
 
 
-def dataset_row(con: duckdb.DuckDBPyConnection, version: str) -> DatasetRow:
+def _row(con: duckdb.DuckDBPyConnection, version: str) -> tuple[Any, ...]:
     row = con.execute(
-        "SELECT unit, grade_min, grade_max, relevance_threshold, rubric FROM datasets WHERE dataset_version = ?",
+        """SELECT unit, grade_min, grade_max, relevance_threshold, rubric, name, version, rubric_version,
+                  corpus_snapshot FROM datasets WHERE dataset_version = ?""",
         [version],
     ).fetchone()
     if row is None:
         raise ValueError(f"unknown dataset version {version!r}")
+    return tuple(row)
+
+
+def dataset_row(con: duckdb.DuckDBPyConnection, version: str) -> DatasetRow:
+    row = _row(con, version)
     rubric = {str(k): str(v) for k, v in (json.loads(row[4]) if row[4] else {}).items()}
     return DatasetRow(version, str(row[0]), int(row[1]), int(row[2]), int(row[3]), rubric)
 
 
 def _identity(con: duckdb.DuckDBPyConnection, parent: str) -> dict[str, object]:
-    row = con.execute(
-        """SELECT name, version, unit, relevance_threshold, grade_min, grade_max, rubric, rubric_version,
-                  corpus_snapshot FROM datasets WHERE dataset_version = ?""",
-        [parent],
-    ).fetchone()
-    if row is None:
-        raise ValueError(f"unknown dataset version {parent!r}")
+    unit, grade_min, grade_max, threshold, rubric, name, version, rubric_version, snapshot = _row(con, parent)
     return {
-        "name": row[0],
-        "version": row[1],
-        "unit": row[2],
-        "relevance_threshold": row[3],
-        "grade_scale": [row[4], row[5]],
-        "rubric": json.loads(row[6]) if row[6] else None,
-        "rubric_version": row[7],
-        "corpus_snapshot": row[8],
+        "name": name,
+        "version": version,
+        "unit": unit,
+        "relevance_threshold": threshold,
+        "grade_scale": [grade_min, grade_max],
+        "rubric": json.loads(rubric) if rubric else None,
+        "rubric_version": rubric_version,
+        "corpus_snapshot": snapshot,
     }
 
 

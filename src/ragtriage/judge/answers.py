@@ -66,21 +66,6 @@ CREATE TABLE IF NOT EXISTS judge_pairs (
 FLUSH_EVERY = 32
 FLUSH_AFTER_S = 0.5
 
-#: What every session of one judge shares: the cache key's fixed part.
-ANSWER_COLUMNS = [
-    "key",
-    "model",
-    "prompt_sha256",
-    "temperature",
-    "seed",
-    "raw_answer",
-    "grade",
-    "problem",
-    "prompt_tokens",
-    "completion_tokens",
-]
-
-
 ANSWER_SCHEMA = pa.schema(
     [
         ("key", pa.string()),
@@ -95,6 +80,7 @@ ANSWER_SCHEMA = pa.schema(
         ("completion_tokens", pa.int32()),
     ]
 )
+ANSWER_COLUMNS = ANSWER_SCHEMA.names
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -103,10 +89,8 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 def has_tables(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the store has the judge's tables (a read-only connection cannot create them)."""
-    rows = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'judge_answers' AND NOT temporary"
-    ).fetchall()
-    return bool(rows[0][0])
+    sql = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'judge_answers' AND NOT temporary"
+    return bool(con.execute(sql).fetchall()[0][0])
 
 
 @dataclass(frozen=True)
@@ -134,13 +118,9 @@ def answer_key(judge: JudgeIdentity, query: str, text: str) -> str:
 
 def cached_keys(con: duckdb.DuckDBPyConnection, keys: pa.Array) -> set[str]:
     """The keys of ``keys`` already answered."""
-    cur = con.cursor()
-    try:
+    with con.cursor() as cur:
         cur.register("_judge_keys", pa.table({"key": keys}))
-        rows = cur.execute("SELECT key FROM judge_answers SEMI JOIN _judge_keys USING (key)").fetchall()
-    finally:
-        cur.close()
-    return {r[0] for r in rows}
+        return {r[0] for r in cur.execute("SELECT key FROM judge_answers SEMI JOIN _judge_keys USING (key)").fetchall()}
 
 
 def store_answers(con: duckdb.DuckDBPyConnection, rows: list[dict[str, object]]) -> None:
@@ -149,13 +129,10 @@ def store_answers(con: duckdb.DuckDBPyConnection, rows: list[dict[str, object]])
     if not rows:
         return
     table = pa.table({c: [r[c] for r in rows] for c in ANSWER_COLUMNS}, schema=ANSWER_SCHEMA)
-    cur = con.cursor()
-    try:
+    cols = ", ".join(ANSWER_COLUMNS)
+    with con.cursor() as cur:
         cur.register("_judge_new_answers", table)
-        cols = ", ".join(ANSWER_COLUMNS)
         cur.execute(
             f"""INSERT INTO judge_answers ({cols}, answered_at)
                 SELECT {cols}, now()::TIMESTAMP FROM _judge_new_answers ON CONFLICT DO NOTHING"""
         )
-    finally:
-        cur.close()

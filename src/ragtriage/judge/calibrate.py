@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.annotate.agreement import confusion_matrix, kappa
+from ragtriage.annotate.agreement import confusion_matrix, kappas
 from ragtriage.metrics.distribution import CONFIDENCE, N_RESAMPLES, bootstrap_means
 
 Matrix = npt.NDArray[np.float64]
@@ -65,31 +65,29 @@ class Calibration:
         return out
 
 
-def _nan_none(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
-
-
 def _binary(m: Matrix, cut: int) -> Matrix:
-    """The 2x2 matrix of a grade matrix with grades at index >= ``cut`` relevant."""
-    return np.array([[m[:cut, :cut].sum(), m[:cut, cut:].sum()], [m[cut:, :cut].sum(), m[cut:, cut:].sum()]])
+    """The 2x2 matrices of a stack of grade matrices with grades at index >= ``cut`` relevant."""
+    lo, hi = slice(None, cut), slice(cut, None)
+    return np.stack([m[:, r, c].sum(axis=(1, 2)) for r in (lo, hi) for c in (lo, hi)], axis=1).reshape(-1, 2, 2)
 
 
-def _stats(m: Matrix, cut: int, majority: int) -> dict[str, float]:
-    """Every figure of one confusion matrix (counts or proportions)."""
-    n = m.sum()
-    out = {
-        "kappa": kappa(m),
-        "kappa_quadratic": kappa(m, "quadratic"),
-        "kappa_binary": kappa(_binary(m, cut)),
-        "agreement": float(np.trace(m) / n) if n else math.nan,
-        "majority_agreement": float(m[majority].sum() / n) if n else math.nan,
-    }
-    for i in range(m.shape[0]):
-        col, row = m[:, i].sum(), m[i].sum()
-        out[f"precision{i}"] = float(m[i, i] / col) if col else math.nan
-        out[f"recall{i}"] = float(m[i, i] / row) if row else math.nan
-        out[f"human{i}"] = float(row / n) if n else math.nan
-        out[f"judge{i}"] = float(col / n) if n else math.nan
+def _stats(m: Matrix, cut: int, majority: int) -> dict[str, Matrix]:
+    """Every figure of each confusion matrix of a stack (counts or proportions), NaN where undefined."""
+    n = m.sum(axis=(1, 2))
+    rows, cols, diag = m.sum(axis=2), m.sum(axis=1), np.diagonal(m, axis1=1, axis2=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = {
+            "kappa": kappas(m),
+            "kappa_quadratic": kappas(m, "quadratic"),
+            "kappa_binary": kappas(_binary(m, cut)),
+            "agreement": diag.sum(axis=1) / n,
+            "majority_agreement": rows[:, majority] / n,
+        }
+        for i in range(m.shape[1]):
+            out[f"precision{i}"] = diag[:, i] / cols[:, i]
+            out[f"recall{i}"] = diag[:, i] / rows[:, i]
+            out[f"human{i}"] = rows[:, i] / n
+            out[f"judge{i}"] = cols[:, i] / n
     return out
 
 
@@ -106,13 +104,14 @@ def calibration(
     k = len(grades)
     cut = max(0, min(k, threshold - grades[0]))
     majority = int(np.argmax(m.sum(axis=1))) if len(human) else 0
-    point = _stats(m.astype(np.float64), cut, majority)
+    point = _stats(m[None].astype(np.float64), cut, majority)
     lows, highs = _intervals(
         human - grades[0], judge - grades[0], k, lambda p: _stats(p, cut, majority), seed, resamples
     )
 
     def fig(name: str) -> Figure:
-        return Figure(_nan_none(point[name]), lows.get(name), highs.get(name))
+        value = float(point[name][0])
+        return Figure(None if math.isnan(value) else value, lows.get(name), highs.get(name))
 
     return Calibration(
         pairs=answered.num_rows,
@@ -140,7 +139,7 @@ def _intervals(
     human: npt.NDArray[np.int64],
     judge: npt.NDArray[np.int64],
     k: int,
-    stats: Callable[[Matrix], dict[str, float]],
+    stats: Callable[[Matrix], dict[str, Matrix]],
     seed: int,
     resamples: int,
 ) -> tuple[dict[str, float | None], dict[str, float | None]]:
@@ -151,16 +150,11 @@ def _intervals(
     onehot = np.zeros((n, k * k), dtype=np.float64)
     onehot[np.arange(n), human * k + judge] = 1.0
     cells = bootstrap_means(onehot, resamples, np.random.default_rng(seed))  # (B, k*k) proportions
-    values: dict[str, list[float]] = {}
-    for row in cells:
-        for name, v in stats(row.reshape(k, k)).items():
-            values.setdefault(name, []).append(v)
     tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
     lows: dict[str, float | None] = {}
     highs: dict[str, float | None] = {}
-    for name, vs in values.items():
-        arr = np.array(vs, dtype=np.float64)
-        arr = arr[~np.isnan(arr)]
+    for name, values in stats(cells.reshape(-1, k, k)).items():
+        arr = values[~np.isnan(values)]
         if arr.size == 0:
             lows[name] = highs[name] = None
             continue

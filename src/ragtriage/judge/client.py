@@ -1,25 +1,20 @@
 """One chat-completions request per pair, to any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp's
 server), through ``httpx.AsyncClient``.
 
-A 429 or a 5xx answer, a timeout and a lost connection are asked again, at most ``retries`` times, after the wait
-the server's ``Retry-After`` names (seconds or an HTTP date; one beyond ``max_wait_s`` ends the retries) or else
-an exponential backoff with jitter (``ragtriage.http_retry``, the recorder's rule too). Other 4xx answers are not
+A 429 or a 5xx answer, a timeout and a lost connection are asked again, at most ``retries`` times, by the rule of
+``ragtriage.http_retry`` (the recorder's too), which also gives each attempt its deadline (``timeout_s``) and
+caps the body read at :func:`body_cap` bytes, far above what ``max_tokens`` can produce. Other 4xx answers are not
 retried: the request itself is wrong (a bad model name, a refused parameter) and asking again only spends the
 budget. Every HTTP request, retries included, counts against ``budget``; once it is spent nothing more is sent.
 
-``timeout_s`` is the deadline of a whole attempt (connecting, sending, and reading the answer to its last byte),
-not of each read: a server trickling a byte at a time cannot hold a request past it. The body is read up to
-:func:`body_cap` bytes, far above what ``max_tokens`` can produce; a longer answer is an error, never kept.
-
 The API key is read from the environment variable the user names and sent as a bearer token; it is never
-stored, printed or written to a file (the endpoint is described by :func:`ragtriage.record.http_adapter.strip_url`).
+stored, printed or written to a file (the endpoint is described by :func:`ragtriage.http_secrets.strip_url`).
 A server may echo it (an error body quoting the Authorization header, an answer repeating it, base64 included):
 every text a :class:`Reply` carries has every form of it masked (``ragtriage.http_secrets``) before anyone sees it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from dataclasses import dataclass, replace
@@ -27,11 +22,11 @@ from typing import Any
 
 import httpx
 
-from ragtriage.http_retry import RetryPolicy
-from ragtriage.http_secrets import redact, secret_forms
-from ragtriage.record.http_adapter import strip_url
+from ragtriage.http_retry import Answer, RetryPolicy, TooLarge, attempt
+from ragtriage.http_secrets import Secrets, strip_url
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+BUDGET_SPENT = "request budget spent"
 
 
 class JudgeError(ValueError):
@@ -76,7 +71,6 @@ class Reply:
 
     text: str | None
     error: str | None
-    attempts: int
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
@@ -85,15 +79,14 @@ class Budget:
     """HTTP requests left to send (None: no limit)."""
 
     def __init__(self, limit: int | None) -> None:
-        self.left = limit
+        self.limit = limit
         self.sent = 0
 
     def take(self) -> bool:
-        if self.left is not None and self.left <= 0:
+        """Whether one more request may be sent (counted as sent when it may)."""
+        if self.limit is not None and self.sent >= self.limit:
             return False
         self.sent += 1
-        if self.left is not None:
-            self.left -= 1
         return True
 
 
@@ -117,7 +110,7 @@ def body_cap(max_tokens: int) -> int:
     return max(BODY_CAP_MIN, BYTES_PER_TOKEN_CAP * max_tokens)
 
 
-class _TooLarge(Exception):
+class _Spent(Exception):
     pass
 
 
@@ -126,10 +119,11 @@ class ChatClient:
         self.endpoint = endpoint
         self.budget = budget
         key = api_key(endpoint)
-        self.secrets = secret_forms([key, f"Bearer {key}"] if key else [])
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.secrets = Secrets(headers)
         self.cap = body_cap(endpoint.max_tokens)
         self.client = httpx.AsyncClient(
-            headers={"Authorization": f"Bearer {key}"} if key else {},
+            headers=headers,
             timeout=httpx.Timeout(endpoint.timeout_s),
             limits=httpx.Limits(max_connections=endpoint.concurrency, max_keepalive_connections=endpoint.concurrency),
         )
@@ -157,70 +151,44 @@ class ChatClient:
         return replace(reply, text=mask(reply.text), error=mask(reply.error))
 
     def mask(self, text: str | None) -> str | None:
-        return text if text is None else redact(text, self.secrets)
+        return text if text is None else self.secrets.redact(text)
 
-    async def _post(self, body: dict[str, Any]) -> tuple[int, httpx.Headers, bytes]:
-        """One attempt, within ``timeout_s`` as a whole: status, headers and the body (at most ``cap`` bytes)."""
-        async with asyncio.timeout(self.endpoint.timeout_s):
-            async with self.client.stream("POST", self.endpoint.chat_url, json=body) as resp:
-                declared = resp.headers.get("content-length", "")
-                if declared.isascii() and declared.isdigit() and int(declared) > self.cap:
-                    raise _TooLarge
-                data = bytearray()
-                async for chunk in resp.aiter_bytes():
-                    data += chunk
-                    if len(data) > self.cap:
-                        raise _TooLarge
-                return resp.status_code, resp.headers, bytes(data)
+    async def _attempt(self, body: dict[str, Any]) -> Answer:
+        if not self.budget.take():
+            raise _Spent
+        e = self.endpoint
+        return await attempt(self.client, "POST", e.chat_url, deadline_s=e.timeout_s, cap=self.cap, json=body)
 
     async def _ask(self, messages: list[dict[str, str]]) -> Reply:
         body = self.body(messages)
-        error = "request budget spent"
-        attempt = 0
-        while attempt <= self.endpoint.retries:
-            if not self.budget.take():
-                return Reply(None, "request budget spent", attempt)
-            attempt += 1
-            status, header = None, None
-            try:
-                status_code, headers, raw = await self._post(body)
-            except (TimeoutError, httpx.TimeoutException):
-                error = f"no complete answer within {self.endpoint.timeout_s:g} s (--timeout)"
-            except _TooLarge:
-                return Reply(None, f"the answer is larger than {self.cap} bytes: not read, not kept", attempt)
-            except httpx.TransportError as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            else:
-                if status_code < 400:
-                    return _reply(raw, attempt)
-                error = f"HTTP {status_code}: {_text(raw)[:300]}"
-                status, header = status_code, headers.get("retry-after")
-            if attempt > self.endpoint.retries:
-                break
-            wait = self.endpoint.retry.wait(status, header, attempt - 1)
-            if wait is None:
-                return Reply(None, error, attempt)
-            await asyncio.sleep(wait)
-        return Reply(None, error, attempt)
+        e = self.endpoint
+        try:
+            got = await e.retry.ask(e.retries, lambda: self._attempt(body), (TimeoutError, httpx.TransportError))
+        except _Spent:
+            return Reply(None, BUDGET_SPENT)
+        except TooLarge:
+            return Reply(None, f"the answer is larger than {self.cap} bytes: not read, not kept")
+        if isinstance(got, TimeoutError | httpx.TimeoutException):
+            return Reply(None, f"no complete answer within {e.timeout_s:g} s (--timeout)")
+        if isinstance(got, Exception):
+            return Reply(None, f"{type(got).__name__}: {got}")
+        if got.status >= 400:
+            return Reply(None, f"HTTP {got.status}: {got.text[:300]}")
+        return _reply(got.body)
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace")
-
-
-def _reply(raw: bytes, attempts: int) -> Reply:
+def _reply(raw: bytes) -> Reply:
     """The answer text of a chat-completions response; a body of another shape is an error, not an answer."""
     try:
         data = json.loads(raw)
         text = data["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
-        return Reply(None, f"not a chat-completions response: {_text(raw)[:300]}", attempts)
+        return Reply(None, f"not a chat-completions response: {raw.decode('utf-8', errors='replace')[:300]}")
     usage = data.get("usage") if isinstance(data, dict) else None
     usage = usage if isinstance(usage, dict) else {}
     return Reply(
         text if isinstance(text, str) else None,
         None if isinstance(text, str) else "the answer's content is not text",
-        attempts,
         _int(usage.get("prompt_tokens")),
         _int(usage.get("completion_tokens")),
     )

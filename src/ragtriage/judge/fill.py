@@ -1,11 +1,9 @@
 """Judged labels as a new dataset version, never as people's labels, and only after a calibration that passed.
 
-The new version (``annotate.versions.fork_with_labels``, a child of the current one) holds every label of its parent
-unchanged, plus one label per judged pair whose answer parsed: annotator ``judge:<model>``, the parsed grade, and
-a note naming the prompt's SHA-256, the temperature and the answer's key in ``judge_answers`` (where the raw
-answer is). The pairs are the fill's and the calibration's, so ``agreement`` compares the judge with the people on
-the calibration units. A judge label replaces an earlier one of the same judge on the same unit only
-(the rule of every new version's labels).
+The new version (``annotate.versions.fork_with_labels``, whose rule says which parent labels it keeps) adds one
+label per judged pair whose answer parsed: annotator ``judge:<model>``, the parsed grade, and a note naming the
+prompt's SHA-256, the temperature and the answer's key in ``judge_answers`` (where the raw answer is). The pairs are
+the fill's and the calibration's, so ``agreement`` compares the judge with the people on the calibration units.
 
 The store's ``qrels`` stay the people's (``store.schema.QRELS_LIVE`` leaves ``judge:`` annotators out): figures
 change only where a command is asked ``--labels with-judge``.
@@ -42,26 +40,21 @@ class FillReport:
     filled: int  # of them, on units no person labelled (what --labels with-judge adds)
 
 
-def _lineage(con: duckdb.DuckDBPyConnection, version: str) -> list[str]:
-    out: list[str] = []
-    v: str | None = version
-    while v is not None and v not in out:
-        out.append(v)
-        v = scalar(con, "SELECT parent_version FROM datasets WHERE dataset_version = ?", [v])
-    return out
-
-
 def latest_calibration(con: duckdb.DuckDBPyConnection, judge: JudgeIdentity) -> tuple[int, dict[str, object]] | None:
     """The newest finished calibration of this judge (model, prompt, temperature, seed) on the current version or
     one of its ancestors: (session id, report)."""
     if not has_tables(con):
         return None
     rows = con.execute(
-        """SELECT session_id, report FROM judge_sessions
+        """WITH RECURSIVE lineage AS (
+               SELECT dataset_version, parent_version FROM datasets WHERE dataset_version = ?
+               UNION SELECT d.dataset_version, d.parent_version FROM datasets d
+                     JOIN lineage l ON d.dataset_version = l.parent_version)
+           SELECT session_id, report FROM judge_sessions
            WHERE purpose = 'calibrate' AND status = 'done' AND model = ? AND prompt_sha256 = ? AND temperature = ?
-             AND seed IS NOT DISTINCT FROM ? AND list_contains(?, dataset_version)
+             AND seed IS NOT DISTINCT FROM ? AND dataset_version IN (SELECT dataset_version FROM lineage)
            ORDER BY session_id DESC LIMIT 1""",
-        [judge.model, judge.prompt_sha256, judge.temperature, judge.seed, _lineage(con, current_dataset_version(con))],
+        [current_dataset_version(con), judge.model, judge.prompt_sha256, judge.temperature, judge.seed],
     ).fetchall()
     if not rows:
         return None

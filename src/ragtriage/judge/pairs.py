@@ -70,11 +70,8 @@ def calibration_pairs(con: duckdb.DuckDBPyConnection, n: int, seed: int = 0) -> 
     and ``seed`` on the same labels give the same units)."""
     if n < 1:
         raise ValueError(f"--calibrate {n}: give the number of labelled units to grade, e.g. 200")
-    cur = con.cursor()
-    try:
+    with con.cursor() as cur:
         every = cur.sql(_LABELLED, params={"seed": str(seed)}).to_arrow_table()
-    finally:
-        cur.close()
     if every.num_rows == 0:
         raise ValueError("no labelled unit has text in the corpus snapshot: calibration needs both")
     grades = every.column("human_grade").to_numpy()

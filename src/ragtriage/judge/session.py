@@ -26,7 +26,7 @@ from ragtriage.judge.answers import (
     ensure_tables,
     store_answers,
 )
-from ragtriage.judge.client import Budget, ChatClient, Endpoint, Reply
+from ragtriage.judge.client import BUDGET_SPENT, Budget, ChatClient, Endpoint, Reply
 from ragtriage.judge.pairs import gradable
 from ragtriage.judge.prompt import Prompt, Scale, parse_answer
 
@@ -66,24 +66,35 @@ def identity(endpoint: Endpoint, prompt: Prompt, scale: Scale) -> JudgeIdentity:
     )
 
 
+def _unasked(con: duckdb.DuckDBPyConnection, pairs: pa.Table) -> dict[str, tuple[str, str]]:
+    """The (query, text) of every key of ``pairs`` not answered yet, each key once."""
+    if not pairs.num_rows:
+        return {}
+    done = cached_keys(con, pairs.column("key").combine_chunks())
+    todo: dict[str, tuple[str, str]] = {}
+    for q, t, k in zip(*(pairs.column(c).to_pylist() for c in ("query", "text", "key")), strict=True):
+        if k not in done:
+            todo.setdefault(k, (q, t))
+    return todo
+
+
 def plan(con: duckdb.DuckDBPyConnection, pairs: pa.Table, endpoint: Endpoint, prompt: Prompt, scale: Scale) -> Plan:
     judge = identity(endpoint, prompt, scale)
     ok = gradable(pairs)
-    queries = ok.column("query").to_pylist()
-    texts = ok.column("text").to_pylist()
-    keys = [answer_key(judge, q, t) for q, t in zip(queries, texts, strict=True)]
+    keys = [
+        answer_key(judge, q, t) for q, t in zip(*(ok.column(c).to_pylist() for c in ("query", "text")), strict=True)
+    ]
     ok = ok.append_column("key", pa.array(keys, pa.string()))
-    done = cached_keys(con, ok.column("key").combine_chunks()) if keys else set()
+    todo = _unasked(con, ok)
     fixed = sum(len(m["content"]) for m in prompt.messages("", "", scale))
-    ask_chars = sum(fixed + len(q) + len(t) for q, t, k in zip(queries, texts, keys, strict=True) if k not in done)
-    to_ask = len({k for k in keys if k not in done})
+    ask_chars = sum(fixed + len(q) + len(t) for q, t in todo.values())
     return Plan(
         ok,
         pairs.num_rows - ok.num_rows,
-        len(keys) - sum(1 for k in keys if k not in done),
-        to_ask,
+        sum(1 for k in keys if k not in todo),
+        len(todo),
         math.ceil(ask_chars / CHARS_PER_TOKEN),
-        to_ask * endpoint.max_tokens,
+        len(todo) * endpoint.max_tokens,
         endpoint.retries,
     )
 
@@ -142,16 +153,13 @@ def start_session(
     ).fetchone()
     assert row is not None
     session = int(row[0])
-    cur = con.cursor()
-    try:
+    with con.cursor() as cur:
         cur.register("_judge_session_pairs", pairs)
         cur.execute(
             """INSERT INTO judge_pairs SELECT ?, case_id, unit_id, document_id, chunk_id, section_id, human_grade, key
                FROM _judge_session_pairs""",
             [session],
         )
-    finally:
-        cur.close()
     return session
 
 
@@ -175,16 +183,7 @@ def ask(
     """Ask every planned pair that is not cached; answers are stored in small batches as they arrive and the rest
     when the asking stops. Ctrl-C ends the asking and returns the tally with ``interrupted`` set."""
     judge = identity(endpoint, prompt, scale)
-    done = cached_keys(con, planned.pairs.column("key").combine_chunks()) if planned.pairs.num_rows else set()
-    todo: dict[str, tuple[str, str]] = {}
-    for q, t, k in zip(
-        planned.pairs.column("query").to_pylist(),
-        planned.pairs.column("text").to_pylist(),
-        planned.pairs.column("key").to_pylist(),
-        strict=True,
-    ):
-        if k not in done:
-            todo.setdefault(k, (q, t))
+    todo = _unasked(con, planned.pairs)
     tally = Tally(len(todo), flushed_at=time.monotonic())
     spent = Budget(budget)
     try:
@@ -221,7 +220,7 @@ async def _ask_all(
             tally.flush(con)
             if progress is not None:
                 progress(tally)
-            if reply.error == "request budget spent":
+            if reply.error == BUDGET_SPENT:
                 tally.budget_spent = True
                 return
 
@@ -233,7 +232,7 @@ async def _ask_all(
 
 def _keep(key: str, reply: Reply, judge: JudgeIdentity, scale: Scale, tally: Tally) -> None:
     if reply.error is not None:
-        if reply.error != "request budget spent":
+        if reply.error != BUDGET_SPENT:
             tally.failed += 1
             if len(tally.failures) < 3:
                 tally.failures.append(reply.error)
@@ -259,15 +258,12 @@ def _keep(key: str, reply: Reply, judge: JudgeIdentity, scale: Scale, tally: Tal
 
 def answers_of(con: duckdb.DuckDBPyConnection, pairs: pa.Table) -> pa.Table:
     """``pairs`` with the cached answer of each (``grade``, ``raw_answer``, ``problem``; NULL when not answered)."""
-    cur = con.cursor()
-    try:
+    with con.cursor() as cur:
         cur.register("_judge_answer_pairs", pairs)
         return cur.sql(
             """SELECT p.*, a.grade, a.raw_answer, a.problem, a.key IS NOT NULL AS answered
                FROM _judge_answer_pairs p LEFT JOIN judge_answers a USING (key)"""
         ).to_arrow_table()
-    finally:
-        cur.close()
 
 
 def unparsed(answered: pa.Table) -> pa.Table:

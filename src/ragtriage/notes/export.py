@@ -46,15 +46,12 @@ def export_schema() -> pa.Schema:
 
 def export_table(con: duckdb.DuckDBPyConnection, store: NotesStore, run_id: str | None = None) -> pa.Table:
     """Rows for every failing or annotated case of ``run_id`` (every run when None), ordered by run and case."""
-    cur = con.cursor()
-    try:
+    with con.cursor() as cur:
         known = [r[0] for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
         if run_id is not None and run_id not in known:
             raise ExportError(f"unknown run {run_id!r}; loaded runs: {', '.join(known) or 'none'}")
         runs = [run_id] if run_id is not None else known
         parts = [_export_run(cur, store, r) for r in runs]
-    finally:
-        cur.close()
     if not parts:
         return export_schema().empty_table()
     return pa.concat_tables(parts)

@@ -253,22 +253,18 @@ class NotesStore:
         return self._retry(write)
 
     def get(self, run_id: str, case_id: str) -> Note | None:
-        rows = self._select("WHERE run_id = ? AND case_id = ?", (run_id, case_id))
+        rows = self._select("notes_current WHERE run_id = ? AND case_id = ?", (run_id, case_id))
         return rows[0] if rows else None
 
     def all(self, run_id: str | None = None) -> list[Note]:
         """Current notes, by run then case."""
         if run_id is None:
-            return self._select("ORDER BY run_id, case_id", ())
-        return self._select("WHERE run_id = ? ORDER BY case_id", (run_id,))
+            return self._select("notes_current ORDER BY run_id, case_id", ())
+        return self._select("notes_current WHERE run_id = ? ORDER BY case_id", (run_id,))
 
     def history(self, run_id: str, case_id: str) -> list[Note]:
         """Every state the note went through, oldest first."""
-        sql = (
-            "SELECT run_id, case_id, category, status, note, author, updated_at FROM note_history"
-            " WHERE run_id = ? AND case_id = ? ORDER BY seq"
-        )
-        return self._retry(lambda con: [Note(*r) for r in con.execute(sql, (run_id, case_id)).fetchall()])
+        return self._select("note_history WHERE run_id = ? AND case_id = ? ORDER BY seq", (run_id, case_id))
 
     def to_arrow(self, run_id: str | None = None) -> pa.Table:
         """Current notes as an Arrow table (``NOTE_SCHEMA``), for joining in DuckDB."""
@@ -276,6 +272,6 @@ class NotesStore:
         columns = {name: [getattr(n, name) for n in notes] for name in NOTE_SCHEMA.names}
         return pa.table(columns, schema=NOTE_SCHEMA)
 
-    def _select(self, where: str, params: tuple[str, ...]) -> list[Note]:
-        sql = f"SELECT run_id, case_id, category, status, note, author, updated_at FROM notes_current {where}"
+    def _select(self, source: str, params: tuple[str, ...]) -> list[Note]:
+        sql = f"SELECT run_id, case_id, category, status, note, author, updated_at FROM {source}"
         return self._retry(lambda con: [Note(*r) for r in con.execute(sql, params).fetchall()])

@@ -4,8 +4,7 @@ Adapters (HTTP, Python callables, LangChain- and LlamaIndex-shaped objects) sit 
 :class:`~ragtriage.record.types.Retriever`; the runner, the journal and run.json know nothing of transports.
 """
 
-from ragtriage.record.hits import ResponseShape
-from ragtriage.record.paths import parse_path
+from ragtriage.record.hits import ResponseShape, parse_path
 from ragtriage.record.runner import Outcome, Progress, RecordOptions
 from ragtriage.record.session import RecordPlan, RecordResult, record_run
 from ragtriage.record.types import Hit, RecordError, Request, Response, Retriever, RetrieverError

@@ -1,27 +1,15 @@
 """From the command line's words to a retriever: which adapter a ``--retriever`` names, and the small parsers
-for ``--header``, ``--set``, ``--version`` and ``--filters-applied`` (kept here, outside the CLI, so the Python
-API and the tests read them the same way)."""
+for ``--set``, ``--version`` and ``--filters-applied`` (``--header``'s is ``types.pairs``; kept outside the CLI, so
+the Python API and the tests read them the same way)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from ragtriage.record.hits import ResponseShape
-from ragtriage.record.paths import parse_path
-from ragtriage.record.types import RecordError, Retriever
+from ragtriage.record.hits import ResponseShape, parse_path
+from ragtriage.record.types import HttpOptions, RecordError, Retriever, pairs
 
-
-@dataclass(frozen=True)
-class HttpOptions:
-    request: str | None = None
-    method: str = "POST"
-    headers: tuple[str, ...] = ()
-    header_env: tuple[str, ...] = ()
-    token_env: str | None = None
-    timeout_s: float = 10.0
-    retries: int = 2
-    concurrency: int = 8
+__all__ = ["HttpOptions", "filters_applied", "make_retriever", "pairs", "response_shape"]
 
 
 def response_shape(
@@ -34,17 +22,6 @@ def response_shape(
     parsed: dict[str, Any] = {k: parse_path(v) for k, v in paths.items() if v is not None}
     named = {k: parse_path(v) for k, v in pairs(versions, "--version", "=").items()}
     return ResponseShape(unit=unit, versions=named, **parsed)
-
-
-def pairs(items: tuple[str, ...] | list[str], option: str, sep: str) -> dict[str, str]:
-    """``NAME<sep>VALUE`` items as a dict; a malformed one is a :class:`RecordError` naming the option."""
-    out: dict[str, str] = {}
-    for item in items:
-        name, found, value = item.partition(sep)
-        if not found or not name.strip():
-            raise RecordError(f"{option} {item!r}: write it as NAME{sep}VALUE")
-        out[name.strip()] = value.strip()
-    return out
 
 
 def filters_applied(text: str | None) -> dict[str, bool] | None:
@@ -69,28 +46,9 @@ def make_retriever(spec: str, shape: ResponseShape, http: HttpOptions) -> Retrie
 
         return PythonRetriever(spec.removeprefix("python:"), shape)
     if spec.startswith(("http://", "https://")):
-        from ragtriage.record.http_adapter import HttpRetriever, HttpSpec
-        from ragtriage.record.template import DEFAULT_TEMPLATE, parse_template
+        from ragtriage.record.http_adapter import HttpRetriever
 
-        env = pairs(list(http.header_env), "--header-env", "=")
-        if http.token_env:
-            env["Authorization"] = http.token_env
-        method = http.method.upper()
-        if method not in ("GET", "POST", "PUT"):
-            raise RecordError(f"--method {http.method!r}: use POST, GET or PUT")
-        return HttpRetriever(
-            HttpSpec(
-                url=spec,
-                template=parse_template(http.request or DEFAULT_TEMPLATE),
-                shape=shape,
-                method=method,
-                headers=pairs(list(http.headers), "--header", ":"),
-                env_headers=env,
-                timeout_s=http.timeout_s,
-                retries=http.retries,
-                concurrency=http.concurrency,
-            )
-        )
+        return HttpRetriever(spec, shape, http)
     raise RecordError(
         f"--retriever {spec!r}: give an http(s):// URL or python:module:function (python:file.py:function)"
     )

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from ragtriage.paths import written_whole
 from ragtriage.record.types import RecordError
 
 JOURNAL = ".record-journal.jsonl"
@@ -26,12 +27,10 @@ def _line(obj: object) -> str:
 
 
 def write_atomic(path: Path, lines: Iterable[str]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+    with written_whole(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
         fh.writelines(lines)
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class RunFolder:
@@ -67,30 +66,27 @@ class RunFolder:
             raise RecordError(f"cannot resume {self.root}: {why}")
         first: dict[str, Any] | None = None
         summaries: dict[str, dict[str, Any]] = {}
-        tmp = self.journal.with_name(f"{JOURNAL}.tmp")
-        with self.journal.open(encoding="utf-8") as src, tmp.open("w", encoding="utf-8", newline="\n") as dst:
-            for text in src:
-                obj = _parse(text)
-                if obj is None:
-                    continue  # a line torn by a crash: that case is simply recorded again
-                if "header" in obj and first is None:
-                    first = obj["header"]
-                elif "case_id" in obj and obj["case_id"] not in summaries:
-                    summaries[obj["case_id"]] = {k: v for k, v in obj.items() if k != "results"}
-                else:
-                    continue
-                dst.write(_line(obj))
-        if first is None:
-            tmp.unlink()
-            raise RecordError(f"cannot resume {self.root}: its journal has no header; record again with --force")
-        changed = sorted(k for k in header if first.get(k) != header[k])
-        if changed:
-            tmp.unlink()
-            raise RecordError(
-                f"cannot resume {self.root}: these settings differ from the interrupted recording: "
-                f"{', '.join(changed)}; use the same options, or record again with --force"
-            )
-        os.replace(tmp, self.journal)
+        with written_whole(self.journal) as tmp:  # a refusal below leaves the journal as it was
+            with self.journal.open(encoding="utf-8") as src, tmp.open("w", encoding="utf-8", newline="\n") as dst:
+                for text in src:
+                    obj = _parse(text)
+                    if obj is None:
+                        continue  # a line torn by a crash: that case is simply recorded again
+                    if "header" in obj and first is None:
+                        first = obj["header"]
+                    elif "case_id" in obj and obj["case_id"] not in summaries:
+                        summaries[obj["case_id"]] = {k: v for k, v in obj.items() if k != "results"}
+                    else:
+                        continue
+                    dst.write(_line(obj))
+            if first is None:
+                raise RecordError(f"cannot resume {self.root}: its journal has no header; record again with --force")
+            changed = sorted(k for k in header if first.get(k) != header[k])
+            if changed:
+                raise RecordError(
+                    f"cannot resume {self.root}: these settings differ from the interrupted recording: "
+                    f"{', '.join(changed)}; use the same options, or record again with --force"
+                )
         self._fh = self.journal.open("a", encoding="utf-8", newline="\n")
         return first, summaries
 

@@ -5,19 +5,96 @@ what is not named is looked up under the common keys (``document_id``/``doc_id``
 ``score``). A hit may be a mapping, an object with attributes, ``(id, score)``, ``(document_id, chunk_id,
 score)``, a LangChain ``(Document, score)`` pair or a LlamaIndex ``NodeWithScore``. In a chunk-unit dataset the
 id is the chunk id and the document id must be found too, because the contract's results need both.
+
+A response path (where in an answer the hit list, ids, scores, stage and flags are) is dotted keys with optional
+list indices: ``results``, ``data.hits``, ``hits[0].doc``, ``meta.index``; ``$`` (or an empty path) is the response
+itself, and a leading ``$.`` is accepted as in JSONPath. The same resolver reads parsed JSON (dicts and lists) and
+Python objects (attributes), and looks into an object's ``metadata`` mapping when a key is not on the object
+itself, which is where LangChain Documents and LlamaIndex nodes keep ids and scores.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragtriage.contract.fields import EVENT_STATUSES, STAGES
-from ragtriage.record.paths import MISSING, Path, first_of, parse_path
 from ragtriage.record.types import Hit, RecordError, Response, RetrieverError
 from ragtriage.safe_text import visible
+
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(-?\d+)\]")
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+@dataclass(frozen=True)
+class Path:
+    text: str
+    steps: tuple[str | int, ...]
+
+    def get(self, obj: Any) -> Any:
+        """The value at this path, or ``MISSING``."""
+        for step in self.steps:
+            obj = _step(obj, step)
+            if obj is MISSING:
+                return MISSING
+        return obj
+
+
+def parse_path(text: str) -> Path:
+    """Parse ``a.b[0].c``; a malformed path is a :class:`RecordError` naming it."""
+    body = text.strip()
+    if body in ("", "$"):
+        return Path(text, ())
+    if body.startswith("$."):
+        body = body[2:]
+    steps: list[str | int] = []
+    pos = 0
+    for m in _SEGMENT.finditer(body):
+        gap = body[pos : m.start()]
+        if gap not in ("", ".") or (gap == "" and pos and m.group(1)):
+            raise RecordError(f"response path {text!r} is malformed near {body[pos:]!r}; write it like data.hits[0].id")
+        steps.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+        pos = m.end()
+    if pos != len(body) or not steps:
+        raise RecordError(f"response path {text!r} is malformed; write it like data.hits[0].id")
+    return Path(text, tuple(steps))
+
+
+def _step(obj: Any, step: str | int) -> Any:
+    if isinstance(step, int):
+        if isinstance(obj, list | tuple) and -len(obj) <= step < len(obj):
+            return obj[step]
+        return MISSING
+    if isinstance(obj, dict):
+        return obj.get(step, MISSING)
+    if obj is None or isinstance(obj, str | int | float | list | tuple):
+        return MISSING
+    value = getattr(obj, step, MISSING)
+    if value is MISSING:
+        meta = getattr(obj, "metadata", None)
+        if isinstance(meta, dict):
+            return meta.get(step, MISSING)
+    return value
+
+
+def first_of(obj: Any, paths: tuple[Path, ...]) -> Any:
+    """The value at the first path that matches (and is not None), else ``MISSING``."""
+    for p in paths:
+        v = p.get(obj)
+        if v is not MISSING and v is not None:
+            return v
+    return MISSING
+
 
 SNIPPET_CHARS = 160
 
@@ -55,9 +132,8 @@ class ResponseShape:
     versions: dict[str, Path] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
-        named = {k: getattr(self, k) for k in ("hits", "candidate_hits", "id", "document_id", "score", "stage")}
-        named |= {"snippet": self.snippet, "fallback": self.fallback, "status": self.status}
-        out: dict[str, Any] = {k: v.text for k, v in named.items() if v is not None}
+        named = ("hits", "candidate_hits", "id", "document_id", "score", "stage", "snippet", "fallback", "status")
+        out: dict[str, Any] = {k: getattr(self, k).text for k in named if getattr(self, k) is not None}
         if self.versions:
             out["versions"] = {k: v.text for k, v in self.versions.items()}
         return out

@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ragtriage.record.cases import Case
-from ragtriage.record.types import Request, Response, Retriever, RetrieverError
+from ragtriage.record.types import Case, Request, Response, Retriever, RetrieverError
 
 PROGRESS_EVERY_S = 0.2
 STOP_POLL_S = 0.05

@@ -5,6 +5,11 @@ run folder, runs the :class:`~ragtriage.record.runner.Recorder`, and writes run.
 release gate and a later reader need: k, candidate_k, the filters the retriever applies, the concurrency the
 latencies were measured at, the retriever's spec without secrets, versions (``--set`` and those the responses
 state), start and end times, the ragtriage version, and ``incomplete`` when it stopped early.
+
+The cases (id, query, principal and filters) are read by the loader's stager: the cases file goes through the same
+staging and type checks as ``ragtriage load`` (one reader of the contract), in a throwaway in-memory DuckDB; only
+the cases are read, so a large corpus manifest costs nothing. The principal and filters are passed to the retriever
+exactly as the file gives them.
 """
 
 from __future__ import annotations
@@ -18,14 +23,58 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ragtriage.record.cases import DatasetCases, read_cases
+import duckdb
+
+from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest
 from ragtriage.record.folder import JOURNAL, RunFolder
 from ragtriage.record.runner import Outcome, Progress, Recorder, RecordOptions, percentiles
-from ragtriage.record.types import RecordError, Retriever
+from ragtriage.record.types import Case, RecordError, Retriever
+from ragtriage.store.discover import discover_dataset, stage_cases
 from ragtriage.version import __version__
 
 #: run.json fields a version may fill; any other ``--set`` key goes under ``system``.
 RUN_FIELDS = ("dataset_version", "corpus_version", "index_version", "embedding_model", "chunking", "reranker")
+
+
+@dataclass(frozen=True)
+class DatasetCases:
+    manifest: DatasetManifest
+    cases: list[Case]
+
+
+def read_cases(root: Path, fmt: str | None = None) -> DatasetCases:
+    """Cases in file order; bad files raise :class:`ValidationFailed` naming file, line and field."""
+    files = discover_dataset(root)
+    manifest, findings = parse_dataset_manifest(files.manifest, default_name=root.name)
+    if manifest is None:
+        raise ValidationFailed(findings)
+    con = duckdb.connect(":memory:")
+    try:
+        staged = stage_cases(con, files.cases, fmt)
+        errors = [f for f in staged.findings if f.severity == "error"]
+        if errors:
+            raise ValidationFailed(errors)
+        cols = {r[0] for r in con.execute(f"DESCRIBE {staged.name}").fetchall()}
+        principal = "CAST(principal AS VARCHAR)" if "principal" in cols else "NULL"
+        filters = "CAST(filters AS VARCHAR)" if "filters" in cols else "NULL"
+        rows = con.execute(
+            f"SELECT CAST(id AS VARCHAR), query, {principal}, {filters} FROM {staged.name} ORDER BY line"
+        ).fetchall()
+    finally:
+        con.close()
+    ids = [r[0] for r in rows]
+    if len(set(ids)) != len(ids):
+        dup = next(i for n, i in enumerate(ids) if i in ids[:n])
+        raise ValidationFailed([Finding(str(files.cases.path), None, "id", "duplicate", f"duplicate case id {dup}")])
+    return DatasetCases(
+        manifest,
+        [Case(i, r[0], r[1], _json(r[2]), _json(r[3])) for i, r in enumerate(rows)],
+    )
+
+
+def _json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
 
 @dataclass(frozen=True)

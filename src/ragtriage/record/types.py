@@ -20,6 +20,17 @@ class RetrieverError(Exception):
 
 
 @dataclass(frozen=True)
+class Case:
+    """One case of the dataset as the recorder asks it, in file order."""
+
+    position: int
+    case_id: str
+    query: str
+    principal: Any
+    filters: Any
+
+
+@dataclass(frozen=True)
 class Request:
     """What one case asks the retriever: its query, the cutoffs, and the principal and filters it runs under."""
 
@@ -63,3 +74,28 @@ class Retriever(Protocol):
     async def aclose(self) -> None: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """How to ask an HTTP retriever, in the command line's words (``--request``, ``--method``, ``--header``, ...)."""
+
+    request: str | None = None
+    method: str = "POST"
+    headers: tuple[str, ...] = ()
+    header_env: tuple[str, ...] = ()
+    token_env: str | None = None
+    timeout_s: float = 10.0
+    retries: int = 2
+    concurrency: int = 8
+
+
+def pairs(items: tuple[str, ...] | list[str], option: str, sep: str) -> dict[str, str]:
+    """``NAME<sep>VALUE`` items as a dict; a malformed one is a :class:`RecordError` naming the option."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, found, value = item.partition(sep)
+        if not found or not name.strip():
+            raise RecordError(f"{option} {item!r}: write it as NAME{sep}VALUE")
+        out[name.strip()] = value.strip()
+    return out
