@@ -41,6 +41,9 @@ run_events AS (
 )"""
 
 
+RUN_THRESHOLD = "(SELECT score_threshold FROM runs WHERE run_id = $run_id)"
+"""SQL: the run's calibrated score threshold (``calibrate``; NULL when none), what ``below_threshold`` judges by."""
+
 NEGATIVE = "expected_behavior <> 'evidence'"
 """SQL over ``cases``: a negative case (it expects the retriever to abstain, in one of the ways above)."""
 
@@ -53,7 +56,7 @@ _NEGATIVES_SQL = (
 {run_events()},
 judged AS (
     SELECT c.case_id, c.expected_behavior, coalesce(f.n_results, 0) AS n_results, f.top_score,
-           (SELECT score_threshold FROM runs WHERE run_id = $run_id) AS threshold,
+           {RUN_THRESHOLD} AS threshold,
            coalesce(e.timed_out, false) AS timed_out, coalesce(e.errored, false) AS errored,
            coalesce(e.insufficient, false) AS insufficient, e.statuses
     FROM cases c

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import duckdb
 import pyarrow as pa
 
+from ragtriage.checks.negatives import RUN_THRESHOLD
 from ragtriage.classify import stored
 from ragtriage.classify.classify_run import decided_sql, with_checks
 from ragtriage.classify.cost import COST_CATEGORIES, CostTally
@@ -54,7 +55,7 @@ def _new_plan(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTa
         try:
             cur.execute(
                 f"INSERT INTO {PLAN_TABLE} SELECT $run_id, {stored.VERSION}, $k, chunk, $chunks, lo, hi, $population, "
-                "$total, (SELECT score_threshold FROM runs WHERE run_id = $run_id), now()::TIMESTAMP, NULL, NULL, "
+                f"$total, {RUN_THRESHOLD}, now()::TIMESTAMP, NULL, NULL, "
                 "NULL FROM _cls_plan",
                 {**params, "chunks": len(bounds), "population": population, "total": total},
             )

@@ -37,7 +37,7 @@ from contextlib import contextmanager, suppress
 import duckdb
 import pyarrow as pa
 
-from ragtriage.checks.negatives import run_events
+from ragtriage.checks.negatives import RUN_THRESHOLD, run_events
 from ragtriage.classify.locations import (
     NUMBERED_TABLES,
     PLAIN_RUNS_TABLE,
@@ -170,7 +170,7 @@ corpus AS (
 # run that lacks a topic says nothing about why.
 _ABSTENTION_CTES = f"""{run_events(" AND " + in_chunk("case_id"))},
 run_threshold AS (
-    SELECT score_threshold AS threshold FROM runs WHERE run_id = $run_id
+    SELECT {RUN_THRESHOLD} AS threshold
 ),
 -- read only where an abstention can be known: a calibrated threshold, or the run's events for the case
 top_scores AS (

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
+from ragtriage.checks.negatives import RUN_THRESHOLD
 from ragtriage.store import StoreError, run_k
 from ragtriage.store.transactions import transaction, write_refused
 
@@ -99,7 +100,7 @@ _CURRENT = f"c.run_id = $run_id AND c.k = $k AND c.dataset_version = {VERSION}"
 # ... written after every load of a run or a dataset (another run's rows are evidence)
 _AFTER_LOADS = "greatest((SELECT max(loaded_at) FROM runs), (SELECT max(loaded_at) FROM datasets))"
 # ... with the run's current threshold
-_SAME_THRESHOLD = "c.score_threshold IS NOT DISTINCT FROM (SELECT score_threshold FROM runs WHERE run_id = $run_id)"
+_SAME_THRESHOLD = f"c.score_threshold IS NOT DISTINCT FROM {RUN_THRESHOLD}"
 FRESH_PLAN = f"{_CURRENT} AND c.planned_at >= {_AFTER_LOADS} AND {_SAME_THRESHOLD}"
 
 
@@ -145,8 +146,7 @@ class Writer:
         row only to write it back."""
         with storing(self._run_id):
             self._cur.execute(
-                f"INSERT INTO {TABLE} SELECT {', '.join(COLUMNS)}, "
-                f"(SELECT score_threshold FROM runs WHERE run_id = $run_id), now()::TIMESTAMP FROM ({rows_sql})",
+                f"INSERT INTO {TABLE} SELECT {', '.join(COLUMNS)}, {RUN_THRESHOLD}, now()::TIMESTAMP FROM ({rows_sql})",
                 {**params, "run_id": self._run_id},
             )
 
