@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from ragtriage.classify import classify_run, facts, run_classification, stored
-from ragtriage.classify.classify_run import _with_checks, store_classification
+from ragtriage.classify.classify_run import store_classification, with_checks
 from ragtriage.sample import sample_runs_path
 from ragtriage.store import connect, load_dataset, load_run
 
@@ -37,7 +37,7 @@ def _costs(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, tuple[float
 
 def _chunks(con: duckdb.DuckDBPyConnection, run_id: str) -> list[pa.Table]:
     """The facts' chunks at k = 10, read on a cursor holding the checks layer's tables as classify_run does."""
-    return _with_checks(con, run_id, [10], lambda c, r, k: list(facts.fact_chunks(c, r, k)))[0][1]
+    return with_checks(con, run_id, [10], lambda c, r, k: list(facts.fact_chunks(c, r, k)))[0][1]
 
 
 def test_many_chunks_give_the_rows_and_costs_of_one(

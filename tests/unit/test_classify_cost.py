@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ragtriage.classify import classify_run, failure_list, run_classification
-from ragtriage.classify.summary import failure_summary
+from ragtriage.classify.classify_run import failure_summary
 from ragtriage.metrics.per_case import per_case
 from tests.factory import make_store
 from tests.unit.test_classify_locations import DOCUMENTS, case, label, results

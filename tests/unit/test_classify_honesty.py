@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from ragtriage.classify import RULES, classify_run, unit_locations
-from ragtriage.classify.case_categories import case_categories
+from ragtriage.classify.classify_run import case_categories
 from ragtriage.classify.rules import INPUTS, NOT_RETRIEVED
 from tests.factory import make_store
 from tests.unit.test_classify_locations import DOCUMENTS, case, label, results

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from ragtriage.classify import facts, locations, unit_locations
-from ragtriage.classify.classify_run import _with_checks
+from ragtriage.classify.classify_run import with_checks
 from ragtriage.classify.locations import location_ctes
 from ragtriage.metrics.ranking import cut_lists, positions_sql
 from ragtriage.store import dedup
@@ -112,7 +112,7 @@ def test_the_classifier_positions_are_the_window_definition(tmp_path: Any, monke
             tables = (facts.JUDGED_TABLE, facts.LOCATIONS_TABLE, facts.TOP_TABLE)
             return {t: cur.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in tables}
 
-    ((_, got),) = _with_checks(con, "r", [4], kept)
+    ((_, got),) = with_checks(con, "r", [4], kept)
     assert ranges and ranges[0] > 2  # numbered a few cases at a time
     assert got[facts.JUDGED_TABLE] == windowed["judged_run"]
     assert got[facts.LOCATIONS_TABLE] == windowed["locations"]

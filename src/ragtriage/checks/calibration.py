@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ragtriage.checks.negatives import TOP_SCORES
+from ragtriage.checks.negatives import NEGATIVE, TOP_SCORES
 from ragtriage.contract.relevance import is_relevant
 from ragtriage.store import require_run
 
@@ -56,15 +56,10 @@ class Calibration:
         return self.negatives_abstained / self.negatives_total if self.negatives_total else math.nan
 
 
-_POPULATIONS_SQL = (
-    "WITH "
-    + TOP_SCORES
-    + """,
+_POPULATIONS_SQL = f"""WITH {TOP_SCORES},
 scored AS (
-    SELECT c.case_id, c.expected_behavior <> 'evidence' AS negative, f.top_score,
-           coalesce("""
-    + is_relevant("q.grade")
-    + """, false) AS top_relevant
+    SELECT c.case_id, c.{NEGATIVE} AS negative, f.top_score,
+           coalesce({is_relevant("q.grade")}, false) AS top_relevant
     FROM cases c
     LEFT JOIN final_lists f USING (case_id)
     LEFT JOIN qrels q ON q.case_id = c.case_id AND q.unit_id = f.top_unit
@@ -72,7 +67,6 @@ scored AS (
 )
 SELECT negative, top_relevant AND top_score IS NOT NULL AS usable, top_score FROM scored
 """
-)
 
 
 def _populations(con: duckdb.DuckDBPyConnection, run_id: str, split: str | None) -> tuple[np.ndarray, np.ndarray, int]:

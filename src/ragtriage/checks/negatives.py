@@ -29,25 +29,39 @@ final_lists AS (
 
 TOP_SCORES = top_scores()
 
-NEGATIVE_CUT = "SEMI JOIN (SELECT case_id FROM cases WHERE expected_behavior <> 'evidence') n USING (case_id)"
+
+def run_events(where: str = "") -> str:
+    """The ``run_events`` fragment: per case, what the run's events say (timed out, errored, insufficient
+    evidence, the statuses), of the cases that ``where`` (an ``AND`` condition on ``events``) keeps."""
+    return f"""
+run_events AS (
+    SELECT case_id, bool_or(coalesce(timed_out, false)) AS timed_out, bool_or(status = 'error') AS errored,
+           bool_or(status = 'insufficient_evidence') AS insufficient, string_agg(DISTINCT status, ',') AS statuses
+    FROM events WHERE run_id = $run_id{where} GROUP BY case_id
+)"""
+
+
+RUN_THRESHOLD = "(SELECT score_threshold FROM runs WHERE run_id = $run_id)"
+"""SQL: the run's calibrated score threshold (``calibrate``; NULL when none), what ``below_threshold`` judges by."""
+
+NEGATIVE = "expected_behavior <> 'evidence'"
+"""SQL over ``cases``: a negative case (it expects the retriever to abstain, in one of the ways above)."""
+
+NEGATIVE_CUT = f"SEMI JOIN (SELECT case_id FROM cases WHERE {NEGATIVE}) n USING (case_id)"
 # Only negative cases are judged: the run's other final lists (all but a few of its rows) are never aggregated.
 _NEGATIVES_SQL = (
     "WITH "
     + top_scores(NEGATIVE_CUT)
-    + """,
-run_events AS (
-    SELECT case_id, bool_or(coalesce(timed_out, false)) AS timed_out, bool_or(status = 'error') AS errored,
-           bool_or(status = 'insufficient_evidence') AS insufficient, string_agg(DISTINCT status, ',') AS statuses
-    FROM events WHERE run_id = $run_id GROUP BY case_id
-),
+    + f""",
+{run_events()},
 judged AS (
     SELECT c.case_id, c.expected_behavior, coalesce(f.n_results, 0) AS n_results, f.top_score,
-           (SELECT score_threshold FROM runs WHERE run_id = $run_id) AS threshold,
+           {RUN_THRESHOLD} AS threshold,
            coalesce(e.timed_out, false) AS timed_out, coalesce(e.errored, false) AS errored,
            coalesce(e.insufficient, false) AS insufficient, e.statuses
     FROM cases c
     LEFT JOIN final_lists f USING (case_id) LEFT JOIN run_events e USING (case_id)
-    WHERE c.expected_behavior <> 'evidence'
+    WHERE c.{NEGATIVE}
 )
 SELECT case_id, expected_behavior,
     CASE expected_behavior

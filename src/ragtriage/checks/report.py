@@ -86,6 +86,19 @@ _OTHER_CHECKS = {
     "stale_first": "case_id VARCHAR, stage VARCHAR, stale_rank INTEGER, stale_document_id VARCHAR, detail VARCHAR",
 }
 
+# Each table of a report (its field) and its name in the JSON document, in report order.
+_JSON_NAMES = {
+    "leakage": "leakage",
+    "unchecked": "unchecked_cases",
+    "unverifiable": "unverifiable_results",
+    "scope": "scope_violations",
+    "pairs": "filter_pairs",
+    "unchecked_filters": "unchecked_filters",
+    "negatives": "negative_outcomes",
+    "stale": "stale_results",
+    "stale_first": "stale_first",
+}
+
 LEAKAGE_COUNTS = (
     "leaked_result_rows",
     "leak_findings",
@@ -135,17 +148,7 @@ class CheckReport:
         return cls(run_id=run_id, leakage=leaks, unchecked=unchecked, coverage=cover, **empty)
 
     def _tables(self) -> dict[str, pa.Table]:
-        return {
-            "leakage": self.leakage,
-            "unchecked": self.unchecked,
-            "unverifiable": self.unverifiable,
-            "scope": self.scope,
-            "pairs": self.pairs,
-            "unchecked_filters": self.unchecked_filters,
-            "negatives": self.negatives,
-            "stale": self.stale,
-            "stale_first": self.stale_first,
-        }
+        return {name: getattr(self, name) for name in _JSON_NAMES}
 
     def _tally(self) -> dict[str, int]:
         """The counts computed from the tables, once per report."""
@@ -153,19 +156,6 @@ class CheckReport:
             row = over_arrow(_COUNTS_SQL, **self._tables()).to_pylist()[0]
             self._tallies.update({k: int(v) for k, v in row.items()})
         return self._tallies
-
-    @property
-    def broadened(self) -> pa.Table:
-        """Scope rows where a missing optional filter widened access (counted as leakage)."""
-        return over_arrow("SELECT * FROM scope WHERE rule = 'optional-filter-broadened'", scope=self.scope)
-
-    @property
-    def out_of_scope(self) -> pa.Table:
-        return over_arrow("SELECT * FROM scope WHERE rule = 'out-of-scope'", scope=self.scope)
-
-    @property
-    def failed_negatives(self) -> pa.Table:
-        return over_arrow("SELECT * FROM negatives WHERE NOT passed", negatives=self.negatives)
 
     @property
     def verdict(self) -> CheckVerdict:
@@ -224,24 +214,13 @@ class CheckReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: verdicts, counts and every table as a list of records."""
-        tables = {
-            "leakage": self.leakage,
-            "unchecked_cases": self.unchecked,
-            "unverifiable_results": self.unverifiable,
-            "scope_violations": self.scope,
-            "filter_pairs": self.pairs,
-            "unchecked_filters": self.unchecked_filters,
-            "negative_outcomes": self.negatives,
-            "stale_results": self.stale,
-            "stale_first": self.stale_first,
-        }
         return {
             "run_id": self.run_id,
             "verdict": self.verdict.value,
             "passed": self.passed,
             "strict_passed": self.strict_passed,
             "counts": self.counts(),
-            **{name: t.to_pylist() for name, t in tables.items()},
+            **{_JSON_NAMES[name]: t.to_pylist() for name, t in self._tables().items()},
         }
 
     def findings(self, first: int = 0, *, unchecked: bool = True) -> pa.Table:
@@ -258,18 +237,11 @@ class CheckReport:
 
     def finding_count(self, *, unchecked: bool = True) -> int:
         """How many rows :meth:`findings` has, without building them."""
-        tally = self._tally()
-        parts = (
-            self.leakage.num_rows,
-            self.scope.num_rows,
-            tally["negative_failed"],
-            self.stale.num_rows,
-            self.stale_first.num_rows,
-            self.unchecked.num_rows if unchecked else 0,
-            self.unchecked_filters.num_rows,
-            self.unverifiable.num_rows,
+        # every table's rows but the pairs (no finding of their own) and the passing negatives
+        rows: int = sum(
+            t.num_rows for name, t in self._tables().items() if name not in ("pairs", "negatives", "unchecked")
         )
-        return sum(parts)
+        return rows + self._tally()["negative_failed"] + (self.unchecked.num_rows if unchecked else 0)
 
 
 def check_run(con: duckdb.DuckDBPyConnection, run_id: str) -> CheckReport:

@@ -60,8 +60,10 @@ judged AS (
 )"""
 
 STALE_CUT = "SEMI JOIN stale_keys k USING (case_id, stage, rank)"
+# The result rows that can be stale, matched and judged (``judged``), for both statements below.
+_JUDGED_ROWS = with_query(AS_OF, STALE_KEYS, run_results(STALE_CUT), MATCHED, JUDGED)
 _STALE_SQL = (
-    with_query(AS_OF, STALE_KEYS, run_results(STALE_CUT), MATCHED, JUDGED)
+    _JUDGED_ROWS
     + f"""
 SELECT run_id, case_id, stage, rank, document_id, chunk_id, unit_id, reason,
        string_agg(DISTINCT m_label, ', ' ORDER BY m_label) AS stale_units, min(status) AS status,
@@ -86,7 +88,7 @@ def stale_results(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 # probing the documents of those families only, instead of grouping every matched row of every list by family,
 # which is slow where most lists hold some unit that is stale for some case.
 _PAIRS_SQL = (
-    with_query(AS_OF, STALE_KEYS, run_results(STALE_CUT), MATCHED, JUDGED)
+    _JUDGED_ROWS
     + f"""
 , families AS (
     SELECT document_id, concat_ws('|', tenant, doc_type, {_STEM}) AS family FROM documents GROUP BY ALL

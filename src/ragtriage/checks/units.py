@@ -34,6 +34,13 @@ UNIT_COLUMNS = (
 )
 
 
+# The dataset's acl policy, one row (``ACL_REQUIRED`` reads it).
+ACL_POLICY = """
+acl_policy AS (
+    SELECT coalesce(bool_or(acl_required), false) AS acl_required FROM current_dataset
+)"""
+
+
 def run_results(cut: str = "") -> str:
     """The ``run_results`` fragment: the run's result rows, cut by ``cut`` (a join clause on ``r``, such as
     ``SEMI JOIN principals p USING (case_id)``) before anything else reads them.
@@ -48,10 +55,7 @@ run_results AS NOT MATERIALIZED (
     SELECT r.run_id, r.case_id, r.stage, r.rank, r.document_id, r.chunk_id, r.unit_id, r.score, r.snippet,
            CAST(r.metadata AS VARCHAR) AS metadata_text
     FROM results r {cut} WHERE r.run_id = $run_id
-),
-acl_policy AS (
-    SELECT coalesce(bool_or(acl_required), false) AS acl_required FROM current_dataset
-)"""
+),{ACL_POLICY}"""
 
 
 RUN_RESULTS = run_results()
@@ -69,12 +73,13 @@ unknown_units AS (
     SELECT r.* FROM by_document r ANTI JOIN documents d ON d.document_id = r.document_id
 )"""
 
-# A case has a principal when any part of one is recorded; a principal with no groups sees no acl'd unit.
-PRINCIPALS = """
+HAS_PRINCIPAL = "(principal_id IS NOT NULL OR principal_groups IS NOT NULL OR principal_tenant IS NOT NULL)"
+"""SQL over ``cases``: the case has a principal (any part of one is recorded; one with no groups sees no acl'd
+unit). Only such a case can leak, or be checked."""
+
+PRINCIPALS = f"""
 principals AS (
-    SELECT case_id, principal_id, principal_groups, principal_tenant
-    FROM cases
-    WHERE principal_id IS NOT NULL OR principal_groups IS NOT NULL OR principal_tenant IS NOT NULL
+    SELECT case_id, principal_id, principal_groups, principal_tenant FROM cases WHERE {HAS_PRINCIPAL}
 )"""
 
 

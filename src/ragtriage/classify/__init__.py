@@ -5,21 +5,23 @@ failure-pattern hints with the experiment that isolates each, and what each cate
 Rules, their order and the patterns are data (``rules.py``) and are documented in docs/classifier.md.
 """
 
-from ragtriage.classify.chunked import Progress, classify_chunks, pending, progress, refresh
+from ragtriage.classify.chunked import classify_chunks, pending, refresh
 from ragtriage.classify.classify_run import (
     FAILURE_SCHEMA,
+    FailureSummary,
     RunClassification,
+    case_categories,
     classify_run,
     failure_list,
+    failure_summary,
     failures,
-    judging_k,
     run_classification,
     store_classification,
 )
 from ragtriage.classify.cost import COST_CATEGORIES, CategoryCost, CostReport
 from ragtriage.classify.locations import LOCATIONS, unit_locations
 from ragtriage.classify.rules import CATEGORIES, FAILURES, INPUTS, PATTERNS, RULES, Pattern, Rule
-from ragtriage.classify.summary import FailureSummary, failure_summary
+from ragtriage.classify.stored import Progress, judging_k, progress
 
 __all__ = [
     "FAILURE_SCHEMA",
@@ -37,6 +39,7 @@ __all__ = [
     "Progress",
     "Rule",
     "RunClassification",
+    "case_categories",
     "classify_chunks",
     "classify_run",
     "failure_list",

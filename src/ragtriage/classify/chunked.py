@@ -17,108 +17,21 @@ load makes it stale, and the next caller starts a new one (the chunks of a stale
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
 
+from ragtriage.checks.negatives import RUN_THRESHOLD
 from ragtriage.classify import stored
-from ragtriage.classify.classify_run import _decided_sql, _with_checks, judging_k
+from ragtriage.classify.classify_run import decided_sql, with_checks
 from ragtriage.classify.cost import COST_CATEGORIES, CostTally
 from ragtriage.classify.facts import chunk_bounds, chunk_facts, kept_tables
+from ragtriage.classify.stored import FRESH_PLAN, PLAN_DDL, PLAN_TABLE, Progress, done_chunk_of, judging_k, progress
 from ragtriage.store import run_ids, run_k
 from ragtriage.store.memory_cap import capped
 from ragtriage.store.transactions import transaction
 
-PLAN_TABLE = "classification_chunks"
-
-PLAN_DDL = f"""
-CREATE TABLE IF NOT EXISTS {PLAN_TABLE} (
-    run_id VARCHAR NOT NULL,
-    dataset_version VARCHAR NOT NULL,
-    k INTEGER NOT NULL,
-    chunk INTEGER NOT NULL,
-    chunks INTEGER NOT NULL,
-    lo VARCHAR,                       -- first case id of the chunk (NULL: open end)
-    hi VARCHAR,                       -- first case id after it (NULL: open end)
-    population BIGINT NOT NULL,       -- the run's mean nDCG@k: cases and sum (read once, with the plan)
-    total DOUBLE NOT NULL,
-    score_threshold DOUBLE,
-    planned_at TIMESTAMP NOT NULL,
-    done_at TIMESTAMP,                -- NULL until the chunk's rows are written
-    lost DOUBLE[],                    -- the chunk's loss per cost category (cost.COST_CATEGORIES order)
-    cases BIGINT[]
-)"""
-
-# A plan made for the current dataset version after every load, with the run's current threshold.
-_FRESH_PLAN = f"""p.run_id = $run_id AND p.k = $k AND p.dataset_version = {stored.VERSION}
-    AND p.planned_at >= greatest((SELECT max(loaded_at) FROM runs), (SELECT max(loaded_at) FROM datasets))
-    AND p.score_threshold IS NOT DISTINCT FROM (SELECT score_threshold FROM runs WHERE run_id = $run_id)"""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """How far a run's stored classification at ``k`` is: ``done`` of ``chunks`` chunks (``chunks`` 0: not
-    started), ``complete`` when its rows and costs are stored and fresh."""
-
-    run_id: str
-    k: int
-    done: int
-    chunks: int
-    complete: bool
-
-    def sentence(self) -> str:
-        if self.complete:
-            return f"run {self.run_id}: classified"
-        if not self.chunks:
-            return f"run {self.run_id}: not classified yet"
-        if self.done == self.chunks:
-            return f"run {self.run_id}: all {self.chunks} chunks of cases done, storing the costs"
-        return f"run {self.run_id}: classifying, {self.done} of {self.chunks} chunks of cases done (partial)"
-
-
-def _has_plan(cur: duckdb.DuckDBPyConnection) -> bool:
-    rows = cur.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [PLAN_TABLE]
-    ).fetchall()
-    return bool(rows[0][0])
-
-
-def _plan(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> list[tuple[int, str | None, str | None, bool]]:
-    """The fresh plan's chunks (chunk, lo, hi, done) in order, or [] when there is none."""
-    if not _has_plan(cur):
-        return []
-    rows = cur.execute(
-        f"SELECT chunk, lo, hi, done_at IS NOT NULL FROM {PLAN_TABLE} p WHERE {_FRESH_PLAN} ORDER BY chunk",
-        {"run_id": run_id, "k": k},
-    ).fetchall()
-    return [(int(c), lo, hi, bool(d)) for c, lo, hi, d in rows]
-
-
-def progress(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> Progress:
-    """How far ``run_id``'s stored classification at :func:`judging_k` is (a read: works on a read-only store)."""
-    cutoff = judging_k(con, run_id, k)
-    cur = con.cursor()
-    try:
-        if stored.is_fresh(cur, run_id, cutoff):
-            plan = _plan(cur, run_id, cutoff)
-            return Progress(run_id, cutoff, len(plan) or 1, len(plan) or 1, True)
-        plan = _plan(cur, run_id, cutoff)
-        return Progress(run_id, cutoff, sum(1 for *_, done in plan if done), len(plan), False)
-    finally:
-        cur.close()
-
-
-def done_chunk_of(con: duckdb.DuckDBPyConnection, run_id: str, k: int, case_id: str) -> bool:
-    """Whether the chunk holding ``case_id`` is stored by the fresh plan (its rows can be read as they are)."""
-    cur = con.cursor()
-    try:
-        for _, lo, hi, done in _plan(cur, run_id, k):
-            if (lo is None or case_id >= lo) and (hi is None or case_id < hi):
-                return done
-        return False
-    finally:
-        cur.close()
+__all__ = ["PLAN_TABLE", "Progress", "classify_chunks", "done_chunk_of", "pending", "progress", "refresh"]
 
 
 def _new_plan(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTally, rows: int | None) -> None:
@@ -142,7 +55,7 @@ def _new_plan(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTa
         try:
             cur.execute(
                 f"INSERT INTO {PLAN_TABLE} SELECT $run_id, {stored.VERSION}, $k, chunk, $chunks, lo, hi, $population, "
-                "$total, (SELECT score_threshold FROM runs WHERE run_id = $run_id), now()::TIMESTAMP, NULL, NULL, "
+                f"$total, {RUN_THRESHOLD}, now()::TIMESTAMP, NULL, NULL, "
                 "NULL FROM _cls_plan",
                 {**params, "chunks": len(bounds), "population": population, "total": total},
             )
@@ -153,16 +66,14 @@ def _new_plan(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTa
 def _resume_tally(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTally) -> None:
     """Give ``tally`` the plan's mean and the losses of its chunks already done."""
     rows = cur.execute(
-        f"SELECT population, total, lost, cases FROM {PLAN_TABLE} p WHERE {_FRESH_PLAN}",
+        f"SELECT population, total, lost, cases FROM {PLAN_TABLE} c WHERE {FRESH_PLAN}",
         {"run_id": run_id, "k": k},
     ).fetchall()
     mean = (int(rows[0][0]), float(rows[0][1]))
-    lost: dict[str, tuple[float, int]] = {}
-    for _, _, values, cases in rows:
-        for i, category in enumerate(COST_CATEGORIES if values is not None else ()):
-            before = lost.get(category, (0.0, 0))
-            lost[category] = (before[0] + float(values[i]), before[1] + int(cases[i]))
-    tally.resume(mean, lost)
+    tally.resume(mean, {})
+    for *_, lost, cases in rows:
+        if lost is not None:
+            tally.resume(mean, {c: (float(v), int(n)) for c, v, n in zip(COST_CATEGORIES, lost, cases, strict=True)})
 
 
 def _store_chunk(
@@ -172,13 +83,13 @@ def _store_chunk(
     with stored.storing(run_id), transaction(cur):
         cur.register("_cls_facts", facts)
         try:
-            stored.Writer(cur, run_id, k).rows(_decided_sql(), {"k": k})
+            stored.Writer(cur, run_id, k).rows(decided_sql(), {"k": k})
         finally:
             cur.unregister("_cls_facts")
         loss = tally.add(facts)
         cur.execute(
-            f"UPDATE {PLAN_TABLE} p SET done_at = now()::TIMESTAMP, lost = $lost, cases = $cases "
-            f"WHERE {_FRESH_PLAN} AND chunk = $chunk",
+            f"UPDATE {PLAN_TABLE} c SET done_at = now()::TIMESTAMP, lost = $lost, cases = $cases "
+            f"WHERE {FRESH_PLAN} AND chunk = $chunk",
             {
                 "run_id": run_id,
                 "k": k,
@@ -220,11 +131,11 @@ def classify_chunks(
     def at(cur: duckdb.DuckDBPyConnection, rid: str, kk: int) -> Progress:
         tally = CostTally(cur, rid, kk)
         with kept_tables(cur, rid, kk):
-            if not _plan(cur, rid, kk):
+            if not stored.plan(cur, rid, kk):
                 _new_plan(cur, rid, kk, tally, rows_per_chunk)
             else:
                 _resume_tally(cur, rid, kk, tally)
-            plan = _plan(cur, rid, kk)
+            plan = stored.plan(cur, rid, kk)
             done = sum(1 for *_, d in plan if d)
             for chunk, lo, hi, was_done in plan:
                 if was_done:
@@ -239,7 +150,7 @@ def classify_chunks(
             _finish(cur, rid, kk, tally)
         return Progress(rid, kk, len(plan), len(plan), True)
 
-    ((_, result),) = _with_checks(con, run_id, [cutoff], at)
+    ((_, result),) = with_checks(con, run_id, [cutoff], at)
     return result
 
 

@@ -5,7 +5,10 @@ in the notes store (``ragtriage.notes``), keyed by run and case, so re-classifyi
 these rows without touching anything a person wrote.
 
 One k: every reader (``failures``, the gate, the TUI, ``export-notes``) judges a run at :func:`judging_k`, the
-run's own k unless the caller names another.
+run's own k unless the caller names another. The readers: the failure rows (:func:`failures`), one row per failing
+case (:func:`failure_list`), counts with the category costs (:func:`failure_summary`: ``failures --summary`` and the
+TUI Overview) and a category for any case a caller fails (:func:`case_categories`: the gate's). Each reads fresh
+stored rows in SQL, without fetching the evidence it does not show.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import pyarrow as pa
 from ragtriage.checks import leakage, negative_outcomes, version_pairs
 from ragtriage.classify import stored
 from ragtriage.classify.cost import CostReport, CostTally
-from ragtriage.classify.decide import decide_sql
+from ragtriage.classify.decide import FAILURE_ORDER, decide_sql
 from ragtriage.classify.facts import LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS, fact_chunks
-from ragtriage.classify.rules import FAILURES
+from ragtriage.classify.locations import PLAIN_RUNS_TABLE, location_ctes, numbered_positions
+from ragtriage.classify.rules import UNIT_CATEGORY
+from ragtriage.classify.stored import done_chunk_of, judging_k, progress
 from ragtriage.store import run_k
 
 #: What :func:`failures` returns, column for column: the seam the CLI, the TUI and the notes export read.
@@ -46,17 +51,6 @@ FAILURE_SCHEMA = pa.schema(
         ("k", pa.int32()),
     ]
 )
-FAILURE_ORDER = "[" + ", ".join(f"'{f}'" for f in FAILURES) + "]"
-
-
-def judging_k(con: duckdb.DuckDBPyConnection, run_id: str, k: int | None = None) -> int:
-    """The cutoff a run is judged at: ``k`` when the user names one, else the run's own k (run.json)."""
-    default = run_k(con, run_id)  # also checks that the run exists
-    if k is None:
-        return default
-    if int(k) < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return int(k)
 
 
 def _cutoffs(con: duckdb.DuckDBPyConnection, run_id: str, ks: int | Sequence[int] | None) -> list[int]:
@@ -69,11 +63,10 @@ def _cutoffs(con: duckdb.DuckDBPyConnection, run_id: str, ks: int | Sequence[int
     return cutoffs
 
 
-def _decided_sql() -> str:
+def decided_sql() -> str:
     """The classified rows of the facts registered as ``_cls_facts`` (parameters $run_id and $k)."""
     return decide_sql(
-        "(SELECT f.*, $run_id AS run_id, r.dataset_version, CAST($k AS INTEGER) AS k "
-        "FROM _cls_facts f, (SELECT value AS dataset_version FROM meta WHERE key = 'current_dataset') r)"
+        f"(SELECT f.*, $run_id AS run_id, {stored.VERSION} AS dataset_version, $k::INTEGER AS k FROM _cls_facts f)"
     )
 
 
@@ -84,7 +77,7 @@ def _each_chunk(
     cur: duckdb.DuckDBPyConnection, run_id: str, k: int, decide: Callable[[], None], bounds: Bounds | None = None
 ) -> CostReport:
     """``decide()`` once per chunk of the run's facts (``facts.fact_chunks``; only the case ranges of ``bounds``
-    when given), with the chunk registered as ``_cls_facts`` (what :func:`_decided_sql` reads); returns the costs
+    when given), with the chunk registered as ``_cls_facts`` (what :func:`decided_sql` reads); returns the costs
     summed over the chunks (over the whole run only without ``bounds``)."""
     tally = CostTally(cur, run_id, k)
     with closing(fact_chunks(cur, run_id, k, bounds)) as chunks:
@@ -98,30 +91,10 @@ def _each_chunk(
     return tally.report()
 
 
-def _classify_at(
-    cur: duckdb.DuckDBPyConnection, run_id: str, k: int, bounds: Bounds | None = None
-) -> tuple[pa.Table, CostReport]:
-    parts: list[pa.Table] = []
-
-    def decide() -> None:
-        parts.append(cur.sql(_decided_sql(), params={"run_id": run_id, "k": k}).to_arrow_table())
-
-    costs = _each_chunk(cur, run_id, k, decide, bounds)
-    return pa.concat_tables(parts), costs
-
-
-def _store_at(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> None:
-    """Classify and store at ``k``, a chunk of cases at a time (see stored.replacing): the rows are written by SQL
-    straight from each chunk's facts (stored.Writer.rows)."""
-    with stored.replacing(cur, run_id, k) as writer:
-        costs = _each_chunk(cur, run_id, k, lambda: writer.rows(_decided_sql(), {"k": k}))
-        writer.costs(costs.to_table())
-
-
 T = TypeVar("T")
 
 
-def _with_checks(
+def with_checks(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
     cutoffs: list[int],
@@ -151,10 +124,18 @@ def _with_checks(
 def _classify(
     con: duckdb.DuckDBPyConnection, run_id: str, cutoffs: list[int], bounds: Bounds | None = None
 ) -> list[tuple[int, pa.Table, CostReport]]:
-    def at(cur: duckdb.DuckDBPyConnection, rid: str, k: int) -> tuple[pa.Table, CostReport]:
-        return _classify_at(cur, rid, k, bounds)
+    """The classified rows and the costs at each cutoff (of the case ranges of ``bounds`` only, when given)."""
 
-    return [(k, *parts) for k, parts in _with_checks(con, run_id, cutoffs, at)]
+    def at(cur: duckdb.DuckDBPyConnection, rid: str, k: int) -> tuple[pa.Table, CostReport]:
+        parts: list[pa.Table] = []
+
+        def decide() -> None:
+            parts.append(cur.sql(decided_sql(), params={"run_id": rid, "k": k}).to_arrow_table())
+
+        costs = _each_chunk(cur, rid, k, decide, bounds)
+        return pa.concat_tables(parts), costs
+
+    return [(k, *parts) for k, parts in with_checks(con, run_id, cutoffs, at)]
 
 
 def classify_run(
@@ -186,16 +167,22 @@ def fold_classification(
     ``--no-precompute`` so never holds every row's evidence in Arrow."""
 
     def at(cur: duckdb.DuckDBPyConnection, rid: str, cutoff: int) -> CostReport:
-        return _each_chunk(cur, rid, cutoff, lambda: fold(cur, _decided_sql(), {"run_id": rid, "k": cutoff}))
+        return _each_chunk(cur, rid, cutoff, lambda: fold(cur, decided_sql(), {"run_id": rid, "k": cutoff}))
 
-    ((_, costs),) = _with_checks(con, run_id, [k], at)
+    ((_, costs),) = with_checks(con, run_id, [k], at)
     return costs
 
 
 def store_classification(con: duckdb.DuckDBPyConnection, run_id: str, *, ks: int | Sequence[int] | None = None) -> None:
-    """:func:`classify_run` with ``store`` for a caller that does not read the rows: they are written from SQL
-    to the store without passing through Arrow."""
-    _with_checks(con, run_id, _cutoffs(con, run_id, ks), _store_at)
+    """:func:`classify_run` with ``store`` for a caller that does not read the rows: they are written by SQL
+    straight from each chunk's facts (``stored.Writer.rows``), never through Arrow, a chunk of cases at a time
+    (``stored.replacing``)."""
+
+    def at(cur: duckdb.DuckDBPyConnection, rid: str, k: int) -> None:
+        with stored.replacing(cur, rid, k) as writer:
+            writer.costs(_each_chunk(cur, rid, k, lambda: writer.rows(decided_sql(), {"k": k})).to_table())
+
+    with_checks(con, run_id, _cutoffs(con, run_id, ks), at)
 
 
 @dataclass(frozen=True)
@@ -209,13 +196,20 @@ class RunClassification:
     from_store: bool  # read from the store (False: computed now, because nothing fresh was stored)
 
 
+def _stored_costs(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> CostReport | None:
+    """The stored category costs of ``run_id`` at ``k`` when its stored classification is fresh, else None."""
+    return (
+        CostReport.from_table(run_id, k, stored.cost_rows(cur, run_id, k)) if stored.is_fresh(cur, run_id, k) else None
+    )
+
+
 def run_classification(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> RunClassification:
     """The stored classification of ``run_id`` at :func:`judging_k` when fresh, else computed (not stored)."""
     cutoff = judging_k(con, run_id, k)
     cur = con.cursor()
     try:
-        if stored.is_fresh(cur, run_id, cutoff):
-            costs = CostReport.from_table(run_id, cutoff, stored.cost_rows(cur, run_id, cutoff))
+        costs = _stored_costs(cur, run_id, cutoff)
+        if costs is not None:
             return RunClassification(run_id, cutoff, stored.failure_rows(cur, run_id, cutoff), costs, True)
     finally:
         cur.close()
@@ -230,11 +224,10 @@ def run_costs(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = No
     cutoff = judging_k(con, run_id, k)
     cur = con.cursor()
     try:
-        if stored.is_fresh(cur, run_id, cutoff):
-            return CostReport.from_table(run_id, cutoff, stored.cost_rows(cur, run_id, cutoff))
+        costs = _stored_costs(cur, run_id, cutoff)
     finally:
         cur.close()
-    return fold_classification(con, run_id, cutoff, lambda *_: None)
+    return costs if costs is not None else fold_classification(con, run_id, cutoff, lambda *_: None)
 
 
 def failure_source(
@@ -251,14 +244,9 @@ def failure_source(
     With ``partial`` a classification under way (``classify.chunked``) is read as it stands: the rows of the
     chunks done so far, for a caller that says so (``classify.progress``). With ``case_ids`` only those cases'
     rows are asked for: stored ones when their chunks are done, else only their own case range is classified."""
-    stored_rows = (
-        f"(SELECT * FROM {stored.TABLE} WHERE run_id = $run_id AND k = $k "
-        "AND dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset'))"
-    )
+    stored_rows = stored.current_rows()
     if stored.is_fresh(cur, run_id, k):
         return stored_rows
-    from ragtriage.classify.chunked import done_chunk_of, progress
-
     if partial and progress(cur, run_id, k=k).chunks:
         return stored_rows
     bounds: Bounds | None = None
@@ -338,6 +326,126 @@ def failure_list(
             SELECT f.case_id, c.query, f.* EXCLUDE (case_id)
             FROM per_case f LEFT JOIN cases c USING (case_id) ORDER BY f.case_id
         """
+        return cur.sql(sql, params={"run_id": run_id, "k": cutoff}).to_arrow_table()
+    finally:
+        cur.close()
+
+
+@dataclass(frozen=True)
+class FailureSummary:
+    run_id: str
+    k: int
+    failures: int
+    cases: int
+    by_category: dict[str, int]
+    by_failure: dict[str, int]
+    by_pattern: dict[str, int]
+    costs: CostReport
+    from_store: bool
+
+
+_COUNTS = """
+SELECT 'category' AS kind, category AS name, count(*) AS n FROM {src} GROUP BY category
+UNION ALL SELECT 'failure', failure, count(*) FROM {src} GROUP BY failure
+UNION ALL SELECT 'pattern', p, count(*) FROM (SELECT unnest(patterns) AS p FROM {src}) GROUP BY p
+UNION ALL SELECT 'total', 'failures', count(*) FROM {src}
+UNION ALL SELECT 'total', 'cases', count(DISTINCT case_id) FROM {src}
+ORDER BY kind, n DESC, name
+"""
+
+
+def _counts(rows: list[tuple[str, str, int]]) -> dict[str, dict[str, int]]:
+    """Counts by kind and name, summed over ``rows`` (one chunk's counts after another), largest first."""
+    out: dict[str, dict[str, int]] = {"category": {}, "failure": {}, "pattern": {}, "total": {}}
+    for kind, name, n in rows:
+        out[kind][name] = out[kind].get(name, 0) + int(n)
+    return {kind: dict(sorted(named.items(), key=lambda kv: (-kv[1], str(kv[0])))) for kind, named in out.items()}
+
+
+def failure_summary(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> FailureSummary:
+    """Counts and category costs of ``run_id`` at :func:`judging_k` (stored when fresh, else computed)."""
+    cutoff = judging_k(con, run_id, k)
+    rows: list[tuple[str, str, int]] = []
+    cur = con.cursor()
+    try:
+        costs = _stored_costs(cur, run_id, cutoff)
+        if costs is not None:
+            rows = cur.execute(_COUNTS.format(src=stored.current_rows()), {"run_id": run_id, "k": cutoff}).fetchall()
+    finally:
+        cur.close()
+    from_store = costs is not None
+
+    def count(chunk: duckdb.DuckDBPyConnection, rows_sql: str, params: dict[str, object]) -> None:
+        # the chunk's rows once, without their evidence, then counted: every count adds up over the chunks, which
+        # partition the cases (so distinct cases add up too)
+        chunk.execute(
+            f"CREATE OR REPLACE TEMP TABLE _sum_rows AS SELECT case_id, category, failure, patterns FROM ({rows_sql})",
+            params,
+        )
+        try:
+            rows.extend(chunk.execute(_COUNTS.format(src="_sum_rows")).fetchall())
+        finally:
+            chunk.execute("DROP TABLE _sum_rows")
+
+    if costs is None:
+        costs = fold_classification(con, run_id, cutoff, count)
+    counts = _counts(rows)
+    total = counts["total"]
+    return FailureSummary(
+        run_id,
+        cutoff,
+        total.get("failures", 0),
+        total.get("cases", 0),
+        counts["category"],
+        counts["failure"],
+        counts["pattern"],
+        costs,
+        from_store,
+    )
+
+
+# One statement over the run's failure rows and its unit locations, so neither is fetched whole: a large run's
+# failure rows (with their evidence) and every relevant unit's location would otherwise be held in memory beside
+# the work DuckDB does under the store's cap. The lists that need numbering are numbered before it, a chunk of cases
+# at a time (``locations.numbered_positions``): windows over every row of a run loaded from chunks outgrow the cap.
+_CASE_CATEGORIES_SQL = """
+WITH {ctes},
+failed AS (
+    SELECT case_id, string_agg(DISTINCT category, ', ' ORDER BY category) AS category FROM _cc_failure_rows
+    GROUP BY case_id
+),
+labelled AS (
+    SELECT u.case_id,
+           string_agg(DISTINCT {category}, ', ' ORDER BY {category})
+               FILTER (WHERE u.location <> 'final-top-k') AS category
+    FROM locations u GROUP BY u.case_id
+),
+named AS (SELECT case_id FROM failed UNION SELECT case_id FROM labelled)
+SELECT c.case_id, coalesce(f.category, m.category, 'ranking') AS category,
+       CASE WHEN f.category IS NOT NULL THEN 'classified failure'
+            WHEN m.category IS NOT NULL THEN 'relevant unit missing from the top k'
+            ELSE 'order within the top k' END AS basis
+FROM named c LEFT JOIN failed f USING (case_id) LEFT JOIN labelled m USING (case_id)
+ORDER BY c.case_id
+"""
+
+
+def case_categories(con: duckdb.DuckDBPyConnection, run_id: str, *, k: int | None = None) -> pa.Table:
+    """case_id, category (', '-joined when several) and basis for every case with a failure or a relevant label,
+    judged at :func:`judging_k`: a category for every case a caller names as failing (the gate's, by its own
+    measures, which are not the classifier's failure kinds), so that no failing case goes without an owner. In this
+    order: the categories of its classified failures; else those of its relevant units missing from the top k,
+    each by its own defect (``rules.UNIT_CATEGORY``, as the costs read it); else ``ranking`` (every relevant unit
+    is in the top k: what it lost is their order). A case absent from the result has neither a failure nor a
+    relevant label (a negative case that behaved, or an unlabelled one): only a rule outside the classifier
+    (latency) can fail it."""
+    cutoff = judging_k(con, run_id, k)
+    cur = con.cursor()  # the numbered positions' temp tables go with it
+    try:
+        # the run's failure rows: a relation of the store's, or rows classified now (failure_source)
+        failures = failure_source(cur, run_id, cutoff)
+        ctes = location_ctes(plain_runs=PLAIN_RUNS_TABLE, numbered=numbered_positions(cur, run_id, cutoff))
+        sql = _CASE_CATEGORIES_SQL.format(ctes=ctes, category=UNIT_CATEGORY).replace("_cc_failure_rows", failures, 1)
         return cur.sql(sql, params={"run_id": run_id, "k": cutoff}).to_arrow_table()
     finally:
         cur.close()

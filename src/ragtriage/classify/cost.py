@@ -25,6 +25,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ragtriage.classify.decide import in_failures
 from ragtriage.classify.facts import JUDGED_TABLE
 from ragtriage.classify.rules import ANSWERABLE, UNIT_CATEGORY
 from ragtriage.contract.relevance import is_relevant
@@ -101,10 +102,9 @@ def _cost_sql(gain: str, k: int) -> str:
     found (each found one at or before it pushes it one further), so the work grows with the labels, not with k.
     A case has at most one answerable failure row (the facts name it by its count of units found), so its lists
     are read as they are: grouping them by case to be sure cost 40% of this statement."""
-    answerable = ", ".join(f"'{f}'" for f in ANSWERABLE)
     return f"""
 WITH failing AS MATERIALIZED (
-    SELECT case_id, top_units, missing FROM _cost_facts WHERE failure IN ({answerable}) AND n_relevant > 0
+    SELECT case_id, top_units, missing FROM _cost_facts WHERE {in_failures(ANSWERABLE)} AND n_relevant > 0
 ),
 g AS (
     SELECT q.case_id, q.unit_id, {is_relevant("q.grade", "$threshold")} AS rel, {gain} AS g,
@@ -145,18 +145,14 @@ moved AS (
     WHERE s.slot <= {k} GROUP BY s.case_id, s.category
 ),
 idcg AS (
-    SELECT n.case_id, n.category, {ideal_dcg_sql(k, "n.gains")} AS idcg FROM ideal n
-),
-idcg_fixed AS (
-    SELECT n.case_id, n.category, {ideal_dcg_sql(k, "n.gains")} AS idcg
-    FROM (SELECT case_id, category, fixed_gains AS gains FROM ideal) n
+    SELECT case_id, category, {ideal_dcg_sql(k, "gains")} AS idcg, {ideal_dcg_sql(k, "fixed_gains")} AS idcg_fixed
+    FROM ideal
 ),
 scored AS (
     SELECT i.case_id, i.category, coalesce(w.dcg / nullif(i.idcg, 0), 0.0) AS ndcg,
-           CASE WHEN i.category = 'dataset' THEN coalesce(w.dcg / nullif(x.idcg, 0), 1.0)
+           CASE WHEN i.category = 'dataset' THEN coalesce(w.dcg / nullif(i.idcg_fixed, 0), 1.0)
                 ELSE coalesce((w.dcg + coalesce(mv.delta, 0.0)) / nullif(i.idcg, 0), 0.0) END AS fixed
-    FROM idcg i JOIN idcg_fixed x USING (case_id, category) JOIN now w USING (case_id)
-    LEFT JOIN moved mv USING (case_id, category)
+    FROM idcg i JOIN now w USING (case_id) LEFT JOIN moved mv USING (case_id, category)
 )
 SELECT category, sum(least(fixed, 1.0) - ndcg) AS lost, count(*) AS cases FROM scored GROUP BY category
 """

@@ -25,14 +25,20 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _in(kinds: Iterable[str]) -> str:
+def in_failures(kinds: Iterable[str]) -> str:
+    """SQL: the row's failure kind is one of ``kinds``."""
     return "failure IN (" + ", ".join(_quote(k) for k in kinds) + ")"
+
+
+#: SQL list of the failure kinds in ``FAILURES`` order (rows are ordered by ``list_position`` in it).
+FAILURE_ORDER = "[" + ", ".join(_quote(f) for f in FAILURES) + "]"
 
 
 def _matching(items: Iterable[tuple[str, tuple[str, ...], str]]) -> str:
     """SQL list of the names whose failure kinds and predicate match, in the given order."""
     cases = ",\n        ".join(
-        f"CASE WHEN {_in(kinds)} AND coalesce(({pred}), false) THEN {_quote(name)} END" for name, kinds, pred in items
+        f"CASE WHEN {in_failures(kinds)} AND coalesce(({pred}), false) THEN {_quote(name)} END"
+        for name, kinds, pred in items
     )
     return f"list_filter([\n        {cases}\n    ], lambda x: x IS NOT NULL)"
 
@@ -60,7 +66,7 @@ def _evidence() -> str:
     """A JSON object per row: k, the matched rules and patterns, and the facts of the row's failure kind."""
     arms = []
     for kind, fields in EVIDENCE_FIELDS.items():
-        cond = _in(ANSWERABLE) if kind == "answerable" else f"failure = {_quote(kind)}"
+        cond = in_failures(ANSWERABLE) if kind == "answerable" else f"failure = {_quote(kind)}"
         body = ", ".join(f"{f} := {f}" for f in fields)
         arms.append(f"WHEN {cond} THEN to_json(struct_pack({body}))")
     facts = "CASE " + " ".join(arms) + " END"
@@ -76,7 +82,6 @@ def decide_sql(facts: str) -> str:
     confidence = _lookup("rules[1]", {r.name: repr(r.confidence) for r in RULES})
     rule_exp = _lookup("rules[1]", {r.name: experiment_sql(r) for r in RULES})
     pattern_exp = _lookup("p", {p.name: _quote(p.experiment) for p in PATTERNS})
-    order = "[" + ", ".join(_quote(f) for f in FAILURES) + "]"
     return f"""
 WITH matched AS (
     SELECT *, {rules} AS rules, {patterns} AS patterns FROM {facts}
@@ -93,5 +98,5 @@ SELECT run_id, case_id, failure, category, rule,
        list_filter(all_experiments, lambda x, i: list_position(all_experiments, x) = i) AS experiments,
        dataset_version, CAST(k AS INTEGER) AS k
 FROM decided
-ORDER BY case_id, list_position({order}, failure), k
+ORDER BY case_id, list_position({FAILURE_ORDER}, failure), k
 """

@@ -37,12 +37,14 @@ from contextlib import contextmanager, suppress
 import duckdb
 import pyarrow as pa
 
+from ragtriage.checks.negatives import RUN_THRESHOLD, run_events
 from ragtriage.classify.locations import (
     NUMBERED_TABLES,
     PLAIN_RUNS_TABLE,
     corpus_sql,
     location_ctes,
     numbered_positions,
+    relevant_ctes,
 )
 from ragtriage.classify.rules import (
     CROWD_MIN,
@@ -54,7 +56,7 @@ from ragtriage.classify.rules import (
     NOT_RETRIEVED,
     UNJUDGED_TOP,
 )
-from ragtriage.contract.relevance import CURRENT_THRESHOLD, is_relevant, relevant_labels
+from ragtriage.contract.relevance import is_relevant
 from ragtriage.store.run_rules import has_run_json
 
 # Checks-layer tables the statement reads (registered by the caller).
@@ -130,19 +132,6 @@ stale_cases AS (
 )"""
 
 
-def _judged_table_sql(numbered: str) -> str:
-    ctes = location_ctes(plain_runs=PLAIN_RUNS_TABLE, numbered=numbered)
-    return f"CREATE OR REPLACE TEMP TABLE {JUDGED_TABLE} AS WITH {ctes} SELECT * FROM judged_run"
-
-
-def _kept_ctes(numbered: str) -> str:
-    return location_ctes(plain_runs=PLAIN_RUNS_TABLE, judged_run=JUDGED_TABLE, numbered=numbered)
-
-
-def _locations_table_sql(numbered: str) -> str:
-    return f"CREATE OR REPLACE TEMP TABLE {LOCATIONS_TABLE} AS WITH {_kept_ctes(numbered)} SELECT * FROM locations"
-
-
 # The final top k of the cases whose top k the facts read: failing answerable cases and stale-first lists. Cutting
 # the run's rows to them (and to pos <= k) before any join or aggregate keeps the work proportional to the
 # failing cases.
@@ -164,13 +153,7 @@ _CORPUS_TABLE_SQL = f"CREATE OR REPLACE TEMP TABLE {CORPUS_TABLE} AS " + corpus_
 )
 
 # A chunk's own rows of every source, under the names the facts read.
-_CHUNK_SOURCES = f"""
-threshold AS (
-    SELECT {CURRENT_THRESHOLD} AS t
-),
-relevant AS (
-    SELECT * FROM ({relevant_labels("(SELECT t FROM threshold)")}) WHERE {in_chunk("case_id")}
-),
+_CHUNK_SOURCES = f"""{relevant_ctes(" WHERE " + in_chunk("case_id"))},
 locations AS (
     SELECT * FROM {LOCATIONS_TABLE} WHERE {in_chunk("case_id")}
 ),
@@ -185,14 +168,9 @@ corpus AS (
 # ``checks.negatives``): an event saying insufficient evidence, an empty final list its event shows is no outage,
 # or a top score below the calibrated threshold. A case without an event is not known to have abstained: a TREC
 # run that lacks a topic says nothing about why.
-_ABSTENTION_CTES = f"""
-run_events AS (
-    SELECT case_id, bool_or(status = 'insufficient_evidence') AS insufficient,
-           bool_or(coalesce(timed_out, false) OR status = 'error') AS failed
-    FROM events WHERE run_id = $run_id AND {in_chunk("case_id")} GROUP BY case_id
-),
+_ABSTENTION_CTES = f"""{run_events(" AND " + in_chunk("case_id"))},
 run_threshold AS (
-    SELECT score_threshold AS threshold FROM runs WHERE run_id = $run_id
+    SELECT {RUN_THRESHOLD} AS threshold
 ),
 -- read only where an abstention can be known: a calibrated threshold, or the run's events for the case
 top_scores AS (
@@ -205,7 +183,7 @@ abstained AS (
     SELECT a.case_id, ts.top_score, (SELECT threshold FROM run_threshold) AS threshold,
            coalesce(ts.n_results, 0) AS n_results,
            CASE WHEN e.insufficient THEN 'insufficient evidence'
-                WHEN e.case_id IS NOT NULL AND NOT e.failed AND ts.case_id IS NULL THEN 'empty list'
+                WHEN e.case_id IS NOT NULL AND NOT (e.timed_out OR e.errored) AND ts.case_id IS NULL THEN 'empty list'
                 WHEN ts.top_score < (SELECT threshold FROM run_threshold) THEN 'below threshold' END AS how
     FROM answerable a LEFT JOIN run_events e USING (case_id) LEFT JOIN top_scores ts USING (case_id)
 )"""
@@ -429,10 +407,13 @@ def kept_tables(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator
     try:
         # every statement over location_ctes takes its parameters, named or not in what it selects
         numbered = numbered_positions(cur, run_id, k)
-        for sql in (_judged_table_sql(numbered), _locations_table_sql(numbered)):
-            cur.execute(sql, {"run_id": run_id, "k": k})
-        top = _TOP_TABLE_SQL.replace("{kept}", _kept_ctes(numbered))
-        cur.execute(top, {"run_id": run_id, "k": k, "lo": None, "hi": None})
+        ctes = location_ctes(plain_runs=PLAIN_RUNS_TABLE, numbered=numbered)
+        kept = location_ctes(plain_runs=PLAIN_RUNS_TABLE, judged_run=JUDGED_TABLE, numbered=numbered)
+        for table, cte, sql in ((JUDGED_TABLE, "judged_run", ctes), (LOCATIONS_TABLE, "locations", kept)):
+            cur.execute(
+                f"CREATE OR REPLACE TEMP TABLE {table} AS WITH {sql} SELECT * FROM {cte}", {"run_id": run_id, "k": k}
+            )
+        cur.execute(_TOP_TABLE_SQL.replace("{kept}", kept), {"run_id": run_id, "k": k, "lo": None, "hi": None})
         _drop(cur, NUMBERED_TABLES)  # read by the statements above alone
         cur.execute(_CORPUS_TABLE_SQL)
         yield
@@ -465,7 +446,8 @@ def fact_chunks(
 
 # The input each evidence fact is read from (``rules.INPUTS``; "a|b": either one). A fact whose input was not
 # loaded is NULL, empty or false, never a claim: the thin-data test walks every fact of every failure against it.
-FACT_INPUTS: dict[str, tuple[str, ...]] = {
+# The facts of an answerable failure, in the order its evidence lists them:
+_ANSWERABLE_INPUTS: dict[str, tuple[str, ...]] = {
     "n_relevant": ("labels",),
     "n_found": ("labels", "this run"),
     "missing": ("labels", "this run"),
@@ -484,16 +466,21 @@ FACT_INPUTS: dict[str, tuple[str, ...]] = {
     "duplicate_pairs": ("manifest|snippets",),
     "stale_detail": ("manifest", "versions"),
     "abstention": ("this run", "events|calibration"),
+}
+# ... of a negative case (besides n_relevant)
+_NEGATIVE_INPUTS: dict[str, tuple[str, ...]] = {
     "expected_behavior": ("topics",),
     "reason": ("this run", "events|calibration"),
     "top_score": ("this run",),
     "threshold": ("calibration",),
     "n_results": ("this run",),
+}
+_LEAK_FACTS = ("n_leaked_rows", "n_leaked_final", "n_leaked_results", "leaks")
+FACT_INPUTS: dict[str, tuple[str, ...]] = {
+    **_ANSWERABLE_INPUTS,
+    **_NEGATIVE_INPUTS,
     "stale_first": ("manifest", "versions"),
-    "n_leaked_rows": ("this run", "manifest", "principal"),
-    "n_leaked_final": ("this run", "manifest", "principal"),
-    "n_leaked_results": ("this run", "manifest", "principal"),
-    "leaks": ("this run", "manifest", "principal"),
+    **dict.fromkeys(_LEAK_FACTS, ("this run", "manifest", "principal")),
 }
 # The same for each missing relevant unit of ``missing`` (``classify.locations``).
 MISSING_INPUTS: dict[str, tuple[str, ...]] = {
@@ -515,27 +502,8 @@ MISSING_INPUTS: dict[str, tuple[str, ...]] = {
 
 # The facts each failure kind carries into its evidence JSON (besides k, rules and patterns).
 EVIDENCE_FIELDS: dict[str, tuple[str, ...]] = {
-    "answerable": (
-        "n_relevant",
-        "n_found",
-        "missing",
-        "assumptions",
-        "top_units",
-        "n_top",
-        "n_judged",
-        "crowding_document",
-        "crowding_count",
-        "disputed",
-        "heading_hits",
-        "identifiers_missed",
-        "table_units",
-        "multi_part",
-        "version_mix",
-        "duplicate_pairs",
-        "stale_detail",
-        "abstention",
-    ),
-    "negative-not-abstained": ("n_relevant", "expected_behavior", "reason", "top_score", "threshold", "n_results"),
+    "answerable": tuple(_ANSWERABLE_INPUTS),
+    "negative-not-abstained": ("n_relevant", *_NEGATIVE_INPUTS),
     "stale-first": ("stale_detail", "version_mix", "duplicate_pairs"),
-    "leakage": ("n_leaked_rows", "n_leaked_final", "n_leaked_results", "leaks"),
+    "leakage": _LEAK_FACTS,
 }

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from ragtriage.checks.units import denials
+from ragtriage.checks.units import ACL_POLICY, HAS_PRINCIPAL, denials
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
 from ragtriage.store import run_k
 from ragtriage.store.corpus_manifest import COMPLETE_SQL
@@ -70,6 +70,18 @@ READ_ROWS = """(numbered.run_id = $run_id AND numbered.stage = 'final' AND numbe
 
 # the rows of the lists that need numbering (CTE ``irregular_lists``)
 _IRREGULAR_LISTS_ROWS = f"SELECT * FROM ({_IRREGULAR_ROWS}) SEMI JOIN irregular_lists USING (run_id, case_id, stage)"
+
+
+def relevant_ctes(where: str = "", materialized: str = "") -> str:
+    """The CTEs ``threshold`` (the dataset's current one) and ``relevant`` (the labels relevant at it, by
+    ``contract.relevance``), cut by ``where`` (a WHERE clause)."""
+    return f"""
+threshold AS (
+    SELECT {CURRENT_THRESHOLD} AS t
+),
+relevant AS {materialized}(
+    SELECT * FROM ({relevant_labels("(SELECT t FROM threshold)")}){where}
+)"""
 
 
 def corpus_sql(rows: str) -> str:
@@ -139,16 +151,8 @@ def location_ctes(
     return f"""
 manifest AS (
     SELECT {COMPLETE_SQL} AS complete
-),
-acl_policy AS (
-    SELECT coalesce(bool_or(acl_required), false) AS acl_required FROM current_dataset
-),
-threshold AS (
-    SELECT {CURRENT_THRESHOLD} AS t
-),
-relevant AS {small}(
-    SELECT * FROM ({relevant_labels("(SELECT t FROM threshold)")}){where_case}
-),
+),{ACL_POLICY},
+{relevant_ctes(where_case, small)},
 label_ids AS {small}(
     SELECT case_id, unit_id, min(document_id) AS document_id, min(chunk_id) AS chunk_id,
            min(section_id) AS section_id
@@ -189,8 +193,7 @@ corpus_documents AS (
     SELECT DISTINCT document_id FROM documents
 ),
 principals AS (
-    SELECT case_id, principal_groups, principal_tenant FROM cases
-    WHERE (principal_id IS NOT NULL OR principal_groups IS NOT NULL OR principal_tenant IS NOT NULL){case}
+    SELECT case_id, principal_groups, principal_tenant FROM cases WHERE {HAS_PRINCIPAL}{case}
 ),
 permission AS (
     SELECT r.case_id, r.unit_id,

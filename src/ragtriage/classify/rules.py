@@ -497,5 +497,4 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
 )
 
-RULES_BY_NAME = {r.name: r for r in RULES}
 PATTERNS_BY_NAME = {p.name: p for p in PATTERNS}

@@ -289,15 +289,14 @@ def for_data(config: GateConfig, has_splits: bool) -> GateConfig:
     if has_splits:
         return config
 
-    def on_all(rules: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(replace(r, split=None) if r.split_default else r for r in rules)
+    def on_all(rule: Any) -> Any:
+        return replace(rule, split=None) if rule is not None and rule.split_default else rule
 
-    zero = config.zero_hit
     return replace(
         config,
-        regressions=on_all(config.regressions),
-        slice_minima=on_all(config.slice_minima),
-        zero_hit=replace(zero, split=None) if zero is not None and zero.split_default else zero,
+        regressions=tuple(map(on_all, config.regressions)),
+        slice_minima=tuple(map(on_all, config.slice_minima)),
+        zero_hit=on_all(config.zero_hit),
     )
 
 
@@ -357,6 +356,11 @@ def parse_gate(path: Path) -> GateConfig:
     gate = r.check("gate", 0, doc.get("gate", {}))
     default_split = _split(gate.get("split", "holdout"))
     defaulted = "split" not in gate  # a rule without a split of its own takes the data's default
+
+    def on_split(rule: dict[str, Any]) -> tuple[str | None, bool]:
+        """A rule's split and whether it is the data's default (neither the rule nor ``[gate]`` names one)."""
+        return _split(rule.get("split", default_split)), defaulted and "split" not in rule
+
     report_by = gate.get("report_by", "query_type")
     if report_by not in SLICE_COLUMNS:
         raise r.fail("gate", 0, "report_by", f"report_by {report_by!r} is not a slice column: {_COLUMNS}")
@@ -376,8 +380,7 @@ def parse_gate(path: Path) -> GateConfig:
             float(b.get("tolerance", 0.0)),
             bool(b.get("require_significance", False)),
             float(b.get("alpha", 0.05)),
-            _split(b.get("split", default_split)),
-            defaulted and "split" not in b,
+            *on_split(b),
         )
         for i, b in enumerate(doc.get("regression", []))
     )
@@ -396,8 +399,7 @@ def parse_gate(path: Path) -> GateConfig:
                 text_value,
                 r.metric("slice_minimum", i, b["metric"]),
                 float(b["min"]),
-                _split(b.get("split", default_split)),
-                defaulted and "split" not in b,
+                *on_split(b),
             )
         )
     kw["slice_minima"] = tuple(minima)
@@ -408,9 +410,7 @@ def parse_gate(path: Path) -> GateConfig:
         )
     if "zero_hit" in doc:
         b = r.check("zero_hit", 0, doc["zero_hit"])
-        kw["zero_hit"] = ZeroHit(
-            int(b["k"]), float(b["max_rate"]), _split(b.get("split", default_split)), defaulted and "split" not in b
-        )
+        kw["zero_hit"] = ZeroHit(int(b["k"]), float(b["max_rate"]), *on_split(b))
     if "negative_cases" in doc:
         b = r.check("negative_cases", 0, doc["negative_cases"])
         kw["negatives"] = NegativeCases(float(b.get("min_share", 1.0)))

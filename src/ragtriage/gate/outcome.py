@@ -67,17 +67,13 @@ class Verdict:
     def passed(self) -> bool:
         return all(r.passed for r in self.rules)
 
-    def failing_cases(self) -> list[dict[str, str]]:
-        """Every failing case id once per rule, with slice, category and the rule that named it."""
-        return list(self.iter_failing_cases())
-
     def iter_failing_cases(self) -> Iterator[dict[str, str]]:
-        """:meth:`failing_cases` one at a time."""
+        """Every failing case id once per rule, with slice, category and the rule that named it, one at a time."""
         return ({"rule": r.rule, **asdict(f)} for r in self.rules if not r.passed for f in r.failures)
 
     @property
     def n_failing_cases(self) -> int:
-        """How many rows :meth:`failing_cases` has."""
+        """How many rows :meth:`iter_failing_cases` gives."""
         return sum(len(r.failures) for r in self.rules if not r.passed)
 
     def to_dict(self) -> dict[str, Any]:

@@ -180,12 +180,8 @@ def _testcase(parent: ET.Element, suite: str, r: RuleResult) -> None:
 
 
 def write_junit(verdicts: Verdicts, out: TextIO) -> None:
-    """:func:`to_junit` written to ``out`` (a testcase lists its rule's failing cases in one text)."""
-    out.write(to_junit(verdicts))
-
-
-def to_junit(verdicts: Verdicts) -> str:
-    """JUnit XML: one testsuite per gate and candidate, one testcase per rule; a failure lists its failing cases."""
+    """JUnit XML: one testsuite per gate and candidate, one testcase per rule; a failure lists its failing cases
+    in one text."""
     vs = _many(verdicts)
     tests = sum(len(v.rules) for v in vs)
     failed = sum(not r.passed for v in vs for r in v.rules)
@@ -193,7 +189,7 @@ def to_junit(verdicts: Verdicts) -> str:
     for verdict in vs:
         _suite(root, verdict, f"{verdict.gate_name} [{verdict.run_id}]" if len(vs) > 1 else verdict.gate_name)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    out.write('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
 
 
 def _suite(root: ET.Element, verdict: Verdict, name: str) -> None:

@@ -8,6 +8,7 @@ fails, because a release cannot be shown to meet a bound that was never measured
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -169,7 +170,9 @@ def leakage_rule(ctx: Context) -> RuleResult:
     )
 
 
-def _paired(ctx: Context, rule: Regression, base: pa.Table) -> tuple[pa.Table, pa.Table]:
+def _paired(ctx: Context, rule: Regression, base: pa.Table) -> tuple[dict[str, Any] | None, pa.Table]:
+    """The paired comparison of the candidate with ``base`` on the rule's metric: its overall row (None: no paired
+    case) and the per-case pairs."""
     summary, pairs, _ = compare_tables(
         ctx.candidate,
         base,
@@ -179,14 +182,13 @@ def _paired(ctx: Context, rule: Regression, base: pa.Table) -> tuple[pa.Table, p
         seed=ctx.config.seed,
         n_resamples=ctx.config.n_resamples,
     )
-    return summary, pairs
+    return next((r for r in summary.to_pylist() if r["slice"] == "all"), None), pairs
 
 
 def _with_leaks(ctx: Context, rule: Regression) -> tuple[str, str]:
     """The baseline's figure with its leaked rows in, for the figure beside the honest one, and the note."""
-    summary, _ = _paired(ctx, rule, ctx.base)
-    raw = [r for r in summary.to_pylist() if r["slice"] == "all"]
-    with_them = f"{raw[0]['baseline']:.4f}" if raw else "no figure"
+    raw, _ = _paired(ctx, rule, ctx.base)
+    with_them = f"{raw['baseline']:.4f}" if raw else "no figure"
     note = (
         f"baseline {ctx.baseline} leaks ({ctx.base_leaked_rows:,} leaked result row(s)): compared against its "
         f"figure with the leaked final rows earning nothing ({rule.metric} {with_them} with them)"
@@ -195,19 +197,17 @@ def _with_leaks(ctx: Context, rule: Regression) -> tuple[str, str]:
 
 
 def regression_rule(ctx: Context, rule: Regression) -> RuleResult:
-    summary, pairs = _paired(ctx, rule, ctx.base_clean if ctx.base_clean is not None else ctx.base)
+    o, pairs = _paired(ctx, rule, ctx.base_clean if ctx.base_clean is not None else ctx.base)
     leaky = _with_leaks(ctx, rule) if ctx.base_clean is not None else None
     name = f"regression:{rule.metric}:{_split_label(rule.split)}"
     threshold = f"mean Δ{rule.metric} ≥ -{rule.tolerance:g}"
     if rule.require_significance:
         threshold += f", or a larger drop that is not significant (p ≥ {rule.alpha:g})"
-    overall = [r for r in summary.to_pylist() if r["slice"] == "all"]
     on = split_note(rule.split, rule.split_default) + ((leaky[1],) if leaky else ())
-    if not overall:
+    if o is None:
         return RuleResult(
             name, "regression", False, f"no paired cases on {_split_label(rule.split)}", threshold, notes=on
         )
-    o = overall[0]
     drop = o["mean_diff"] < -rule.tolerance - TIE
     significant = o["p_value"] < rule.alpha
     passed = not (drop and (significant or not rule.require_significance))
@@ -273,15 +273,10 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
     rows = _scored(ctx, rule.metric, rule.split, members)
     name = f"slice_minimum:{label}:{rule.metric}"
     threshold = f"mean {rule.metric} ≥ {rule.min:g}"
+    notes = split_note(rule.split, rule.split_default)
     if not rows:
-        return RuleResult(
-            name,
-            "slice_minimum",
-            False,
-            f"no cases with relevant units in slice {label} on {_split_label(rule.split)}",
-            threshold,
-            notes=split_note(rule.split, rule.split_default),
-        )
+        figure = f"no cases with relevant units in slice {label} on {_split_label(rule.split)}"
+        return RuleResult(name, "slice_minimum", False, figure, threshold, notes=notes)
     mean = sum(v for _, v in rows) / len(rows)
     passed = mean >= rule.min - TIE
     below = [(c, v) for c, v in rows if v < rule.min - TIE]
@@ -294,7 +289,6 @@ def slice_minimum_rule(ctx: Context, rule: SliceMinimum) -> RuleResult:
         )
     )
     figure = f"mean {rule.metric} {mean:.4f} over {_cases_on(len(rows), rule.split)} in {label}"
-    notes = split_note(rule.split, rule.split_default)
     return RuleResult(name, "slice_minimum", passed, figure, threshold, mean, failures, notes)
 
 
@@ -306,27 +300,12 @@ def critical_rule(ctx: Context, rule: CriticalCases) -> RuleResult:
         ctx.failing(c, f"critical case: {rule.metric} {v:.3f} < {rule.min:g}", k=cutoff_of(rule.metric))
         for c, v in below
     )
+    name, threshold = f"critical_cases:{rule.metric}", f"every critical case {rule.metric} ≥ {rule.min:g}"
     if not rows:
-        return RuleResult(
-            f"critical_cases:{rule.metric}",
-            "critical_cases",
-            True,
-            f"not applicable: no critical case with relevant units on {_split_label(rule.split)}",
-            f"every critical case {rule.metric} ≥ {rule.min:g}",
-            applies=False,
-        )
+        figure = f"not applicable: no critical case with relevant units on {_split_label(rule.split)}"
+        return RuleResult(name, "critical_cases", True, figure, threshold, applies=False)
     figure = f"{len(below)} of {len(rows)} critical cases below {rule.min:g} on {rule.metric}"
-    notes: tuple[str, ...] = ()
-    return RuleResult(
-        f"critical_cases:{rule.metric}",
-        "critical_cases",
-        not below,
-        figure,
-        f"every critical case {rule.metric} ≥ {rule.min:g}",
-        float(len(below)),
-        failures,
-        notes,
-    )
+    return RuleResult(name, "critical_cases", not below, figure, threshold, float(len(below)), failures)
 
 
 def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
@@ -335,8 +314,8 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
     zero = [c for c, v in rows if v <= TIE]
     name = f"zero_hit@{rule.k}"
     threshold = f"zero-hit rate ≤ {rule.max_rate:g}"
+    notes = split_note(rule.split, rule.split_default)
     if not rows:
-        notes = split_note(rule.split, rule.split_default)
         return RuleResult(
             name, "zero_hit", False, f"no answerable cases on {_split_label(rule.split)}", threshold, notes=notes
         )
@@ -347,7 +326,6 @@ def zero_hit_rule(ctx: Context, rule: ZeroHit) -> RuleResult:
         f"{len(zero)} of {_cases_on(len(rows), rule.split, 'answerable cases')} with no relevant unit in "
         f"the top {rule.k} ({rate:.1%})"
     )
-    notes = split_note(rule.split, rule.split_default)
     return RuleResult(name, "zero_hit", passed, figure, threshold, rate, failures, notes)
 
 

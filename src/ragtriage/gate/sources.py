@@ -38,36 +38,30 @@ def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) ->
     return rows[0] if rows else None
 
 
-def per_case(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int]) -> pa.Table:
+def per_case(
+    con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int], without: pa.Table | None = None
+) -> pa.Table:
     """Per-case metric table of the final stage: case_id, n_relevant, ``P@k`` ... ``Judged@k``; read from the
     per-case cache (``metrics.summary_cache``) when ``ragtriage load`` (or an earlier call here) filled it for this
     store state, and kept there when this call computes it. Computed beside the cached cutoffs otherwise, so a
-    figure at a cached cutoff comes from one computation whichever cutoffs a command asks."""
+    figure at a cached cutoff comes from one computation whichever cutoffs a command asks. ``without``: rows of a
+    :func:`leaks` table whose final-stage rows earn nothing (never cached)."""
+    import pyarrow.compute as pc
+
     from ragtriage.metrics import summary_cache
     from ragtriage.metrics.context import DEFAULT_KS
     from ragtriage.metrics.per_case import per_case as metrics_per_case
     from ragtriage.metrics.per_case import per_case_schema
 
     cutoffs = tuple(sorted(set(ks)))
-    cached = summary_cache.per_case_kept(con, run_id, cutoffs)
-    if cached is not None:
-        return cached
-    table: pa.Table = metrics_per_case(con, run_id, sorted({*DEFAULT_KS, *cutoffs}), stage="final", counts=False)
-    schema = per_case_schema(cutoffs, counts=False)
-    return table.select(schema.names).cast(schema)
-
-
-def per_case_without(con: duckdb.DuckDBPyConnection, run_id: str, ks: Sequence[int], leaked: pa.Table) -> pa.Table:
-    """:func:`per_case` of the run with its final-stage ``leaked`` rows (a :func:`leaks` table) earning nothing:
-    a leaking baseline's figures as far as they were earned with documents its principals may see."""
-    import pyarrow.compute as pc
-
-    from ragtriage.metrics.per_case import per_case as metrics_per_case
-    from ragtriage.metrics.per_case import per_case_schema
-
-    final = leaked.filter(pc.equal(leaked.column("stage").cast(pa.string()), "final"))
-    cutoffs = tuple(sorted(set(ks)))
-    table: pa.Table = metrics_per_case(con, run_id, cutoffs, stage="final", counts=False, without=final)
+    if without is None:
+        cached = summary_cache.per_case_kept(con, run_id, cutoffs)
+        if cached is not None:
+            return cached
+        table = metrics_per_case(con, run_id, sorted({*DEFAULT_KS, *cutoffs}), stage="final", counts=False)
+    else:
+        final = without.filter(pc.equal(without.column("stage").cast(pa.string()), "final"))
+        table = metrics_per_case(con, run_id, cutoffs, stage="final", counts=False, without=final)
     schema = per_case_schema(cutoffs, counts=False)
     return table.select(schema.names).cast(schema)
 
@@ -148,8 +142,10 @@ def leaks(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 def leak_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int, Any]:
     """(distinct leaked result rows, leaking cases, ``checks.leakage.Coverage``) of the run, any stage: read from
     the run's stored classification when it is fresh (``classify.stored.leak_counts``, written by the same
-    ``checks.leakage`` query at load), else computed now."""
-    from ragtriage.checks.leakage import coverage, unchecked_cases
+    ``checks.leakage`` query at load), else computed now by that query."""
+    import pyarrow.compute as pc
+
+    from ragtriage.checks.leakage import coverage, leakage, leaked_result_rows, unchecked_cases
     from ragtriage.classify import stored
 
     cur = con.cursor()
@@ -157,19 +153,11 @@ def leak_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int,
         counts = stored.leak_counts(cur, run_id, run_k(cur, run_id))
     finally:
         cur.close()
-    rows, cases = counts if counts is not None else computed_leak_counts(con, run_id)
-    return rows, cases, coverage(con, unchecked_cases(con, run_id))
-
-
-def computed_leak_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, int]:
-    """(distinct leaked result rows, leaking cases) of the run, any stage, from the leakage query itself."""
-    import pyarrow.compute as pc
-
-    from ragtriage.checks.leakage import leakage, leaked_result_rows
-
-    table = leakage(con, run_id)
-    cases = pc.count_distinct(table.column("case_id")).as_py() if table.num_rows else 0
-    return leaked_result_rows(table), int(cases)
+    if counts is None:
+        table = leakage(con, run_id)
+        cases = pc.count_distinct(table.column("case_id")).as_py() if table.num_rows else 0
+        counts = (leaked_result_rows(table), int(cases))
+    return *counts, coverage(con, unchecked_cases(con, run_id))
 
 
 def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
@@ -183,7 +171,7 @@ def negative_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
 def defect_categories(con: duckdb.DuckDBPyConnection, run_id: str, k: int | None = None) -> pa.Table:
     """case_id → the classifier's defect categories for the run at ``k`` (default: the run's own k), joined with
     ', '; every case with a failure or a relevant label has one (``classify.case_categories``)."""
-    from ragtriage.classify.case_categories import case_categories
+    from ragtriage.classify.classify_run import case_categories
 
     return case_categories(con, run_id, k=k)
 
@@ -195,16 +183,13 @@ def category_costs(con: duckdb.DuckDBPyConnection, run_id: str) -> Any:
     return run_costs(con, run_id)
 
 
-def dataset_version_of(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
-    require_run(con, run_id)
-    row = first_row(con, "SELECT dataset_version FROM runs WHERE run_id = ?", [run_id])
-    assert row is not None
-    return str(row[0])
-
-
 def paired_version(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str) -> str:
     """The dataset version both runs were loaded against; a mismatch is an input error, not a comparison."""
-    cand, base = dataset_version_of(con, run_id), dataset_version_of(con, baseline)
+    versions = []
+    for rid in (run_id, baseline):
+        require_run(con, rid)
+        versions.append(str(query(con, "SELECT dataset_version FROM runs WHERE run_id = $r", {"r": rid})[0][0]))
+    cand, base = versions
     if cand != base:
         raise StoreError(
             f"run {run_id!r} was loaded against dataset version {cand[:12]} but baseline {baseline!r} against "
@@ -236,12 +221,16 @@ def case_slices(con: duckdb.DuckDBPyConnection, dataset_version: str, by: str | 
 
 def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | int | None]:
     """Serving figures from ``events``: cases with events, p95 latency (linear interpolation), timeouts, and
-    the concurrency they were measured at."""
+    the concurrency they were measured at, as run.json states it (``ragtriage record`` writes ``concurrency``; a
+    hand-written run.json may keep it under ``system``), or None when it does not say."""
     row = first_row(
         con,
         """SELECT count(DISTINCT case_id), quantile_cont(latency_ms, 0.95), count(*) FILTER (WHERE timed_out),
-                  count(latency_ms)
-           FROM events WHERE run_id = ?""",
+                  count(latency_ms),
+                  (SELECT coalesce(TRY_CAST(json_extract_string(manifest, '$.concurrency') AS INTEGER),
+                                   TRY_CAST(json_extract_string(manifest, '$.system.concurrency') AS INTEGER))
+                   FROM runs WHERE run_id = $1)
+           FROM events WHERE run_id = $1""",
         [run_id],
     )
     assert row is not None
@@ -250,21 +239,8 @@ def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | in
         "p95_ms": None if row[1] is None else float(row[1]),
         "timeouts": int(row[2]),
         "with_latency": int(row[3]),
-        "concurrency": measured_concurrency(con, run_id),
+        "concurrency": None if row[4] is None else int(row[4]),
     }
-
-
-def measured_concurrency(con: duckdb.DuckDBPyConnection, run_id: str) -> int | None:
-    """The concurrency a run's latencies were measured at, as run.json states it (``ragtriage record`` writes
-    ``concurrency``; a hand-written run.json may keep it under ``system``), or None when it does not say."""
-    row = first_row(
-        con,
-        """SELECT coalesce(TRY_CAST(json_extract_string(manifest, '$.concurrency') AS INTEGER),
-                          TRY_CAST(json_extract_string(manifest, '$.system.concurrency') AS INTEGER))
-           FROM runs WHERE run_id = ?""",
-        [run_id],
-    )
-    return None if row is None or row[0] is None else int(row[0])
 
 
 def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
@@ -276,7 +252,8 @@ def timed_out_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
 
 def failure_categories(con: duckdb.DuckDBPyConnection, run_id: str) -> pa.Table:
     """Distinct (case_id, category) of the run's classified failures, from the classifier's public ``failures``."""
-    from ragtriage.classify.classify_run import failure_source, judging_k
+    from ragtriage.classify.classify_run import failure_source
+    from ragtriage.classify.stored import judging_k
 
     cutoff = judging_k(con, run_id, None)
     cur = con.cursor()

@@ -2,13 +2,21 @@
 
 The verdict row carries the gate file's sha256 and mtime next to the result, so a later reader can tell which
 gate (byte for byte) passed or failed which run, and whether the gate was edited after the run was loaded.
+
+Can the candidate's figures be reproduced, and was the gate fixed before the candidate was seen? The
+reproducibility rule (:func:`reproducibility_rule`) checks what the store recorded about the candidate run: the
+dataset version the run says it was built for, the corpus snapshot, its configuration, the raw ranked results
+(with the loaded file's sha256) and the evaluator version that loaded them; and whether the gate file was modified
+after the run was loaded, which would let a gate be tuned to the candidate it judges.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -17,9 +25,9 @@ import pyarrow.compute as pc
 from ragtriage.gate import sources
 from ragtriage.gate.config import GateConfig, for_data
 from ragtriage.gate.outcome import RuleResult, Verdict, json_pieces
-from ragtriage.gate.reproducibility import reproducibility_rule
 from ragtriage.gate.rules import Context, leakage_not_applicable, relevance_rules
 from ragtriage.store import run_k
+from ragtriage.store.run_rules import has_run_json as run_json_sql
 from ragtriage.version import __version__
 
 VERDICTS_DDL = """
@@ -41,6 +49,89 @@ CREATE TABLE IF NOT EXISTS gate_verdicts (
 )"""
 
 
+_FACTS_SQL = f"""
+SELECT r.declared_dataset_version, r.corpus_version, d.corpus_snapshot,
+       r.system, r.index_version, r.embedding_model, r.chunking, r.reranker, r.loaded_at,
+       (SELECT count(*) FROM results WHERE run_id = r.run_id) AS n_results,
+       (SELECT string_agg(DISTINCT sha256, ',') FROM loads WHERE kind = 'run' AND target = r.run_id) AS sha256,
+       (SELECT string_agg(DISTINCT ragtriage_version, ',') FROM loads WHERE kind = 'run' AND target = r.run_id)
+           AS loaded_by,
+       {run_json_sql("r")} AS has_run_json
+FROM runs r LEFT JOIN datasets d USING (dataset_version) WHERE r.run_id = ?
+"""
+
+
+def _configuration(system: str | None, *fields: str | None) -> bool:
+    has_system = bool(system) and json.loads(system) not in (None, {}, [])  # type: ignore[arg-type]
+    return has_system or any(fields)
+
+
+RUN_JSON_ITEMS = ("dataset_version", "corpus_snapshot", "configuration")
+"""What only a run.json can record: a plain TREC (or BEIR, JSON) run cannot carry them."""
+
+
+def _problems(config: GateConfig, row: tuple[Any, ...]) -> dict[str, str]:
+    """What the run's recorded facts (a row of ``_FACTS_SQL``) leave unreproducible, per item."""
+    declared, corpus, snapshot, system, index, emb, chunking, reranker, loaded_at, n_results, sha, by, _ = row
+    out: dict[str, str] = {}
+    if not declared:
+        out["dataset_version"] = "run.json records no dataset_version"
+    if not corpus:
+        out["corpus_snapshot"] = "run.json records no corpus_version"
+    elif snapshot and corpus != snapshot:
+        out["corpus_snapshot"] = f"run used corpus {corpus!r} but the dataset's snapshot is {snapshot!r}"
+    if not _configuration(system, index, emb, chunking, reranker):
+        out["configuration"] = "run.json records no system, index_version, embedding_model, chunking or reranker"
+    if not n_results or not sha:
+        out["raw_results"] = "no ranked results with a file hash recorded for the run"
+    if not by:
+        out["evaluator_version"] = "no evaluator version recorded with the run's load"
+    if isinstance(loaded_at, datetime) and config.mtime > loaded_at:
+        out["gate_file_predates_run"] = (
+            f"gate file modified {config.mtime:%Y-%m-%d %H:%M:%S} UTC, after the run "
+            f"was loaded {loaded_at:%Y-%m-%d %H:%M:%S} UTC"
+        )
+    return out
+
+
+def reproducibility_rule(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: str, evaluator: str) -> RuleResult:
+    """The run held to every item the gate file's ``[reproducibility]`` asks for; without that table, to those the
+    run's inputs can record (a run without run.json cannot record a dataset version, a corpus snapshot or a
+    configuration, so they are noted as not recorded, not failed)."""
+    row = sources.first_row(con, _FACTS_SQL, [run_id])
+    assert row is not None
+    problems = _problems(config, row)
+    loaded_by, has_run_json = row[-2], row[-1]
+    if config.reproducibility_asked or has_run_json:
+        required = config.reproducibility
+    else:
+        required = tuple(k for k in config.reproducibility if k not in RUN_JSON_ITEMS)
+    failed = [k for k in required if k in problems]
+    unrecordable = [k for k in config.reproducibility if k not in required and k in problems]
+    ignored = [f"not required: {k}: {problems[k]}" for k in problems if k not in config.reproducibility]
+    if unrecordable:
+        ignored.insert(
+            0,
+            f"not recorded (the run has no run.json; require them in [reproducibility] to fail on them): "
+            f"{', '.join(unrecordable)}",
+        )
+    figure = "all recorded" if not failed else "; ".join(f"{k}: {problems[k]}" for k in failed)
+    notes = list(ignored)
+    if loaded_by and loaded_by != evaluator:
+        notes.append(f"run loaded by ragtriage {loaded_by}, evaluated by {evaluator}")
+    return RuleResult(
+        "reproducibility",
+        "reproducibility",
+        not failed,
+        figure,
+        "recorded: " + (", ".join(required) or "nothing required"),
+        float(len(failed)),
+        (),
+        tuple(notes),
+        applies=config.reproducibility_asked,
+    )
+
+
 def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: str, baseline: str) -> Verdict:
     """Run every rule of ``config`` on ``run_id`` against ``baseline``; raises StoreError for unusable input."""
     version = sources.paired_version(con, run_id, baseline)
@@ -53,7 +144,7 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     costs = sources.category_costs(con, run_id)
     candidate, base = sources.per_case_pair(con, run_id, baseline, ks)
     base_rows = sources.leak_summary(con, baseline)[0]
-    base_clean = sources.per_case_without(con, baseline, ks, sources.leaks(con, baseline)) if base_rows else None
+    base_clean = sources.per_case(con, baseline, ks, sources.leaks(con, baseline)) if base_rows else None
     report_slices = sources.case_slices(con, version, config.report_by)
     config = for_data(config, has_splits=report_slices.column("split").null_count < report_slices.num_rows)
     ctx = Context(
