@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, StrictIdsOpt, app, open_store, shown
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, StrictIdsOpt, app, open_store, say, shown
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.trace_options import (
     CaseIdAttributeOpt,
@@ -223,7 +223,7 @@ def load(
         finish(con, result)
     _print_summary(result.summary)
     for line in result.skipped if precompute else ():
-        console.print(visible(line), markup=False, highlight=False)
+        say(line)
 
 
 def _disk_full_said(db: Path, exc: Exception) -> Exception | str:
@@ -252,7 +252,7 @@ def _print_summary(summary: LoadSummary) -> None:
     if rep is not None:
         counts = ", ".join(f"{v} {k}" for k, v in rep.rows.items())
         state = "unchanged (already loaded)" if rep.unchanged else "loaded"
-        console.print(visible(f"dataset {rep.target} {state}: {counts}"), markup=False, highlight=False)
+        say(f"dataset {rep.target} {state}: {counts}")
         _print_warnings(rep.warnings)
     for r in summary.runs:
         counts = ", ".join(f"{v} {k} rows" for k, v in r.rows.items())
@@ -331,7 +331,7 @@ def info(
     listed = data.get("warnings", [])
     for w in listed:
         line = f"  {w['file']}:{w['line']}: {w['field']}: {w['message']}"
-        console.print(visible(line), markup=False, highlight=False)
+        say(line)
     total = data.get("warnings_total", 0)
     if total > len(listed):
         console.print(f"{len(listed):,} of {total:,} warnings shown; --limit 0 lists all", markup=False)
@@ -383,4 +383,4 @@ def validate(
     if errors:
         err.print(f"{len(errors)} error(s)", markup=False)
         raise typer.Exit(2)
-    console.print(visible(f"{path}: valid ({len(findings)} warning(s))"), markup=False, highlight=False)
+    say(f"{path}: valid ({len(findings)} warning(s))")
