@@ -33,6 +33,7 @@ class Changes:
     safety: tuple[RunSafety, ...] = ()  # each run's leakage, shown before any figure
     explained: pa.Table | None = None  # ``explain.explain_runs``: each candidate's dropped cases and their causes
     causes: pa.Table | None = None  # cases per (run, measure, cause)
+    labels: str = "human only"  # the labels the figures use (``metrics.context.labels_header``)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ def compare_many(
     from ragtriage.experiments.runs_table import DEFAULT_MEASURES, compare_runs
     from ragtriage.experiments.safety import run_safety
     from ragtriage.experiments.where_changed import category_changes, slice_deltas
+    from ragtriage.metrics.context import labels_header
 
     rc = compare_runs(
         con,
@@ -87,7 +89,8 @@ def compare_many(
     counts, moved = category_changes(con, rc) if categories else (None, None)
     safety = run_safety(con, rc.runs, gate=gate, baseline=rc.baseline)
     explained, causes = explain_runs(con, rc) if explain else (None, None)
-    return rc, Changes(by, slices, counts, moved, safety, explained=explained, causes=causes)
+    labels = labels_header(con)["labels"]
+    return rc, Changes(by, slices, counts, moved, safety, explained=explained, causes=causes, labels=labels)
 
 
 def compare_one(

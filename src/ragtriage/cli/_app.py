@@ -212,15 +212,13 @@ def classified_first(db: Path) -> None:
     if not missing:
         return
     if _err.is_terminal:  # a person waiting is told why; a script's stderr stays as it was
-        _err.print(
-            visible(f"classifying run(s) {', '.join(missing)} (not stored yet; each chunk is kept)"), markup=False
-        )
+        say(f"classifying run(s) {', '.join(missing)} (not stored yet; each chunk is kept)", err=True)
     try:
         con = open_existing(db, read_only=False)
     except StoreLocked as exc:
         raise fail(exc) from exc
     except StoreError as exc:
-        _err.print(visible(f"classification not stored ({exc}); this command classifies in memory"), markup=False)
+        say(f"classification not stored ({exc}); this command classifies in memory", err=True)
         return
     try:
         refresh(con)

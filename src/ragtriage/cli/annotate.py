@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from ragtriage.annotate import Agreement
 
 console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 
 @app.command()

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from ragtriage.checks.report import CheckReport
 
 console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 RunOpt = Annotated[str, typer.Option("--run", help="run_id to check (see `ragtriage info`).")]
 CheckRunOpt = Annotated[

@@ -5,15 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from ragtriage.app.render.output import Format, Output
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, classified_first, say, show, store_for
 from ragtriage.cli._app import fail as _fail
 from ragtriage.contract.categories import CATEGORIES, UNDETERMINED
 from ragtriage.contract.limits import MAX_CUTOFF
-
-err = Console(stderr=True, soft_wrap=True)
 
 
 @app.command("failures")

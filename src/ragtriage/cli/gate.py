@@ -43,7 +43,6 @@ from ragtriage.contract.limits import MAX_CUTOFF
 from ragtriage.safe_text import visible
 
 console = Console(soft_wrap=True, highlight=False)
-err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 BaseOpt = Annotated[str, typer.Option("--baseline", help="Baseline run id.")]
 
@@ -121,7 +120,8 @@ def compare(
             )
             if fmt is Format.trec:
                 raise _fail(ValueError("--format trec writes trec_eval's lines; use it with `metrics`"))
-            _say_labels(db)
+            if changes.labels != "human only":  # the runs table has no header to hold the labels line
+                say(f"labels: {changes.labels}", err=True)
             print_comparison(rc, changes, fmt)
             return
         if run is None:
@@ -146,20 +146,6 @@ def compare(
                 explain=explain,
             )
         show(one_output(one, fmt), fmt)
-
-
-def _say_labels(db: Path) -> None:
-    """The labels line on standard error, where the runs table has no header to hold it: said when the store holds
-    judged labels (a store without them prints exactly what it did before)."""
-    from ragtriage.metrics.context import labels_header
-
-    con = open_existing(db, read_only=True)
-    try:
-        line = labels_header(con)["labels"]
-    finally:
-        con.close()
-    if line != "human only":
-        say(f"labels: {line}", err=True)
 
 
 @app.command()

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-from rich.console import Console
 
 from ragtriage.app.render.output import Format, Output
-from ragtriage.cli._app import fail, open_existing, show
+from ragtriage.cli._app import fail, open_existing, say, show
 from ragtriage.cli.metrics_options import Gain, Stage, View
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.metrics import (
@@ -19,9 +18,6 @@ from ragtriage.metrics.context import labels_header, parse_ks, resolve
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
 from ragtriage.metrics.measures import measures_for_ks
 from ragtriage.store import StoreError
-
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 
 def cutoffs(text: str) -> tuple[int, ...]:
@@ -109,9 +105,9 @@ def emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[
     if fmt is Format.trec:
         for name, value in res.context.items():
             if value is not None:
-                err.print(f"# {name}: {value}", markup=False, highlight=False)
+                say(f"# {name}: {value}", err=True)
         for note in notes:
-            err.print(f"# {note}", markup=False, highlight=False)
+            say(f"# {note}", err=True)
         show(Output(res.trec_rows(per_query=rows)), fmt)
         return
     table = res.wide if rows else res.aggregate

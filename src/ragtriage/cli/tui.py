@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 err = Console(stderr=True, soft_wrap=True)
 
 DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file (opened read-only).")]
-RunOpt = Annotated[str | None, typer.Option("--run", help="Run to triage (default: the last run id).")]
 RunsOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -240,7 +239,7 @@ def _demo(root: Path, runs: list[Path], target: Path, *, temporary: bool) -> Non
             f"demo store: {target}, removed on exit with its notes (keep them: ragtriage demo --db FILE)", markup=False
         )
     else:
-        err.print(f"demo store: {target} (notes kept beside it in {target.name}.notes.sqlite)", markup=False)
+        say(f"demo store: {target} (notes kept beside it in {target.name}.notes.sqlite)", err=True)
     _run_app(target, run, baseline, None)
 
 
