@@ -8,7 +8,7 @@ __all__ = ["__version__", "evaluate", "load_inputs", "load_store"]
 
 
 def __getattr__(name: str) -> Any:
-    """``ragtriage.evaluate`` (see ``ragtriage.evaluation``), ``ragtriage.load_inputs`` and ``load_store`` (a load
+    """``ragtriage.evaluate`` (see ``ragtriage.app.evaluate``), ``ragtriage.load_inputs`` and ``load_store`` (a load
     as ``ragtriage load`` does it, see ``ragtriage.loading``), imported on first use so that ``import ragtriage``
     and the CLI's start-up stay free of DuckDB and pyarrow."""
     if name == "__version__":
@@ -17,7 +17,7 @@ def __getattr__(name: str) -> Any:
         globals()["__version__"] = installed_version()
         return globals()["__version__"]
     if name == "evaluate":
-        from ragtriage.evaluation import evaluate
+        from ragtriage.app.evaluate import evaluate
 
         globals()["evaluate"] = evaluate
         return evaluate

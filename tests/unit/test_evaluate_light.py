@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import ragtriage
-from ragtriage import evaluation
+from ragtriage.app import evaluate as evaluation
 from ragtriage.cli import app
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.store import load_memory

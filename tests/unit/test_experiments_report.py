@@ -163,7 +163,7 @@ def test_markdown_report_writes_its_plots_beside_it(store: Path, tmp_path: Path)
 def test_without_matplotlib_the_report_keeps_every_table_and_says_how_to_get_plots(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragtriage.experiments import charts
+    from ragtriage.app.render import charts
 
     monkeypatch.setattr(charts, "available", lambda: False)
     out = tmp_path / "r.html"

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ragtriage.experiments.paired import adjust, holm, paired_pvalues
 from ragtriage.experiments.runs_table import BOOTSTRAP_RESAMPLES, table_from_values
-from ragtriage.gate.significance import sign_flip_test, sign_flip_tests
+from ragtriage.gate.significance import adjust, holm, paired_pvalues, sign_flip_test, sign_flip_tests
 from ragtriage.metrics.distribution import bootstrap_means
 
 # Four cases, baseline + runs A and B, measures m1 and m2. Baseline 0.5 everywhere; the runs add:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from rich.console import Console
 
-from ragtriage.output import Format, Output, OutputError, emit, header, markdown_cell, render
+from ragtriage.app.render.output import Format, Output, OutputError, emit, header, markdown_cell, render
 
 HOSTILE = "\x1b[2J[bold]x[/]=HYPERLINK(1)|\u202e"
 

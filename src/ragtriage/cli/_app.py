@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from ragtriage.output import Format, Output, OutputError, emit
+from ragtriage.app.render.output import Format, Output, OutputError, emit
 from ragtriage.paths import DEFAULT_DB
 from ragtriage.safe_text import visible
 
@@ -39,6 +39,7 @@ dataset_app = typer.Typer(
 app.add_typer(dataset_app, name="dataset")
 
 _err = Console(stderr=True, soft_wrap=True)
+_out = Console(soft_wrap=True)
 
 #: Help text of every ``--force`` option.
 FORCE_HELP = "Overwrite an existing output file (never the store, its notes or any database)."
@@ -80,6 +81,17 @@ def fail(exc: Exception | str) -> typer.Exit:
     return typer.Exit(2)
 
 
+def split_runs(values: str | list[str] | None) -> list[str]:
+    """``--runs "a,b" --runs c`` → ``["a", "b", "c"]`` (a run id cannot hold a comma here)."""
+    given = [values] if isinstance(values, str) else values or []
+    return [p.strip() for v in given for p in v.split(",") if p.strip()]
+
+
+def say(text: object, *, err: bool = False) -> None:
+    """A line of data-derived text on standard output (``err``: standard error): controls visible, no markup."""
+    (_err if err else _out).print(visible(text), markup=False, highlight=False)
+
+
 def open_store(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open the store for a command; a lock held by another process ends in one line, or with ``--wait`` a
     spinner until the lock is free. Raises StoreError for every other reason a store cannot be opened."""
@@ -112,7 +124,7 @@ StrictIdsOpt = Annotated[
 ]
 DEFAULT_DB_PATH = Path(DEFAULT_DB)
 
-#: The one ``--format`` option: every command that prints a result takes it (see ``ragtriage.output``).
+#: The one ``--format`` option: every command that prints a result takes it (see ``ragtriage.app.render.output``).
 FormatOpt = Annotated[
     Format, typer.Option("--format", help="Output: table, json, csv, markdown or trec (trec: metrics only).")
 ]
@@ -148,13 +160,16 @@ def open_existing(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 @contextlib.contextmanager
 def store_for(db: Path, *, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An existing store for the length of a command; any reason it cannot be opened exits 2 with one line."""
+    """An existing store for the length of a block: any reason it cannot be opened, and unusable input met inside
+    the block (``input_errors``), exits 2 with one line; the store is closed either way."""
     try:
         con = open_existing(db, read_only=read_only)
     except input_errors() as exc:
         raise fail(exc) from exc
     try:
         yield con
+    except input_errors() as exc:
+        raise fail(exc) from exc
     finally:
         con.close()
 
@@ -197,15 +212,13 @@ def classified_first(db: Path) -> None:
     if not missing:
         return
     if _err.is_terminal:  # a person waiting is told why; a script's stderr stays as it was
-        _err.print(
-            visible(f"classifying run(s) {', '.join(missing)} (not stored yet; each chunk is kept)"), markup=False
-        )
+        say(f"classifying run(s) {', '.join(missing)} (not stored yet; each chunk is kept)", err=True)
     try:
         con = open_existing(db, read_only=False)
     except StoreLocked as exc:
         raise fail(exc) from exc
     except StoreError as exc:
-        _err.print(visible(f"classification not stored ({exc}); this command classifies in memory"), markup=False)
+        say(f"classification not stored ({exc}); this command classifies in memory", err=True)
         return
     try:
         refresh(con)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -10,25 +11,24 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, DbOpt, app, dataset_app, input_errors, output_path, shown
-from ragtriage.cli._app import fail as _fail
-from ragtriage.cli._app import open_existing as _open
+from ragtriage.cli._app import (
+    DEFAULT_DB_PATH,
+    FORCE_HELP,
+    DbOpt,
+    app,
+    dataset_app,
+    output_path,
+    say,
+    shown,
+    split_runs,
+    store_for,
+)
 from ragtriage.contract.dimensions import SLICE_DIMENSIONS
-from ragtriage.safe_text import visible
 
 if TYPE_CHECKING:
     from ragtriage.annotate import Agreement
 
 console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-
-def _say(text: str) -> None:
-    console.print(visible(text), markup=False, highlight=False)
-
-
-def _runs(value: str) -> list[str]:
-    return [r.strip() for r in value.split(",") if r.strip()]
 
 
 @app.command()
@@ -45,17 +45,10 @@ def pool(
     from ragtriage.annotate.pool import PoolTally, pool_batches, write_pool
 
     tally = PoolTally()
-    try:
-        con = _open(db, read_only=True)
-        cur = con.cursor()
-        try:  # streamed to the file: a large pool is never held whole beside its query
-            fmt = write_pool(con, tally.through(pool_batches(cur, _runs(runs), depth, stage=stage)), out)
-        finally:
-            cur.close()
-            con.close()
-    except input_errors() as exc:
-        raise _fail(exc) from exc
-    _say(
+    with store_for(db, read_only=True) as con, contextlib.closing(con.cursor()) as cur:
+        # streamed to the file: a large pool is never held whole beside its query
+        fmt = write_pool(con, tally.through(pool_batches(cur, split_runs(runs), depth, stage=stage)), out)
+    say(
         f"{tally.rows} unjudged unit(s) over {tally.cases} case(s) from {runs} at depth {depth} written to {out} "
         f"({fmt}); fill grade (and annotator, note) and run `ragtriage import-labels {out} --annotator NAME`"
     )
@@ -78,26 +71,20 @@ def import_labels_cmd(
     from ragtriage.cli import arg_checks
 
     arg_checks.at_least("--depth", depth, 1)
-    try:
-        con = _open(db, read_only=False)
-        try:
-            rep = import_labels(
-                con, path, annotator=annotator, fmt=fmt, pool_runs=_runs(runs) if runs else None, depth=depth
-            )
-        finally:
-            con.close()
-    except input_errors() as exc:
-        raise _fail(exc) from exc
+    with store_for(db, read_only=False) as con:
+        rep = import_labels(
+            con, path, annotator=annotator, fmt=fmt, pool_runs=split_runs(runs) if runs else None, depth=depth
+        )
     state = "unchanged (already present), now current" if rep.unchanged else f"created from {rep.parent}"
-    _say(
+    say(
         f"dataset version {rep.version} {state}: {rep.imported} label(s) imported, {rep.replaced} earlier "
         f"label(s) of the same annotator replaced, {rep.blank} row(s) without a grade skipped"
     )
-    _say(f"still unjudged: {rep.unjudged} of the file's {rep.file_units} unit(s)")
+    say(f"still unjudged: {rep.unjudged} of the file's {rep.file_units} unit(s)")
     if rep.pool_units is not None:
-        _say(f"still unjudged in the pool of {runs} at depth {depth}: {rep.pool_unjudged} of {rep.pool_units}")
+        say(f"still unjudged in the pool of {runs} at depth {depth}: {rep.pool_unjudged} of {rep.pool_units}")
     for w in rep.warnings:
-        err.print(visible(f"warning: {w}"), markup=False, highlight=False)
+        say(f"warning: {w}", err=True)
 
 
 def _fmt(x: float) -> str:
@@ -135,15 +122,9 @@ def agreement_cmd(
 
     from ragtriage.annotate import agreement, disagreements
 
-    try:
-        con = _open(db, read_only=True)
-        try:
-            rows = agreement(con, by)
-            diff = disagreements(con, min_diff)
-        finally:
-            con.close()
-    except input_errors() as exc:
-        raise _fail(exc) from exc
+    with store_for(db, read_only=True) as con:
+        rows = agreement(con, by)
+        diff = disagreements(con, min_diff)
     if as_json:
         console.print_json(_agreement_json(rows))
         return
@@ -172,12 +153,12 @@ def agreement_cmd(
     for g, row in zip(overall.grades, overall.confusion.tolist(), strict=True):
         m.add_row(str(g), *[str(v) for v in row])
     console.print(m)
-    _say(
+    say(
         f"{diff.num_rows} unit(s) with grades {min_diff} or more apart"
         + (" (`ragtriage adjudicate --out FILE` writes them)" if diff.num_rows else "")
     )
     for r in diff.select(["case_id", "unit_id", "grades", "adjudicated"]).to_pylist():
-        _say(f"  {r['case_id']} {r['unit_id']}: {r['grades']}" + (" (adjudicated)" if r["adjudicated"] else ""))
+        say(f"  {r['case_id']} {r['unit_id']}: {r['grades']}" + (" (adjudicated)" if r["adjudicated"] else ""))
 
 
 @app.command()
@@ -192,16 +173,10 @@ def adjudicate(
     output_path(out, db, force)
     from ragtriage.annotate import disagreements, write_pool
 
-    try:
-        con = _open(db, read_only=True)
-        try:
-            table = disagreements(con, min_diff, include_adjudicated=include_done)
-            write_pool(con, table, out)
-        finally:
-            con.close()
-    except input_errors() as exc:
-        raise _fail(exc) from exc
-    _say(
+    with store_for(db, read_only=True) as con:
+        table = disagreements(con, min_diff, include_adjudicated=include_done)
+        write_pool(con, table, out)
+    say(
         f"{table.num_rows} disagreement(s) written to {out}; fill grade and run "
         f"`ragtriage import-labels {out} --annotator adjudicated`"
     )
@@ -218,24 +193,18 @@ def dataset_check_cmd(
     """Warn about split leaks, near-duplicate queries, labels older than their documents and copied evidence."""
     from ragtriage.annotate import dataset_check
 
-    try:
-        con = _open(db, read_only=True)
-        try:
-            warnings = dataset_check(con, jaccard=jaccard, span=span)
-        finally:
-            con.close()
-    except input_errors() as exc:
-        raise _fail(exc) from exc
+    with store_for(db, read_only=True) as con:
+        warnings = dataset_check(con, jaccard=jaccard, span=span)
     rows = warnings.to_pylist()
     if as_json:
         console.print_json(json.dumps(rows, default=str))
     else:
         for r in rows:
-            _say(f"warning: {r['check']}: " + (f"{r['case_id']}: " if r["case_id"] else "") + r["detail"])
+            say(f"warning: {r['check']}: " + (f"{r['case_id']}: " if r["case_id"] else "") + r["detail"])
         counts: dict[str, int] = {}
         for r in rows:
             counts[r["check"]] = counts.get(r["check"], 0) + 1
-        _say(
+        say(
             f"{len(rows)} warning(s)"
             + (": " + ", ".join(f"{n} {c}" for c, n in sorted(counts.items())) if counts else "")
         )

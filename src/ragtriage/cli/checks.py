@@ -9,21 +9,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, show
+from ragtriage.app.render.output import Format
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app, say, show, store_for
 from ragtriage.cli._app import fail as _fail
-from ragtriage.cli._app import open_existing as _open
-from ragtriage.output import Format, Output
 from ragtriage.safe_text import visible
 
 if TYPE_CHECKING:
-    import duckdb
-    import pyarrow as pa
-
     from ragtriage.checks.calibration import Calibration
     from ragtriage.checks.report import CheckReport
 
 console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 RunOpt = Annotated[str, typer.Option("--run", help="run_id to check (see `ragtriage info`).")]
 CheckRunOpt = Annotated[
@@ -33,22 +28,6 @@ CheckRunOpt = Annotated[
 
 EXIT_NOT_CHECKED = 3
 """`check`'s exit code when nothing could be checked (no case has a principal, or no manifest): not a pass."""
-
-
-def _shown(findings: pa.Table) -> pa.Table:
-    """The terminal's columns of findings rows (a row's unit is its chunk, else its document)."""
-    from ragtriage.metrics.context import over_arrow
-
-    return over_arrow(
-        """SELECT "check", case_id AS "case", stage, rank, coalesce(chunk_id, document_id, '') AS unit, rule, detail
-           FROM f WHERE "check" <> 'unchecked'""",
-        f=findings,
-    )
-
-
-def _close(con: duckdb.DuckDBPyConnection | None) -> None:
-    if con is not None:
-        con.close()
 
 
 @app.command()
@@ -87,13 +66,8 @@ def check(
     case). Exit 1: a leak, or a missing optional filter that broadened access. Exit 2: bad input. Exit 3: nothing
     could be checked (no case has a principal, or no corpus manifest): the verdict is NOT CHECKED, never a pass.
     """
-    import duckdb
-    import numpy as np
-    import pyarrow as pa
-
-    from ragtriage.arrays import table_of
+    from ragtriage.app.triage import check_output
     from ragtriage.checks import check_run
-    from ragtriage.store import StoreError
 
     if engine not in ("duckdb", "spark"):
         raise _fail(f"--engine {engine}: use duckdb or spark")
@@ -101,54 +75,10 @@ def check(
         report = _spark_report(run, dataset, spark_master, output)
     elif dataset is not None or spark_master is not None or output is not None:
         raise _fail("--dataset, --spark-master and --output go with --engine spark")
-    con = None
-    try:
-        if engine == "duckdb":
-            con = _open(db, read_only=True)
+    if engine == "duckdb":
+        with store_for(db) as con:
             report = check_run(con, run)
-    except (StoreError, duckdb.Error, OSError) as exc:
-        raise _fail(exc) from exc
-    finally:
-        _close(con)
-    # table and markdown print the first rows of each check only: the rest is never built (a run leaking on
-    # every row has a leak row per result, which a terminal table cannot hold)
-    shown: pa.Table | None = None
-    cut = 0
-    if fmt in (Format.table, Format.markdown):
-        findings = report.findings(limit, unchecked=False)
-        shown = _shown(findings)
-        cut = report.finding_count(unchecked=False) - findings.num_rows
-    else:
-        findings = report.findings()
-    unchecked = report.unchecked.num_rows
-    notes = [_first_ids("unchecked (no principal)", report.unchecked["case_id"], unchecked)] if unchecked else []
-    if report.coverage.manifest_note:
-        notes.insert(0, report.coverage.manifest_note)
-    if engine == "spark":
-        from ragtriage.spark.check import NOT_RUN
-
-        notes.append(f"engine spark: leakage only; not run: {', '.join(NOT_RUN)} (ragtriage load, then check)")
-    if cut:
-        notes.append(f"… {cut:,} more rows (the first {limit} of each check shown): --limit 0 or --format csv for all")
-    counts = report.counts()
-    if engine == "spark":
-        from ragtriage.checks.report import LEAKAGE_COUNTS
-
-        counts = {k: counts[k] for k in LEAKAGE_COUNTS}
-    context = {
-        "run": report.run_id,
-        "verdict": report.verdict_line(),
-        "checked": f"{report.coverage.checked:,} of {report.coverage.cases:,} case(s)",
-        "passed": report.passed,
-        "strict_passed": report.strict_passed,
-    }
-    if report.coverage.manifest_note:
-        context["corpus_manifest"] = "derived from trace metadata, partial"
-    section = table_of(
-        {"check": np.array(list(counts), dtype=object), "count": np.array(list(counts.values()), dtype=np.int64)},
-        pa.schema([("check", pa.string()), ("count", pa.int64())]),
-    )
-    show(Output(findings, context, notes, {"counts": section}, shown=shown, empty="no findings"), fmt)
+    show(check_output(report, reader=fmt in (Format.table, Format.markdown), limit=limit, spark=engine == "spark"), fmt)
     from ragtriage.checks import CheckVerdict
 
     if report.verdict is CheckVerdict.NOT_CHECKED:
@@ -185,15 +115,6 @@ def _spark_report(run: str, dataset: Path | None, master: str | None, output: Pa
     except (PySparkException, Py4JError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise _fail(f"Spark failed: {first}") from exc
-
-
-def _first_ids(what: str, ids: pa.ChunkedArray, total: int, first: int = 10) -> str:
-    """A column of ids as one line of bounded length: the first ``first`` and how many there are in all (only
-    those few become Python strings: a run without principals has one unchecked case per case)."""
-    head = ", ".join(str(i) for i in ids.slice(0, first).to_pylist())
-    if total <= first:
-        return f"{what}: {head}"
-    return f"{what}: {head} … ({total:,} in all; --format csv lists them)"
 
 
 def _print_calibration(cal: Calibration) -> None:
@@ -243,19 +164,14 @@ def calibrate_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the trade-off table; store nothing.")] = False,
 ) -> None:
     """Choose a score threshold for one run from the labels and store it with that run."""
-    import duckdb
-
-    from ragtriage.checks import DEFAULT_TARGET_RECALL, CalibrationError, calibrate, store_threshold
+    from ragtriage.checks import DEFAULT_TARGET_RECALL, calibrate, store_threshold
     from ragtriage.cli import arg_checks
-    from ragtriage.store import StoreError
 
     if target_recall is not None and threshold is not None:
         raise _fail(ValueError("give --target-recall or --threshold, not both"))
     arg_checks.between("--target-recall", target_recall, 0.0, 1.0, open_low=True)
     arg_checks.finite("--threshold", threshold)
-    con = None
-    try:
-        con = _open(db, read_only=dry_run)
+    with store_for(db, read_only=dry_run) as con:  # a CalibrationError is a ValueError: exit 2
         cal = calibrate(
             con, run, target_recall=target_recall or DEFAULT_TARGET_RECALL, threshold=threshold, split=split
         )
@@ -264,8 +180,4 @@ def calibrate_cmd(
             console.print("dry run: nothing stored")
             return
         store_threshold(con, run, cal.threshold)
-    except (StoreError, CalibrationError, duckdb.Error, OSError) as exc:
-        raise _fail(exc) from exc
-    finally:
-        _close(con)
-    console.print(visible(f"stored score_threshold {cal.threshold:.6g} for run {run}"), markup=False, highlight=False)
+    say(f"stored score_threshold {cal.threshold:.6g} for run {run}")

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, StrictIdsOpt, app, open_store, shown
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, StrictIdsOpt, app, open_store, say, shown
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.trace_options import (
     CaseIdAttributeOpt,
@@ -223,7 +223,7 @@ def load(
         finish(con, result)
     _print_summary(result.summary)
     for line in result.skipped if precompute else ():
-        console.print(visible(line), markup=False, highlight=False)
+        say(line)
 
 
 def _disk_full_said(db: Path, exc: Exception) -> Exception | str:
@@ -252,13 +252,13 @@ def _print_summary(summary: LoadSummary) -> None:
     if rep is not None:
         counts = ", ".join(f"{v} {k}" for k, v in rep.rows.items())
         state = "unchanged (already loaded)" if rep.unchanged else "loaded"
-        console.print(visible(f"dataset {rep.target} {state}: {counts}"), markup=False, highlight=False)
+        say(f"dataset {rep.target} {state}: {counts}")
         _print_warnings(rep.warnings)
     for r in summary.runs:
         counts = ", ".join(f"{v} {k} rows" for k, v in r.rows.items())
-        console.print(f"run {visible(r.target)} loaded: {counts}", markup=False, highlight=False)
+        say(f"run {r.target} loaded: {counts}")
         for note in r.notes():
-            console.print(f"  note: {visible(note)}", markup=False, highlight=False)
+            say(f"  note: {note}")
         _print_warnings(r.warnings)
 
 
@@ -269,7 +269,7 @@ def _print_warnings(warnings: list) -> None:  # type: ignore[type-arg]
     for w in warnings:
         by_code[w.code] = by_code.get(w.code, 0) + 1
     summary = ", ".join(f"{n} {c}" for c, n in sorted(by_code.items()))
-    err.print(f"  warnings: {summary} (see `ragtriage info --warnings`)", markup=False, highlight=False)
+    say(f"  warnings: {summary} (see `ragtriage info --warnings`)", err=True)
 
 
 @app.command()
@@ -305,11 +305,9 @@ def info(
             highlight=False,
         )
         c = data["counts"]
-        console.print(
+        say(
             f"  {c['cases']} cases ({c['answerable']} answerable, {c['negative']} negative), {c['labels']} labels, "
             f"{c['documents']} corpus units from {c['corpus_documents']} documents",
-            markup=False,
-            highlight=False,
         )
     t = Table("run", "k", "cand. k", "final rows", "cand. rows", "events", "dataset", "loaded", title="runs")
     for r in data["runs"]:
@@ -331,10 +329,10 @@ def info(
     listed = data.get("warnings", [])
     for w in listed:
         line = f"  {w['file']}:{w['line']}: {w['field']}: {w['message']}"
-        console.print(visible(line), markup=False, highlight=False)
+        say(line)
     total = data.get("warnings_total", 0)
     if total > len(listed):
-        console.print(f"{len(listed):,} of {total:,} warnings shown; --limit 0 lists all", markup=False)
+        say(f"{len(listed):,} of {total:,} warnings shown; --limit 0 lists all")
 
 
 @app.command()
@@ -379,8 +377,8 @@ def validate(
         raise _fail(exc) from exc
     errors = [f for f in findings if f.severity == "error"]
     for f in findings:
-        (err if f.severity == "error" else console).print(visible(f"{f.severity}: {f}"), markup=False, highlight=False)
+        say(f"{f.severity}: {f}", err=f.severity == "error")
     if errors:
-        err.print(f"{len(errors)} error(s)", markup=False)
+        say(f"{len(errors)} error(s)", err=True)
         raise typer.Exit(2)
-    console.print(visible(f"{path}: valid ({len(findings)} warning(s))"), markup=False, highlight=False)
+    say(f"{path}: valid ({len(findings)} warning(s))")

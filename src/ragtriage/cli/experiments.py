@@ -1,25 +1,31 @@
 """`compare --runs` (many runs x many measures against one baseline) and `report` (the same as HTML/Markdown).
 
-Thin: parse options, call ``ragtriage.experiments``, print its sections. Heavy modules are imported inside the
-command functions so that ``ragtriage --help`` stays fast.
+Thin: parse options, call ``ragtriage.app.compare``, print its sections (``ragtriage.app.render``). Heavy
+modules are imported inside the command functions so that ``ragtriage --help`` stays fast.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ragtriage.cli._app import app, classified_first, fail, open_existing, output_path
+from ragtriage.cli._app import app, classified_first, fail, output_path, split_runs, store_for
 from ragtriage.cli.metrics_options import Cases, CasesOpt, Labels, StoreThresholdOpt, asked
 from ragtriage.paths import DEFAULT_DB
 
 if TYPE_CHECKING:
-    from ragtriage.experiments.render import Changes, Section
+    import duckdb
+
+    from ragtriage.app.compare import Changes
+    from ragtriage.app.render.output import Format
     from ragtriage.experiments.runs_table import RunsComparison
+    from ragtriage.gate.config import GateConfig
 
 
 class Test(StrEnum):
@@ -45,46 +51,26 @@ CorrectionOpt = Annotated[
 ]
 
 
-def split_runs(values: list[str] | None) -> list[str]:
-    """``["a,b", "c"]`` → ``["a", "b", "c"]`` (a run id cannot hold a comma here)."""
-    return [p.strip() for v in values or [] for p in v.split(",") if p.strip()]
+@contextlib.contextmanager
+def open_for_comparison(
+    db: Path, gate: Path | None, *, classify: bool
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, GateConfig | None]]:
+    """The store read-only and the parsed gate file for a comparison: a bad gate file is refused before the store
+    is touched, classifications are stored first when the comparison reads them (``classify``), and every input
+    error in the block exits 2."""
+    from ragtriage.gate.config import GateFileError, parse_gate
+
+    try:
+        config = parse_gate(gate) if gate is not None else None
+    except GateFileError as exc:
+        raise fail(exc) from exc
+    if classify:
+        classified_first(db)
+    with store_for(db) as con:
+        yield con, config
 
 
-def print_sections(parts: list[Section]) -> None:
-    """Each section as a rich table of literal text (run ids and slice values may hold markup or escapes)."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    from ragtriage.safe_text import visible
-
-    console = Console(highlight=False)
-    for s in parts:
-        console.print(Text(visible(s.title), style="bold"))
-        if s.prose:
-            for n in s.notes:
-                console.print(Text("  " + visible(n)))
-            console.print()
-            continue
-        if not s.rows:
-            console.print(Text("  (none)"))
-        elif s.transitions:  # long values: one line each rather than a table squeezed into 80 columns
-            for run, key, before, after in s.rows:
-                console.print(Text(f"  {visible(run)}  {visible(key)}: {visible(before)} → {visible(after)}"))
-        else:
-            table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold")
-            for i, h in enumerate(s.headers):
-                justify: Literal["left", "right"] = "left" if i < s.text_columns else "right"
-                table.add_column(Text(visible(h)), no_wrap=True, justify=justify)
-            for row in s.rows:
-                table.add_row(*(Text(visible(c)) for c in row))
-            console.print(table)
-        for n in s.notes:
-            console.print(Text("  " + visible(n)))
-        console.print()
-
-
-def build(
+def compare_many_cmd(
     db: Path,
     runs: list[str],
     baseline: str,
@@ -101,74 +87,40 @@ def build(
     gate: Path | None = None,
     explain: bool = False,
 ) -> tuple[RunsComparison, Changes]:
-    """Open the store read-only, compute the comparison, what the caller asked of ``where_changed`` and each run's
-    leakage (and, with ``gate``, the gate's failed rules for each candidate); exit 2 on unusable input."""
-    import duckdb
-
+    """``app.compare.compare_many`` on the store after the options are checked; exit 2 on unusable input."""
+    from ragtriage.app.compare import compare_many
     from ragtriage.cli import arg_checks
-    from ragtriage.gate.config import GateFileError, parse_gate
 
     arg_checks.measures("--measure", measures)
     arg_checks.between("--alpha", alpha, 0.0, 1.0, open_low=True)
     arg_checks.at_least("--resamples", resamples, 1)
-    try:
-        config = parse_gate(gate) if gate is not None else None
-    except GateFileError as exc:
-        raise fail(exc) from exc
-
-    from ragtriage.experiments.explain import explain_runs
-    from ragtriage.experiments.render import Changes
-    from ragtriage.experiments.runs_table import DEFAULT_MEASURES, compare_runs
-    from ragtriage.experiments.safety import run_safety
-    from ragtriage.experiments.where_changed import category_changes, slice_deltas
-    from ragtriage.store import StoreError
-
-    if categories or config is not None:
-        classified_first(db)
-    try:
-        con = open_existing(db, read_only=True)
-    except (StoreError, duckdb.Error) as exc:
-        raise fail(exc) from exc
-    try:
-        rc = compare_runs(
+    with open_for_comparison(db, gate, classify=categories or gate is not None) as (con, config):
+        return compare_many(
             con,
             runs,
             baseline,
-            measures or DEFAULT_MEASURES,
+            measures,
+            by=by,
             split=split,
             test=test.value,
             correction=correction.value,
             alpha=alpha,
             seed=seed,
-            n_resamples=resamples,
+            resamples=resamples,
+            categories=categories,
+            gate=config,
+            explain=explain,
         )
-        slices = slice_deltas(con, rc, by) if by else None
-        counts, moved = category_changes(con, rc) if categories else (None, None)
-        safety = run_safety(con, rc.runs, gate=config, baseline=rc.baseline)
-        explained, causes = explain_runs(con, rc) if explain else (None, None)
-    except (StoreError, ValueError, duckdb.Error) as exc:
-        raise fail(exc) from exc
-    finally:
-        con.close()
-    changes = Changes(by, slices, counts, moved, safety, explained=explained, causes=causes)
-    return rc, changes
 
 
-def print_comparison(rc: RunsComparison, changes: Changes, fmt: str) -> None:
-    from ragtriage.experiments import render
+def print_comparison(rc: RunsComparison, changes: Changes, fmt: Format) -> None:
+    from ragtriage.app.render.comparison import comparison_text, print_sections, sections
 
-    if fmt == "json":
-        typer.echo(render.to_json(rc, changes), nl=False)
-    elif fmt == "csv" and changes.explained is not None:  # --explain: one row per drop, its evidence as JSON
-        from ragtriage.csv_out import csv_text
-
-        typer.echo(csv_text(changes.explained), nl=False)
-    elif fmt == "csv":
-        typer.echo(render.to_csv(rc, changes), nl=False)
-    elif fmt == "markdown":
-        typer.echo(render.to_markdown(render.sections(rc, changes)), nl=False)
+    text = comparison_text(rc, changes, fmt)
+    if text is None:
+        print_sections(sections(rc, changes, compact=True))
     else:
-        print_sections(render.sections(rc, changes, compact=True))
+        typer.echo(text, nl=False)
 
 
 def _slug(text: str) -> str:
@@ -206,8 +158,9 @@ def report(
     It opens with one sentence per run: what blocks it (leakage; with --gate, the rules it fails), then the
     measures it is better or worse on against the baseline, significant or not.
     """
-    from ragtriage.experiments import charts, render
-    from ragtriage.experiments.report_html import to_html, to_markdown
+    from ragtriage.app.render import charts
+    from ragtriage.app.render.comparison import sections
+    from ragtriage.app.render.html import to_html, to_markdown
 
     run_ids = split_runs(runs)
     if not baseline or not run_ids:
@@ -221,7 +174,7 @@ def report(
     if plot_dir is not None and plot_dir.exists() and not force:
         raise fail(ValueError(f"{plot_dir}: exists (the Markdown report's plots go there); pass --force"))
     with asked(Labels.human, cases, threshold):
-        rc, changes = build(
+        rc, changes = compare_many_cmd(
             db,
             run_ids,
             baseline,
@@ -237,7 +190,7 @@ def report(
             gate=gate,
             explain=True,
         )
-    parts = render.sections(rc, changes)
+    parts = sections(rc, changes)
     plots = charts.charts(rc, by, changes.slices)
     title = f"ragtriage: {', '.join(rc.candidates)} against {rc.baseline}"
     if html_out is not None:

@@ -11,10 +11,10 @@ from typing import Annotated
 
 import typer
 
+from ragtriage.app.render.output import Format
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app
 from ragtriage.cli.metrics_options import Cases, CasesOpt, Engine, Gain, Labels, LabelsOpt, Stage, View, asked
 from ragtriage.contract.limits import INT_MAX, INT_MIN
-from ragtriage.output import Format
 
 
 @app.command("metrics")
@@ -81,7 +81,7 @@ def metrics_cmd(
     if qrels is not None and labels is Labels.with_judge:
         raise fail("--labels with-judge reads the judged labels of a store (--db); a --qrels file has none")
     if engine is Engine.spark or spark_master:
-        from ragtriage.cli.metrics_spark import run_spark_metrics
+        from ragtriage.cli.metrics_run import run_spark_metrics
 
         if engine is not Engine.spark:
             raise fail("--spark-master is for --engine spark")

@@ -1,52 +1,23 @@
-"""The work of `ragtriage metrics` (its options are in ``cli/metrics.py``): open the store, compute, print."""
+"""The work of `ragtriage metrics` (its options are in ``cli/metrics.py``): open the store (or start Spark),
+compute, print."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import duckdb
-import pyarrow as pa
-import typer
-from rich.console import Console
 
-from ragtriage.cli._app import open_existing, show
+from ragtriage.app.render.output import Format, Output
+from ragtriage.cli._app import fail, open_existing, say, show
 from ragtriage.cli.metrics_options import Gain, Stage, View
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.metrics import (
-    MetricReport,
     MetricsError,
-    judged_report,
-    latency_report,
-    slices,
-    stages,
-    summarize,
 )
-from ragtriage.metrics.context import EvalContext, labels_header, parse_ks, population_header, resolve
-from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run, population_counts, population_notes
-from ragtriage.metrics.measures import measures_for_ks, shown_columns
-from ragtriage.metrics.per_case import per_case_context
-from ragtriage.output import Format, Output
+from ragtriage.metrics.context import labels_header, parse_ks, resolve
+from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
+from ragtriage.metrics.measures import measures_for_ks
 from ragtriage.store import StoreError
-
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-
-def _report_table(rep: MetricReport) -> pa.Table:
-    cols = ["name", "mean", "median", "p10", "min", "ci_low", "ci_high", "n", "zero_hit_rate"]
-    return rep.to_arrow().select(cols).rename_columns(["measure@k", *cols[1:]])
-
-
-def _context(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not None}
-
-
-NOTES = [
-    "P@k divides by k even when a list is shorter than k; nDCG@k is linear gain (trec_eval's ndcg_cut_k).",
-    "ci_low/ci_high: seeded 95% bootstrap interval of the mean (1000 resamples); zero_hit_rate: share of cases "
-    "with no relevant result in the top k.",
-]
 
 
 def cutoffs(text: str) -> tuple[int, ...]:
@@ -54,13 +25,11 @@ def cutoffs(text: str) -> tuple[int, ...]:
     try:
         ks = [int(p) for p in text.split(",") if p.strip()]
     except ValueError:
-        err.print(f"--k {text!r}: give comma-separated positive integers, e.g. 3,5,10", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        raise fail(f"--k {text!r}: give comma-separated positive integers, e.g. 3,5,10") from None
     try:
         return parse_ks(ks)
     except MetricsError as exc:
-        err.print(f"--k {text!r}: {exc}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+        raise fail(f"--k {text!r}: {exc}") from None
 
 
 def run_metrics(
@@ -82,18 +51,11 @@ def run_metrics(
 ) -> None:
     """`ragtriage metrics` with its options parsed."""
     if not run:
-        err.print("give --run RUN_ID (see `ragtriage info --db DB`)", markup=False, highlight=False)
-        raise typer.Exit(2)
+        raise fail("give --run RUN_ID (see `ragtriage info --db DB`)")
     if fmt is Format.trec and (view is not View.summary or by):
-        err.print("--format trec prints measures: use it without --view/--by", markup=False, highlight=False)
-        raise typer.Exit(2)
+        raise fail("--format trec prints measures: use it without --view/--by")
     if trec_compat and by:
-        err.print(
-            "--trec-compat prints trec_eval's measures over every query: use it without --by",
-            markup=False,
-            highlight=False,
-        )
-        raise typer.Exit(2)
+        raise fail("--trec-compat prints trec_eval's measures over every query: use it without --by")
     # measures by name: --measure, trec_eval's layout, a store-less evaluation, and trec-compat in every format
     ks = cutoffs(k)
     by_name = measure or (fmt is Format.trec) or qrels is not None or trec_compat
@@ -101,8 +63,7 @@ def run_metrics(
     try:
         con, run_id, load_notes = _open(db, qrels, run, threshold, measures_only)
     except (StoreError, ValueError, ValidationFailed, OSError, duckdb.Error) as exc:
-        err.print(str(exc), markup=False, highlight=False)
-        raise typer.Exit(2) from exc
+        raise fail(exc) from exc
     try:
         if measures_only:
             names = measure or measures_for_ks(ks, trec=trec_compat or fmt is Format.trec)
@@ -114,10 +75,11 @@ def run_metrics(
             emit_measures(res, fmt, per_case_rows, load_notes)
             return
         ctx = resolve(con, run_id, ks, stage=stage.value, gain=gain.value, split=split)
-        table, context, notes = _compute(con, ctx, by, trec_compat, per_case_rows, view, seed)
+        from ragtriage.app.evaluate import metrics_view
+
+        table, context, notes = metrics_view(con, ctx, by, trec_compat, per_case_rows, view.value, seed)
     except (MetricsError, StoreError, duckdb.Error) as exc:
-        err.print(str(exc), markup=False, highlight=False)
-        raise typer.Exit(2) from exc
+        raise fail(exc) from exc
     finally:
         con.close()
     show(Output(table, context, notes), fmt)
@@ -130,7 +92,7 @@ def _open(
     (``measures_only``: one that holds only what measures by name read, when the files allow it)."""
     if qrels is None:
         return open_existing(db, read_only=True), run, []
-    from ragtriage.evaluation import memory_store
+    from ragtriage.app.evaluate import memory_store
 
     return memory_store(qrels, Path(run), threshold=threshold, measures_only=measures_only)
 
@@ -143,9 +105,9 @@ def emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[
     if fmt is Format.trec:
         for name, value in res.context.items():
             if value is not None:
-                err.print(f"# {name}: {value}", markup=False, highlight=False)
+                say(f"# {name}: {value}", err=True)
         for note in notes:
-            err.print(f"# {note}", markup=False, highlight=False)
+            say(f"# {note}", err=True)
         show(Output(res.trec_rows(per_query=rows)), fmt)
         return
     table = res.wide if rows else res.aggregate
@@ -158,38 +120,51 @@ def emit_measures(res: MeasureResult, fmt: Format, rows: bool, load_notes: list[
     show(Output(table, res.context, notes), fmt)
 
 
-def _compute(
-    con: duckdb.DuckDBPyConnection, ctx: EvalContext, by: str | None, trec: bool, rows: bool, view: View, seed: int
-) -> tuple[pa.Table, dict[str, Any], list[str]]:
-    """The figures of one view over the command's resolved context."""
-    run = ctx.run_id
-    base: dict[str, Any] = {
-        "run": run,
-        "stage": ctx.stage,
-        "split": ctx.split,
-        "unit": ctx.unit,
-        "relevance threshold": f"grade >= {ctx.threshold} ({ctx.threshold_source})",
-        "gain": "linear" if trec else ctx.gain,
-        "mode": "trec-compat" if trec else "default",
-        **population_header(population_counts(con, ctx, trec=trec), ctx.population),
-        **labels_header(con, ctx.labels),
-    }
-    notes = [*NOTES, *population_notes(ctx.population)]
-    if view is View.latency:
-        return latency_report(con, run), _context({"run": run}), ["latency in ms from events"]
-    if view is View.judged:
-        notes = [
-            f"Judged@{ctx.depth} = judged results in the top {ctx.depth} / results there (ir_measures); "
-            "mostly_unjudged: more than half of the returned top k has no label."
-        ]
-        return judged_report(con, ctx), _context(base), notes
-    if view is View.stages:
-        staged = stages(con, ctx)
-        src = staged.per_case if rows else staged.summary
-        return src, _context({**base, "stage": "candidate vs final", "candidate_k": staged.candidate_k}), []
-    if by:
-        return slices(con, ctx, by, seed=seed), _context(base), notes
-    if rows:
-        return shown_columns(per_case_context(con, ctx), ctx.gain), _context(base), notes
-    rep = summarize(con, ctx, seed=seed)
-    return _report_table(rep), _context(base), notes
+def run_spark_metrics(
+    qrels: Path | None,
+    run: str,
+    k: str,
+    measure: list[str] | None,
+    threshold: int | None,
+    gain: Gain,
+    trec_compat: bool,
+    per_case_rows: bool,
+    master: str | None,
+    fmt: Format,
+) -> None:
+    """`metrics --engine spark`: the measures of a qrels and a run file (or Parquet folder) computed by Apache Spark
+    (``ragtriage.spark``), printed exactly as the DuckDB engine prints them. Every input or Spark error exits 2
+    with one line."""
+    if qrels is None or not run:
+        raise fail("--engine spark evaluates files: give --qrels FILE and --run FILE (TREC text or Parquet)")
+    names = measure or measures_for_ks(cutoffs(k), trec=trec_compat or fmt is Format.trec)
+    from ragtriage.spark import SparkUnavailable, get_session
+    from ragtriage.spark.evaluate import evaluate
+
+    try:
+        spark = get_session(master)
+        _quiet(spark)
+        res = evaluate(
+            spark, str(qrels), run, names, trec_compat=trec_compat, threshold=threshold, gain=gain.value
+        ).result()
+    except (SparkUnavailable, ValueError, OSError) as exc:
+        raise fail(exc) from exc
+    except Exception as exc:
+        if not _spark_error(exc):
+            raise
+        raise fail(f"Spark: {str(exc).strip().splitlines()[0]}") from exc
+    emit_measures(res, fmt, per_case_rows, [])
+
+
+def _quiet(spark: object) -> None:
+    """Spark's own log at ERROR (a classic session; Spark Connect has no SparkContext here)."""
+    try:
+        spark.sparkContext.setLogLevel("ERROR")  # type: ignore[attr-defined]
+    except Exception:  # Spark Connect: the server's log is the server's
+        return
+
+
+def _spark_error(exc: Exception) -> bool:
+    from pyspark.errors import PySparkException
+
+    return isinstance(exc, PySparkException)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import app
+from ragtriage.cli._app import app, say
 from ragtriage.cli._app import fail as _fail
 from ragtriage.contract.limits import MAX_CUTOFF
 
@@ -136,7 +136,7 @@ def record(
     except (RecordError, ValidationFailed, ValueError) as exc:
         raise _fail(exc) from None
     except KeyboardInterrupt:
-        err.print("abandoned; the cases finished so far are journaled: continue with --resume", markup=False)
+        say("abandoned; the cases finished so far are journaled: continue with --resume", err=True)
         raise typer.Exit(130) from None
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -183,12 +183,12 @@ def _summary(result: RecordResult, out: Path) -> None:
     o, rec = result.outcome, result.manifest["record"]
     lat = rec["latency"]
     p = "no latency" if lat["p95_ms"] is None else f"p50 {lat['p50_ms']:.1f} ms, p95 {lat['p95_ms']:.1f} ms"
-    err.print(
+    say(
         f"recorded {o.recorded} of {o.total} cases into {out} at concurrency {rec['concurrency']}: "
         f"{p} over {lat['requests']} requests, {o.errors} error(s), {o.timeouts} timeout(s)",
-        markup=False,
+        err=True,
     )
     if not o.recorded:
-        err.print("stopped before the first case was recorded: nothing was written", markup=False)
+        say("stopped before the first case was recorded: nothing was written", err=True)
     elif not result.complete:
-        err.print(f"stopped early: the run is marked incomplete; continue with --resume --out {out}", markup=False)
+        say(f"stopped early: the run is marked incomplete; continue with --resume --out {out}", err=True)

@@ -16,10 +16,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, FORCE_HELP, app, classified_first, open_existing, output_path
+from ragtriage.cli._app import (
+    DEFAULT_DB_PATH,
+    FORCE_HELP,
+    app,
+    classified_first,
+    output_path,
+    say,
+    store_for,
+)
+from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.metrics_options import Cases, CasesOpt, StoreThresholdOpt
 from ragtriage.contract.limits import MAX_CUTOFF
-from ragtriage.safe_text import visible
 
 if TYPE_CHECKING:
     from ragtriage.loading import BackgroundLoad
@@ -28,7 +36,6 @@ if TYPE_CHECKING:
 err = Console(stderr=True, soft_wrap=True)
 
 DbOpt = Annotated[Path, typer.Option("--db", help="DuckDB store file (opened read-only).")]
-RunOpt = Annotated[str | None, typer.Option("--run", help="Run to triage (default: the last run id).")]
 RunsOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -36,11 +43,6 @@ RunsOpt = Annotated[
         help="Run to triage (default: the last run id); with --qrels/--dataset, a run file to load (repeatable).",
     ),
 ]
-
-
-def _fail(message: str) -> typer.Exit:
-    err.print(visible(message, keep_newlines=True), markup=False, highlight=False)
-    return typer.Exit(2)
 
 
 def _run_app(
@@ -161,11 +163,7 @@ def _cached_store(
         raise _fail(str(exc)) from exc
     fresh = rebuild or not path.exists()
     how = "loading the files now; the next opening reads it" if fresh else "read from the cache, nothing loaded"
-    err.print(
-        visible(f"store: {path} ({how}; keyed by the files' contents; --rebuild loads them again)"),
-        markup=False,
-        highlight=False,
-    )
+    say(f"store: {path} ({how}; keyed by the files' contents; --rebuild loads them again)", err=True)
     inputs = ", ".join(Path(str(p)).name for p in (dataset or qrels, *runs))
     return path, BackgroundLoad(req, path, rebuild=rebuild, what=inputs) if fresh else None
 
@@ -222,7 +220,7 @@ def _removed_on_exit(folder: Path) -> Iterator[Path]:
 def _demo(root: Path, runs: list[Path], target: Path, *, temporary: bool) -> None:
     from ragtriage.contract.errors import ValidationFailed
     from ragtriage.sample import DEMO_BASELINE, DEMO_RUN
-    from ragtriage.store import StoreError, connect, load_dataset, load_run
+    from ragtriage.store import StoreError, connect, load_dataset, load_run, run_ids
 
     try:
         con = connect(target)
@@ -230,7 +228,7 @@ def _demo(root: Path, runs: list[Path], target: Path, *, temporary: bool) -> Non
             load_dataset(con, root / "dataset")
             for run_dir in runs:
                 load_run(con, run_dir)
-            loaded = {str(r[0]) for r in con.execute("SELECT run_id FROM runs").fetchall()}
+            loaded = set(run_ids(con))
         finally:
             con.close()
     except (StoreError, ValidationFailed, OSError, ValueError) as exc:
@@ -241,7 +239,7 @@ def _demo(root: Path, runs: list[Path], target: Path, *, temporary: bool) -> Non
             f"demo store: {target}, removed on exit with its notes (keep them: ragtriage demo --db FILE)", markup=False
         )
     else:
-        err.print(f"demo store: {target} (notes kept beside it in {target.name}.notes.sqlite)", markup=False)
+        say(f"demo store: {target} (notes kept beside it in {target.name}.notes.sqlite)", err=True)
     _run_app(target, run, baseline, None)
 
 
@@ -260,22 +258,15 @@ def export_notes(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Write every failing or annotated case with auto and human triage and its metrics to CSV."""
-    import duckdb
-
     from ragtriage.csv_out import write_csv
     from ragtriage.notes import NotesError, NotesStore, notes_path_for
     from ragtriage.notes.export import ExportError, export_table
-    from ragtriage.store import StoreError
 
     output_path(csv, db, force)
     classified_first(db)
     try:
-        con = open_existing(db, read_only=True)
-        try:
-            store = NotesStore(notes_path_for(db))
-            rows = write_csv(export_table(con, store, run), csv)
-        finally:
-            con.close()
-    except (StoreError, NotesError, ExportError, OSError, duckdb.Error) as exc:
+        with store_for(db) as con:
+            rows = write_csv(export_table(con, NotesStore(notes_path_for(db)), run), csv)
+    except (NotesError, ExportError) as exc:
         raise _fail(str(exc)) from exc
-    err.print(visible(f"wrote {rows} rows to {csv}"), markup=False)
+    say(f"wrote {rows} rows to {csv}", err=True)

@@ -22,7 +22,6 @@ import pyarrow as pa
 
 from ragtriage.arrays import table_of
 from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
-from ragtriage.experiments.paired import CORRECTIONS, TESTS, adjust, paired_pvalues
 from ragtriage.gate import sources
 from ragtriage.gate.paired_table import (
     INTERVAL_RESAMPLES,
@@ -32,6 +31,7 @@ from ragtriage.gate.paired_table import (
     pair_stats,
     paired_matrix,
 )
+from ragtriage.gate.significance import CORRECTIONS, TESTS, adjust, paired_pvalues
 from ragtriage.metrics.distribution import CONFIDENCE, bootstrap_means
 
 BOOTSTRAP_RESAMPLES = INTERVAL_RESAMPLES

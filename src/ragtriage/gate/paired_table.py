@@ -9,7 +9,7 @@ and cases they print the same mean difference, interval and p-value, digit for d
 A case is paired when it has a relevant unit and every run has a defined value for it; differences are
 ``candidate - baseline``. The interval is a percentile bootstrap of the mean difference, seeded per column
 (``INTERVAL_RESAMPLES`` resamples: the interval describes, the test decides); the p-value is the two-sided
-sign-flip randomization test of ``significance`` (``n_resamples``), or a test of ``experiments.paired``.
+sign-flip randomization test of ``significance`` (``n_resamples``), or its ``paired_pvalues``.
 """
 
 from __future__ import annotations

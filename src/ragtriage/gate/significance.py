@@ -9,6 +9,12 @@ scipy; we do not call it because it resamples one comparison at a time, too slow
 10,000 resamples (``bench/`` compares the two). Here a Monte Carlo null is drawn over the non-zero differences only, as
 binomial counts per distinct value or as random bytes looked up in per-8-case tables (``_flip_sums``), which
 keeps a comparison of many cases at 10,000 resamples to a fraction of a second per metric.
+
+A table of runs x measures tests one hypothesis per cell ("this run's mean equals the baseline's"), so its
+p-values are corrected over every comparison of the table (``adjust``): Holm-Bonferroni (the family-wise error
+under any dependence, the default) or Benjamini-Hochberg (the false discovery rate; scipy's
+``false_discovery_control``). Besides the randomization test a table may use ``t`` (scipy's ``ttest_rel``) or
+``wilcoxon`` (scipy's signed-rank ``wilcoxon``, zero differences dropped): ``paired_pvalues``.
 """
 
 from __future__ import annotations
@@ -216,3 +222,76 @@ def paired_test(candidate: FloatArray, baseline: FloatArray, *, n_resamples: int
     """Bootstrap interval and randomization p-value of ``mean(candidate - baseline)`` over paired cases."""
     c, b = np.asarray(candidate, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     return paired_tests(c[:, None], b[:, None], n_resamples=n_resamples, seed=seed)[0]
+
+
+TESTS = {
+    "randomization": "paired randomization (sign-flip) test",
+    "t": "paired t-test (scipy.stats.ttest_rel)",
+    "wilcoxon": "Wilcoxon signed-rank test (scipy.stats.wilcoxon, zeros dropped)",
+}
+CORRECTIONS = {
+    "holm": "Holm-Bonferroni",
+    "bh": "Benjamini-Hochberg",
+}
+
+
+def paired_pvalues(
+    candidate: FloatArray, baseline: FloatArray, test: str, *, n_resamples: int = 10_000, seed: int = 0
+) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """Two-sided p-value of each column of two n x m matrices of paired per-case values; (p, exact).
+
+    A column whose differences are all zero has p = 1 (nothing to test); fewer than two cases give NaN.
+    """
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
+    cand, base = np.asarray(candidate, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    d = cand - base
+    n, m = d.shape
+    if n < 2:
+        return np.full(m, np.nan), np.zeros(m, dtype=bool)
+    if test == "randomization":
+        return sign_flip_tests(d, n_resamples=n_resamples, seed=seed)
+    from scipy import stats
+
+    varies = np.any(d != 0.0, axis=0)
+    p = np.ones(m)
+    if varies.any():
+        if test == "t":
+            res = stats.ttest_rel(cand[:, varies], base[:, varies], axis=0)
+        else:
+            res = stats.wilcoxon(d[:, varies], axis=0, zero_method="wilcox")
+        p[varies] = np.asarray(res.pvalue, dtype=np.float64)
+    # scipy's t-test gives NaN when every difference is the same non-zero value: no spread, no doubt of the sign
+    p[np.isnan(p) & varies] = 0.0
+    return p, np.zeros(m, dtype=bool)
+
+
+def holm(p: FloatArray) -> FloatArray:
+    """Holm-Bonferroni adjusted p-values: the i-th smallest of m is multiplied by (m - i + 1), made monotone by a
+    running maximum, capped at 1. NaNs stay NaN and are not counted in m."""
+    p = np.asarray(p, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    finite = np.flatnonzero(~np.isnan(p))
+    m = finite.size
+    if m == 0:
+        return out
+    order = finite[np.argsort(p[finite], kind="stable")]
+    scaled = p[order] * (m - np.arange(m))
+    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return out
+
+
+def adjust(p: FloatArray, correction: str) -> FloatArray:
+    """p-values adjusted over every finite entry of ``p`` (the whole table) by ``correction``."""
+    if correction == "holm":
+        return holm(p)
+    if correction == "bh":
+        from scipy.stats import false_discovery_control
+
+        p = np.asarray(p, dtype=np.float64)
+        out = np.full(p.shape, np.nan)
+        finite = ~np.isnan(p)
+        if finite.any():
+            out[finite] = false_discovery_control(p[finite], method="bh")
+        return out
+    raise ValueError(f"unknown correction {correction!r}; use one of {', '.join(CORRECTIONS)}")

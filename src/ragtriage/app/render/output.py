@@ -27,47 +27,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from ragtriage.app.render import Format, Output, OutputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from rich.console import Console
 
-
-class Format(StrEnum):
-    """The output formats every command accepts (``--format``)."""
-
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
-    trec = "trec"
-
-
-class OutputError(ValueError):
-    """A result cannot be written in the requested format (say which format to use instead)."""
-
-
-@dataclass(frozen=True)
-class Output:
-    """A typed result ready to print.
-
-    ``rows`` are the data (every column, in json and csv); ``shown`` optionally replaces them in the human
-    formats (table, markdown) when a reader needs fewer or pre-formatted columns. ``sections`` are further named
-    tables (worst regressions, counts). ``context`` says what the figures are of (run, k, threshold, gain):
-    every value is printed in the header and scalar ones become CSV columns.
-    """
-
-    rows: pa.Table
-    context: Mapping[str, Any] = field(default_factory=dict)
-    notes: Sequence[str] = ()
-    sections: Mapping[str, pa.Table] = field(default_factory=dict)
-    shown: pa.Table | None = None
-    json_columns: Sequence[str] = ()
-    title: str | None = None
-    empty: str = "no rows"
+__all__ = ["Format", "Output", "OutputError", "emit", "header", "markdown_cell", "render", "trec_text"]
 
 
 def header(context: Mapping[str, Any]) -> str:
@@ -320,12 +288,48 @@ def _markdown(out: Output) -> str:
 # ---------------------------------------------------------------- trec
 
 
-def _trec(out: Output) -> str:
-    """trec_eval's layout (``%-22s\t%s\t%6.4f``): one line per measure and query, ``all`` for aggregates
-    (written by :func:`ragtriage.trec_out.trec_text`)."""
-    from ragtriage.trec_out import trec_text
+_TREC_LINE = """CASE WHEN integer THEN printf('%-22s\t%s\t%d', measure, qid, CAST(round(value) AS BIGINT))
+                ELSE printf('%-22s\t%s\t%6.4f', measure, qid, value) END"""
 
+
+def _trec(out: Output) -> str:
+    """trec_eval's layout (``%-22s\t%s\t%6.4f``), so scripts that parse trec_eval's output read ours unchanged."""
     names = out.rows.column_names
     if "measure" not in names or "value" not in names:
         raise OutputError("--format trec writes trec_eval's measure/query/value lines; use it with `metrics`")
     return trec_text(out.rows)
+
+
+def trec_text(rows: pa.Table) -> str:
+    """``measure<TAB>qid|all<TAB>value`` per row in order: the name left-aligned in 22 characters, counts as
+    integers (``integer`` column, else when ``value`` is an integer column), every other value with four decimals.
+    A NULL ``case_id`` (or none) is ``all``; a NULL value (undefined for a query) prints as trec_eval's 0. Query
+    ids are made visible so a line stays one line; DuckDB's ``printf`` formats the whole table, no loop per query."""
+    import duckdb
+    import pyarrow as pa
+
+    from ragtriage.safe_text import visible_array
+
+    names = rows.column_names
+    n = rows.num_rows
+    qid = visible_array(rows.column("case_id")) if "case_id" in names else pa.nulls(n, pa.string())
+    measure = visible_array(rows.column("measure").cast(pa.string()))
+    columns, labels = [measure, qid, rows.column("value").cast(pa.float64())], ["measure", "qid", "value"]
+    if "integer" in names:
+        columns, labels = [*columns, rows.column("integer")], [*labels, "integer"]
+    integer = "integer" if "integer" in names else str(pa.types.is_integer(rows["value"].type)).upper()
+    # built from Arrow columns only (no Python values): pyarrow's constructors from Python import pandas
+    table = pa.table(columns, names=labels)
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    try:
+        con.register("_rows", table)
+        row = con.execute(
+            f"""SELECT string_agg({_TREC_LINE}, chr(10) ORDER BY i) || chr(10)
+                FROM (SELECT row_number() OVER () AS i, measure, coalesce(qid, 'all') AS qid,
+                             coalesce(value, 0.0) AS value, {integer} AS integer
+                      FROM _rows)"""
+        ).fetchone()
+        return str(row[0]) if row and row[0] is not None else ""
+    finally:
+        con.close()

@@ -1,8 +1,10 @@
-"""The comparison as titled sections of text cells, and the Markdown, JSON and CSV written from them.
+"""Every rendering of a comparison: ``compare --runs`` and ``report`` as titled sections of text cells (and the
+Markdown, JSON and CSV written from them), ``compare --run`` as an :class:`~ragtriage.app.render.output.Output`.
 
 The terminal table, the Markdown and the HTML report all render the same ``Section`` list, so they cannot
 disagree. Cells hold data-derived strings (run ids, slice values, case ids, configuration values) as they are;
-each renderer passes every cell through ``ragtriage.safe_text.visible`` and its own escaping.
+each renderer passes every cell through ``ragtriage.safe_text.visible`` and its own escaping. Every figure is
+printed with its metric name (which carries the cutoff), the paired cases, the seed and the resample count.
 """
 
 from __future__ import annotations
@@ -10,17 +12,20 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 
-from ragtriage.arrays import table_of
+from ragtriage.app.compare import Changes, OneComparison
+from ragtriage.app.render.output import Format, Output
+from ragtriage.arrays import table_of, table_of_rows
 from ragtriage.csv_out import csv_text
 from ragtriage.experiments.explain import CAUSES
 from ragtriage.experiments.runs_table import RunsComparison
 from ragtriage.experiments.safety import RunSafety
-from ragtriage.gate.compare import TIE
+from ragtriage.gate.compare import TIE, Comparison
+from ragtriage.gate.paired_table import method
 from ragtriage.safe_text import visible
 
 #: Column heads of the cases-per-cause table that fit 80 columns.
@@ -31,19 +36,6 @@ CAUSE_HEADERS = {
     "rerank-inversion": "rerank",
     "tie-order": "ties",
 }
-
-
-@dataclass(frozen=True)
-class Changes:
-    """What ``where_changed`` found, each part optional: per-slice table and its dimension, category tables."""
-
-    by: str | None = None
-    slices: pa.Table | None = None
-    categories: pa.Table | None = None
-    moved: pa.Table | None = None
-    safety: tuple[RunSafety, ...] = ()  # each run's leakage, shown before any figure
-    explained: pa.Table | None = None  # ``explain.explain_runs``: each candidate's dropped cases and their causes
-    causes: pa.Table | None = None  # cases per (run, measure, cause)
 
 
 @dataclass(frozen=True)
@@ -358,3 +350,115 @@ def to_csv(rc: RunsComparison, changes: Changes | None = None) -> str:
     )
     table = rc.table.add_column(1, "leakage", extra.column("leakage"))
     return csv_text(table.append_column("configuration_changes", extra.column("configuration_changes")))
+
+
+def print_sections(parts: list[Section]) -> None:
+    """Each section as a rich table of literal text (run ids and slice values may hold markup or escapes)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    for s in parts:
+        console.print(Text(visible(s.title), style="bold"))
+        if s.prose:
+            for n in s.notes:
+                console.print(Text("  " + visible(n)))
+            console.print()
+            continue
+        if not s.rows:
+            console.print(Text("  (none)"))
+        elif s.transitions:  # long values: one line each rather than a table squeezed into 80 columns
+            for run, key, before, after in s.rows:
+                console.print(Text(f"  {visible(run)}  {visible(key)}: {visible(before)} → {visible(after)}"))
+        else:
+            table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold")
+            for i, h in enumerate(s.headers):
+                justify: Literal["left", "right"] = "left" if i < s.text_columns else "right"
+                table.add_column(Text(visible(h)), no_wrap=True, justify=justify)
+            for row in s.rows:
+                table.add_row(*(Text(visible(c)) for c in row))
+            console.print(table)
+        for n in s.notes:
+            console.print(Text("  " + visible(n)))
+        console.print()
+
+
+def comparison_text(rc: RunsComparison, changes: Changes, fmt: Format) -> str | None:
+    """``compare --runs`` in ``fmt`` as text; None for the table format, which :func:`print_sections` prints."""
+    if fmt is Format.json:
+        return to_json(rc, changes)
+    if fmt is Format.csv:  # --explain: one row per drop, its evidence as JSON
+        return csv_text(changes.explained) if changes.explained is not None else to_csv(rc, changes)
+    if fmt is Format.markdown:
+        return to_markdown(sections(rc, changes))
+    return None
+
+
+TEXT_HEADERS = ["slice", "metric", "n", "W/T/L", "base", "cand", "Δ mean", "95% CI", "p"]
+EXPLAIN_NOTE = (
+    "one cause per dropped (case, measure), the first that holds: label-change, tie-order, candidate-miss, "
+    "unjudged-displacement, rerank-inversion, other (docs/experiments.md)"
+)
+
+
+def text_rows(c: Comparison, digits: int = 4) -> list[list[str]]:
+    """Summary rows formatted for a terminal (``digits=3`` fits 80 columns) or Markdown table."""
+    out = []
+    for r in c.summary.to_pylist():
+        ci = "n/a" if _clean(r["ci_low"]) is None else f"[{r['ci_low']:+.{digits}f}, {r['ci_high']:+.{digits}f}]"
+        p = "n/a" if _clean(r["p_value"]) is None else f"{r['p_value']:.{digits}g}"
+        out.append(
+            [
+                str(r["slice"]),
+                str(r["metric"]),
+                str(r["n"]),
+                f"{r['wins']}/{r['ties']}/{r['losses']}",
+                f"{r['baseline']:.{digits}f}",
+                f"{r['candidate']:.{digits}f}",
+                f"{r['mean_diff']:+.{digits}f}",
+                ci,
+                p,
+            ]
+        )
+    return out
+
+
+def one_output(one: OneComparison, fmt: Format = Format.json) -> Output:
+    """``compare --run``: the summary rows (numbers, for json/csv), the same rows formatted for a reader, and the
+    worst cases; the candidate's leakage (``experiments.safety``) leads the context, before any figure, then the
+    baseline's when it leaks (its figures include leaked rows), and the labels the figures use close it. With
+    ``--explain``, the cases per cause and every drop's cause: a reader (table, markdown) gets the causes that
+    occur and each drop's sentence, json every count and the evidence, csv (rows only) one row per drop with its
+    evidence."""
+    import pyarrow.compute as pc
+
+    result = one.result
+    schema = pa.schema([(h, pa.string()) for h in TEXT_HEADERS])
+    shown = table_of_rows([dict(zip(TEXT_HEADERS, row, strict=True)) for row in text_rows(result)], schema)
+    base = one.baseline_safety
+    context = {
+        "leakage": one.safety.phrase(),
+        **({"baseline leakage": f"baseline {result.baseline} {base.phrase()}"} if base.leaked_rows else {}),
+        "run": result.run_id,
+        "baseline": result.baseline,
+        "dataset": result.dataset_version[:12],
+        "k": list(result.ks),
+        "by": result.by,
+        "split": result.split or "all splits",
+        "stage": "final",
+        "method": method(n_resamples=result.n_resamples, seed=result.seed),
+        "unpaired": result.unpaired,
+        **one.labels,
+    }
+    parts = {"worst": result.worst}
+    if one.why is not None:
+        counts, explained = one.why.counts, one.why.explained
+        context["explain"] = EXPLAIN_NOTE
+        if fmt is Format.csv:
+            return Output(explained, context)
+        if fmt in (Format.table, Format.markdown):
+            counts = counts.filter(pc.greater(counts.column("cases"), 0))
+            explained = explained.drop_columns(["evidence"])
+        parts |= {"causes": counts, "explained": explained}
+    return Output(result.summary, context, sections=parts, shown=shown, json_columns=("evidence",))

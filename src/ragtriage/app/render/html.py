@@ -11,8 +11,8 @@ from __future__ import annotations
 import html
 from datetime import UTC, datetime
 
-from ragtriage.experiments.charts import INSTALL_HINT
-from ragtriage.experiments.render import Section, section_markdown
+from ragtriage.app.render.charts import INSTALL_HINT
+from ragtriage.app.render.comparison import Section, section_markdown
 from ragtriage.safe_text import visible
 from ragtriage.version import __version__
 

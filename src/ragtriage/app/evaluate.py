@@ -29,7 +29,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ragtriage.metrics.context import using
+from ragtriage.metrics import MetricReport
+from ragtriage.metrics.context import EvalContext, using
 from ragtriage.metrics.gain import DEFAULT_GAIN
 from ragtriage.metrics.measure_eval import MeasureResult, evaluate_run
 from ragtriage.metrics.measures import Measure
@@ -119,3 +120,63 @@ def evaluate(
         return Evaluation.of(res, load_notes)
     finally:
         con.close()
+
+
+NOTES = [
+    "P@k divides by k even when a list is shorter than k; nDCG@k is linear gain (trec_eval's ndcg_cut_k).",
+    "ci_low/ci_high: seeded 95% bootstrap interval of the mean (1000 resamples); zero_hit_rate: share of cases "
+    "with no relevant result in the top k.",
+]
+
+
+def _report_table(rep: MetricReport) -> pa.Table:
+    cols = ["name", "mean", "median", "p10", "min", "ci_low", "ci_high", "n", "zero_hit_rate"]
+    return rep.to_arrow().select(cols).rename_columns(["measure@k", *cols[1:]])
+
+
+def _context(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def metrics_view(
+    con: duckdb.DuckDBPyConnection, ctx: EvalContext, by: str | None, trec: bool, rows: bool, view: str, seed: int
+) -> tuple[pa.Table, dict[str, Any], list[str]]:
+    """``ragtriage metrics`` by view (summary, stages, judged, latency; ``by`` a slice, ``rows`` per case) over a
+    resolved context: (table, context, notes)."""
+    from ragtriage.metrics import judged_report, latency_report, slices, stages, summarize
+    from ragtriage.metrics.context import labels_header, population_header
+    from ragtriage.metrics.measure_eval import population_counts, population_notes
+    from ragtriage.metrics.measures import shown_columns
+    from ragtriage.metrics.per_case import per_case_context
+
+    run = ctx.run_id
+    base: dict[str, Any] = {
+        "run": run,
+        "stage": ctx.stage,
+        "split": ctx.split,
+        "unit": ctx.unit,
+        "relevance threshold": f"grade >= {ctx.threshold} ({ctx.threshold_source})",
+        "gain": "linear" if trec else ctx.gain,
+        "mode": "trec-compat" if trec else "default",
+        **population_header(population_counts(con, ctx, trec=trec), ctx.population),
+        **labels_header(con, ctx.labels),
+    }
+    notes = [*NOTES, *population_notes(ctx.population)]
+    if view == "latency":
+        return latency_report(con, run), _context({"run": run}), ["latency in ms from events"]
+    if view == "judged":
+        notes = [
+            f"Judged@{ctx.depth} = judged results in the top {ctx.depth} / results there (ir_measures); "
+            "mostly_unjudged: more than half of the returned top k has no label."
+        ]
+        return judged_report(con, ctx), _context(base), notes
+    if view == "stages":
+        staged = stages(con, ctx)
+        src = staged.per_case if rows else staged.summary
+        return src, _context({**base, "stage": "candidate vs final", "candidate_k": staged.candidate_k}), []
+    if by:
+        return slices(con, ctx, by, seed=seed), _context(base), notes
+    if rows:
+        return shown_columns(per_case_context(con, ctx), ctx.gain), _context(base), notes
+    rep = summarize(con, ctx, seed=seed)
+    return _report_table(rep), _context(base), notes
