@@ -25,7 +25,7 @@ import duckdb
 
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.digest import prefetch
-from ragtriage.contract.errors import Finding, ValidationFailed, path_findings
+from ragtriage.contract.errors import Finding, ValidationFailed, errors_of, path_findings, unreadable
 from ragtriage.contract.fields import CASES, LABELS, RESULTS
 from ragtriage.contract.frames import is_frame, stage_frame
 from ragtriage.contract.json_dicts import stage_json_dicts
@@ -41,9 +41,10 @@ from ragtriage.contract.trec import (
     stage_msmarco_run,
     stage_trec_qrels,
     stage_trec_run,
+    stage_trec_topics,
 )
-from ragtriage.contract.trec_topics import stage_trec_topics
 from ragtriage.store.discover import (
+    RunFiles,
     Source,
     discover_dataset,
     discover_run,
@@ -53,7 +54,7 @@ from ragtriage.store.discover import (
     stage_run,
 )
 from ragtriage.store.grades import apply_grade_map, derived_scale, parse_grade_map
-from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, write_run
+from ragtriage.store.load import LoadReport, Progress, RunWrite, noop, write_dataset, write_run
 from ragtriage.store.memory_cap import capped
 from ragtriage.store.trace_manifest import derive_manifest, first_span_time
 from ragtriage.store.traces import (
@@ -153,12 +154,13 @@ def _load(
         progress("reading cases, labels, documents")
         summary.dataset = _byo_dataset(con, req, grade_map)
     seen: dict[str, str] = {}
+    how = RunWrite(req.replace, req.strict, progress)
     for item in req.runs:
         src = item if isinstance(item, RunSource) else RunSource(item)
         progress("reading run")
-        summary.runs += _load_run(con, src, req, seen, progress)
+        summary.runs += _load_run(con, src, req, seen, how)
     if req.traces:
-        summary.runs.append(_trace_run(con, req, seen, progress))
+        summary.runs.append(_trace_run(con, req, seen, how))
         if left_out:
             summary.runs[-1].extra_notes.append(
                 f"{left_out:,} span(s) whose query is no case of the store's dataset left out (a load with "
@@ -215,13 +217,11 @@ def _trace_options(req: LoadRequest) -> TraceOptions:
 
 def _with_trace_cases(con: duckdb.DuckDBPyConnection, req: LoadRequest, staged: dict[str, Staged]) -> None:
     """Add the cases of unmatched trace queries to the staged cases (they join this dataset version)."""
-    if req.traces and not _unreadable(staged["cases"].findings):
+    if req.traces and not unreadable(staged["cases"].findings):
         staged["cases"] = match_cases(con, staged["cases"], _trace_options(req))
 
 
-def _trace_run(
-    con: duckdb.DuckDBPyConnection, req: LoadRequest, seen: dict[str, str], progress: Progress
-) -> LoadReport:
+def _trace_run(con: duckdb.DuckDBPyConnection, req: LoadRequest, seen: dict[str, str], how: RunWrite) -> LoadReport:
     rid = str(req.trace_run_id)
     label = ", ".join(source_label(p, i) for i, p in enumerate(req.traces))
     _claim(rid, label, seen)
@@ -234,20 +234,7 @@ def _trace_run(
     if (started := first_span_time(con)) is not None:
         manifest.setdefault("created_at", started)
     files = [(Path(p), 0) for p in req.traces if isinstance(p, (str, Path))]
-    rep = write_run(
-        con,
-        rid,
-        manifest,
-        staged,
-        _current_unit(con),
-        "traces",
-        RunFacts(),
-        req.replace,
-        files,
-        label,
-        progress,
-        strict=req.strict,
-    )
+    rep = write_run(con, rid, manifest, staged, _current_unit(con), "traces", RunFacts(), files, label, how)
     write_repeats(con, rid)
     rep.extra_notes.append(match_note(con, _trace_options(req)))
     drop_trace_tables(con)
@@ -275,11 +262,11 @@ def _byo_dataset(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: di
     if manifest is None:
         raise ValidationFailed(findings)
     staged = {"labels": stage_qrels(con, req.qrels, req.qrels_fmt)}
-    if _unreadable(staged["labels"].findings):  # a reader error aborts the transaction: nothing more can be read
+    if unreadable(staged["labels"].findings):  # a reader error aborts the transaction: nothing more can be read
         raise ValidationFailed(list(staged["labels"].findings))
     if req.topics is not None:
         staged["cases"] = stage_topics(con, req.topics, req.topics_fmt)
-    elif not _unreadable(staged["labels"].findings):
+    else:
         # Without topics, the cases are the qrels' queries and each query is shown as its id.
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE stg_cases AS
@@ -306,8 +293,8 @@ def _write_dataset(
 ) -> LoadReport:
     for s in staged.values():
         findings = findings + s.findings
-    if _unreadable(findings):
-        raise ValidationFailed([f for f in findings if f.severity == "error"])
+    if unreadable(findings):
+        raise ValidationFailed(errors_of(findings))
     if grade_map:
         apply_grade_map(con, staged["labels"].name, grade_map)
         manifest.grade_map = grade_map
@@ -357,9 +344,9 @@ def _has_key(path: Path, key: str) -> bool:
 
 
 def _sniff(path: Path, role: str, fmt: str | None) -> Any:
-    unreadable = path_findings(path)
-    if unreadable:
-        raise ValidationFailed(unreadable)
+    missing = path_findings(path)
+    if missing:
+        raise ValidationFailed(missing)
     damaged = compression_findings(path)
     if damaged:
         raise ValidationFailed(damaged)
@@ -376,12 +363,6 @@ def _stem(source: str | Path) -> str:
         if name.lower().endswith(ext) and len(name) > len(ext):
             name = name[: -len(ext)]
     return name
-
-
-def _unreadable(findings: list[Finding]) -> bool:
-    from ragtriage.store.load import UNREADABLE
-
-    return any(f.code in UNREADABLE and f.severity == "error" for f in findings)
 
 
 def _claim(rid: str, source: str, seen: dict[str, str]) -> None:
@@ -418,7 +399,7 @@ def stage_run_file(
 
 
 def _load_run(
-    con: duckdb.DuckDBPyConnection, src: RunSource, req: LoadRequest, seen: dict[str, str], progress: Progress
+    con: duckdb.DuckDBPyConnection, src: RunSource, req: LoadRequest, seen: dict[str, str], how: RunWrite
 ) -> list[LoadReport]:
     unit = _current_unit(con)
     manifest: dict[str, Any] = {}
@@ -436,7 +417,7 @@ def _load_run(
         if path.is_dir():
             rf = discover_run(path, req.fmt)
             if not rf.trec:
-                return [_write_folder_run(con, rf, src, req, unit, seen, progress)]
+                return [_write_folder_run(con, rf, src, unit, seen, how)]
             manifest = _run_manifest(rf.manifest)
             files = [(rf.manifest, 1)] if rf.manifest else []
             path = rf.results
@@ -445,8 +426,8 @@ def _load_run(
         default_id = _stem(path)
         parts = {"results": staged}
         files = [*files, (path, staged.rows)]
-    if _unreadable(staged.findings):
-        raise ValidationFailed([f for f in staged.findings if f.severity == "error"])
+    if unreadable(staged.findings):
+        raise ValidationFailed(errors_of(staged.findings))
     if fmt in ("trec", "msmarco", "json", "frame") and unit == "chunk":
         docno_is_chunk(con, facts.base_table or "stg_results")
     tags = facts.tags
@@ -457,22 +438,7 @@ def _load_run(
             con.execute(f"CREATE OR REPLACE TEMP VIEW stg_tag AS SELECT * FROM stg_results WHERE tag = {sql_str(tag)}")
             part = Staged("stg_tag", staged.path, staged.fmt, tags[tag], staged.findings, staged.line_label)
             one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)  # depth: per tag
-            out.append(
-                write_run(
-                    con,
-                    tag,
-                    dict(manifest),
-                    {"results": part},
-                    unit,
-                    fmt,
-                    one,
-                    req.replace,
-                    files,
-                    label,
-                    progress,
-                    strict=req.strict,
-                )
-            )
+            out.append(write_run(con, tag, dict(manifest), {"results": part}, unit, fmt, one, files, label, how))
         return out
     first_tag = next(iter(tags), None)
     rid = src.run_id or manifest.get("run_id") or first_tag or default_id
@@ -501,9 +467,7 @@ def _load_run(
             )
         )
     staged.findings = staged.findings + warnings
-    report = write_run(
-        con, rid, manifest, parts, unit, fmt, facts, req.replace, files, label, progress, strict=req.strict
-    )
+    report = write_run(con, rid, manifest, parts, unit, fmt, facts, files, label, how)
     report.renamed = renamed
     return [report]
 
@@ -518,33 +482,14 @@ def _run_manifest(path: Path | None) -> dict[str, Any]:
 
 
 def _write_folder_run(
-    con: duckdb.DuckDBPyConnection,
-    rf: Any,
-    src: RunSource,
-    req: LoadRequest,
-    unit: str,
-    seen: dict[str, str],
-    progress: Progress,
+    con: duckdb.DuckDBPyConnection, rf: RunFiles, src: RunSource, unit: str, seen: dict[str, str], how: RunWrite
 ) -> LoadReport:
     manifest = _run_manifest(rf.manifest)
     rid = src.run_id or manifest.get("run_id") or rf.root.stem
     _claim(rid, str(rf.root), seen)
     staged, _ = stage_run(con, rf, unit)
     files = ([(rf.manifest, 1)] if rf.manifest else []) + [(s.path, s.rows) for s in staged.values()]
-    return write_run(
-        con,
-        rid,
-        manifest,
-        staged,
-        unit,
-        "folder",
-        RunFacts(),
-        req.replace,
-        files,
-        str(rf.root),
-        progress,
-        strict=req.strict,
-    )
+    return write_run(con, rid, manifest, staged, unit, "folder", RunFacts(), files, str(rf.root), how)
 
 
 def _current_unit(con: duckdb.DuckDBPyConnection) -> str:

@@ -129,13 +129,12 @@ def _stage(
 
 def _general_run(con: duckdb.DuckDBPyConnection, run: Path) -> TrecRun:
     """``stg_run`` read by the general TREC reader (any whitespace, every bad line found and raised)."""
-    from ragtriage.contract.errors import ValidationFailed
+    from ragtriage.contract.errors import ValidationFailed, errors_of, has_errors
     from ragtriage.contract.trec import stage_trec_run
 
     staged, _facts = stage_trec_run(con, run, "stg_run_any")
-    errors = [f for f in staged.findings if f.severity == "error"]
-    if errors:
-        raise ValidationFailed(errors)
+    if has_errors(staged.findings):
+        raise ValidationFailed(errors_of(staged.findings))
     con.execute(
         """CREATE OR REPLACE TABLE stg_run AS
            SELECT case_id, document_id, chunk_id, score, tag FROM stg_run_any ORDER BY line"""
