@@ -12,6 +12,7 @@ the file's rank order is kept and trec_eval on the converted file gives the same
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,20 +73,32 @@ class RunFacts:
     base_table: str | None = None  # the table behind a staged view (what a chunk-mode load updates)
 
 
-def split_lines(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, comments: bool = True) -> list[Finding]:
-    """Create ``{name}__raw(line, p)``: the non-blank lines (and, with ``comments``, not ``#`` lines), split."""
+def read_raw(con: duckdb.DuckDBPyConnection, path: Path, name: str, select: Callable[[str], str]) -> list[Finding]:
+    """Create ``{name}__raw`` as the query ``select`` makes of the file's lines (``lines_sql(path, "t")``), once
+    the checks every text reader makes first pass (a corrupt file is never decompressed); the findings, with the
+    reader's error when DuckDB cannot read the file."""
     findings = encoding_findings(path)
     if has_errors(findings):
         return findings
-    skip = "AND NOT starts_with(ltrim(t), '#')" if comments else ""
     try:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name}__raw AS SELECT line, {_SPLIT} AS p "
-            f"FROM ({lines_sql(path, 't')}) WHERE t IS NOT NULL AND trim(t, ' ' || chr(9) || chr(13)) <> '' {skip}"
-        )
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name}__raw AS {select(lines_sql(path, 't'))}")
     except duckdb.Error as exc:
         return [*findings, read_error(str(path), exc)]
     return findings
+
+
+def split_lines(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, comments: bool = True) -> list[Finding]:
+    """Create ``{name}__raw(line, p)``: the non-blank lines (and, with ``comments``, not ``#`` lines), split."""
+    skip = "AND NOT starts_with(ltrim(t), '#')" if comments else ""
+    return read_raw(
+        con,
+        path,
+        name,
+        lambda lines: (
+            f"SELECT line, {_SPLIT} AS p FROM ({lines}) "
+            f"WHERE t IS NOT NULL AND trim(t, ' ' || chr(9) || chr(13)) <> '' {skip}"
+        ),
+    )
 
 
 def not_finite(x: str) -> str:
@@ -212,6 +225,8 @@ def _rank_trec_run(
     key = "tag, case_id" if by_tag else "case_id"
     if read is not None and not by_tag:
         firsts = read.cases
+        rows, depth = con.execute(f"SELECT sum(n), max(n) FROM {firsts}").fetchall()[0]
+        one_tag, tag = read.tag is not None, read.tag
     else:
         firsts = f"{name}__first"
         con.execute(
@@ -220,10 +235,6 @@ def _rank_trec_run(
                        max(tag) AS tag_hi
                 FROM {data} GROUP BY {key}"""
         )
-    if read is not None and not by_tag:
-        rows, depth = con.execute(f"SELECT sum(n), max(n) FROM {firsts}").fetchall()[0]
-        one_tag, tag = read.tag is not None, read.tag
-    else:
         rows, depth, one_tag, tag = con.execute(
             f"SELECT coalesce(sum(n), 0), coalesce(max(n), 0), min(tag_lo) = max(tag_hi), min(tag_lo) FROM {firsts}"
         ).fetchall()[0]
@@ -243,7 +254,7 @@ def _rank_trec_run(
                 FROM (SELECT s.*, {nulls} FROM {data} s)"""
         )
     # one tag (the usual case) is known from the per-query ranges; only a file with several is grouped by tag
-    facts.tags = {str(tag): int(rows)} if one_tag else _tag_counts(con, data)
+    facts.tags = {str(tag): int(rows)} if one_tag else tag_counts(con, data)
     return Staged(name, path, "trec", int(rows), findings, "line"), facts
 
 
@@ -299,8 +310,9 @@ def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
     return _finish(con, name, path, "msmarco", findings), facts
 
 
-def _tag_counts(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, int]:
-    rows = con.execute(f"SELECT tag, count(*) FROM {name} GROUP BY tag ORDER BY min(line)").fetchall()
+def tag_counts(con: duckdb.DuckDBPyConnection, name: str, line: str = "line") -> dict[str, int]:
+    """Each run tag of ``name`` and its line count, in the order of each tag's first line (column ``line``)."""
+    rows = con.execute(f"SELECT tag, count(*) FROM {name} GROUP BY tag ORDER BY min({line})").fetchall()
     return {str(t): int(n) for t, n in rows}
 
 
@@ -360,19 +372,15 @@ def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, h
 
 def stage_tsv_queries(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
     """Stage ``qid<TAB>query text`` lines (the MS MARCO / TREC topics TSV) as cases."""
-    findings = encoding_findings(path)
+
+    def select(lines: str) -> str:
+        return f"""SELECT line, trim(t[1:strpos(t, chr(9)) - 1]) AS id,
+                          trim(t[strpos(t, chr(9)) + 1:], ' ' || chr(13)) AS query, strpos(t, chr(9)) AS tab
+                   FROM ({lines}) WHERE t IS NOT NULL AND trim(t) <> ''"""
+
+    findings = read_raw(con, path, name, select)
     if has_errors(findings):
         return Staged(name, path, "tsv", 0, findings, "line")
-    try:
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE {name}__raw AS
-                SELECT line, trim(t[1:strpos(t, chr(9)) - 1]) AS id,
-                       trim(t[strpos(t, chr(9)) + 1:], ' ' || chr(13)) AS query,
-                       strpos(t, chr(9)) AS tab
-                FROM ({lines_sql(path, "t")}) WHERE t IS NOT NULL AND trim(t) <> ''"""
-        )
-    except duckdb.Error as exc:
-        return Staged(name, path, "tsv", 0, [*findings, read_error(str(path), exc)], "line")
     findings += counted(
         con, f"{name}__raw", "tab = 0", "left(id, 40)", path, None, "bad-columns", "expected 'id<TAB>query'"
     )
@@ -388,26 +396,23 @@ def stage_trec_topics(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
     is loose (``<num>`` and ``<title>`` are rarely closed, ``Number:`` and ``Topic:`` prefixes come and go), so each
     ``<top>`` block is gathered from its lines in SQL and its number and title are taken with regular expressions:
     the text up to the next tag, whitespace collapsed."""
-    findings = encoding_findings(path)
+
+    def select(lines: str) -> str:
+        return f"""WITH l AS (SELECT line, coalesce(t, '') AS t,
+                                     sum(CASE WHEN regexp_matches(t, '(?i)<top>') THEN 1 ELSE 0 END)
+                                         OVER (ORDER BY line) AS block
+                              FROM ({lines})),
+                     b AS (SELECT block, min(line) AS line, string_agg(t, ' ' ORDER BY line) AS body
+                           FROM l WHERE block > 0 GROUP BY block)
+                     SELECT line,
+                            nullif(regexp_extract(body, '(?i)<num>\\s*(?:number:)?\\s*([^\\s<]+)', 1), '') AS id,
+                            nullif(trim(regexp_replace(regexp_extract(body, '(?i)<title>\\s*(?:topic:)?([^<]*)', 1),
+                                                       '\\s+', ' ', 'g')), '') AS query
+                     FROM b"""
+
+    findings = read_raw(con, path, name, select)
     if has_errors(findings):
         return Staged(name, path, "trec-topics", 0, findings, "line")
-    try:
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE {name}__raw AS
-                WITH l AS (SELECT line, coalesce(t, '') AS t,
-                                  sum(CASE WHEN regexp_matches(t, '(?i)<top>') THEN 1 ELSE 0 END)
-                                      OVER (ORDER BY line) AS block
-                           FROM ({lines_sql(path, "t")})),
-                b AS (SELECT block, min(line) AS line, string_agg(t, ' ' ORDER BY line) AS body
-                      FROM l WHERE block > 0 GROUP BY block)
-                SELECT line,
-                       nullif(regexp_extract(body, '(?i)<num>\\s*(?:number:)?\\s*([^\\s<]+)', 1), '') AS id,
-                       nullif(trim(regexp_replace(regexp_extract(body, '(?i)<title>\\s*(?:topic:)?([^<]*)', 1),
-                                                  '\\s+', ' ', 'g')), '') AS query
-                FROM b"""
-        )
-    except duckdb.Error as exc:
-        return Staged(name, path, "trec-topics", 0, [*findings, read_error(str(path), exc)], "line")
     findings += counted(
         con, f"{name}__raw", "id IS NULL", "line", path, "num", "missing-field", "a <top> without <num>"
     )

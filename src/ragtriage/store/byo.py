@@ -15,7 +15,7 @@ fact a report must print about it (topics ignored, scores derived from ranks, ta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +30,7 @@ from ragtriage.contract.fields import CASES, LABELS, RESULTS
 from ragtriage.contract.frames import is_frame, stage_frame
 from ragtriage.contract.json_dicts import stage_json_dicts
 from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
-from ragtriage.contract.sniff import SniffError, sniff
+from ragtriage.contract.sniff import Sniffed, SniffError, sniff
 from ragtriage.contract.staging import Staged, compression_findings, drop_staged, sql_str, stage
 from ragtriage.contract.traces import TraceOptions
 from ragtriage.contract.traces.stage import TraceSource, source_label
@@ -304,21 +304,57 @@ def _write_dataset(
     return write_dataset(con, manifest, staged, findings, extra_files, strict=strict)
 
 
+Reader = Callable[[duckdb.DuckDBPyConnection, Path, Sniffed, bool], "tuple[Staged, RunFacts]"]
+"""The reader of one (role, format): given the connection, the file, what sniffing found (a BEIR header) and
+whether each TREC tag is ranked apart, it stages the file as its role's table (:data:`STAGED`)."""
+
+STAGED = {"qrels": "stg_labels", "topics": "stg_cases", "run": "stg_results"}
+_CONTRACT = {"qrels": LABELS, "topics": CASES, "run": RESULTS}
+
+
+def _no_facts(staged: Staged) -> tuple[Staged, RunFacts]:
+    return staged, RunFacts()
+
+
+READERS: dict[tuple[str, str], Reader] = {
+    ("qrels", "trec"): lambda con, path, kind, _: _no_facts(stage_trec_qrels(con, path, "stg_labels")),
+    ("qrels", "beir"): lambda con, path, kind, _: _no_facts(
+        stage_beir_qrels(con, path, "stg_labels", header=kind.header)
+    ),
+    ("qrels", "json"): lambda con, path, kind, _: stage_json_dicts(con, path, "stg_labels", "qrels"),
+    ("topics", "trec-topics"): lambda con, path, kind, _: _no_facts(stage_trec_topics(con, path, "stg_cases")),
+    ("topics", "tsv"): lambda con, path, kind, _: _no_facts(stage_cases(con, Source(path, "tsv"), None)),
+    ("topics", "beir"): lambda con, path, kind, _: _no_facts(stage_cases(con, Source(path, "beir"), None)),
+    ("run", "trec"): lambda con, path, kind, by_tag: stage_trec_run(con, path, "stg_results", by_tag=by_tag),
+    ("run", "msmarco"): lambda con, path, kind, _: stage_msmarco_run(con, path, "stg_results"),
+    ("run", "json"): lambda con, path, kind, _: stage_json_dicts(con, path, "stg_results", "run"),
+}
+"""Every foreign format per role, sniffed from the content (``contract.sniff``); the contract's own tables
+(jsonl, csv, tsv, parquet) are read by ``contract.staging.stage`` with the role's table."""
+
+
+def stage_file(
+    con: duckdb.DuckDBPyConnection, path: Path, role: str, fmt: str | None = None, *, by_tag: bool = False
+) -> tuple[Staged, RunFacts]:
+    """Stage one file of ``role`` (qrels, topics, run) as :data:`STAGED`'s table: sniff, then its reader."""
+    drop_staged(con, STAGED[role])  # a view (TREC) or a table (the others), whichever the last input left
+    kind = _sniff(path, role, fmt)
+    if role == "topics" and kind.fmt == "jsonl" and _has_key(path, "_id"):
+        kind = Sniffed("beir")  # BEIR's queries.jsonl: _id and text
+    reader = READERS.get((role, kind.fmt))
+    if reader is not None:
+        return reader(con, path, kind, by_tag)
+    # a run's typed results are read once or twice by the load: a Parquet run is a view, not a copy
+    return _no_facts(stage(con, path, _CONTRACT[role], STAGED[role], fmt=kind.fmt, materialize=role != "run"))
+
+
 def stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
     """Stage qrels of any sniffed format (or a dict, or a frame) as ``stg_labels``."""
     if isinstance(source, dict):
         return stage_json_dicts(con, source, "stg_labels", "qrels")[0]
     if is_frame(source):
         return stage_frame(con, source, "stg_labels", "qrels")[0]
-    path = Path(source)
-    kind = _sniff(path, "qrels", fmt)
-    if kind.fmt == "trec":
-        return stage_trec_qrels(con, path, "stg_labels")
-    if kind.fmt == "beir":
-        return stage_beir_qrels(con, path, "stg_labels", header=kind.header)
-    if kind.fmt == "json":
-        return stage_json_dicts(con, path, "stg_labels", "qrels")[0]
-    return stage(con, path, LABELS, "stg_labels", fmt=kind.fmt)
+    return stage_file(con, Path(source), "qrels", fmt)[0]
 
 
 def stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
@@ -327,15 +363,7 @@ def stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None 
         return stage_frame(con, source, "stg_cases", "topics")[0]
     if isinstance(source, dict):
         raise ValueError("topics as a dict are not supported; pass a file or a DataFrame with id and query columns")
-    path = Path(source)
-    kind = _sniff(path, "topics", fmt)
-    if kind.fmt == "trec-topics":
-        return stage_trec_topics(con, path, "stg_cases")
-    if kind.fmt == "tsv":
-        return stage_cases(con, Source(path, "tsv"), None)
-    if kind.fmt == "beir" or (kind.fmt == "jsonl" and _has_key(path, "_id")):
-        return stage_cases(con, Source(path, "beir"), None)
-    return stage(con, path, CASES, "stg_cases", fmt=kind.fmt)
+    return stage_file(con, Path(source), "topics", fmt)[0]
 
 
 def _has_key(path: Path, key: str) -> bool:
@@ -343,7 +371,7 @@ def _has_key(path: Path, key: str) -> bool:
     return f'"{key}"' in first
 
 
-def _sniff(path: Path, role: str, fmt: str | None) -> Any:
+def _sniff(path: Path, role: str, fmt: str | None) -> Sniffed:
     missing = path_findings(path)
     if missing:
         raise ValidationFailed(missing)
@@ -383,21 +411,6 @@ def _claim(rid: str, source: str, seen: dict[str, str]) -> None:
     seen[rid] = source
 
 
-def stage_run_file(
-    con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None = None, *, by_tag: bool = False
-) -> tuple[Staged, RunFacts]:
-    """Stage one run file of any sniffed format as ``stg_results`` (``Staged.fmt`` says which format)."""
-    drop_staged(con, "stg_results")  # a view (TREC) or a table (the others), whichever the last run left
-    kind = _sniff(path, "run", fmt)
-    if kind.fmt == "trec":
-        return stage_trec_run(con, path, "stg_results", by_tag=by_tag)
-    if kind.fmt == "msmarco":
-        return stage_msmarco_run(con, path, "stg_results")
-    if kind.fmt == "json":
-        return stage_json_dicts(con, path, "stg_results", "run")
-    return stage(con, path, RESULTS, "stg_results", fmt=kind.fmt, materialize=False), RunFacts()
-
-
 def _load_run(
     con: duckdb.DuckDBPyConnection, src: RunSource, req: LoadRequest, seen: dict[str, str], how: RunWrite
 ) -> list[LoadReport]:
@@ -421,7 +434,7 @@ def _load_run(
             manifest = _run_manifest(rf.manifest)
             files = [(rf.manifest, 1)] if rf.manifest else []
             path = rf.results
-        staged, facts = stage_run_file(con, path, src.fmt, by_tag=src.split_by_tag)
+        staged, facts = stage_file(con, path, "run", src.fmt, by_tag=src.split_by_tag)
         fmt = staged.fmt
         default_id = _stem(path)
         parts = {"results": staged}
@@ -536,4 +549,14 @@ def load_run(
     return load_inputs(con, req, progress).runs[0]
 
 
-__all__ = ["LoadRequest", "LoadSummary", "RunSource", "load_inputs", "load_dataset", "load_run", "drop_staged"]
+__all__ = [
+    "READERS",
+    "LoadRequest",
+    "LoadSummary",
+    "RunSource",
+    "drop_staged",
+    "load_dataset",
+    "load_inputs",
+    "load_run",
+    "stage_file",
+]

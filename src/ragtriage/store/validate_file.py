@@ -20,7 +20,7 @@ from ragtriage.contract.rules import apply_rules, duplicate_rule
 from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.staging import compression_findings, stage
 from ragtriage.contract.traces import TraceOptions
-from ragtriage.store.byo import load_dataset, stage_qrels, stage_run_file, stage_topics
+from ragtriage.store.byo import load_dataset, stage_file, stage_qrels, stage_topics
 from ragtriage.store.connection import connect
 from ragtriage.store.dataset_rules import judgement_rule
 from ragtriage.store.discover import TABLE_EXTS, discover_run, stage_run
@@ -85,7 +85,7 @@ def _validate_foreign(path: Path, kind: str, fmt: str | None, strict: bool = Tru
         elif kind == "topics":
             staged = stage_topics(con, path, fmt)
         else:
-            staged, _ = stage_run_file(con, path, fmt)
+            staged, _ = stage_file(con, path, "run", fmt)
         findings = list(staged.findings)
         if unreadable(findings):
             return findings
