@@ -79,13 +79,6 @@ def finish(con: duckdb.DuckDBPyConnection, result: LoadResult) -> LoadResult:
 
     path = summary_cache.store_path(con)
     con.close()
-    return finish_closed(path, result)
-
-
-def finish_closed(path: str | Path | None, result: LoadResult) -> LoadResult:
-    """:func:`finish` for a store already closed (``path`` None: an in-memory store)."""
-    from ragtriage.metrics import summary_cache
-
     if not result.precompute:
         return result
     if path is None:

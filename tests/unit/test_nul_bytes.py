@@ -1,4 +1,4 @@
-"""A NUL byte is refused the same way in every text input (``contract/nul_bytes.py``): each reader format, plain
+"""A NUL byte is refused the same way in every text input (``contract/compression.py``): each reader format, plain
 and compressed, on a data line, a header or a comment, gets exit 2 and one message naming the file, the line and
 the field, and the store is left as it was. (Before, only compressed files were refused: a NUL in the header of a
 plain BEIR qrels file loaded, and one in an id loaded under ``--allow-control-ids``.)"""

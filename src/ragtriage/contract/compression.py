@@ -2,7 +2,16 @@
 
 DuckDB's readers decompress gzip themselves (``compression='gzip'``), so a gzipped run is still scanned
 in vectorised C++. DuckDB has no bzip2 reader: a bzip2 file is decompressed once, in blocks, into a scratch file
-that lives as long as the load (``scratch()``), and DuckDB reads that copy.
+that lives as long as the load (``scratch()``), and DuckDB reads that copy. The bounds every text input is held
+to (decompressed size and ratio, line length, NUL bytes) are checked here, in the one pass over its bytes.
+
+A NUL byte in a text input is refused, in every reader, plain or compressed, on any line (a header and a
+comment too): a text file holds none, so one means a binary file, a corrupt one or UTF-16 without its byte-order
+mark, and DuckDB's readers would otherwise cut a value at it, load it as an id, or skip its line unseen.
+
+The rule is applied where every text input is read through once (``scan``); the finding names the
+file, the line and the field: the JSON key before the NUL on a JSON line, else the column it falls in (tab-,
+comma- or whitespace-separated as the line and the file name say).
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ from __future__ import annotations
 import atexit
 import bz2
 import gzip
+import re
 import shutil
 import tempfile
 import zlib
@@ -19,8 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ragtriage.contract.nul_bytes import CODE as NUL_CODE
-from ragtriage.contract.nul_bytes import nul_field, nul_message
+from ragtriage.safe_text import visible
 
 _GZIP, _BZ2 = b"\x1f\x8b", b"BZh"
 _scratch: list[Path] = []
@@ -49,7 +58,7 @@ class TextScan:
     has_tab: bool = False
     has_space: bool = False
     lone_cr: bool = False
-    fault_code: str = "compression"  # the finding's code (``nul_bytes.CODE`` for a NUL byte)
+    fault_code: str = "compression"  # the finding's code (``NUL_CODE`` for a NUL byte)
     fault_field: str | None = None  # the field the fault is in, when it is in one
 
 
@@ -59,7 +68,7 @@ _scanned: dict[tuple[str, int, int], TextScan] = {}
 def compression_fault(path: Path) -> tuple[int | None, str] | None:
     """What is wrong with a compressed file, read to its end once (None for plain files and sound ones).
 
-    Every byte is accounted for: a truncated or corrupt stream, a NUL byte (``nul_bytes``; a run followed by a
+    Every byte is accounted for: a truncated or corrupt stream, a NUL byte (see below; a run followed by a
     gigabyte of NULs loaded its first lines and nothing said so), and output beyond ``MAX_RATIO`` times the
     compressed size (after the first ``RATIO_FREE`` bytes) or ``MAX_DECOMPRESSED`` are each refused by name, as
     (line or None, what is wrong)."""
@@ -68,7 +77,7 @@ def compression_fault(path: Path) -> tuple[int | None, str] | None:
 
 def text_fault(path: Path) -> TextScan | None:
     """The scan of any text input (not Parquet) when it found a fault: ``compression_fault``, a NUL byte
-    (``nul_bytes``, plain files too), or a line longer than ``MAX_LINE``."""
+    (plain files too), or a line longer than ``MAX_LINE``."""
     if not compression_of(path) and head_bytes(path, 4) == b"PAR1":
         return None
     seen = scan(path)
@@ -225,3 +234,47 @@ def scratch() -> Iterator[Path]:
     finally:
         _scratch.pop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# NUL bytes -------------------------------------------------------------------------------------------------
+
+NUL_CODE = "encoding"  # the file cannot be read as text: readers stop at it, as at a UTF-16 file
+_JSON_KEY = re.compile(rb'"((?:[^"\\]|\\.)*)"\s*:')
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"?')
+_JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
+def nul_message(comp: str | None) -> str:
+    text = f"the decompressed {comp} text" if comp else "the text"
+    return f"a NUL byte in {text}: not a text file, or corrupt (saved as UTF-16? save it as UTF-8)"
+
+
+def nul_field(line: bytes, at: int, file_name: str) -> str | None:
+    """The field of ``line`` holding the NUL at byte ``at``; None when the line before it is not known."""
+    before = line[:at]
+    name = file_name.lower()
+    if name.endswith(_JSON_SUFFIXES) or line.lstrip()[:1] in (b"{", b"["):
+        return _json_field(line, before)
+    if name.endswith(".toml"):
+        key, eq, _ = before.partition(b"=")
+        return visible(key.strip().decode("utf-8", errors="replace")) if eq else "key"
+    if b"\t" in line:
+        column = before.count(b"\t") + 1
+    elif name.endswith(".csv"):
+        column = before.count(b",") + 1
+    else:  # TREC-style: columns split by runs of spaces
+        words = before.split()
+        column = len(words) + (0 if before[-1:].strip() else 1)
+    return f"column {column}"
+
+
+def _json_field(line: bytes, before: bytes) -> str | None:
+    """A key holding the NUL itself, else the last key before it (whose value holds it)."""
+    strings = list(_JSON_STRING.finditer(before))
+    last = strings[-1] if strings else None
+    if last is not None and last.end() == len(before) and (len(last.group()) == 1 or last.group()[-1:] != b'"'):
+        key = _JSON_KEY.match(line, last.start())  # the NUL is inside this string: is it a key?
+        if key is not None:
+            return visible(key.group(1).decode("utf-8", errors="replace"))
+    keys = _JSON_KEY.findall(before)
+    return visible(keys[-1].decode("utf-8", errors="replace")) if keys else None

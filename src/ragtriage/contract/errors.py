@@ -1,12 +1,24 @@
-"""Validation findings: each names the file, the line (or row) and the field, so a user can fix it at once."""
+"""Validation findings: each names the file, the line (or row) and the field, so a user can fix it at once.
+
+The one bad-line reporter of the readers is here too (:class:`Cause`, :func:`counted_causes`): one scan of a
+staged relation gives every cause once, with its count, its first lines and the first value, however many lines
+share it.
+"""
 
 from __future__ import annotations
 
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
 
 MAX_REPORTED = 50
+UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "bad-header", "compression")
+"""Codes of a file that could not be read: it left nothing (or a half-read table) to check, so that is the one
+cause a load reports."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,19 @@ def summarize(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+def errors_of(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == "error"]
+
+
+def has_errors(findings: list[Finding]) -> bool:
+    return any(f.severity == "error" for f in findings)
+
+
+def unreadable(findings: list[Finding]) -> bool:
+    """Whether some error says a file could not be read (:data:`UNREADABLE`)."""
+    return any(f.code in UNREADABLE and f.severity == "error" for f in findings)
+
+
 class ValidationFailed(Exception):
     """Raised with every error found, one line per cause; nothing was written (the load rolled back)."""
 
@@ -97,3 +122,70 @@ def path_findings(path: Path) -> list[Finding]:
     except OSError as exc:
         return [Finding(f, None, None, "unreadable", f"cannot be read ({exc.strerror or exc})")]
     return []
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One kind of bad row: a predicate over a staged relation and the finding it becomes."""
+
+    where: str
+    value: str  # SQL for the value quoted in the message (``{v}``), taken from the first such row
+    field: str | None
+    code: str
+    message: str
+    severity: str = "error"
+
+
+def counted_causes(con: duckdb.DuckDBPyConnection, relation: str, path: Path, causes: list[Cause]) -> list[Finding]:
+    """All causes in one scan: each becomes one finding with its count, its first lines and the first value."""
+    if not causes:
+        return []
+    row = con.execute(f"SELECT {_cause_aggregates(causes)} FROM {relation}").fetchall()[0]
+    return _cause_findings(row, path, causes)
+
+
+def counted_causes_by(
+    con: duckdb.DuckDBPyConnection, relation: str, by: str, causes: list[Cause]
+) -> dict[str, list[Finding]]:
+    """``counted_causes`` for every distinct value of the column ``by`` (a file, a run id), in one grouped scan;
+    each value's findings name it as their file."""
+    if not causes:
+        return {}
+    rows = con.execute(
+        f"SELECT {by}, {_cause_aggregates(causes)} FROM {relation} GROUP BY {by} ORDER BY {by}"
+    ).fetchall()
+    return {str(row[0]): _cause_findings(row[1:], Path(str(row[0])), causes) for row in rows}
+
+
+def _cause_aggregates(causes: list[Cause]) -> str:
+    return ", ".join(
+        f"count(*) FILTER (WHERE {c.where}), min(line, {FIRST_LINES}) FILTER (WHERE {c.where}), "
+        f"arg_min({c.value}, line) FILTER (WHERE {c.where})"
+        for c in causes
+    )
+
+
+def _cause_findings(row: tuple[Any, ...], path: Path, causes: list[Cause]) -> list[Finding]:
+    out = []
+    for i, c in enumerate(causes):
+        n, lines, first = row[3 * i : 3 * i + 3]
+        if n:
+            text = c.message.replace("{v}", repr(first))
+            lines_t = tuple(int(x) for x in lines)
+            out.append(Finding(str(path), lines_t[0], c.field, c.code, text, c.severity, int(n), lines_t))
+    return out
+
+
+def counted(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    where: str,
+    value: str,
+    path: Path,
+    fld: str | None,
+    code: str,
+    message: str,
+    severity: str = "error",
+) -> list[Finding]:
+    """One finding for every row of ``relation`` matching ``where`` (see ``counted_causes``)."""
+    return counted_causes(con, relation, path, [Cause(where, value, fld, code, message, severity)])

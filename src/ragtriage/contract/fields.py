@@ -1,30 +1,17 @@
 """The data contract as data: every input table's fields, their types and which are required.
 
-One definition feeds the validators, the Arrow schemas the store is written from, the JSON Schemas shipped in
-the package and docs/data-contract.md, so the four cannot drift apart.
+One definition feeds the validators (``contract/staging.py``: a reader per kind), the JSON Schemas shipped in the
+package and docs/data-contract.md, so the three cannot drift apart. A field's kind is one of string, int, float,
+bool, date, timestamp, string_list and object (kept as JSON text in the store).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-
 from ragtriage.contract.limits import INT_MAX as INT_MAX  # re-exported: the readers import them from here
 from ragtriage.contract.limits import INT_MIN as INT_MIN
 from ragtriage.contract.relevance import DEFAULT_RELEVANCE_THRESHOLD
-
-# Kinds a field can have; each maps to one Arrow type and one JSON Schema type.
-KINDS: dict[str, pa.DataType] = {
-    "string": pa.string(),
-    "int": pa.int64(),
-    "float": pa.float64(),
-    "bool": pa.bool_(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us"),
-    "string_list": pa.list_(pa.string()),
-    "object": pa.string(),  # kept as JSON text in the store
-}
 
 
 @dataclass(frozen=True)
@@ -188,10 +175,6 @@ EVENTS = Table(
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in (DATASET, CASES, LABELS, DOCUMENTS, RUN, RESULTS, EVENTS)}
-
-
-def arrow_schema(table: Table) -> pa.Schema:
-    return pa.schema([pa.field(f.name, KINDS[f.kind]) for f in table.fields])
 
 
 def json_schema(table: Table) -> dict[str, object]:

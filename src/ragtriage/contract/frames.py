@@ -13,9 +13,9 @@ from typing import Any
 
 import duckdb
 
-from ragtriage.contract.errors import Finding
+from ragtriage.contract.errors import Finding, counted
 from ragtriage.contract.staging import Staged, qident
-from ragtriage.contract.trec import CASE_COLUMNS, LABEL_COLUMNS, RESULT_COLUMNS, RunFacts, counted, not_finite
+from ragtriage.contract.trec import CASE_COLUMNS, LABEL_COLUMNS, RESULT_COLUMNS, RunFacts, not_finite
 
 ALIASES = {
     "case_id": ("case_id", "query_id", "qid", "q_id", "query-id", "topic", "topic_id"),

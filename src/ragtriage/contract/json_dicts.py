@@ -18,10 +18,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ragtriage.contract.errors import FIRST_LINES, Finding
+from ragtriage.contract.errors import FIRST_LINES, Finding, has_errors
 from ragtriage.contract.json_stream import JsonStreamError, json_stream
 from ragtriage.contract.staging import Staged, encoding_findings
-from ragtriage.contract.trec import LABEL_COLUMNS, RESULT_COLUMNS, RunFacts, not_finite
+from ragtriage.contract.trec import LABEL_COLUMNS, RESULT_COLUMNS, RunFacts, not_finite, trec_rank
 
 _BATCH = 200_000
 _RAW = pa.schema(
@@ -122,7 +122,7 @@ def stage_json_dicts(
     if isinstance(source, Path):
         label, path = str(source), source
         findings = encoding_findings(source)
-        if any(f.severity == "error" for f in findings):
+        if has_errors(findings):
             return Staged(name, path, "json", 0, findings, "row"), RunFacts()
         entries: Iterable[tuple[str, Any]] = _file_entries(source)
     else:
@@ -155,7 +155,7 @@ def stage_json_dicts(
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE {name} AS
                 SELECT line, qid AS case_id, 'final' AS stage,
-                       CAST(row_number() OVER (PARTITION BY qid ORDER BY v DESC, docno DESC) AS BIGINT) AS rank,
+                       {trec_rank("qid", "v", "docno")} AS rank,
                        docno AS document_id, v AS score, {RESULT_COLUMNS}, CAST(NULL AS VARCHAR) AS tag
                 FROM {raw} WHERE NOT {bad_s}"""
         )

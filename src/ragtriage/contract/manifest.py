@@ -1,8 +1,15 @@
-"""The two small JSON manifests (dataset.json, run.json), parsed and checked in Python: one object each."""
+"""The two small JSON manifests (dataset.json, run.json), parsed and checked in Python: one object each.
+
+dataset.json is checked against the JSON Schema the project ships (``contract/schemas``, generated from
+``contract/fields.py``; ``jsonschema``, Draft 2020-12): a file that passes a user's own schema check passes here,
+and the other way round. Each violation names the line of the offending key (the object's opening line for a
+missing key) and the field.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +19,6 @@ from ragtriage.contract.errors import Finding, path_findings
 from ragtriage.contract.fields import INT_MAX, RUN, UNITS, Table
 from ragtriage.contract.json_stream import JsonLimitError, bounded_loads
 from ragtriage.contract.relevance import DEFAULT_RELEVANCE_THRESHOLD
-from ragtriage.contract.schema_check import schema_findings
 from ragtriage.contract.schemas import shipped_schema
 from ragtriage.contract.staging import compression_findings
 
@@ -85,6 +91,49 @@ def _check_fields(obj: dict[str, Any], table: Table, f: str) -> list[Finding]:
         elif spec.enum and val not in spec.enum:
             out.append(Finding(f, None, spec.name, "bad-value", f"value {val!r} is not one of {'|'.join(spec.enum)}"))
     return out
+
+
+_CODES = {"required": "missing-field", "type": "wrong-type", "anyOf": "wrong-type", "enum": "bad-value"}
+
+
+def _line_of(text: str, path: list[str | int]) -> int:
+    """The 1-based line of the last key of ``path`` (searched in order, so nested keys follow their parent)."""
+    pos = text.find("{")
+    for key in path:
+        if not isinstance(key, str):
+            continue
+        found = re.compile(re.escape(json.dumps(key)) + r"\s*:").search(text, max(pos, 0))
+        if found is None:
+            break
+        pos = found.start()
+    return text.count("\n", 0, max(pos, 0)) + 1
+
+
+def schema_findings(text: str, obj: dict[str, Any], schema: dict[str, Any], file: str) -> list[Finding]:
+    """Every violation of ``schema`` by ``obj`` (parsed from ``text``), one finding per violation, in file order."""
+    from jsonschema import Draft202012Validator
+
+    out: list[tuple[int, Finding]] = []
+    for error in Draft202012Validator(schema).iter_errors(obj):
+        path = list(error.absolute_path)
+        if error.validator == "required":
+            field = str(error.message.split("'")[1]) if "'" in error.message else None
+            message = f"missing required field {field!r}"
+            line = _line_of(text, path)
+        else:
+            field = ".".join(str(p) for p in path) or None
+            expected = error.schema.get("type") if isinstance(error.schema, dict) else None
+            if error.validator == "enum":
+                allowed = "|".join(str(v) for v in error.validator_value)
+                message = f"value {error.instance!r} is not one of {allowed}"
+            elif expected or error.validator in ("type", "anyOf"):
+                message = f"wrong type: {json.dumps(error.instance)[:40]} ({error.message[:80]})"
+            else:
+                message = error.message[:200]
+            line = _line_of(text, path)
+        code = _CODES.get(str(error.validator), "bad-value")
+        out.append((line, Finding(file, line, field, code, message)))
+    return [f for _, f in sorted(out, key=lambda x: x[0])]
 
 
 def parse_dataset_manifest(

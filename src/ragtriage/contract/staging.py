@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from ragtriage.contract.compression import MAX_LINE, duckdb_source, head_bytes, plain_name, text_fault
-from ragtriage.contract.errors import Finding, path_findings
+from ragtriage.contract.errors import Finding, has_errors, path_findings
 from ragtriage.contract.fields import Field, Table
 
 FORMATS = ("jsonl", "csv", "tsv", "parquet")
@@ -98,32 +98,24 @@ def _json_expr(f: Field) -> tuple[str, str]:
     t = f"json_type({x})"
     txt = f"(j->>{sql_str(f.name)})"
     present = f"({x} IS NOT NULL AND {t} <> 'NULL')"
-    if f.kind == "string":
-        val = f"CASE WHEN {t} IN ('VARCHAR','BIGINT','UBIGINT') THEN {txt} END"
-    elif f.kind == "int":
-        val = (
-            f"CASE WHEN {t} IN ('BIGINT','UBIGINT') THEN TRY_CAST({txt} AS BIGINT) "
-            f"WHEN {t} = 'DOUBLE' AND TRY_CAST({txt} AS DOUBLE) = floor(TRY_CAST({txt} AS DOUBLE)) "
-            f"THEN TRY_CAST(TRY_CAST({txt} AS DOUBLE) AS BIGINT) END"
-        )
-    elif f.kind == "float":
-        val = f"CASE WHEN {t} IN ('BIGINT','UBIGINT','DOUBLE') THEN TRY_CAST({txt} AS DOUBLE) END"
-    elif f.kind == "bool":
-        val = f"CASE WHEN {t} = 'BOOLEAN' THEN TRY_CAST({txt} AS BOOLEAN) END"
-    elif f.kind == "date":
-        val = f"CASE WHEN {t} = 'VARCHAR' THEN TRY_CAST({txt} AS DATE) END"
-    elif f.kind == "timestamp":
-        val = (
-            f"CASE WHEN {t} = 'VARCHAR' THEN coalesce(TRY_CAST({txt} AS TIMESTAMP), "
-            f"CAST(TRY_CAST({txt} AS TIMESTAMPTZ) AS TIMESTAMP)) END"
-        )
-    elif f.kind == "string_list":
-        val = f"CASE WHEN {t} = 'ARRAY' THEN TRY_CAST({x} AS VARCHAR[]) END"
-    elif f.kind == "object":
-        val = f"CASE WHEN {t} = 'OBJECT' THEN CAST({x} AS VARCHAR) END"
-    else:  # pragma: no cover - the kinds are closed
-        raise ValueError(f.kind)
+    d = f"TRY_CAST({txt} AS DOUBLE)"
+    val = {
+        "string": f"CASE WHEN {t} IN ('VARCHAR','BIGINT','UBIGINT') THEN {txt} END",
+        "int": f"CASE WHEN {t} IN ('BIGINT','UBIGINT') THEN TRY_CAST({txt} AS BIGINT) "
+        f"WHEN {t} = 'DOUBLE' AND {d} = floor({d}) THEN TRY_CAST({d} AS BIGINT) END",
+        "float": f"CASE WHEN {t} IN ('BIGINT','UBIGINT','DOUBLE') THEN {d} END",
+        "bool": f"CASE WHEN {t} = 'BOOLEAN' THEN TRY_CAST({txt} AS BOOLEAN) END",
+        "date": f"CASE WHEN {t} = 'VARCHAR' THEN TRY_CAST({txt} AS DATE) END",
+        "timestamp": f"CASE WHEN {t} = 'VARCHAR' THEN {_timestamp(txt)} END",
+        "string_list": f"CASE WHEN {t} = 'ARRAY' THEN TRY_CAST({x} AS VARCHAR[]) END",
+        "object": f"CASE WHEN {t} = 'OBJECT' THEN CAST({x} AS VARCHAR) END",
+    }[f.kind]
     return val, f"({present} AND ({val}) IS NULL)"
+
+
+def _timestamp(text: str) -> str:
+    """SQL of the timestamp a text spells, with or without a time zone (one with a zone is kept in UTC)."""
+    return f"coalesce(TRY_CAST({text} AS TIMESTAMP), CAST(TRY_CAST({text} AS TIMESTAMPTZ) AS TIMESTAMP))"
 
 
 def trimmed(col: str) -> str:
@@ -137,34 +129,21 @@ def trimmed(col: str) -> str:
 
 def _text_expr(f: Field, col: str) -> tuple[str, str]:
     """(typed value, is-bad) SQL for a field read from a text column (CSV, or a Parquet string column)."""
+    if f.kind == "string":
+        return trimmed(col), "FALSE"  # any text is a string: no per-row test needed
     v = f"nullif(trim({col}), '')"
-    if f.kind == "string":
-        val = trimmed(col)
-    elif f.kind == "int":
-        d = f"TRY_CAST({v} AS DOUBLE)"
-        val = f"CASE WHEN {d} = floor({d}) THEN TRY_CAST({d} AS BIGINT) END"
-    elif f.kind == "float":
-        val = f"TRY_CAST({v} AS DOUBLE)"
-    elif f.kind == "bool":
-        val = (
-            f"CASE WHEN lower({v}) IN ('true','1','yes','t','y') THEN TRUE "
-            f"WHEN lower({v}) IN ('false','0','no','f','n') THEN FALSE END"
-        )
-    elif f.kind == "date":
-        val = f"TRY_CAST({v} AS DATE)"
-    elif f.kind == "timestamp":
-        val = f"coalesce(TRY_CAST({v} AS TIMESTAMP), CAST(TRY_CAST({v} AS TIMESTAMPTZ) AS TIMESTAMP))"
-    elif f.kind == "string_list":
-        val = (
-            f"CASE WHEN starts_with({v}, '[') THEN (CASE WHEN json_valid({v}) THEN TRY_CAST(CAST({v} AS JSON) "
-            f"AS VARCHAR[]) END) ELSE list_transform(string_split({v}, '|'), lambda s: trim(s)) END"
-        )
-    elif f.kind == "object":
-        val = f"CASE WHEN json_valid({v}) AND json_type(CAST({v} AS JSON)) = 'OBJECT' THEN {v} END"
-    else:  # pragma: no cover
-        raise ValueError(f.kind)
-    if f.kind == "string":
-        return val, "FALSE"  # any text is a string: no per-row test needed
+    d = f"TRY_CAST({v} AS DOUBLE)"
+    val = {
+        "int": f"CASE WHEN {d} = floor({d}) THEN TRY_CAST({d} AS BIGINT) END",
+        "float": d,
+        "bool": f"CASE WHEN lower({v}) IN ('true','1','yes','t','y') THEN TRUE "
+        f"WHEN lower({v}) IN ('false','0','no','f','n') THEN FALSE END",
+        "date": f"TRY_CAST({v} AS DATE)",
+        "timestamp": _timestamp(v),
+        "string_list": f"CASE WHEN starts_with({v}, '[') THEN (CASE WHEN json_valid({v}) THEN TRY_CAST(CAST({v} "
+        f"AS JSON) AS VARCHAR[]) END) ELSE list_transform(string_split({v}, '|'), lambda s: trim(s)) END",
+        "object": f"CASE WHEN json_valid({v}) AND json_type(CAST({v} AS JSON)) = 'OBJECT' THEN {v} END",
+    }[f.kind]
     return val, f"({v} IS NOT NULL AND ({val}) IS NULL)"
 
 
@@ -276,7 +255,7 @@ def stage(
     fmt = detect_format(path, fmt)
     fname = str(path)
     findings = encoding_findings(path)
-    if any(f.severity == "error" for f in findings):
+    if has_errors(findings):
         return Staged(name, path, fmt, 0, findings, "line")
     try:
         return _stage(con, path, table, name, fmt, aliases or {}, findings, materialize or fmt != "parquet")

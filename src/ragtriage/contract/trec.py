@@ -1,4 +1,4 @@
-"""TREC, BEIR and MS MARCO text formats, staged into the same typed tables the native contract uses.
+"""TREC, BEIR and MS MARCO text formats and TREC topic files, staged into the typed tables the contract uses.
 
 Each file is scanned once by DuckDB's CSV reader as whole lines (decompressing .gz itself, reading a scratch copy
 of .bz2), split into fields in SQL, and checked with one aggregate per cause: a cause is reported once, with its
@@ -12,13 +12,16 @@ the file's rank order is kept and trec_eval on the converted file gives the same
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
-from ragtriage.contract.errors import FIRST_LINES, Finding
+from ragtriage.contract.errors import Cause as Cause  # the bad-line reporter, named here by its older callers
+from ragtriage.contract.errors import Finding, counted, has_errors
+from ragtriage.contract.errors import counted_causes as counted_causes
+from ragtriage.contract.errors import counted_causes_by as counted_causes_by
 from ragtriage.contract.fields import INT_MAX
 from ragtriage.contract.sniff import is_number
 from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql, read_error
@@ -70,93 +73,38 @@ class RunFacts:
     base_table: str | None = None  # the table behind a staged view (what a chunk-mode load updates)
 
 
+def read_raw(con: duckdb.DuckDBPyConnection, path: Path, name: str, select: Callable[[str], str]) -> list[Finding]:
+    """Create ``{name}__raw`` as the query ``select`` makes of the file's lines (``lines_sql(path, "t")``), once
+    the checks every text reader makes first pass (a corrupt file is never decompressed); the findings, with the
+    reader's error when DuckDB cannot read the file."""
+    findings = encoding_findings(path)
+    if has_errors(findings):
+        return findings
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name}__raw AS {select(lines_sql(path, 't'))}")
+    except duckdb.Error as exc:
+        return [*findings, read_error(str(path), exc)]
+    return findings
+
+
 def split_lines(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, comments: bool = True) -> list[Finding]:
     """Create ``{name}__raw(line, p)``: the non-blank lines (and, with ``comments``, not ``#`` lines), split."""
-    findings = encoding_findings(path)
-    if any(f.severity == "error" for f in findings):
-        return findings
     skip = "AND NOT starts_with(ltrim(t), '#')" if comments else ""
-    try:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {name}__raw AS SELECT line, {_SPLIT} AS p "
-            f"FROM ({lines_sql(path, 't')}) WHERE t IS NOT NULL AND trim(t, ' ' || chr(9) || chr(13)) <> '' {skip}"
-        )
-    except duckdb.Error as exc:
-        return [*findings, _unreadable(path, exc)]
-    return findings
+    return read_raw(
+        con,
+        path,
+        name,
+        lambda lines: (
+            f"SELECT line, {_SPLIT} AS p FROM ({lines}) "
+            f"WHERE t IS NOT NULL AND trim(t, ' ' || chr(9) || chr(13)) <> '' {skip}"
+        ),
+    )
 
 
 def not_finite(x: str) -> str:
     """SQL: the score ``x`` (a DOUBLE) is missing, NaN or infinite: the one score rule of every reader (TREC, JSON
     dicts, DataFrames, traces), so a score one format refuses is refused by all."""
     return f"NOT coalesce(isfinite({x}), FALSE)"
-
-
-@dataclass(frozen=True)
-class Cause:
-    """One kind of bad row: a predicate over a staged relation and the finding it becomes."""
-
-    where: str
-    value: str  # SQL for the value quoted in the message (``{v}``), taken from the first such row
-    field: str | None
-    code: str
-    message: str
-    severity: str = "error"
-
-
-def counted_causes(con: duckdb.DuckDBPyConnection, relation: str, path: Path, causes: list[Cause]) -> list[Finding]:
-    """All causes in one scan: each becomes one finding with its count, its first lines and the first value."""
-    if not causes:
-        return []
-    row = con.execute(f"SELECT {_cause_aggregates(causes)} FROM {relation}").fetchall()[0]
-    return _cause_findings(row, path, causes)
-
-
-def counted_causes_by(
-    con: duckdb.DuckDBPyConnection, relation: str, by: str, causes: list[Cause]
-) -> dict[str, list[Finding]]:
-    """``counted_causes`` for every distinct value of the column ``by`` (a file, a run id), in one grouped scan;
-    each value's findings name it as their file."""
-    if not causes:
-        return {}
-    rows = con.execute(
-        f"SELECT {by}, {_cause_aggregates(causes)} FROM {relation} GROUP BY {by} ORDER BY {by}"
-    ).fetchall()
-    return {str(row[0]): _cause_findings(row[1:], Path(str(row[0])), causes) for row in rows}
-
-
-def _cause_aggregates(causes: list[Cause]) -> str:
-    return ", ".join(
-        f"count(*) FILTER (WHERE {c.where}), min(line, {FIRST_LINES}) FILTER (WHERE {c.where}), "
-        f"arg_min({c.value}, line) FILTER (WHERE {c.where})"
-        for c in causes
-    )
-
-
-def _cause_findings(row: tuple[Any, ...], path: Path, causes: list[Cause]) -> list[Finding]:
-    out = []
-    for i, c in enumerate(causes):
-        n, lines, first = row[3 * i : 3 * i + 3]
-        if n:
-            text = c.message.replace("{v}", repr(first))
-            lines_t = tuple(int(x) for x in lines)
-            out.append(Finding(str(path), lines_t[0], c.field, c.code, text, c.severity, int(n), lines_t))
-    return out
-
-
-def counted(
-    con: duckdb.DuckDBPyConnection,
-    relation: str,
-    where: str,
-    value: str,
-    path: Path,
-    fld: str | None,
-    code: str,
-    message: str,
-    severity: str = "error",
-) -> list[Finding]:
-    """One finding for every row of ``relation`` matching ``where`` (see ``counted_causes``)."""
-    return counted_causes(con, relation, path, [Cause(where, value, fld, code, message, severity)])
 
 
 def _columns(
@@ -170,14 +118,10 @@ def _columns(
 
 def _finish(con: duckdb.DuckDBPyConnection, name: str, path: Path, fmt: str, findings: list[Finding]) -> Staged:
     rows = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
-    if rows == 0 and not any(f.severity == "error" for f in findings):
+    if rows == 0 and not has_errors(findings):
         findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
     con.execute(f"DROP TABLE IF EXISTS {name}__raw")
     return Staged(name, path, fmt, int(rows), findings, "line")
-
-
-def _bad(findings: list[Finding]) -> bool:
-    return any(f.severity == "error" for f in findings)
 
 
 def _trec_split_sql(path: Path) -> str:
@@ -234,7 +178,7 @@ def stage_trec_run(
     split = f"{name}__split"
     findings = encoding_findings(path)
     drop_staged(con, name)
-    if _bad(findings):
+    if has_errors(findings):
         return Staged(name, path, "trec", 0, findings, "line"), facts
     facts.base_table = split
     read = None if findings else read_run(con, path, split)
@@ -246,7 +190,7 @@ def stage_trec_run(
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {split} AS {_trec_split_sql(path)}")
     except duckdb.Error as exc:
-        return Staged(name, path, "trec", 0, [*findings, _unreadable(path, exc)], "line"), facts
+        return Staged(name, path, "trec", 0, [*findings, read_error(str(path), exc)], "line"), facts
     data = f"(SELECT * FROM {split} WHERE {KEEP})"
     findings += counted_causes(
         con,
@@ -281,6 +225,8 @@ def _rank_trec_run(
     key = "tag, case_id" if by_tag else "case_id"
     if read is not None and not by_tag:
         firsts = read.cases
+        rows, depth = con.execute(f"SELECT sum(n), max(n) FROM {firsts}").fetchall()[0]
+        one_tag, tag = read.tag is not None, read.tag
     else:
         firsts = f"{name}__first"
         con.execute(
@@ -289,19 +235,15 @@ def _rank_trec_run(
                        max(tag) AS tag_hi
                 FROM {data} GROUP BY {key}"""
         )
-    if read is not None and not by_tag:
-        rows, depth = con.execute(f"SELECT sum(n), max(n) FROM {firsts}").fetchall()[0]
-        one_tag, tag = read.tag is not None, read.tag
-    else:
         rows, depth, one_tag, tag = con.execute(
             f"SELECT coalesce(sum(n), 0), coalesce(max(n), 0), min(tag_lo) = max(tag_hi), min(tag_lo) FROM {firsts}"
         ).fetchall()[0]
     facts.depth = int(depth)
-    if rows == 0 and not _bad(findings):
+    if rows == 0 and not has_errors(findings):
         findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
     cols = "line, case_id, 'final' AS stage, document_id, chunk_id, score, snippet, metadata, tag"
     nulls = "CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
-    if not by_tag and not _bad(findings) and _in_trec_order(con, data, firsts):
+    if not by_tag and not has_errors(findings) and _in_trec_order(con, data, firsts):
         con.execute(
             f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(line - f.first + 1 AS BIGINT) AS rank
                 FROM (SELECT s.*, {nulls} FROM {data} s) JOIN {firsts} f USING (case_id)"""
@@ -312,7 +254,7 @@ def _rank_trec_run(
                 FROM (SELECT s.*, {nulls} FROM {data} s)"""
         )
     # one tag (the usual case) is known from the per-query ranges; only a file with several is grouped by tag
-    facts.tags = {str(tag): int(rows)} if one_tag else _tag_counts(con, data)
+    facts.tags = {str(tag): int(rows)} if one_tag else tag_counts(con, data)
     return Staged(name, path, "trec", int(rows), findings, "line"), facts
 
 
@@ -324,15 +266,11 @@ def _score_text(con: duckdb.DuckDBPyConnection, path: Path, f: Finding) -> Findi
                    f.lines)  # fmt: skip
 
 
-def _unreadable(path: Path, exc: duckdb.Error) -> Finding:
-    return read_error(str(path), exc)
-
-
 def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> tuple[Staged, RunFacts]:
     """Stage ``qid<TAB>docno<TAB>rank`` lines; the score is 1/rank, so the file's order is the ranking."""
     facts = RunFacts(score_from_rank=True)
     findings = split_lines(con, path, name)
-    if _bad(findings):
+    if has_errors(findings):
         return Staged(name, path, "msmarco", 0, findings, "line"), facts
     findings += _columns(con, name, path, 3, "qid docno rank", at_least=False)
     rank = integer_sql("p[3]")
@@ -347,7 +285,7 @@ def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
                   f"rank {{v}} is out of range (1..{INT_MAX})"),
         ],
     )  # fmt: skip
-    if not _bad(findings):
+    if not has_errors(findings):
         # a rank given twice in one query leaves the order of its lines to chance: refused, as the contract's
         # duplicate (case_id, stage, rank) is
         findings += counted(
@@ -372,8 +310,9 @@ def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
     return _finish(con, name, path, "msmarco", findings), facts
 
 
-def _tag_counts(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, int]:
-    rows = con.execute(f"SELECT tag, count(*) FROM {name} GROUP BY tag ORDER BY min(line)").fetchall()
+def tag_counts(con: duckdb.DuckDBPyConnection, name: str, line: str = "line") -> dict[str, int]:
+    """Each run tag of ``name`` and its line count, in the order of each tag's first line (column ``line``)."""
+    rows = con.execute(f"SELECT tag, count(*) FROM {name} GROUP BY tag ORDER BY min({line})").fetchall()
     return {str(t): int(n) for t, n in rows}
 
 
@@ -406,7 +345,7 @@ def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> S
         rows = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
         return Staged(name, path, "trec", int(rows), [], "line")
     findings = split_lines(con, path, name)
-    if _bad(findings):
+    if has_errors(findings):
         return Staged(name, path, "trec", 0, findings, "line")
     findings += _columns(con, name, path, 4, "qid iter docno rel", at_least=False)
     findings += _grade_findings(con, name, path, "p[4]", 4)
@@ -418,7 +357,7 @@ def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, h
     """Stage a BEIR qrels TSV (``query-id corpus-id score``), with or without its header line (``None``: the
     first line is a header when its score is not an integer)."""
     findings = split_lines(con, path, name, comments=False)
-    if _bad(findings):
+    if has_errors(findings):
         return Staged(name, path, "beir", 0, findings, "line")
     first = con.execute(f"SELECT p FROM {name}__raw ORDER BY line LIMIT 1").fetchall()
     if header is None:
@@ -433,19 +372,15 @@ def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, h
 
 def stage_tsv_queries(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
     """Stage ``qid<TAB>query text`` lines (the MS MARCO / TREC topics TSV) as cases."""
-    findings = encoding_findings(path)
-    if _bad(findings):
+
+    def select(lines: str) -> str:
+        return f"""SELECT line, trim(t[1:strpos(t, chr(9)) - 1]) AS id,
+                          trim(t[strpos(t, chr(9)) + 1:], ' ' || chr(13)) AS query, strpos(t, chr(9)) AS tab
+                   FROM ({lines}) WHERE t IS NOT NULL AND trim(t) <> ''"""
+
+    findings = read_raw(con, path, name, select)
+    if has_errors(findings):
         return Staged(name, path, "tsv", 0, findings, "line")
-    try:
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE {name}__raw AS
-                SELECT line, trim(t[1:strpos(t, chr(9)) - 1]) AS id,
-                       trim(t[strpos(t, chr(9)) + 1:], ' ' || chr(13)) AS query,
-                       strpos(t, chr(9)) AS tab
-                FROM ({lines_sql(path, "t")}) WHERE t IS NOT NULL AND trim(t) <> ''"""
-        )
-    except duckdb.Error as exc:
-        return Staged(name, path, "tsv", 0, [*findings, _unreadable(path, exc)], "line")
     findings += counted(
         con, f"{name}__raw", "tab = 0", "left(id, 40)", path, None, "bad-columns", "expected 'id<TAB>query'"
     )
@@ -454,3 +389,43 @@ def stage_tsv_queries(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
             SELECT line, id, query, {CASE_COLUMNS} FROM {name}__raw WHERE tab > 0"""
     )
     return _finish(con, name, path, "tsv", findings)
+
+
+def stage_trec_topics(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
+    """Stage TREC topic files (``<top> <num> Number: 301 <title> ...``) as cases whose query is the title. The SGML
+    is loose (``<num>`` and ``<title>`` are rarely closed, ``Number:`` and ``Topic:`` prefixes come and go), so each
+    ``<top>`` block is gathered from its lines in SQL and its number and title are taken with regular expressions:
+    the text up to the next tag, whitespace collapsed."""
+
+    def select(lines: str) -> str:
+        return f"""WITH l AS (SELECT line, coalesce(t, '') AS t,
+                                     sum(CASE WHEN regexp_matches(t, '(?i)<top>') THEN 1 ELSE 0 END)
+                                         OVER (ORDER BY line) AS block
+                              FROM ({lines})),
+                     b AS (SELECT block, min(line) AS line, string_agg(t, ' ' ORDER BY line) AS body
+                           FROM l WHERE block > 0 GROUP BY block)
+                     SELECT line,
+                            nullif(regexp_extract(body, '(?i)<num>\\s*(?:number:)?\\s*([^\\s<]+)', 1), '') AS id,
+                            nullif(trim(regexp_replace(regexp_extract(body, '(?i)<title>\\s*(?:topic:)?([^<]*)', 1),
+                                                       '\\s+', ' ', 'g')), '') AS query
+                     FROM b"""
+
+    findings = read_raw(con, path, name, select)
+    if has_errors(findings):
+        return Staged(name, path, "trec-topics", 0, findings, "line")
+    findings += counted(
+        con, f"{name}__raw", "id IS NULL", "line", path, "num", "missing-field", "a <top> without <num>"
+    )
+    findings += counted(
+        con, f"{name}__raw", "id IS NOT NULL AND query IS NULL", "id", path, "title", "missing-field",
+        "topic {v} has no <title> text",
+    )  # fmt: skip
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT line, id, query, {CASE_COLUMNS} FROM {name}__raw "
+        "WHERE id IS NOT NULL AND query IS NOT NULL"
+    )
+    rows = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
+    if rows == 0 and not findings:
+        findings.append(Finding(str(path), None, None, "empty-file", "no <top> blocks found"))
+    con.execute(f"DROP TABLE {name}__raw")
+    return Staged(name, path, "trec-topics", int(rows), findings, "line")

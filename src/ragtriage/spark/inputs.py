@@ -3,7 +3,7 @@ contract's column names (``contract.frames.ALIASES``), or a path Spark reads (Pa
 TREC text: ``qid iter docno grade`` and ``qid Q0 docno rank score tag``).
 
 Nothing is collected to the driver. A value that cannot be trusted is refused (``ValueError``, naming the file,
-the field and the first such line as written): a NUL byte (``contract.nul_bytes``), a TREC line without its
+the field and the first such line as written): a NUL byte (``contract.compression``), a TREC line without its
 fields, a grade that is not an integer, a score that is not a finite number, a pair judged twice by one
 annotator. Spark reads a file in parallel splits, so the line is shown by its text, not its number.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragtriage.contract.compression import nul_message
 from ragtriage.contract.frames import pick_column
-from ragtriage.contract.nul_bytes import nul_message
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -15,7 +15,7 @@ fact a report must print about it (topics ignored, scores derived from ranks, ta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +25,12 @@ import duckdb
 
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
 from ragtriage.contract.digest import prefetch
-from ragtriage.contract.errors import Finding, ValidationFailed, path_findings
+from ragtriage.contract.errors import Finding, ValidationFailed, errors_of, path_findings, unreadable
 from ragtriage.contract.fields import CASES, LABELS, RESULTS
 from ragtriage.contract.frames import is_frame, stage_frame
 from ragtriage.contract.json_dicts import stage_json_dicts
 from ragtriage.contract.manifest import DatasetManifest, parse_dataset_manifest, parse_run_manifest
-from ragtriage.contract.sniff import SniffError, sniff
+from ragtriage.contract.sniff import Sniffed, SniffError, sniff
 from ragtriage.contract.staging import Staged, compression_findings, drop_staged, sql_str, stage
 from ragtriage.contract.traces import TraceOptions
 from ragtriage.contract.traces.stage import TraceSource, source_label
@@ -41,9 +41,10 @@ from ragtriage.contract.trec import (
     stage_msmarco_run,
     stage_trec_qrels,
     stage_trec_run,
+    stage_trec_topics,
 )
-from ragtriage.contract.trec_topics import stage_trec_topics
 from ragtriage.store.discover import (
+    RunFiles,
     Source,
     discover_dataset,
     discover_run,
@@ -53,7 +54,7 @@ from ragtriage.store.discover import (
     stage_run,
 )
 from ragtriage.store.grades import apply_grade_map, derived_scale, parse_grade_map
-from ragtriage.store.load import LoadReport, Progress, noop, write_dataset, write_run
+from ragtriage.store.load import LoadReport, Progress, RunWrite, noop, write_dataset, write_run
 from ragtriage.store.memory_cap import capped
 from ragtriage.store.trace_manifest import derive_manifest, first_span_time
 from ragtriage.store.traces import (
@@ -153,12 +154,13 @@ def _load(
         progress("reading cases, labels, documents")
         summary.dataset = _byo_dataset(con, req, grade_map)
     seen: dict[str, str] = {}
+    how = RunWrite(req.replace, req.strict, progress)
     for item in req.runs:
         src = item if isinstance(item, RunSource) else RunSource(item)
         progress("reading run")
-        summary.runs += _load_run(con, src, req, seen, progress)
+        summary.runs += _load_run(con, src, req, seen, how)
     if req.traces:
-        summary.runs.append(_trace_run(con, req, seen, progress))
+        summary.runs.append(_trace_run(con, req, seen, how))
         if left_out:
             summary.runs[-1].extra_notes.append(
                 f"{left_out:,} span(s) whose query is no case of the store's dataset left out (a load with "
@@ -215,13 +217,11 @@ def _trace_options(req: LoadRequest) -> TraceOptions:
 
 def _with_trace_cases(con: duckdb.DuckDBPyConnection, req: LoadRequest, staged: dict[str, Staged]) -> None:
     """Add the cases of unmatched trace queries to the staged cases (they join this dataset version)."""
-    if req.traces and not _unreadable(staged["cases"].findings):
+    if req.traces and not unreadable(staged["cases"].findings):
         staged["cases"] = match_cases(con, staged["cases"], _trace_options(req))
 
 
-def _trace_run(
-    con: duckdb.DuckDBPyConnection, req: LoadRequest, seen: dict[str, str], progress: Progress
-) -> LoadReport:
+def _trace_run(con: duckdb.DuckDBPyConnection, req: LoadRequest, seen: dict[str, str], how: RunWrite) -> LoadReport:
     rid = str(req.trace_run_id)
     label = ", ".join(source_label(p, i) for i, p in enumerate(req.traces))
     _claim(rid, label, seen)
@@ -234,20 +234,7 @@ def _trace_run(
     if (started := first_span_time(con)) is not None:
         manifest.setdefault("created_at", started)
     files = [(Path(p), 0) for p in req.traces if isinstance(p, (str, Path))]
-    rep = write_run(
-        con,
-        rid,
-        manifest,
-        staged,
-        _current_unit(con),
-        "traces",
-        RunFacts(),
-        req.replace,
-        files,
-        label,
-        progress,
-        strict=req.strict,
-    )
+    rep = write_run(con, rid, manifest, staged, _current_unit(con), "traces", RunFacts(), files, label, how)
     write_repeats(con, rid)
     rep.extra_notes.append(match_note(con, _trace_options(req)))
     drop_trace_tables(con)
@@ -275,11 +262,11 @@ def _byo_dataset(con: duckdb.DuckDBPyConnection, req: LoadRequest, grade_map: di
     if manifest is None:
         raise ValidationFailed(findings)
     staged = {"labels": stage_qrels(con, req.qrels, req.qrels_fmt)}
-    if _unreadable(staged["labels"].findings):  # a reader error aborts the transaction: nothing more can be read
+    if unreadable(staged["labels"].findings):  # a reader error aborts the transaction: nothing more can be read
         raise ValidationFailed(list(staged["labels"].findings))
     if req.topics is not None:
         staged["cases"] = stage_topics(con, req.topics, req.topics_fmt)
-    elif not _unreadable(staged["labels"].findings):
+    else:
         # Without topics, the cases are the qrels' queries and each query is shown as its id.
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE stg_cases AS
@@ -306,8 +293,8 @@ def _write_dataset(
 ) -> LoadReport:
     for s in staged.values():
         findings = findings + s.findings
-    if _unreadable(findings):
-        raise ValidationFailed([f for f in findings if f.severity == "error"])
+    if unreadable(findings):
+        raise ValidationFailed(errors_of(findings))
     if grade_map:
         apply_grade_map(con, staged["labels"].name, grade_map)
         manifest.grade_map = grade_map
@@ -317,21 +304,57 @@ def _write_dataset(
     return write_dataset(con, manifest, staged, findings, extra_files, strict=strict)
 
 
+Reader = Callable[[duckdb.DuckDBPyConnection, Path, Sniffed, bool], "tuple[Staged, RunFacts]"]
+"""The reader of one (role, format): given the connection, the file, what sniffing found (a BEIR header) and
+whether each TREC tag is ranked apart, it stages the file as its role's table (:data:`STAGED`)."""
+
+STAGED = {"qrels": "stg_labels", "topics": "stg_cases", "run": "stg_results"}
+_CONTRACT = {"qrels": LABELS, "topics": CASES, "run": RESULTS}
+
+
+def _no_facts(staged: Staged) -> tuple[Staged, RunFacts]:
+    return staged, RunFacts()
+
+
+READERS: dict[tuple[str, str], Reader] = {
+    ("qrels", "trec"): lambda con, path, kind, _: _no_facts(stage_trec_qrels(con, path, "stg_labels")),
+    ("qrels", "beir"): lambda con, path, kind, _: _no_facts(
+        stage_beir_qrels(con, path, "stg_labels", header=kind.header)
+    ),
+    ("qrels", "json"): lambda con, path, kind, _: stage_json_dicts(con, path, "stg_labels", "qrels"),
+    ("topics", "trec-topics"): lambda con, path, kind, _: _no_facts(stage_trec_topics(con, path, "stg_cases")),
+    ("topics", "tsv"): lambda con, path, kind, _: _no_facts(stage_cases(con, Source(path, "tsv"), None)),
+    ("topics", "beir"): lambda con, path, kind, _: _no_facts(stage_cases(con, Source(path, "beir"), None)),
+    ("run", "trec"): lambda con, path, kind, by_tag: stage_trec_run(con, path, "stg_results", by_tag=by_tag),
+    ("run", "msmarco"): lambda con, path, kind, _: stage_msmarco_run(con, path, "stg_results"),
+    ("run", "json"): lambda con, path, kind, _: stage_json_dicts(con, path, "stg_results", "run"),
+}
+"""Every foreign format per role, sniffed from the content (``contract.sniff``); the contract's own tables
+(jsonl, csv, tsv, parquet) are read by ``contract.staging.stage`` with the role's table."""
+
+
+def stage_file(
+    con: duckdb.DuckDBPyConnection, path: Path, role: str, fmt: str | None = None, *, by_tag: bool = False
+) -> tuple[Staged, RunFacts]:
+    """Stage one file of ``role`` (qrels, topics, run) as :data:`STAGED`'s table: sniff, then its reader."""
+    drop_staged(con, STAGED[role])  # a view (TREC) or a table (the others), whichever the last input left
+    kind = _sniff(path, role, fmt)
+    if role == "topics" and kind.fmt == "jsonl" and _has_key(path, "_id"):
+        kind = Sniffed("beir")  # BEIR's queries.jsonl: _id and text
+    reader = READERS.get((role, kind.fmt))
+    if reader is not None:
+        return reader(con, path, kind, by_tag)
+    # a run's typed results are read once or twice by the load: a Parquet run is a view, not a copy
+    return _no_facts(stage(con, path, _CONTRACT[role], STAGED[role], fmt=kind.fmt, materialize=role != "run"))
+
+
 def stage_qrels(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
     """Stage qrels of any sniffed format (or a dict, or a frame) as ``stg_labels``."""
     if isinstance(source, dict):
         return stage_json_dicts(con, source, "stg_labels", "qrels")[0]
     if is_frame(source):
         return stage_frame(con, source, "stg_labels", "qrels")[0]
-    path = Path(source)
-    kind = _sniff(path, "qrels", fmt)
-    if kind.fmt == "trec":
-        return stage_trec_qrels(con, path, "stg_labels")
-    if kind.fmt == "beir":
-        return stage_beir_qrels(con, path, "stg_labels", header=kind.header)
-    if kind.fmt == "json":
-        return stage_json_dicts(con, path, "stg_labels", "qrels")[0]
-    return stage(con, path, LABELS, "stg_labels", fmt=kind.fmt)
+    return stage_file(con, Path(source), "qrels", fmt)[0]
 
 
 def stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None = None) -> Staged:
@@ -340,15 +363,7 @@ def stage_topics(con: duckdb.DuckDBPyConnection, source: Input, fmt: str | None 
         return stage_frame(con, source, "stg_cases", "topics")[0]
     if isinstance(source, dict):
         raise ValueError("topics as a dict are not supported; pass a file or a DataFrame with id and query columns")
-    path = Path(source)
-    kind = _sniff(path, "topics", fmt)
-    if kind.fmt == "trec-topics":
-        return stage_trec_topics(con, path, "stg_cases")
-    if kind.fmt == "tsv":
-        return stage_cases(con, Source(path, "tsv"), None)
-    if kind.fmt == "beir" or (kind.fmt == "jsonl" and _has_key(path, "_id")):
-        return stage_cases(con, Source(path, "beir"), None)
-    return stage(con, path, CASES, "stg_cases", fmt=kind.fmt)
+    return stage_file(con, Path(source), "topics", fmt)[0]
 
 
 def _has_key(path: Path, key: str) -> bool:
@@ -356,10 +371,10 @@ def _has_key(path: Path, key: str) -> bool:
     return f'"{key}"' in first
 
 
-def _sniff(path: Path, role: str, fmt: str | None) -> Any:
-    unreadable = path_findings(path)
-    if unreadable:
-        raise ValidationFailed(unreadable)
+def _sniff(path: Path, role: str, fmt: str | None) -> Sniffed:
+    missing = path_findings(path)
+    if missing:
+        raise ValidationFailed(missing)
     damaged = compression_findings(path)
     if damaged:
         raise ValidationFailed(damaged)
@@ -376,12 +391,6 @@ def _stem(source: str | Path) -> str:
         if name.lower().endswith(ext) and len(name) > len(ext):
             name = name[: -len(ext)]
     return name
-
-
-def _unreadable(findings: list[Finding]) -> bool:
-    from ragtriage.store.load import UNREADABLE
-
-    return any(f.code in UNREADABLE and f.severity == "error" for f in findings)
 
 
 def _claim(rid: str, source: str, seen: dict[str, str]) -> None:
@@ -402,23 +411,8 @@ def _claim(rid: str, source: str, seen: dict[str, str]) -> None:
     seen[rid] = source
 
 
-def stage_run_file(
-    con: duckdb.DuckDBPyConnection, path: Path, fmt: str | None = None, *, by_tag: bool = False
-) -> tuple[Staged, RunFacts]:
-    """Stage one run file of any sniffed format as ``stg_results`` (``Staged.fmt`` says which format)."""
-    drop_staged(con, "stg_results")  # a view (TREC) or a table (the others), whichever the last run left
-    kind = _sniff(path, "run", fmt)
-    if kind.fmt == "trec":
-        return stage_trec_run(con, path, "stg_results", by_tag=by_tag)
-    if kind.fmt == "msmarco":
-        return stage_msmarco_run(con, path, "stg_results")
-    if kind.fmt == "json":
-        return stage_json_dicts(con, path, "stg_results", "run")
-    return stage(con, path, RESULTS, "stg_results", fmt=kind.fmt, materialize=False), RunFacts()
-
-
 def _load_run(
-    con: duckdb.DuckDBPyConnection, src: RunSource, req: LoadRequest, seen: dict[str, str], progress: Progress
+    con: duckdb.DuckDBPyConnection, src: RunSource, req: LoadRequest, seen: dict[str, str], how: RunWrite
 ) -> list[LoadReport]:
     unit = _current_unit(con)
     manifest: dict[str, Any] = {}
@@ -436,17 +430,17 @@ def _load_run(
         if path.is_dir():
             rf = discover_run(path, req.fmt)
             if not rf.trec:
-                return [_write_folder_run(con, rf, src, req, unit, seen, progress)]
+                return [_write_folder_run(con, rf, src, unit, seen, how)]
             manifest = _run_manifest(rf.manifest)
             files = [(rf.manifest, 1)] if rf.manifest else []
             path = rf.results
-        staged, facts = stage_run_file(con, path, src.fmt, by_tag=src.split_by_tag)
+        staged, facts = stage_file(con, path, "run", src.fmt, by_tag=src.split_by_tag)
         fmt = staged.fmt
         default_id = _stem(path)
         parts = {"results": staged}
         files = [*files, (path, staged.rows)]
-    if _unreadable(staged.findings):
-        raise ValidationFailed([f for f in staged.findings if f.severity == "error"])
+    if unreadable(staged.findings):
+        raise ValidationFailed(errors_of(staged.findings))
     if fmt in ("trec", "msmarco", "json", "frame") and unit == "chunk":
         docno_is_chunk(con, facts.base_table or "stg_results")
     tags = facts.tags
@@ -457,22 +451,7 @@ def _load_run(
             con.execute(f"CREATE OR REPLACE TEMP VIEW stg_tag AS SELECT * FROM stg_results WHERE tag = {sql_str(tag)}")
             part = Staged("stg_tag", staged.path, staged.fmt, tags[tag], staged.findings, staged.line_label)
             one = RunFacts({tag: tags[tag]}, facts.extra_column_lines, facts.score_from_rank)  # depth: per tag
-            out.append(
-                write_run(
-                    con,
-                    tag,
-                    dict(manifest),
-                    {"results": part},
-                    unit,
-                    fmt,
-                    one,
-                    req.replace,
-                    files,
-                    label,
-                    progress,
-                    strict=req.strict,
-                )
-            )
+            out.append(write_run(con, tag, dict(manifest), {"results": part}, unit, fmt, one, files, label, how))
         return out
     first_tag = next(iter(tags), None)
     rid = src.run_id or manifest.get("run_id") or first_tag or default_id
@@ -501,9 +480,7 @@ def _load_run(
             )
         )
     staged.findings = staged.findings + warnings
-    report = write_run(
-        con, rid, manifest, parts, unit, fmt, facts, req.replace, files, label, progress, strict=req.strict
-    )
+    report = write_run(con, rid, manifest, parts, unit, fmt, facts, files, label, how)
     report.renamed = renamed
     return [report]
 
@@ -518,33 +495,14 @@ def _run_manifest(path: Path | None) -> dict[str, Any]:
 
 
 def _write_folder_run(
-    con: duckdb.DuckDBPyConnection,
-    rf: Any,
-    src: RunSource,
-    req: LoadRequest,
-    unit: str,
-    seen: dict[str, str],
-    progress: Progress,
+    con: duckdb.DuckDBPyConnection, rf: RunFiles, src: RunSource, unit: str, seen: dict[str, str], how: RunWrite
 ) -> LoadReport:
     manifest = _run_manifest(rf.manifest)
     rid = src.run_id or manifest.get("run_id") or rf.root.stem
     _claim(rid, str(rf.root), seen)
     staged, _ = stage_run(con, rf, unit)
     files = ([(rf.manifest, 1)] if rf.manifest else []) + [(s.path, s.rows) for s in staged.values()]
-    return write_run(
-        con,
-        rid,
-        manifest,
-        staged,
-        unit,
-        "folder",
-        RunFacts(),
-        req.replace,
-        files,
-        str(rf.root),
-        progress,
-        strict=req.strict,
-    )
+    return write_run(con, rid, manifest, staged, unit, "folder", RunFacts(), files, str(rf.root), how)
 
 
 def _current_unit(con: duckdb.DuckDBPyConnection) -> str:
@@ -591,4 +549,14 @@ def load_run(
     return load_inputs(con, req, progress).runs[0]
 
 
-__all__ = ["LoadRequest", "LoadSummary", "RunSource", "load_inputs", "load_dataset", "load_run", "drop_staged"]
+__all__ = [
+    "READERS",
+    "LoadRequest",
+    "LoadSummary",
+    "RunSource",
+    "drop_staged",
+    "load_dataset",
+    "load_inputs",
+    "load_run",
+    "stage_file",
+]

@@ -42,8 +42,3 @@ def file_kind(path: str | Path) -> Kind:
     if head.startswith(_SQLITE_MAGIC):
         return "sqlite"
     return "other"
-
-
-def is_database(path: str | Path) -> bool:
-    """Whether ``path`` is a DuckDB or SQLite database file."""
-    return file_kind(path) in ("duckdb", "sqlite")

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 
 from ragtriage.contract.digest import sha256_of
-from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.errors import Finding, ValidationFailed, errors_of, has_errors, unreadable
 from ragtriage.contract.field_rules import control_message
 from ragtriage.contract.manifest import DatasetManifest
 from ragtriage.contract.rules import apply_rules
@@ -104,13 +104,9 @@ def _record_warnings(con: duckdb.DuckDBPyConnection, target: str, warnings: list
 
 
 def _fail_if_errors(findings: list[Finding]) -> list[Finding]:
-    errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        raise ValidationFailed(errors)
+    if has_errors(findings):
+        raise ValidationFailed(errors_of(findings))
     return [f for f in findings if f.severity == "warning"]
-
-
-UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "bad-header", "compression")
 
 
 def document_unit(unit: str) -> str:
@@ -215,6 +211,16 @@ def _insert_dataset(
         )
 
 
+@dataclass(frozen=True)
+class RunWrite:
+    """How one load writes its runs: over a loaded run of the same id (``replace``), refusing ids that hold
+    control characters (``strict``; else counted in a warning), telling each step to ``progress``."""
+
+    replace: bool = False
+    strict: bool = True
+    progress: Progress = noop
+
+
 #: the cutoff a run is judged at when its run.json gives none (TREC and DataFrame runs), and the manifest's
 #: ``k_source`` that says so
 DEFAULT_RUN_K = 10
@@ -229,23 +235,20 @@ def write_run(
     unit: str,
     source_format: str,
     facts: RunFacts,
-    replace: bool,
     files: list[tuple[Path, int]],
     source: str,
-    progress: Progress = noop,
-    *,
-    strict: bool = True,
+    how: RunWrite,
 ) -> LoadReport:
     """Check and write one staged run (inside the caller's transaction). Run topics that are not cases are left
-    out, as trec_eval leaves them out, and counted on the run and in one warning. ``strict`` refuses ids holding
-    control characters (otherwise counted in a warning)."""
+    out, as trec_eval leaves them out, and counted on the run and in one warning."""
+    strict, progress = how.strict, how.progress
     res = staged["results"]
     findings = [f for s in staged.values() for f in s.findings]
     if manifest.get("incomplete") is True:  # `ragtriage record` stopped early: missing cases score zero
         findings.append(_incomplete(source, manifest))
-    if any(f.code in UNREADABLE and f.severity == "error" for f in findings):
+    if unreadable(findings):
         # a file that could not be read left nothing (or a half-read table) to check: that is the one cause
-        raise ValidationFailed([f for f in findings if f.severity == "error"])
+        raise ValidationFailed(errors_of(findings))
     if not manifest.get("k"):
         # no run.json k (a TREC file, a DataFrame): judged at 10, never at the list's depth (a deep list would
         # hide every ranking defect below 10); the manifest says where the k came from
@@ -253,12 +256,12 @@ def write_run(
     manifest["run_id"] = rid
     findings = [*findings, *_run_id_findings(source, rid, strict)]
     existing = con.execute("SELECT 1 FROM runs WHERE run_id = ?", [rid]).fetchall()
-    if existing and not replace:
+    if existing and not how.replace:
         msg = f"run {rid!r} is already loaded; pass --replace (or --run-id to load it under another name)"
         findings = [*findings, Finding(source, None, "run_id", "duplicate-run", msg)]
     progress("checking rules")
     contract = source_format in CONTRACT_FORMATS
-    if any(f.severity == "error" for f in findings):
+    if has_errors(findings):
         # Type errors: rows cannot be written, so report them together with every rule over the staged rows.
         _fail_if_errors(
             findings + run_findings(con, staged, unit, check_refs=False, reader_checked=not contract, strict=strict)
@@ -272,7 +275,7 @@ def write_run(
         for table in ("events", "runs"):
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [rid])
     progress("writing")
-    written, table = _insert_run(con, rid, con_version(con), manifest, staged, unit, source_format)
+    written, table = _insert_run(con, rid, current_dataset_version(con), manifest, staged, unit, source_format)
     progress("checking rules")
     ignored, alike = _ignored_topics(con, res, source, res.rows - written)
     # The remaining rules run over the written rows: a scan of the store is cheaper than one of the typed file,
@@ -329,10 +332,6 @@ def _incomplete(source: str, manifest: dict[str, Any]) -> Finding:
         "`ragtriage record --resume`",
         "warning",
     )
-
-
-def con_version(con: duckdb.DuckDBPyConnection) -> str:
-    return current_dataset_version(con)
 
 
 def _run_id_findings(source: str, rid: str, strict: bool) -> list[Finding]:
@@ -482,4 +481,4 @@ def row_table(con: duckdb.DuckDBPyConnection, staged: str) -> str:
     return FULL_ROWS if extras else PLAIN_ROWS
 
 
-__all__ = ["LoadReport", "Progress", "noop", "write_dataset", "write_run", "UNREADABLE"]
+__all__ = ["LoadReport", "Progress", "RunWrite", "noop", "write_dataset", "write_run"]

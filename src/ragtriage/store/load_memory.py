@@ -30,7 +30,7 @@ import duckdb
 from ragtriage.contract.compression import scratch
 from ragtriage.contract.digest import unrecorded
 from ragtriage.contract.sniff import SniffError, sniff
-from ragtriage.contract.trec import LABEL_COLUMNS
+from ragtriage.contract.trec import LABEL_COLUMNS, tag_counts
 from ragtriage.contract.trec_csv import TrecRun, read_run
 from ragtriage.store.grades import apply_grade_map, parse_grade_map
 from ragtriage.store.memory_cap import cap_in_memory
@@ -129,13 +129,12 @@ def _stage(
 
 def _general_run(con: duckdb.DuckDBPyConnection, run: Path) -> TrecRun:
     """``stg_run`` read by the general TREC reader (any whitespace, every bad line found and raised)."""
-    from ragtriage.contract.errors import ValidationFailed
+    from ragtriage.contract.errors import ValidationFailed, errors_of, has_errors
     from ragtriage.contract.trec import stage_trec_run
 
     staged, _facts = stage_trec_run(con, run, "stg_run_any")
-    errors = [f for f in staged.findings if f.severity == "error"]
-    if errors:
-        raise ValidationFailed(errors)
+    if has_errors(staged.findings):
+        raise ValidationFailed(errors_of(staged.findings))
     con.execute(
         """CREATE OR REPLACE TABLE stg_run AS
            SELECT case_id, document_id, chunk_id, score, tag FROM stg_run_any ORDER BY line"""
@@ -181,7 +180,7 @@ def _views(con: duckdb.DuckDBPyConnection, threshold: int, read: TrecRun, *, one
                    sum(n)
             FROM {read.cases} r LEFT JOIN cases c USING (case_id)"""
     ).fetchall()[0]
-    tags = {read.tag: int(lists[2])} if read.tag is not None else _tags(con)
+    tags = {read.tag: int(lists[2])} if read.tag is not None else tag_counts(con, "stg_run", "rowid")
     if lists[0]:  # the results hold only cases' rows, as a store's do (the measures rely on it)
         con.execute("DELETE FROM stg_run WHERE case_id NOT IN (SELECT case_id FROM cases)")
     con.execute(
@@ -206,11 +205,6 @@ def _one_annotator(con: duckdb.DuckDBPyConnection) -> bool:
            FROM stg_labels"""
     ).fetchall()
     return bool(row[0][0])
-
-
-def _tags(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    rows = con.execute("SELECT tag, count(*) FROM stg_run GROUP BY tag ORDER BY min(rowid)").fetchall()
-    return {str(t): int(n) for t, n in rows}
 
 
 def _keep_first(con: duckdb.DuckDBPyConnection) -> None:

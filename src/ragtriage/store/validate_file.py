@@ -6,10 +6,13 @@ the snapshot are found) and only its own findings are shown; a lone file gets th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import duckdb
+
 from ragtriage.contract.compression import head_bytes, plain_name, scratch
-from ragtriage.contract.errors import Finding, ValidationFailed, path_findings
+from ragtriage.contract.errors import Finding, ValidationFailed, path_findings, unreadable
 from ragtriage.contract.field_rules import field_rules
 from ragtriage.contract.fields import CASES, LABELS, TABLES
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
@@ -17,45 +20,43 @@ from ragtriage.contract.rules import apply_rules, duplicate_rule
 from ragtriage.contract.sniff import SniffError, sniff
 from ragtriage.contract.staging import compression_findings, stage
 from ragtriage.contract.traces import TraceOptions
-from ragtriage.store.byo import load_dataset, stage_qrels, stage_run_file, stage_topics
+from ragtriage.store.byo import load_dataset, stage_file, stage_qrels, stage_topics
 from ragtriage.store.connection import connect
 from ragtriage.store.dataset_rules import judgement_rule
 from ragtriage.store.discover import TABLE_EXTS, discover_run, stage_run
-from ragtriage.store.load import UNREADABLE
+from ragtriage.store.load import CONTRACT_FORMATS
 from ragtriage.store.run_rules import run_findings
 from ragtriage.store.traces import trace_format, validate_traces
 
 DATASET_TABLES = ("cases", "labels", "documents")
 
 
-def _dataset_folder(path: Path, strict: bool = True) -> list[Finding]:
+def _checked(check: Callable[[duckdb.DuckDBPyConnection], list[Finding]]) -> list[Finding]:
+    """The findings of ``check`` on an in-memory store; a refusal's errors are its findings."""
     con = connect(":memory:")
     try:
-        rep = load_dataset(con, path, strict=strict)
-        return rep.warnings
+        return check(con)
     except ValidationFailed as exc:
         return exc.errors
     finally:
         con.close()
+
+
+def _dataset_folder(path: Path, strict: bool = True) -> list[Finding]:
+    return _checked(lambda con: load_dataset(con, path, strict=strict).warnings)
 
 
 def _run_folder(path: Path, fmt: str | None, strict: bool = True) -> list[Finding]:
-    con = connect(":memory:")
-    try:
+    def check(con: duckdb.DuckDBPyConnection) -> list[Finding]:
         files = discover_run(path, fmt)
-        findings: list[Finding] = []
-        if files.manifest is not None:
-            findings += parse_run_manifest(files.manifest)[1]
+        findings = parse_run_manifest(files.manifest)[1] if files.manifest is not None else []
         staged, _ = stage_run(con, files, "auto")
-        for s in staged.values():
-            findings += s.findings
-        if not any(f.code in UNREADABLE for f in findings):
+        findings += [f for s in staged.values() for f in s.findings]
+        if not unreadable(findings):
             findings += run_findings(con, staged, "auto", check_refs=False, strict=strict)
         return findings
-    except ValidationFailed as exc:
-        return exc.errors
-    finally:
-        con.close()
+
+    return _checked(check)
 
 
 FOREIGN = ("qrels", "topics", "run")
@@ -77,31 +78,29 @@ def _foreign_kind(path: Path) -> str | None:
 
 def _validate_foreign(path: Path, kind: str, fmt: str | None, strict: bool = True) -> list[Finding]:
     """A qrels, topics or run file checked alone: its lines, then the rules that need no dataset."""
-    con = connect(":memory:")
-    try:
-        with scratch():
-            if kind == "qrels":
-                staged = stage_qrels(con, path, fmt)
-            elif kind == "topics":
-                staged = stage_topics(con, path, fmt)
-            else:
-                staged, _ = stage_run_file(con, path, fmt)
-            findings = list(staged.findings)
-            if any(f.code in UNREADABLE for f in findings):
-                return findings
-            if kind == "topics":
-                rules = [*field_rules(CASES, strict=strict), duplicate_rule(["id"], "id", "topic id")]
-                return findings + apply_rules(con, staged, rules)
-            if kind == "qrels":
-                return findings + apply_rules(con, staged, [*field_rules(LABELS, strict=strict), judgement_rule()])
-            computed = staged.fmt not in ("jsonl", "csv", "tsv", "parquet")
-            return findings + run_findings(
-                con, {"results": staged}, "auto", check_refs=False, reader_checked=computed, strict=strict
-            )
-    except ValidationFailed as exc:
-        return exc.errors
-    finally:
-        con.close()
+
+    def check(con: duckdb.DuckDBPyConnection) -> list[Finding]:
+        if kind == "qrels":
+            staged = stage_qrels(con, path, fmt)
+        elif kind == "topics":
+            staged = stage_topics(con, path, fmt)
+        else:
+            staged, _ = stage_file(con, path, "run", fmt)
+        findings = list(staged.findings)
+        if unreadable(findings):
+            return findings
+        if kind == "topics":
+            rules = [*field_rules(CASES, strict=strict), duplicate_rule(["id"], "id", "topic id")]
+            return findings + apply_rules(con, staged, rules)
+        if kind == "qrels":
+            return findings + apply_rules(con, staged, [*field_rules(LABELS, strict=strict), judgement_rule()])
+        computed = staged.fmt not in CONTRACT_FORMATS
+        return findings + run_findings(
+            con, {"results": staged}, "auto", check_refs=False, reader_checked=computed, strict=strict
+        )
+
+    with scratch():
+        return _checked(check)
 
 
 def _is_run_dicts(path: Path) -> bool:
@@ -128,9 +127,9 @@ def validate_file(
         if (path / "run.json").exists():
             return _run_folder(path, fmt, strict)
         return _dataset_folder(path, strict)
-    unreadable = path_findings(path)
-    if unreadable:
-        return unreadable
+    missing = path_findings(path)
+    if missing:
+        return missing
     if path.name in ("dataset.json", "run.json") and table != "traces":
         _no_trace_options(path, trace_options)
     if path.name == "dataset.json":
@@ -161,7 +160,7 @@ def validate_file(
     con = connect(":memory:")
     try:
         staged = stage(con, path, TABLES[kind], "stg", fmt=fmt)
-        if any(f.code in UNREADABLE for f in staged.findings):
+        if unreadable(staged.findings):
             return staged.findings
         return staged.findings + apply_rules(con, staged, field_rules(TABLES[kind], strict=strict))
     finally:
