@@ -9,7 +9,7 @@ import duckdb
 from typer.testing import CliRunner
 
 from ragtriage.cli import app
-from ragtriage.contract.trec import Cause, counted_causes, counted_causes_by
+from ragtriage.contract.errors import Cause, counted_causes, counted_causes_by
 
 runner = CliRunner()
 LANGFUSE = ["--trace-query", "input.question", "--trace-docs", "output.hits", "--trace-doc-id", "doc.key",

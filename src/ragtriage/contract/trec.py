@@ -18,10 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from ragtriage.contract.errors import Cause as Cause  # the bad-line reporter, named here by its older callers
-from ragtriage.contract.errors import Finding, counted, has_errors
-from ragtriage.contract.errors import counted_causes as counted_causes
-from ragtriage.contract.errors import counted_causes_by as counted_causes_by
+from ragtriage.contract.errors import Cause, Finding, counted, counted_causes, has_errors
 from ragtriage.contract.fields import INT_MAX
 from ragtriage.contract.sniff import is_number
 from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql, read_error

@@ -38,7 +38,7 @@ from ragtriage.contract.traces.doc_metadata import (
     metadata_object,
     metadata_pointer,
 )
-from ragtriage.contract.trec import Cause, counted_causes_by
+from ragtriage.contract.errors import Cause, counted_causes_by
 from ragtriage.store.corpus_manifest import PARTIAL_NOTE, forget_derived, manifest_kind, mark_derived
 from ragtriage.store.load import document_unit
 

@@ -19,7 +19,8 @@ from ragtriage.contract.traces import observations, otlp
 from ragtriage.contract.traces.options import TraceOptions
 from ragtriage.contract.traces.phoenix import as_frame, read_phoenix
 from ragtriage.contract.traces.tables import create_tables, join_docs
-from ragtriage.contract.trec import Cause, counted_causes, not_finite
+from ragtriage.contract.errors import Cause, counted_causes
+from ragtriage.contract.trec import not_finite
 
 TRACE_FORMATS = ("otlp", "phoenix", "langfuse")
 
