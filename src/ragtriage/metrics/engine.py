@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import duckdb
 import pyarrow as pa
 
-from ragtriage.contract.relevance import is_relevant
+from ragtriage.contract.relevance import is_judged_nonrelevant, is_relevant
 from ragtriage.metrics.context import EvalContext, arrow
 from ragtriage.metrics.gain import DEFAULT_GAIN, dcg_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
 from ragtriage.metrics.measures import DCG_TO_GAIN, GAIN_TO_DCG, Measure
@@ -64,8 +64,7 @@ class Builder:
 
     def nonrel(self, r: int) -> str:
         """Judged non-relevant labels at ``r`` (a negative grade is "unjudged in pool" for trec_eval)."""
-        judged_nonrel = f"q.grade >= 0 AND NOT {is_relevant('q.grade', r)}"
-        return self.stat(f"nnon_{_tag(r)}", f"count(q.unit_id) FILTER (WHERE {judged_nonrel})")
+        return self.stat(f"nnon_{_tag(r)}", f"count(q.unit_id) FILTER (WHERE {is_judged_nonrelevant('q.grade', r)})")
 
     def hits(self, r: int, k: int | None) -> str:
         """Relevant results at ``r`` within ``k`` (the whole list for None)."""
@@ -106,12 +105,16 @@ class Builder:
     def expr(self, m: Measure) -> str:
         return _REGISTRY[m.name](self, m, m.rel if m.rel is not None else self.threshold)
 
+    def named(self, name: str, rel: int | None) -> str:
+        """The value of measure ``name`` over the whole list at ``rel`` (a family built on a core measure)."""
+        return self.expr(Measure(name, rel=rel))
+
     def hit_rows(self) -> str:
         """The judged rows, with the non-relevant judged units before each row when Bpref needs them."""
         if not self.bpref and not self.windows:
             return "jp"
         cols = [
-            f"count(*) FILTER (WHERE grade >= 0 AND NOT {is_relevant('grade', r)}) OVER (PARTITION BY case_id "
+            f"count(*) FILTER (WHERE {is_judged_nonrelevant('grade', r)}) OVER (PARTITION BY case_id "
             f"ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS nb_{_tag(r)}"
             for r in sorted(self.bpref)
         ]
@@ -126,7 +129,7 @@ _REGISTRY: dict[str, MeasureSql] = {}
 
 
 def register(name: str) -> Callable[[MeasureSql], MeasureSql]:
-    """Register the SQL of measure ``name`` (a name of ``measures._SPECS``): the one place it is defined."""
+    """Register the SQL of measure ``name`` (a name of ``measures.SPECS``): the one place it is defined."""
 
     def add(fn: MeasureSql) -> MeasureSql:
         _REGISTRY[name] = fn

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from ragtriage.metrics.measures import Measure
+from ragtriage.contract.relevance import is_judged, is_judged_nonrelevant, is_relevant
+from ragtriage.metrics.gain import discount_sql, ideal_dcg_sql, ideal_gains_sql
 
 MIN_GEO_MEAN = 0.00001
 """trec_eval's floor under a per-query value before its logarithm (gm_map, gm_bpref)."""
@@ -28,6 +28,15 @@ INFAP_EPSILON = 0.00001
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 RPREC_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+
+
+class Measure(Protocol):
+    """What a family's SQL reads of its measure (``measures.Measure``): this module sits below the parser."""
+
+    @property
+    def rel(self) -> int | None: ...
+    @property
+    def params(self) -> tuple[float, ...]: ...
 
 
 class Builder(Protocol):
@@ -41,7 +50,7 @@ class Builder(Protocol):
     def nrel(self, r: int) -> str: ...
     def hits(self, r: int, k: int | None) -> str: ...
     def rel_pos(self, r: int) -> str: ...
-    def expr(self, m: Measure) -> str: ...
+    def named(self, name: str, rel: int | None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -99,11 +108,11 @@ def _tag(x: float) -> str:
 
 def _ideal(b: Builder) -> str:
     """The case's positive grades, highest first: trec_eval's ideal ranking under its default gains."""
-    return _stat(b, "ig", "list(CAST(q.grade AS DOUBLE) ORDER BY q.grade DESC) FILTER (WHERE q.grade > 0)")
+    return _stat(b, "ig", ideal_gains_sql("linear", "q.grade"))
 
 
 def _ideal_dcg(ig: str, k: str) -> str:
-    return f"coalesce(list_sum(list_transform({ig}[1:{k}], lambda x, j: x / log2(j + 1))), 0.0)"
+    return f"coalesce({ideal_dcg_sql(k, ig)}, 0.0)"
 
 
 def _zero_if_null(sql: str) -> str:
@@ -114,15 +123,11 @@ def _zero_if_null(sql: str) -> str:
 
 
 def _gm_map(b: Builder, m: Measure) -> str:
-    from ragtriage.metrics.measures import Measure as M
-
-    return b.expr(M("AP", rel=m.rel))
+    return b.named("AP", m.rel)
 
 
 def _gm_bpref(b: Builder, m: Measure) -> str:
-    from ragtriage.metrics.measures import Measure as M
-
-    return b.expr(M("Bpref", rel=m.rel))
+    return b.named("Bpref", m.rel)
 
 
 def _iprec(b: Builder, r: int, level: float) -> str:
@@ -162,7 +167,7 @@ def _unj(b: Builder, m: Measure) -> str:
     """Share of the top k that is not judged (not in the qrels, or with a negative grade); the list is padded
     with judged units up to k."""
     k = int(m.params[0])
-    judged = _agg(b, f"jz_{k}", f"count(*) FILTER (WHERE grade >= 0 AND pos <= {k})")
+    judged = _agg(b, f"jz_{k}", f"count(*) FILTER (WHERE {is_judged()} AND pos <= {k})")
     return f"(least({k}, {_num_ret()}) - coalesce({judged}, 0)) / {k}.0"
 
 
@@ -200,7 +205,7 @@ def _utility(b: Builder, m: Measure) -> str:
 
 def _num_nonrel_judged_ret(b: Builder, m: Measure) -> str:
     r = _r(b, m)
-    return _zero_if_null(_agg(b, f"nj_{_tag(r)}", f"count(*) FILTER (WHERE grade >= 0 AND grade < {r})"))
+    return _zero_if_null(_agg(b, f"nj_{_tag(r)}", f"count(*) FILTER (WHERE {is_judged_nonrelevant('grade', r)})"))
 
 
 def _infap(b: Builder, m: Measure) -> str:
@@ -208,15 +213,15 @@ def _infap(b: Builder, m: Measure) -> str:
     above it estimated from the judged units there (units in the pool but unjudged count as judged-above)."""
     r = _r(b, m)
     tag = _tag(r)
-    rb = _window(b, f"w_rel_{tag}", f"count(*) FILTER (WHERE grade >= {r})")
-    nb = _window(b, f"w_non_{tag}", f"count(*) FILTER (WHERE grade >= 0 AND grade < {r})")
-    ub = _window(b, "w_unj", "count(*) FILTER (WHERE grade < 0)")
+    rb = _window(b, f"w_rel_{tag}", f"count(*) FILTER (WHERE {is_relevant('grade', r)})")
+    nb = _window(b, f"w_non_{tag}", f"count(*) FILTER (WHERE {is_judged_nonrelevant('grade', r)})")
+    ub = _window(b, "w_unj", f"count(*) FILTER (WHERE NOT {is_judged()})")
     e = INFAP_EPSILON
     term = (
         f"CASE WHEN pos = 1 THEN 1.0 ELSE 1.0 / pos + ((pos - 1.0) / pos) * "
         f"(({rb} + {nb} + {ub}) / (pos - 1.0)) * (({rb} + {_f(e)}) / ({rb} + {nb} + {_f(2 * e)})) END"
     )
-    total = _agg(b, f"infap_{tag}", f"sum({term}) FILTER (WHERE grade >= {r})")
+    total = _agg(b, f"infap_{tag}", f"sum({term}) FILTER (WHERE {is_relevant('grade', r)})")
     nrel = b.nrel(r)
     return f"CASE WHEN {nrel} > 0 THEN coalesce({total}, 0.0) / {nrel} ELSE 0.0 END"
 
@@ -230,7 +235,7 @@ def _bin_g(b: Builder, m: Measure) -> str:
 
 
 def _cum_dcg(b: Builder) -> str:
-    return _window(b, "w_cdcg", "sum(CASE WHEN grade > 0 THEN grade / log2(pos + 1) ELSE 0.0 END) AND CURRENT")
+    return _window(b, "w_cdcg", f"sum(CASE WHEN grade > 0 THEN grade / {discount_sql('pos')} ELSE 0.0 END) AND CURRENT")
 
 
 def _row_ideal(b: Builder) -> str:
@@ -258,7 +263,7 @@ def _ndcg_rel(b: Builder, m: Measure) -> str:
     cdcg = _cum_dcg(b)
     at_rel = _agg(b, "ndr_sum", f"sum({cdcg} / {_ideal_dcg(ig, f'least(pos, len({ig}))')}) FILTER (WHERE grade > 0)")
     listed = _agg(b, "ndr_n", "count(*) FILTER (WHERE grade > 0)")
-    dcg_all = _agg(b, "ndr_dcg", "sum(grade / log2(pos + 1)) FILTER (WHERE grade > 0)")
+    dcg_all = _agg(b, "ndr_dcg", f"sum(grade / {discount_sql('pos')}) FILTER (WHERE grade > 0)")
     ideal = _ideal(b)
     n_pos = f"coalesce(len({ideal}), 0)"
     rest = f"({n_pos} - coalesce({listed}, 0)) * coalesce({dcg_all}, 0.0) / {_ideal_dcg(ideal, n_pos)}"
@@ -272,7 +277,9 @@ def _rndcg(b: Builder, m: Measure) -> str:
     positive unit (trec_eval evaluates that position with the drop to gain 0, and the list's end only after it)."""
     ideal = _ideal(b)
     listed = _agg(
-        b, "rn_dcg", "list(struct_pack(p := pos, d := grade / log2(pos + 1)) ORDER BY pos) FILTER (WHERE grade > 0)"
+        b,
+        "rn_dcg",
+        f"list(struct_pack(p := pos, d := grade / {discount_sql('pos')}) ORDER BY pos) FILTER (WHERE grade > 0)",
     )
     ret, n_pos = _num_ret(), f"coalesce(len({ideal}), 0)"
 
@@ -292,7 +299,7 @@ def _rndcg(b: Builder, m: Measure) -> str:
 
 def _gain_scale(b: Builder) -> str:
     """trec_eval's rbp keeps gains in [0, 1]: grades above 1 are divided by the case's highest grade."""
-    top = _stat(b, "top_grade", "max(q.grade) FILTER (WHERE q.grade >= 0)")
+    top = _stat(b, "top_grade", f"max(q.grade) FILTER (WHERE {is_judged('q.grade')})")
     return f"CASE WHEN coalesce({top}, 0) > 1 THEN {top} ELSE 1 END"
 
 
@@ -306,8 +313,8 @@ def _rbp_resid(b: Builder, m: Measure) -> str:
     """RBP's residual: the weight of the unjudged units (not in the qrels, or a negative grade) plus the tail
     past the list's end."""
     p = m.params[0]
-    judged = _agg(b, f"rbpj_{_tag(p)}", f"sum(pow({_f(p)}, pos - 1)) FILTER (WHERE grade >= 0)")
-    n_judged = _agg(b, "rbpj_n", "count(*) FILTER (WHERE grade >= 0)")
+    judged = _agg(b, f"rbpj_{_tag(p)}", f"sum(pow({_f(p)}, pos - 1)) FILTER (WHERE {is_judged()})")
+    n_judged = _agg(b, "rbpj_n", f"count(*) FILTER (WHERE {is_judged()})")
     ret = _num_ret()
     unjudged = f"((1.0 - pow({_f(p)}, {ret})) / (1.0 - {_f(p)}) - coalesce({judged}, 0.0))"
     value = f"pow({_f(p)}, {ret}) + (1.0 - {_f(p)}) * {unjudged}"
@@ -318,7 +325,7 @@ def _relstring(b: Builder, m: Measure) -> str:
     """The top ``params[0]`` units as one character each: the grade 0-9, '>' above 9, '.' for a negative grade
     (in the pool, unjudged), '-' for a unit without a label."""
     k = int(m.params[0])
-    char = "CASE WHEN grade > 9 THEN '>' WHEN grade >= 0 THEN CAST(grade AS VARCHAR) ELSE '.' END"
+    char = f"CASE WHEN grade > 9 THEN '>' WHEN {is_judged()} THEN CAST(grade AS VARCHAR) ELSE '.' END"
     top = _agg(b, f"rs_{k}", f"list(struct_pack(p := pos, c := {char})) FILTER (WHERE pos <= {k})")
     at = f"coalesce(list_filter(coalesce({top}, []), lambda x: x.p = i)[1].c, '-')"
     return f"array_to_string(list_transform(range(1, least({k}, {_num_ret()}) + 1), lambda i: {at}), '')"

@@ -65,9 +65,10 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options) -> Outcome:
             _judged_only(con)
         _ranked_results(con)
         from ragtriage.metrics.measure_eval import evaluate_run
+        from ragtriage.store.connection import run_ids
 
         measures = [p.measure for p in lines if p.measure is not None]
-        res = evaluate_run(con, _run_id(con), measures, trec_compat=True)
+        res = evaluate_run(con, run_ids(con)[0], measures, trec_compat=True)
         text = _per_query(res, lines, failing[0] if failing else None) if opts.per_query else ""
         if failing:
             return Outcome(text, failing[1], 4)
@@ -91,10 +92,6 @@ def _open(qrels: Path, run: Path, level: int) -> duckdb.DuckDBPyConnection:
     return light[0]
 
 
-def _run_id(con: duckdb.DuckDBPyConnection) -> str:
-    return str(con.execute("SELECT run_id FROM runs LIMIT 1").fetchall()[0][0])
-
-
 _ORDER = "row_number() OVER (PARTITION BY case_id ORDER BY score DESC, document_id DESC)"
 
 
@@ -110,11 +107,13 @@ def _rank(con: duckdb.DuckDBPyConnection, max_docs: int | None) -> None:
 
 
 def _judged_only(con: duckdb.DuckDBPyConnection) -> None:
-    """``-J``: only the units judged (a grade >= 0) stay in the lists, which close up."""
+    """``-J``: only the judged units stay in the lists, which close up."""
+    from ragtriage.contract.relevance import is_judged
+
     con.execute(
         f"""CREATE OR REPLACE TABLE ranked AS
             SELECT case_id, document_id, score, CAST({_ORDER} AS INTEGER) AS rank
-            FROM ranked r SEMI JOIN (SELECT case_id, unit_id FROM qrels WHERE grade >= 0) q
+            FROM ranked r SEMI JOIN (SELECT case_id, unit_id FROM qrels WHERE {is_judged()}) q
                  ON q.case_id = r.case_id AND q.unit_id = r.document_id"""
     )
 
@@ -225,7 +224,9 @@ def _complete_num_rel(con: duckdb.DuckDBPyConnection) -> int:
     """trec_eval's ``num_rel all`` under ``-c``: every judgment graded 1 or more, whatever ``-l`` says. trec_eval
     sums its ``-c`` total from the qrels at the default level while each query's own line, and every other
     measure, keeps ``-l``; a drop-in prints the same total, so scripts that read it see the same number."""
-    row = con.execute("SELECT count(*) FROM qrels WHERE grade >= 1").fetchone()
+    from ragtriage.contract.relevance import is_relevant
+
+    row = con.execute(f"SELECT count(*) FROM qrels WHERE {is_relevant('grade', 1)}").fetchone()
     return int(row[0]) if row else 0
 
 
