@@ -59,6 +59,9 @@ SPECS: dict[str, Spec] = {
     "NumQ": Spec((), cut=False, trec="num_q", summed=True),
 }
 
+#: The fixed table's measures (``metrics.per_case``: one column per measure and k), and the ``--k`` shorthand's.
+FIXED = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
+
 # trec_eval's names: uncut -> measure, and the prefix of a cut one (``P_10``, ``ndcg_cut.5``) -> measure
 _TREC = {spec.trec: name for name, spec in SPECS.items() if spec.trec} | {"R-prec": "Rprec"}
 _TREC_CUT = {spec.trec_cut: name for name, spec in SPECS.items() if spec.trec_cut}
@@ -267,7 +270,7 @@ def measures_for_ks(ks: Iterable[int], *, trec: bool = False) -> list[Measure]:
     uncut set (map, Rprec, bpref, recip_rank, num_*) the way ``trec_eval -m`` prints them."""
     ks = list(ks)
     if not trec:
-        return [Measure(n, cutoff=k) for n in ("P", "R", "RR", "nDCG", "AP", "Success", "Judged") for k in ks]
+        return [Measure(n, cutoff=k) for n in FIXED for k in ks]
     head = [Measure(n) for n in ("NumQ", "NumRet", "NumRel", "NumRelRet", "AP", "Rprec", "Bpref", "RR")]
     cut = [
         Measure(n, cutoff=k, dcg="log2" if n == "nDCG" else None)

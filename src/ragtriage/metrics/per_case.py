@@ -1,12 +1,6 @@
 """The fixed per-case table of one run and stage (``P@k`` ... ``Judged@k`` at every k): the measures of the one
-engine (``metrics.engine``) in the columns the CLI, the TUI, compare, the gate and the notes export read.
-
-Definitions (docs/metrics.md): relevant = effective grade >= the dataset's relevance threshold; P@k divides by k
-even when the list is shorter; R@k, nDCG@k and AP@k divide by the labelled relevant units and score a case with
-none as trec_eval does (0; nDCG from its gains; counted apart, and left out by ``--cases with-relevant``); nDCG@k
-is the linear gain unless the context asks the exponential one; RR@k is 1/position of the first relevant result
-within k; unjudged results (no qrels row) are neither relevant nor irrelevant for Judged@k (judged results in the
-top k over the results there, min(k, list length), as ir_measures divides), and count as non-relevant elsewhere.
+engine (``metrics.engine``, which holds their definitions; docs/metrics.md) in the columns the CLI, the TUI,
+compare, the gate and the notes export read. nDCG@k is the linear gain unless the context asks the exponential one.
 """
 
 from __future__ import annotations
@@ -21,12 +15,10 @@ from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, resolve
 from ragtriage.metrics.engine import evaluate
 from ragtriage.metrics.gain import DEFAULT_GAIN
-from ragtriage.metrics.measures import Measure
+from ragtriage.metrics.measures import FIXED, Measure
 from ragtriage.metrics.ranking import cut_lists_table
 
-MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
-
-
+MEASURES = FIXED
 COUNT_COLUMNS = ("n_judged_retrieved", "n_relevant_retrieved", "n_retrieved")
 
 

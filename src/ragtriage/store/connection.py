@@ -220,14 +220,19 @@ def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
 
 def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
     """The run's final cutoff (``runs.k``, from run.json); raises ``StoreError`` for an unknown run."""
+    return _k_and_source(con, run_id)[0]
+
+
+def _k_and_source(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, str | None]:
     cur = con.cursor()
     try:
         require_run(cur, run_id)
-        row = cur.execute("SELECT k FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        row = cur.execute(
+            "SELECT k, json_extract_string(manifest, '$.k_source') FROM runs WHERE run_id = ?", [run_id]
+        ).fetchall()[0]
     finally:
         cur.close()
-    assert row is not None
-    return int(row[0])
+    return int(row[0]), row[1]
 
 
 def k_statement(con: duckdb.DuckDBPyConnection, run_id: str, asked: int | None = None) -> str:
@@ -235,15 +240,8 @@ def k_statement(con: duckdb.DuckDBPyConnection, run_id: str, asked: int | None =
     user asked one, else ``8 (run.json)`` or ``10 (default)`` (a run loaded without a run.json k)."""
     if asked is not None:
         return f"{asked} (--k)"
-    k = run_k(con, run_id)
-    cur = con.cursor()
-    try:
-        rows = cur.execute(
-            "SELECT json_extract_string(manifest, '$.k_source') FROM runs WHERE run_id = ?", [run_id]
-        ).fetchall()
-    finally:
-        cur.close()
-    return f"{k} ({'default' if rows and rows[0][0] == DEFAULT_K_SOURCE else 'run.json'})"
+    k, source = _k_and_source(con, run_id)
+    return f"{k} ({'default' if source == DEFAULT_K_SOURCE else 'run.json'})"
 
 
 def run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -180,9 +180,8 @@ _FORMATS = {
 
 def _per_query(res: MeasureResult, lines: list[Printed], before: str | None) -> str:
     """trec_eval -q's lines: each query (byte order) with its measures in order; only queries before ``before``."""
-    import duckdb
-
     from ragtriage.contract.staging import qident, sql_str
+    from ragtriage.metrics.context import over_arrow
     from ragtriage.safe_text import visible_array
 
     wide = res.wide.append_column("qid", visible_array(res.wide.column("case_id")))
@@ -195,18 +194,9 @@ def _per_query(res: MeasureResult, lines: list[Printed], before: str | None) -> 
     ]
     if not parts:
         return ""
-    con = duckdb.connect()
-    try:
-        con.execute("SET enable_progress_bar = false")
-        con.register("wide", wide)
-        where = "WHERE case_id < ?" if before is not None else ""
-        row = con.execute(
-            f"SELECT string_agg(line, chr(10) ORDER BY case_id, idx) FROM ({' UNION ALL '.join(parts)}) {where}",
-            [before] if before is not None else [],
-        ).fetchall()
-    finally:
-        con.close()
-    text = row[0][0] if row and row[0][0] is not None else ""
+    where, params = ("WHERE case_id < $before", {"before": before}) if before is not None else ("", {})
+    sql = f"SELECT string_agg(line, chr(10) ORDER BY case_id, idx) AS t FROM ({' UNION ALL '.join(parts)}) {where}"
+    text = over_arrow(sql, params, wide=wide).column("t")[0].as_py() or ""
     return f"{text}\n" if text else ""
 
 
