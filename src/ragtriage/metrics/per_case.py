@@ -46,12 +46,6 @@ def given_per_case(
     return table
 
 
-def fixed_measures(ks: Sequence[int]) -> list[Measure]:
-    """The fixed table's measures, in its column order: per k ``P@k`` ... ``Judged@k`` (parameters left to the
-    dataset's threshold and the context's gain)."""
-    return [Measure(m, cutoff=k) for k in ks for m in MEASURES]
-
-
 def fixed_column(m: Measure) -> str | None:
     """The fixed table's column holding measure ``m`` as parsed (parameters left to the dataset and the default
     gain), or None when the table has no such column."""
@@ -65,7 +59,8 @@ def fixed_column(m: Measure) -> str | None:
 def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext, without: pa.Table | None = None) -> pa.Table:
     """case_id, n_relevant and the fixed measures at ``ctx.ks`` with ``zero_hit@k``, from the one engine; the
     ``without`` rows (case_id, unit_id) taken out of the cut lists (:func:`per_case`)."""
-    measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed_measures(ctx.ks)]]
+    fixed = [Measure(m, cutoff=k) for k in ctx.ks for m in MEASURES]  # in the table's column order
+    measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed]]
     cur = con.cursor()  # the cut lists' temp tables go with it
     try:
         lists = cut_lists_table(cur, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())
