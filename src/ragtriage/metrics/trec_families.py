@@ -96,10 +96,6 @@ def _ideal_dcg(ig: str, k: str) -> str:
     return f"coalesce({ideal_dcg_sql(k, ig)}, 0.0)"
 
 
-def _zero_if_null(sql: str) -> str:
-    return f"coalesce({sql}, 0.0)"
-
-
 # ---- the families -------------------------------------------------------------------------------------------
 
 
@@ -186,7 +182,8 @@ def _utility(b: Builder, m: Measure) -> str:
 
 def _num_nonrel_judged_ret(b: Builder, m: Measure) -> str:
     r = _r(b, m)
-    return _zero_if_null(b.aggregate(f"nj_{_tag(r)}", f"count(*) FILTER (WHERE {is_judged_nonrelevant('grade', r)})"))
+    n = b.aggregate(f"nj_{_tag(r)}", f"count(*) FILTER (WHERE {is_judged_nonrelevant('grade', r)})")
+    return f"coalesce({n}, 0.0)"
 
 
 def _infap(b: Builder, m: Measure) -> str:
