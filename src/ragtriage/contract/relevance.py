@@ -1,4 +1,5 @@
-"""What "relevant" means, written once: a label's effective grade is at least the dataset's relevance threshold.
+"""What "relevant" and "judged" mean, written once: a label's effective grade is at least the dataset's relevance
+threshold; a label is judged when its grade is zero or more.
 
 ``qrels`` holds one effective grade per case and unit (see ``store/schema.py``); every layer that needs the
 relevant labels (metrics, trec-compat, slices, checks, the classifier, the gate, dataset checks) builds its SQL
@@ -32,6 +33,20 @@ RELEVANT = "({grade} >= {threshold})"
 def is_relevant(grade: str = "grade", threshold: int | str = CURRENT_THRESHOLD) -> str:
     """A SQL boolean: ``grade`` (a column expression) counts as relevant at ``threshold`` (an int or SQL)."""
     return RELEVANT.format(grade=grade, threshold=threshold)
+
+
+#: Judged: a label with a grade of zero or more; a negative grade is "in the pool but unjudged" (trec_eval's -2).
+JUDGED = "({grade} >= 0)"
+
+
+def is_judged(grade: str = "grade") -> str:
+    """A SQL boolean: ``grade`` (a column expression of a label's grade) counts as judged."""
+    return JUDGED.format(grade=grade)
+
+
+def is_judged_nonrelevant(grade: str = "grade", threshold: int | str = CURRENT_THRESHOLD) -> str:
+    """A SQL boolean: ``grade`` is judged but not relevant at ``threshold`` (what Bpref and infAP count)."""
+    return f"({is_judged(grade)} AND NOT {is_relevant(grade, threshold)})"
 
 
 def relevant_labels(threshold: int | str = CURRENT_THRESHOLD, qrels: str = "qrels") -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,55 +44,41 @@ class Request:
     threshold: int | None = None
 
 
-class _Asked:
-    """The current :class:`Request`: the innermost :func:`using` block of this thread, else the process's
-    (:func:`use_for_process`: the TUI's worker threads do not inherit a block opened in the main thread)."""
-
-    def __init__(self) -> None:
-        self.block: ContextVar[Request | None] = ContextVar("ragtriage_request", default=None)
-        self.process = Request()
-
-    def get(self) -> Request:
-        return self.block.get() or self.process
-
-    def set(self, value: Request) -> Token[Request | None]:
-        return self.block.set(value)
-
-    def reset(self, token: Token[Request | None]) -> None:
-        self.block.reset(token)
-
-
-_REQUEST = _Asked()
+#: The current :class:`Request`: the innermost :func:`using` block of this thread, else the process's
+#: (:func:`use_for_process`: the TUI's worker threads do not inherit a block opened in the main thread).
+_BLOCK: ContextVar[Request | None] = ContextVar("ragtriage_request", default=None)
+_PROCESS = [Request()]
 
 
 def use_for_process(asked: Request) -> None:
     """Every context this process resolves outside a :func:`using` block takes ``asked``: the settings of a
     long-lived process (``ragtriage tui``) whose reads run in worker threads."""
-    for value, choices, what in ((asked.labels, LABEL_CHOICES, "labels"), (asked.cases, CASE_CHOICES, "--cases")):
-        if value not in choices:
+    _check(asked.labels, asked.cases)
+    _PROCESS[0] = asked
+
+
+def _check(labels: str | None, cases: str | None) -> None:
+    for value, choices, what in ((labels, LABEL_CHOICES, "labels"), (cases, CASE_CHOICES, "--cases")):
+        if value is not None and value not in choices:
             raise MetricsError(f"{what} {value!r}: use one of {', '.join(choices)}")
-    _REQUEST.process = asked
 
 
 @contextmanager
 def using(*, labels: str | None = None, cases: str | None = None, threshold: int | None = None) -> Iterator[Request]:
     """Every context :func:`resolve` makes inside the block takes these settings (a command's ``--labels``,
     ``--cases``, ``--threshold``); a value left ``None`` keeps the enclosing block's."""
-    now = _REQUEST.get()
-    if labels is not None and labels not in LABEL_CHOICES:
-        raise MetricsError(f"labels {labels!r}: use one of {', '.join(LABEL_CHOICES)}")
-    if cases is not None and cases not in CASE_CHOICES:
-        raise MetricsError(f"--cases {cases!r}: use one of {', '.join(CASE_CHOICES)}")
+    now = request_in_use()
+    _check(labels, cases)
     asked = Request(
         labels if labels is not None else now.labels,
         cases if cases is not None else now.cases,
         threshold if threshold is not None else now.threshold,
     )
-    token = _REQUEST.set(asked)
+    token = _BLOCK.set(asked)
     try:
         yield asked
     finally:
-        _REQUEST.reset(token)
+        _BLOCK.reset(token)
 
 
 @contextmanager
@@ -106,21 +92,21 @@ def using_labels(choice: str) -> Iterator[None]:
 def only_labels() -> Iterator[None]:
     """Inside the block every setting but the label choice is the default: for figures stored under the store's
     own settings (the classifier's cost), which a command's ``--cases`` or ``--threshold`` must not change."""
-    token = _REQUEST.set(Request(labels=_REQUEST.get().labels))
+    token = _BLOCK.set(Request(labels=request_in_use().labels))
     try:
         yield
     finally:
-        _REQUEST.reset(token)
+        _BLOCK.reset(token)
 
 
 def labels_in_use() -> str:
     """The label choice of the current block (``human`` outside :func:`using_labels`)."""
-    return _REQUEST.get().labels
+    return request_in_use().labels
 
 
 def request_in_use() -> Request:
     """The settings of the current block (:func:`using`)."""
-    return _REQUEST.get()
+    return _BLOCK.get() or _PROCESS[0]
 
 
 class MetricsError(ValueError):
@@ -238,7 +224,7 @@ def resolve(
     if row is None:
         raise StoreError("no current dataset; run `ragtriage load --dataset DIR` first")
     chosen = None if cases is None else tuple(str(c) for c in cases)
-    asked = _REQUEST.get()
+    asked = request_in_use()
     threshold, source = (int(row[0]), "dataset") if asked.threshold is None else (asked.threshold, "--threshold")
     return EvalContext(
         run_id, stage, parse_ks(ks), gain, split, threshold, str(row[1]), chosen, asked.labels, asked.cases, source
@@ -275,6 +261,7 @@ def over_arrow(sql: str, params: dict[str, Any] | None = None, **tables: pa.Tabl
     """Run ``sql`` over Arrow tables alone (no store) on a throwaway in-memory DuckDB: set-based work on results."""
     con = duckdb.connect()
     try:
+        con.execute("SET enable_progress_bar = false")  # nothing but the caller's output on the terminal
         for name, table in tables.items():
             con.register(name, table)
         return con.sql(sql, params=params or {}).to_arrow_table()
@@ -327,7 +314,7 @@ def labels_header(con: duckdb.DuckDBPyConnection, labels: str | None = None) -> 
 def request_header() -> dict[str, str]:
     """The population rule and an asked threshold, beside the labels line of every command that prints figures
     (the counts are the per-figure ``n``, or the population header where a command prints one)."""
-    asked = _REQUEST.get()
+    asked = request_in_use()
     out = {"population": asked.cases}
     if asked.threshold is not None:
         out["relevance threshold"] = f"grade >= {asked.threshold} (--threshold)"

@@ -11,9 +11,7 @@ as trec_eval's "unjudged in pool", is skipped by Bpref; DCG adds positive gains 
 The lists are read in one of two shapes, with the same values: every judged unit at its position in the whole
 list (``ranking.judged_positions_sql``), or, for measures with a cutoff whose caller holds them, the
 de-duplicated lists cut at the deepest cutoff (``ranking.cut_lists``).
-Population (``EvalContext.population_sql``, one rule for every measure): a case without labels is left out; a case
-absent from the run scores 0; a case with labels but none relevant scores as trec_eval scores it (0; nDCG from its
-gains) unless ``--cases with-relevant`` leaves it out of every measure.
+Which cases count is the population's rule (``EvalContext.population_sql``), the same for every measure.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from collections.abc import Callable, Sequence
 import duckdb
 import pyarrow as pa
 
-from ragtriage.contract.relevance import is_relevant
+from ragtriage.contract.relevance import is_judged_nonrelevant, is_relevant
 from ragtriage.metrics.context import EvalContext, arrow
 from ragtriage.metrics.gain import DEFAULT_GAIN, dcg_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
 from ragtriage.metrics.measures import DCG_TO_GAIN, GAIN_TO_DCG, Measure
@@ -45,8 +43,7 @@ class Builder:
         self.threshold, self.trec = threshold, trec
         self.agg: dict[str, str] = {}
         self.stats: dict[str, str] = {}
-        self.bpref: set[int] = set()
-        self.windows: dict[str, str] = {}  # columns added to each judged row (trec_families' running counts)
+        self.windows: dict[str, str] = {}  # columns added to each judged row (:meth:`window`)
 
     def stat(self, name: str, sql: str) -> str:
         """A per-case aggregate over the case's qrels ``q``, named once."""
@@ -58,14 +55,22 @@ class Builder:
         self.agg[name] = sql
         return f"a.{name}"
 
+    def window(self, name: str, sql: str) -> str:
+        """A running count or sum over each list's judged rows in position order, the current row excluded unless
+        ``sql`` says ``AND CURRENT``: a column of the judged rows that aggregates read (trec_families)."""
+        frame = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
+        if sql.endswith(" AND CURRENT"):
+            sql, frame = sql.removesuffix(" AND CURRENT"), "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+        self.windows[name] = f"coalesce({sql} OVER (PARTITION BY case_id ORDER BY pos {frame}), 0)"
+        return name
+
     def nrel(self, r: int) -> str:
         """Relevant labels of the case at ``r``."""
         return self.stat(f"nrel_{_tag(r)}", f"count(q.unit_id) FILTER (WHERE {is_relevant('q.grade', r)})")
 
     def nonrel(self, r: int) -> str:
         """Judged non-relevant labels at ``r`` (a negative grade is "unjudged in pool" for trec_eval)."""
-        judged_nonrel = f"q.grade >= 0 AND NOT {is_relevant('q.grade', r)}"
-        return self.stat(f"nnon_{_tag(r)}", f"count(q.unit_id) FILTER (WHERE {judged_nonrel})")
+        return self.stat(f"nnon_{_tag(r)}", f"count(q.unit_id) FILTER (WHERE {is_judged_nonrelevant('q.grade', r)})")
 
     def hits(self, r: int, k: int | None) -> str:
         """Relevant results at ``r`` within ``k`` (the whole list for None)."""
@@ -92,11 +97,10 @@ class Builder:
         return dcg, ideal_dcg_sql(k, self.stat(f"gains_{gain[:3]}", ideal_gains_sql(gain, "q.grade")))
 
     def bpref_before(self, r: int) -> str:
-        """Judged non-relevant results ranked before each row (the Bpref window, added to the rows when asked)."""
-        self.bpref.add(r)
-        self.nrel(r)
-        self.nonrel(r)
-        return f"nb_{_tag(r)}"
+        """Judged non-relevant results ranked before each row (the Bpref window), beside the case's counts."""
+        t = _tag(r)
+        self.windows[f"nrel_{t}"], self.windows[f"nnon_{t}"] = self.nrel(r), self.nonrel(r)
+        return self.window(f"nb_{t}", f"count(*) FILTER (WHERE {is_judged_nonrelevant('grade', r)})")
 
     def per_relevant(self, value: str, r: int) -> str:
         """``value`` for a case with relevant units at ``r``, else 0 (trec_eval's score, in every mode: which cases
@@ -106,18 +110,16 @@ class Builder:
     def expr(self, m: Measure) -> str:
         return _REGISTRY[m.name](self, m, m.rel if m.rel is not None else self.threshold)
 
+    def named(self, name: str, rel: int | None) -> str:
+        """The value of measure ``name`` over the whole list at ``rel`` (a family built on a core measure)."""
+        return self.expr(Measure(name, rel=rel))
+
     def hit_rows(self) -> str:
-        """The judged rows, with the non-relevant judged units before each row when Bpref needs them."""
-        if not self.bpref and not self.windows:
+        """The judged rows, with the columns :meth:`window` (Bpref, trec_families) added to each row when asked."""
+        if not self.windows:
             return "jp"
-        cols = [
-            f"count(*) FILTER (WHERE grade >= 0 AND NOT {is_relevant('grade', r)}) OVER (PARTITION BY case_id "
-            f"ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS nb_{_tag(r)}"
-            for r in sorted(self.bpref)
-        ]
-        cols += [f"{v} AS {k}" for k, v in self.windows.items()]
-        stats = [f"n.nrel_{_tag(r)}, n.nnon_{_tag(r)}" for r in sorted(self.bpref)]
-        return f"(SELECT jp.*, {', '.join(cols + stats)} FROM jp JOIN n USING (case_id))"
+        cols = ", ".join(f"{v} AS {k}" for k, v in self.windows.items())
+        return f"(SELECT jp.*, {cols} FROM jp JOIN n USING (case_id))"
 
 
 #: (builder, measure, relevance threshold it is taken at) -> SQL of one case's value
@@ -126,7 +128,7 @@ _REGISTRY: dict[str, MeasureSql] = {}
 
 
 def register(name: str) -> Callable[[MeasureSql], MeasureSql]:
-    """Register the SQL of measure ``name`` (a name of ``measures._SPECS``): the one place it is defined."""
+    """Register the SQL of measure ``name`` (a name of ``measures.SPECS``): the one place it is defined."""
 
     def add(fn: MeasureSql) -> MeasureSql:
         _REGISTRY[name] = fn
@@ -330,19 +332,15 @@ def evaluate(
     with (case_id, unit_id, pos) of at least every judged unit of each list down to the deepest cutoff (the
     classifier keeps one). Both answer measures with a cutoff only; ``judged`` none that reads the list length."""
     repeats, by_score, unranked = _run_facts(con, ctx.run_id, trec)
-    given = lists is not None or judged is not None
-    if given and (by_score or _depth(measures) is None):
+    cut = judged if judged is not None else (lists if isinstance(lists, str) else None if lists is None else "_lists")
+    if cut is not None and (by_score or _depth(measures) is None):
         raise ValueError("cut lists answer measures with a cutoff, over lists ordered by recorded rank")
-    if judged is not None:
-        if any(m.name in {"Judged", "NumRet"} for m in measures):
-            raise ValueError("judged positions do not give the list length that Judged and NumRet read")
-        sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut=judged)
-        return con.sql(sql, params=params).to_arrow_table()
-    if isinstance(lists, str):
-        sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut=lists)
-        return con.sql(sql, params=params).to_arrow_table()
-    if lists is not None:
-        sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut="_lists")
+    if judged is not None and any(m.name in {"Judged", "NumRet"} for m in measures):
+        raise ValueError("judged positions do not give the list length that Judged and NumRet read")
+    if cut is None:
+        sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=by_score, unranked=unranked)
+        return arrow(con, sql, params)
+    sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut=cut)
+    if isinstance(lists, pa.Table) and judged is None:
         return arrow(con, sql, params, _lists=lists)
-    sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=by_score, unranked=unranked)
-    return arrow(con, sql, params)
+    return con.sql(sql, params=params).to_arrow_table()

@@ -42,7 +42,7 @@ def dcg_sql(k: int | None, g: str = "g", pos: str = "pos") -> str:
     return f"sum({g} / {discount_sql(pos)})" + (f" FILTER (WHERE {pos} <= {k})" if k is not None else "")
 
 
-def ideal_dcg_sql(k: int | None, gains: str) -> str:
+def ideal_dcg_sql(k: int | str | None, gains: str) -> str:
     """SQL: the ideal DCG@k from ``gains``, a list of a case's positive gains sorted descending (k None: all)."""
     cut = f"{gains}[1:{k}]" if k is not None else gains
     return f"list_sum(list_transform({cut}, lambda x, j: x / {discount_sql('j')}))"

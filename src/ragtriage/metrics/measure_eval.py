@@ -1,11 +1,6 @@
 """Per-case values of any list of parsed measures (``ragtriage.metrics.measures``) on one run, plus aggregates:
-``--measure`` strings and trec-compat ask the one engine (``metrics.engine``) and shape its answer here.
-
-Population rules (printed in every header):
-- a case with no label at all is excluded from every measure and counted (trec_eval and ir_measures do the same);
-- a case absent from the run scores 0 (trec_eval ``-c``);
-- a case with labels but none relevant scores as trec_eval scores it (0, nDCG from its gains), counted;
-  ``--cases with-relevant`` leaves it out of every measure, ``--cases in-run`` leaves out the cases the run lacks.
+``--measure`` strings and trec-compat ask the one engine (``metrics.engine``) and shape its answer here, under the
+header of the population rule (``EvalContext.population_sql``) that every figure prints (:func:`population_notes`).
 """
 
 from __future__ import annotations
@@ -171,7 +166,7 @@ def evaluate_run(
     ctx = resolve(con, run_id, cut, stage=stage, gain=gain, split=split)
     resolved = [m.resolve(ctx.threshold, gain) for m in parsed]
     table = evaluate(con, ctx, resolved, trec=trec_compat)
-    counts = _population(con, ctx, table, trec_compat)
+    counts = population_of(table, unlabelled_count(con, ctx, trec=trec_compat))
     return measure_result(ctx, resolved, table, counts, trec_compat=trec_compat, gain=gain)
 
 
@@ -204,10 +199,6 @@ def measure_result(
     return MeasureResult(resolved, table, context, ctx.threshold, mode, notes, ctx.threshold_source)
 
 
-def _population(con: duckdb.DuckDBPyConnection, ctx: EvalContext, table: pa.Table, trec: bool) -> dict[str, int]:
-    return population_of(table, unlabelled_count(con, ctx, trec=trec))
-
-
 def population_of(table: pa.Table, unlabelled: int) -> dict[str, int]:
     """The header's population figures from the engine's own per-case rows (``evaluate``): evaluated cases, cases
     excluded for having no label (``unlabelled``, counted apart), evaluated cases with no relevant label,
@@ -221,10 +212,10 @@ def population_of(table: pa.Table, unlabelled: int) -> dict[str, int]:
 
 
 def population_counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, trec: bool = False) -> dict[str, int]:
-    """:func:`_population` of a context, for a command that prints the header beside other figures: the engine
+    """:func:`population_of` a context, for a command that prints the header beside other figures: the engine
     asked for the relevant labels alone (it reads the top of each list only, to see which cases the run has)."""
     table = evaluate(con, ctx, [Measure("NumRel").resolve(ctx.threshold, ctx.gain)], trec=trec)
-    return _population(con, ctx, table, trec)
+    return population_of(table, unlabelled_count(con, ctx, trec=trec))
 
 
 def population_notes(population: str = "all") -> list[str]:

@@ -26,26 +26,46 @@ DCGS = ("log2", "exp-log2")
 GAIN_TO_DCG = {"linear": "log2", "exponential": "exp-log2"}
 DCG_TO_GAIN = {dcg: gain for gain, dcg in GAIN_TO_DCG.items()}
 
-#: canonical name -> (parameters it takes besides the cutoff, whether it takes a cutoff, whether one is required)
-_SPECS: dict[str, tuple[tuple[str, ...], bool, bool]] = {
-    "P": (("rel",), True, True),
-    "R": (("rel",), True, True),
-    "RR": (("rel",), True, False),
-    "AP": (("rel",), True, False),
-    "nDCG": (("dcg",), True, False),
-    "Rprec": (("rel",), False, False),
-    "Bpref": (("rel",), False, False),
-    "Judged": ((), True, False),
-    "Success": (("rel",), True, True),
-    "NumRet": (("rel",), False, False),
-    "NumRelRet": (("rel",), False, False),
-    "NumRel": (("rel",), False, False),
-    "NumQ": ((), False, False),
+
+@dataclass(frozen=True)
+class Spec:
+    """One core measure in the measure table: the parameters it takes besides the cutoff, whether it takes a
+    cutoff and whether it needs one, trec_eval's names (``trec`` uncut, ``trec_cut`` the prefix of ``P_10``), and
+    whether its cases add up (trec_eval's num_*, ir_measures' SumAgg) instead of averaging. Its SQL is
+    registered under the same name in ``metrics.engine``."""
+
+    params: tuple[str, ...] = ("rel",)
+    cut: bool = True
+    needs_cut: bool = False
+    trec: str | None = None
+    trec_cut: str | None = None
+    summed: bool = False
+
+
+#: The measure table: canonical name -> :class:`Spec`
+SPECS: dict[str, Spec] = {
+    "P": Spec(needs_cut=True, trec_cut="P"),
+    "R": Spec(needs_cut=True, trec_cut="recall"),
+    "RR": Spec(trec="recip_rank"),
+    "AP": Spec(trec="map", trec_cut="map_cut"),
+    "nDCG": Spec(("dcg",), trec="ndcg", trec_cut="ndcg_cut"),
+    "Rprec": Spec(cut=False, trec="Rprec"),
+    "Bpref": Spec(cut=False, trec="bpref"),
+    "Judged": Spec(()),
+    "Success": Spec(needs_cut=True, trec_cut="success"),
+    "NumRet": Spec(cut=False, trec="num_ret", summed=True),
+    "NumRelRet": Spec(cut=False, trec="num_rel_ret", summed=True),
+    "NumRel": Spec(cut=False, trec="num_rel", summed=True),
+    "NumQ": Spec((), cut=False, trec="num_q", summed=True),
 }
-#: measures summed over cases in the aggregate (trec_eval's num_*, ir_measures' SumAgg); every other one is a mean
-SUMMED = frozenset({"NumRet", "NumRelRet", "NumRel", "NumQ"})
-#: measures whose denominator is the case's relevant units (0 for a case with none, as trec_eval scores it)
-NEEDS_RELEVANT = frozenset({"R", "AP", "nDCG", "Rprec", "Bpref"})
+
+#: The fixed table's measures (``metrics.per_case``: one column per measure and k), and the ``--k`` shorthand's.
+FIXED = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
+
+# trec_eval's names: uncut -> measure, and the prefix of a cut one (``P_10``, ``ndcg_cut.5``) -> measure
+_TREC = {spec.trec: name for name, spec in SPECS.items() if spec.trec} | {"R-prec": "Rprec"}
+_TREC_CUT = {spec.trec_cut: name for name, spec in SPECS.items() if spec.trec_cut}
+_TREC_RE = re.compile(rf"^({'|'.join(_TREC_CUT)})[_.](\d+)$")
 
 _ALIASES = {
     "MRR": "RR",
@@ -56,25 +76,6 @@ _ALIASES = {
     "Precision": "P",
     "Recall": "R",
 }
-# trec_eval names: name -> (measure, takes the _k suffix)
-_TREC = {
-    "P": ("P", True),
-    "recall": ("R", True),
-    "ndcg_cut": ("nDCG", True),
-    "map_cut": ("AP", True),
-    "success": ("Success", True),
-    "map": ("AP", False),
-    "ndcg": ("nDCG", False),
-    "recip_rank": ("RR", False),
-    "Rprec": ("Rprec", False),
-    "R-prec": ("Rprec", False),
-    "bpref": ("Bpref", False),
-    "num_q": ("NumQ", False),
-    "num_ret": ("NumRet", False),
-    "num_rel": ("NumRel", False),
-    "num_rel_ret": ("NumRelRet", False),
-}
-_TREC_RE = re.compile(r"^(P|recall|ndcg_cut|map_cut|success)[_.](\d+)$")
 
 
 def fixed_label(family: str, k: int, gain: str) -> str:
@@ -135,12 +136,14 @@ class Measure:
 
     @property
     def summed(self) -> bool:
-        return self.name in SUMMED or (self.name in FAMILIES and FAMILIES[self.name].agg == "sum")
+        if self.name in FAMILIES:
+            return FAMILIES[self.name].agg == "sum"
+        return SPECS[self.name].summed
 
     def takes(self, param: str) -> bool:
         if self.name in FAMILIES:
             return param == "rel"
-        return param in _SPECS[self.name][0]
+        return param in SPECS[self.name].params
 
     def resolve(self, threshold: int, gain: str) -> Measure:
         """Fill a left-out ``rel`` with the dataset's threshold, ``dcg`` with the gain; ``defaulted`` records it."""
@@ -171,22 +174,14 @@ class Measure:
             return None
         if self.name in FAMILIES:
             return str(replace(self, rel=None, defaulted=()))
-        k = self.cutoff
-        simple = {"Rprec": "Rprec", "Bpref": "bpref", "NumQ": "num_q", "NumRel": "num_rel", "NumRelRet": "num_rel_ret"}
-        if self.name in simple:
-            return simple[self.name]
-        if self.name == "NumRet":
-            return "num_ret" if self.rel is None else "num_rel_ret"
-        if self.name == "nDCG":
-            if self.dcg != "log2":
-                return None
-            return "ndcg" if k is None else f"ndcg_cut_{k}"
-        if self.name == "AP":
-            return "map" if k is None else f"map_cut_{k}"
-        if self.name == "RR":
-            return "recip_rank" if k is None else None
-        prefix = {"P": "P", "R": "recall", "Success": "success"}.get(self.name)
-        return f"{prefix}_{k}" if prefix and k is not None else None
+        if self.name == "NumRet" and self.rel is not None:
+            return "num_rel_ret"
+        if self.name == "nDCG" and self.dcg != "log2":
+            return None
+        spec = SPECS[self.name]
+        if self.cutoff is None:
+            return spec.trec
+        return f"{spec.trec_cut}_{self.cutoff}" if spec.trec_cut else None
 
 
 def _value(node: ast.expr, text: str) -> object:
@@ -197,13 +192,13 @@ def _value(node: ast.expr, text: str) -> object:
 
 
 def _from_trec(text: str) -> Measure | None:
+    """A measure named as trec_eval names it (``P_10``, ``ndcg_cut.5``, ``map``, ``R-prec``), or None."""
     m = _TREC_RE.match(text)
-    if m:
-        return Measure(_TREC[m.group(1)][0], cutoff=int(m.group(2)), dcg="log2" if m.group(1) == "ndcg_cut" else None)
-    if text in _TREC and not _TREC[text][1]:
-        name = _TREC[text][0]
-        return Measure(name, dcg="log2" if name == "nDCG" else None)
-    return None
+    name = _TREC_CUT[m.group(1)] if m else _TREC.get(text)
+    if name is None:
+        return None
+    dcg = "log2" if "dcg" in SPECS[name].params else None
+    return Measure(name, cutoff=int(m.group(2)), dcg=dcg) if m else Measure(name, dcg=dcg)
 
 
 def parse_measure(text: str) -> Measure:
@@ -235,9 +230,10 @@ def parse_measure(text: str) -> Measure:
 
 
 def _build(text: str, name: str, cutoff: object, args: dict[str, object]) -> Measure:
-    if name not in _SPECS:
-        raise MeasureError(f"measure {text!r}: unknown measure {name!r}; use one of {', '.join(_SPECS)}")
-    params, cut_ok, cut_required = _SPECS[name]
+    if name not in SPECS:
+        raise MeasureError(f"measure {text!r}: unknown measure {name!r}; use one of {', '.join(SPECS)}")
+    spec = SPECS[name]
+    params, cut_ok, cut_required = spec.params, spec.cut, spec.needs_cut
     if cutoff is not None and (not cut_ok or not isinstance(cutoff, int) or isinstance(cutoff, bool) or cutoff < 1):
         why = "takes no cutoff" if not cut_ok else f"cutoff {cutoff!r} must be an integer >= 1"
         raise MeasureError(f"measure {text!r}: {name} {why}")
@@ -274,7 +270,7 @@ def measures_for_ks(ks: Iterable[int], *, trec: bool = False) -> list[Measure]:
     uncut set (map, Rprec, bpref, recip_rank, num_*) the way ``trec_eval -m`` prints them."""
     ks = list(ks)
     if not trec:
-        return [Measure(n, cutoff=k) for n in ("P", "R", "RR", "nDCG", "AP", "Success", "Judged") for k in ks]
+        return [Measure(n, cutoff=k) for n in FIXED for k in ks]
     head = [Measure(n) for n in ("NumQ", "NumRet", "NumRel", "NumRelRet", "AP", "Rprec", "Bpref", "RR")]
     cut = [
         Measure(n, cutoff=k, dcg="log2" if n == "nDCG" else None)

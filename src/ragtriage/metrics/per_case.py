@@ -1,12 +1,6 @@
 """The fixed per-case table of one run and stage (``P@k`` ... ``Judged@k`` at every k): the measures of the one
-engine (``metrics.engine``) in the columns the CLI, the TUI, compare, the gate and the notes export read.
-
-Definitions (docs/metrics.md): relevant = effective grade >= the dataset's relevance threshold; P@k divides by k
-even when the list is shorter; R@k, nDCG@k and AP@k divide by the labelled relevant units and score a case with
-none as trec_eval does (0; nDCG from its gains; counted apart, and left out by ``--cases with-relevant``); nDCG@k
-is the linear gain unless the context asks the exponential one; RR@k is 1/position of the first relevant result
-within k; unjudged results (no qrels row) are neither relevant nor irrelevant for Judged@k (judged results in the
-top k over the results there, min(k, list length), as ir_measures divides), and count as non-relevant elsewhere.
+engine (``metrics.engine``, which holds their definitions; docs/metrics.md) in the columns the CLI, the TUI,
+compare, the gate and the notes export read. nDCG@k is the linear gain unless the context asks the exponential one.
 """
 
 from __future__ import annotations
@@ -21,12 +15,10 @@ from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, resolve
 from ragtriage.metrics.engine import evaluate
 from ragtriage.metrics.gain import DEFAULT_GAIN
-from ragtriage.metrics.measures import Measure
+from ragtriage.metrics.measures import FIXED, Measure
 from ragtriage.metrics.ranking import cut_lists_table
 
-MEASURES = ("P", "R", "RR", "nDCG", "AP", "Success", "Judged")
-
-
+MEASURES = FIXED
 COUNT_COLUMNS = ("n_judged_retrieved", "n_relevant_retrieved", "n_retrieved")
 
 
@@ -54,12 +46,6 @@ def given_per_case(
     return table
 
 
-def fixed_measures(ks: Sequence[int]) -> list[Measure]:
-    """The fixed table's measures, in its column order: per k ``P@k`` ... ``Judged@k`` (parameters left to the
-    dataset's threshold and the context's gain)."""
-    return [Measure(m, cutoff=k) for k in ks for m in MEASURES]
-
-
 def fixed_column(m: Measure) -> str | None:
     """The fixed table's column holding measure ``m`` as parsed (parameters left to the dataset and the default
     gain), or None when the table has no such column."""
@@ -73,7 +59,8 @@ def fixed_column(m: Measure) -> str | None:
 def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext, without: pa.Table | None = None) -> pa.Table:
     """case_id, n_relevant and the fixed measures at ``ctx.ks`` with ``zero_hit@k``, from the one engine; the
     ``without`` rows (case_id, unit_id) taken out of the cut lists (:func:`per_case`)."""
-    measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed_measures(ctx.ks)]]
+    fixed = [Measure(m, cutoff=k) for k in ctx.ks for m in MEASURES]  # in the table's column order
+    measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed]]
     cur = con.cursor()  # the cut lists' temp tables go with it
     try:
         lists = cut_lists_table(cur, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())

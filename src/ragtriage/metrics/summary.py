@@ -127,25 +127,6 @@ def zero_hit_rates(table: pa.Table, ks: Sequence[int]) -> dict[int, float | None
     return {k: (pc.sum(pc.cast(table[f"zero_hit@{k}"], pa.int64())).as_py() or 0) / n if n else None for k in ks}
 
 
-def report_from_table(
-    ctx: EvalContext, table: pa.Table, measures: Sequence[str], seed: int, resamples: int = N_RESAMPLES
-) -> MetricReport:
-    n_without = int(np.count_nonzero(column_values(table, "n_relevant") == 0))
-    return MetricReport(
-        run_id=ctx.run_id,
-        threshold=ctx.threshold,
-        gain=ctx.gain,
-        unit=ctx.unit,
-        ks=ctx.ks,
-        n_cases=table.num_rows,
-        n_without_relevant=int(n_without),
-        rows=distributions(table, measures, ctx.ks, seed, resamples, ctx.gain),
-        zero_hit_rate=zero_hit_rates(table, ctx.ks),
-        stage=ctx.stage,
-        split=ctx.split,
-    )
-
-
 def summarize(
     con: duckdb.DuckDBPyConnection,
     run: str | EvalContext,
@@ -172,6 +153,17 @@ def summarize(
         raise MetricsError(f"unknown measure(s) {', '.join(unknown)}; use {', '.join(MEASURES)}")
     if per_case is None:
         per_case = per_case_context(con, ctx, counts=False)
-    extra = ["n_relevant", *(f"zero_hit@{k}" for k in ctx.ks)]
-    resamples = N_RESAMPLES if interval else 0
-    return report_from_table(ctx, given_per_case(per_case, ctx.ks, measures, extra), measures, seed, resamples)
+    table = given_per_case(per_case, ctx.ks, measures, ["n_relevant", *(f"zero_hit@{k}" for k in ctx.ks)])
+    return MetricReport(
+        run_id=ctx.run_id,
+        threshold=ctx.threshold,
+        gain=ctx.gain,
+        unit=ctx.unit,
+        ks=ctx.ks,
+        n_cases=table.num_rows,
+        n_without_relevant=int(np.count_nonzero(column_values(table, "n_relevant") == 0)),
+        rows=distributions(table, measures, ctx.ks, seed, N_RESAMPLES if interval else 0, ctx.gain),
+        zero_hit_rate=zero_hit_rates(table, ctx.ks),
+        stage=ctx.stage,
+        split=ctx.split,
+    )

@@ -1,23 +1,17 @@
 """A disk cache of ``metrics.summarize``'s table and of the per-case table under it, per store state, so the TUI's
 overview of a large run paints at once and ``compare``/``gate`` read both runs' per-case values instead of
-computing them: ``ragtriage load`` fills the per-case entry (:func:`warm`), the overview the summary entry, and
-the overview and ``gate.sources.per_case`` read them.
+computing them: ``ragtriage load`` fills the per-case entry (:func:`warm`), the overview the summary entry.
 
-On a large run ``metrics.summarize`` costs as much as the rest of start-up, and the figures can
-only change when the run, the labels or the metrics code change. Both entries are therefore keyed by what their
-values depend on (:func:`per_case_key`: the store file, the current dataset version, the run's key and load time)
-and the size and modification time of every source file of ``ragtriage.metrics`` and ``ragtriage.store``: a new
-load or an edited metric definition is a miss and recomputes; a write that changes neither (the classification
-stored after a load, ``gate --record``) keeps them. The per-case entry is ``per_case`` at :data:`DEFAULT_KS`
-(final stage, default gain, every answerable case: what ``summarize`` computes), zstd-compressed, keyed by what
-its values depend on (:func:`per_case_key`); a request at a subset of those cutoffs reads its
-columns (:func:`per_case_columns`). Beside it, for a run judged at one of those cutoffs, ``metrics.slices`` by the
-first slice dimension at the run's k (:func:`slices_key`, :func:`cached_slices`): the TUI's Slices view and its
-overview's slice bars start from it (no bootstrap or grouping to wait for). Entries are Arrow IPC
-files under
-:func:`ragtriage.paths.cache_root` (``~/.cache/ragtriage/summary`` on Linux); ``RAGTRIAGE_TUI_CACHE`` names
-another folder, or ``off`` disables the cache. A cache
-that cannot be read or written is a miss, never an error: the overview then computes the table as without it.
+The figures can only change when the run, the labels or the metrics code change, so every entry is keyed by what
+its values depend on (:func:`per_case_key`: the store file, the current dataset version, the run's key and load
+time, and the size and modification time of every source file of the packages they are computed by): a new load
+or an edited metric definition is a miss; a write that changes neither (the classification stored after a load,
+``gate --record``) keeps them. The per-case entry is ``per_case`` at :data:`DEFAULT_KS` (final stage, default
+gain, every answerable case), zstd-compressed; a request at a subset of those cutoffs reads its columns
+(:func:`per_case_columns`). Beside it, ``metrics.slices`` by the first slice dimension at the run's k
+(:func:`cached_slices`), which the TUI's Slices view starts from. Entries are Arrow IPC files under
+:func:`ragtriage.paths.cache_root` (``~/.cache/ragtriage/summary`` on Linux); ``RAGTRIAGE_TUI_CACHE`` names another
+folder, or ``off`` disables the cache. A cache that cannot be read or written is a miss, never an error.
 """
 
 from __future__ import annotations
@@ -258,44 +252,29 @@ def store_path(con: duckdb.DuckDBPyConnection) -> Path | None:
 
 def per_case_kept(con: duckdb.DuckDBPyConnection, run_id: str, ks: tuple[int, ...]) -> pa.Table | None:
     """:func:`per_case_columns`, and on a miss the entry computed and written first, so only the first
-    ``compare`` or ``gate`` after a code change or an older load pays for it.
-    None where no entry can be kept: ``ks`` not within the cached cutoffs, an in-memory store, the cache off or
-    not writable (the caller then computes at ``ks`` itself)."""
-    from ragtriage.metrics.context import DEFAULT_KS, resolve
-    from ragtriage.metrics.per_case import per_case_context
-
-    if not set(ks) <= set(DEFAULT_KS):
-        return None
-    key = per_case_key(con, run_id)
-    if key is None:
-        return None
-    table = read_entry(key)
-    if table is None:
-        if cache_dir() is None:
-            return None
-        table = per_case_context(con, resolve(con, run_id, DEFAULT_KS), counts=False)
-        write_entry(key, table, compressed=True)  # not writable: this call still answers from the table
-    return _columns(table, ks)
+    ``compare`` or ``gate`` after a code change or an older load pays for it (None where no entry can be kept:
+    the caller then computes at ``ks`` itself)."""
+    return per_case_columns(con, run_id, ks, fill=True)
 
 
-def _columns(table: pa.Table, ks: tuple[int, ...]) -> pa.Table | None:
-    """The per-case columns at ``ks`` of a table at :data:`DEFAULT_KS`, or None when it lacks some."""
-    from ragtriage.metrics.per_case import per_case_schema
-
-    schema = per_case_schema(ks, counts=False)
-    if not set(schema.names) <= set(table.column_names):
-        return None
-    return table.select(schema.names).cast(schema)
-
-
-def per_case_columns(con: duckdb.DuckDBPyConnection, run_id: str, ks: tuple[int, ...]) -> pa.Table | None:
+def per_case_columns(
+    con: duckdb.DuckDBPyConnection, run_id: str, ks: tuple[int, ...], *, fill: bool = False
+) -> pa.Table | None:
     """The cached per-case table of ``run_id`` cut to the cutoffs ``ks`` (columns as ``per_case(...,
-    counts=False)`` gives them), or None when the cache has no entry for this store state or ``ks`` is not a
-    subset of the cached cutoffs."""
-    from ragtriage.metrics.context import DEFAULT_KS
+    counts=False)`` gives them), or None when the cache has no entry for this store state (``fill``: computed
+    and written then, unless the store is in memory or the cache off) or ``ks`` is not a subset of the cached
+    cutoffs."""
+    from ragtriage.metrics.context import DEFAULT_KS, resolve
+    from ragtriage.metrics.per_case import per_case_context, per_case_schema
 
     if not set(ks) <= set(DEFAULT_KS):
         return None
     key = per_case_key(con, run_id)
     table = read_entry(key) if key is not None else None
-    return None if table is None else _columns(table, ks)
+    if table is None and fill and key is not None and cache_dir() is not None:
+        table = per_case_context(con, resolve(con, run_id, DEFAULT_KS), counts=False)
+        write_entry(key, table, compressed=True)  # not writable: this call still answers from the table
+    schema = per_case_schema(ks, counts=False)
+    if table is None or not set(schema.names) <= set(table.column_names):
+        return None
+    return table.select(schema.names).cast(schema)

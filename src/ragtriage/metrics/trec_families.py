@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from ragtriage.metrics.measures import Measure
+from ragtriage.contract.relevance import is_judged, is_judged_nonrelevant, is_relevant
+from ragtriage.metrics.gain import discount_sql, ideal_dcg_sql, ideal_gains_sql
 
 MIN_GEO_MEAN = 0.00001
 """trec_eval's floor under a per-query value before its logarithm (gm_map, gm_bpref)."""
@@ -30,18 +30,28 @@ RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 RPREC_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 
 
+class Measure(Protocol):
+    """What a family's SQL reads of its measure (``measures.Measure``): this module sits below the parser."""
+
+    @property
+    def rel(self) -> int | None: ...
+    @property
+    def params(self) -> tuple[float, ...]: ...
+
+
 class Builder(Protocol):
     """What a family's SQL may ask of the engine's query builder (``engine.Builder``)."""
 
     threshold: int
-    agg: dict[str, str]
-    stats: dict[str, str]
     windows: dict[str, str]
 
+    def stat(self, name: str, sql: str) -> str: ...
+    def aggregate(self, name: str, sql: str) -> str: ...
+    def window(self, name: str, sql: str) -> str: ...
     def nrel(self, r: int) -> str: ...
     def hits(self, r: int, k: int | None) -> str: ...
     def rel_pos(self, r: int) -> str: ...
-    def expr(self, m: Measure) -> str: ...
+    def named(self, name: str, rel: int | None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -73,56 +83,28 @@ def _num_ret() -> str:
     return "coalesce(nret.num_ret, 0)"
 
 
-def _agg(b: Builder, name: str, sql: str) -> str:
-    b.agg[name] = sql
-    return f"a.{name}"
-
-
-def _stat(b: Builder, name: str, sql: str) -> str:
-    b.stats[name] = sql
-    return f"n.{name}"
-
-
-def _window(b: Builder, name: str, sql: str) -> str:
-    """A running count or sum over each list's judged rows in position order, the current row excluded unless
-    ``sql`` says ``AND CURRENT``: referenced by aggregates as a column of the judged rows."""
-    frame = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
-    if sql.endswith(" AND CURRENT"):
-        sql, frame = sql.removesuffix(" AND CURRENT"), "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
-    b.windows[name] = f"coalesce({sql} OVER (PARTITION BY case_id ORDER BY pos {frame}), 0)"
-    return name
-
-
 def _tag(x: float) -> str:
     return f"{x:g}".replace(".", "_").replace("-", "m")
 
 
 def _ideal(b: Builder) -> str:
     """The case's positive grades, highest first: trec_eval's ideal ranking under its default gains."""
-    return _stat(b, "ig", "list(CAST(q.grade AS DOUBLE) ORDER BY q.grade DESC) FILTER (WHERE q.grade > 0)")
+    return b.stat("ig", ideal_gains_sql("linear", "q.grade"))
 
 
 def _ideal_dcg(ig: str, k: str) -> str:
-    return f"coalesce(list_sum(list_transform({ig}[1:{k}], lambda x, j: x / log2(j + 1))), 0.0)"
-
-
-def _zero_if_null(sql: str) -> str:
-    return f"coalesce({sql}, 0.0)"
+    return f"coalesce({ideal_dcg_sql(k, ig)}, 0.0)"
 
 
 # ---- the families -------------------------------------------------------------------------------------------
 
 
 def _gm_map(b: Builder, m: Measure) -> str:
-    from ragtriage.metrics.measures import Measure as M
-
-    return b.expr(M("AP", rel=m.rel))
+    return b.named("AP", m.rel)
 
 
 def _gm_bpref(b: Builder, m: Measure) -> str:
-    from ragtriage.metrics.measures import Measure as M
-
-    return b.expr(M("Bpref", rel=m.rel))
+    return b.named("Bpref", m.rel)
 
 
 def _iprec(b: Builder, r: int, level: float) -> str:
@@ -162,7 +144,7 @@ def _unj(b: Builder, m: Measure) -> str:
     """Share of the top k that is not judged (not in the qrels, or with a negative grade); the list is padded
     with judged units up to k."""
     k = int(m.params[0])
-    judged = _agg(b, f"jz_{k}", f"count(*) FILTER (WHERE grade >= 0 AND pos <= {k})")
+    judged = b.aggregate(f"jz_{k}", f"count(*) FILTER (WHERE {is_judged()} AND pos <= {k})")
     return f"(least({k}, {_num_ret()}) - coalesce({judged}, 0)) / {k}.0"
 
 
@@ -200,7 +182,8 @@ def _utility(b: Builder, m: Measure) -> str:
 
 def _num_nonrel_judged_ret(b: Builder, m: Measure) -> str:
     r = _r(b, m)
-    return _zero_if_null(_agg(b, f"nj_{_tag(r)}", f"count(*) FILTER (WHERE grade >= 0 AND grade < {r})"))
+    n = b.aggregate(f"nj_{_tag(r)}", f"count(*) FILTER (WHERE {is_judged_nonrelevant('grade', r)})")
+    return f"coalesce({n}, 0.0)"
 
 
 def _infap(b: Builder, m: Measure) -> str:
@@ -208,15 +191,15 @@ def _infap(b: Builder, m: Measure) -> str:
     above it estimated from the judged units there (units in the pool but unjudged count as judged-above)."""
     r = _r(b, m)
     tag = _tag(r)
-    rb = _window(b, f"w_rel_{tag}", f"count(*) FILTER (WHERE grade >= {r})")
-    nb = _window(b, f"w_non_{tag}", f"count(*) FILTER (WHERE grade >= 0 AND grade < {r})")
-    ub = _window(b, "w_unj", "count(*) FILTER (WHERE grade < 0)")
+    rb = b.window(f"w_rel_{tag}", f"count(*) FILTER (WHERE {is_relevant('grade', r)})")
+    nb = b.window(f"w_non_{tag}", f"count(*) FILTER (WHERE {is_judged_nonrelevant('grade', r)})")
+    ub = b.window("w_unj", f"count(*) FILTER (WHERE NOT {is_judged()})")
     e = INFAP_EPSILON
     term = (
         f"CASE WHEN pos = 1 THEN 1.0 ELSE 1.0 / pos + ((pos - 1.0) / pos) * "
         f"(({rb} + {nb} + {ub}) / (pos - 1.0)) * (({rb} + {_f(e)}) / ({rb} + {nb} + {_f(2 * e)})) END"
     )
-    total = _agg(b, f"infap_{tag}", f"sum({term}) FILTER (WHERE grade >= {r})")
+    total = b.aggregate(f"infap_{tag}", f"sum({term}) FILTER (WHERE {is_relevant('grade', r)})")
     nrel = b.nrel(r)
     return f"CASE WHEN {nrel} > 0 THEN coalesce({total}, 0.0) / {nrel} ELSE 0.0 END"
 
@@ -230,7 +213,7 @@ def _bin_g(b: Builder, m: Measure) -> str:
 
 
 def _cum_dcg(b: Builder) -> str:
-    return _window(b, "w_cdcg", "sum(CASE WHEN grade > 0 THEN grade / log2(pos + 1) ELSE 0.0 END) AND CURRENT")
+    return b.window("w_cdcg", f"sum(CASE WHEN grade > 0 THEN grade / {discount_sql('pos')} ELSE 0.0 END) AND CURRENT")
 
 
 def _row_ideal(b: Builder) -> str:
@@ -244,9 +227,9 @@ def _g(b: Builder, m: Measure) -> str:
     """trec_eval's G: each gain discounted by log2(2 + the ideal cost so far - the gain so far), where the ideal
     cost adds the ideal ranking's gain at each position (at least 1); normalised by the ideal's total gain."""
     ig = _row_ideal(b)
-    cg = _window(b, "w_cgain", "sum(CASE WHEN grade > 0 THEN CAST(grade AS DOUBLE) ELSE 0.0 END) AND CURRENT")
+    cg = b.window("w_cgain", "sum(CASE WHEN grade > 0 THEN CAST(grade AS DOUBLE) ELSE 0.0 END) AND CURRENT")
     cost = f"(coalesce(list_sum({ig}[1:least(pos, len({ig}))]), 0.0) + greatest(0, pos - coalesce(len({ig}), 0)))"
-    total = _agg(b, "g_sum", f"sum(grade / log2(2 + {cost} - {cg})) FILTER (WHERE grade > 0)")
+    total = b.aggregate("g_sum", f"sum(grade / log2(2 + {cost} - {cg})) FILTER (WHERE grade > 0)")
     ideal = f"coalesce(list_sum({_ideal(b)}), 0.0)"
     return f"CASE WHEN {ideal} > 0 THEN coalesce({total}, 0.0) / {ideal} ELSE 0.0 END"
 
@@ -256,9 +239,11 @@ def _ndcg_rel(b: Builder, m: Measure) -> str:
     not listed takes the nDCG of the whole list."""
     ig = _row_ideal(b)
     cdcg = _cum_dcg(b)
-    at_rel = _agg(b, "ndr_sum", f"sum({cdcg} / {_ideal_dcg(ig, f'least(pos, len({ig}))')}) FILTER (WHERE grade > 0)")
-    listed = _agg(b, "ndr_n", "count(*) FILTER (WHERE grade > 0)")
-    dcg_all = _agg(b, "ndr_dcg", "sum(grade / log2(pos + 1)) FILTER (WHERE grade > 0)")
+    at_rel = b.aggregate(
+        "ndr_sum", f"sum({cdcg} / {_ideal_dcg(ig, f'least(pos, len({ig}))')}) FILTER (WHERE grade > 0)"
+    )
+    listed = b.aggregate("ndr_n", "count(*) FILTER (WHERE grade > 0)")
+    dcg_all = b.aggregate("ndr_dcg", f"sum(grade / {discount_sql('pos')}) FILTER (WHERE grade > 0)")
     ideal = _ideal(b)
     n_pos = f"coalesce(len({ideal}), 0)"
     rest = f"({n_pos} - coalesce({listed}, 0)) * coalesce({dcg_all}, 0.0) / {_ideal_dcg(ideal, n_pos)}"
@@ -271,8 +256,9 @@ def _rndcg(b: Builder, m: Measure) -> str:
     each positive grade and above), plus the end of the list when it reaches beyond the position after the last
     positive unit (trec_eval evaluates that position with the drop to gain 0, and the list's end only after it)."""
     ideal = _ideal(b)
-    listed = _agg(
-        b, "rn_dcg", "list(struct_pack(p := pos, d := grade / log2(pos + 1)) ORDER BY pos) FILTER (WHERE grade > 0)"
+    listed = b.aggregate(
+        "rn_dcg",
+        f"list(struct_pack(p := pos, d := grade / {discount_sql('pos')}) ORDER BY pos) FILTER (WHERE grade > 0)",
     )
     ret, n_pos = _num_ret(), f"coalesce(len({ideal}), 0)"
 
@@ -292,13 +278,13 @@ def _rndcg(b: Builder, m: Measure) -> str:
 
 def _gain_scale(b: Builder) -> str:
     """trec_eval's rbp keeps gains in [0, 1]: grades above 1 are divided by the case's highest grade."""
-    top = _stat(b, "top_grade", "max(q.grade) FILTER (WHERE q.grade >= 0)")
+    top = b.stat("top_grade", f"max(q.grade) FILTER (WHERE {is_judged('q.grade')})")
     return f"CASE WHEN coalesce({top}, 0) > 1 THEN {top} ELSE 1 END"
 
 
 def _rbp(b: Builder, m: Measure) -> str:
     p = m.params[0]
-    s = _agg(b, f"rbp_{_tag(p)}", f"sum(grade * pow({_f(p)}, pos - 1)) FILTER (WHERE grade > 0)")
+    s = b.aggregate(f"rbp_{_tag(p)}", f"sum(grade * pow({_f(p)}, pos - 1)) FILTER (WHERE grade > 0)")
     return f"(1.0 - {_f(p)}) * coalesce({s}, 0.0) / {_gain_scale(b)}"
 
 
@@ -306,8 +292,8 @@ def _rbp_resid(b: Builder, m: Measure) -> str:
     """RBP's residual: the weight of the unjudged units (not in the qrels, or a negative grade) plus the tail
     past the list's end."""
     p = m.params[0]
-    judged = _agg(b, f"rbpj_{_tag(p)}", f"sum(pow({_f(p)}, pos - 1)) FILTER (WHERE grade >= 0)")
-    n_judged = _agg(b, "rbpj_n", "count(*) FILTER (WHERE grade >= 0)")
+    judged = b.aggregate(f"rbpj_{_tag(p)}", f"sum(pow({_f(p)}, pos - 1)) FILTER (WHERE {is_judged()})")
+    n_judged = b.aggregate("rbpj_n", f"count(*) FILTER (WHERE {is_judged()})")
     ret = _num_ret()
     unjudged = f"((1.0 - pow({_f(p)}, {ret})) / (1.0 - {_f(p)}) - coalesce({judged}, 0.0))"
     value = f"pow({_f(p)}, {ret}) + (1.0 - {_f(p)}) * {unjudged}"
@@ -318,8 +304,8 @@ def _relstring(b: Builder, m: Measure) -> str:
     """The top ``params[0]`` units as one character each: the grade 0-9, '>' above 9, '.' for a negative grade
     (in the pool, unjudged), '-' for a unit without a label."""
     k = int(m.params[0])
-    char = "CASE WHEN grade > 9 THEN '>' WHEN grade >= 0 THEN CAST(grade AS VARCHAR) ELSE '.' END"
-    top = _agg(b, f"rs_{k}", f"list(struct_pack(p := pos, c := {char})) FILTER (WHERE pos <= {k})")
+    char = f"CASE WHEN grade > 9 THEN '>' WHEN {is_judged()} THEN CAST(grade AS VARCHAR) ELSE '.' END"
+    top = b.aggregate(f"rs_{k}", f"list(struct_pack(p := pos, c := {char})) FILTER (WHERE pos <= {k})")
     at = f"coalesce(list_filter(coalesce({top}, []), lambda x: x.p = i)[1].c, '-')"
     return f"array_to_string(list_transform(range(1, least({k}, {_num_ret()}) + 1), lambda i: {at}), '')"
 

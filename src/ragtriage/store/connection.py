@@ -24,6 +24,16 @@ from ragtriage.store.schema import DDL, SCHEMA_VERSION
 
 _PID_RE = re.compile(r"\(PID (\d+)\)")
 
+#: the cutoff a run is judged at when its run.json gives none (TREC and DataFrame runs), and the manifest's
+#: ``k_source`` that says so
+DEFAULT_RUN_K = 10
+DEFAULT_K_SOURCE = "default (no run.json k)"
+
+#: The run listing, the one query every caller asks by name (:func:`run_ids`, :func:`latest_run`).
+RUN_IDS = "SELECT run_id FROM runs ORDER BY run_id"
+#: The run loaded or created last: what a command given no run shows first.
+LATEST_RUN = "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
+
 
 class StoreError(Exception):
     """The store cannot be used as asked (missing file, no dataset loaded, unknown run, not a store)."""
@@ -205,20 +215,24 @@ def set_current_dataset(con: duckdb.DuckDBPyConnection, version: str) -> None:
 
 def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     if not con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
-        known = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
-        raise StoreError(f"unknown run {run_id!r}; loaded runs: {', '.join(known) or 'none'}")
+        raise StoreError(f"unknown run {run_id!r}; loaded runs: {', '.join(run_ids(con)) or 'none'}")
 
 
 def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
     """The run's final cutoff (``runs.k``, from run.json); raises ``StoreError`` for an unknown run."""
+    return _k_and_source(con, run_id)[0]
+
+
+def _k_and_source(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, str | None]:
     cur = con.cursor()
     try:
         require_run(cur, run_id)
-        row = cur.execute("SELECT k FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        row = cur.execute(
+            "SELECT k, json_extract_string(manifest, '$.k_source') FROM runs WHERE run_id = ?", [run_id]
+        ).fetchall()[0]
     finally:
         cur.close()
-    assert row is not None
-    return int(row[0])
+    return int(row[0]), row[1]
 
 
 def k_statement(con: duckdb.DuckDBPyConnection, run_id: str, asked: int | None = None) -> str:
@@ -226,18 +240,16 @@ def k_statement(con: duckdb.DuckDBPyConnection, run_id: str, asked: int | None =
     user asked one, else ``8 (run.json)`` or ``10 (default)`` (a run loaded without a run.json k)."""
     if asked is not None:
         return f"{asked} (--k)"
-    k = run_k(con, run_id)
-    cur = con.cursor()
-    try:
-        rows = cur.execute(
-            "SELECT json_extract_string(manifest, '$.k_source') FROM runs WHERE run_id = ?", [run_id]
-        ).fetchall()
-    finally:
-        cur.close()
-    from ragtriage.store.load import DEFAULT_K_SOURCE
-
-    return f"{k} ({'default' if rows and rows[0][0] == DEFAULT_K_SOURCE else 'run.json'})"
+    k, source = _k_and_source(con, run_id)
+    return f"{k} ({'default' if source == DEFAULT_K_SOURCE else 'run.json'})"
 
 
 def run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+    """Every loaded run id, sorted (:data:`RUN_IDS`)."""
+    return [str(r[0]) for r in con.execute(RUN_IDS).fetchall()]
+
+
+def latest_run(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The run created (else loaded) last (:data:`LATEST_RUN`), or None in a store without runs."""
+    rows = con.execute(LATEST_RUN).fetchall()
+    return str(rows[0][0]) if rows else None

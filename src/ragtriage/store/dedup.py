@@ -124,7 +124,8 @@ def positions_within(
     )
     numbering_params = {**params, **(keep_params or {})}
     cur.execute(
-        f"CREATE OR REPLACE TEMP TABLE {numbered} AS SELECT * FROM ({numbering}) LIMIT 0", _whole(numbering_params)
+        f"CREATE OR REPLACE TEMP TABLE {numbered} AS SELECT * FROM ({numbering}) LIMIT 0",
+        {**numbering_params, "lo": None, "hi": None},
     )
     for lo, hi in _chunks(cur, rows, params, lists, irregular, chunk_by, chunk_rows or CHUNK_ROWS):
         cur.execute(f"INSERT INTO {numbered} {numbering}", {**numbering_params, "lo": lo, "hi": hi})
@@ -139,10 +140,6 @@ def positions_within(
 def numbering_tables(name: str) -> tuple[str, str]:
     """The temp tables :func:`positions_within` leaves on its cursor under ``name``: (irregular lists, numbered)."""
     return f"{name}_irregular", f"{name}_numbered"
-
-
-def _whole(params: dict[str, object]) -> dict[str, object]:
-    return {**params, "lo": None, "hi": None}
 
 
 def _chunks(

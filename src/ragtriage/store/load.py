@@ -23,7 +23,7 @@ from ragtriage.contract.rules import apply_rules
 from ragtriage.contract.staging import Staged, sql_str
 from ragtriage.contract.trec import RunFacts
 from ragtriage.safe_text import has_controls
-from ragtriage.store.connection import current_dataset_version, set_current_dataset
+from ragtriage.store.connection import DEFAULT_K_SOURCE, DEFAULT_RUN_K, current_dataset_version, set_current_dataset
 from ragtriage.store.corpus_manifest import forget_derived, keeps_derived
 from ragtriage.store.dataset_rules import dataset_findings
 from ragtriage.store.run_rules import pre_write_rules, run_findings
@@ -219,12 +219,6 @@ class RunWrite:
     replace: bool = False
     strict: bool = True
     progress: Progress = noop
-
-
-#: the cutoff a run is judged at when its run.json gives none (TREC and DataFrame runs), and the manifest's
-#: ``k_source`` that says so
-DEFAULT_RUN_K = 10
-DEFAULT_K_SOURCE = "default (no run.json k)"
 
 
 def write_run(

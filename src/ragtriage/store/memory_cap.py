@@ -54,14 +54,8 @@ def capped(con: duckdb.DuckDBPyConnection, limit: int = LOAD_LIMIT) -> Iterator[
     if not on_disk.fetchall()[0][0] or not _lowers(limit):
         yield
         return
-    with _limit_for_block(con, f"SET memory_limit = '{int(limit)}B'"):
-        yield
-
-
-@contextmanager
-def _limit_for_block(con: duckdb.DuckDBPyConnection, change: str) -> Iterator[None]:
     before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    con.execute(change)
+    con.execute(f"SET memory_limit = '{int(limit)}B'")
     try:
         yield
     finally:

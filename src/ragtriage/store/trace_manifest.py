@@ -27,7 +27,7 @@ import dataclasses
 
 import duckdb
 
-from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.errors import Cause, Finding, ValidationFailed, counted_causes_by
 from ragtriage.contract.fields import DOC_STATUSES
 from ragtriage.contract.staging import sql_str
 from ragtriage.contract.traces import TraceOptions
@@ -38,7 +38,6 @@ from ragtriage.contract.traces.doc_metadata import (
     metadata_object,
     metadata_pointer,
 )
-from ragtriage.contract.errors import Cause, counted_causes_by
 from ragtriage.store.corpus_manifest import PARTIAL_NOTE, forget_derived, manifest_kind, mark_derived
 from ragtriage.store.load import document_unit
 

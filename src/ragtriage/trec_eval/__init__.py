@@ -65,9 +65,10 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options) -> Outcome:
             _judged_only(con)
         _ranked_results(con)
         from ragtriage.metrics.measure_eval import evaluate_run
+        from ragtriage.store.connection import run_ids
 
         measures = [p.measure for p in lines if p.measure is not None]
-        res = evaluate_run(con, _run_id(con), measures, trec_compat=True)
+        res = evaluate_run(con, run_ids(con)[0], measures, trec_compat=True)
         text = _per_query(res, lines, failing[0] if failing else None) if opts.per_query else ""
         if failing:
             return Outcome(text, failing[1], 4)
@@ -91,10 +92,6 @@ def _open(qrels: Path, run: Path, level: int) -> duckdb.DuckDBPyConnection:
     return light[0]
 
 
-def _run_id(con: duckdb.DuckDBPyConnection) -> str:
-    return str(con.execute("SELECT run_id FROM runs LIMIT 1").fetchall()[0][0])
-
-
 _ORDER = "row_number() OVER (PARTITION BY case_id ORDER BY score DESC, document_id DESC)"
 
 
@@ -110,11 +107,13 @@ def _rank(con: duckdb.DuckDBPyConnection, max_docs: int | None) -> None:
 
 
 def _judged_only(con: duckdb.DuckDBPyConnection) -> None:
-    """``-J``: only the units judged (a grade >= 0) stay in the lists, which close up."""
+    """``-J``: only the judged units stay in the lists, which close up."""
+    from ragtriage.contract.relevance import is_judged
+
     con.execute(
         f"""CREATE OR REPLACE TABLE ranked AS
             SELECT case_id, document_id, score, CAST({_ORDER} AS INTEGER) AS rank
-            FROM ranked r SEMI JOIN (SELECT case_id, unit_id FROM qrels WHERE grade >= 0) q
+            FROM ranked r SEMI JOIN (SELECT case_id, unit_id FROM qrels WHERE {is_judged()}) q
                  ON q.case_id = r.case_id AND q.unit_id = r.document_id"""
     )
 
@@ -181,9 +180,8 @@ _FORMATS = {
 
 def _per_query(res: MeasureResult, lines: list[Printed], before: str | None) -> str:
     """trec_eval -q's lines: each query (byte order) with its measures in order; only queries before ``before``."""
-    import duckdb
-
     from ragtriage.contract.staging import qident, sql_str
+    from ragtriage.metrics.context import over_arrow
     from ragtriage.safe_text import visible_array
 
     wide = res.wide.append_column("qid", visible_array(res.wide.column("case_id")))
@@ -196,18 +194,9 @@ def _per_query(res: MeasureResult, lines: list[Printed], before: str | None) -> 
     ]
     if not parts:
         return ""
-    con = duckdb.connect()
-    try:
-        con.execute("SET enable_progress_bar = false")
-        con.register("wide", wide)
-        where = "WHERE case_id < ?" if before is not None else ""
-        row = con.execute(
-            f"SELECT string_agg(line, chr(10) ORDER BY case_id, idx) FROM ({' UNION ALL '.join(parts)}) {where}",
-            [before] if before is not None else [],
-        ).fetchall()
-    finally:
-        con.close()
-    text = row[0][0] if row and row[0][0] is not None else ""
+    where, params = ("WHERE case_id < $before", {"before": before}) if before is not None else ("", {})
+    sql = f"SELECT string_agg(line, chr(10) ORDER BY case_id, idx) AS t FROM ({' UNION ALL '.join(parts)}) {where}"
+    text = over_arrow(sql, params, wide=wide).column("t")[0].as_py() or ""
     return f"{text}\n" if text else ""
 
 
@@ -225,7 +214,9 @@ def _complete_num_rel(con: duckdb.DuckDBPyConnection) -> int:
     """trec_eval's ``num_rel all`` under ``-c``: every judgment graded 1 or more, whatever ``-l`` says. trec_eval
     sums its ``-c`` total from the qrels at the default level while each query's own line, and every other
     measure, keeps ``-l``; a drop-in prints the same total, so scripts that read it see the same number."""
-    row = con.execute("SELECT count(*) FROM qrels WHERE grade >= 1").fetchone()
+    from ragtriage.contract.relevance import is_relevant
+
+    row = con.execute(f"SELECT count(*) FROM qrels WHERE {is_relevant('grade', 1)}").fetchone()
     return int(row[0]) if row else 0
 
 

@@ -9,10 +9,9 @@ measure is the one used. Each printed measure here is a measure of the one engin
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from ragtriage.metrics.measures import Measure
+from ragtriage.metrics.measures import Measure, parse_measure
 from ragtriage.metrics.trec_families import CUTOFFS, FAMILIES, cut_name
 
 
@@ -51,24 +50,10 @@ NICKNAMES = {"official": OFFICIAL, "set": SET, "all_trec": ALL_TREC}
 #: trec_eval measures this command does not compute (preference and judgment-group formats, dcg)
 UNSUPPORTED = ("dcg", "ideal_dcg", "yaap", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg", "all_prefs", "prefs", "qrels_jg")
 
-_SCALAR = {
-    "num_q": (Measure("NumQ"), "long", False),
-    "num_ret": (Measure("NumRet"), "long", True),
-    "num_rel": (Measure("NumRel"), "long", True),
-    "num_rel_ret": (Measure("NumRelRet"), "long", True),
-    "map": (Measure("AP"), "double", True),
-    "Rprec": (Measure("Rprec"), "double", True),
-    "bpref": (Measure("Bpref"), "double", True),
-    "recip_rank": (Measure("RR"), "double", True),
-    "ndcg": (Measure("nDCG", dcg="log2"), "double", True),
-}
-_CUTS: dict[str, tuple[tuple[int, ...], Callable[[int], Measure]]] = {
-    "P": (CUTOFFS, lambda k: Measure("P", cutoff=k)),
-    "recall": (CUTOFFS, lambda k: Measure("R", cutoff=k)),
-    "ndcg_cut": (CUTOFFS, lambda k: Measure("nDCG", cutoff=k, dcg="log2")),
-    "map_cut": (CUTOFFS, lambda k: Measure("AP", cutoff=k)),
-    "success": ((1, 5, 10), lambda k: Measure("Success", cutoff=k)),
-}
+#: the core measures trec_eval prints uncut, and those it prints at cutoffs (with its default cutoffs): each one
+#: the measure its trec_eval name parses to (``metrics.measures``)
+_SCALAR = ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "ndcg")
+_CUTS = {"P": CUTOFFS, "recall": CUTOFFS, "ndcg_cut": CUTOFFS, "map_cut": CUTOFFS, "success": (1, 5, 10)}
 _PAIRS = ("rbp", "rbp_resid", "ndcg", "ndcg_rel", "Rndcg", "G")
 
 
@@ -149,13 +134,12 @@ def plan(args: list[str], num_docs: int = 0) -> list[Printed]:
         if name == "runid":
             out.append(Printed("runid", None, "text", per_query=False))
         elif name in _CUTS:
-            default, make = _CUTS[name]
-            out += [Printed(f"{name}_{k}", make(k)) for k in _long_cuts(name, text, default)]
+            out += [Printed(f"{name}_{k}", parse_measure(f"{name}_{k}")) for k in _long_cuts(name, text, _CUTS[name])]
         elif name == "ndcg" and text is not None:
             _pair_params(name, text)
         elif name in _SCALAR:
-            m, kind, per_query = _SCALAR[name]
-            out.append(Printed(name, m, kind, per_query))
+            m = parse_measure(name)
+            out.append(Printed(name, m, "long" if m.summed else "double", per_query=name != "num_q"))
         else:
             out += _family(name, text, num_docs)
     return out

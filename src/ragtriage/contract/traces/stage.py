@@ -12,14 +12,13 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.compression import head_bytes
-from ragtriage.contract.errors import Finding, path_findings
+from ragtriage.contract.errors import Cause, Finding, counted_causes, path_findings
 from ragtriage.contract.json_stream import JsonStreamError
 from ragtriage.contract.staging import encoding_findings, sql_str
 from ragtriage.contract.traces import observations, otlp
 from ragtriage.contract.traces.options import TraceOptions
 from ragtriage.contract.traces.phoenix import as_frame, read_phoenix
 from ragtriage.contract.traces.tables import create_tables, join_docs
-from ragtriage.contract.errors import Cause, counted_causes
 from ragtriage.contract.trec import not_finite
 
 TRACE_FORMATS = ("otlp", "phoenix", "langfuse")
