@@ -16,6 +16,7 @@ from ragtriage.classify import failure_list
 from ragtriage.csv_out import write_csv
 from ragtriage.metrics import DEFAULT_KS, per_case, per_case_schema
 from ragtriage.notes.store import NotesStore
+from ragtriage.store import run_ids
 
 __all__ = ["BASE_COLUMNS", "ExportError", "export_schema", "export_table", "write_csv"]
 
@@ -47,7 +48,7 @@ def export_schema() -> pa.Schema:
 def export_table(con: duckdb.DuckDBPyConnection, store: NotesStore, run_id: str | None = None) -> pa.Table:
     """Rows for every failing or annotated case of ``run_id`` (every run when None), ordered by run and case."""
     with con.cursor() as cur:
-        known = [r[0] for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        known = run_ids(cur)
         if run_id is not None and run_id not in known:
             raise ExportError(f"unknown run {run_id!r}; loaded runs: {', '.join(known) or 'none'}")
         runs = [run_id] if run_id is not None else known
