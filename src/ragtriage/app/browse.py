@@ -486,32 +486,36 @@ def categories(found: FailureSummary) -> Categories:
     return Categories(counts, found.costs)
 
 
+def over(
+    cur: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None, **tables: pa.Table
+) -> pa.Table:
+    """``sql`` on the worker's cursor with ``tables`` registered under their names for this statement alone."""
+    for name, table in tables.items():
+        cur.register(name, table)
+    try:
+        return cur.sql(sql, params=params).to_arrow_table()
+    finally:
+        for name in tables:
+            cur.unregister(name)
+
+
 def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:
     """Rows keyed by case_id with the case's query as the last column (free text takes the width left)."""
-    cur.register("_rows", rows)
-    try:
-        keep = [c for c in rows.column_names if c != "query"]
-        cols = ", ".join(f'r."{c}"' for c in keep)
-        return cur.sql(f"SELECT {cols}, c.query FROM _rows r LEFT JOIN cases c USING (case_id)").to_arrow_table()
-    finally:
-        cur.unregister("_rows")
+    cols = ", ".join(f'r."{c}"' for c in rows.column_names if c != "query")
+    return over(cur, f"SELECT {cols}, c.query FROM _rows r LEFT JOIN cases c USING (case_id)", _rows=rows)
 
 
 def triage_table(cur: duckdb.DuckDBPyConnection, listed: pa.Table, run_id: str, store: NotesStore) -> pa.Table:
     """The failures list: one row per failing case (``classify.failure_list``), its automatic categories and
     rules beside the person's triage, ids in natural order."""
-    notes = store.to_arrow(run_id)
-    cur.register("_list", listed)
-    cur.register("_notes", notes)
-    try:
-        rows = cur.sql(
-            """SELECT f.case_id, n.status, n.category AS mine, f.rule, f.query, f.patterns AS pattern, n.note,
-                      f.category AS _auto
-               FROM _list f LEFT JOIN _notes n USING (case_id)"""
-        ).to_arrow_table()
-    finally:
-        cur.unregister("_list")
-        cur.unregister("_notes")
+    rows = over(
+        cur,
+        """SELECT f.case_id, n.status, n.category AS mine, f.rule, f.query, f.patterns AS pattern, n.note,
+                  f.category AS _auto
+           FROM _list f LEFT JOIN _notes n USING (case_id)""",
+        _list=listed,
+        _notes=store.to_arrow(run_id),
+    )
     return natural_order(rows, "case_id")
 
 
@@ -521,32 +525,25 @@ def failure_units(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) 
     k = cache.k(run_id, cur)
     units = "SELECT case_id, string_agg(CAST(evidence AS VARCHAR), ' ') AS _units FROM {} GROUP BY case_id"
     if cache.fresh(run_id, cur):
-        return cur.sql(units.format(failure_source(cur, run_id, k)), params={"run_id": run_id, "k": k}).to_arrow_table()
-    rows = cache.classification(run_id, cur).rows
-    cur.register("_cls", rows.select(["case_id", "evidence"]))
-    try:
-        return cur.sql(units.format("_cls")).to_arrow_table()
-    finally:
-        cur.unregister("_cls")
+        return over(cur, units.format(failure_source(cur, run_id, k)), {"run_id": run_id, "k": k})
+    return over(cur, units.format("_cls"), _cls=cache.classification(run_id, cur).rows.select(["case_id", "evidence"]))
 
 
 def leakage_by_case(cur: duckdb.DuckDBPyConnection, leaks: pa.Table) -> pa.Table:
     """One row per leaking case: leaked units in the final list and in the candidates, the rules broken; cases
     by the first stage they leak in (``checks.units.STAGE_ORDER``: final first, as ``check`` lists them), then
     natural id order."""
-    cur.register("_leaks", leaks)
-    try:
-        rows = cur.sql(
-            f"""SELECT case_id,
-                      count(DISTINCT unit_id) FILTER (WHERE stage = 'final') AS final,
-                      count(DISTINCT unit_id) FILTER (WHERE stage <> 'final') AS candidate,
-                      string_agg(DISTINCT rule, ', ' ORDER BY rule) AS rules,
-                      string_agg(DISTINCT unit_id, ' ') AS _units,
-                      min({stage_order("stage")}) AS __stage
-               FROM _leaks GROUP BY case_id"""
-        ).to_arrow_table()
-    finally:
-        cur.unregister("_leaks")
+    rows = over(
+        cur,
+        f"""SELECT case_id,
+                  count(DISTINCT unit_id) FILTER (WHERE stage = 'final') AS final,
+                  count(DISTINCT unit_id) FILTER (WHERE stage <> 'final') AS candidate,
+                  string_agg(DISTINCT rule, ', ' ORDER BY rule) AS rules,
+                  string_agg(DISTINCT unit_id, ' ') AS _units,
+                  min({stage_order("stage")}) AS __stage
+           FROM _leaks GROUP BY case_id""",
+        _leaks=leaks,
+    )
     rows = natural_order(with_query(cur, rows), "case_id")
     return rows.sort_by([("__stage", "ascending")]).drop_columns(["__stage"])
 
