@@ -1044,6 +1044,12 @@ FAILS, NOT_CHECKED, CLEAN = "fails", "not checked", "no leaks"
 
 @dataclass(frozen=True)
 class LeakVerdict:
+    """A run's leakage verdict as the views state it: FAILS when anything leaked, NOT CHECKED when no case could
+    be checked (no case has a principal, or no corpus manifest to read acls from), else no leaks in the cases
+    checked, with the unchecked ones counted; never "none" for a run nothing was checked on. The figures are the
+    core's, those ``ragtriage check`` reads: ``checks.leakage`` (cached per run) and ``checks.leakage.coverage``
+    over ``unchecked_cases``."""
+
     run_id: str
     leaked_cases: int
     leaked_final: int  # distinct final-stage results leaked
