@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import ragtriage.tui.data as data
+import ragtriage.app.browse as data
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.loading import cached_store, cached_store_path
 from ragtriage.store import connect
 from ragtriage.store.byo import LoadRequest, RunSource
 from ragtriage.tui.app import TriageApp
-from ragtriage.tui.screens.building import BuildingScreen
+from ragtriage.tui.screens.modals import BuildingScreen
 from ragtriage.tui.screens.overview import OverviewScreen, summary_table
 from tests.tui.helpers import pilot_test, plain, settle, static_text, until
 

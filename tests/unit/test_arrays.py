@@ -40,7 +40,7 @@ def test_rows_of_some_cases_keep_the_table_order_and_never_import_pandas() -> No
     code = (
         "import sys, duckdb\n"
         "from ragtriage.arrays import rows_where_in\n"
-        "from ragtriage.tui.case_ids import CaseIds\n"
+        "from ragtriage.tui.screens.table_view import CaseIds\n"
         "t = duckdb.sql(\"SELECT * FROM (VALUES ('q2', 1), ('q1', 2), ('q2', 3), ('q3', 4)) v(case_id, n)\")"
         ".to_arrow_table()\n"
         "got = rows_where_in(t, 'case_id', ['q2', 'q3'])\n"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ragtriage.app.browse import case_leaks, leakage_by_case
 from ragtriage.checks import STAGE_ORDER, leakage
 from ragtriage.cli import app
 from ragtriage.store import connect
-from ragtriage.tui.data import case_leaks, leakage_by_case
 from tests.factory import load_sample
 
 pytestmark = pytest.mark.slow  # the sample loaded

@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import ragtriage
+from ragtriage.app.browse import RunCache, summary
 from ragtriage.cli import app
 from ragtriage.metrics.context import using
 from ragtriage.metrics.measure_eval import evaluate_run
 from ragtriage.store import connect
-from ragtriage.tui.data import RunCache, summary
 from tests.factory import SAMPLE, load_sample
 
 Qrels = dict[str, dict[str, int]]

@@ -137,8 +137,8 @@ def test_load_keeps_the_first_slices_of_a_run_at_a_cached_cutoff_and_the_tui_rea
 ) -> None:
     """bm25 is judged at k=10 (a cached cutoff), hybrid-rerank at k=8 (not one: its slices are computed when asked).
     The kept table is the computed one; a kept table is what the TUI's Slices view shows."""
+    from ragtriage.app import browse as data
     from ragtriage.metrics.slices import slices
-    from ragtriage.tui import data
 
     db = _store(tmp_path)
     con = connect(db, read_only=True)

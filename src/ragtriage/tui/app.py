@@ -1,6 +1,6 @@
 """The triage app: one mode per top-level view, a read-only DuckDB connection, and one ordered notes writer.
 
-- The store is read through short-lived read-only connections (:class:`ragtriage.tui.data.StoreReader`), one
+- The store is read through short-lived read-only connections (:class:`ragtriage.app.browse.StoreReader`), one
   per worker call, so several people, CLI reports and a `ragtriage load` can use one database while it is open.
 - Notes written by another process (a second triager) show within a second: the app polls the notes file's
   SQLite ``data_version`` (a cheap pragma) and reloads the view when it changes.
@@ -21,12 +21,11 @@ import asyncio
 import contextlib
 import queue
 import signal
-import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import duckdb
 from textual import work
@@ -37,54 +36,31 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
-from ragtriage.classify import Progress, classify_chunks, pending, progress
+from ragtriage.app import browse
+from ragtriage.app.browse import (
+    CLASSIFIED_KINDS,
+    NotesWatch,
+    RunCache,
+    StoreReader,
+    StoreState,
+    store_state,
+    summary_per_case,
+)
+from ragtriage.classify import Progress, classify_chunks
 from ragtriage.notes import Note, NotesError, NotesStore, default_author, notes_path_for
 from ragtriage.output_paths import name_part
 from ragtriage.safe_text import visible
-from ragtriage.store import StoreError, StoreLocked, connect
+from ragtriage.store import StoreError, StoreLocked, run_ids
 from ragtriage.store.memory_cap import capped
 from ragtriage.tui.commands import TriageCommands
-from ragtriage.tui.data import CLASSIFIED_KINDS, RunCache, StoreReader, summary_per_case
 from ragtriage.tui.host import TriageHost
 from ragtriage.tui.screens.base import VIEW_KEYS
 from ragtriage.tui.screens.overview import OverviewScreen
-from ragtriage.tui.text import natural_order
 
 if TYPE_CHECKING:
     from ragtriage.tui.case_layout import Rendered
 
 _STOP = object()
-
-
-class StoreState(NamedTuple):
-    """What the app reads from its store before a view opens."""
-
-    runs: list[str]
-    run_id: str
-    baseline: str | None
-    #: Runs whose classification this app stores in the background, and how far each is
-    classifying: dict[str, Progress]
-
-
-def store_state(db: Path, run_id: str | None, baseline: str | None) -> StoreState:
-    """The runs, the one to open (``run_id``, else the newest) and its baseline, and the runs left to classify
-    (a short read-only open)."""
-    con = connect(db, read_only=True)
-    try:
-        runs = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
-        newest = con.execute(
-            "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
-        ).fetchone()
-        classifying = {rid: progress(con, rid) for rid in pending(con)}
-    finally:
-        con.close()
-    if not runs:
-        raise StoreError(f"{db}: no run loaded; load one with `ragtriage load --db {db} --run DIR`")
-    for name, value in (("run", run_id), ("baseline", baseline)):
-        if value is not None and value not in runs:
-            raise StoreError(f"unknown {name} {value!r}; loaded runs: {', '.join(runs)}")
-    opened = run_id or (newest[0] if newest else runs[-1])
-    return StoreState(runs, opened, baseline or next((r for r in runs if r != opened), None), classifying)
 
 
 class BuildStopped(Exception):
@@ -106,67 +82,18 @@ CLASSIFY_RETRY_S = 5.0  # another process holds the store: try again then
 RUNS_POLL_S = 3.0  # a short read-only open: a load starting in that moment waits or says the store is busy
 
 
-class NotesWatch:
-    """Tells whether another connection committed to the notes file since the last look: SQLite's
-    ``PRAGMA data_version`` on one connection kept for this, a microsecond read with no table scan."""
-
-    def __init__(self, path: Path) -> None:
-        self._con: sqlite3.Connection | None = None
-        try:
-            self._con = sqlite3.connect(path, check_same_thread=False)
-            self._seen = self._version()
-        except sqlite3.Error:
-            self._con = None
-
-    def _version(self) -> int:
-        assert self._con is not None
-        row = self._con.execute("PRAGMA data_version").fetchone()
-        return int(row[0])
-
-    def changed(self) -> bool:
-        if self._con is None:
-            return False
-        try:
-            now = self._version()
-        except sqlite3.Error:
-            return False
-        seen, self._seen = self._seen, now
-        return now != seen
-
-    def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
-
-
-def _slices() -> Screen[Any]:
+def _view(mode: str) -> Screen[Any]:
     """Views other than the overview are imported on first use, not before the overview's first paint."""
-    from ragtriage.tui.screens.lists import SlicesScreen
+    from ragtriage.tui.screens import failures, lists
 
-    return SlicesScreen()
-
-
-def _zerohit() -> Screen[Any]:
-    from ragtriage.tui.screens.lists import ZeroHitScreen
-
-    return ZeroHitScreen()
-
-
-def _leakage() -> Screen[Any]:
-    from ragtriage.tui.screens.lists import LeakageScreen
-
-    return LeakageScreen()
-
-
-def _failures() -> Screen[Any]:
-    from ragtriage.tui.screens.failures import FailuresScreen
-
-    return FailuresScreen()
-
-
-def _compare() -> Screen[Any]:
-    from ragtriage.tui.screens.lists import CompareScreen
-
-    return CompareScreen()
+    views = {
+        "slices": lists.SlicesScreen,
+        "zerohit": lists.ZeroHitScreen,
+        "leakage": lists.LeakageScreen,
+        "failures": failures.FailuresScreen,
+        "compare": lists.CompareScreen,
+    }
+    return views[mode]()
 
 
 class NoteSaved(Message):
@@ -186,11 +113,7 @@ class TriageApp(App[None]):
     COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {TriageCommands}
     MODES: ClassVar[dict[str, Any]] = {
         "overview": OverviewScreen,
-        "slices": _slices,
-        "zerohit": _zerohit,
-        "leakage": _leakage,
-        "failures": _failures,
-        "compare": _compare,
+        **{mode: partial(_view, mode) for _, mode, _ in VIEW_KEYS if mode != "overview"},
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(key, f"show_view('{mode}')", label, show=False, id=f"view-{mode}") for key, mode, label in VIEW_KEYS),
@@ -269,7 +192,7 @@ class TriageApp(App[None]):
         self._writer_running = True
         self._notes_writer()
         if self._build is not None:
-            from ragtriage.tui.screens.building import BuildingScreen
+            from ragtriage.tui.screens.modals import BuildingScreen
 
             self.push_screen(BuildingScreen(self._build.what))
             self._build_store(self._build)
@@ -303,7 +226,7 @@ class TriageApp(App[None]):
             summary_per_case(cur, state.run_id, self.cache)
 
     def _build_step(self, name: str) -> None:
-        from ragtriage.tui.screens.building import BuildingScreen
+        from ragtriage.tui.screens.modals import BuildingScreen
 
         if isinstance(self.screen, BuildingScreen):
             self.screen.set_step(name)
@@ -374,9 +297,7 @@ class TriageApp(App[None]):
             self.cache.forget(p.run_id, CLASSIFIED_KINDS)
         else:
             self.classifying[p.run_id] = p
-        handler = self._screen_hook("on_classified")
-        if handler:
-            handler(p)
+        self._tell_screen("on_classified", p)
 
     _classify_waits = False
 
@@ -390,33 +311,28 @@ class TriageApp(App[None]):
         """The store cannot be written: the views classify what they read themselves, as whole runs."""
         self.classifying.clear()
         self.notify(f"classification not stored ({why}); each view classifies what it shows", timeout=8)
-        handler = self._screen_hook("on_classified")
-        if handler:
-            handler(None)
+        self._tell_screen("on_classified", None)
 
-    def _screen_hook(self, name: str) -> Callable[..., Any] | None:
-        """The shown screen's handler ``name``, or None while that screen is still being composed: its own
-        mount reads the app's newest state, and its widgets do not exist yet."""
+    def _tell_screen(self, name: str, *args: Any) -> None:
+        """Call the shown screen's handler ``name``, if it has one, unless that screen is still being composed:
+        its own mount reads the app's newest state, and its widgets do not exist yet."""
         screen = self.screen
-        if not screen.is_mounted:
-            return None
-        hook: Callable[..., Any] | None = getattr(screen, name, None)
-        return hook
+        hook: Callable[..., Any] | None = getattr(screen, name, None) if screen.is_mounted else None
+        if hook:
+            hook(*args)
 
     def _poll_notes(self) -> None:
         """Another process saved a note: refresh what shows notes (our own saves refresh on NoteSaved too)."""
         if self._notes_watch.changed():
             self.notes_version += 1
-            handler = self._screen_hook("on_note_saved")
-            if handler:
-                handler()
+            self._tell_screen("on_note_saved")
 
     @work(thread=True, exclusive=True, group="runs-watch", exit_on_error=False)
     def _poll_runs(self) -> None:
         """Runs another process loaded since the app opened (a store being written is skipped until free)."""
         try:
             with self.reader.cursor() as cur:
-                loaded = [str(r[0]) for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+                loaded = run_ids(cur)
         except (StoreError, duckdb.Error):
             return
         new = [r for r in loaded if r not in self.runs]
@@ -460,8 +376,7 @@ class TriageApp(App[None]):
     @work(thread=True, exclusive=True, group="case-index", exit_on_error=False)
     def _load_case_index(self) -> None:
         with self.reader.cursor() as cur:
-            table = cur.sql("SELECT case_id FROM cases").to_arrow_table()
-        ids = [str(c) for c in natural_order(table, "case_id").column(0).to_pylist()]
+            ids = browse.case_index(cur)
         self.call_from_thread(setattr, self, "case_index", ids)
 
     # notes -----------------------------------------------------------------------------------------------------
@@ -490,9 +405,7 @@ class TriageApp(App[None]):
         self.notes_version += 1
         n = message.note
         self.notify(f"saved {n.case_id}: {n.category or '-'} / {n.status or '-'}", timeout=2)
-        handler = self._screen_hook("on_note_saved")
-        if handler:
-            handler()
+        self._tell_screen("on_note_saved")
 
     def on_note_failed(self, message: NoteFailed) -> None:
         self.notify(f"NOT saved: {message.error}", severity="error", timeout=10)
@@ -536,7 +449,6 @@ class TriageApp(App[None]):
         way, and :meth:`open_case` calls it for the case it opens. A read started for another case is cancelled
         when it has not begun (one that runs finishes unread: the thread takes one read at a time)."""
         from ragtriage.tui.case_layout import body_width, rendered
-        from ragtriage.tui.detail_data import case_detail_soon
 
         started = self._early_for(case_id)
         failed = started is not None and started.done() and not started.cancelled() and started.exception() is not None
@@ -546,7 +458,7 @@ class TriageApp(App[None]):
             self.early_case[1].cancel()
         self.early_case = (
             self._early_key(case_id),
-            case_detail_soon(
+            browse.case_detail_soon(
                 self.reader,
                 self.run_id,
                 case_id,
@@ -604,9 +516,7 @@ class TriageApp(App[None]):
         self.sub_title = visible(f"{self.db_path.name} · run {self.run_id}")
         while len(self.screen_stack) > 1:
             self.pop_screen()
-        reload = self._screen_hook("reload")
-        if reload:
-            reload()
+        self._tell_screen("reload")
         self.notify(f"run {run_id}", timeout=2)
 
     def action_next_run(self) -> None:

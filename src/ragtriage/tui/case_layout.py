@@ -18,8 +18,8 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ragtriage.app.browse import CaseDetail, Leak
 from ragtriage.safe_text import visible
-from ragtriage.tui.detail_data import CaseDetail
 from ragtriage.tui.text import delta, lit, middle, num, wrap_lines
 from ragtriage.tui.widgets.line_table import Column, LineTable
 
@@ -242,14 +242,19 @@ def missing_block(d: CaseDetail, width: int) -> RenderableType:
     return Group(*lines)
 
 
+def leak_lines(leaks: list[Leak]) -> list[Text]:
+    """Each leaked result, then its reasons in full (the case screen's section, the Leakage view's pane)."""
+    out: list[Text] = []
+    for leak in leaks:
+        out.append(Text.assemble((f"{leak.stage} #{leak.rank} ", "bold red"), lit(leak.unit_id, "bold")))
+        out.extend(Text.assemble("  ", lit(reason)) for reason in leak.reasons)
+    return out
+
+
 def leaks_block(d: CaseDetail) -> RenderableType:
     if "leaks" in d.errors:
         return Text(visible(d.errors["leaks"]), style="red")
-    out: list[Text] = []
-    for leak in d.leaks:
-        out.append(Text.assemble((f"{leak.stage} #{leak.rank} ", "bold red"), lit(leak.unit_id, "bold")))
-        out.extend(Text.assemble("  ", lit(reason)) for reason in leak.reasons)
-    return Group(*out)
+    return Group(*leak_lines(d.leaks))
 
 
 def triage_block(d: CaseDetail) -> RenderableType:

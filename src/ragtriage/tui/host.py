@@ -14,10 +14,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from textual.app import App
 
+from ragtriage.app.browse import RunCache, StoreReader
 from ragtriage.classify import Progress
 from ragtriage.notes import NotesStore
 from ragtriage.tui.case_layout import Rendered
-from ragtriage.tui.data import RunCache, StoreReader
 
 
 @runtime_checkable

@@ -13,10 +13,10 @@ import math
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from rich.cells import cell_len
 from rich.text import Text
 
+from ragtriage.app.browse import natural_order
 from ragtriage.safe_text import visible
 
 ELLIPSIS = "…"
@@ -66,13 +66,6 @@ def middle(text: str, width: int) -> str:
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
 
 
-def end_cut(text: str, width: int) -> str:
-    """``text`` cut at the end to ``width`` cells, with an ellipsis when cut."""
-    if cell_len(text) <= width:
-        return text
-    return text[: max(0, width - 1)] + ELLIPSIS
-
-
 def wrap_lines(text: str, width: int, max_lines: int) -> list[str]:
     """``text`` folded at ``width`` into at most ``max_lines`` lines, the last one ellipsised when more remain."""
     words = text.split(" ")
@@ -102,20 +95,6 @@ def wrap_lines(text: str, width: int, max_lines: int) -> list[str]:
         last = lines[-1]
         lines[-1] = last + ELLIPSIS if cell_len(last) < width else last[: width - 1] + ELLIPSIS
     return lines or [""]
-
-
-def natural_order(table: pa.Table, column: str, *, descending: bool = False) -> pa.Table:
-    """Rows sorted by ``column`` in natural order (``q2`` before ``q10``): text before the first number, the
-    number as an integer, then the rest. Arrow compute only: no Python per row."""
-    col = pc.cast(table.column(column), pa.string())
-    parts = pc.extract_regex(pc.fill_null(col, ""), r"^(?P<head>\D*)(?P<num>\d*)(?P<tail>.*)$")
-    digits = pc.struct_field(parts, "num")
-    number = pc.cast(pc.if_else(pc.equal(digits, ""), None, pc.utf8_slice_codeunits(digits, 0, 18)), pa.int64())
-    keyed = table.append_column("__h", pc.struct_field(parts, "head")).append_column("__n", number)
-    keyed = keyed.append_column("__t", pc.struct_field(parts, "tail"))
-    order = "descending" if descending else "ascending"
-    keyed = keyed.sort_by([("__h", order), ("__n", order), ("__t", order)])
-    return keyed.drop_columns(["__h", "__n", "__t"])
 
 
 def sort_table(table: pa.Table, column: str, *, descending: bool = False) -> pa.Table:

@@ -14,10 +14,12 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
+from ragtriage.notes import CATEGORIES, STATUSES
 from ragtriage.safe_text import visible
 from ragtriage.tui.host import TriageHost, host
 from ragtriage.tui.widgets.footer import FittingFooter
@@ -144,3 +146,104 @@ class DataScreen(Screen[None]):
             self.app.pop_screen()
         elif self.MODE != "overview":
             self.app.switch_mode("overview")
+
+
+#: j/k scroll a body of sections by a line, g/G to its top and bottom (arrows and PgUp/PgDn are the body's own)
+SCROLL_BINDINGS: list[BindingType] = [
+    Binding("j", "scroll(1)", "Down", show=False),
+    Binding("k", "scroll(-1)", "Up", show=False),
+    Binding("g", "scroll_to(0)", "Top", show=False),
+    Binding("G", "scroll_to(-1)", "Bottom", show=False),
+]
+
+
+class SectionsScreen(DataScreen):
+    """A view of named sections, one Static each (``#sec-<name>``, in ``SHOWN`` order), in a scrolling body: the
+    overview and the case screen."""
+
+    SHOWN: ClassVar[tuple[str, ...]] = ()
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_bar()
+        with VerticalScroll(id="body"):
+            for name in self.SHOWN:
+                yield Static(id=f"sec-{name}", classes="section", markup=False)
+        yield from self.compose_footer()
+
+    def action_scroll(self, lines: int) -> None:
+        # immediate: a deferred scroll starts from the old position, so a burst of keys would move one line
+        self.query_one("#body", VerticalScroll).scroll_relative(y=lines, animate=False, immediate=True)
+
+    def action_scroll_to(self, where: int) -> None:
+        body = self.query_one("#body", VerticalScroll)
+        body.scroll_end(animate=False) if where < 0 else body.scroll_home(animate=False)
+
+
+CATEGORY_KEYS = dict(zip("1234", CATEGORIES, strict=True))
+STATUS_KEYS = dict(zip("5678", STATUSES, strict=True))
+
+TRIAGE_BINDINGS: list[BindingType] = [
+    *(
+        Binding(
+            k,
+            f"set_category('{c}')",
+            "category" if k == "1" else c,
+            key_display="1-4" if k == "1" else k,
+            show=k == "1",
+        )
+        for k, c in CATEGORY_KEYS.items()
+    ),
+    Binding("0", "set_category('')", "clear category", show=False),
+    *(
+        Binding(
+            k, f"set_status('{s}')", "status" if k == "5" else s, key_display="5-8" if k == "5" else k, show=k == "5"
+        )
+        for k, s in STATUS_KEYS.items()
+    ),
+    Binding("e", "edit_note", "Note"),
+]
+
+KEY_HELP = (
+    "1 dataset  2 ingestion  3 ranking  4 security  0 clear category\n"
+    "5 open  6 confirmed  7 fixed  8 wont-fix\n"
+    "e edit note (ctrl+s saves, Escape cancels)"
+)
+
+
+class TriageKeys(DataScreen):
+    """A view that knows which case is current (``triage_case``): the Failures list, the case screen.
+
+    Single-key triage: category, status, note. Each key queues one change to the app's notes writer, which saves
+    it at once (durable when the footer message says "saved"). Digits keep every key one stroke on any keyboard
+    layout over SSH."""
+
+    TRIAGE: ClassVar[list[BindingType]] = TRIAGE_BINDINGS
+
+    def triage_case(self) -> str | None:
+        raise NotImplementedError
+
+    def target_case(self) -> str | None:
+        """The current case, or None with a word on screen: a triage key is never silently lost."""
+        case_id = self.triage_case()
+        if not case_id:
+            self.notify(
+                "no case selected yet (the list is still loading): nothing saved",
+                severity="warning",
+                timeout=3,
+            )
+        return case_id
+
+    def action_set_category(self, category: str) -> None:
+        case_id = self.target_case()
+        if case_id:
+            self.triage.save_note(case_id, category=category)
+
+    def action_set_status(self, status: str) -> None:
+        case_id = self.target_case()
+        if case_id:
+            self.triage.save_note(case_id, status=status)
+
+    def action_edit_note(self) -> None:
+        case_id = self.target_case()
+        if case_id:
+            self.triage.edit_note(case_id)

@@ -12,36 +12,32 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from ragtriage.app.browse import CaseDetail, case_detail, case_details
 from ragtriage.safe_text import visible
-from ragtriage.tui.case_ids import CaseIds
 from ragtriage.tui.case_layout import SECTIONS, Rendered, body_width, panels_fit, rendered, runs_block
-from ragtriage.tui.detail_data import CaseDetail, case_detail, case_details
-from ragtriage.tui.screens.base import LOAD_GROUP
-from ragtriage.tui.screens.triage_keys import TRIAGE_BINDINGS, TriageKeys
+from ragtriage.tui.screens.base import LOAD_GROUP, SCROLL_BINDINGS, TRIAGE_BINDINGS, SectionsScreen, TriageKeys
+from ragtriage.tui.screens.table_view import CaseIds
 
 PREFETCH_AHEAD = 8
 PREFETCH_BEHIND = 2
 PREFETCH_KEEP = 24
 
 
-class CaseScreen(TriageKeys):
+class CaseScreen(TriageKeys, SectionsScreen):
     MODE = "failures"
+    SHOWN = SECTIONS
     BINDINGS: ClassVar[list[BindingType]] = [
         *TRIAGE_BINDINGS,
         Binding("n", "step(1)", "Next"),
         Binding("p", "step(-1)", "Prev"),
         Binding("right_square_bracket", "shift_runs(1)", "Runs →"),
         Binding("left_square_bracket", "shift_runs(-1)", "← Runs"),
-        Binding("j", "scroll(1)", "Down", show=False),
-        Binding("k", "scroll(-1)", "Up", show=False),
-        Binding("g", "scroll_home", "Top", show=False),
-        Binding("G", "scroll_end", "Bottom", show=False),
+        *SCROLL_BINDINGS,
     ]
     DEFAULT_CSS = """
     CaseScreen #body { height: 1fr; padding: 0 1; scrollbar-gutter: stable; }
@@ -62,13 +58,6 @@ class CaseScreen(TriageKeys):
         self.prefetched: dict[tuple[Any, ...], Rendered] = {}
         self.in_flight: set[tuple[Any, ...]] = set()  # keys a prefetch worker is fetching now
         self.run_offset = 0  # first run of the side-by-side window (opened from Compare)
-
-    def compose(self) -> ComposeResult:
-        yield from self.compose_bar()
-        with VerticalScroll(id="body"):
-            for name in SECTIONS:
-                yield Static(id=f"sec-{name}", classes="section", markup=False)
-        yield from self.compose_footer()
 
     def bar_detail(self) -> str:
         return (
@@ -124,11 +113,7 @@ class CaseScreen(TriageKeys):
         self.width_for_workers = self.section_width()
         ready = None if self.side_runs() else self.triage.early_case_ready(self.case_id, self.width_for_workers)
         if ready is not None:
-            # read and laid out ahead (the list's cursor rested on it): shown now, in the screen's first layout
-            self.workers.cancel_group(self, LOAD_GROUP)
-            self._loaded_for = self.stale_key()
-            self.set_bar()
-            self.show(ready)
+            self.show_now(ready)  # read and laid out ahead (the list's cursor rested on it): the first layout
             return
         super().reload()
 
@@ -213,20 +198,14 @@ class CaseScreen(TriageKeys):
         if ready is None:
             self.reload()
             return
-        self.workers.cancel_group(self, LOAD_GROUP)  # a slower load of the case just left must not land
+        self.show_now(ready)
+
+    def show_now(self, ready: Rendered) -> None:
+        """Show a case read ahead; a slower load of the case shown before must not land after it."""
+        self.workers.cancel_group(self, LOAD_GROUP)
         self._loaded_for = self.stale_key()
         self.set_bar()
         self.show(ready)
-
-    def action_scroll(self, lines: int) -> None:
-        # immediate: a deferred scroll starts from the old position, so a burst of keys would move one line
-        self.query_one("#body", VerticalScroll).scroll_relative(y=lines, animate=False, immediate=True)
-
-    def action_scroll_home(self) -> None:
-        self.query_one("#body", VerticalScroll).scroll_home(animate=False)
-
-    def action_scroll_end(self) -> None:
-        self.query_one("#body", VerticalScroll).scroll_end(animate=False)
 
     def on_note_saved(self) -> None:
         self.reload()

@@ -1,8 +1,9 @@
-"""Modal screens: the help (every key of the view underneath and of the app, scrollable), the note editor, the
-export path prompt and the overwrite question."""
+"""Screens over or before the views: the help (every key of the view underneath and of the app, scrollable), the
+note editor, the export path prompt, the overwrite question, and the progress of a store being built."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.table import Table
@@ -14,7 +15,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, Static, TextArea
 
 from ragtriage.safe_text import visible
-from ragtriage.tui.screens.triage_keys import KEY_HELP
+from ragtriage.tui.screens.base import KEY_HELP
 from ragtriage.tui.widgets.footer import FittingFooter
 
 if TYPE_CHECKING:
@@ -187,3 +188,43 @@ class Confirm(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class BuildingScreen(Screen[None]):
+    """What the app shows while `ragtriage tui --qrels --run` loads the files into its cached store: the step under
+    way and the seconds so far. The load runs on a worker thread (DuckDB releases the GIL), so the app's own
+    start-up is done by the time the store is, and the Overview follows at once; `q` quits (the load stops at its
+    next step)."""
+
+    DEFAULT_CSS = """
+    BuildingScreen #building { height: 1fr; padding: 1 2; }
+    """
+    REFRESH_S = 0.5
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+        self.step = "starting"
+        self.started = time.monotonic()
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.line(), id="building", markup=False)
+        yield FittingFooter()
+
+    def on_mount(self) -> None:
+        self.set_interval(self.REFRESH_S, self.show)
+
+    def line(self) -> Text:
+        seconds = time.monotonic() - self.started
+        text = Text(visible(f"loading {self.what} into a cached store"), style="bold")
+        text.append("\n")
+        text.append(visible(f"{self.step} · {seconds:.0f} s"), style="dim")
+        text.append("\n\nThe Overview opens when it is written; the next opening reads it at once.")
+        return text
+
+    def show(self) -> None:
+        self.query_one("#building", Static).update(self.line())
+
+    def set_step(self, step: str) -> None:
+        self.step = step
+        self.show()

@@ -14,19 +14,18 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
+from ragtriage.app import browse
+from ragtriage.app.browse import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
 from ragtriage.classify import Progress
 from ragtriage.safe_text import visible
 from ragtriage.store.corpus_manifest import PARTIAL_LABEL
-from ragtriage.tui import data
-from ragtriage.tui.leak_verdict import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
-from ragtriage.tui.screens.base import DataScreen
+from ragtriage.tui.screens.base import SCROLL_BINDINGS, SectionsScreen
 from ragtriage.tui.text import lit, num
 from ragtriage.tui.widgets.line_table import Column, LineTable
 
@@ -38,16 +37,11 @@ SLICE_DIMENSION = "query_type"
 
 
 def arrow_rich(table: pa.Table, limit: int = SUMMARY_MAX_ROWS) -> RenderableType:
-    t = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for name in table.column_names:
-        kind = table.schema.field(name).type
-        numeric = pa.types.is_floating(kind) or pa.types.is_integer(kind)
-        t.add_column(visible(name), justify="right" if numeric else "left", no_wrap=True)
-    for row in table.slice(0, limit).to_pylist():
-        t.add_row(*(Text(num(v)) for v in row.values()))
-    if table.num_rows > limit:
-        t.add_row(Text(f"… {table.num_rows - limit} more"))
-    return t
+    """A small Arrow table as lines, numbers right-aligned (at most ``limit`` rows, then how many more)."""
+    kinds = zip(table.column_names, table.schema.types, strict=True)
+    columns = [Column(visible(n), right=pa.types.is_floating(t) or pa.types.is_integer(t)) for n, t in kinds]
+    shown = LineTable(columns, [[Text(num(v)) for v in r.values()] for r in table.slice(0, limit).to_pylist()])
+    return shown if table.num_rows <= limit else Group(shown, Text(f"… {table.num_rows - limit} more"))
 
 
 SUMMARY_COLUMNS = (
@@ -114,16 +108,13 @@ def titled(title: str, body: RenderableType) -> RenderableType:
     return Group(Text(title, style="bold underline"), body)
 
 
-class OverviewScreen(DataScreen):
+class OverviewScreen(SectionsScreen):
     """One worker fills the sections in turn, so the identity paints at once and slow core answers fill in."""
 
     MODE = "overview"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "measure", "Measure"),
-        Binding("j", "scroll(1)", "Down", show=False),
-        Binding("k", "scroll(-1)", "Up", show=False),
-        Binding("g", "scroll_to(0)", "Top", show=False),
-        Binding("G", "scroll_to(-1)", "Bottom", show=False),
+        *SCROLL_BINDINGS,
     ]
     #: The order sections are fetched in: the metric table first (what a person reads first), then the stored
     #: answers (failure counts, leaks) and the case screen's whole-run answers, then the ones computed from every
@@ -151,16 +142,9 @@ class OverviewScreen(DataScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.family = data.CASE_MEASURES[0]
+        self.family = browse.CASE_MEASURES[0]
         self.on_screen = threading.Event()
         self.on_screen.set()
-
-    def compose(self) -> ComposeResult:
-        yield from self.compose_bar()
-        with VerticalScroll(id="body"):
-            for name in self.SHOWN:
-                yield Static(id=f"sec-{name}", classes="section", markup=False)
-        yield from self.compose_footer()
 
     class SectionLoaded(Message):
         def __init__(self, name: str, result: Any, error: str | None, painted: threading.Event) -> None:
@@ -193,7 +177,7 @@ class OverviewScreen(DataScreen):
             painted, result = self.post_section(name, run_id)
             if name == "summary":
                 painted.wait(self.PAINT_WAIT)
-                if isinstance(result, data.Summary) and result.interval_pending and not worker.is_cancelled:
+                if isinstance(result, browse.Summary) and result.interval_pending and not worker.is_cancelled:
                     self.post_section(name, run_id, partial(self.fetch_summary, run_id, interval=True))
             if name == "leaks" and names == self.SECTIONS:
                 self.warm_case_screen(run_id)
@@ -227,13 +211,13 @@ class OverviewScreen(DataScreen):
     def warm_case_screen(self, run_id: str) -> None:
         """Whole-run answers the case screen needs, fetched while the person reads the overview."""
         app = self.triage
-        for kind in data.CASE_SCREEN_KINDS:
+        for kind in browse.CASE_SCREEN_KINDS:
             if get_current_worker().is_cancelled:
                 return
             try:
                 with app.reader.cursor() as cur:
                     app.cache.get(kind, run_id, cur)
-            except data.ViewError:
+            except browse.ViewError:
                 pass  # cached as the error: the case screen shows it in its section
 
     def fetch_section(self, name: str, run_id: str) -> Any:
@@ -243,27 +227,27 @@ class OverviewScreen(DataScreen):
         app = self.triage
         with app.reader.cursor() as cur:
             if name == "identity":
-                return data.identity(cur, run_id, app.cache)
+                return browse.identity(cur, run_id, app.cache)
             if name == "leaks":
                 return leak_verdict(cur, run_id, app.cache)
             if name == "dist":
-                return data.distribution(cur, run_id, app.cache, self.family)
+                return browse.distribution(cur, run_id, app.cache, self.family)
             if name == "slices":
-                return data.slices(cur, run_id, SLICE_DIMENSION, app.cache)
+                return browse.slices(cur, run_id, SLICE_DIMENSION, app.cache)
             state = app.classification_state(run_id)
             if state is not None and not state.complete:
                 return state  # counted once the background classification has stored the run
-            return data.categories(app.cache.failure_summary(run_id, cur))
+            return browse.categories(app.cache.failure_summary(run_id, cur))
 
-    def fetch_summary(self, run_id: str, *, interval: bool) -> data.Summary:
+    def fetch_summary(self, run_id: str, *, interval: bool) -> browse.Summary:
         """The metric table; without its intervals on a cache miss, so the means paint before the bootstrap."""
         app = self.triage
         with app.reader.cursor() as cur:
-            return data.summary(cur, run_id, app.db_path, app.cache, interval=interval)
+            return browse.summary(cur, run_id, app.db_path, app.cache, interval=interval)
 
     def on_overview_screen_section_loaded(self, message: SectionLoaded) -> None:
         self.call_after_refresh(message.painted.set)
-        pending = isinstance(message.result, data.Summary) and message.result.interval_pending
+        pending = isinstance(message.result, browse.Summary) and message.result.interval_pending
         if message.name == "summary" and not pending:  # the bootstrap first: its intervals complete the table
             self.call_after_refresh(self.triage.start_classifying)
         if message.error is None:
@@ -282,15 +266,15 @@ class OverviewScreen(DataScreen):
         if name == "leaks":
             return leaks_block(result)
         if name == "summary":
-            s: data.Summary = result
+            s: browse.Summary = result
             title = f"Metrics ({s.context})" if s.context else "Metrics"
             return titled(title, summary_table(s.table, s.interval_pending))
         if name == "dist":
-            d: data.Distribution = result
+            d: browse.Distribution = result
             self.plot("dist").show(d.counts, f"cases per {d.measure} bin (n={d.n})")
             return Text(f"Distribution of {d.measure} per case (m: next measure)", style="bold underline")
         if name == "slices":
-            sl: data.Slices = result
+            sl: browse.Slices = result
             table = sl.table
             labels = table.column("slice_value").to_pylist()
             self.plot("slices").show(labels, table.column("mean").to_pylist(), "")
@@ -300,7 +284,7 @@ class OverviewScreen(DataScreen):
         self.categories_progress = result if isinstance(result, Progress) else None
         if isinstance(result, Progress):
             return titled("Failures per category (press f)", Text(self.classifying_line(result), style="dim"))
-        cats: data.Categories = result
+        cats: browse.Categories = result
         body = Group(arrow_rich(cats.counts), Text(visible(cats.costs.sentence()), style="italic"))
         return titled(f"Failures per category, cost in {cats.costs.measure} (press f)", body)
 
@@ -353,18 +337,10 @@ class OverviewScreen(DataScreen):
         return widget
 
     def action_measure(self) -> None:
-        fams = data.CASE_MEASURES
+        fams = browse.CASE_MEASURES
         self.family = fams[(fams.index(self.family) + 1) % len(fams)]
         self.section("dist", Text(self.LOADING["dist"], style="dim"))
         self.load_sections(self.triage.run_id, ("dist",))
-
-    def action_scroll(self, lines: int) -> None:
-        # immediate: a deferred scroll starts from the old position, so a burst of keys would move one line
-        self.query_one("#body", VerticalScroll).scroll_relative(y=lines, animate=False, immediate=True)
-
-    def action_scroll_to(self, where: int) -> None:
-        body = self.query_one("#body", VerticalScroll)
-        body.scroll_end(animate=False) if where < 0 else body.scroll_home(animate=False)
 
     def section(self, name: str, body: RenderableType) -> None:
         self.query_one(f"#sec-{name}", Static).update(body)

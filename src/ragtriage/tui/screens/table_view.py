@@ -6,7 +6,8 @@ Search and sort re-order rows the core already produced; no figure is derived he
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar, overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,9 +17,7 @@ from textual.containers import Container
 from textual.timer import Timer
 from textual.widgets import Input
 
-from ragtriage.tui.case_ids import CaseIds
-from ragtriage.tui.screens.base import DataScreen
-from ragtriage.tui.screens.triage_keys import TRIAGE_BINDINGS, TriageKeys
+from ragtriage.tui.screens.base import TRIAGE_BINDINGS, DataScreen, TriageKeys
 from ragtriage.tui.text import sort_table
 from ragtriage.tui.widgets.arrow_table import FREE_TEXT, ArrowTable
 
@@ -302,3 +301,37 @@ class CaseListScreen(TriageKeys, TableScreen):
 
     def triage_case(self) -> str | None:
         return self.cursor_case()
+
+
+class CaseIds(Sequence[str]):
+    """The case ids a case screen steps through with `n`/`p`: a read-only sequence over the list's Arrow column
+    (ids are shown as text, never interpreted). A Failures list of a large run holds many cases; turning them into
+    Python strings when a case opens would cost the key press its time on the UI thread, so the screen's handful
+    of neighbours is taken from the column one by one."""
+
+    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
+        self._ids = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [str(v) for v in self._ids[i].to_pylist()]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        return str(self._ids[i].as_py())
+
+    def position(self, case_id: str, hint: int | None) -> int:
+        """Where ``case_id`` is: ``hint`` (the list's cursor row) when it holds that id, else a search; -1 when
+        absent."""
+        if hint is not None and 0 <= hint < len(self) and self[hint] == case_id:
+            return hint
+        ids = self._ids.to_pylist()
+        return ids.index(case_id) if case_id in ids else -1

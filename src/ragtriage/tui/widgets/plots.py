@@ -31,16 +31,19 @@ def _label(value: object) -> str:
 
 
 class Histogram(PlotextPlot):
-    """Cases per bin of a measure in [0, 1] (ten bins of 0.1)."""
+    """Cases per bin of a measure over ``RANGE``, the counts given (ten bins of 0.1 in [0, 1])."""
+
+    RANGE = (0.0, 1.0)
 
     def show(self, counts: Sequence[int], title: str) -> None:
+        lo, hi = self.RANGE
+        step = (hi - lo) / len(counts)
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        centers = [(i + 0.5) / len(counts) for i in range(len(counts))]
-        plt.bar(centers, list(counts), marker="sd", width=0.9 / len(counts))
-        plt.xlim(0.0, 1.0)
-        plt.xticks([0.0, 0.25, 0.5, 0.75, 1.0])
+        plt.bar([lo + (i + 0.5) * step for i in range(len(counts))], list(counts), marker="sd", width=0.9 * step)
+        plt.xlim(lo, hi)
+        plt.xticks([lo + (hi - lo) * t / 4 for t in range(5)])
         plt.yticks(integer_ticks(counts))
         plt.title(visible(title))
         self.refresh()
@@ -96,22 +99,15 @@ def bar_lines(rows: Sequence[tuple[str, float | None]], width: int) -> list[Text
 EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
-class DeltaHistogram(PlotextPlot):
+class DeltaHistogram(Histogram):
     """How many cases moved by how much: Δ of one measure per paired case, in 20 bins of 0.1 from -1 to 1 (a
     tie, Δ = 0, falls in the bin right of 0)."""
 
+    RANGE = (-1.0, 1.0)
+
     def show(self, deltas: Sequence[float], title: str) -> None:
-        plt = self.plt
-        plt.clear_data()
-        plt.clear_figure()
-        counts = np.histogram(np.asarray(deltas, dtype=np.float64), bins=BINS, range=(-1.0, 1.0))[0].tolist()
-        centers = [-1.0 + (i + 0.5) * 2 / BINS for i in range(BINS)]
-        plt.bar(centers, counts, marker="sd", width=1.8 / BINS)
-        plt.xlim(-1.0, 1.0)
-        plt.xticks([-1.0, -0.5, 0.0, 0.5, 1.0])
-        plt.yticks(integer_ticks(counts))
-        plt.title(visible(title))
-        self.refresh()
+        counts = np.histogram(np.asarray(deltas, dtype=np.float64), bins=BINS, range=self.RANGE)[0].tolist()
+        super().show(counts, title)
 
 
 def integer_ticks(counts: Sequence[int]) -> list[float]:

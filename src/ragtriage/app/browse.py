@@ -1,21 +1,27 @@
-"""What each TUI list shows, read from the core functions imported directly (no textual here, no figure computed
-here).
+"""What the TUI shows, read in worker threads: typed reads over the core functions imported directly (no textual,
+no SQL in ``tui/``, no figure computed here).
 
-Each function takes a DuckDB cursor (one per worker thread) and returns an Arrow table whose columns are named
-in this module. The core's answers have declared columns (``classify.failures``, ``checks.leakage``,
-``metrics.per_case``, ``metrics.slices``, ``gate.paired_table.paired_matrix``); :func:`require` checks the
-ones read here, so a changed core schema is a clear message, not a guessed column. A core error is raised as
+Each read takes a DuckDB cursor (one per worker thread) and returns an Arrow table whose columns are named here,
+or a small dataclass. The core's answers have declared columns (``classify.failures``, ``checks.leakage``,
+``metrics.per_case``, ``metrics.slices``, ``gate.paired_table.paired_matrix``); :func:`require` checks the ones
+read here, so a changed core schema is a clear message, not a guessed column. A core error is raised as
 :class:`ViewError` with the core's words, which the view prints in place of its table.
+
+One case in full (:func:`case_details`) reads only that case's rows, so a case opens in the same time on a large
+store as on the sample; leakage and staleness are whole-run answers kept by :class:`RunCache`. A section whose
+core call fails says so in ``CaseDetail.errors``; the rest of the case still shows.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 import numpy as np
@@ -24,18 +30,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.arrays import non_null_values, row_numbers, rows_where_in, table_of
+from ragtriage.checks.leakage import NOT_APPLICABLE, Coverage, coverage, unchecked_cases
 from ragtriage.checks.leakage import leakage as core_leakage
 from ragtriage.checks.staleness import stale_results
 from ragtriage.checks.units import stage_order
 from ragtriage.classify import (
     CostReport,
     FailureSummary,
+    Progress,
     RunClassification,
     failure_list,
     failure_summary,
     judging_k,
+    pending,
+    progress,
     run_classification,
+    unit_locations,
 )
+from ragtriage.classify import failures as core_failures
 from ragtriage.classify.classify_run import failure_source
 from ragtriage.classify.stored import is_fresh
 from ragtriage.experiments.explain import EXPLAINED_SCHEMA, explain_drops
@@ -49,10 +61,11 @@ from ragtriage.metrics.per_case import per_case as core_per_case
 from ragtriage.metrics.slices import CASE_FIELDS, EVIDENCE_FIELDS, NONE, membership_sql
 from ragtriage.metrics.slices import slices as core_slices
 from ragtriage.metrics.summary import summarize
-from ragtriage.notes import NotesStore
-from ragtriage.store import StoreError, connect, current_dataset_version
+from ragtriage.notes import Note, NotesStore
+from ragtriage.store import StoreError, connect, current_dataset_version, run_ids
 from ragtriage.store import k_statement as store_k_statement
-from ragtriage.tui.text import natural_order
+from ragtriage.store.corpus_manifest import COMPLETE_SQL
+from ragtriage.store.dedup import occurrence
 
 DIMENSIONS = CASE_FIELDS + EVIDENCE_FIELDS
 #: Measures a case screen, the Compare view and the overview histogram offer, all at the run's own k.
@@ -215,30 +228,26 @@ class RunCache:
         """The answer of :data:`FETCHERS`[kind] for the run."""
         return self.remember((kind, run_id), lambda: FETCHERS[kind](cur, run_id, self))
 
-    def table(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> pa.Table:
+    def typed(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection, cls: type[T]) -> T:
+        """:meth:`get`, checked to be a ``cls``."""
         value = self.get(kind, run_id, cur)
-        assert isinstance(value, pa.Table)
+        assert isinstance(value, cls)
         return value
+
+    def table(self, kind: str, run_id: str, cur: duckdb.DuckDBPyConnection) -> pa.Table:
+        return self.typed(kind, run_id, cur, pa.Table)
 
     def k(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> int:
-        value = self.get("k", run_id, cur)
-        assert isinstance(value, int)
-        return value
+        return self.typed("k", run_id, cur, int)
 
     def fresh(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> bool:
-        value = self.get("fresh", run_id, cur)
-        assert isinstance(value, bool)
-        return value
+        return self.typed("fresh", run_id, cur, bool)
 
     def classification(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> RunClassification:
-        value = self.get("classification", run_id, cur)
-        assert isinstance(value, RunClassification)
-        return value
+        return self.typed("classification", run_id, cur, RunClassification)
 
     def failure_summary(self, run_id: str, cur: duckdb.DuckDBPyConnection) -> FailureSummary:
-        value = self.get("failure_summary", run_id, cur)
-        assert isinstance(value, FailureSummary)
-        return value
+        return self.typed("failure_summary", run_id, cur, FailureSummary)
 
 
 FAILURE_COLUMNS = ("case_id", "failure", "category", "rule", "evidence", "patterns", "k")
@@ -328,10 +337,6 @@ FETCHERS: dict[str, Callable[[duckdb.DuckDBPyConnection, str, RunCache], Any]] =
 #: Whole-run answers the case screen reads; fetched in the background once the overview is filled, so the first
 #: case a person opens does not wait for them.
 CASE_SCREEN_KINDS = ("leakage", "stale", "fresh")
-
-
-def run_ids(cur: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in cur.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
 
 
 def identity(
@@ -481,32 +486,36 @@ def categories(found: FailureSummary) -> Categories:
     return Categories(counts, found.costs)
 
 
+def over(
+    cur: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None, **tables: pa.Table
+) -> pa.Table:
+    """``sql`` on the worker's cursor with ``tables`` registered under their names for this statement alone."""
+    for name, table in tables.items():
+        cur.register(name, table)
+    try:
+        return cur.sql(sql, params=params).to_arrow_table()
+    finally:
+        for name in tables:
+            cur.unregister(name)
+
+
 def with_query(cur: duckdb.DuckDBPyConnection, rows: pa.Table) -> pa.Table:
     """Rows keyed by case_id with the case's query as the last column (free text takes the width left)."""
-    cur.register("_rows", rows)
-    try:
-        keep = [c for c in rows.column_names if c != "query"]
-        cols = ", ".join(f'r."{c}"' for c in keep)
-        return cur.sql(f"SELECT {cols}, c.query FROM _rows r LEFT JOIN cases c USING (case_id)").to_arrow_table()
-    finally:
-        cur.unregister("_rows")
+    cols = ", ".join(f'r."{c}"' for c in rows.column_names if c != "query")
+    return over(cur, f"SELECT {cols}, c.query FROM _rows r LEFT JOIN cases c USING (case_id)", _rows=rows)
 
 
 def triage_table(cur: duckdb.DuckDBPyConnection, listed: pa.Table, run_id: str, store: NotesStore) -> pa.Table:
     """The failures list: one row per failing case (``classify.failure_list``), its automatic categories and
     rules beside the person's triage, ids in natural order."""
-    notes = store.to_arrow(run_id)
-    cur.register("_list", listed)
-    cur.register("_notes", notes)
-    try:
-        rows = cur.sql(
-            """SELECT f.case_id, n.status, n.category AS mine, f.rule, f.query, f.patterns AS pattern, n.note,
-                      f.category AS _auto
-               FROM _list f LEFT JOIN _notes n USING (case_id)"""
-        ).to_arrow_table()
-    finally:
-        cur.unregister("_list")
-        cur.unregister("_notes")
+    rows = over(
+        cur,
+        """SELECT f.case_id, n.status, n.category AS mine, f.rule, f.query, f.patterns AS pattern, n.note,
+                  f.category AS _auto
+           FROM _list f LEFT JOIN _notes n USING (case_id)""",
+        _list=listed,
+        _notes=store.to_arrow(run_id),
+    )
     return natural_order(rows, "case_id")
 
 
@@ -516,32 +525,25 @@ def failure_units(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) 
     k = cache.k(run_id, cur)
     units = "SELECT case_id, string_agg(CAST(evidence AS VARCHAR), ' ') AS _units FROM {} GROUP BY case_id"
     if cache.fresh(run_id, cur):
-        return cur.sql(units.format(failure_source(cur, run_id, k)), params={"run_id": run_id, "k": k}).to_arrow_table()
-    rows = cache.classification(run_id, cur).rows
-    cur.register("_cls", rows.select(["case_id", "evidence"]))
-    try:
-        return cur.sql(units.format("_cls")).to_arrow_table()
-    finally:
-        cur.unregister("_cls")
+        return over(cur, units.format(failure_source(cur, run_id, k)), {"run_id": run_id, "k": k})
+    return over(cur, units.format("_cls"), _cls=cache.classification(run_id, cur).rows.select(["case_id", "evidence"]))
 
 
 def leakage_by_case(cur: duckdb.DuckDBPyConnection, leaks: pa.Table) -> pa.Table:
     """One row per leaking case: leaked units in the final list and in the candidates, the rules broken; cases
     by the first stage they leak in (``checks.units.STAGE_ORDER``: final first, as ``check`` lists them), then
     natural id order."""
-    cur.register("_leaks", leaks)
-    try:
-        rows = cur.sql(
-            f"""SELECT case_id,
-                      count(DISTINCT unit_id) FILTER (WHERE stage = 'final') AS final,
-                      count(DISTINCT unit_id) FILTER (WHERE stage <> 'final') AS candidate,
-                      string_agg(DISTINCT rule, ', ' ORDER BY rule) AS rules,
-                      string_agg(DISTINCT unit_id, ' ') AS _units,
-                      min({stage_order("stage")}) AS __stage
-               FROM _leaks GROUP BY case_id"""
-        ).to_arrow_table()
-    finally:
-        cur.unregister("_leaks")
+    rows = over(
+        cur,
+        f"""SELECT case_id,
+                  count(DISTINCT unit_id) FILTER (WHERE stage = 'final') AS final,
+                  count(DISTINCT unit_id) FILTER (WHERE stage <> 'final') AS candidate,
+                  string_agg(DISTINCT rule, ', ' ORDER BY rule) AS rules,
+                  string_agg(DISTINCT unit_id, ' ') AS _units,
+                  min({stage_order("stage")}) AS __stage
+           FROM _leaks GROUP BY case_id""",
+        _leaks=leaks,
+    )
     rows = natural_order(with_query(cur, rows), "case_id")
     return rows.sort_by([("__stage", "ascending")]).drop_columns(["__stage"])
 
@@ -735,3 +737,395 @@ def leak_counts(leaks: pa.Table) -> tuple[int, int]:
     cases = pc.count_distinct(leaks.column("case_id")).as_py()
     keys = final.group_by(["case_id", "rank"]).aggregate([]).num_rows if final.num_rows else 0
     return int(cases or 0), int(keys)
+
+
+def natural_order(table: pa.Table, column: str, *, descending: bool = False) -> pa.Table:
+    """Rows sorted by ``column`` in natural order (``q2`` before ``q10``): text before the first number, the
+    number as an integer, then the rest. Arrow compute only: no Python per row."""
+    col = pc.cast(table.column(column), pa.string())
+    parts = pc.extract_regex(pc.fill_null(col, ""), r"^(?P<head>\D*)(?P<num>\d*)(?P<tail>.*)$")
+    digits = pc.struct_field(parts, "num")
+    number = pc.cast(pc.if_else(pc.equal(digits, ""), None, pc.utf8_slice_codeunits(digits, 0, 18)), pa.int64())
+    keyed = table.append_column("__h", pc.struct_field(parts, "head")).append_column("__n", number)
+    keyed = keyed.append_column("__t", pc.struct_field(parts, "tail"))
+    order = "descending" if descending else "ascending"
+    keyed = keyed.sort_by([("__h", order), ("__n", order), ("__t", order)])
+    return keyed.drop_columns(["__h", "__n", "__t"])
+
+
+class StoreState(NamedTuple):
+    """What the app reads from its store before a view opens."""
+
+    runs: list[str]
+    run_id: str
+    baseline: str | None
+    #: Runs whose classification this app stores in the background, and how far each is
+    classifying: dict[str, Progress]
+
+
+def store_state(db: Path, run_id: str | None, baseline: str | None) -> StoreState:
+    """The runs, the one to open (``run_id``, else the newest) and its baseline, and the runs left to classify
+    (a short read-only open)."""
+    con = connect(db, read_only=True)
+    try:
+        runs = run_ids(con)
+        newest = con.execute(
+            "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
+        ).fetchone()
+        classifying = {rid: progress(con, rid) for rid in pending(con)}
+    finally:
+        con.close()
+    if not runs:
+        raise StoreError(f"{db}: no run loaded; load one with `ragtriage load --db {db} --run DIR`")
+    for name, value in (("run", run_id), ("baseline", baseline)):
+        if value is not None and value not in runs:
+            raise StoreError(f"unknown {name} {value!r}; loaded runs: {', '.join(runs)}")
+    opened = run_id or (newest[0] if newest else runs[-1])
+    return StoreState(runs, opened, baseline or next((r for r in runs if r != opened), None), classifying)
+
+
+def case_index(cur: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every case id of the current dataset in natural order (the command palette's)."""
+    table = cur.sql("SELECT case_id FROM cases").to_arrow_table()
+    return [str(c) for c in natural_order(table, "case_id").column(0).to_pylist()]
+
+
+# The cases' ranked lists with what the flags need: grade (unjudged when NULL), the document's status, whether
+# the unit is in the corpus snapshot (unknown, so never flagged, without a manifest), and whether it repeats a
+# unit ranked higher in the same list; unknown too with a manifest derived from traces, which lists only what was
+# retrieved (the metrics keep only the first occurrence).
+RESULTS_SQL = f"""
+WITH r AS (
+    SELECT case_id, stage, rank, unit_id, score, chunk_id, snippet, metadata->>'trace_id' AS trace_id,
+           {occurrence("case_id, stage")} > 1 AS duplicate
+    FROM results WHERE run_id = $run_id AND case_id IN (SELECT unnest($case_ids::VARCHAR[]))
+), d AS (
+    SELECT r.case_id, r.stage, r.rank, doc.title, doc.status AS doc_status, doc.text
+    FROM r JOIN documents doc ON doc.unit_id = r.unit_id AND (r.chunk_id IS NULL OR doc.chunk_id IS NULL
+                                                             OR doc.chunk_id = r.chunk_id)
+    QUALIFY row_number() OVER (PARTITION BY r.case_id, r.stage, r.rank ORDER BY doc.position) = 1
+)
+SELECT r.case_id, r.stage, r.rank, r.unit_id, q.grade, r.score, r.duplicate, d.title, d.doc_status,
+       d.stage IS NULL AND {COMPLETE_SQL} AS not_in_corpus,
+       coalesce(r.snippet, d.text) AS passage, r.trace_id
+FROM r LEFT JOIN (SELECT case_id, unit_id, grade FROM qrels WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))) q
+     USING (case_id, unit_id)
+LEFT JOIN d USING (case_id, stage, rank)
+ORDER BY r.case_id, r.stage = 'final' DESC, r.rank
+"""
+
+EVENTS_SQL = """
+SELECT case_id, first(latency_ms) AS latency_ms, first(timed_out) AS timed_out, first(empty) AS empty,
+       first(fallback) AS fallback, first(status) AS status, first(error) AS error
+FROM events WHERE run_id = $run_id AND case_id IN (SELECT unnest($case_ids::VARCHAR[])) GROUP BY case_id
+"""
+
+
+@dataclass
+class CaseDetail:
+    """Everything the case screen shows; ``errors`` holds the sections whose core call failed."""
+
+    run_id: str
+    k: int
+    case: dict[str, Any]
+    results: list[dict[str, Any]]
+    baseline: str | None = None
+    events: dict[str, Any] | None = None
+    leaks: list[Leak] = field(default_factory=list)
+    stale: dict[tuple[str, int], str] = field(default_factory=dict)
+    relevant: set[str] = field(default_factory=set)
+    locations: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    baseline_metrics: dict[str, Any] = field(default_factory=dict)
+    note: Note | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def leaked_at(self) -> dict[tuple[str, int], Leak]:
+        return {(leak.stage, leak.rank): leak for leak in self.leaks}
+
+
+def case_rows(table: pa.Table, case_id: str) -> list[dict[str, Any]]:
+    """The rows of one case from a whole-run table (a handful)."""
+    rows: list[dict[str, Any]] = rows_where_in(table, "case_id", [case_id]).to_pylist()
+    return rows
+
+
+def by_case(table: pa.Table) -> dict[str, list[dict[str, Any]]]:
+    """A table of several cases' rows as lists per case (rows keep their order)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in table.to_pylist():
+        out.setdefault(str(row["case_id"]), []).append(row)
+    return out
+
+
+def case_failures(
+    cur: duckdb.DuckDBPyConnection, run_id: str, case_ids: list[str], cache: RunCache
+) -> dict[str, list[dict[str, Any]]]:
+    """The cases' failure rows, read for those cases alone: from the store when the stored classification is
+    fresh or their chunk is stored, else classified on the spot for their own case range (``classify.failures``);
+    a run classified whole in memory before (a store the app cannot write) is read from that."""
+    if not cache.fresh(run_id, cur) and cache.has("classification", run_id):
+        rows = cache.classification(run_id, cur).rows
+        return by_case(rows_where_in(rows, "case_id", case_ids))
+    rows = core("classify.failures", core_failures, cur, run_id, k=cache.k(run_id, cur), case_ids=case_ids)
+    return by_case(require(rows, FAILURE_COLUMNS, "classify.failures"))
+
+
+def case_metrics(cur: duckdb.DuckDBPyConnection, run_id: str, case_ids: list[str], k: int) -> dict[str, Any]:
+    """Each case's measures in ``run_id`` at ``k`` (none for a case without a label: it has no measure)."""
+    table = core("metrics.per_case", core_per_case, cur, run_id, (k,), counts=False, cases=case_ids)
+    return {str(r["case_id"]): r for r in table.to_pylist()}
+
+
+def case_detail(
+    cur: duckdb.DuckDBPyConnection,
+    run_id: str,
+    case_id: str,
+    store: NotesStore,
+    cache: RunCache,
+    baseline: str | None = None,
+) -> CaseDetail:
+    found = case_details(cur, run_id, [case_id], store, cache, baseline)
+    if not found:
+        raise ViewError(f"case {case_id!r} is not in the current dataset")
+    return found[0]
+
+
+#: Reads of one case run side by side: each is a few small queries whose time is mostly per-query overhead, so
+#: on two cores the case opens in the time of the slowest read, not of their sum.
+_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="case-read")
+
+
+def _on_own_cursor(con: duckdb.DuckDBPyConnection, fn: Callable[..., T], *args: Any) -> Future[T]:
+    def run() -> T:
+        cur = con.cursor()
+        try:
+            return fn(cur, *args)
+        finally:
+            cur.close()
+
+    return _READS.submit(run)
+
+
+def case_detail_soon(
+    reader: StoreReader,
+    run_id: str,
+    case_id: str,
+    store: NotesStore,
+    cache: RunCache,
+    baseline: str | None,
+    then: Callable[[CaseDetail], T],
+) -> Future[T]:
+    """``then(case_detail(...))`` started now on a cursor of its own, for a case screen that is not built yet: the
+    reads (and ``then``, the screen's layout of the sections) run while the list is shown or Textual mounts the
+    screen, not after it."""
+
+    def run() -> T:
+        with reader.cursor() as cur:
+            detail = case_detail(cur, run_id, case_id, store, cache, baseline)
+        return then(detail)
+
+    return _EARLY.submit(run)
+
+
+#: one early read at a time (a person opens one case per key press); it fans out to :data:`_READS` itself
+_EARLY = ThreadPoolExecutor(max_workers=1, thread_name_prefix="case-open")
+
+
+def _head(cur: duckdb.DuckDBPyConnection, run_id: str, case_ids: list[str]) -> tuple[Any, Any, Any]:
+    """The cases' rows, ranked lists and run events."""
+    params = {"run_id": run_id, "case_ids": case_ids}
+    cases = cur.sql(
+        "SELECT * FROM cases WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))", params={"case_ids": case_ids}
+    )
+    found = {str(c["case_id"]): c for c in cases.to_arrow_table().to_pylist()}
+    results = by_case(cur.sql(RESULTS_SQL, params=params).to_arrow_table())
+    events = {str(e["case_id"]): e for e in cur.sql(EVENTS_SQL, params=params).to_arrow_table().to_pylist()}
+    return found, results, events
+
+
+def _located(cur: duckdb.DuckDBPyConnection, run_id: str, case_ids: list[str], k: int) -> dict[str, Any]:
+    located = core("classify.unit_locations", unit_locations, cur, run_id, case_ids, k=k)
+    return by_case(require(located, LOCATION_COLUMNS, "classify.unit_locations"))
+
+
+def case_details(
+    cur: duckdb.DuckDBPyConnection,
+    run_id: str,
+    case_ids: list[str],
+    store: NotesStore,
+    cache: RunCache,
+    baseline: str | None = None,
+) -> list[CaseDetail]:
+    """Several cases at once (the case opened, or the neighbours `n`/`p` will show next): each query reads the
+    rows of these cases only, and a batch costs about what one case does; the reads run side by side, each on its
+    own cursor. Cases not in the dataset are left out."""
+    k = cache.k(run_id, cur)
+    cache.fresh(run_id, cur)  # before the reads fan out, so they never race to compute it
+    head = _on_own_cursor(cur, _head, run_id, case_ids)
+    reads: dict[str, Future[Any]] = {
+        "classification": _on_own_cursor(cur, case_failures, run_id, case_ids, cache),
+        "missing": _on_own_cursor(cur, _located, run_id, case_ids, k),
+        "metrics": _on_own_cursor(cur, case_metrics, run_id, case_ids, k),
+    }
+    if baseline:
+        reads["baseline"] = _on_own_cursor(cur, case_metrics, baseline, case_ids, k)
+    try:
+        return _fill(cur, run_id, case_ids, store, cache, baseline, k, head, reads)
+    finally:
+        wait([head, *reads.values()])  # no read outlives the connection it runs on
+
+
+def _fill(
+    cur: duckdb.DuckDBPyConnection,
+    run_id: str,
+    case_ids: list[str],
+    store: NotesStore,
+    cache: RunCache,
+    baseline: str | None,
+    k: int,
+    head: Future[tuple[Any, Any, Any]],
+    reads: dict[str, Future[Any]],
+) -> list[CaseDetail]:
+    found, results, events = head.result()
+    out = {
+        cid: CaseDetail(run_id, k, found[cid], results.get(cid, []), baseline, note=store.get(run_id, cid))
+        for cid in case_ids
+        if cid in found
+    }
+    for d in out.values():
+        d.events = events.get(d.case["case_id"])
+
+    def each(section: str, fill: Callable[[], None]) -> None:
+        try:
+            fill()
+        except ViewError as exc:
+            for d in out.values():
+                d.errors[section] = str(exc)
+
+    def failures() -> None:
+        rows = reads["classification"].result()
+        for cid, d in out.items():
+            d.failures = rows.get(cid, [])
+
+    def locations() -> None:
+        rows = reads["missing"].result()
+        for cid, d in out.items():
+            d.locations = rows.get(cid, [])
+            d.relevant = {str(r["unit_id"]) for r in d.locations}
+
+    def metrics() -> None:
+        mine = reads["metrics"].result()
+        base = reads["baseline"].result() if "baseline" in reads else {}
+        for cid, d in out.items():
+            d.metrics, d.baseline_metrics = mine.get(cid, {}), base.get(cid, {})
+
+    def leaks() -> None:
+        table = cache.table("leakage", run_id, cur)
+        for cid, d in out.items():
+            d.leaks = case_leaks(table, cid)
+
+    def stale() -> None:
+        table = cache.table("stale", run_id, cur)
+        for cid, d in out.items():
+            d.stale = {(str(r["stage"]), int(r["rank"])): str(r["reason"]) for r in case_rows(table, cid)}
+
+    each("classification", failures)
+    each("missing", locations)
+    each("metrics", metrics)
+    each("leaks", leaks)
+    each("stale", stale)
+    return list(out.values())
+
+
+FAILS, NOT_CHECKED, CLEAN = "fails", "not checked", "no leaks"
+
+
+@dataclass(frozen=True)
+class LeakVerdict:
+    """A run's leakage verdict as the views state it: FAILS when anything leaked, NOT CHECKED when no case could
+    be checked (no case has a principal, or no corpus manifest to read acls from), else no leaks in the cases
+    checked, with the unchecked ones counted; never "none" for a run nothing was checked on. The figures are the
+    core's, those ``ragtriage check`` reads: ``checks.leakage`` (cached per run) and ``checks.leakage.coverage``
+    over ``unchecked_cases``."""
+
+    run_id: str
+    leaked_cases: int
+    leaked_final: int  # distinct final-stage results leaked
+    coverage: Coverage
+
+    @property
+    def cases(self) -> int:
+        return self.coverage.cases
+
+    @property
+    def checked(self) -> int:
+        return self.coverage.checked
+
+    @property
+    def unchecked(self) -> int:
+        return self.cases - self.checked
+
+    def why_unchecked(self) -> str:
+        return self.coverage.why_unchecked()
+
+    @property
+    def state(self) -> str:
+        if self.leaked_cases:
+            return FAILS
+        return CLEAN if self.checked or not self.coverage.applicable else NOT_CHECKED
+
+    def sentence(self) -> str:
+        """The verdict in words, for the overview's banner."""
+        if self.state == FAILS:
+            return f"LEAKAGE FAILS: {self.leaked_cases} cases, {self.leaked_final} leaked final results"
+        if self.state == NOT_CHECKED:
+            return f"leakage: NOT CHECKED ({self.why_unchecked()} in any of {self.cases} cases)"
+        if not self.coverage.applicable:
+            return f"leakage: {NOT_APPLICABLE}"
+        rest = f"; {self.unchecked} not checked ({self.why_unchecked()})" if self.unchecked else ""
+        return f"leakage: none in {self.checked} checked cases{rest}"
+
+
+def leak_verdict(cur: duckdb.DuckDBPyConnection, run_id: str, cache: RunCache) -> LeakVerdict:
+    leaks = cache.table("leakage", run_id, cur)
+
+    def covered() -> Coverage:
+        unchecked: pa.Table = core("checks.unchecked_cases", unchecked_cases, cur, run_id)
+        return core("checks.leakage.coverage", coverage, cur, unchecked)
+
+    leaked_cases, leaked_final = leak_counts(leaks)
+    return LeakVerdict(run_id, leaked_cases, leaked_final, cache.remember(("coverage", run_id), covered))
+
+
+class NotesWatch:
+    """Tells whether another connection committed to the notes file since the last look: SQLite's
+    ``PRAGMA data_version`` on one connection kept for this, a microsecond read with no table scan."""
+
+    def __init__(self, path: Path) -> None:
+        self._con: sqlite3.Connection | None = None
+        try:
+            self._con = sqlite3.connect(path, check_same_thread=False)
+            self._seen = self._version()
+        except sqlite3.Error:
+            self._con = None
+
+    def _version(self) -> int:
+        assert self._con is not None
+        row = self._con.execute("PRAGMA data_version").fetchone()
+        return int(row[0])
+
+    def changed(self) -> bool:
+        if self._con is None:
+            return False
+        try:
+            now = self._version()
+        except sqlite3.Error:
+            return False
+        seen, self._seen = self._seen, now
+        return now != seen
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
