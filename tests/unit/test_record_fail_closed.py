@@ -157,3 +157,19 @@ def test_out_naming_a_file_or_fifo_exits_2(server: HTTPServer, tmp_path: Path, k
     assert "exists and is not a folder" in res.output and "Traceback" not in res.output
     if kind == "file":
         assert out.read_text(encoding="utf-8") == "keep me"
+
+
+@pytest.mark.parametrize(("option", "value"), [("--timeout", "nan"), ("--timeout", "inf"), ("--rate", "nan")])
+def test_a_float_option_that_is_not_finite_exits_2_before_asking(
+    server: HTTPServer, tmp_path: Path, option: str, value: str
+) -> None:
+    # click's range check passes NaN (every comparison with it is false): the command checks finiteness itself
+    ds = write_dataset(tmp_path / "ds", n=2)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["record", "--dataset", str(ds), "--k", "3", "--no-progress", "--out", str(out),
+                                   "--retriever", server.url_for("/search"), "--request", TEMPLATE,
+                                   "--hits", "data.hits", "--id", "cid", "--document-id", "doc",
+                                   option, value])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert f"{option} {value}: give a finite number" in res.output and "Traceback" not in res.output
+    assert not out.exists() and server.log == []

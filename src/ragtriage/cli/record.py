@@ -88,6 +88,7 @@ def record(
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
 ) -> None:
     """Record a run from a live retriever (HTTP, Python callable, LangChain or LlamaIndex retriever)."""
+    from ragtriage.cli import arg_checks
     from ragtriage.contract.errors import ValidationFailed
     from ragtriage.contract.manifest import parse_dataset_manifest
     from ragtriage.record import RecordError, RecordOptions, RecordPlan, record_run
@@ -95,6 +96,8 @@ def record(
     from ragtriage.record.stages import TwoStageRetriever
     from ragtriage.store.discover import discover_dataset
 
+    arg_checks.finite("--timeout", timeout)  # click's range lets NaN and inf through
+    arg_checks.finite("--rate", rate)
     try:
         files = discover_dataset(dataset)
         manifest, findings = parse_dataset_manifest(files.manifest, default_name=dataset.name)
