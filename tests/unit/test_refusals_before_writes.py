@@ -50,6 +50,9 @@ REFUSED = [
     (["compare", "--runs", "r2", "--baseline", "r", "--alpha", "0", "--categories"], "--alpha"),
     (["compare", "--run", "r2", "--baseline", "r", "--metric", "R@", "--gate", "{tmp}/gate.toml"], "R@"),
     (["gate", "--gate", "{tmp}/missing.toml", "--run", "r2", "--baseline", "r"], "missing.toml"),
+    (["compare", "--run", "r2", "--baseline", "r", "--alpha", "nan"], "--alpha"),
+    (["dataset", "check", "--jaccard", "nan"], "--jaccard"),
+    (["dataset", "check", "--span", "0"], "--span"),
     (["failures", "--run", "r", "--category", "nope"], "nope"),
     (["failures", "--run", "r", "--k", "0"], "--k"),
     (

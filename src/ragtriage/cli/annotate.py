@@ -192,7 +192,10 @@ def dataset_check_cmd(
 ) -> None:
     """Warn about split leaks, near-duplicate queries, labels older than their documents and copied evidence."""
     from ragtriage.annotate import dataset_check
+    from ragtriage.cli import arg_checks
 
+    arg_checks.between("--jaccard", jaccard, 0.0, 1.0, open_low=True)
+    arg_checks.at_least("--span", span, 1)
     with store_for(db, read_only=True) as con:
         warnings = dataset_check(con, jaccard=jaccard, span=span)
     rows = warnings.to_pylist()

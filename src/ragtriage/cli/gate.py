@@ -94,6 +94,7 @@ def compare(
     """
     from ragtriage.cli.experiments import open_for_comparison, print_comparison
 
+    arg_checks.between("--alpha", alpha, 0.0, 1.0, open_low=True)
     many = split_runs(runs)
     if run is not None and many:
         raise _fail(ValueError("give either --run (one candidate) or --runs (several), not both"))
