@@ -194,7 +194,7 @@ def test_a_langfuse_file_with_an_otlp_request_is_refused(
          "a document score that is not a finite number: 'NaN'"),
         (_observation(userGroups={"hr": 1}), "groups",
          "a groups value that is not a group name or a list of group names: '{\"hr\":1}'"),
-        (_observation(userId={"id": "u1"}), "principal", "a principal that is not one id (a string or a number): "
+        (_observation(userId={"id": "u1"}), "principal", "a principal that is not one id (a string or an integer): "
          "'{\"id\":\"u1\"}'"),
     ],
 )  # fmt: skip
@@ -297,7 +297,7 @@ def test_an_otlp_principal_that_is_an_array_or_a_kvlist_is_refused(
     before.write_bytes(base[1].read_bytes())
     info = _info(before).replace(str(before), "")
     out = _refused(base, tmp_path, path, "--principal-attribute", "user.id")
-    assert f"{path}:{line}: principal: a principal that is not one id (a string or a number): {shown}" in out, out
+    assert f"{path}:{line}: principal: a principal that is not one id (a string or an integer): {shown}" in out, out
     store = tmp_path / "store.duckdb"
     assert _info(store).replace(str(store), "") == info
 
@@ -318,7 +318,7 @@ def test_a_phoenix_principal_column_of_lists_is_refused(
     path = tmp_path / "spans.parquet"
     pq.write_table(table, path)
     out = _refused(base, tmp_path, path, "--principal-attribute", "user.id")
-    assert f'{path}:1: principal: a principal that is not one id (a string or a number): \'["u1","u2"]\'' in out
+    assert f'{path}:1: principal: a principal that is not one id (a string or an integer): \'["u1","u2"]\'' in out
 
 
 # --- the JSON dict readers (pytrec_eval / ranx shape) ----------------------------------------------------

@@ -97,7 +97,7 @@ def normalise_observations(con: duckdb.DuckDBPyConnection, opts: TraceOptions) -
     end = ts.format(f"coalesce({j}->>'endTime', {j}->>'end_time')")
     raw_start = f"coalesce({j}->'startTime', {j}->'start_time')"
     raw_end = f"coalesce({j}->'endTime', {j}->'end_time')"
-    # the principal is one id (a string or a number); another type is refused, never read as no principal
+    # the principal is one id (a string or an integer); another type is refused, never read as no principal
     u = f"{j}->{sql_str(json_path(opts.principal_attribute or 'userId'))}"
     principal = f"(CASE WHEN json_type({u}) IN ('VARCHAR', 'BIGINT', 'UBIGINT') THEN {u}->>'$' END)"
     bad_principal = f"CASE WHEN json_type({u}) <> 'NULL' AND {principal} IS NULL THEN CAST({u} AS VARCHAR) END"

@@ -166,7 +166,7 @@ _SPAN_CAUSES = [
     Cause("bad_groups IS NOT NULL", "bad_groups", "groups", "bad-value",
           "a groups value that is not a group name or a list of group names: {v}"),
     Cause("bad_principal IS NOT NULL", "bad_principal", "principal", "bad-value",
-          "a principal that is not one id (a string or a number): {v}"),
+          "a principal that is not one id (a string or an integer): {v}"),
 ]  # fmt: skip
 _TIMES = {"otlp": ("startTimeUnixNano", "endTimeUnixNano", "nanoseconds since 1970 (digits, within 64 bits)"),
           "langfuse": ("startTime", "endTime", "an ISO 8601 timestamp")}  # fmt: skip
