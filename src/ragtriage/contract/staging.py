@@ -177,7 +177,7 @@ _LOSSLESS = {
 """Parquet column types whose every value casts to the field's type (a float of any size is a DOUBLE, NaN too)."""
 
 
-_KIND_NAMES = {
+KIND_NAMES = {
     "string": "a string",
     "int": "an integer",
     "float": "a number",
@@ -187,6 +187,7 @@ _KIND_NAMES = {
     "string_list": "a list of strings",
     "object": "a JSON object",
 }
+"""What each field kind is called in a wrong-type message."""
 
 
 # The general reader's longest line, and its read buffer: DuckDB's default buffer is 16 lines of the longest, 1 GiB,
@@ -442,7 +443,7 @@ def _type_findings(
         spec = table.get(field)
         assert spec is not None
         if code == "wrong-type":
-            msg = f"wrong type: expected {_KIND_NAMES[spec.kind]}"
+            msg = f"wrong type: expected {KIND_NAMES[spec.kind]}"
         else:
             msg = f"missing required field {field!r}"
         out.append(Finding(fname, int(line), field, code, msg if line_label == "line" else f"{msg} (row {line})"))
