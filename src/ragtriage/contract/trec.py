@@ -20,7 +20,7 @@ import duckdb
 
 from ragtriage.contract.errors import Cause, Finding, counted, counted_causes, has_errors
 from ragtriage.contract.fields import INT_MAX
-from ragtriage.contract.sniff import is_number
+from ragtriage.contract.sniff import beir_header
 from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql, read_error
 from ragtriage.contract.trec_csv import TrecRun, integer_sql, read_qrels, read_run
 
@@ -352,13 +352,13 @@ def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> S
 
 def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, header: bool | None = None) -> Staged:
     """Stage a BEIR qrels TSV (``query-id corpus-id score``), with or without its header line (``None``: the
-    first line is a header when its score is not an integer)."""
+    first line decides, ``#`` lines included, by ``sniff.beir_header``)."""
     findings = split_lines(con, path, name, comments=False)
     if has_errors(findings):
         return Staged(name, path, "beir", 0, findings, "line")
-    first = con.execute(f"SELECT p FROM {name}__raw ORDER BY line LIMIT 1").fetchall()
     if header is None:
-        header = bool(first) and len(first[0][0]) == 3 and not is_number(first[0][0][2])
+        first = con.execute(f"SELECT p FROM {name}__raw ORDER BY line LIMIT 1").fetchall()
+        header = beir_header((r[0] for r in first), comments=False)
     if header:
         con.execute(f"DELETE FROM {name}__raw WHERE line = (SELECT min(line) FROM {name}__raw)")
     findings += _columns(con, name, path, 3, "query-id corpus-id score", at_least=False)
