@@ -11,7 +11,7 @@ prefers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -23,7 +23,7 @@ from ragtriage.contract.errors import Finding, ValidationFailed, unreadable
 from ragtriage.contract.field_rules import ID_CONTROLS
 from ragtriage.contract.fields import LABELS
 from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, unknown_ref_rule
-from ragtriage.contract.staging import KIND_NAMES, Staged, qident, sql_str, stage
+from ragtriage.contract.staging import Staged, qident, sql_str, stage, type_findings
 from ragtriage.csv_out import restore_sql
 from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
@@ -64,21 +64,14 @@ def _file_findings(staged: Staged) -> list[Finding]:
 
 
 def _row_type_findings(con: duckdb.DuckDBPyConnection, staged: Staged) -> list[Finding]:
-    """Type errors and missing required values on every row except a blank grade (an unjudged unit)."""
-    parts = [
-        f"SELECT line, {sql_str(f.name)} AS field, 'wrong-type' AS code, "
-        f"{sql_str('wrong type: expected ' + KIND_NAMES[f.kind])} AS msg "
-        f"FROM {staged.name} WHERE {qident('__bad_' + f.name)}"
-        for f in LABELS.fields
-    ]
-    parts += [
-        f"SELECT line, {sql_str(f.name)}, 'missing-field', {sql_str(f'missing required field {f.name!r}')} "
-        f"FROM {staged.name} WHERE {qident(f.name)} IS NULL AND NOT {qident('__bad_' + f.name)}"
-        for f in LABELS.fields
-        if f.required and f.name != "grade"
-    ]
-    rows = con.execute(f"SELECT * FROM ({' UNION ALL '.join(parts)}) ORDER BY line, field LIMIT 50").fetchall()
-    return [Finding(str(staged.path), int(line), fld, code, msg) for line, fld, code, msg in rows]
+    """Type errors and missing required values on every row except a blank grade (an unjudged unit), by the
+    staging reporter over every field (a missing column too), with the grade not required."""
+    fields = tuple(replace(f, required=False) if f.name == "grade" else f for f in LABELS.fields)
+    tests = {
+        f.name: (qident("__bad_" + f.name), f"({qident(f.name)} IS NULL AND NOT {qident('__bad_' + f.name)})")
+        for f in fields
+    }
+    return type_findings(con, staged.name, str(staged.path), replace(LABELS, fields=fields), tests, "line")
 
 
 def _rules(ds: DatasetRow, has_documents: bool) -> list[Rule]:
