@@ -313,25 +313,24 @@ def tag_counts(con: duckdb.DuckDBPyConnection, name: str, line: str = "line") ->
     return {str(t): int(n) for t, n in rows}
 
 
-def _qrels_table(con: duckdb.DuckDBPyConnection, name: str, qid: str, doc: str, grade: str, n: int) -> None:
+def _qrels(
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, fmt: str, layout: str, findings: list[Finding]
+) -> Staged:
+    """Check the split qrels lines of ``layout`` (its fields named as TREC's and BEIR's are: the first the
+    query, the one before last the document, the last the grade) and stage the lines that fit as labels."""
+    n = len(layout.split())
+    grade = f"p[{n}]"
+    findings += _columns(con, name, path, n, layout, at_least=False)
+    findings += counted(
+        con, f"{name}__raw", f"len(p) = {n} AND {integer_sql(grade)} IS NULL", grade, path, "grade", "wrong-type",
+        "relevance {v} is not an integer",
+    )  # fmt: skip
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {name} AS
-            SELECT line, {qid} AS case_id, {doc} AS document_id, {integer_sql(grade)} AS grade, {LABEL_COLUMNS}
+            SELECT line, p[1] AS case_id, p[{n - 1}] AS document_id, {integer_sql(grade)} AS grade, {LABEL_COLUMNS}
             FROM {name}__raw WHERE len(p) = {n}"""
     )
-
-
-def _grade_findings(con: duckdb.DuckDBPyConnection, name: str, path: Path, col: str, n: int) -> list[Finding]:
-    return counted(
-        con,
-        f"{name}__raw",
-        f"len(p) = {n} AND {integer_sql(col)} IS NULL",
-        col,
-        path,
-        "grade",
-        "wrong-type",
-        "relevance {v} is not an integer",
-    )
+    return _finish(con, name, path, fmt, findings)
 
 
 def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
@@ -344,10 +343,7 @@ def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> S
     findings = split_lines(con, path, name)
     if has_errors(findings):
         return Staged(name, path, "trec", 0, findings, "line")
-    findings += _columns(con, name, path, 4, "qid iter docno rel", at_least=False)
-    findings += _grade_findings(con, name, path, "p[4]", 4)
-    _qrels_table(con, name, "p[1]", "p[3]", "p[4]", 4)
-    return _finish(con, name, path, "trec", findings)
+    return _qrels(con, path, name, "trec", "qid iter docno rel", findings)
 
 
 def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, header: bool | None = None) -> Staged:
@@ -361,10 +357,7 @@ def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, h
         header = beir_header((r[0] for r in first), comments=False)
     if header:
         con.execute(f"DELETE FROM {name}__raw WHERE line = (SELECT min(line) FROM {name}__raw)")
-    findings += _columns(con, name, path, 3, "query-id corpus-id score", at_least=False)
-    findings += _grade_findings(con, name, path, "p[3]", 3)
-    _qrels_table(con, name, "p[1]", "p[2]", "p[3]", 3)
-    return _finish(con, name, path, "beir", findings)
+    return _qrels(con, path, name, "beir", "query-id corpus-id score", findings)
 
 
 def stage_tsv_queries(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
