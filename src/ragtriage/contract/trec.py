@@ -104,13 +104,11 @@ def not_finite(x: str) -> str:
     return f"NOT coalesce(isfinite({x}), FALSE)"
 
 
-def _columns(
-    con: duckdb.DuckDBPyConnection, name: str, path: Path, n: int, layout: str, at_least: bool
-) -> list[Finding]:
-    cond = f"len(p) < {n}" if at_least else f"len(p) <> {n}"
-    return counted(
-        con, f"{name}__raw", cond, "len(p)", path, None, "bad-columns", f"expected {n} columns ({layout}), found {{v}}"
-    )
+def _columns(con: duckdb.DuckDBPyConnection, name: str, path: Path, layout: str) -> list[Finding]:
+    """Lines of another field count than ``layout``'s, counted."""
+    n = len(layout.split())
+    msg = f"expected {n} columns ({layout}), found {{v}}"
+    return counted(con, f"{name}__raw", f"len(p) <> {n}", "len(p)", path, None, "bad-columns", msg)
 
 
 def _finish(con: duckdb.DuckDBPyConnection, name: str, path: Path, fmt: str, findings: list[Finding]) -> Staged:
@@ -269,7 +267,7 @@ def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
     findings = split_lines(con, path, name)
     if has_errors(findings):
         return Staged(name, path, "msmarco", 0, findings, "line"), facts
-    findings += _columns(con, name, path, 3, "qid docno rank", at_least=False)
+    findings += _columns(con, name, path, "qid docno rank")
     rank = integer_sql("p[3]")
     findings += counted_causes(
         con,
@@ -320,7 +318,7 @@ def _qrels(
     query, the one before last the document, the last the grade) and stage the lines that fit as labels."""
     n = len(layout.split())
     grade = f"p[{n}]"
-    findings += _columns(con, name, path, n, layout, at_least=False)
+    findings += _columns(con, name, path, layout)
     findings += counted(
         con, f"{name}__raw", f"len(p) = {n} AND {integer_sql(grade)} IS NULL", grade, path, "grade", "wrong-type",
         "relevance {v} is not an integer",
