@@ -11,7 +11,7 @@ prefers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -19,23 +19,22 @@ import pyarrow as pa
 
 from ragtriage.annotate.pool import pool_relation
 from ragtriage.annotate.versions import DatasetRow, dataset_row, fork_with_labels, scalar
-from ragtriage.contract.digest import sha256_of
-from ragtriage.contract.errors import Finding, ValidationFailed
+from ragtriage.contract.errors import Finding, ValidationFailed, unreadable
 from ragtriage.contract.field_rules import ID_CONTROLS
 from ragtriage.contract.fields import LABELS
 from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, unknown_ref_rule
-from ragtriage.contract.staging import Staged, qident, sql_str, stage
+from ragtriage.contract.staging import Staged, qident, sql_str, stage, type_findings
 from ragtriage.csv_out import restore_sql
 from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
 from ragtriage.store.corpus_manifest import manifest_kind
+from ragtriage.store.dataset_rules import chunk_unit_rule, grade_scale_rule, label_in_snapshot_rule, label_unit
+from ragtriage.store.load import record_loads, record_warnings
 from ragtriage.store.transactions import transaction
-from ragtriage.version import __version__
 
 STAGED = "_annotate_import"
 GRADED = "_annotate_graded"
 NEW_LABELS = "_annotate_new"
-_UNREADABLE = ("missing-file", "empty-file", "encoding", "unreadable", "malformed-json")
 
 
 @dataclass
@@ -55,11 +54,6 @@ class ImportReport:
     classified: list[str] = field(default_factory=list)
 
 
-def unit_expr(unit: str, alias: str = "") -> str:
-    p = f"{alias}." if alias else ""
-    return f"{p}document_id" if unit == "document" else f"coalesce({p}chunk_id, {p}section_id)"
-
-
 def _file_findings(staged: Staged) -> list[Finding]:
     """The staging findings that are about the file itself; row type errors are re-derived over every row."""
     return [
@@ -69,63 +63,33 @@ def _file_findings(staged: Staged) -> list[Finding]:
     ]
 
 
-_KINDS = {"string": "a string", "int": "an integer"}
-
-
 def _row_type_findings(con: duckdb.DuckDBPyConnection, staged: Staged) -> list[Finding]:
-    """Type errors and missing required values on every row except a blank grade (an unjudged unit)."""
-    parts = [
-        f"SELECT line, {sql_str(f.name)} AS field, 'wrong-type' AS code, "
-        f"{sql_str('wrong type: expected ' + _KINDS.get(f.kind, f.kind))} AS msg "
-        f"FROM {staged.name} WHERE {qident('__bad_' + f.name)}"
-        for f in LABELS.fields
-    ]
-    parts += [
-        f"SELECT line, {sql_str(f.name)}, 'missing-field', {sql_str(f'missing required field {f.name!r}')} "
-        f"FROM {staged.name} WHERE {qident(f.name)} IS NULL AND NOT {qident('__bad_' + f.name)}"
-        for f in LABELS.fields
-        if f.required and f.name != "grade"
-    ]
-    rows = con.execute(f"SELECT * FROM ({' UNION ALL '.join(parts)}) ORDER BY line, field LIMIT 50").fetchall()
-    return [Finding(str(staged.path), int(line), fld, code, msg) for line, fld, code, msg in rows]
+    """Type errors and missing required values on every row except a blank grade (an unjudged unit), by the
+    staging reporter over every field (a missing column too), with the grade not required."""
+    fields = tuple(replace(f, required=False) if f.name == "grade" else f for f in LABELS.fields)
+    tests = {
+        f.name: (qident("__bad_" + f.name), f"({qident(f.name)} IS NULL AND NOT {qident('__bad_' + f.name)})")
+        for f in fields
+    }
+    return type_findings(con, staged.name, str(staged.path), replace(LABELS, fields=fields), tests, "line")
 
 
 def _rules(ds: DatasetRow, has_documents: bool) -> list[Rule]:
-    u = unit_expr(ds.unit, "s")
     rules = [
         unknown_ref_rule("case_id", "cases", "case_id", "case id"),
-        Rule(
-            "grade",
-            "grade-out-of-scale",
-            f"s.grade < {ds.grade_min} OR s.grade > {ds.grade_max}",
-            f"'grade ' || s.grade || ' is outside the scale {ds.grade_min}..{ds.grade_max}'",
-        ),
+        # no range rule runs here: a grade beyond INTEGER must be refused by the scale, or the import's CAST fails
+        grade_scale_rule(ds.grade_min, ds.grade_max, range_checked=False),
         duplicate_rule(
             [],
             "grade",
             "label for case / unit / annotator",
-            key_exprs=["case_id", unit_expr(ds.unit), "coalesce(annotator, '')"],
+            key_exprs=["case_id", label_unit(ds.unit), "coalesce(annotator, '')"],
         ),
     ]
     if ds.unit == "chunk":
-        rules.append(
-            Rule(
-                "chunk_id",
-                "missing-field",
-                "s.chunk_id IS NULL AND s.section_id IS NULL",
-                "'the dataset unit is chunk: a label needs chunk_id or section_id'",
-            )
-        )
+        rules.append(chunk_unit_rule())
     if has_documents:
-        rules.append(
-            Rule(
-                "chunk_id" if ds.unit == "chunk" else "document_id",
-                "label-unit-not-in-snapshot",
-                f"{u} IS NOT NULL AND {u} NOT IN (SELECT unit_id FROM documents)",
-                f"'label on unit ' || {u} || ' which is not in the corpus snapshot'",
-                "warning",
-            )
-        )
+        rules.append(label_in_snapshot_rule(ds.unit, "SELECT unit_id FROM documents"))
     return rules
 
 
@@ -166,7 +130,10 @@ def _validate(
     if staged.fmt in ("csv", "tsv") and staged.rows:
         _restore_neutralised(con, staged)
     findings = _file_findings(staged)
-    if any(f.code in _UNREADABLE and f.severity == "error" for f in findings) or not staged.rows:
+    # a malformed JSON line left no row to check, so it is refused alone, like an unreadable file: the rules
+    # below would otherwise judge a pool with that line's label missing
+    malformed = any(f.code == "malformed-json" and f.severity == "error" for f in findings)
+    if unreadable(findings) or malformed or not staged.rows:
         raise ValidationFailed([f for f in findings if f.severity == "error"])
     findings += _row_type_findings(con, staged)
     bad = " OR ".join(qident("__bad_" + f.name) for f in LABELS.fields)
@@ -186,7 +153,7 @@ def _new_labels(con: duckdb.DuckDBPyConnection, ds: DatasetRow, annotator: str) 
     """Temp table of the file's graded rows as labels; returns how many."""
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {NEW_LABELS} AS
-            SELECT case_id, document_id, chunk_id, section_id, {unit_expr(ds.unit)} AS unit_id,
+            SELECT case_id, document_id, chunk_id, section_id, {label_unit(ds.unit)} AS unit_id,
                    CAST(grade AS INTEGER) AS grade, coalesce(annotator, {sql_str(annotator)}) AS annotator, note, line
             FROM {GRADED}"""
     )
@@ -195,21 +162,9 @@ def _new_labels(con: duckdb.DuckDBPyConnection, ds: DatasetRow, annotator: str) 
 
 def _record(con: duckdb.DuckDBPyConnection, path: Path, parent: str, report: ImportReport, rows: int) -> None:
     """Log the import in ``loads``; a new version inherits its parent's load warnings plus the import's own."""
-    con.execute(
-        "INSERT INTO loads SELECT coalesce(max(load_id), 0) + 1, 'labels', ?, ?, ?, ?, ?, now()::TIMESTAMP FROM loads",
-        [report.version, str(path), sha256_of(path), rows, __version__],
-    )
-    if report.unchanged:
-        return
-    con.execute(
-        "INSERT INTO load_warnings SELECT ? AS target, * EXCLUDE (target) FROM load_warnings WHERE target = ?",
-        [report.version, parent],
-    )
-    if report.warnings:
-        con.executemany(
-            "INSERT INTO load_warnings VALUES (?, ?, ?, ?, ?, ?)",
-            [[report.version, w.file, w.line, w.field, w.code, w.message] for w in report.warnings],
-        )
+    record_loads(con, "labels", report.version, [(path, rows)], {})
+    if not report.unchanged:
+        record_warnings(con, report.version, report.warnings, inherit=parent)
 
 
 def import_labels(
@@ -249,7 +204,7 @@ def import_labels(
         file_units, unjudged = con.execute(
             f"""SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (
                     SELECT 1 FROM labels l WHERE l.case_id = f.case_id AND l.unit_id = f.unit_id))
-                FROM (SELECT DISTINCT case_id, {unit_expr(ds.unit)} AS unit_id FROM {staged.name}
+                FROM (SELECT DISTINCT case_id, {label_unit(ds.unit)} AS unit_id FROM {staged.name}
                       WHERE case_id IS NOT NULL) f"""
         ).fetchall()[0]
         report = ImportReport(

@@ -129,7 +129,9 @@ class Cause:
     """One kind of bad row: a predicate over a staged relation and the finding it becomes."""
 
     where: str
-    value: str  # SQL for the value quoted in the message (``{v}``), taken from the first such row
+    # SQL for the value quoted in the message (``{v}``), taken from the first such row; a struct quotes each of
+    # its fields by name (``{qid}``)
+    value: str
     field: str | None
     code: str
     message: str
@@ -137,10 +139,12 @@ class Cause:
 
 
 def counted_causes(con: duckdb.DuckDBPyConnection, relation: str, path: Path, causes: list[Cause]) -> list[Finding]:
-    """All causes in one scan: each becomes one finding with its count, its first lines and the first value."""
+    """All causes in one scan: each becomes one finding with its count, its first lines and the first value. Only
+    the rows some cause holds for are aggregated, and a Parquet scan skips the row groups none can hold for."""
     if not causes:
         return []
-    row = con.execute(f"SELECT {_cause_aggregates(causes)} FROM {relation}").fetchall()[0]
+    some = " OR ".join(f"({c.where})" for c in causes)
+    row = con.execute(f"SELECT {_cause_aggregates(causes)} FROM {relation} WHERE {some}").fetchall()[0]
     return _cause_findings(row, path, causes)
 
 
@@ -170,7 +174,9 @@ def _cause_findings(row: tuple[Any, ...], path: Path, causes: list[Cause]) -> li
     for i, c in enumerate(causes):
         n, lines, first = row[3 * i : 3 * i + 3]
         if n:
-            text = c.message.replace("{v}", repr(first))
+            text = c.message
+            for name, x in first.items() if isinstance(first, dict) else [("v", first)]:
+                text = text.replace("{" + name + "}", repr(x))
             lines_t = tuple(int(x) for x in lines)
             out.append(Finding(str(path), lines_t[0], c.field, c.code, text, c.severity, int(n), lines_t))
     return out

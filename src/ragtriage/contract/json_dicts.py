@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from ragtriage.contract.errors import FIRST_LINES, Finding, has_errors
+from ragtriage.contract.errors import Cause, Finding, counted_causes, has_errors
 from ragtriage.contract.json_stream import JsonStreamError, json_stream
 from ragtriage.contract.staging import Staged, encoding_findings
 from ragtriage.contract.trec import LABEL_COLUMNS, RESULT_COLUMNS, RunFacts, not_finite, trec_rank
@@ -99,19 +100,14 @@ def _write_raw(con: duckdb.DuckDBPyConnection, raw: str, batches: Iterator[pa.Re
 
 
 def _value_findings(
-    con: duckdb.DuckDBPyConnection, raw: str, label: str, bad: str, value: str, fld: str, code: str, what: str
+    con: duckdb.DuckDBPyConnection, raw: str, label: str, bad: str, fld: str, code: str, what: str
 ) -> list[Finding]:
-    n, first = con.execute(
-        f"SELECT count(*), min(struct_pack(line, qid, docno, v := {value}), {FIRST_LINES}) FROM {raw} WHERE {bad}"
-    ).fetchall()[0]
-    if not n:
-        return []
-    f0 = first[0]
-    msg = f"{what} {f0['v']!r} for query {f0['qid']!r}, document {f0['docno']!r} is not {_KIND[code]}"
-    return [Finding(label, None, fld, code, msg, "error", int(n), tuple(int(x["line"]) for x in first))]
-
-
-_KIND = {"wrong-type": "an integer", "bad-score": "a finite number"}
+    """One finding for the entries whose value is bad, naming the first one's query and document; a JSON
+    document's entry positions are no lines, so it names no line (its ``lines`` keep the positions)."""
+    value = "struct_pack(v := coalesce(vt, CAST(v AS VARCHAR)), qid, docno)"
+    kind = {"wrong-type": "an integer", "bad-score": "a finite number"}[code]
+    msg = f"{what} {{v}} for query {{qid}}, document {{docno}} is not {kind}"
+    return [replace(f, line=None) for f in counted_causes(con, raw, Path(label), [Cause(bad, value, fld, code, msg)])]
 
 
 def stage_json_dicts(
@@ -140,10 +136,9 @@ def stage_json_dicts(
     if bad:
         msg = f"query {bad[0]!r}: expected an object {{docno: {what}}}"
         findings.append(Finding(label, None, None, "malformed-json", msg, "error", len(bad)))
-    value = "coalesce(vt, CAST(v AS VARCHAR))"
     if role == "qrels":
         ok_g = "(v IS NOT NULL AND TRY_CAST(v AS BIGINT) = v)"
-        findings += _value_findings(con, raw, label, f"NOT {ok_g}", value, "grade", "wrong-type", "relevance")
+        findings += _value_findings(con, raw, label, f"NOT {ok_g}", "grade", "wrong-type", "relevance")
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE {name} AS
                 SELECT line, qid AS case_id, docno AS document_id, CAST(v AS BIGINT) AS grade, {LABEL_COLUMNS}
@@ -151,7 +146,7 @@ def stage_json_dicts(
         )
     else:
         bad_s = f"({not_finite('v')})"
-        findings += _value_findings(con, raw, label, bad_s, value, "score", "bad-score", "score")
+        findings += _value_findings(con, raw, label, bad_s, "score", "bad-score", "score")
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE {name} AS
                 SELECT line, qid AS case_id, 'final' AS stage,

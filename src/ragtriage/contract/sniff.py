@@ -14,6 +14,7 @@ then checks every line and names the ones that do not fit.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,8 +126,7 @@ def _sniff_columns(path: Path, role: str, lines: list[str]) -> Sniffed:
         if n == 4:
             return Sniffed("trec")
         if n == 3:
-            header = not is_number(fields[2])
-            return Sniffed("beir", header=header)
+            return Sniffed("beir", header=beir_header([fields], comments=True))
         raise SniffError(
             f"{path}:1: expected a qrels line 'qid iter docno rel' (TREC) or 'query-id corpus-id score' (BEIR), "
             f"found {n} columns"
@@ -142,6 +142,19 @@ def _sniff_columns(path: Path, role: str, lines: list[str]) -> Sniffed:
 
 
 def _has_header(path: Path) -> bool:
-    lines = _data_lines(head_bytes(path, 8192).decode("utf-8", errors="replace"), 1)
-    fields = lines[0].split() if lines else []
-    return len(fields) == 3 and not is_number(fields[2])
+    text = head_bytes(path, 8192).decode("utf-8", errors="replace")
+    return beir_header((line.split() for line in text.splitlines()), comments=True)
+
+
+def beir_header(lines: Iterable[Sequence[str]], *, comments: bool) -> bool:
+    """The one BEIR header rule: the first non-blank line of ``lines`` (each split into its fields) is a header
+    when it has three fields and the third is not a number (:func:`is_number`).
+
+    ``comments`` names where the readers differ on ``#`` lines: sniffing skips them (``True``), as it skips them
+    to tell any format; the BEIR stager reads every line as data (``False``), so a ``#`` first line is no header
+    there and is refused by its width. ``tests/unit/test_beir_header.py`` pins each verdict."""
+    for fields in lines:
+        if not fields or (comments and fields[0].startswith("#")):
+            continue
+        return len(fields) == 3 and not is_number(fields[2])
+    return False

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from ragtriage.contract.compression import MAX_LINE, duckdb_source, head_bytes, plain_name, text_fault
-from ragtriage.contract.errors import Finding, has_errors, path_findings
+from ragtriage.contract.errors import Cause, Finding, counted_causes, has_errors, path_findings
 from ragtriage.contract.fields import Field, Table
 
 FORMATS = ("jsonl", "csv", "tsv", "parquet")
@@ -177,7 +177,7 @@ _LOSSLESS = {
 """Parquet column types whose every value casts to the field's type (a float of any size is a DOUBLE, NaN too)."""
 
 
-_KIND_NAMES = {
+KIND_NAMES = {
     "string": "a string",
     "int": "an integer",
     "float": "a number",
@@ -187,6 +187,7 @@ _KIND_NAMES = {
     "string_list": "a list of strings",
     "object": "a JSON object",
 }
+"""What each field kind is called in a wrong-type message."""
 
 
 # The general reader's longest line, and its read buffer: DuckDB's default buffer is 16 lines of the longest, 1 GiB,
@@ -344,7 +345,7 @@ def _stage(
         for f in table.fields
         if present[f.name]
     }
-    findings += _type_findings(con, on, fname, table, tests, line_label)
+    findings += type_findings(con, on, fname, table, tests, line_label)
     rows = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]  # type: ignore[index]
     if rows == 0 and not any(f.code in ("empty-file", "malformed-json") for f in findings):
         findings.append(Finding(fname, None, None, "empty-file", "file holds no rows"))
@@ -367,19 +368,18 @@ def _aliased(f: Field, aliases: dict[str, str]) -> Field:
 
 
 def _json_line_findings(con: duckdb.DuckDBPyConnection, raw: str, fname: str) -> list[Finding]:
-    rows = con.execute(
-        f"""SELECT line, CASE WHEN NOT json_valid(j) THEN 'malformed' ELSE 'not-object' END, left(j, 60)
-            FROM {raw} WHERE j IS NOT NULL AND trim(j) <> ''
-              AND (NOT json_valid(j) OR json_type(CAST(j AS JSON)) <> 'OBJECT')
-            ORDER BY line LIMIT 50"""
-    ).fetchall()
-    out = []
-    for line, kind, head in rows:
-        if kind == "malformed":
-            out.append(Finding(fname, int(line), None, "malformed-json", f"malformed JSON: {head!r}"))
-        else:
-            out.append(Finding(fname, int(line), None, "malformed-json", "a JSON object is expected on each line"))
-    return out
+    text = "j IS NOT NULL AND trim(j) <> ''"
+    causes = [
+        Cause(f"{text} AND NOT json_valid(j)", "left(j, 60)", None, "malformed-json", "malformed JSON: {v}"),
+        Cause(
+            f"{text} AND CASE WHEN json_valid(j) THEN json_type(CAST(j AS JSON)) <> 'OBJECT' ELSE FALSE END",
+            "line",
+            None,
+            "malformed-json",
+            "a JSON object is expected on each line",
+        ),
+    ]
+    return counted_causes(con, raw, Path(fname), causes)
 
 
 _ZS = "(32, 160, 5760, 8192, 8193, 8194, 8195, 8196, 8197, 8198, 8199, 8200, 8201, 8202, 8239, 8287, 12288)"
@@ -407,7 +407,7 @@ def _field_tests(f: Field, expr: tuple[str, str], col: str | None) -> tuple[str,
     return bad, f"(({val}) IS NULL AND NOT {bad})"
 
 
-def _type_findings(
+def type_findings(
     con: duckdb.DuckDBPyConnection,
     relation: str,
     fname: str,
@@ -417,7 +417,9 @@ def _type_findings(
 ) -> list[Finding]:
     """Every field's type and presence errors in one scan of ``relation``; rows without any build no message.
     ``tests`` holds each present field's (wrong type, missing) SQL; a field whose type cannot be wrong (a Parquet
-    column of the field's own type) has FALSE, so the scan reads only the columns that can fail."""
+    column of the field's own type) has FALSE, so the scan reads only the columns that can fail. One finding per
+    line, the first 50 lines: ``tests/unit/test_staging_checks.py`` pins each line's finding, so this reporter is
+    not ``errors.counted_causes`` (whose one finding per cause keeps five lines)."""
     hits, where = [], []
     for f in table.fields:
         if f.name not in tests:
@@ -442,7 +444,7 @@ def _type_findings(
         spec = table.get(field)
         assert spec is not None
         if code == "wrong-type":
-            msg = f"wrong type: expected {_KIND_NAMES[spec.kind]}"
+            msg = f"wrong type: expected {KIND_NAMES[spec.kind]}"
         else:
             msg = f"missing required field {field!r}"
         out.append(Finding(fname, int(line), field, code, msg if line_label == "line" else f"{msg} (row {line})"))

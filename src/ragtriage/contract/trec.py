@@ -20,7 +20,7 @@ import duckdb
 
 from ragtriage.contract.errors import Cause, Finding, counted, counted_causes, has_errors
 from ragtriage.contract.fields import INT_MAX
-from ragtriage.contract.sniff import is_number
+from ragtriage.contract.sniff import beir_header
 from ragtriage.contract.staging import Staged, drop_staged, encoding_findings, lines_sql, read_error
 from ragtriage.contract.trec_csv import TrecRun, integer_sql, read_qrels, read_run
 
@@ -104,13 +104,11 @@ def not_finite(x: str) -> str:
     return f"NOT coalesce(isfinite({x}), FALSE)"
 
 
-def _columns(
-    con: duckdb.DuckDBPyConnection, name: str, path: Path, n: int, layout: str, at_least: bool
-) -> list[Finding]:
-    cond = f"len(p) < {n}" if at_least else f"len(p) <> {n}"
-    return counted(
-        con, f"{name}__raw", cond, "len(p)", path, None, "bad-columns", f"expected {n} columns ({layout}), found {{v}}"
-    )
+def _columns(con: duckdb.DuckDBPyConnection, name: str, path: Path, layout: str) -> list[Finding]:
+    """Lines of another field count than ``layout``'s, counted."""
+    n = len(layout.split())
+    msg = f"expected {n} columns ({layout}), found {{v}}"
+    return counted(con, f"{name}__raw", f"len(p) <> {n}", "len(p)", path, None, "bad-columns", msg)
 
 
 def _finish(con: duckdb.DuckDBPyConnection, name: str, path: Path, fmt: str, findings: list[Finding]) -> Staged:
@@ -269,7 +267,7 @@ def stage_msmarco_run(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> 
     findings = split_lines(con, path, name)
     if has_errors(findings):
         return Staged(name, path, "msmarco", 0, findings, "line"), facts
-    findings += _columns(con, name, path, 3, "qid docno rank", at_least=False)
+    findings += _columns(con, name, path, "qid docno rank")
     rank = integer_sql("p[3]")
     findings += counted_causes(
         con,
@@ -313,25 +311,24 @@ def tag_counts(con: duckdb.DuckDBPyConnection, name: str, line: str = "line") ->
     return {str(t): int(n) for t, n in rows}
 
 
-def _qrels_table(con: duckdb.DuckDBPyConnection, name: str, qid: str, doc: str, grade: str, n: int) -> None:
+def _qrels(
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, fmt: str, layout: str, findings: list[Finding]
+) -> Staged:
+    """Check the split qrels lines of ``layout`` (its fields named as TREC's and BEIR's are: the first the
+    query, the one before last the document, the last the grade) and stage the lines that fit as labels."""
+    n = len(layout.split())
+    grade = f"p[{n}]"
+    findings += _columns(con, name, path, layout)
+    findings += counted(
+        con, f"{name}__raw", f"len(p) = {n} AND {integer_sql(grade)} IS NULL", grade, path, "grade", "wrong-type",
+        "relevance {v} is not an integer",
+    )  # fmt: skip
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE {name} AS
-            SELECT line, {qid} AS case_id, {doc} AS document_id, {integer_sql(grade)} AS grade, {LABEL_COLUMNS}
+            SELECT line, p[1] AS case_id, p[{n - 1}] AS document_id, {integer_sql(grade)} AS grade, {LABEL_COLUMNS}
             FROM {name}__raw WHERE len(p) = {n}"""
     )
-
-
-def _grade_findings(con: duckdb.DuckDBPyConnection, name: str, path: Path, col: str, n: int) -> list[Finding]:
-    return counted(
-        con,
-        f"{name}__raw",
-        f"len(p) = {n} AND {integer_sql(col)} IS NULL",
-        col,
-        path,
-        "grade",
-        "wrong-type",
-        "relevance {v} is not an integer",
-    )
+    return _finish(con, name, path, fmt, findings)
 
 
 def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:
@@ -344,27 +341,21 @@ def stage_trec_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> S
     findings = split_lines(con, path, name)
     if has_errors(findings):
         return Staged(name, path, "trec", 0, findings, "line")
-    findings += _columns(con, name, path, 4, "qid iter docno rel", at_least=False)
-    findings += _grade_findings(con, name, path, "p[4]", 4)
-    _qrels_table(con, name, "p[1]", "p[3]", "p[4]", 4)
-    return _finish(con, name, path, "trec", findings)
+    return _qrels(con, path, name, "trec", "qid iter docno rel", findings)
 
 
 def stage_beir_qrels(con: duckdb.DuckDBPyConnection, path: Path, name: str, *, header: bool | None = None) -> Staged:
     """Stage a BEIR qrels TSV (``query-id corpus-id score``), with or without its header line (``None``: the
-    first line is a header when its score is not an integer)."""
+    first line decides, ``#`` lines included, by ``sniff.beir_header``)."""
     findings = split_lines(con, path, name, comments=False)
     if has_errors(findings):
         return Staged(name, path, "beir", 0, findings, "line")
-    first = con.execute(f"SELECT p FROM {name}__raw ORDER BY line LIMIT 1").fetchall()
     if header is None:
-        header = bool(first) and len(first[0][0]) == 3 and not is_number(first[0][0][2])
+        first = con.execute(f"SELECT p FROM {name}__raw ORDER BY line LIMIT 1").fetchall()
+        header = beir_header((r[0] for r in first), comments=False)
     if header:
         con.execute(f"DELETE FROM {name}__raw WHERE line = (SELECT min(line) FROM {name}__raw)")
-    findings += _columns(con, name, path, 3, "query-id corpus-id score", at_least=False)
-    findings += _grade_findings(con, name, path, "p[3]", 3)
-    _qrels_table(con, name, "p[1]", "p[2]", "p[3]", 3)
-    return _finish(con, name, path, "beir", findings)
+    return _qrels(con, path, name, "beir", "query-id corpus-id score", findings)
 
 
 def stage_tsv_queries(con: duckdb.DuckDBPyConnection, path: Path, name: str) -> Staged:

@@ -16,8 +16,8 @@ from ragtriage.contract.errors import Finding, ValidationFailed
 from ragtriage.contract.fields import CASES, DOCUMENTS, INT_MAX, RESULTS, STAGES, Table
 from ragtriage.contract.manifest import parse_dataset_manifest, parse_run_manifest
 from ragtriage.spark.leakage import LeakageInputs
+from ragtriage.store.dataset_rules import document_unit
 from ragtriage.store.discover import discover_dataset, discover_run
-from ragtriage.store.load import document_unit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

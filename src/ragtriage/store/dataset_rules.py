@@ -16,6 +16,53 @@ _F = "CAST(s.filters AS JSON)"
 _SCALAR_ID = "('VARCHAR', 'BIGINT', 'UBIGINT')"
 
 
+def label_unit(unit: str, alias: str = "") -> str:
+    """SQL of a label's unit id for the dataset's unit: its document, or its chunk (its section when it names no
+    chunk). The one rule of the loader and of ``annotate.label_import``."""
+    p = f"{alias}." if alias else ""
+    return f"{p}document_id" if unit == "document" else f"coalesce({p}chunk_id, {p}section_id)"
+
+
+def document_unit(unit: str) -> str:
+    """SQL of a corpus manifest row's unit id for the dataset's unit (the store's and the Spark reader's)."""
+    return "document_id" if unit == "document" else "coalesce(chunk_id, section_id, document_id)"
+
+
+def grade_scale_rule(grade_min: int, grade_max: int, *, range_checked: bool = True) -> Rule:
+    """A grade outside the dataset's scale is refused. ``range_checked``: a range rule already reports a grade
+    beyond INTEGER once, so this one leaves it out."""
+    guard = f"s.grade BETWEEN {INT_MIN} AND {INT_MAX} AND " if range_checked else ""
+    return Rule(
+        "grade",
+        "grade-out-of-scale",
+        f"{guard}(s.grade < {grade_min} OR s.grade > {grade_max})",
+        f"'grade ' || s.grade || ' is outside the scale {grade_min}..{grade_max}'",
+    )
+
+
+def chunk_unit_rule(what: str = "a label needs chunk_id or section_id") -> Rule:
+    """A dataset judged by chunk needs a chunk (or section) id on every label and manifest row."""
+    return Rule(
+        "chunk_id",
+        "missing-field",
+        "s.chunk_id IS NULL AND s.section_id IS NULL",
+        f"'the dataset unit is chunk: {what}'",
+    )
+
+
+def label_in_snapshot_rule(unit: str, units: str) -> Rule:
+    """A label on a unit the corpus snapshot (``units``: SQL of its unit ids) does not hold is a dataset signal,
+    a warning: the unit may have been removed from the corpus since it was judged."""
+    u = label_unit(unit, "s")
+    return Rule(
+        "chunk_id" if unit == "chunk" else "document_id",
+        "label-unit-not-in-snapshot",
+        f"{u} IS NOT NULL AND {u} NOT IN ({units})",
+        f"'label on unit ' || {u} || ' which is not in the corpus snapshot (dataset signal)'",
+        "warning",
+    )
+
+
 def judgement_rule() -> Rule:
     """One judgement per case, unit and annotator, in every format (TREC, BEIR and JSON qrels are annotator
     ``default``): a second one is refused naming both lines, never averaged or silently kept (trec_eval refuses
@@ -119,36 +166,14 @@ def dataset_findings(
         *field_rules(LABELS, strict=strict),
         judgement_rule(),
         unknown_ref_rule("case_id", cases.name, "id", "case id"),
-        Rule(
-            "grade",
-            "grade-out-of-scale",
-            # a grade beyond INTEGER is reported once, by the range rule
-            f"s.grade BETWEEN {INT_MIN} AND {INT_MAX} AND (s.grade < {m.grade_min} OR s.grade > {m.grade_max})",
-            f"'grade ' || s.grade || ' is outside the scale {m.grade_min}..{m.grade_max}'",
-        ),
+        # a grade beyond INTEGER is reported once, by the range rule
+        grade_scale_rule(m.grade_min, m.grade_max),
     ]
     if m.unit == "chunk":
-        label_rules.append(
-            Rule(
-                "chunk_id",
-                "missing-field",
-                "s.chunk_id IS NULL AND s.section_id IS NULL",
-                "'the dataset unit is chunk: a label needs chunk_id or section_id'",
-            )
-        )
+        label_rules.append(chunk_unit_rule())
     docs = staged.get("documents")
     if docs is not None and docs.rows:
-        unit_col = "document_id" if m.unit == "document" else "coalesce(chunk_id, section_id, document_id)"
-        label_unit = "s.document_id" if m.unit == "document" else "coalesce(s.chunk_id, s.section_id)"
-        label_rules.append(
-            Rule(
-                "chunk_id" if m.unit == "chunk" else "document_id",
-                "label-unit-not-in-snapshot",
-                f"{label_unit} IS NOT NULL AND {label_unit} NOT IN (SELECT {unit_col} FROM {docs.name})",
-                f"'label on unit ' || {label_unit} || ' which is not in the corpus snapshot (dataset signal)'",
-                "warning",
-            )
-        )
+        label_rules.append(label_in_snapshot_rule(m.unit, f"SELECT {document_unit(m.unit)} FROM {docs.name}"))
     out += apply_rules(con, labels, label_rules)
     if docs is not None:
         doc_rules = [
@@ -185,13 +210,6 @@ def dataset_findings(
             ),
         ]
         if m.unit == "chunk":
-            doc_rules.append(
-                Rule(
-                    "chunk_id",
-                    "missing-field",
-                    "s.chunk_id IS NULL AND s.section_id IS NULL",
-                    "'the dataset unit is chunk: each manifest row needs chunk_id (or section_id)'",
-                )
-            )
+            doc_rules.append(chunk_unit_rule("each manifest row needs chunk_id (or section_id)"))
         out += apply_rules(con, docs, doc_rules)
     return out

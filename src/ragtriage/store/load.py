@@ -25,7 +25,7 @@ from ragtriage.contract.trec import RunFacts
 from ragtriage.safe_text import has_controls
 from ragtriage.store.connection import DEFAULT_K_SOURCE, DEFAULT_RUN_K, current_dataset_version, set_current_dataset
 from ragtriage.store.corpus_manifest import forget_derived, keeps_derived
-from ragtriage.store.dataset_rules import dataset_findings
+from ragtriage.store.dataset_rules import dataset_findings, document_unit, label_unit
 from ragtriage.store.run_rules import pre_write_rules, run_findings
 from ragtriage.store.versioning import dataset_hash, relation_digest
 from ragtriage.version import __version__
@@ -72,7 +72,7 @@ def noop(_: str) -> None:
     return None
 
 
-def _record_loads(
+def record_loads(
     con: duckdb.DuckDBPyConnection,
     kind: str,
     target: str,
@@ -94,8 +94,17 @@ def _record_loads(
         )
 
 
-def _record_warnings(con: duckdb.DuckDBPyConnection, target: str, warnings: list[Finding]) -> None:
+def record_warnings(
+    con: duckdb.DuckDBPyConnection, target: str, warnings: list[Finding], *, inherit: str | None = None
+) -> None:
+    """Keep ``target``'s warnings for ``ragtriage info``: ``warnings``, after those of ``inherit`` (the parent a
+    new dataset version carries its load warnings over from)."""
     con.execute("DELETE FROM load_warnings WHERE target = ?", [target])
+    if inherit is not None:
+        con.execute(
+            "INSERT INTO load_warnings SELECT ? AS target, * EXCLUDE (target) FROM load_warnings WHERE target = ?",
+            [target, inherit],
+        )
     if warnings:
         con.executemany(
             "INSERT INTO load_warnings VALUES (?, ?, ?, ?, ?, ?)",
@@ -107,18 +116,6 @@ def _fail_if_errors(findings: list[Finding]) -> list[Finding]:
     if has_errors(findings):
         raise ValidationFailed(errors_of(findings))
     return [f for f in findings if f.severity == "warning"]
-
-
-def document_unit(unit: str) -> str:
-    """SQL of a corpus manifest row's unit id for the dataset's unit (the store's and the Spark reader's)."""
-    return "document_id" if unit == "document" else "coalesce(chunk_id, section_id, document_id)"
-
-
-def _unit_expr(unit: str, alias: str = "") -> str:
-    p = f"{alias}." if alias else ""
-    if unit == "document":
-        return f"{p}document_id"
-    return f"coalesce({p}chunk_id, {p}section_id)"
 
 
 def write_dataset(
@@ -139,8 +136,8 @@ def write_dataset(
     if not exists:
         _insert_dataset(con, version, manifest, staged)
     set_current_dataset(con, version)
-    _record_loads(con, "dataset", version, extra_files + [(s.path, s.rows) for s in staged.values()], staged)
-    _record_warnings(con, version, warnings)
+    record_loads(con, "dataset", version, extra_files + [(s.path, s.rows) for s in staged.values()], staged)
+    record_warnings(con, version, warnings)
     return report
 
 
@@ -192,7 +189,7 @@ def _insert_dataset(
     con.execute(
         f"""INSERT INTO all_labels BY NAME
             SELECT {v} AS dataset_version, case_id, document_id, chunk_id, section_id,
-                   {_unit_expr(m.unit)} AS unit_id, CAST(grade AS INTEGER) AS grade,
+                   {label_unit(m.unit)} AS unit_id, CAST(grade AS INTEGER) AS grade,
                    coalesce(annotator, 'default') AS annotator, note, line
             FROM {lab} ORDER BY case_id, line"""
     )  # in case order, so a lookup of a few cases (the TUI's case screen) reads a few row groups
@@ -289,8 +286,8 @@ def write_run(
         "UPDATE runs SET has_repeats = ?, ignored_topics = ?, ignored_rows = ?, score_from_rank = ? WHERE run_id = ?",
         [repeats, n_topics, res.rows - written, facts.score_from_rank, rid],
     )
-    _record_loads(con, "run", rid, files, staged)
-    _record_warnings(con, rid, warnings)
+    record_loads(con, "run", rid, files, staged)
+    record_warnings(con, rid, warnings)
     rows = {k_: s.rows for k_, s in staged.items()}
     rows["results"] = written
     return LoadReport(
@@ -475,4 +472,13 @@ def row_table(con: duckdb.DuckDBPyConnection, staged: str) -> str:
     return FULL_ROWS if extras else PLAIN_ROWS
 
 
-__all__ = ["LoadReport", "Progress", "RunWrite", "noop", "write_dataset", "write_run"]
+__all__ = [
+    "LoadReport",
+    "Progress",
+    "RunWrite",
+    "noop",
+    "record_loads",
+    "record_warnings",
+    "write_dataset",
+    "write_run",
+]

@@ -39,7 +39,7 @@ from ragtriage.contract.traces.doc_metadata import (
     metadata_pointer,
 )
 from ragtriage.store.corpus_manifest import PARTIAL_NOTE, forget_derived, manifest_kind, mark_derived
-from ragtriage.store.load import document_unit
+from ragtriage.store.dataset_rules import document_unit
 
 _TEXT = "CASE WHEN json_type({v}) = 'VARCHAR' THEN json_extract_string({v}, '$') ELSE CAST({v} AS VARCHAR) END"
 _KINDS = {
