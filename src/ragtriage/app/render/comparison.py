@@ -3,7 +3,7 @@ Markdown, JSON and CSV written from them), ``compare --run`` as an :class:`~ragt
 
 The terminal table, the Markdown and the HTML report all render the same ``Section`` list, so they cannot
 disagree. Cells hold data-derived strings (run ids, slice values, case ids, configuration values) as they are;
-each renderer passes every cell through ``ragtriage.safe_text.visible`` and its own escaping. Every figure is
+each renderer passes every cell through ``ragtriage.safe_text`` (``visible``, ``markdown_cell``). Every figure is
 printed with its metric name (which carries the cutoff), the paired cases, the seed and the resample count.
 """
 
@@ -26,7 +26,7 @@ from ragtriage.experiments.runs_table import RunsComparison
 from ragtriage.experiments.safety import RunSafety
 from ragtriage.gate.compare import TIE, Comparison
 from ragtriage.gate.paired_table import method
-from ragtriage.safe_text import visible
+from ragtriage.safe_text import markdown_cell, visible
 
 #: Column heads of the cases-per-cause table that fit 80 columns.
 CAUSE_HEADERS = {
@@ -253,22 +253,18 @@ def sections(rc: RunsComparison, changes: Changes | None = None, *, compact: boo
     return out
 
 
-def _md_cell(text: str) -> str:
-    return visible(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("<", "&lt;")
-
-
 def section_markdown(s: Section, level: int = 3) -> list[str]:
-    lines = [f"{'#' * level} {_md_cell(s.title)}", ""]
+    lines = [f"{'#' * level} {markdown_cell(s.title)}", ""]
     if s.prose:
-        return lines + [f"- {_md_cell(n)}" for n in s.notes] + [""]
+        return lines + [f"- {markdown_cell(n)}" for n in s.notes] + [""]
     if s.rows:
-        lines += ["| " + " | ".join(_md_cell(h) for h in s.headers) + " |"]
+        lines += ["| " + " | ".join(markdown_cell(h) for h in s.headers) + " |"]
         lines += ["|" + "".join("---|" if i < s.text_columns else "---:|" for i in range(len(s.headers)))]
-        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s.rows]
+        lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in s.rows]
     else:
         lines.append("(none)")
     if s.notes:
-        lines += ["", *[f"- {_md_cell(n)}" for n in s.notes]]
+        lines += ["", *[f"- {markdown_cell(n)}" for n in s.notes]]
     return lines + [""]
 
 
