@@ -85,12 +85,18 @@ _MARKDOWN_ESCAPES = str.maketrans(
 )
 
 
+#: An interval of two numbers (``[+0.0402, +0.1253]``): brackets that hold no text are no link, so they stay.
+_INTERVAL_RE = re.compile(r"\[[+-]?\d+(\.\d+)?, ?[+-]?\d+(\.\d+)?\]")
+
+
 def markdown_cell(value: object) -> str:
     """``value`` for a Markdown table cell or inline text, the one Markdown rule of every writer: controls
     visible (so no line break ends a row), a formula-like cell apostrophe-led as in a CSV, then ``\\``, ``|``,
-    backticks and brackets escaped and HTML's ``<``, ``>`` and ``&`` as entities, so a query can neither end the
-    cell, nor open a code span or a link, nor inject HTML into a pull-request comment."""
-    return neutralise_cell(visible(value)).translate(_MARKDOWN_ESCAPES)
+    backticks and brackets (but an interval of two numbers) escaped and HTML's ``<``, ``>`` and ``&`` as entities,
+    so a query can neither end the cell, nor open a code span or a link, nor inject HTML into a pull-request
+    comment."""
+    text = visible(value)
+    return text if _INTERVAL_RE.fullmatch(text) else neutralise_cell(text).translate(_MARKDOWN_ESCAPES)
 
 
 def html_text(value: object) -> str:

@@ -4,7 +4,7 @@ Every run is evaluated on the same paired cases (``gate.paired_table.paired_matr
 dataset version, one split when asked, that have at least one relevant unit), so that each mean, interval and
 test is over identical queries. Per (run, measure): the mean and its 95% percentile-bootstrap interval (one set
 of resamples shared by every column); per (candidate, measure) against the baseline: the mean difference, its
-interval, wins/ties/losses and the p-value of ``gate.paired_table.pair_stats`` (what ``compare --run`` and the
+interval, wins/ties/losses and the p-value of ``gate.significance.paired_tests`` (what ``compare --run`` and the
 gate print for the same pair), or of another paired test (``paired``), and that p-value corrected over all
 comparisons of the table.
 """
@@ -23,15 +23,8 @@ import pyarrow as pa
 from ragtriage.arrays import table_of
 from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
 from ragtriage.gate import sources
-from ragtriage.gate.paired_table import (
-    INTERVAL_RESAMPLES,
-    SEED,
-    TEST_RESAMPLES,
-    method,
-    pair_stats,
-    paired_matrix,
-)
-from ragtriage.gate.significance import CORRECTIONS, TESTS, adjust, paired_pvalues
+from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, method, paired_matrix
+from ragtriage.gate.significance import CORRECTIONS, INTERVAL_RESAMPLES, TESTS, adjust, paired_pvalues, paired_tests
 from ragtriage.metrics.distribution import CONFIDENCE, bootstrap_means
 
 BOOTSTRAP_RESAMPLES = INTERVAL_RESAMPLES
@@ -147,7 +140,7 @@ def table_from_values(
     low, high = _intervals(x, boot)
     cand = x[:, m:]
     base = np.tile(x[:, :m], (1, r - 1))
-    stats = pair_stats(cand, base, seed=seed, n_resamples=n_resamples)
+    stats = paired_tests(cand, base, seed=seed, n_resamples=n_resamples)
     p, exact = (
         (np.array([s.p_value for s in stats]), np.array([s.exact for s in stats]))
         if test == "randomization" and n >= 2

@@ -1,7 +1,7 @@
 """Paired comparison of one candidate run against a baseline, per measure, overall and per slice.
 
 The overall rows are the one-candidate case of ``compare --runs``: the same per-case values
-(``sources.measure_values``), the same paired cases and the same statistics (``paired_table.pair_stats``), so
+(``sources.measure_values``), the same paired cases and the same statistics (``significance.paired_tests``), so
 both print the same figures. Each (slice, measure) gets wins/ties/losses, the two means, the interval and the
 p-value (``paired_table.method`` states how), and the cases that lost most are listed by id so a reader can open
 them.
@@ -19,7 +19,8 @@ import pyarrow as pa
 from ragtriage.arrays import non_null_values, table_of_rows
 from ragtriage.contract.staging import qident, sql_str
 from ragtriage.gate import sources
-from ragtriage.gate.paired_table import ORDER_DECIMALS, SEED, TEST_RESAMPLES, TIE, pair_stats
+from ragtriage.gate.paired_table import ORDER_DECIMALS, SEED, TEST_RESAMPLES
+from ragtriage.gate.significance import TIE, paired_tests
 from ragtriage.metrics.measures import parse_measures
 from ragtriage.store.memory_cap import cap_in_memory
 
@@ -129,7 +130,7 @@ def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, o
         for batch in [segments] if len(sizes) == 1 else [[seg] for seg in segments]:
             c = np.column_stack([cand[s:e] for s, e, _ in batch])
             b = np.column_stack([base[s:e] for s, e, _ in batch])
-            stats = pair_stats(c, b, seed=seed, n_resamples=n_resamples)
+            stats = paired_tests(c, b, seed=seed, n_resamples=n_resamples)
             for (_, _, metric), st in zip(batch, stats, strict=True):
                 out.append({"slice": slice_value, "metric": metric, **asdict(st)})
     return out

@@ -7,15 +7,12 @@ p-value, wins/ties/losses), stated in one sentence.
 and cases they print the same mean difference, interval and p-value, digit for digit.
 
 A case is paired when it has a relevant unit and every run has a defined value for it; differences are
-``candidate - baseline``. The interval is a percentile bootstrap of the mean difference, seeded per column
-(``INTERVAL_RESAMPLES`` resamples: the interval describes, the test decides); the p-value is the two-sided
-sign-flip randomization test of ``significance`` (``n_resamples``), or its ``paired_pvalues``.
+``candidate - baseline``; the statistics are ``significance.paired_tests`` (or its ``paired_pvalues``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import duckdb
 import numpy as np
@@ -25,22 +22,22 @@ import pyarrow.compute as pc
 
 from ragtriage.arrays import non_null_values
 from ragtriage.gate import sources
-from ragtriage.gate.significance import paired_tests
-from ragtriage.metrics.distribution import CONFIDENCE, N_RESAMPLES
+from ragtriage.gate.significance import INTERVAL_RESAMPLES, TIE, PairStats, paired_tests
+from ragtriage.metrics.distribution import CONFIDENCE
 
-#: |difference| at or below which a case is a tie
-TIE = 1e-12
+__all__ = ["INTERVAL_RESAMPLES", "TIE", "PairStats", "method", "pair_stats", "paired_matrix", "worst_first"]
+
 #: decimals of a difference that order the cases by loss (then by case id). A per-case value summed by DuckDB's
 #: parallel aggregation may differ in its last bits between two runs on the same store, so two cases whose
 #: differences are equal to these decimals are equal for the order: the same output comes every time.
 ORDER_DECIMALS = 9
-#: bootstrap resamples of every interval, as ``ragtriage metrics`` draws them for a mean
-INTERVAL_RESAMPLES = N_RESAMPLES
 RANDOMIZATION = "paired randomization (sign-flip) test"
 #: the seed and the resamples of the test when a command is given none (``compare``, ``report``, the TUI)
 SEED, TEST_RESAMPLES = 0, 10_000
 
 FloatArray = npt.NDArray[np.float64]
+#: the statistics of each candidate column against its baseline column (``significance.paired_tests``)
+pair_stats = paired_tests
 
 
 def method(*, n_resamples: int, seed: int, test: str = RANDOMIZATION) -> str:
@@ -50,48 +47,6 @@ def method(*, n_resamples: int, seed: int, test: str = RANDOMIZATION) -> str:
         f"Δ = candidate - baseline on paired cases; {int(CONFIDENCE * 100)}% percentile bootstrap interval of the "
         f"mean Δ ({INTERVAL_RESAMPLES} resamples); two-sided {test}{drawn}; seed {seed}"
     )
-
-
-@dataclass(frozen=True)
-class PairStats:
-    """One candidate column against its baseline column over ``n`` paired cases."""
-
-    n: int
-    candidate: float
-    baseline: float
-    mean_diff: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    exact: bool
-    wins: int
-    ties: int
-    losses: int
-
-
-def pair_stats(candidate: FloatArray, baseline: FloatArray, *, seed: int, n_resamples: int) -> list[PairStats]:
-    """The statistics of each column of two n x m matrices of paired values. Each column draws its own seeded
-    resamples, so a figure does not depend on which other columns were asked with it."""
-    c, b = np.asarray(candidate, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
-    d = c - b
-    n = d.shape[0]
-    tests = paired_tests(c, b, n_resamples=n_resamples, seed=seed, interval_resamples=INTERVAL_RESAMPLES)
-    return [
-        PairStats(
-            n=t.n,
-            candidate=float(c[:, j].mean()) if n else float("nan"),
-            baseline=float(b[:, j].mean()) if n else float("nan"),
-            mean_diff=t.mean_diff,
-            ci_low=t.ci_low,
-            ci_high=t.ci_high,
-            p_value=t.p_value,
-            exact=t.exact,
-            wins=int(np.count_nonzero(d[:, j] > TIE)),
-            ties=int(np.count_nonzero(np.abs(d[:, j]) <= TIE)),
-            losses=int(np.count_nonzero(d[:, j] < -TIE)),
-        )
-        for j, t in enumerate(tests)
-    ]
 
 
 def paired_matrix(
