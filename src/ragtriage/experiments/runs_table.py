@@ -1,6 +1,6 @@
 """Many runs x many measures against one baseline, in one table, with the significance corrected over the table.
 
-Every run is evaluated on the same paired cases (``gate.paired_table.paired_matrix``: the cases of the shared
+Every run is evaluated on the same paired cases (``gate.compare.paired_matrix``: the cases of the shared
 dataset version, one split when asked, that have at least one relevant unit), so that each mean, interval and
 test is over identical queries. Per (run, measure): the mean and its 95% percentile-bootstrap interval (one set
 of resamples shared by every column); per (candidate, measure) against the baseline: the mean difference, its
@@ -23,7 +23,7 @@ import pyarrow as pa
 from ragtriage.arrays import table_of
 from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
 from ragtriage.gate import sources
-from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, method, paired_matrix
+from ragtriage.gate.compare import SEED, TEST_RESAMPLES, method, paired_matrix
 from ragtriage.gate.significance import CORRECTIONS, INTERVAL_RESAMPLES, TESTS, adjust, paired_pvalues, paired_tests
 from ragtriage.metrics.distribution import CONFIDENCE, bootstrap_means
 
@@ -67,7 +67,7 @@ class RunsComparison:
         return next(c for c in self.configs if c.run_id == run_id)
 
     def method(self) -> str:
-        """The sentence every rendering prints under the table (the paired part is ``paired_table.method``'s)."""
+        """The sentence every rendering prints under the table (the paired part is ``gate.compare.method``'s)."""
         return (
             f"{method(n_resamples=self.n_resamples, seed=self.seed, test=TESTS[self.test])}; p corrected by "
             f"{CORRECTIONS[self.correction]} over {self.n_comparisons} comparisons "

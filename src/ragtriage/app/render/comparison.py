@@ -24,8 +24,7 @@ from ragtriage.csv_out import csv_text
 from ragtriage.experiments.explain import CAUSES
 from ragtriage.experiments.runs_table import RunsComparison
 from ragtriage.experiments.safety import RunSafety
-from ragtriage.gate.compare import TIE, Comparison
-from ragtriage.gate.paired_table import method
+from ragtriage.gate.compare import TIE, Comparison, method
 from ragtriage.safe_text import markdown_cell, visible
 
 #: Column heads of the cases-per-cause table that fit 80 columns.
