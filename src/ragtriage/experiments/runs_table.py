@@ -92,13 +92,10 @@ class RunsComparison:
 
 
 def _ordered_runs(runs: Sequence[str], baseline: str) -> tuple[str, ...]:
-    seen: list[str] = [baseline]
-    for r in runs:
-        if r not in seen:
-            seen.append(r)
-    if len(seen) < 2:
+    ordered = tuple(dict.fromkeys([baseline, *runs]))
+    if len(ordered) < 2:
         raise ValueError(f"give at least one run besides the baseline {baseline!r}")
-    return tuple(seen)
+    return ordered
 
 
 def measure_names(measures: Sequence[str]) -> tuple[str, ...]:

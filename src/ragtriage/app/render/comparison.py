@@ -401,7 +401,6 @@ def text_rows(c: Comparison, digits: int = 4) -> list[list[str]]:
     """Summary rows formatted for a terminal (``digits=3`` fits 80 columns) or Markdown table."""
     out = []
     for r in c.summary.to_pylist():
-        ci = "n/a" if _clean(r["ci_low"]) is None else f"[{r['ci_low']:+.{digits}f}, {r['ci_high']:+.{digits}f}]"
         p = "n/a" if _clean(r["p_value"]) is None else f"{r['p_value']:.{digits}g}"
         out.append(
             [
@@ -412,7 +411,7 @@ def text_rows(c: Comparison, digits: int = 4) -> list[list[str]]:
                 f"{r['baseline']:.{digits}f}",
                 f"{r['candidate']:.{digits}f}",
                 f"{r['mean_diff']:+.{digits}f}",
-                ci,
+                _ci(r["ci_low"], r["ci_high"], sign=True, digits=digits),
                 p,
             ]
         )
