@@ -147,11 +147,17 @@ def _scratch() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[str], split: str | None) -> pa.Table:
+def _pairs(
+    cur: duckdb.DuckDBPyConnection,
+    cand: pa.Table,
+    base: pa.Table,
+    cases: pa.Table,
+    metrics: Sequence[str],
+    split: str | None,
+) -> pa.Table:
     """(slice, case_id, metric, metric_order, candidate, baseline, diff) of every case both runs define, sorted by
     metric, slice and case. The two tables are joined once per case (not once per case and metric) and then
     unfolded into one row per metric."""
-    cur = _scratch()
     cur.register("cand", cand)
     cur.register("base", base)
     cur.register("case_slices", cases)
@@ -176,19 +182,17 @@ def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[st
     ).to_arrow_table()
 
 
-def _segments(pairs: pa.Table) -> list[tuple[str, str, int]]:
+def _segments(cur: duckdb.DuckDBPyConnection, pairs: pa.Table) -> list[tuple[str, str, int]]:
     """(metric, slice, rows) of each run of equal (metric, slice) in ``pairs``, in the table's order (metric_order,
     then slice): a count per group in DuckDB instead of a code per row."""
-    cur = _scratch()
-    cur.register("pairs", pairs.select(["metric", "metric_order", "slice"]))
+    cur.register("segs", pairs.select(["metric", "metric_order", "slice"]))
     rows = cur.execute(
-        "SELECT metric, slice, count(*) FROM pairs GROUP BY metric_order, metric, slice ORDER BY metric_order, slice"
+        "SELECT metric, slice, count(*) FROM segs GROUP BY metric_order, metric, slice ORDER BY metric_order, slice"
     ).fetchall()
-    cur.close()
     return [(str(m), str(sl), int(n)) for m, sl, n in rows]
 
 
-def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, object]]:
+def _summarise(cur: duckdb.DuckDBPyConnection, pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, object]]:
     """One summary row per (metric, slice). Rows are sorted by metric, slice, case; the metrics of one slice
     with as many paired cases go to ``paired_tests`` as the columns of one matrix (each column keeps its own
     seeded draws, so a figure does not depend on which other metrics were asked for or were batched with it)."""
@@ -198,7 +202,7 @@ def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, o
     base = non_null_values(pairs.column("baseline"), np.float64)
     by_slice: dict[str, list[tuple[int, int, str]]] = {}
     start = 0
-    for metric, slice_value, rows in _segments(pairs):
+    for metric, slice_value, rows in _segments(cur, pairs):
         by_slice.setdefault(slice_value, []).append((start, start + rows, metric))
         start += rows
     out: list[dict[str, object]] = []
@@ -214,6 +218,7 @@ def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, o
 
 
 def _worst(pairs: pa.Table, n: int) -> pa.Table:
+    """The ``n`` cases of each metric of ``pairs`` that lost most (their slices joined)."""
     cur = _scratch()
     cur.register("pairs", pairs)
     return cur.sql(
@@ -276,8 +281,8 @@ def compare_tables(
     ``cases`` has case_id, split, slice (several rows per case for multi-valued slices); rows with slice 'all'
     only (no ``by``) give just the overall figures.
     """
-    pairs = _pairs(candidate, baseline, cases, metrics, split)
     cur = _scratch()
+    pairs = _pairs(cur, candidate, baseline, cases, metrics, split)
     cur.register("pairs", pairs)
     sliced = cur.execute("SELECT count(*) FROM pairs WHERE slice <> $all", {"all": OVERALL}).fetchall()[0][0]
     overall = pairs  # without --by every row is the overall slice already, in its order
@@ -286,12 +291,13 @@ def compare_tables(
             """SELECT DISTINCT 'all' AS slice, case_id, metric, metric_order, candidate, baseline, diff FROM pairs
                ORDER BY metric_order, case_id"""
         ).to_arrow_table()
-    rows = _summarise(overall, seed, n_resamples)
+    rows = _summarise(cur, overall, seed, n_resamples)
     if sliced:
-        rows += _summarise(pairs, seed, n_resamples)
+        rows += _summarise(cur, pairs, seed, n_resamples)
     order = {m: i for i, m in enumerate(metrics)}
     rows.sort(key=lambda r: (order[str(r["metric"])], r["slice"] != OVERALL, str(r["slice"])))
     summary = table_of_rows(rows, SUMMARY_SCHEMA)
+    cur.close()
     return summary, pairs.drop_columns(["metric_order"]), _worst(pairs, worst_n)
 
 
