@@ -13,30 +13,15 @@ OSC sequence reaches the file. Numeric columns stay numbers.
 from __future__ import annotations
 
 import io
-import re
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ragtriage.safe_text import is_string_type, visible_array
+from ragtriage.safe_text import FORMULA_START, NUMBER, is_string_type, needs_quote, neutralise_cell, visible_array
 
-#: A string cell a spreadsheet could evaluate: this prefix, unless it is a plain number.
-FORMULA_START = "^[=+@\t\r\n\uff1d\uff0b\uff0d\uff20-]"
-NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
-_FORMULA_RE = re.compile(FORMULA_START)
-_NUMBER_RE = re.compile(NUMBER)
-
-
-def needs_quote(cell: str) -> bool:
-    """Whether a spreadsheet would treat ``cell`` as a formula (a signed number such as ``-0.5`` is not one)."""
-    return _FORMULA_RE.match(cell) is not None and _NUMBER_RE.match(cell) is None
-
-
-def neutralise_cell(cell: str) -> str:
-    """One cell as it is written: apostrophe-led when formula-like."""
-    return "'" + cell if needs_quote(cell) else cell
+__all__ = ["needs_quote", "neutralise_cell", "restore_cell", "write_csv", "csv_text"]
 
 
 def restore_cell(cell: str) -> str:

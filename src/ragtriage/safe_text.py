@@ -62,26 +62,41 @@ def visible(value: object, *, keep_newlines: bool = False) -> str:
     return pattern.sub(lambda m: _PICTURES[m.group(0)], text)
 
 
-_MARKDOWN_ESCAPES = (
-    ("\\", "\\\\"),
-    ("|", "\\|"),
-    ("`", "\\`"),
-    ("[", "\\["),
-    ("]", "\\]"),
-    ("&", "&amp;"),
-    ("<", "&lt;"),
-    (">", "&gt;"),
+#: A string cell a spreadsheet could evaluate: this prefix, unless it is a plain number (OWASP's CSV injection:
+#: ``=``, ``+``, ``@``, TAB, CR, LF, ``-`` and the fullwidth forms some spreadsheets fold to ASCII).
+FORMULA_START = "^[=+@\t\r\n\uff1d\uff0b\uff0d\uff20-]"
+NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
+_FORMULA_RE = re.compile(FORMULA_START)
+_NUMBER_RE = re.compile(NUMBER)
+
+
+def needs_quote(cell: str) -> bool:
+    """Whether a spreadsheet would treat ``cell`` as a formula (a signed number such as ``-0.5`` is not one)."""
+    return _FORMULA_RE.match(cell) is not None and _NUMBER_RE.match(cell) is None
+
+
+def neutralise_cell(cell: str) -> str:
+    """One cell as it is written: apostrophe-led when formula-like."""
+    return "'" + cell if needs_quote(cell) else cell
+
+
+_MARKDOWN_ESCAPES = str.maketrans(
+    {"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
 )
 
 
+#: An interval of two numbers (``[+0.0402, +0.1253]``): brackets that hold no text are no link, so they stay.
+_INTERVAL_RE = re.compile(r"\[[+-]?\d+(\.\d+)?, ?[+-]?\d+(\.\d+)?\]")
+
+
 def markdown_cell(value: object) -> str:
-    """``value`` for a Markdown table cell or inline text: controls visible, then ``\\``, ``|``, backticks,
-    brackets and HTML's ``<``, ``>`` and ``&`` escaped, so a query can neither end the cell, nor open a code span
-    or a link, nor inject HTML into a pull-request comment."""
+    """``value`` for a Markdown table cell or inline text, the one Markdown rule of every writer: controls
+    visible (so no line break ends a row), a formula-like cell apostrophe-led as in a CSV, then ``\\``, ``|``,
+    backticks and brackets (but an interval of two numbers) escaped and HTML's ``<``, ``>`` and ``&`` as entities,
+    so a query can neither end the cell, nor open a code span or a link, nor inject HTML into a pull-request
+    comment."""
     text = visible(value)
-    for raw, escaped in _MARKDOWN_ESCAPES:
-        text = text.replace(raw, escaped)
-    return text
+    return text if _INTERVAL_RE.fullmatch(text) else neutralise_cell(text).translate(_MARKDOWN_ESCAPES)
 
 
 def html_text(value: object) -> str:

@@ -159,7 +159,7 @@ async def test_a_run_loaded_by_another_process_joins_the_open_app(db_path: Path,
 @pytest.mark.slow
 @pilot_test
 async def test_wins_ties_losses_equal_the_compare_command_on_the_sample(tmp_path: Path) -> None:
-    """Compare's W/T/L come from the one paired table (``gate.paired_table.pair_stats``): on the sample, every
+    """Compare's W/T/L come from the one paired table (``gate.compare.pair_stats``): on the sample, every
     measure the screen cycles through shows what ``ragtriage compare --format json`` says for the same pair."""
     import json
 

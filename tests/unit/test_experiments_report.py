@@ -153,7 +153,7 @@ def test_markdown_report_writes_its_plots_beside_it(store: Path, tmp_path: Path)
     text = md.read_text(encoding="utf-8")
     plots = sorted(p.name for p in (tmp_path / "r-plots").iterdir())
     assert len(plots) == 3 and all(f"](r-plots/{p})" in text for p in plots)
-    assert "\x1b" not in text and "<script>" not in text and "&lt;script>" in text
+    assert "\x1b" not in text and "<script>" not in text and "&lt;script&gt;" in text
     for p in plots:
         svg = (tmp_path / "r-plots" / p).read_text(encoding="utf-8")
         assert svg.startswith("<svg") and "<script" not in svg and "\x1b" not in svg

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ragtriage.gate.compare import _worst
-from ragtriage.gate.paired_table import worst_first
+from ragtriage.gate.compare import _worst, worst_first
 
 # 0.847 and the same value a few bits off: equal to 9 decimals, ordered by the float bits they happen to have
 BITS = 1e-15

@@ -76,13 +76,14 @@ def test_markdown_escapes_pipes_and_markup() -> None:
     text = render(_out(), Format.markdown)
     lines = text.splitlines()
     assert lines[0] == "**run r1 · k 10**"
-    assert "| case\\_id | value | n | tags | evidence |" in lines
+    assert "| case_id | value | n | tags | evidence |" in lines  # the one rule leaves emphasis marks as they are
     assert '| c1 | 0.5000 | 3 | a, b | {"k": 1} |' in lines
     hostile_row = next(line for line in lines if "HYPERLINK" in line)
     assert hostile_row.count(" | ") == 4  # the pipe inside the cell is escaped, not a column
     assert "\\[bold\\]x\\[/\\]" in hostile_row and "\x1b" not in hostile_row
     assert "- a note" in lines and "#### worst" in lines
     assert markdown_cell("a|b") == "a\\|b"
+    assert markdown_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)" and markdown_cell("-0.5") == "-0.5"
 
 
 def test_trec_layout_and_refusal() -> None:

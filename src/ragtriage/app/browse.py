@@ -3,7 +3,7 @@ no SQL in ``tui/``, no figure computed here).
 
 Each read takes a DuckDB cursor (one per worker thread) and returns an Arrow table whose columns are named here,
 or a small dataclass. The core's answers have declared columns (``classify.failures``, ``checks.leakage``,
-``metrics.per_case``, ``metrics.slices``, ``gate.paired_table.paired_matrix``); :func:`require` checks the ones
+``metrics.per_case``, ``metrics.slices``, ``gate.compare.paired_matrix``); :func:`require` checks the ones
 read here, so a changed core schema is a clear message, not a guessed column. A core error is raised as
 :class:`ViewError` with the core's words, which the view prints in place of its table.
 
@@ -52,7 +52,7 @@ from ragtriage.classify.classify_run import failure_source
 from ragtriage.classify.stored import is_fresh
 from ragtriage.experiments.explain import EXPLAINED_SCHEMA, explain_drops
 from ragtriage.experiments.runs_table import measure_names
-from ragtriage.gate.paired_table import SEED, TEST_RESAMPLES, PairStats, pair_stats, paired_matrix
+from ragtriage.gate.compare import SEED, TEST_RESAMPLES, PairStats, pair_stats, paired_matrix
 from ragtriage.gate.sources import paired_version
 from ragtriage.metrics import summary_cache
 from ragtriage.metrics.context import DEFAULT_KS, labels_header, over_arrow, request_in_use
@@ -630,7 +630,7 @@ class RunsMatrix:
     """Per-case values of every compared run at the open run's k, computed once (the measure key re-selects).
 
     ``runs`` is the baseline, the open run, then every other loaded run of the same dataset version; the cases are
-    those ``gate.paired_table.paired_matrix`` pairs (relevant units, a value in every run), so the list, the
+    those ``gate.compare.paired_matrix`` pairs (relevant units, a value in every run), so the list, the
     CLI's ``compare --runs`` and the report agree on the population.
     """
 
@@ -662,7 +662,7 @@ def runs_matrix(
 class CompareView:
     """One measure of a :class:`RunsMatrix` as a list: one row per paired case with each run's value and the open
     run's Δ against the baseline, worst regression first. ``runs`` name the value columns in table order;
-    ``stats`` are the open run's against the baseline from ``gate.paired_table.pair_stats`` (wins/ties/losses,
+    ``stats`` are the open run's against the baseline from ``gate.compare.pair_stats`` (wins/ties/losses,
     mean Δ, interval, p-value), as ``compare`` states them."""
 
     table: pa.Table

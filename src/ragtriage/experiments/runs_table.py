@@ -1,10 +1,10 @@
 """Many runs x many measures against one baseline, in one table, with the significance corrected over the table.
 
-Every run is evaluated on the same paired cases (``gate.paired_table.paired_matrix``: the cases of the shared
+Every run is evaluated on the same paired cases (``gate.compare.paired_matrix``: the cases of the shared
 dataset version, one split when asked, that have at least one relevant unit), so that each mean, interval and
 test is over identical queries. Per (run, measure): the mean and its 95% percentile-bootstrap interval (one set
 of resamples shared by every column); per (candidate, measure) against the baseline: the mean difference, its
-interval, wins/ties/losses and the p-value of ``gate.paired_table.pair_stats`` (what ``compare --run`` and the
+interval, wins/ties/losses and the p-value of ``gate.significance.paired_tests`` (what ``compare --run`` and the
 gate print for the same pair), or of another paired test (``paired``), and that p-value corrected over all
 comparisons of the table.
 """
@@ -23,15 +23,8 @@ import pyarrow as pa
 from ragtriage.arrays import table_of
 from ragtriage.experiments.config_diff import ConfigDiff, config_diffs
 from ragtriage.gate import sources
-from ragtriage.gate.paired_table import (
-    INTERVAL_RESAMPLES,
-    SEED,
-    TEST_RESAMPLES,
-    method,
-    pair_stats,
-    paired_matrix,
-)
-from ragtriage.gate.significance import CORRECTIONS, TESTS, adjust, paired_pvalues
+from ragtriage.gate.compare import SEED, TEST_RESAMPLES, method, paired_matrix
+from ragtriage.gate.significance import CORRECTIONS, INTERVAL_RESAMPLES, TESTS, adjust, paired_pvalues, paired_tests
 from ragtriage.metrics.distribution import CONFIDENCE, bootstrap_means
 
 BOOTSTRAP_RESAMPLES = INTERVAL_RESAMPLES
@@ -74,7 +67,7 @@ class RunsComparison:
         return next(c for c in self.configs if c.run_id == run_id)
 
     def method(self) -> str:
-        """The sentence every rendering prints under the table (the paired part is ``paired_table.method``'s)."""
+        """The sentence every rendering prints under the table (the paired part is ``gate.compare.method``'s)."""
         return (
             f"{method(n_resamples=self.n_resamples, seed=self.seed, test=TESTS[self.test])}; p corrected by "
             f"{CORRECTIONS[self.correction]} over {self.n_comparisons} comparisons "
@@ -99,13 +92,10 @@ class RunsComparison:
 
 
 def _ordered_runs(runs: Sequence[str], baseline: str) -> tuple[str, ...]:
-    seen: list[str] = [baseline]
-    for r in runs:
-        if r not in seen:
-            seen.append(r)
-    if len(seen) < 2:
+    ordered = tuple(dict.fromkeys([baseline, *runs]))
+    if len(ordered) < 2:
         raise ValueError(f"give at least one run besides the baseline {baseline!r}")
-    return tuple(seen)
+    return ordered
 
 
 def measure_names(measures: Sequence[str]) -> tuple[str, ...]:
@@ -147,7 +137,7 @@ def table_from_values(
     low, high = _intervals(x, boot)
     cand = x[:, m:]
     base = np.tile(x[:, :m], (1, r - 1))
-    stats = pair_stats(cand, base, seed=seed, n_resamples=n_resamples)
+    stats = paired_tests(cand, base, seed=seed, n_resamples=n_resamples)
     p, exact = (
         (np.array([s.p_value for s in stats]), np.array([s.exact for s in stats]))
         if test == "randomization" and n >= 2

@@ -1,10 +1,14 @@
-"""Paired comparison of one candidate run against a baseline, per measure, overall and per slice.
+"""The one paired comparison every command reads: the paired table (per-case values of runs x measures over the
+same cases), the statistics of a candidate's column against the baseline's (``significance.paired_tests``:
+mean difference, interval, p-value, wins/ties/losses), stated in one sentence (``method``), and ``compare``,
+one candidate against a baseline per measure, overall and per slice.
 
-The overall rows are the one-candidate case of ``compare --runs``: the same per-case values
-(``sources.measure_values``), the same paired cases and the same statistics (``paired_table.pair_stats``), so
-both print the same figures. Each (slice, measure) gets wins/ties/losses, the two means, the interval and the
-p-value (``paired_table.method`` states how), and the cases that lost most are listed by id so a reader can open
-them.
+``compare --run``, the gate's regression rule, ``compare --runs`` and ``report`` (``experiments.runs_table``)
+and the TUI's Compare take their figures from here, so for the same pair, measure and cases they print the same
+mean difference, interval and p-value, digit for digit. A case is paired when it has a relevant unit and every
+run has a defined value for it; differences are ``candidate - baseline``. ``compare``'s overall rows are the
+one-candidate case of ``compare --runs``; each (slice, measure) gets wins/ties/losses, the two means, the
+interval and the p-value, and the cases that lost most are listed by id so a reader can open them.
 """
 
 from __future__ import annotations
@@ -14,18 +18,92 @@ from dataclasses import asdict, dataclass, field
 
 import duckdb
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ragtriage.arrays import non_null_values, table_of_rows
 from ragtriage.contract.staging import qident, sql_str
 from ragtriage.gate import sources
-from ragtriage.gate.paired_table import ORDER_DECIMALS, SEED, TEST_RESAMPLES, TIE, pair_stats
+from ragtriage.gate.significance import INTERVAL_RESAMPLES, TIE, PairStats, paired_tests
+from ragtriage.metrics.distribution import CONFIDENCE
 from ragtriage.metrics.measures import parse_measures
 from ragtriage.store.memory_cap import cap_in_memory
 
+__all__ = [
+    "INTERVAL_RESAMPLES",
+    "TIE",
+    "Comparison",
+    "PairStats",
+    "compare",
+    "compare_tables",
+    "method",
+    "metric_names",
+    "pair_stats",
+    "paired_matrix",
+    "worst_first",
+]
+
+#: decimals of a difference that order the cases by loss (then by case id). A per-case value summed by DuckDB's
+#: parallel aggregation may differ in its last bits between two runs on the same store, so two cases whose
+#: differences are equal to these decimals are equal for the order: the same output comes every time.
+ORDER_DECIMALS = 9
+RANDOMIZATION = "paired randomization (sign-flip) test"
+#: the seed and the resamples of the test when a command is given none (``compare``, ``report``, the TUI)
+SEED, TEST_RESAMPLES = 0, 10_000
+
+FloatArray = npt.NDArray[np.float64]
+#: the statistics of each candidate column against its baseline column (``significance.paired_tests``)
+pair_stats = paired_tests
+
+
+def method(*, n_resamples: int, seed: int, test: str = RANDOMIZATION) -> str:
+    """The sentence that states how every paired figure was made: interval, test, resamples and seed."""
+    drawn = f", {n_resamples} resamples unless exact" if test == RANDOMIZATION else ""
+    return (
+        f"Δ = candidate - baseline on paired cases; {int(CONFIDENCE * 100)}% percentile bootstrap interval of the "
+        f"mean Δ ({INTERVAL_RESAMPLES} resamples); two-sided {test}{drawn}; seed {seed}"
+    )
+
+
+def paired_matrix(
+    con: duckdb.DuckDBPyConnection, runs: Sequence[str], measures: Sequence[str], split: str | None
+) -> tuple[pa.Array, FloatArray]:
+    """(case_ids, values n x runs x measures) over the paired cases of ``split``, sorted by case.
+
+    Values come from ``sources.measure_values`` (the one engine, through the fixed table where it holds the
+    measure): the cases of the per-run figures, which the request's population chose (``EvalContext.population_sql``),
+    so the pairs are exactly the cases each run's mean is taken over."""
+    cur = duckdb.connect()
+    for i, run in enumerate(runs):
+        wide = sources.measure_values(con, run, measures, split)
+        cur.register(f"r{i}", wide.rename_columns(["case_id", *(f"c{i}_{j}" for j in range(len(measures)))]))
+    cols = [f"c{i}_{j}" for i in range(len(runs)) for j in range(len(measures))]
+    joins = " ".join(f"JOIN r{i} USING (case_id)" for i in range(1, len(runs)))
+    defined = " AND ".join(f"{c} IS NOT NULL" for c in cols)
+    table = cur.sql(
+        f"""SELECT case_id, {", ".join(f"CAST({c} AS DOUBLE) AS {c}" for c in cols)}
+            FROM r0 {joins} WHERE {defined} ORDER BY case_id"""
+    ).to_arrow_table()
+    cur.close()
+    values = np.empty((table.num_rows, len(runs), len(measures)))
+    for i in range(len(runs)):
+        for j in range(len(measures)):
+            values[:, i, j] = non_null_values(table.column(f"c{i}_{j}"), np.float64)
+    return table.column("case_id").combine_chunks(), values
+
+
+def worst_first(pairs: pa.Table) -> pa.Table:
+    """The rows of ``pairs`` (with ``diff`` and ``case_id``) that lose by more than ``TIE``, the largest loss
+    first, equal losses (to ``ORDER_DECIMALS``, rounded half away from zero as DuckDB's ``round``) by case id."""
+    losses = pairs.filter(pc.less(pairs.column("diff"), -TIE))
+    key = pc.round(losses.column("diff"), ORDER_DECIMALS, round_mode="half_towards_infinity")
+    ordered = losses.append_column("_order", key).sort_by([("_order", "ascending"), ("case_id", "ascending")])
+    return ordered.drop_columns(["_order"])
+
+
 FAMILIES = ("P", "R", "RR", "nDCG", "AP", "Success")
 OVERALL = "all"
-__all__ = ["TIE", "Comparison", "compare", "compare_tables", "metric_names"]
 
 
 def metric_names(ks: Sequence[int]) -> list[str]:
@@ -69,11 +147,17 @@ def _scratch() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[str], split: str | None) -> pa.Table:
+def _pairs(
+    cur: duckdb.DuckDBPyConnection,
+    cand: pa.Table,
+    base: pa.Table,
+    cases: pa.Table,
+    metrics: Sequence[str],
+    split: str | None,
+) -> pa.Table:
     """(slice, case_id, metric, metric_order, candidate, baseline, diff) of every case both runs define, sorted by
     metric, slice and case. The two tables are joined once per case (not once per case and metric) and then
     unfolded into one row per metric."""
-    cur = _scratch()
     cur.register("cand", cand)
     cur.register("base", base)
     cur.register("case_slices", cases)
@@ -98,19 +182,17 @@ def _pairs(cand: pa.Table, base: pa.Table, cases: pa.Table, metrics: Sequence[st
     ).to_arrow_table()
 
 
-def _segments(pairs: pa.Table) -> list[tuple[str, str, int]]:
+def _segments(cur: duckdb.DuckDBPyConnection, pairs: pa.Table) -> list[tuple[str, str, int]]:
     """(metric, slice, rows) of each run of equal (metric, slice) in ``pairs``, in the table's order (metric_order,
     then slice): a count per group in DuckDB instead of a code per row."""
-    cur = _scratch()
-    cur.register("pairs", pairs.select(["metric", "metric_order", "slice"]))
+    cur.register("segs", pairs.select(["metric", "metric_order", "slice"]))
     rows = cur.execute(
-        "SELECT metric, slice, count(*) FROM pairs GROUP BY metric_order, metric, slice ORDER BY metric_order, slice"
+        "SELECT metric, slice, count(*) FROM segs GROUP BY metric_order, metric, slice ORDER BY metric_order, slice"
     ).fetchall()
-    cur.close()
     return [(str(m), str(sl), int(n)) for m, sl, n in rows]
 
 
-def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, object]]:
+def _summarise(cur: duckdb.DuckDBPyConnection, pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, object]]:
     """One summary row per (metric, slice). Rows are sorted by metric, slice, case; the metrics of one slice
     with as many paired cases go to ``paired_tests`` as the columns of one matrix (each column keeps its own
     seeded draws, so a figure does not depend on which other metrics were asked for or were batched with it)."""
@@ -120,7 +202,7 @@ def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, o
     base = non_null_values(pairs.column("baseline"), np.float64)
     by_slice: dict[str, list[tuple[int, int, str]]] = {}
     start = 0
-    for metric, slice_value, rows in _segments(pairs):
+    for metric, slice_value, rows in _segments(cur, pairs):
         by_slice.setdefault(slice_value, []).append((start, start + rows, metric))
         start += rows
     out: list[dict[str, object]] = []
@@ -129,13 +211,14 @@ def _summarise(pairs: pa.Table, seed: int, n_resamples: int) -> list[dict[str, o
         for batch in [segments] if len(sizes) == 1 else [[seg] for seg in segments]:
             c = np.column_stack([cand[s:e] for s, e, _ in batch])
             b = np.column_stack([base[s:e] for s, e, _ in batch])
-            stats = pair_stats(c, b, seed=seed, n_resamples=n_resamples)
+            stats = paired_tests(c, b, seed=seed, n_resamples=n_resamples)
             for (_, _, metric), st in zip(batch, stats, strict=True):
                 out.append({"slice": slice_value, "metric": metric, **asdict(st)})
     return out
 
 
 def _worst(pairs: pa.Table, n: int) -> pa.Table:
+    """The ``n`` cases of each metric of ``pairs`` that lost most (their slices joined)."""
     cur = _scratch()
     cur.register("pairs", pairs)
     return cur.sql(
@@ -198,8 +281,8 @@ def compare_tables(
     ``cases`` has case_id, split, slice (several rows per case for multi-valued slices); rows with slice 'all'
     only (no ``by``) give just the overall figures.
     """
-    pairs = _pairs(candidate, baseline, cases, metrics, split)
     cur = _scratch()
+    pairs = _pairs(cur, candidate, baseline, cases, metrics, split)
     cur.register("pairs", pairs)
     sliced = cur.execute("SELECT count(*) FROM pairs WHERE slice <> $all", {"all": OVERALL}).fetchall()[0][0]
     overall = pairs  # without --by every row is the overall slice already, in its order
@@ -208,12 +291,13 @@ def compare_tables(
             """SELECT DISTINCT 'all' AS slice, case_id, metric, metric_order, candidate, baseline, diff FROM pairs
                ORDER BY metric_order, case_id"""
         ).to_arrow_table()
-    rows = _summarise(overall, seed, n_resamples)
+    rows = _summarise(cur, overall, seed, n_resamples)
     if sliced:
-        rows += _summarise(pairs, seed, n_resamples)
+        rows += _summarise(cur, pairs, seed, n_resamples)
     order = {m: i for i, m in enumerate(metrics)}
     rows.sort(key=lambda r: (order[str(r["metric"])], r["slice"] != OVERALL, str(r["slice"])))
     summary = table_of_rows(rows, SUMMARY_SCHEMA)
+    cur.close()
     return summary, pairs.drop_columns(["metric_order"]), _worst(pairs, worst_n)
 
 

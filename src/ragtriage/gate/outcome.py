@@ -37,7 +37,7 @@ class RuleResult:
     value: float | None = None
     failures: tuple[FailingCase, ...] = ()
     notes: tuple[str, ...] = ()
-    #: a paired rule's interval of ``value`` and p-value, as ``compare`` prints them (``gate.paired_table``)
+    #: a paired rule's interval of ``value`` and p-value, as ``compare`` prints them (``gate.compare``)
     ci_low: float | None = None
     ci_high: float | None = None
     p_value: float | None = None

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.gate import sources
-from ragtriage.gate.compare import TIE, compare_tables
+from ragtriage.gate.compare import TIE, compare_tables, worst_first
 from ragtriage.gate.config import (
     CriticalCases,
     GateConfig,
@@ -28,7 +28,6 @@ from ragtriage.gate.config import (
     split_note,
 )
 from ragtriage.gate.outcome import FailingCase, RuleResult
-from ragtriage.gate.paired_table import worst_first
 
 
 @dataclass

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ragtriage.metrics.distribution import bootstrap_means
+from ragtriage.metrics.distribution import N_RESAMPLES, bootstrap_means
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -43,16 +43,29 @@ _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).asty
 _EPS = float(np.finfo(np.float64).eps) * 100
 
 
+#: |difference| at or below which a case is a tie
+TIE = 1e-12
+#: bootstrap resamples of every interval, as ``ragtriage metrics`` draws them for a mean (the interval describes,
+#: the test decides)
+INTERVAL_RESAMPLES = N_RESAMPLES
+
+
 @dataclass(frozen=True)
-class PairedTest:
-    """Summary of one paired comparison. ``ci_low``/``ci_high`` bound the mean difference (percentile bootstrap)."""
+class PairStats:
+    """One candidate column against its baseline column over ``n`` paired cases: the two means, the mean
+    difference and its percentile bootstrap interval, the randomization p-value, wins/ties/losses."""
 
     n: int
+    candidate: float
+    baseline: float
     mean_diff: float
     ci_low: float
     ci_high: float
     p_value: float
     exact: bool
+    wins: int
+    ties: int
+    losses: int
 
 
 def bootstrap_ci(
@@ -178,47 +191,49 @@ def sign_flip_test(diffs: FloatArray, *, n_resamples: int = 10_000, seed: int = 
 
 
 def paired_tests(
-    candidate: FloatArray,
-    baseline: FloatArray,
-    *,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    interval_resamples: int | None = None,
-) -> list[PairedTest]:
-    """``paired_test`` of every column of two n x m matrices of paired values. The columns share one set of sign
-    vectors (``sign_flip_tests``); each column's interval is its own seeded bootstrap (``bootstrap_ci``: a
-    column of few distinct differences draws multinomial counts, far cheaper than resampling shared rows) of
-    ``interval_resamples`` resamples (default ``n_resamples``)."""
-    d = np.asarray(candidate, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
+    candidate: FloatArray, baseline: FloatArray, *, n_resamples: int = 10_000, seed: int = 0
+) -> list[PairStats]:
+    """The statistics of every column of two n x m matrices of paired values: the one paired statistics path of
+    ``compare``, ``compare --runs``, ``report``, the gate and the TUI. Each column's test draws its own seeded
+    sign vectors (``sign_flip_tests``) and its interval is its own seeded bootstrap (``bootstrap_ci``) of
+    ``INTERVAL_RESAMPLES`` resamples, so a figure does not depend on which other columns were asked with it."""
+    c, b = np.asarray(candidate, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    d = c - b
     n, m = d.shape
-    boot = n_resamples if interval_resamples is None else interval_resamples
     if n * n_resamples >= _PARALLEL_CELLS:  # the randomization test beside the intervals (own generators each)
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=1) as pool:
             flips = pool.submit(sign_flip_tests, d, n_resamples=n_resamples, seed=seed)
-            intervals = [bootstrap_ci(d[:, j], n_resamples=boot, seed=seed) for j in range(m)]
+            intervals = [bootstrap_ci(d[:, j], n_resamples=INTERVAL_RESAMPLES, seed=seed) for j in range(m)]
             p, exact = flips.result()
     else:
-        intervals = [bootstrap_ci(d[:, j], n_resamples=boot, seed=seed) for j in range(m)]
+        intervals = [bootstrap_ci(d[:, j], n_resamples=INTERVAL_RESAMPLES, seed=seed) for j in range(m)]
         p, exact = (
             sign_flip_tests(d, n_resamples=n_resamples, seed=seed) if n else (np.full(m, np.nan), np.ones(m, bool))
         )
     mean = d.mean(axis=0) if n else np.full(m, np.nan)
+    wins, losses = np.count_nonzero(d > TIE, axis=0), np.count_nonzero(d < -TIE, axis=0)
+    ties = np.count_nonzero(np.abs(d) <= TIE, axis=0)
     return [
-        PairedTest(
+        PairStats(
             n=n,
+            candidate=float(c[:, j].mean()) if n else float("nan"),
+            baseline=float(b[:, j].mean()) if n else float("nan"),
             mean_diff=float(mean[j]),
             ci_low=intervals[j][0],
             ci_high=intervals[j][1],
             p_value=float(p[j]),
             exact=bool(exact[j]),
+            wins=int(wins[j]),
+            ties=int(ties[j]),
+            losses=int(losses[j]),
         )
         for j in range(m)
     ]
 
 
-def paired_test(candidate: FloatArray, baseline: FloatArray, *, n_resamples: int = 10_000, seed: int = 0) -> PairedTest:
+def paired_test(candidate: FloatArray, baseline: FloatArray, *, n_resamples: int = 10_000, seed: int = 0) -> PairStats:
     """Bootstrap interval and randomization p-value of ``mean(candidate - baseline)`` over paired cases."""
     c, b = np.asarray(candidate, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     return paired_tests(c[:, None], b[:, None], n_resamples=n_resamples, seed=seed)[0]

@@ -3,7 +3,7 @@ Markdown, JSON and CSV written from them), ``compare --run`` as an :class:`~ragt
 
 The terminal table, the Markdown and the HTML report all render the same ``Section`` list, so they cannot
 disagree. Cells hold data-derived strings (run ids, slice values, case ids, configuration values) as they are;
-each renderer passes every cell through ``ragtriage.safe_text.visible`` and its own escaping. Every figure is
+each renderer passes every cell through ``ragtriage.safe_text`` (``visible``, ``markdown_cell``). Every figure is
 printed with its metric name (which carries the cutoff), the paired cases, the seed and the resample count.
 """
 
@@ -24,9 +24,8 @@ from ragtriage.csv_out import csv_text
 from ragtriage.experiments.explain import CAUSES
 from ragtriage.experiments.runs_table import RunsComparison
 from ragtriage.experiments.safety import RunSafety
-from ragtriage.gate.compare import TIE, Comparison
-from ragtriage.gate.paired_table import method
-from ragtriage.safe_text import visible
+from ragtriage.gate.compare import TIE, Comparison, method
+from ragtriage.safe_text import markdown_cell, visible
 
 #: Column heads of the cases-per-cause table that fit 80 columns.
 CAUSE_HEADERS = {
@@ -253,22 +252,18 @@ def sections(rc: RunsComparison, changes: Changes | None = None, *, compact: boo
     return out
 
 
-def _md_cell(text: str) -> str:
-    return visible(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("<", "&lt;")
-
-
 def section_markdown(s: Section, level: int = 3) -> list[str]:
-    lines = [f"{'#' * level} {_md_cell(s.title)}", ""]
+    lines = [f"{'#' * level} {markdown_cell(s.title)}", ""]
     if s.prose:
-        return lines + [f"- {_md_cell(n)}" for n in s.notes] + [""]
+        return lines + [f"- {markdown_cell(n)}" for n in s.notes] + [""]
     if s.rows:
-        lines += ["| " + " | ".join(_md_cell(h) for h in s.headers) + " |"]
+        lines += ["| " + " | ".join(markdown_cell(h) for h in s.headers) + " |"]
         lines += ["|" + "".join("---|" if i < s.text_columns else "---:|" for i in range(len(s.headers)))]
-        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s.rows]
+        lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in s.rows]
     else:
         lines.append("(none)")
     if s.notes:
-        lines += ["", *[f"- {_md_cell(n)}" for n in s.notes]]
+        lines += ["", *[f"- {markdown_cell(n)}" for n in s.notes]]
     return lines + [""]
 
 
@@ -406,7 +401,6 @@ def text_rows(c: Comparison, digits: int = 4) -> list[list[str]]:
     """Summary rows formatted for a terminal (``digits=3`` fits 80 columns) or Markdown table."""
     out = []
     for r in c.summary.to_pylist():
-        ci = "n/a" if _clean(r["ci_low"]) is None else f"[{r['ci_low']:+.{digits}f}, {r['ci_high']:+.{digits}f}]"
         p = "n/a" if _clean(r["p_value"]) is None else f"{r['p_value']:.{digits}g}"
         out.append(
             [
@@ -417,7 +411,7 @@ def text_rows(c: Comparison, digits: int = 4) -> list[list[str]]:
                 f"{r['baseline']:.{digits}f}",
                 f"{r['candidate']:.{digits}f}",
                 f"{r['mean_diff']:+.{digits}f}",
-                ci,
+                _ci(r["ci_low"], r["ci_high"], sign=True, digits=digits),
                 p,
             ]
         )

@@ -1,19 +1,19 @@
 """The self-contained HTML report and its Markdown twin: the same sections, inline SVG plots, no network.
 
 Everything is in one file (styles inline, plots inline SVG, no script, no CDN), so the report opens offline and
-can be attached to a ticket. Every data-derived string goes through ``ragtriage.safe_text.visible`` and then
-``html.escape``; the plots come from ``charts`` (text drawn as paths). Without matplotlib the report keeps every
-table and says how to install the plots.
+can be attached to a ticket. Every data-derived string goes through ``ragtriage.safe_text.html_text`` (the
+Markdown twin through ``markdown_cell``); the plots come from ``charts`` (text drawn as paths). Without
+matplotlib the report keeps every table and says how to install the plots.
 """
 
 from __future__ import annotations
 
-import html
 from datetime import UTC, datetime
 
 from ragtriage.app.render.charts import INSTALL_HINT
 from ragtriage.app.render.comparison import Section, section_markdown
-from ragtriage.safe_text import visible
+from ragtriage.safe_text import html_text as _e
+from ragtriage.safe_text import markdown_cell
 from ragtriage.version import __version__
 
 _STYLE = """
@@ -34,14 +34,14 @@ figure { margin: 1em 0; }
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 
-def _e(text: str) -> str:
-    return html.escape(visible(text), quote=True)
-
-
 def _table(s: Section) -> list[str]:
     if not s.rows:
         return ["<p>(none)</p>"]
-    out = ["<table>", "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in s.headers) + "</tr></thead>", "<tbody>"]
+    out = [
+        "<table>",
+        "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in s.headers) + "</tr></thead>",
+        "<tbody>",
+    ]
     for row in s.rows:
         cells = [
             f'<td class="num">{_e(c)}</td>' if i >= s.text_columns else f"<td>{_e(c)}</td>" for i, c in enumerate(row)
@@ -78,12 +78,12 @@ def to_html(title: str, parts: list[Section], plots: dict[str, str]) -> str:
 
 def to_markdown(title: str, parts: list[Section], plot_files: dict[str, str]) -> str:
     """Markdown report; ``plot_files`` maps a caption to an SVG path relative to the Markdown file."""
-    lines = [f"# {visible(title)}", "", f"ragtriage {__version__}", ""]
+    lines = [f"# {markdown_cell(title)}", "", f"ragtriage {__version__}", ""]
     for s in parts:
         lines += section_markdown(s, level=2)
     lines += ["## Plots", ""]
     if plot_files:
-        lines += [f"![{visible(c)}]({p})\n" for c, p in plot_files.items()]
+        lines += [f"![{markdown_cell(c)}]({p})\n" for c, p in plot_files.items()]
     else:
         lines += [f"Plots need the report extra: `{INSTALL_HINT}`", ""]
     return "\n".join(lines)

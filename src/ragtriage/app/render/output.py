@@ -14,7 +14,7 @@ Layouts (the same for every command):
   are embedded parsed.
 - ``csv``: the rows only, with the context's scalar values as leading columns (a CSV row must say its run, k
   and threshold), through :func:`ragtriage.csv_out.csv_text`; list cells joined with ``"; "``.
-- ``markdown``: the context in bold, a pipe table per part, notes as a list; cells escaped for CommonMark.
+- ``markdown``: the context in bold, a pipe table per part, notes as a list; cells through ``safe_text.markdown_cell``.
 - ``trec``: trec_eval's ``measure<TAB>query<TAB>value`` lines, for rows with ``measure``/``value`` columns
   (and ``case_id``; ``all`` when absent); other results refuse it with :class:`OutputError`.
 
@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragtriage.app.render import Format, Output, OutputError
+from ragtriage.safe_text import markdown_cell
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -251,20 +252,11 @@ def _csv(out: Output) -> str:
 
 # ---------------------------------------------------------------- markdown
 
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|&~#!"})
-
-
-def markdown_cell(value: object) -> str:
-    """A value as literal CommonMark inline text: controls visible, punctuation that marks up escaped."""
-    from ragtriage.safe_text import visible
-
-    return visible(value).translate(_MD_SPECIAL)
-
 
 def _md_table(table: pa.Table) -> list[str]:
     names = [markdown_cell(c) for c in table.column_names]
     lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
-    lines += ["| " + " | ".join(c.translate(_MD_SPECIAL) for c in row) + " |" for row in _cells(table)]
+    lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in _cells(table)]
     return lines
 
 
@@ -274,7 +266,7 @@ def _markdown(out: Output) -> str:
     if out.title:
         lines += [f"### {markdown_cell(out.title)}", ""]
     if head:
-        lines += [f"**{head.translate(_MD_SPECIAL)}**", ""]
+        lines += [f"**{markdown_cell(head)}**", ""]
     main = out.shown if out.shown is not None else out.rows
     lines += _md_table(main) if main.num_rows else [markdown_cell(out.empty)]
     for name, table in out.sections.items():
