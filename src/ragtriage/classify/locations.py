@@ -34,6 +34,7 @@ import pyarrow as pa
 from ragtriage.checks.units import ACL_POLICY, HAS_PRINCIPAL, denials
 from ragtriage.contract.relevance import CURRENT_THRESHOLD, labelled_units, relevant_labels
 from ragtriage.store import run_k
+from ragtriage.store.connection import plain_runs_sql
 from ragtriage.store.corpus_manifest import COMPLETE_SQL
 from ragtriage.store.dedup import deduplicated, numbering_tables, positions_within
 
@@ -128,17 +129,7 @@ def location_ctes(
         returned = "SELECT DISTINCT unit_id FROM results"
         corpus_rows = "documents"
         indexed = "CASE WHEN EXISTS (SELECT 1 FROM documents) THEN rt.unit_id IS NOT NULL END"
-    plain_sql = (
-        f"SELECT run_id FROM {plain_runs}"
-        if plain_runs
-        else f"""
-    SELECT u.run_id FROM runs u JOIN (
-        SELECT run_key, sum(top_rank) = sum(n) AS contiguous
-        FROM (SELECT run_key, count(*) AS n, max(rank) AS top_rank FROM result_rows{where_case}
-              GROUP BY run_key, case_id, stage)
-        GROUP BY run_key) USING (run_key)
-    WHERE u.has_repeats IS false AND contiguous"""
-    )
+    plain_sql = f"SELECT run_id FROM {plain_runs}" if plain_runs else plain_runs_sql(where_case)
     labelled_sql = (
         f"SELECT * FROM {labelled_run}"
         if labelled_run
@@ -159,8 +150,7 @@ label_ids AS {small}(
            min(section_id) AS section_id
     FROM labels{where_case} GROUP BY case_id, unit_id
 ),
--- Ranks are unique per list (the load refuses duplicates): in a run without repeats whose every list holds
--- ranks 1..n, a unit's position is its rank, read with no window. Other runs are numbered by windows.
+-- The runs numbered by rank (store.connection.plain_runs_sql); other runs are numbered by windows.
 plain_runs AS ({plain_sql}
 ),
 -- A repeat keeps its first occurrence and is not counted: positions are numbered after de-duplication, so a
