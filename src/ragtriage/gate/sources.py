@@ -89,14 +89,6 @@ def side_by_side(
         return [f.result() for f in futures]
 
 
-def per_case_pair(
-    con: duckdb.DuckDBPyConnection, run_id: str, baseline: str, ks: Sequence[int]
-) -> tuple[pa.Table, pa.Table]:
-    """:func:`per_case` of two runs, side by side."""
-    cand, base = side_by_side(lambda cur, rid: per_case(cur, rid, ks), con, (run_id, baseline))
-    return cand, base
-
-
 def measure_values(
     con: duckdb.DuckDBPyConnection, run_id: str, measures: Sequence[str], split: str | None = None
 ) -> pa.Table:
