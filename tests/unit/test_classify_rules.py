@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragtriage.classify import RULES
+from tests.factory import DEFAULT_DATASET
 from tests.unit.test_classify_locations import build, case, classified, label, results
 
 FILL = ["F5#1", "F6#1", "F7#1", "F8#1"]
@@ -235,3 +236,32 @@ def test_docs_name_every_rule_and_pattern_in_order() -> None:
     positions = [text.index(f"| `{r.name}` |") for r in RULES]
     assert positions == sorted(positions)
     assert all(f"`{p.name}`" in text and p.experiment in text for p in PATTERNS)
+
+
+def test_judged_and_labelled_with_a_negative_grade(tmp_path: Path) -> None:
+    """A grade -1 label is labelled but not judged (``contract.relevance``): the classifier's ``n_judged`` and its
+    unjudged-top rule count judged units (grade >= 0, as the evidence says); Judged@k counts labelled ones
+    (ir_measures), as does the judged report; Bpref skips it (trec_eval's "unjudged in pool")."""
+    from ragtriage.metrics import judged_report
+    from ragtriage.metrics.measure_eval import evaluate_run
+
+    # e: F6#1 (rank 2) is in the pool at grade -1; f: F6#1 carries a grade-0 label. F1#1 (rank 5) is relevant.
+    labels = [label("e", "F1#1", 3), label("e", "F6#1", -1), label("f", "F1#1", 3), label("f", "F6#1", 0)]
+    rows = results("e", [*FILL, "F1#1"]) + results("f", [*FILL, "F1#1"])
+    scale = {"min": -1, "max": 3}
+    con = build(tmp_path, [case("e"), case("f")], labels, rows, dataset={**DEFAULT_DATASET, "grade_scale": scale})
+    got = classified(con)
+    e, f = got[("e", "no-relevant-in-top-k")], got[("f", "no-relevant-in-top-k")]
+    assert e["evidence"]["judged"] == f["evidence"]["judged"] == "grade >= 0"
+    # hand-derived: top 4 = F5 F6 F7 F8; judged there: none for e, F6 (grade 0) for f
+    assert e["evidence"]["facts"]["n_judged"] == 0 and f["evidence"]["facts"]["n_judged"] == 1
+    assert "dataset.unjudged-top-k" in e["evidence"]["rules"]
+    assert "dataset.unjudged-top-k" not in f["evidence"]["rules"]
+    # Judged@4: labelled results in the top 4 / 4 = 1/4 for both (the grade -1 unit is labelled)
+    wide = {r["case_id"]: r for r in evaluate_run(con, "r", ["Judged@4", "Bpref"]).wide.to_pylist()}
+    assert wide["e"]["Judged@4"] == wide["f"]["Judged@4"] == pytest.approx(0.25)
+    # Bpref: R = 1 relevant, N = judged non-relevant: e has none (grade -1 skipped), f has F6 ranked above F1:
+    # e: 1 - 0/min(1, 0)... = 1.0 (no judged non-relevant above it); f: 1 - min(1, 1)/min(1, 1) = 0.0
+    assert wide["e"]["Bpref"] == pytest.approx(1.0) and wide["f"]["Bpref"] == pytest.approx(0.0)
+    report = {r["case_id"]: r for r in judged_report(con, "r", 4).to_pylist()}
+    assert report["e"]["judged"] == report["f"]["judged"] == 1

@@ -98,7 +98,7 @@ def test_the_classifier_positions_are_the_window_definition(tmp_path: Any, monke
     params = {"run_id": "r", "k": 4}
     windowed = {
         name: con.execute(f"WITH {location_ctes()} SELECT * FROM {name} ORDER BY ALL", params).fetchall()
-        for name in ("judged_run", "locations")
+        for name in ("labelled_run", "locations")
     }
     top = con.execute(
         f"""WITH {location_ctes()} SELECT case_id, pos, unit_id, document_id, snippet FROM positions
@@ -109,12 +109,12 @@ def test_the_classifier_positions_are_the_window_definition(tmp_path: Any, monke
 
     def kept(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> dict[str, list[Any]]:
         with facts.kept_tables(cur, run_id, k):
-            tables = (facts.JUDGED_TABLE, facts.LOCATIONS_TABLE, facts.TOP_TABLE)
+            tables = (facts.LABELLED_TABLE, facts.LOCATIONS_TABLE, facts.TOP_TABLE)
             return {t: cur.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in tables}
 
     ((_, got),) = with_checks(con, "r", [4], kept)
     assert ranges and ranges[0] > 2  # numbered a few cases at a time
-    assert got[facts.JUDGED_TABLE] == windowed["judged_run"]
+    assert got[facts.LABELLED_TABLE] == windowed["labelled_run"]
     assert got[facts.LOCATIONS_TABLE] == windowed["locations"]
     kept_top = got[facts.TOP_TABLE]
     failing = {r[0] for r in kept_top}

@@ -29,6 +29,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from ragtriage.contract.relevance import relevance_statement
 from ragtriage.metrics import MetricReport
 from ragtriage.metrics.context import EvalContext, using
 from ragtriage.metrics.gain import DEFAULT_GAIN
@@ -155,7 +156,7 @@ def metrics_view(
         "stage": ctx.stage,
         "split": ctx.split,
         "unit": ctx.unit,
-        "relevance threshold": f"grade >= {ctx.threshold} ({ctx.threshold_source})",
+        "relevance threshold": relevance_statement(ctx.threshold, ctx.threshold_source),
         "gain": "linear" if trec else ctx.gain,
         "mode": "trec-compat" if trec else "default",
         **population_header(population_counts(con, ctx, trec=trec), ctx.population),

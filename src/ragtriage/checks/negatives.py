@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.checks.units import run_query
+from ragtriage.store.connection import run_fact
 
 
 def top_scores(cut: str = "") -> str:
@@ -41,7 +42,7 @@ run_events AS (
 )"""
 
 
-RUN_THRESHOLD = "(SELECT score_threshold FROM runs WHERE run_id = $run_id)"
+RUN_THRESHOLD = run_fact("score_threshold")
 """SQL: the run's calibrated score threshold (``calibrate``; NULL when none), what ``below_threshold`` judges by."""
 
 NEGATIVE = "expected_behavior <> 'evidence'"

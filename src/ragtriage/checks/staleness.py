@@ -19,14 +19,14 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.checks.units import MATCHED, run_query, run_results, stage_order, with_query
+from ragtriage.store.connection import run_fact
 
 _STEM = r"regexp_replace(document_id, '[-_.]v?[0-9]+([._][0-9]+)*$', '')"
 
-AS_OF = """
+AS_OF = f"""
 as_of AS (
     SELECT c.case_id, c.filter_effective_on AS case_date,
-           coalesce(c.filter_effective_on,
-                    try_cast((SELECT created_at FROM runs WHERE run_id = $run_id) AS DATE)) AS as_of
+           coalesce(c.filter_effective_on, try_cast({run_fact("created_at")} AS DATE)) AS as_of
     FROM cases c
 )"""
 

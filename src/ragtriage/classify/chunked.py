@@ -28,6 +28,7 @@ from ragtriage.classify.cost import COST_CATEGORIES, CostTally
 from ragtriage.classify.facts import chunk_bounds, chunk_facts, kept_tables
 from ragtriage.classify.stored import FRESH_PLAN, PLAN_DDL, PLAN_TABLE, Progress, done_chunk_of, judging_k, progress
 from ragtriage.store import run_ids, run_k
+from ragtriage.store.connection import CURRENT_VERSION
 from ragtriage.store.memory_cap import capped
 from ragtriage.store.transactions import transaction
 
@@ -54,7 +55,7 @@ def _new_plan(cur: duckdb.DuckDBPyConnection, run_id: str, k: int, tally: CostTa
         cur.register("_cls_plan", plan)
         try:
             cur.execute(
-                f"INSERT INTO {PLAN_TABLE} SELECT $run_id, {stored.VERSION}, $k, chunk, $chunks, lo, hi, $population, "
+                f"INSERT INTO {PLAN_TABLE} SELECT $run_id, {CURRENT_VERSION}, $k, chunk, $chunks, lo, hi, $population, "
                 f"$total, {RUN_THRESHOLD}, now()::TIMESTAMP, NULL, NULL, "
                 "NULL FROM _cls_plan",
                 {**params, "chunks": len(bounds), "population": population, "total": total},

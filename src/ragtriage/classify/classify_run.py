@@ -30,6 +30,7 @@ from ragtriage.classify.locations import PLAIN_RUNS_TABLE, location_ctes, number
 from ragtriage.classify.rules import UNIT_CATEGORY
 from ragtriage.classify.stored import done_chunk_of, judging_k, progress
 from ragtriage.store import run_k
+from ragtriage.store.connection import CURRENT_VERSION
 
 #: What :func:`failures` returns, column for column: the seam the CLI, the TUI and the notes export read.
 #: ``evidence`` is JSON text; ``patterns`` and ``experiments`` are lists of names; ``k`` is the cutoff judged at.
@@ -66,7 +67,7 @@ def _cutoffs(con: duckdb.DuckDBPyConnection, run_id: str, ks: int | Sequence[int
 def decided_sql() -> str:
     """The classified rows of the facts registered as ``_cls_facts`` (parameters $run_id and $k)."""
     return decide_sql(
-        f"(SELECT f.*, $run_id AS run_id, {stored.VERSION} AS dataset_version, $k::INTEGER AS k FROM _cls_facts f)"
+        f"(SELECT f.*, $run_id AS run_id, {CURRENT_VERSION} AS dataset_version, $k::INTEGER AS k FROM _cls_facts f)"
     )
 
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.classify.decide import in_failures
-from ragtriage.classify.facts import JUDGED_TABLE
+from ragtriage.classify.facts import LABELLED_TABLE
 from ragtriage.classify.rules import ANSWERABLE, UNIT_CATEGORY
 from ragtriage.contract.relevance import is_relevant
 from ragtriage.metrics.context import EvalContext, only_labels, resolve
@@ -160,11 +160,11 @@ SELECT category, sum(least(fixed, 1.0) - ndcg) AS lost, count(*) AS cases FROM s
 
 def _mean(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> tuple[int, float]:
     """(cases, summed nDCG@k) of the run over answerable cases with a relevant label: the engine's nDCG@k read from
-    the positions of judged units alone (only they carry gain; ``facts.JUDGED_TABLE``, kept by
+    the positions of labelled units alone (only they carry gain; ``facts.LABELLED_TABLE``, kept by
     ``facts.fact_chunks`` on ``con``), without cutting every list to k (at a deep k that pass costs more
     than all of this)."""
     measure = Measure("nDCG", cutoff=ctx.depth).resolve(ctx.threshold, ctx.gain)
-    judged = f"(SELECT case_id, unit_id, final_rank AS pos FROM {JUDGED_TABLE})"
+    judged = f"(SELECT case_id, unit_id, final_rank AS pos FROM {LABELLED_TABLE})"
     values = evaluate(con, ctx, [measure], trec=False, judged=judged).column("m0")
     return int(pc.count(values).as_py()), float(pc.sum(values).as_py() or 0.0)
 

@@ -19,6 +19,7 @@ from ragtriage.classify.rules import (
     UNJUDGED_RULE,
     Rule,
 )
+from ragtriage.contract.relevance import JUDGED_TEXT
 
 
 def _quote(text: str) -> str:
@@ -63,14 +64,17 @@ def experiment_sql(rule: Rule) -> str:
 
 
 def _evidence() -> str:
-    """A JSON object per row: k, the matched rules and patterns, and the facts of the row's failure kind."""
+    """A JSON object per row: k, the judged rule, the matched rules and patterns, and the facts of the row's
+    failure kind."""
     arms = []
     for kind, fields in EVIDENCE_FIELDS.items():
         cond = in_failures(ANSWERABLE) if kind == "answerable" else f"failure = {_quote(kind)}"
         body = ", ".join(f"{f} := {f}" for f in fields)
         arms.append(f"WHEN {cond} THEN to_json(struct_pack({body}))")
     facts = "CASE " + " ".join(arms) + " END"
-    return f"CAST(to_json(struct_pack(k := k, rules := rules, patterns := patterns, facts := {facts})) AS VARCHAR)"
+    judged = _quote(JUDGED_TEXT)  # which "judged" n_judged and the unjudged-top rule count
+    pack = f"k := k, judged := {judged}, rules := rules, patterns := patterns, facts := {facts}"
+    return f"CAST(to_json(struct_pack({pack})) AS VARCHAR)"
 
 
 def decide_sql(facts: str) -> str:

@@ -17,8 +17,8 @@ Failures:
 
 How (:func:`fact_chunks`). A few statements read the run's rows once and keep on the cursor what the facts need:
 which runs are numbered by rank, the positions of the other runs' lists that need numbering (numbered a chunk of
-cases at a time, ``store.dedup.positions_within``, keeping the rows the statements read alone), the run's judged
-units at their positions (``_cls_plain_runs``, ``_cls_judged``, read by the next statements and by the cost's
+cases at a time, ``store.dedup.positions_within``, keeping the rows the statements read alone), the run's labelled
+units at their positions (``_cls_plain_runs``, ``_cls_labelled``, read by the next statements and by the cost's
 mean), where every relevant unit is (``_cls_locations``, one row per labelled relevant unit) and the final top k
 of the cases that fail or show a stale version first (``_cls_top``). The
 facts are then computed by case-id range, a chunk of cases per statement, from those tables. Every fact is a fact of
@@ -56,7 +56,7 @@ from ragtriage.classify.rules import (
     NOT_RETRIEVED,
     UNJUDGED_TOP,
 )
-from ragtriage.contract.relevance import is_relevant
+from ragtriage.contract.relevance import is_relevant, judged_units
 from ragtriage.store.run_rules import has_run_json
 
 # Checks-layer tables the statement reads (registered by the caller).
@@ -65,8 +65,9 @@ LEAKS, NEGATIVES, STALE_FIRST, VERSION_PAIRS = "_cls_leaks", "_cls_negatives", "
 LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE = "_cls_locations", "_cls_top", "_cls_corpus"
 # ... and the two CTEs of ``locations.location_ctes`` that read every run's rows, kept for the statements after
 # them: the runs numbered by rank (``locations.PLAIN_RUNS_TABLE``, with the numbered positions of the others:
-# ``locations.numbered_positions``), and the run's judged units at their positions (``cost.CostTally`` reads it too)
-JUDGED_TABLE = "_cls_judged"
+# ``locations.numbered_positions``), and the run's labelled units at their positions (``cost.CostTally`` reads it
+# too)
+LABELLED_TABLE = "_cls_labelled"
 
 # Rows of the kept tables per chunk: bounds what one statement holds, whatever the size of the run.
 CHUNK_ROWS = 750_000
@@ -211,9 +212,10 @@ top_lists AS (
     FROM final_top GROUP BY case_id
 ),
 -- Units are distinct within a list after de-duplication: a judged unit in the top k is one row of final_top.
+-- Judged as contract.relevance says (grade >= 0): a negative grade is in the pool, unjudged.
 top_judged AS (
     SELECT case_id, count(*) AS n_judged, count(*) FILTER (WHERE pos <= {UNJUDGED_TOP}) AS n_head_judged
-    FROM final_top SEMI JOIN qrels USING (case_id, unit_id) GROUP BY case_id
+    FROM final_top SEMI JOIN ({judged_units()}) USING (case_id, unit_id) GROUP BY case_id
 ),
 -- list(... ORDER BY pos) sorts every list; the lists mostly arrive in order, so sort only those that do not.
 top_agg AS (
@@ -408,8 +410,8 @@ def kept_tables(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator
         # every statement over location_ctes takes its parameters, named or not in what it selects
         numbered = numbered_positions(cur, run_id, k)
         ctes = location_ctes(plain_runs=PLAIN_RUNS_TABLE, numbered=numbered)
-        kept = location_ctes(plain_runs=PLAIN_RUNS_TABLE, judged_run=JUDGED_TABLE, numbered=numbered)
-        for table, cte, sql in ((JUDGED_TABLE, "judged_run", ctes), (LOCATIONS_TABLE, "locations", kept)):
+        kept = location_ctes(plain_runs=PLAIN_RUNS_TABLE, labelled_run=LABELLED_TABLE, numbered=numbered)
+        for table, cte, sql in ((LABELLED_TABLE, "labelled_run", ctes), (LOCATIONS_TABLE, "locations", kept)):
             cur.execute(
                 f"CREATE OR REPLACE TEMP TABLE {table} AS WITH {sql} SELECT * FROM {cte}", {"run_id": run_id, "k": k}
             )
@@ -420,7 +422,7 @@ def kept_tables(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> Iterator
     finally:
         # after a failed statement in the caller's transaction the drop fails too; the rollback drops them
         with suppress(duckdb.Error):
-            _drop(cur, (PLAIN_RUNS_TABLE, JUDGED_TABLE, LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE, *NUMBERED_TABLES))
+            _drop(cur, (PLAIN_RUNS_TABLE, LABELLED_TABLE, LOCATIONS_TABLE, TOP_TABLE, CORPUS_TABLE, *NUMBERED_TABLES))
 
 
 def _drop(cur: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> None:

@@ -32,8 +32,9 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.checks.units import ACL_POLICY, HAS_PRINCIPAL, denials
-from ragtriage.contract.relevance import CURRENT_THRESHOLD, relevant_labels
+from ragtriage.contract.relevance import CURRENT_THRESHOLD, labelled_units, relevant_labels
 from ragtriage.store import run_k
+from ragtriage.store.connection import plain_runs_sql
 from ragtriage.store.corpus_manifest import COMPLETE_SQL
 from ragtriage.store.dedup import deduplicated, numbering_tables, positions_within
 
@@ -63,10 +64,11 @@ def numbering_rows(plain_runs: str) -> str:
 
 
 #: The rows of ``positions`` the CTEs read (``location_ctes(numbered=...)`` may hold these alone), a condition
-#: over rows named ``numbered``: judged units (the judged run, other runs) and the run's final top k (the
-#: classifier's top lists). Parameters $run_id and $k.
-READ_ROWS = """(numbered.run_id = $run_id AND numbered.stage = 'final' AND numbered.pos <= $k)
-    OR EXISTS (SELECT 1 FROM qrels q WHERE q.case_id = numbered.case_id AND q.unit_id = numbered.unit_id)"""
+#: over rows named ``numbered``: labelled units (``contract.relevance.labelled_units``: the labelled run, other
+#: runs) and the run's final top k (the classifier's top lists). Parameters $run_id and $k.
+READ_ROWS = f"""(numbered.run_id = $run_id AND numbered.stage = 'final' AND numbered.pos <= $k)
+    OR EXISTS (SELECT 1 FROM ({labelled_units()}) q
+               WHERE q.case_id = numbered.case_id AND q.unit_id = numbered.unit_id)"""
 
 # the rows of the lists that need numbering (CTE ``irregular_lists``)
 _IRREGULAR_LISTS_ROWS = f"SELECT * FROM ({_IRREGULAR_ROWS}) SEMI JOIN irregular_lists USING (run_id, case_id, stage)"
@@ -98,7 +100,7 @@ def location_ctes(
     *,
     one_case: bool = False,
     plain_runs: str | None = None,
-    judged_run: str | None = None,
+    labelled_run: str | None = None,
     numbered: str | None = None,
 ) -> str:
     """The CTE bodies, parameterised by $run_id and $k; ``locations`` is the last one.
@@ -107,7 +109,7 @@ def location_ctes(
     run, their principals), so a few cases cost the same at any store size; ``indexed`` is then NULL (not
     looked up), because whether any run returned a unit for *any* case needs a pass over every result row.
 
-    ``plain_runs`` and ``judged_run`` name tables holding those CTEs' rows, computed by an earlier statement with
+    ``plain_runs`` and ``labelled_run`` name tables holding those CTEs' rows, computed by an earlier statement with
     the same parameters: the classifier's statements share them (``facts.fact_chunks``) instead of each reading
     every run's rows again for them.
 
@@ -127,24 +129,14 @@ def location_ctes(
         returned = "SELECT DISTINCT unit_id FROM results"
         corpus_rows = "documents"
         indexed = "CASE WHEN EXISTS (SELECT 1 FROM documents) THEN rt.unit_id IS NOT NULL END"
-    plain_sql = (
-        f"SELECT run_id FROM {plain_runs}"
-        if plain_runs
-        else f"""
-    SELECT u.run_id FROM runs u JOIN (
-        SELECT run_key, sum(top_rank) = sum(n) AS contiguous
-        FROM (SELECT run_key, count(*) AS n, max(rank) AS top_rank FROM result_rows{where_case}
-              GROUP BY run_key, case_id, stage)
-        GROUP BY run_key) USING (run_key)
-    WHERE u.has_repeats IS false AND contiguous"""
-    )
-    judged_sql = (
-        f"SELECT * FROM {judged_run}"
-        if judged_run
+    plain_sql = f"SELECT run_id FROM {plain_runs}" if plain_runs else plain_runs_sql(where_case)
+    labelled_sql = (
+        f"SELECT * FROM {labelled_run}"
+        if labelled_run
         else f"""
     SELECT case_id, unit_id, min(pos) FILTER (WHERE stage = 'final') AS final_rank,
            min(pos) FILTER (WHERE stage = 'candidate') AS candidate_rank
-    FROM positions SEMI JOIN (SELECT case_id, unit_id FROM qrels{where_case}) USING (case_id, unit_id)
+    FROM positions SEMI JOIN ({labelled_units()}{where_case}) USING (case_id, unit_id)
     WHERE run_id = $run_id GROUP BY case_id, unit_id"""
     )
     windowed, irregular_positions = _windowed(case) if numbered is None else ("", numbered)
@@ -158,8 +150,7 @@ label_ids AS {small}(
            min(section_id) AS section_id
     FROM labels{where_case} GROUP BY case_id, unit_id
 ),
--- Ranks are unique per list (the load refuses duplicates): in a run without repeats whose every list holds
--- ranks 1..n, a unit's position is its rank, read with no window. Other runs are numbered by windows.
+-- The runs numbered by rank (store.connection.plain_runs_sql); other runs are numbered by windows.
 plain_runs AS ({plain_sql}
 ),
 -- A repeat keeps its first occurrence and is not counted: positions are numbered after de-duplication, so a
@@ -172,11 +163,11 @@ positions AS {"MATERIALIZED" if one_case else "NOT MATERIALIZED"} (
     UNION ALL
     {irregular_positions}
 ),
--- Only judged units' positions are ever needed, so the run's rows are cut to them before grouping.
-judged_run AS ({judged_sql}
+-- Only labelled units' positions are ever needed, so the run's rows are cut to them before grouping.
+labelled_run AS ({labelled_sql}
 ),
 this_run AS (
-    SELECT * FROM judged_run SEMI JOIN relevant USING (case_id, unit_id)
+    SELECT * FROM labelled_run SEMI JOIN relevant USING (case_id, unit_id)
 ),
 other_runs AS (
     SELECT case_id, unit_id, min(pos) AS best_rank,

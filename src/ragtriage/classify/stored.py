@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from ragtriage.checks.negatives import RUN_THRESHOLD
 from ragtriage.store import StoreError, run_k
+from ragtriage.store.connection import CURRENT_VERSION, LAST_LOAD
 from ragtriage.store.transactions import transaction, write_refused
 
 TABLE = "classifications"
@@ -94,14 +95,12 @@ COLUMNS = (
 )
 COST_COLUMNS = ("category", "cost", "cases", "measure", "mean", "population")
 
-VERSION = "(SELECT value FROM meta WHERE key = 'current_dataset')"
 # A stored row (alias ``c``) of the run at $k for the current dataset version.
-_CURRENT = f"c.run_id = $run_id AND c.k = $k AND c.dataset_version = {VERSION}"
-# ... written after every load of a run or a dataset (another run's rows are evidence)
-_AFTER_LOADS = "greatest((SELECT max(loaded_at) FROM runs), (SELECT max(loaded_at) FROM datasets))"
+_CURRENT = f"c.run_id = $run_id AND c.k = $k AND c.dataset_version = {CURRENT_VERSION}"
+# ... written after every load of a run or a dataset (``LAST_LOAD``: another run's rows are evidence)
 # ... with the run's current threshold
 _SAME_THRESHOLD = f"c.score_threshold IS NOT DISTINCT FROM {RUN_THRESHOLD}"
-FRESH_PLAN = f"{_CURRENT} AND c.planned_at >= {_AFTER_LOADS} AND {_SAME_THRESHOLD}"
+FRESH_PLAN = f"{_CURRENT} AND c.planned_at >= {LAST_LOAD} AND {_SAME_THRESHOLD}"
 
 
 def _exist(cur: duckdb.DuckDBPyConnection, *tables: str) -> bool:
@@ -155,7 +154,7 @@ class Writer:
         try:
             with storing(self._run_id):
                 self._cur.execute(
-                    f"INSERT INTO {COST_TABLE} SELECT $run_id, {VERSION}, $k, {', '.join(COST_COLUMNS)}, "
+                    f"INSERT INTO {COST_TABLE} SELECT $run_id, {CURRENT_VERSION}, $k, {', '.join(COST_COLUMNS)}, "
                     "now()::TIMESTAMP FROM _cls_costs",
                     {"run_id": self._run_id, "k": self._k},
                 )
@@ -215,9 +214,9 @@ def is_fresh(cur: duckdb.DuckDBPyConnection, run_id: str, k: int) -> bool:
     if not _exist(cur, TABLE, COST_TABLE):
         return False
     ((costs, stale),) = cur.execute(
-        f"""SELECT (SELECT count(*) FROM {COST_TABLE} c WHERE {_CURRENT} AND c.classified_at >= {_AFTER_LOADS}),
+        f"""SELECT (SELECT count(*) FROM {COST_TABLE} c WHERE {_CURRENT} AND c.classified_at >= {LAST_LOAD}),
                    (SELECT count(*) FROM {TABLE} c WHERE {_CURRENT}
-                    AND NOT (c.classified_at >= {_AFTER_LOADS} AND {_SAME_THRESHOLD}))""",
+                    AND NOT (c.classified_at >= {LAST_LOAD} AND {_SAME_THRESHOLD}))""",
         {"run_id": run_id, "k": k},
     ).fetchall()
     return bool(costs) and stale == 0

@@ -1,5 +1,7 @@
-"""What "relevant" and "judged" mean, written once: a label's effective grade is at least the dataset's relevance
-threshold; a label is judged when its grade is zero or more.
+"""What "relevant", "judged" and "labelled" mean, written once: a label's effective grade is at least the dataset's
+relevance threshold; a label is judged when its grade is zero or more (trec_eval's word: a negative grade is "in the
+pool, unjudged"); a unit is labelled when the case has any label of it, whatever its grade (ir_measures' Judged@k
+counts these: the measure keeps ir_measures' name, its figure is the labelled share).
 
 ``qrels`` holds one effective grade per case and unit (see ``store/schema.py``); every layer that needs the
 relevant labels (metrics, trec-compat, slices, checks, the classifier, the gate, dataset checks) builds its SQL
@@ -42,6 +44,28 @@ JUDGED = "({grade} >= 0)"
 def is_judged(grade: str = "grade") -> str:
     """A SQL boolean: ``grade`` (a column expression of a label's grade) counts as judged."""
     return JUDGED.format(grade=grade)
+
+
+def judged_units(qrels: str = "qrels") -> str:
+    """A SQL query of the judged (case_id, unit_id) pairs of ``qrels``: what the classifier's ``n_judged`` and
+    its unjudged-top rule count (the evidence's ``judged`` names this rule, :data:`JUDGED_TEXT`)."""
+    return f"SELECT case_id, unit_id FROM {qrels} WHERE {is_judged()}"
+
+
+#: The judged rule as the classifier's evidence states it.
+JUDGED_TEXT = JUDGED.format(grade="grade")[1:-1]
+
+
+def labelled_units(qrels: str = "qrels") -> str:
+    """A SQL query of the labelled (case_id, unit_id) pairs of ``qrels``, negative grades included: the rows whose
+    positions every measure reads (Judged@k counts them, Bpref skips the negative ones)."""
+    return f"SELECT case_id, unit_id FROM {qrels}"
+
+
+def relevance_statement(threshold: int | str, source: str) -> str:
+    """The relevance rule at ``threshold`` as every header states it (``grade >= 2 (dataset.json)``), ``source``
+    saying where the threshold came from."""
+    return f"{is_relevant('grade', threshold)[1:-1]} ({source})"
 
 
 def is_judged_nonrelevant(grade: str = "grade", threshold: int | str = CURRENT_THRESHOLD) -> str:

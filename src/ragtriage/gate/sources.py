@@ -14,7 +14,8 @@ import duckdb
 import pyarrow as pa
 
 from ragtriage.contract.dimensions import NO_VALUE, SLICE_DIMENSIONS
-from ragtriage.store import StoreError, current_dataset_version, require_run, run_k
+from ragtriage.store import StoreError, current_dataset_version, run_k
+from ragtriage.store.connection import run_dataset_version, run_fact
 
 # The slice dimensions a comparison or a slice rule may group by: the one list (ragtriage.contract.dimensions).
 SLICE_COLUMNS = SLICE_DIMENSIONS
@@ -86,14 +87,6 @@ def side_by_side(
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(contextvars.copy_context().run, one, rid) for rid in runs]
         return [f.result() for f in futures]
-
-
-def per_case_pair(
-    con: duckdb.DuckDBPyConnection, run_id: str, baseline: str, ks: Sequence[int]
-) -> tuple[pa.Table, pa.Table]:
-    """:func:`per_case` of two runs, side by side."""
-    cand, base = side_by_side(lambda cur, rid: per_case(cur, rid, ks), con, (run_id, baseline))
-    return cand, base
 
 
 def measure_values(
@@ -185,11 +178,7 @@ def category_costs(con: duckdb.DuckDBPyConnection, run_id: str) -> Any:
 
 def paired_version(con: duckdb.DuckDBPyConnection, run_id: str, baseline: str) -> str:
     """The dataset version both runs were loaded against; a mismatch is an input error, not a comparison."""
-    versions = []
-    for rid in (run_id, baseline):
-        require_run(con, rid)
-        versions.append(str(query(con, "SELECT dataset_version FROM runs WHERE run_id = $r", {"r": rid})[0][0]))
-    cand, base = versions
+    cand, base = (run_dataset_version(con, rid) for rid in (run_id, baseline))
     if cand != base:
         raise StoreError(
             f"run {run_id!r} was loaded against dataset version {cand[:12]} but baseline {baseline!r} against "
@@ -219,17 +208,22 @@ def case_slices(con: duckdb.DuckDBPyConnection, dataset_version: str, by: str | 
     return query(con, sql)
 
 
+_CONCURRENCY = run_fact(
+    "coalesce(TRY_CAST(json_extract_string(manifest, '$.concurrency') AS INTEGER), "
+    "TRY_CAST(json_extract_string(manifest, '$.system.concurrency') AS INTEGER))",
+    "$1",
+)
+
+
 def latency(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float | int | None]:
     """Serving figures from ``events``: cases with events, p95 latency (linear interpolation), timeouts, and
     the concurrency they were measured at, as run.json states it (``ragtriage record`` writes ``concurrency``; a
     hand-written run.json may keep it under ``system``), or None when it does not say."""
     row = first_row(
         con,
-        """SELECT count(DISTINCT case_id), quantile_cont(latency_ms, 0.95), count(*) FILTER (WHERE timed_out),
+        f"""SELECT count(DISTINCT case_id), quantile_cont(latency_ms, 0.95), count(*) FILTER (WHERE timed_out),
                   count(latency_ms),
-                  (SELECT coalesce(TRY_CAST(json_extract_string(manifest, '$.concurrency') AS INTEGER),
-                                   TRY_CAST(json_extract_string(manifest, '$.system.concurrency') AS INTEGER))
-                   FROM runs WHERE run_id = $1)
+                  {_CONCURRENCY}
            FROM events WHERE run_id = $1""",
         [run_id],
     )

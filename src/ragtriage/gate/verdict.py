@@ -142,7 +142,8 @@ def evaluate_gate(con: duckdb.DuckDBPyConnection, config: GateConfig, run_id: st
     classified = _categories(tables[own_k], basis="classified failure")
     del tables
     costs = sources.category_costs(con, run_id)
-    candidate, base = sources.per_case_pair(con, run_id, baseline, ks)
+    pair = (run_id, baseline)
+    candidate, base = sources.side_by_side(lambda cur, rid: sources.per_case(cur, rid, ks), con, pair)
     base_rows = sources.leak_summary(con, baseline)[0]
     base_clean = sources.per_case(con, baseline, ks, sources.leaks(con, baseline)) if base_rows else None
     report_slices = sources.case_slices(con, version, config.report_by)

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ragtriage.contract.fields import SPLITS, STAGES
 from ragtriage.contract.limits import MAX_CUTOFF
-from ragtriage.contract.relevance import is_human, is_relevant
+from ragtriage.contract.relevance import is_human, is_relevant, relevance_statement
 from ragtriage.metrics.gain import DEFAULT_GAIN, GAINS, gain_sql
 from ragtriage.store import StoreError, current_dataset_version, require_run
 from ragtriage.store.schema import QRELS_WITH_JUDGE
@@ -317,5 +317,5 @@ def request_header() -> dict[str, str]:
     asked = request_in_use()
     out = {"population": asked.cases}
     if asked.threshold is not None:
-        out["relevance threshold"] = f"grade >= {asked.threshold} (--threshold)"
+        out["relevance threshold"] = relevance_statement(asked.threshold, "--threshold")
     return out

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ragtriage.arrays import table_of
+from ragtriage.contract.relevance import relevance_statement
 from ragtriage.contract.staging import qident, sql_str
 from ragtriage.metrics.context import EvalContext, over_arrow, population_header, resolve, unlabelled_count
 from ragtriage.metrics.engine import evaluate
@@ -190,7 +191,7 @@ def measure_result(
         "stage": stage,
         "split": split,
         "unit": ctx.unit,
-        "relevance threshold": f"grade >= {ctx.threshold} ({ctx.threshold_source})",
+        "relevance threshold": relevance_statement(ctx.threshold, ctx.threshold_source),
         "gain": f"{gain} (--gain; nDCG without dcg=)",
         "mode": mode,
         **population_header(counts, ctx.population),

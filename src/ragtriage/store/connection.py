@@ -33,6 +33,29 @@ DEFAULT_K_SOURCE = "default (no run.json k)"
 RUN_IDS = "SELECT run_id FROM runs ORDER BY run_id"
 #: The run loaded or created last: what a command given no run shows first.
 LATEST_RUN = "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
+#: The current dataset version, as a scalar subquery (NULL before a dataset is loaded).
+CURRENT_VERSION = "(SELECT value FROM meta WHERE key = 'current_dataset')"
+#: When the store last took a run or a dataset: a result stored before it may be stale (the classifier's rows).
+LAST_LOAD = "greatest((SELECT max(loaded_at) FROM runs), (SELECT max(loaded_at) FROM datasets))"
+
+
+def run_fact(expr: str, run: str = "$run_id") -> str:
+    """SQL: ``expr`` (a column, or an expression over ``runs``) of the run ``run`` (a parameter or SQL) as a
+    scalar subquery, the one read of a run's own row for the statements that need one of its facts."""
+    return f"(SELECT {expr} FROM runs WHERE run_id = {run})"
+
+
+def plain_runs_sql(where: str = "") -> str:
+    """SQL: the ids of the runs numbered by rank, cut by ``where`` (a WHERE clause over ``result_rows``). Ranks
+    are unique per list (the load refuses duplicates): in a run without repeats whose every list holds ranks
+    1..n, a unit's position is its rank, read with no window."""
+    return f"""
+    SELECT u.run_id FROM runs u JOIN (
+        SELECT run_key, sum(top_rank) = sum(n) AS contiguous
+        FROM (SELECT run_key, count(*) AS n, max(rank) AS top_rank FROM result_rows{where}
+              GROUP BY run_key, case_id, stage)
+        GROUP BY run_key) USING (run_key)
+    WHERE u.has_repeats IS false AND contiguous"""
 
 
 class StoreError(Exception):
@@ -194,9 +217,8 @@ def con_is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
 
 def current_dataset_version(con: duckdb.DuckDBPyConnection) -> str:
     # fetchall, not fetchone: DuckDB 2 keeps a half-read result open and refuses the caller's next con.sql().
-    rows = con.execute("SELECT value FROM meta WHERE key = 'current_dataset'").fetchall()
-    row = rows[0] if rows else None
-    if row is None:
+    row = con.execute(f"SELECT {CURRENT_VERSION}").fetchall()[0]
+    if row[0] is None:
         raise StoreError("no dataset loaded; run `ragtriage load --dataset DIR` first")
     return str(row[0])
 
@@ -216,6 +238,12 @@ def set_current_dataset(con: duckdb.DuckDBPyConnection, version: str) -> None:
 def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     if not con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
         raise StoreError(f"unknown run {run_id!r}; loaded runs: {', '.join(run_ids(con)) or 'none'}")
+
+
+def run_dataset_version(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
+    """The dataset version the run was loaded against; raises ``StoreError`` for an unknown run."""
+    require_run(con, run_id)
+    return str(con.execute(f"SELECT {run_fact('dataset_version', '?')}", [run_id]).fetchall()[0][0])
 
 
 def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
