@@ -19,6 +19,8 @@ from ragtriage.metrics.measures import FIXED, Measure
 from ragtriage.metrics.ranking import cut_lists_table
 
 MEASURES = FIXED
+#: ``n_judged_retrieved`` keeps Judged@k's (ir_measures') word and, like it, counts labelled units
+#: (``contract.relevance.labelled_units``: any label, a negative grade included), not trec_eval's judged ones
 COUNT_COLUMNS = ("n_judged_retrieved", "n_relevant_retrieved", "n_retrieved")
 
 
@@ -80,7 +82,8 @@ def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext, without: p
 
 
 def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
-    """De-duplicated result counts over the whole stage (a full pass over the run's rows, so kept apart)."""
+    """De-duplicated result counts over the whole stage (a full pass over the run's rows, so kept apart); ``q``
+    holds every labelled unit, so ``count(q.unit_id)`` is the labelled count (:data:`COUNT_COLUMNS`)."""
     pop, params = ctx.population_sql()
     cut, cut_params = ctx.case_filter()
     qrels, qrels_params = ctx.qrels_sql()

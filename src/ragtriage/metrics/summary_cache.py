@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from ragtriage.paths import cache_root
+from ragtriage.store.connection import CURRENT_VERSION, run_value
 
 if TYPE_CHECKING:
     import duckdb
@@ -66,22 +67,14 @@ def per_case_key(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
     path = store_path(con)
     if path is None:
         return None
-    cur = con.cursor()
-    try:
-        rows = cur.execute(
-            """SELECT (SELECT value FROM meta WHERE key = 'current_dataset'), run_key, CAST(loaded_at AS VARCHAR),
-                      unit, dataset_version
-               FROM runs WHERE run_id = ?""",
-            [run_id],
-        ).fetchall()
-    finally:
-        cur.close()
-    if not rows:
+    facts = f"[{CURRENT_VERSION}, CAST(run_key AS VARCHAR), CAST(loaded_at AS VARCHAR), unit, dataset_version]"
+    row = run_value(con, run_id, facts)
+    if row is None:
         return None
     from ragtriage.metrics.context import Request, request_in_use
 
     asked = request_in_use()  # another label choice, population or threshold is another entry; the default's keep
-    parts = [str(path.resolve()), run_id, *(str(v) for v in rows[0]), code_fingerprint()]
+    parts = [str(path.resolve()), run_id, *(str(v) for v in row), code_fingerprint()]
     raw = "\n".join(parts if asked == Request() else [*parts, repr(asked)])
     return hashlib.sha256(raw.encode()).hexdigest()[:32] + ".per-case"
 

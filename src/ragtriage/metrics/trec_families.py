@@ -4,7 +4,7 @@ engine (``metrics.engine``), so it is also a ``--measure`` string (``iprec_at_re
 
 A family is a name, its parameters (trec_eval's defaults when left out), how its per-query values aggregate
 (mean, sum, geometric mean with trec_eval's floor of 0.00001, or none) and one SQL expression per query written
-over what the engine's query already holds: the judged units of each list at their positions (``jp``: pos, grade),
+over what the engine's query already holds: the labelled units of each list at their positions (``jp``: pos, grade),
 the list length (``nret.num_ret``) and the case's qrels counts (``n``). The definitions follow trec_eval 10.0's
 ``m_*.c`` (docs/trec_eval.md gives each one as a formula). Grades below zero are "in the pool but unjudged"
 (trec_eval's -2); a listed unit without a label is "not in the pool" (-1). Gains are the grades (trec_eval's
