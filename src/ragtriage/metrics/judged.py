@@ -41,13 +41,13 @@ def judged_report(
     return arrow(
         con,
         f"""WITH pop AS ({pop}),
-            t AS (SELECT l.case_id, count(*) AS returned, count(q.unit_id) AS judged
+            t AS (SELECT l.case_id, count(*) AS returned, count(q.unit_id) AS labelled
                   FROM _lists l LEFT JOIN ({labelled_units(qrels)}) q USING (case_id, unit_id)
                   GROUP BY l.case_id)
             SELECT p.case_id, c.query, {k} AS k, coalesce(t.returned, 0) AS returned,
-                   coalesce(t.judged, 0) AS judged, coalesce(t.returned - t.judged, 0) AS unjudged,
+                   coalesce(t.labelled, 0) AS judged, coalesce(t.returned - t.labelled, 0) AS unjudged,
                    v.m0 AS "{measure}",
-                   coalesce(t.returned - t.judged, 0) * 2 > coalesce(t.returned, 0) AS mostly_unjudged
+                   coalesce(t.returned - t.labelled, 0) * 2 > coalesce(t.returned, 0) AS mostly_unjudged
             FROM pop p JOIN cases c USING (case_id) LEFT JOIN t USING (case_id) JOIN _v v USING (case_id)
             ORDER BY "{measure}", p.case_id""",
         params + qrels_params,
