@@ -206,7 +206,8 @@ def _check_store_marker(con: duckdb.DuckDBPyConnection, path: str) -> None:
                 f"{path} is a DuckDB database of another program, not a ragtriage store (no schema marker); "
                 "nothing was written to it; pass a new --db path"
             )
-        if con_is_read_only(con):
+        # asked of DuckDB, so callers need not carry the flag
+        if str(con.execute("SELECT current_setting('access_mode')").fetchall()[0][0]).lower() == "read_only":
             con.close()
             raise StoreError(f"{path}: holds no ragtriage store yet; load a dataset into it first")
         return
@@ -217,12 +218,6 @@ def _check_store_marker(con: duckdb.DuckDBPyConnection, path: str) -> None:
             "load the dataset and runs again into a new database (triage notes live in <db>.notes.sqlite: "
             "rename that file to <new db>.notes.sqlite to keep them)"
         )
-
-
-def con_is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether ``con`` was opened read-only (asked of DuckDB, so callers need not carry the flag)."""
-    rows = con.execute("SELECT current_setting('access_mode')").fetchall()
-    return str(rows[0][0]).lower() == "read_only"
 
 
 def current_dataset_version(con: duckdb.DuckDBPyConnection) -> str:
