@@ -78,7 +78,7 @@ def _rounded(value: Any) -> Any:
     return value
 
 
-#: every measure with a cutoff: the lists are cut by a top-n aggregate (``ranking.judged_positions_sql``)
+#: every measure with a cutoff: the lists are cut by a top-n aggregate (``ranking.labelled_positions_sql``)
 CUT_ONLY = ["nDCG@10", "P@5", "R@100", "RR@10", "AP@20", "Judged@10", "Success@5", "ndcg_cut_5", "P_30"]
 
 

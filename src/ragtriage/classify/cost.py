@@ -165,7 +165,7 @@ def _mean(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> tuple[int, float]
     than all of this)."""
     measure = Measure("nDCG", cutoff=ctx.depth).resolve(ctx.threshold, ctx.gain)
     judged = f"(SELECT case_id, unit_id, final_rank AS pos FROM {LABELLED_TABLE})"
-    values = evaluate(con, ctx, [measure], trec=False, judged=judged).column("m0")
+    values = evaluate(con, ctx, [measure], trec=False, labelled=judged).column("m0")
     return int(pc.count(values).as_py()), float(pc.sum(values).as_py() or 0.0)
 
 

@@ -99,11 +99,6 @@ def only_labels() -> Iterator[None]:
         _BLOCK.reset(token)
 
 
-def labels_in_use() -> str:
-    """The label choice of the current block (``human`` outside :func:`using_labels`)."""
-    return request_in_use().labels
-
-
 def request_in_use() -> Request:
     """The settings of the current block (:func:`using`)."""
     return _BLOCK.get() or _PROCESS[0]
@@ -304,7 +299,7 @@ def labels_header(con: duckdb.DuckDBPyConnection, labels: str | None = None) -> 
                                                       AND q.unit_id = l.unit_id)) AS holes
             FROM labels l WHERE NOT {is_human("l.annotator")}""",
     ).to_pylist()[0]
-    if (labels or labels_in_use()) == "human":
+    if (labels or request_in_use().labels) == "human":
         stored = f" ({row['labels']} judged label(s) stored, not used)" if row["labels"] else ""
         return {"labels": f"human only{stored}", **request_header()}
     judged = f"human + judged: {row['holes']} judged label(s) fill unjudged units ({row['judges']} judge(s))"

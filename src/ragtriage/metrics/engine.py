@@ -5,11 +5,12 @@ run and stage, in one DuckDB query. The fixed table (``per_case``), ``--measure`
 Every measure is a function registered under its canonical name (:func:`register`) that writes the SQL of one
 case's value from the columns a :class:`Builder` collects (each aggregate once however many measures read it).
 Definitions follow trec_eval / ir_measures (docs/metrics.md "Measures by name"): relevant = ``is_relevant`` at
-``rel`` (the dataset's threshold when left out); a unit with a negative grade is judged but never relevant and,
-as trec_eval's "unjudged in pool", is skipped by Bpref; DCG adds positive gains only (``metrics.gain``).
+``rel`` (the dataset's threshold when left out); a unit with a negative grade is labelled but not judged, never
+relevant and, as trec_eval's "unjudged in pool", is skipped by Bpref; DCG adds positive gains only
+(``metrics.gain``).
 
-The lists are read in one of two shapes, with the same values: every judged unit at its position in the whole
-list (``ranking.judged_positions_sql``), or, for measures with a cutoff whose caller holds them, the
+The lists are read in one of two shapes, with the same values: every labelled unit at its position in the whole
+list (``ranking.labelled_positions_sql``), or, for measures with a cutoff whose caller holds them, the
 de-duplicated lists cut at the deepest cutoff (``ranking.cut_lists``).
 Which cases count is the population's rule (``EvalContext.population_sql``), the same for every measure.
 """
@@ -25,8 +26,9 @@ from ragtriage.contract.relevance import is_judged_nonrelevant, is_relevant
 from ragtriage.metrics.context import EvalContext, arrow
 from ragtriage.metrics.gain import DEFAULT_GAIN, dcg_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
 from ragtriage.metrics.measures import DCG_TO_GAIN, GAIN_TO_DCG, Measure
-from ragtriage.metrics.ranking import has_repeats, judged_positions_sql
+from ragtriage.metrics.ranking import has_repeats, labelled_positions_sql
 from ragtriage.metrics.trec_families import FAMILIES, Family, is_text
+from ragtriage.store.connection import run_value
 from ragtriage.store.load_memory import UNRANKED
 
 
@@ -35,7 +37,7 @@ def _tag(r: int) -> str:
 
 
 class Builder:
-    """Collects the aggregate columns the measures need (each once): ``agg`` over a case's judged rows
+    """Collects the aggregate columns the measures need (each once): ``agg`` over a case's labelled rows
     ``(pos, grade)``, ``stats`` over its qrels ``q(unit_id, grade)``; values read ``a.<name>``, ``n.<name>`` and
     ``nret.num_ret`` (the de-duplicated list length)."""
 
@@ -43,7 +45,7 @@ class Builder:
         self.threshold, self.trec = threshold, trec
         self.agg: dict[str, str] = {}
         self.stats: dict[str, str] = {}
-        self.windows: dict[str, str] = {}  # columns added to each judged row (:meth:`window`)
+        self.windows: dict[str, str] = {}  # columns added to each labelled row (:meth:`window`)
 
     def stat(self, name: str, sql: str) -> str:
         """A per-case aggregate over the case's qrels ``q``, named once."""
@@ -51,13 +53,13 @@ class Builder:
         return f"n.{name}"
 
     def aggregate(self, name: str, sql: str) -> str:
-        """A per-case aggregate over the case's judged rows, named once."""
+        """A per-case aggregate over the case's labelled rows, named once."""
         self.agg[name] = sql
         return f"a.{name}"
 
     def window(self, name: str, sql: str) -> str:
-        """A running count or sum over each list's judged rows in position order, the current row excluded unless
-        ``sql`` says ``AND CURRENT``: a column of the judged rows that aggregates read (trec_families)."""
+        """A running count or sum over each list's labelled rows in position order, the current row excluded unless
+        ``sql`` says ``AND CURRENT``: a column of the labelled rows that aggregates read (trec_families)."""
         frame = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
         if sql.endswith(" AND CURRENT"):
             sql, frame = sql.removesuffix(" AND CURRENT"), "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
@@ -78,10 +80,11 @@ class Builder:
         hits = self.aggregate(f"h_{_tag(r)}_{k or 'all'}", f"count(*) FILTER (WHERE {is_relevant('grade', r)}{within})")
         return f"coalesce({hits}, 0)"
 
-    def judged(self, k: int | None) -> str:
-        """Judged results within ``k``."""
-        judged = self.aggregate(f"j_{k or 'all'}", "count(*)" + (f" FILTER (WHERE pos <= {k})" if k else ""))
-        return f"coalesce({judged}, 0)"
+    def labelled(self, k: int | None) -> str:
+        """Labelled results within ``k`` (``contract.relevance.labelled_units``: negative grades included), what
+        ir_measures' Judged@k counts: every row of ``jp`` is a labelled unit."""
+        labelled = self.aggregate(f"lab_{k or 'all'}", "count(*)" + (f" FILTER (WHERE pos <= {k})" if k else ""))
+        return f"coalesce({labelled}, 0)"
 
     def rel_pos(self, r: int) -> str:
         """The positions of the relevant results at ``r``, ascending."""
@@ -115,7 +118,7 @@ class Builder:
         return self.expr(Measure(name, rel=rel))
 
     def hit_rows(self) -> str:
-        """The judged rows, with the columns :meth:`window` (Bpref, trec_families) added to each row when asked."""
+        """The labelled rows, with the columns :meth:`window` (Bpref, trec_families) added to each row when asked."""
         if not self.windows:
             return "jp"
         cols = ", ".join(f"{v} AS {k}" for k, v in self.windows.items())
@@ -155,8 +158,10 @@ def _rr(b: Builder, m: Measure, r: int) -> str:
 
 @register("Judged")
 def _judged(b: Builder, m: Measure, r: int) -> str:
+    """ir_measures' Judged@k, under its name: labelled results (any label, a negative grade included) / min(k, list
+    length); trec_eval's judged rule (grade >= 0) is another figure (``contract.relevance``)."""
     size = "nret.num_ret" if m.cutoff is None else f"least({m.cutoff}, nret.num_ret)"
-    return f"CASE WHEN nret.num_ret > 0 THEN {b.judged(m.cutoff)} / {size} ELSE 0.0 END"
+    return f"CASE WHEN nret.num_ret > 0 THEN {b.labelled(m.cutoff)} / {size} ELSE 0.0 END"
 
 
 @register("NumRet")
@@ -254,7 +259,7 @@ def measures_sql(
     pop, params = ctx.population_sql(trec=trec)
     qrels, qrels_params = ctx.qrels_sql()
     stats = ",\n".join(f"{v} AS {k}" for k, v in b.stats.items())
-    agg = ",\n".join(f"{v} AS {k}" for k, v in b.agg.items()) or "count(*) AS n_judged"
+    agg = ",\n".join(f"{v} AS {k}" for k, v in b.agg.items()) or "count(*) AS n_labelled"
     if cut:
         lists = f"""jp AS (SELECT l.case_id, l.pos, q.grade FROM {cut} l JOIN q USING (case_id, unit_id)),
         nret AS (SELECT case_id, count(*) AS num_ret FROM {cut} GROUP BY case_id)"""
@@ -263,7 +268,7 @@ def measures_sql(
         keep = "" if unranked and ctx.split is None else "AND case_id IN (SELECT case_id FROM pop)"
         lists = f"""r AS NOT MATERIALIZED (SELECT case_id, unit_id, rank, score FROM results
               WHERE run_id = ? AND stage = ? {keep}),
-        {judged_positions_sql(by_score=by_score, repeats=repeats, scored=unranked, depth=_depth(measures))}"""
+        {labelled_positions_sql(by_score=by_score, repeats=repeats, scored=unranked, depth=_depth(measures))}"""
         run_params = [ctx.run_id, ctx.stage]
     sql = f"""
     WITH pop AS MATERIALIZED ({pop}),
@@ -287,16 +292,12 @@ def _run_facts(con: duckdb.DuckDBPyConnection, run_id: str, trec_compat: bool) -
     """(has repeats, order the lists by score, staged without ranks): trec-compat orders by score unless the
     recorded rank already is trec_eval's order; a run staged without ranks (an evaluation without a store) is
     ordered by score in both modes, which is the rank its loader would have recorded."""
-    cur = con.cursor()
-    try:
-        rows = cur.execute("SELECT source_format FROM runs WHERE run_id = ?", [run_id]).fetchall()
-    finally:
-        cur.close()
+    source_format = run_value(con, run_id, "source_format")
     repeats = has_repeats(con, run_id)  # the one reading of the load's flag (unknown counts as repeats)
-    if not rows:
+    if source_format is None:
         return repeats, trec_compat, False
-    unranked = rows[0][0] == UNRANKED
-    return repeats, unranked or (trec_compat and rows[0][0] not in RANKED_AS_TREC), unranked
+    unranked = source_format == UNRANKED
+    return repeats, unranked or (trec_compat and source_format not in RANKED_AS_TREC), unranked
 
 
 #: measures that read no ranked list at all
@@ -319,28 +320,30 @@ def evaluate(
     *,
     trec: bool,
     lists: pa.Table | str | None = None,
-    judged: str | None = None,
+    labelled: str | None = None,
 ) -> pa.Table:
     """Per-case values of resolved ``measures``: case_id, ``_no_relevant``, ``_in_run``, then ``m{i}`` per measure,
-    one row per case of the population, ordered by case_id. By default every judged unit is read at its position
+    one row per case of the population, ordered by case_id. By default every labelled unit is read at its position
     in the whole list, in SQL (nothing of the run's rows is held in Python).
 
     ``lists``: the de-duplicated lists cut at the deepest cutoff (``ranking.cut_lists`` of the context), which a
     caller reading a shallow top of every list holds (the fixed table: a tenth of a 100-deep run); or the name
     of a relation of ``con`` holding them (``ranking.cut_lists_table``: the query then runs on ``con``).
-    ``judged``: a relation of ``con`` (a temp table is its own: the query runs on ``con``, not on a cursor of it)
-    with (case_id, unit_id, pos) of at least every judged unit of each list down to the deepest cutoff (the
-    classifier keeps one). Both answer measures with a cutoff only; ``judged`` none that reads the list length."""
+    ``labelled``: a relation of ``con`` (a temp table is its own: the query runs on ``con``, not on a cursor of it)
+    with (case_id, unit_id, pos) of at least every labelled unit of each list down to the deepest cutoff (the
+    classifier keeps one). Both answer measures with a cutoff only; ``labelled`` none that reads the list length."""
     repeats, by_score, unranked = _run_facts(con, ctx.run_id, trec)
-    cut = judged if judged is not None else (lists if isinstance(lists, str) else None if lists is None else "_lists")
+    cut = (
+        labelled if labelled is not None else (lists if isinstance(lists, str) else None if lists is None else "_lists")
+    )
     if cut is not None and (by_score or _depth(measures) is None):
         raise ValueError("cut lists answer measures with a cutoff, over lists ordered by recorded rank")
-    if judged is not None and any(m.name in {"Judged", "NumRet"} for m in measures):
-        raise ValueError("judged positions do not give the list length that Judged and NumRet read")
+    if labelled is not None and any(m.name in {"Judged", "NumRet"} for m in measures):
+        raise ValueError("labelled positions do not give the list length that Judged and NumRet read")
     if cut is None:
         sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=by_score, unranked=unranked)
         return arrow(con, sql, params)
     sql, params = measures_sql(measures, ctx, trec=trec, repeats=repeats, by_score=False, cut=cut)
-    if isinstance(lists, pa.Table) and judged is None:
+    if isinstance(lists, pa.Table) and labelled is None:
         return arrow(con, sql, params, _lists=lists)
     return con.sql(sql, params=params).to_arrow_table()

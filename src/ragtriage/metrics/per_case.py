@@ -19,6 +19,8 @@ from ragtriage.metrics.measures import FIXED, Measure
 from ragtriage.metrics.ranking import cut_lists_table
 
 MEASURES = FIXED
+#: ``n_judged_retrieved`` keeps Judged@k's (ir_measures') word and, like it, counts labelled units
+#: (``contract.relevance.labelled_units``: any label, a negative grade included), not trec_eval's judged ones
 COUNT_COLUMNS = ("n_judged_retrieved", "n_relevant_retrieved", "n_retrieved")
 
 
@@ -56,31 +58,9 @@ def fixed_column(m: Measure) -> str | None:
     return None
 
 
-def per_case_values(con: duckdb.DuckDBPyConnection, ctx: EvalContext, without: pa.Table | None = None) -> pa.Table:
-    """case_id, n_relevant and the fixed measures at ``ctx.ks`` with ``zero_hit@k``, from the one engine; the
-    ``without`` rows (case_id, unit_id) taken out of the cut lists (:func:`per_case`)."""
-    fixed = [Measure(m, cutoff=k) for k in ctx.ks for m in MEASURES]  # in the table's column order
-    measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed]]
-    cur = con.cursor()  # the cut lists' temp tables go with it
-    try:
-        lists = cut_lists_table(cur, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())
-        if without is not None and without.num_rows:
-            cur.register("_without", without.select(["case_id", "unit_id"]))
-            cur.execute(f"DELETE FROM {lists} WHERE (case_id, unit_id) IN (SELECT case_id, unit_id FROM _without)")
-            cur.unregister("_without")
-        table = evaluate(cur, ctx, measures, trec=False, lists=lists)
-    finally:
-        cur.close()
-    values = {f"{m.name}@{m.cutoff}": table[f"m{i}"] for i, m in enumerate(measures)}  # columns keep plain names
-    columns = {"case_id": table["case_id"], "n_relevant": table["m0"]}
-    for k in ctx.ks:
-        columns.update({f"{m}@{k}": values[f"{m}@{k}"] for m in MEASURES})
-        columns[f"zero_hit@{k}"] = pc.equal(values[f"Success@{k}"], 0.0)
-    return pa.table(columns).cast(per_case_schema(ctx.ks, counts=False))
-
-
 def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
-    """De-duplicated result counts over the whole stage (a full pass over the run's rows, so kept apart)."""
+    """De-duplicated result counts over the whole stage (a full pass over the run's rows, so kept apart); ``q``
+    holds every labelled unit, so ``count(q.unit_id)`` is the labelled count (:data:`COUNT_COLUMNS`)."""
     pop, params = ctx.population_sql()
     cut, cut_params = ctx.case_filter()
     qrels, qrels_params = ctx.qrels_sql()
@@ -101,7 +81,27 @@ def _counts(con: duckdb.DuckDBPyConnection, ctx: EvalContext) -> pa.Table:
 def per_case_context(
     con: duckdb.DuckDBPyConnection, ctx: EvalContext, *, counts: bool = True, without: pa.Table | None = None
 ) -> pa.Table:
-    table = per_case_values(con, ctx, without)
+    """:func:`per_case` of a resolved context: case_id, n_relevant, the counts unless ``counts=False``, and the
+    fixed measures at ``ctx.ks`` with ``zero_hit@k``, from the one engine; the ``without`` rows (case_id,
+    unit_id) taken out of the cut lists."""
+    fixed = [Measure(m, cutoff=k) for k in ctx.ks for m in MEASURES]  # in the table's column order
+    measures = [m.resolve(ctx.threshold, ctx.gain) for m in [Measure("NumRel"), *fixed]]
+    cur = con.cursor()  # the cut lists' temp tables go with it
+    try:
+        lists = cut_lists_table(cur, ctx.run_id, ctx.stage, ctx.depth, ctx.case_filter())
+        if without is not None and without.num_rows:
+            cur.register("_without", without.select(["case_id", "unit_id"]))
+            cur.execute(f"DELETE FROM {lists} WHERE (case_id, unit_id) IN (SELECT case_id, unit_id FROM _without)")
+            cur.unregister("_without")
+        table = evaluate(cur, ctx, measures, trec=False, lists=lists)
+    finally:
+        cur.close()
+    values = {f"{m.name}@{m.cutoff}": table[f"m{i}"] for i, m in enumerate(measures)}  # columns keep plain names
+    columns = {"case_id": table["case_id"], "n_relevant": table["m0"]}
+    for k in ctx.ks:
+        columns.update({f"{m}@{k}": values[f"{m}@{k}"] for m in MEASURES})
+        columns[f"zero_hit@{k}"] = pc.equal(values[f"Success@{k}"], 0.0)
+    table = pa.table(columns).cast(per_case_schema(ctx.ks, counts=False))
     if not counts:
         return table
     joined = arrow(

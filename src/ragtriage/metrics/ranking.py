@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from ragtriage.store.connection import run_value
 from ragtriage.store.dedup import deduplicated, first_occurrence, positions_within
 
 _TOP = """SELECT case_id, unit_id, rank FROM results
@@ -52,12 +53,7 @@ def positions_sql(rows: str) -> str:
 def has_repeats(con: duckdb.DuckDBPyConnection, run_id: str) -> bool:
     """Whether some list of the run may hold a unit twice: the load's duplicate-in-list check stores the answer
     (``runs.has_repeats``); unknown (NULL, or no such run) counts as yes."""
-    cur = con.cursor()
-    try:
-        rows = cur.execute("SELECT has_repeats FROM runs WHERE run_id = ?", [run_id]).fetchall()
-    finally:
-        cur.close()
-    return not rows or rows[0][0] is not False
+    return run_value(con, run_id, "has_repeats") is not False
 
 
 def cut_lists(
@@ -120,14 +116,14 @@ def trec_key(alias: str) -> str:
     return f"{{'n': {alias}.score IS NOT NULL, 's': coalesce({alias}.score, 0.0), 'u': {alias}.unit_id}}"
 
 
-def judged_positions_sql(*, by_score: bool, repeats: bool, scored: bool = False, depth: int | None = None) -> str:
-    """CTEs ``jp(case_id, pos, grade)``: every judged unit of each list at its de-duplicated position, and
+def labelled_positions_sql(*, by_score: bool, repeats: bool, scored: bool = False, depth: int | None = None) -> str:
+    """CTEs ``jp(case_id, pos, grade)``: every labelled unit of each list at its de-duplicated position, and
     ``nret(case_id, num_ret)``: the de-duplicated list length; over CTEs ``r(case_id, unit_id, rank, score)`` (the
-    lists) and ``q(case_id, unit_id, grade)`` (the qrels).
+    lists) and ``q(case_id, unit_id, grade)`` (the qrels: ``contract.relevance.labelled_units`` with grades).
 
-    Every measure here depends only on where the judged units sit and on the list length, so no list is
+    Every measure here depends only on where the labelled units sit and on the list length, so no list is
     materialised and no window runs over every row. By recorded rank, a case whose rows are ranks 1..n with n
-    distinct units has position = rank; only the other cases are numbered. By score (trec_eval's order), a judged
+    distinct units has position = rank; only the other cases are numbered. By score (trec_eval's order), a labelled
     unit's position is 1 + the results of its list ordered before it, counted by a join on the case; ``scored``
     (no row without a score) compares score and docno directly, cheaper than :func:`trec_key`'s struct.
     ``depth`` (by score, lists without repeats, every measure cut at most there): each list's first ``depth``

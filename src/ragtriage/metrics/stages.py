@@ -16,6 +16,7 @@ import pyarrow as pa
 from ragtriage.metrics.context import DEFAULT_KS, EvalContext, MetricsError, arrow, context_of
 from ragtriage.metrics.gain import DEFAULT_GAIN
 from ragtriage.metrics.per_case import per_case_context
+from ragtriage.store.connection import run_fact
 
 
 @dataclass
@@ -36,8 +37,8 @@ class StagesReport:
 def _candidate_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
     t = arrow(
         con,
-        """SELECT (SELECT candidate_k FROM runs WHERE run_id = $1) AS declared,
-                  (SELECT max(rank) FROM results WHERE run_id = $1 AND stage = 'candidate') AS deepest""",
+        f"""SELECT {run_fact("candidate_k", "$1")} AS declared,
+                   (SELECT max(rank) FROM results WHERE run_id = $1 AND stage = 'candidate') AS deepest""",
         [run_id],
     ).to_pylist()[0]
     if t["deepest"] is None:

@@ -20,15 +20,17 @@ import contextlib
 import hashlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from ragtriage.contract.dimensions import SLICE_DIMENSIONS
+from ragtriage.metrics.context import DEFAULT_KS, Request, request_in_use, resolve
+from ragtriage.metrics.per_case import per_case_schema
+from ragtriage.metrics.slices import slices
 from ragtriage.paths import cache_root
-
-if TYPE_CHECKING:
-    import duckdb
+from ragtriage.store.connection import CURRENT_VERSION, connect, run_ids, run_k, run_value
 
 CACHE_ENV = "RAGTRIAGE_TUI_CACHE"
 _CODE_PACKAGES = ("metrics", "store", "contract")
@@ -66,22 +68,12 @@ def per_case_key(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
     path = store_path(con)
     if path is None:
         return None
-    cur = con.cursor()
-    try:
-        rows = cur.execute(
-            """SELECT (SELECT value FROM meta WHERE key = 'current_dataset'), run_key, CAST(loaded_at AS VARCHAR),
-                      unit, dataset_version
-               FROM runs WHERE run_id = ?""",
-            [run_id],
-        ).fetchall()
-    finally:
-        cur.close()
-    if not rows:
+    facts = f"[{CURRENT_VERSION}, CAST(run_key AS VARCHAR), CAST(loaded_at AS VARCHAR), unit, dataset_version]"
+    row = run_value(con, run_id, facts)
+    if row is None:
         return None
-    from ragtriage.metrics.context import Request, request_in_use
-
     asked = request_in_use()  # another label choice, population or threshold is another entry; the default's keep
-    parts = [str(path.resolve()), run_id, *(str(v) for v in rows[0]), code_fingerprint()]
+    parts = [str(path.resolve()), run_id, *(str(v) for v in row), code_fingerprint()]
     raw = "\n".join(parts if asked == Request() else [*parts, repr(asked)])
     return hashlib.sha256(raw.encode()).hexdigest()[:32] + ".per-case"
 
@@ -175,9 +167,7 @@ def warm(db_path: str | Path) -> list[str]:
     computed is skipped, and the TUI computes (and reports) them itself."""
     if cache_dir() is None:
         return []
-    from ragtriage.metrics.context import DEFAULT_KS, resolve
-    from ragtriage.metrics.per_case import per_case_context
-    from ragtriage.store.connection import connect, run_ids
+    from ragtriage.metrics.per_case import per_case_context  # looked up per call: a test patches it there
 
     con = connect(db_path, read_only=True)
     done = []
@@ -215,10 +205,6 @@ def slices_key(con: duckdb.DuckDBPyConnection, run_id: str, by: str, ks: tuple[i
 def _warm_slices(con: duckdb.DuckDBPyConnection, run_id: str, cases: pa.Table | None) -> None:
     """Slices by the first dimension at the run's own k, when that k is a cached cutoff (the Slices
     view then lists them without computing them). ``cases``: the per-case table just computed, if any."""
-    from ragtriage.contract.dimensions import SLICE_DIMENSIONS
-    from ragtriage.metrics.context import DEFAULT_KS
-    from ragtriage.metrics.slices import slices
-    from ragtriage.store.connection import run_k
 
     k, by = run_k(con, run_id), SLICE_DIMENSIONS[0]
     if k not in DEFAULT_KS:
@@ -264,8 +250,8 @@ def per_case_columns(
     counts=False)`` gives them), or None when the cache has no entry for this store state (``fill``: computed
     and written then, unless the store is in memory or the cache off) or ``ks`` is not a subset of the cached
     cutoffs."""
-    from ragtriage.metrics.context import DEFAULT_KS, resolve
-    from ragtriage.metrics.per_case import per_case_context, per_case_schema
+
+    from ragtriage.metrics.per_case import per_case_context  # looked up per call, as in :func:`warm`
 
     if not set(ks) <= set(DEFAULT_KS):
         return None

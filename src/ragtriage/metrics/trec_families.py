@@ -4,7 +4,7 @@ engine (``metrics.engine``), so it is also a ``--measure`` string (``iprec_at_re
 
 A family is a name, its parameters (trec_eval's defaults when left out), how its per-query values aggregate
 (mean, sum, geometric mean with trec_eval's floor of 0.00001, or none) and one SQL expression per query written
-over what the engine's query already holds: the judged units of each list at their positions (``jp``: pos, grade),
+over what the engine's query already holds: the labelled units of each list at their positions (``jp``: pos, grade),
 the list length (``nret.num_ret``) and the case's qrels counts (``n``). The definitions follow trec_eval 10.0's
 ``m_*.c`` (docs/trec_eval.md gives each one as a formula). Grades below zero are "in the pool but unjudged"
 (trec_eval's -2); a listed unit without a label is "not in the pool" (-1). Gains are the grades (trec_eval's
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ragtriage.contract.relevance import is_judged, is_judged_nonrelevant, is_relevant
-from ragtriage.metrics.gain import discount_sql, ideal_dcg_sql, ideal_gains_sql
+from ragtriage.metrics.gain import discount_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
 
 MIN_GEO_MEAN = 0.00001
 """trec_eval's floor under a per-query value before its logarithm (gm_map, gm_bpref)."""
@@ -213,11 +213,11 @@ def _bin_g(b: Builder, m: Measure) -> str:
 
 
 def _cum_dcg(b: Builder) -> str:
-    return b.window("w_cdcg", f"sum(CASE WHEN grade > 0 THEN grade / {discount_sql('pos')} ELSE 0.0 END) AND CURRENT")
+    return b.window("w_cdcg", f"sum({gain_sql('linear', 'grade')} / {discount_sql('pos')}) AND CURRENT")
 
 
 def _row_ideal(b: Builder) -> str:
-    """The case's ideal gains as a column of the judged rows (a row's measure reads its prefix)."""
+    """The case's ideal gains as a column of the labelled rows (a row's measure reads its prefix)."""
     _ideal(b)
     b.windows["r_ig"] = "n.ig"
     return "r_ig"
@@ -227,7 +227,7 @@ def _g(b: Builder, m: Measure) -> str:
     """trec_eval's G: each gain discounted by log2(2 + the ideal cost so far - the gain so far), where the ideal
     cost adds the ideal ranking's gain at each position (at least 1); normalised by the ideal's total gain."""
     ig = _row_ideal(b)
-    cg = b.window("w_cgain", "sum(CASE WHEN grade > 0 THEN CAST(grade AS DOUBLE) ELSE 0.0 END) AND CURRENT")
+    cg = b.window("w_cgain", f"sum({gain_sql('linear', 'grade')}) AND CURRENT")
     cost = f"(coalesce(list_sum({ig}[1:least(pos, len({ig}))]), 0.0) + greatest(0, pos - coalesce(len({ig}), 0)))"
     total = b.aggregate("g_sum", f"sum(grade / log2(2 + {cost} - {cg})) FILTER (WHERE grade > 0)")
     ideal = f"coalesce(list_sum({_ideal(b)}), 0.0)"

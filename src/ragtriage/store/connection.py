@@ -14,12 +14,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from ragtriage.paths import DEFAULT_DB as DEFAULT_DB
 from ragtriage.store.file_kind import file_kind
 from ragtriage.store.memory_cap import cap_store
+from ragtriage.store.schema import CURRENT_VERSION as CURRENT_VERSION
 from ragtriage.store.schema import DDL, SCHEMA_VERSION
 
 _PID_RE = re.compile(r"\(PID (\d+)\)")
@@ -33,8 +35,6 @@ DEFAULT_K_SOURCE = "default (no run.json k)"
 RUN_IDS = "SELECT run_id FROM runs ORDER BY run_id"
 #: The run loaded or created last: what a command given no run shows first.
 LATEST_RUN = "SELECT run_id FROM runs ORDER BY created_at DESC NULLS LAST, loaded_at DESC, run_id LIMIT 1"
-#: The current dataset version, as a scalar subquery (NULL before a dataset is loaded).
-CURRENT_VERSION = "(SELECT value FROM meta WHERE key = 'current_dataset')"
 #: When the store last took a run or a dataset: a result stored before it may be stale (the classifier's rows).
 LAST_LOAD = "greatest((SELECT max(loaded_at) FROM runs), (SELECT max(loaded_at) FROM datasets))"
 
@@ -43,6 +43,16 @@ def run_fact(expr: str, run: str = "$run_id") -> str:
     """SQL: ``expr`` (a column, or an expression over ``runs``) of the run ``run`` (a parameter or SQL) as a
     scalar subquery, the one read of a run's own row for the statements that need one of its facts."""
     return f"(SELECT {expr} FROM runs WHERE run_id = {run})"
+
+
+def run_value(con: duckdb.DuckDBPyConnection, run_id: str, expr: str) -> Any:
+    """:func:`run_fact` of ``run_id``, fetched on a cursor of ``con`` (a caller's open result stays usable):
+    None for an unknown run or a NULL fact."""
+    cur = con.cursor()
+    try:
+        return cur.execute(f"SELECT {run_fact(expr, '?')}", [run_id]).fetchall()[0][0]
+    finally:
+        cur.close()
 
 
 def plain_runs_sql(where: str = "") -> str:
@@ -196,7 +206,8 @@ def _check_store_marker(con: duckdb.DuckDBPyConnection, path: str) -> None:
                 f"{path} is a DuckDB database of another program, not a ragtriage store (no schema marker); "
                 "nothing was written to it; pass a new --db path"
             )
-        if con_is_read_only(con):
+        # asked of DuckDB, so callers need not carry the flag
+        if str(con.execute("SELECT current_setting('access_mode')").fetchall()[0][0]).lower() == "read_only":
             con.close()
             raise StoreError(f"{path}: holds no ragtriage store yet; load a dataset into it first")
         return
@@ -207,12 +218,6 @@ def _check_store_marker(con: duckdb.DuckDBPyConnection, path: str) -> None:
             "load the dataset and runs again into a new database (triage notes live in <db>.notes.sqlite: "
             "rename that file to <new db>.notes.sqlite to keep them)"
         )
-
-
-def con_is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether ``con`` was opened read-only (asked of DuckDB, so callers need not carry the flag)."""
-    rows = con.execute("SELECT current_setting('access_mode')").fetchall()
-    return str(rows[0][0]).lower() == "read_only"
 
 
 def current_dataset_version(con: duckdb.DuckDBPyConnection) -> str:
@@ -236,14 +241,14 @@ def set_current_dataset(con: duckdb.DuckDBPyConnection, version: str) -> None:
 
 
 def require_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    if not con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
+    if run_value(con, run_id, "true") is None:
         raise StoreError(f"unknown run {run_id!r}; loaded runs: {', '.join(run_ids(con)) or 'none'}")
 
 
 def run_dataset_version(con: duckdb.DuckDBPyConnection, run_id: str) -> str:
     """The dataset version the run was loaded against; raises ``StoreError`` for an unknown run."""
     require_run(con, run_id)
-    return str(con.execute(f"SELECT {run_fact('dataset_version', '?')}", [run_id]).fetchall()[0][0])
+    return str(run_value(con, run_id, "dataset_version"))
 
 
 def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
@@ -252,15 +257,10 @@ def run_k(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
 
 
 def _k_and_source(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[int, str | None]:
-    cur = con.cursor()
-    try:
-        require_run(cur, run_id)
-        row = cur.execute(
-            "SELECT k, json_extract_string(manifest, '$.k_source') FROM runs WHERE run_id = ?", [run_id]
-        ).fetchall()[0]
-    finally:
-        cur.close()
-    return int(row[0]), row[1]
+    fact = run_value(con, run_id, "{'k': k, 'source': json_extract_string(manifest, '$.k_source')}")
+    if fact is None:
+        require_run(con, run_id)  # names the loaded runs
+    return int(fact["k"]), fact["source"]
 
 
 def k_statement(con: duckdb.DuckDBPyConnection, run_id: str, asked: int | None = None) -> str:

@@ -29,6 +29,10 @@ from ragtriage.contract.relevance import is_human
 
 SCHEMA_VERSION = 5
 
+#: The current dataset version, as a scalar subquery (NULL before a dataset is loaded): the one read of the pointer,
+#: which the views below and every statement that stamps or filters by the current version ask by name.
+CURRENT_VERSION = "(SELECT value FROM meta WHERE key = 'current_dataset')"
+
 QRELS_LIVE = """
 WITH per_annotator AS (
     SELECT case_id, unit_id, annotator, max(grade) AS grade
@@ -258,15 +262,15 @@ CREATE TABLE IF NOT EXISTS events (
 
 CREATE OR REPLACE VIEW current_dataset AS
     SELECT d.* FROM datasets d
-    WHERE d.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset');
+    WHERE d.dataset_version = {CURRENT_VERSION};
 
 CREATE OR REPLACE VIEW cases AS
     SELECT c.* EXCLUDE (dataset_version) FROM all_cases c
-    WHERE c.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset');
+    WHERE c.dataset_version = {CURRENT_VERSION};
 
 CREATE OR REPLACE VIEW labels AS
     SELECT l.* EXCLUDE (dataset_version) FROM all_labels l
-    WHERE l.dataset_version = (SELECT value FROM meta WHERE key = 'current_dataset');
+    WHERE l.dataset_version = {CURRENT_VERSION};
 
 -- One grade per (case, unit): an `adjudicated` label wins; otherwise the median of the annotators' grades,
 -- rounded down (with two annotators, the floor of their mean: 3 and 1 give 2, 3 and 0 give 1), so a disputed
@@ -288,4 +292,4 @@ CREATE TABLE IF NOT EXISTS qrels (
     max_grade INTEGER,
     adjudicated BOOLEAN
 );
-""".replace("{QRELS_LIVE}", QRELS_LIVE)
+""".replace("{QRELS_LIVE}", QRELS_LIVE).replace("{CURRENT_VERSION}", CURRENT_VERSION)
