@@ -45,39 +45,46 @@ def graph() -> grimp.ImportGraph:
 
 
 def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
-    """Tarjan's strongly connected components of the module graph with more than one module."""
+    """The strongly connected components of more than one module (Tarjan's, walked with an explicit stack so the
+    interpreter's recursion limit is neither met nor changed for the other tests of this process)."""
     adj = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in sorted(graph.modules)}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
     found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in adj[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    for m in adj:
-        if m not in index:
-            visit(m)
+    for root in adj:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(adj[root]))]
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(adj[w])))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on_stack.discard(x)
+                    comp.append(x)
+                    if x == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
     return found
 
 
