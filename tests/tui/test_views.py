@@ -75,6 +75,7 @@ async def test_search_finds_case_ids_unit_ids_and_query_text(db_path: Path) -> N
         await settle(pilot)
         await pilot.press("l")
         await settle(pilot)
+        await until(lambda: getattr(app.screen, "shown", None) is not None)  # the view's read may start a frame late
         await pilot.press("slash", "n", "o", "p", "e")
         await settle(pilot)
         assert app.screen.shown.num_rows == 0  # type: ignore[attr-defined]
@@ -85,6 +86,7 @@ async def test_search_finds_case_ids_unit_ids_and_query_text(db_path: Path) -> N
         assert app.screen.case_ids() == ["q3"]  # type: ignore[attr-defined]
         await pilot.press("escape", "f")
         await settle(pilot)
+        await until(lambda: type(app.screen).__name__ == "FailuresScreen" and app.screen.shown is not None)  # type: ignore[attr-defined]
         await pilot.press("slash", "d", "1", "#", "9")  # the unit q10's evidence names
         await settle(pilot)
         assert app.screen.case_ids() == ["q10"]  # type: ignore[attr-defined]
