@@ -16,11 +16,18 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ragtriage.app.browse import case as browse_case
-from ragtriage.app.browse import compare as browse_compare
 from ragtriage.app.browse import lists as browse_lists
-from ragtriage.app.browse import reads as browse_reads
+from ragtriage.app.browse.case import case_leaks
+from ragtriage.app.browse.compare import (
+    CompareCauses,
+    CompareView,
+    RunsMatrix,
+    compare_causes,
+    compare_view,
+    runs_matrix,
+)
 from ragtriage.app.browse.lists import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
+from ragtriage.app.browse.reads import CASE_MEASURES, ViewError
 from ragtriage.safe_text import visible
 from ragtriage.tui.case_layout import leak_lines
 from ragtriage.tui.screens.table_view import CaseListScreen, TableScreen
@@ -101,7 +108,7 @@ class LeakageScreen(CaseListScreen):
             body.update(Text(""))
             return
         head = Text.assemble(("leaked results of ", "bold"), lit(case_id, "bold"), " (final first)")
-        body.update(Group(head, *leak_lines(browse_case.case_leaks(self.leaks, case_id))))
+        body.update(Group(head, *leak_lines(case_leaks(self.leaks, case_id))))
 
 
 class SlicesScreen(TableScreen):
@@ -197,13 +204,13 @@ class CompareScreen(CaseListScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.family = browse_reads.CASE_MEASURES[0]
-        self.matrix: browse_compare.RunsMatrix | None = None
+        self.family = CASE_MEASURES[0]
+        self.matrix: RunsMatrix | None = None
         self.matrix_key: tuple[Any, ...] = ()
-        self.view: browse_compare.CompareView | None = None
+        self.view: CompareView | None = None
         self.failing: list[str] = []  # the compared runs that leak
         self.explain = False
-        self.causes: browse_compare.CompareCauses | None = None
+        self.causes: CompareCauses | None = None
 
     def compose_above(self) -> ComposeResult:
         yield Static(id="verdicts", markup=False)
@@ -216,25 +223,21 @@ class CompareScreen(CaseListScreen):
         measure = self.view.measure if self.view else self.family
         return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'} · {measure}"
 
-    def fetch(
-        self, cur: Any
-    ) -> tuple[browse_compare.CompareView, list[LeakVerdict], browse_compare.CompareCauses | None]:
+    def fetch(self, cur: Any) -> tuple[CompareView, list[LeakVerdict], CompareCauses | None]:
         app = self.triage
         if not app.baseline:
-            raise browse_reads.ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
+            raise ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
         key = (app.baseline, app.run_id, tuple(app.runs))  # a run loaded meanwhile joins on the next reload
         if self.matrix is None or self.matrix_key != key:
             self.matrix, self.matrix_key = (
-                browse_compare.runs_matrix(cur, app.run_id, app.baseline, app.runs, app.cache),
+                runs_matrix(cur, app.run_id, app.baseline, app.runs, app.cache),
                 key,
             )
-        view = browse_compare.compare_view(cur, self.matrix, self.family)
-        causes = browse_compare.compare_causes(cur, view) if self.explain else None
+        view = compare_view(cur, self.matrix, self.family)
+        causes = compare_causes(cur, view) if self.explain else None
         return view, [leak_verdict(cur, run, app.cache) for run in view.runs], causes
 
-    def show(
-        self, result: tuple[browse_compare.CompareView, list[LeakVerdict], browse_compare.CompareCauses | None]
-    ) -> None:
+    def show(self, result: tuple[CompareView, list[LeakVerdict], CompareCauses | None]) -> None:
         self.view, verdicts, self.causes = result
         self.failing = [v.run_id for v in verdicts if v.state == FAILS]
         self.triage.compare_runs = (self.view.runs[1], self.view.runs[0], *self.view.runs[2:])  # the case screen
@@ -281,7 +284,7 @@ class CompareScreen(CaseListScreen):
         return f"{fails}+{v.stats.wins} / -{v.stats.losses} / ={v.stats.ties} · {super().describe()}"
 
     def action_measure(self) -> None:
-        fams = browse_reads.CASE_MEASURES
+        fams = CASE_MEASURES
         self.family = fams[(fams.index(self.family) + 1) % len(fams)]
         self.sort_column = None
         self.reload()
