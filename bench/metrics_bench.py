@@ -194,10 +194,10 @@ def phase_failures(root: Path, repeats: int = 5) -> dict[str, Any]:
     """Reading the stored classification, medians of ``repeats``: `failures --summary` as a command (Python and
     CLI start-up included) and as the core call it makes; the Failures list as classify.failure_list (one row per
     failing case, what the view shows) with the notes overlay, and the TUI's current path (classify.failures with
-    the evidence, then app.browse.triage_table)."""
+    the evidence, then app.browse.lists.triage_table)."""
     import shutil
 
-    from ragtriage.app.browse import triage_table
+    from ragtriage.app.browse.lists import triage_table
     from ragtriage.classify import failure_list, failure_summary, failures
     from ragtriage.notes import NotesStore
     from ragtriage.store import connect

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import ragtriage.app.browse as data
+import ragtriage.app.browse.lists as data
 from ragtriage.contract.errors import ValidationFailed
 from ragtriage.loading import cached_store, cached_store_path
 from ragtriage.store import connect

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import ragtriage.app.browse as data
+import ragtriage.app.browse.reads as data
 from ragtriage.classify import refresh
 from ragtriage.store import connect
 from ragtriage.tui.app import TriageApp
@@ -290,7 +290,7 @@ async def test_the_row_the_cursor_rests_on_is_read_ahead_and_enter_uses_that_rea
 ) -> None:
     """A list reads the highlighted row's case ahead (TableScreen.PREFETCH_AFTER after the cursor stops), so Enter
     opens it from that read: one read per case, none for a row the cursor only passed over."""
-    import ragtriage.app.browse as detail_data
+    import ragtriage.app.browse.case as detail_data
 
     reads: list[str] = []
     real = detail_data.case_detail_soon

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-import ragtriage.app.browse as data
+import ragtriage.app.browse.lists as data
 from ragtriage.classify import refresh
 from ragtriage.metrics import summary_cache
 from ragtriage.store import connect

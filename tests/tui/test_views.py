@@ -247,7 +247,7 @@ async def test_palette_opens_cases_and_switches_views_without_stacking(db_path: 
 @pytest.mark.slow
 @pilot_test
 async def test_a_core_error_is_a_message_not_a_crash(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ragtriage.app.browse as data
+    import ragtriage.app.browse.reads as data
 
     def broken(*_: object, **__: object) -> None:
         raise RuntimeError("the per-case table is gone")

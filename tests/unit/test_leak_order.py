@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragtriage.app.browse import case_leaks, leakage_by_case
+from ragtriage.app.browse.case import case_leaks
+from ragtriage.app.browse.lists import leakage_by_case
 from ragtriage.checks import STAGE_ORDER, leakage
 from ragtriage.cli import app
 from ragtriage.store import connect

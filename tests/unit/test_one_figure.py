@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import ragtriage
-from ragtriage.app.browse import RunCache, summary
+from ragtriage.app.browse.lists import summary
+from ragtriage.app.browse.reads import RunCache
 from ragtriage.cli import app
 from ragtriage.metrics.context import using
 from ragtriage.metrics.measure_eval import evaluate_run

@@ -137,7 +137,8 @@ def test_load_keeps_the_first_slices_of_a_run_at_a_cached_cutoff_and_the_tui_rea
 ) -> None:
     """bm25 is judged at k=10 (a cached cutoff), hybrid-rerank at k=8 (not one: its slices are computed when asked).
     The kept table is the computed one; a kept table is what the TUI's Slices view shows."""
-    from ragtriage.app import browse as data
+    from ragtriage.app.browse import lists as data
+    from ragtriage.app.browse.reads import RunCache
     from ragtriage.metrics.slices import slices
 
     db = _store(tmp_path)
@@ -157,9 +158,9 @@ def test_load_keeps_the_first_slices_of_a_run_at_a_cached_cutoff_and_the_tui_rea
             kept.schema.get_field_index("slice_value"), "slice_value", pa.array(["kept", *names[1:]])
         )
         assert summary_cache.write_entry(key, doctored, compressed=True)
-        shown = data.slices(con, "bm25", "query_type", data.RunCache()).table.column("slice_value").to_pylist()
+        shown = data.slices(con, "bm25", "query_type", RunCache()).table.column("slice_value").to_pylist()
         assert shown == ["kept", *names[1:]]
-        computed = data.slices(con, "hybrid-rerank", "query_type", data.RunCache()).table
+        computed = data.slices(con, "hybrid-rerank", "query_type", RunCache()).table
         assert (
             computed.column("slice_value").to_pylist()
             == slices(con, "hybrid-rerank", ks=(3, 5, 8, 10), k=8).column("slice_value").to_pylist()

@@ -1,6 +1,6 @@
 """The triage app: one mode per top-level view, a read-only DuckDB connection, and one ordered notes writer.
 
-- The store is read through short-lived read-only connections (:class:`ragtriage.app.browse.StoreReader`), one
+- The store is read through short-lived read-only connections (:class:`ragtriage.app.browse.reads.StoreReader`), one
   per worker call, so several people, CLI reports and a `ragtriage load` can use one database while it is open.
 - Notes written by another process (a second triager) show within a second: the app polls the notes file's
   SQLite ``data_version`` (a cheap pragma) and reloads the view when it changes.
@@ -36,16 +36,11 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import get_current_worker
 
-from ragtriage.app import browse
-from ragtriage.app.browse import (
-    CLASSIFIED_KINDS,
-    NotesWatch,
-    RunCache,
-    StoreReader,
-    StoreState,
-    store_state,
-    summary_per_case,
-)
+from ragtriage.app.browse import case as browse_case
+from ragtriage.app.browse import state as browse_state
+from ragtriage.app.browse.lists import summary_per_case
+from ragtriage.app.browse.reads import CLASSIFIED_KINDS, RunCache, StoreReader
+from ragtriage.app.browse.state import NotesWatch, StoreState, store_state
 from ragtriage.classify import Progress, classify_chunks
 from ragtriage.notes import Note, NotesError, NotesStore, default_author, notes_path_for
 from ragtriage.output_paths import name_part
@@ -376,7 +371,7 @@ class TriageApp(App[None]):
     @work(thread=True, exclusive=True, group="case-index", exit_on_error=False)
     def _load_case_index(self) -> None:
         with self.reader.cursor() as cur:
-            ids = browse.case_index(cur)
+            ids = browse_state.case_index(cur)
         self.call_from_thread(setattr, self, "case_index", ids)
 
     # notes -----------------------------------------------------------------------------------------------------
@@ -458,7 +453,7 @@ class TriageApp(App[None]):
             self.early_case[1].cancel()
         self.early_case = (
             self._early_key(case_id),
-            browse.case_detail_soon(
+            browse_case.case_detail_soon(
                 self.reader,
                 self.run_id,
                 case_id,

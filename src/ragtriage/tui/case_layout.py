@@ -18,7 +18,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ragtriage.app.browse import CaseDetail, Leak
+from ragtriage.app.browse.case import CaseDetail, Leak
 from ragtriage.safe_text import visible
 from ragtriage.tui.text import delta, lit, middle, num, wrap_lines
 from ragtriage.tui.widgets.line_table import Column, LineTable

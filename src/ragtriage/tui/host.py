@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from textual.app import App
 
-from ragtriage.app.browse import RunCache, StoreReader
+from ragtriage.app.browse.reads import RunCache, StoreReader
 from ragtriage.classify import Progress
 from ragtriage.notes import NotesStore
 from ragtriage.tui.case_layout import Rendered

@@ -16,7 +16,7 @@ import pyarrow as pa
 from rich.cells import cell_len
 from rich.text import Text
 
-from ragtriage.app.browse import natural_order
+from ragtriage.app.browse.reads import natural_order
 from ragtriage.safe_text import visible
 
 ELLIPSIS = "…"

@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from ragtriage.app.browse import CaseDetail, case_detail, case_details
+from ragtriage.app.browse.case import CaseDetail, case_detail, case_details
 from ragtriage.safe_text import visible
 from ragtriage.tui.case_layout import SECTIONS, Rendered, body_width, panels_fit, rendered, runs_block
 from ragtriage.tui.screens.base import LOAD_GROUP, SCROLL_BINDINGS, TRIAGE_BINDINGS, SectionsScreen, TriageKeys

@@ -17,8 +17,9 @@ from textual import work
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
-from ragtriage.app import browse
-from ragtriage.app.browse import natural_order
+from ragtriage.app.browse import lists as browse_lists
+from ragtriage.app.browse import reads as browse_reads
+from ragtriage.app.browse.reads import natural_order
 from ragtriage.classify import Progress
 from ragtriage.safe_text import visible
 from ragtriage.tui.screens.table_view import CaseListScreen
@@ -69,13 +70,13 @@ class FailuresScreen(CaseListScreen):
         run_id = self.triage.run_id
         state = self.triage.classification_state(run_id)
         if state is not None and not state.complete:
-            listed = browse.partial_failure_list(cur, run_id, self.triage.cache)
+            listed = browse_reads.partial_failure_list(cur, run_id, self.triage.cache)
         else:
             listed = self.triage.cache.table("failure_list", run_id, cur)
-        rows = browse.triage_table(cur, listed, run_id, self.triage.store)
+        rows = browse_lists.triage_table(cur, listed, run_id, self.triage.store)
         cases = None
         if self.slice_filter:
-            cases = set(browse.slice_case_ids(cur, *self.slice_filter))
+            cases = set(browse_lists.slice_case_ids(cur, *self.slice_filter))
         return rows, cases, state
 
     def show(self, result: tuple[pa.Table, set[str] | None, Progress | None]) -> None:
@@ -105,7 +106,7 @@ class FailuresScreen(CaseListScreen):
     @work(thread=True, exclusive=True, group="failure-units", exit_on_error=False)
     def load_units(self, run_id: str) -> pa.Table:
         with self.triage.reader.cursor() as cur:
-            return browse.failure_units(cur, run_id, self.triage.cache)
+            return browse_lists.failure_units(cur, run_id, self.triage.cache)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "failure-units" and event.worker.node is self:

@@ -16,8 +16,18 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ragtriage.app import browse
-from ragtriage.app.browse import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
+from ragtriage.app.browse import lists as browse_lists
+from ragtriage.app.browse.case import case_leaks
+from ragtriage.app.browse.compare import (
+    CompareCauses,
+    CompareView,
+    RunsMatrix,
+    compare_causes,
+    compare_view,
+    runs_matrix,
+)
+from ragtriage.app.browse.lists import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
+from ragtriage.app.browse.reads import CASE_MEASURES, ViewError
 from ragtriage.safe_text import visible
 from ragtriage.tui.case_layout import leak_lines
 from ragtriage.tui.screens.table_view import CaseListScreen, TableScreen
@@ -39,7 +49,7 @@ class ZeroHitScreen(CaseListScreen):
         return f"run {self.triage.run_id} · no relevant unit in the final top {at}"
 
     def fetch(self, cur: Any) -> tuple[pa.Table, int]:
-        return browse.zero_hit(cur, self.triage.run_id, self.triage.cache)
+        return browse_lists.zero_hit(cur, self.triage.run_id, self.triage.cache)
 
     def show(self, result: tuple[pa.Table, int]) -> None:
         self.source, self.k = result
@@ -75,7 +85,7 @@ class LeakageScreen(CaseListScreen):
 
     def fetch(self, cur: Any) -> tuple[pa.Table, pa.Table]:
         leaks = self.triage.cache.table("leakage", self.triage.run_id, cur)
-        return browse.leakage_by_case(cur, leaks), leaks
+        return browse_lists.leakage_by_case(cur, leaks), leaks
 
     def show(self, result: tuple[pa.Table, pa.Table]) -> None:
         self.source, self.leaks = result
@@ -98,7 +108,7 @@ class LeakageScreen(CaseListScreen):
             body.update(Text(""))
             return
         head = Text.assemble(("leaked results of ", "bold"), lit(case_id, "bold"), " (final first)")
-        body.update(Group(head, *leak_lines(browse.case_leaks(self.leaks, case_id))))
+        body.update(Group(head, *leak_lines(case_leaks(self.leaks, case_id))))
 
 
 class SlicesScreen(TableScreen):
@@ -116,23 +126,23 @@ class SlicesScreen(TableScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.dimension = browse.DIMENSIONS[0]
+        self.dimension = browse_lists.DIMENSIONS[0]
         self.measure = ""  # "nDCG@8 grade>=2 exponential": the columns that are the same on every row
         self.threshold: int | None = None
 
     def bar_detail(self) -> str:
         return f"run {self.triage.run_id} · by {self.dimension}" + (f" · {self.measure}" if self.measure else "")
 
-    def fetch(self, cur: Any) -> browse.Slices:
-        return browse.slices(cur, self.triage.run_id, self.dimension, self.triage.cache)
+    def fetch(self, cur: Any) -> browse_lists.Slices:
+        return browse_lists.slices(cur, self.triage.run_id, self.dimension, self.triage.cache)
 
-    def show(self, result: browse.Slices) -> None:
+    def show(self, result: browse_lists.Slices) -> None:
         self.measure, self.threshold = result.measure, result.threshold
         self.set_bar()
         super().show(result.table)
 
     def action_dimension(self) -> None:
-        dims = browse.DIMENSIONS
+        dims = browse_lists.DIMENSIONS
         self.dimension = dims[(dims.index(self.dimension) + 1) % len(dims)]
         self.sort_column = None
         self.reload()
@@ -194,13 +204,13 @@ class CompareScreen(CaseListScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.family = browse.CASE_MEASURES[0]
-        self.matrix: browse.RunsMatrix | None = None
+        self.family = CASE_MEASURES[0]
+        self.matrix: RunsMatrix | None = None
         self.matrix_key: tuple[Any, ...] = ()
-        self.view: browse.CompareView | None = None
+        self.view: CompareView | None = None
         self.failing: list[str] = []  # the compared runs that leak
         self.explain = False
-        self.causes: browse.CompareCauses | None = None
+        self.causes: CompareCauses | None = None
 
     def compose_above(self) -> ComposeResult:
         yield Static(id="verdicts", markup=False)
@@ -213,18 +223,21 @@ class CompareScreen(CaseListScreen):
         measure = self.view.measure if self.view else self.family
         return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'} · {measure}"
 
-    def fetch(self, cur: Any) -> tuple[browse.CompareView, list[LeakVerdict], browse.CompareCauses | None]:
+    def fetch(self, cur: Any) -> tuple[CompareView, list[LeakVerdict], CompareCauses | None]:
         app = self.triage
         if not app.baseline:
-            raise browse.ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
+            raise ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
         key = (app.baseline, app.run_id, tuple(app.runs))  # a run loaded meanwhile joins on the next reload
         if self.matrix is None or self.matrix_key != key:
-            self.matrix, self.matrix_key = browse.runs_matrix(cur, app.run_id, app.baseline, app.runs, app.cache), key
-        view = browse.compare_view(cur, self.matrix, self.family)
-        causes = browse.compare_causes(cur, view) if self.explain else None
+            self.matrix, self.matrix_key = (
+                runs_matrix(cur, app.run_id, app.baseline, app.runs, app.cache),
+                key,
+            )
+        view = compare_view(cur, self.matrix, self.family)
+        causes = compare_causes(cur, view) if self.explain else None
         return view, [leak_verdict(cur, run, app.cache) for run in view.runs], causes
 
-    def show(self, result: tuple[browse.CompareView, list[LeakVerdict], browse.CompareCauses | None]) -> None:
+    def show(self, result: tuple[CompareView, list[LeakVerdict], CompareCauses | None]) -> None:
         self.view, verdicts, self.causes = result
         self.failing = [v.run_id for v in verdicts if v.state == FAILS]
         self.triage.compare_runs = (self.view.runs[1], self.view.runs[0], *self.view.runs[2:])  # the case screen
@@ -271,7 +284,7 @@ class CompareScreen(CaseListScreen):
         return f"{fails}+{v.stats.wins} / -{v.stats.losses} / ={v.stats.ties} · {super().describe()}"
 
     def action_measure(self) -> None:
-        fams = browse.CASE_MEASURES
+        fams = CASE_MEASURES
         self.family = fams[(fams.index(self.family) + 1) % len(fams)]
         self.sort_column = None
         self.reload()

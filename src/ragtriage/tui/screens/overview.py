@@ -20,8 +20,9 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import Worker, get_current_worker
 
-from ragtriage.app import browse
-from ragtriage.app.browse import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
+from ragtriage.app.browse import lists as browse_lists
+from ragtriage.app.browse import reads as browse_reads
+from ragtriage.app.browse.lists import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
 from ragtriage.classify import Progress
 from ragtriage.safe_text import visible
 from ragtriage.store.corpus_manifest import PARTIAL_LABEL
@@ -142,7 +143,7 @@ class OverviewScreen(SectionsScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.family = browse.CASE_MEASURES[0]
+        self.family = browse_reads.CASE_MEASURES[0]
         self.on_screen = threading.Event()
         self.on_screen.set()
 
@@ -177,7 +178,7 @@ class OverviewScreen(SectionsScreen):
             painted, result = self.post_section(name, run_id)
             if name == "summary":
                 painted.wait(self.PAINT_WAIT)
-                if isinstance(result, browse.Summary) and result.interval_pending and not worker.is_cancelled:
+                if isinstance(result, browse_lists.Summary) and result.interval_pending and not worker.is_cancelled:
                     self.post_section(name, run_id, partial(self.fetch_summary, run_id, interval=True))
             if name == "leaks" and names == self.SECTIONS:
                 self.warm_case_screen(run_id)
@@ -211,13 +212,13 @@ class OverviewScreen(SectionsScreen):
     def warm_case_screen(self, run_id: str) -> None:
         """Whole-run answers the case screen needs, fetched while the person reads the overview."""
         app = self.triage
-        for kind in browse.CASE_SCREEN_KINDS:
+        for kind in browse_reads.CASE_SCREEN_KINDS:
             if get_current_worker().is_cancelled:
                 return
             try:
                 with app.reader.cursor() as cur:
                     app.cache.get(kind, run_id, cur)
-            except browse.ViewError:
+            except browse_reads.ViewError:
                 pass  # cached as the error: the case screen shows it in its section
 
     def fetch_section(self, name: str, run_id: str) -> Any:
@@ -227,27 +228,27 @@ class OverviewScreen(SectionsScreen):
         app = self.triage
         with app.reader.cursor() as cur:
             if name == "identity":
-                return browse.identity(cur, run_id, app.cache)
+                return browse_lists.identity(cur, run_id, app.cache)
             if name == "leaks":
                 return leak_verdict(cur, run_id, app.cache)
             if name == "dist":
-                return browse.distribution(cur, run_id, app.cache, self.family)
+                return browse_lists.distribution(cur, run_id, app.cache, self.family)
             if name == "slices":
-                return browse.slices(cur, run_id, SLICE_DIMENSION, app.cache)
+                return browse_lists.slices(cur, run_id, SLICE_DIMENSION, app.cache)
             state = app.classification_state(run_id)
             if state is not None and not state.complete:
                 return state  # counted once the background classification has stored the run
-            return browse.categories(app.cache.failure_summary(run_id, cur))
+            return browse_lists.categories(app.cache.failure_summary(run_id, cur))
 
-    def fetch_summary(self, run_id: str, *, interval: bool) -> browse.Summary:
+    def fetch_summary(self, run_id: str, *, interval: bool) -> browse_lists.Summary:
         """The metric table; without its intervals on a cache miss, so the means paint before the bootstrap."""
         app = self.triage
         with app.reader.cursor() as cur:
-            return browse.summary(cur, run_id, app.db_path, app.cache, interval=interval)
+            return browse_lists.summary(cur, run_id, app.db_path, app.cache, interval=interval)
 
     def on_overview_screen_section_loaded(self, message: SectionLoaded) -> None:
         self.call_after_refresh(message.painted.set)
-        pending = isinstance(message.result, browse.Summary) and message.result.interval_pending
+        pending = isinstance(message.result, browse_lists.Summary) and message.result.interval_pending
         if message.name == "summary" and not pending:  # the bootstrap first: its intervals complete the table
             self.call_after_refresh(self.triage.start_classifying)
         if message.error is None:
@@ -266,15 +267,15 @@ class OverviewScreen(SectionsScreen):
         if name == "leaks":
             return leaks_block(result)
         if name == "summary":
-            s: browse.Summary = result
+            s: browse_lists.Summary = result
             title = f"Metrics ({s.context})" if s.context else "Metrics"
             return titled(title, summary_table(s.table, s.interval_pending))
         if name == "dist":
-            d: browse.Distribution = result
+            d: browse_lists.Distribution = result
             self.plot("dist").show(d.counts, f"cases per {d.measure} bin (n={d.n})")
             return Text(f"Distribution of {d.measure} per case (m: next measure)", style="bold underline")
         if name == "slices":
-            sl: browse.Slices = result
+            sl: browse_lists.Slices = result
             table = sl.table
             labels = table.column("slice_value").to_pylist()
             self.plot("slices").show(labels, table.column("mean").to_pylist(), "")
@@ -284,7 +285,7 @@ class OverviewScreen(SectionsScreen):
         self.categories_progress = result if isinstance(result, Progress) else None
         if isinstance(result, Progress):
             return titled("Failures per category (press f)", Text(self.classifying_line(result), style="dim"))
-        cats: browse.Categories = result
+        cats: browse_lists.Categories = result
         body = Group(arrow_rich(cats.counts), Text(visible(cats.costs.sentence()), style="italic"))
         return titled(f"Failures per category, cost in {cats.costs.measure} (press f)", body)
 
@@ -337,7 +338,7 @@ class OverviewScreen(SectionsScreen):
         return widget
 
     def action_measure(self) -> None:
-        fams = browse.CASE_MEASURES
+        fams = browse_reads.CASE_MEASURES
         self.family = fams[(fams.index(self.family) + 1) % len(fams)]
         self.section("dist", Text(self.LOADING["dist"], style="dim"))
         self.load_sections(self.triage.run_id, ("dist",))
