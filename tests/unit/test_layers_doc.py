@@ -15,6 +15,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import layers_doc  # noqa: E402
 
+from tests.tui.test_import_cycles import cycles  # noqa: E402
+
 
 def test_the_drawing_is_pyprojects_order() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "layers_doc.py"), "--check"], capture_output=True)
@@ -45,47 +47,8 @@ def graph() -> grimp.ImportGraph:
 
 
 def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's, walked with an explicit stack so the
-    interpreter's recursion limit is neither met nor changed for the other tests of this process)."""
-    adj = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in sorted(graph.modules)}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for root in adj:
-        if root in index:
-            continue
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        work = [(root, iter(adj[root]))]
-        while work:
-            v, children = work[-1]
-            w = next(children, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(adj[w])))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    x = stack.pop()
-                    on_stack.discard(x)
-                    comp.append(x)
-                    if x == v:
-                        break
-                if len(comp) > 1:
-                    found.append(sorted(comp))
-    return found
+    """The circles of the whole package's graph, found by the TUI/CLI circle test's own Tarjan walk."""
+    return cycles({m: graph.find_modules_directly_imported_by(m) for m in sorted(graph.modules)})
 
 
 def test_no_import_circle_counting_imports_inside_functions(graph: grimp.ImportGraph) -> None:
