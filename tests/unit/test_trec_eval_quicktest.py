@@ -24,7 +24,7 @@ def _folder() -> Path | None:
     return folder if (folder / "out.test").is_file() else None
 
 
-# the targets of trec_eval's Makefile `quicktest` that use the qrels and trec_results formats
+# the targets of trec_eval's Makefile `quicktest` but -Z's (its zscores)
 TARGETS = [
     ("out.test", ["qrels.test", "results.test"]),
     ("out.test", ["qrels.test.with-comments", "results.test"]),
@@ -34,6 +34,12 @@ TARGETS = [
     ("out.test.aqc", ["-m", "all_trec", "-q", "-c", "qrels.test", "results.trunc"]),
     ("out.test.aqcM", ["-m", "all_trec", "-q", "-c", "-M100", "qrels.test", "results.trunc"]),
     ("out.test.aql", ["-m", "all_trec", "-mrelstring.20", "-q", "-l2", "qrels.rel_level", "results.test"]),
+    # the preference and judgment-group formats (-R; ragtriage.trec_eval.prefs)
+    ("out.test.prefs", ["-m", "all_prefs", "-q", "-R", "prefs", "prefs.test", "prefs.results.test"]),
+    ("out.test.prefs", ["-m", "all_prefs", "-q", "-R", "prefs", "prefs.comment.test", "prefs.results.test"]),
+    ("out.test.qrels_prefs", ["-m", "all_prefs", "-q", "-R", "qrels_prefs", "qrels.test", "results.test"]),
+    ("out.test.qrels_jg", ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "results.test"]),
+    ("out.test.qrels_jg", ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.comments.123", "results.test"]),
 ]
 
 

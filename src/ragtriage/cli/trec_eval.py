@@ -43,11 +43,14 @@ def trec_eval_cmd(
     num_docs: Annotated[
         int, typer.Option("-N", "--Number_docs_in_coll", help="Documents in the collection (utility's p4).")
     ] = 0,
+    rel_format: Annotated[
+        str, typer.Option("-R", "--Rel_info_format", help="QRELS's format: qrels, prefs, qrels_prefs, qrels_jg.")
+    ] = "qrels",
 ) -> None:
     """trec_eval's output for QRELS and RUN, line for line (docs/trec_eval.md): same measures, order, layout."""
     from ragtriage.trec_eval import Options, TrecEvalError, run_trec_eval
 
-    opts = Options(list(measure or []), query, complete, level, not nosummary, max_docs, judged, num_docs)
+    opts = Options(list(measure or []), query, complete, level, not nosummary, max_docs, judged, num_docs, rel_format)
     try:
         out = run_trec_eval(qrels, run, opts)
     except TrecEvalError as exc:

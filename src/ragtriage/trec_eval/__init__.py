@@ -32,7 +32,7 @@ __all__ = ["Options", "Outcome", "TrecEvalError", "run_trec_eval"]
 @dataclass
 class Options:
     """trec_eval's flags: ``-m`` (``measures``), ``-q``, ``-c``, ``-l``, ``-n`` (``summary`` off), ``-M``,
-    ``-J``, ``-N``."""
+    ``-J``, ``-N``, ``-R``."""
 
     measures: list[str] = field(default_factory=list)
     per_query: bool = False
@@ -42,6 +42,7 @@ class Options:
     max_docs: int | None = None
     judged_only: bool = False
     num_docs: int = 0
+    rel_format: str = "qrels"  # -R: qrels, or prefs / qrels_prefs / qrels_jg (trec_eval.prefs)
 
 
 @dataclass
@@ -56,6 +57,10 @@ class Outcome:
 def run_trec_eval(qrels: Path, run: Path, opts: Options) -> Outcome:
     """Evaluate ``run`` against ``qrels`` as ``trec_eval`` would with ``opts``. Raises :class:`TrecEvalError`
     for a refusal before any output, and the readers' errors (``ValidationFailed``) for a malformed file."""
+    if opts.rel_format != "qrels":
+        from ragtriage.trec_eval.prefs import run_other_format
+
+        return Outcome(*run_other_format(qrels, run, opts))
     lines = plan(opts.measures, opts.num_docs)
     con = _open(qrels, run, opts.level)
     try:

@@ -48,7 +48,7 @@ SET = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P"
 ALL_TREC = tuple(n for n in ORDER)
 NICKNAMES = {"official": OFFICIAL, "set": SET, "all_trec": ALL_TREC}
 #: trec_eval measures this command does not compute (preference and judgment-group formats, dcg)
-UNSUPPORTED = ("dcg", "ideal_dcg", "yaap", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg", "all_prefs", "prefs", "qrels_jg")
+UNSUPPORTED = ("dcg", "ideal_dcg", "yaap")
 
 #: the core measures trec_eval prints uncut, and those it prints at cutoffs (with its default cutoffs): each one
 #: the measure its trec_eval name parses to (``metrics.measures``)
@@ -71,6 +71,8 @@ def c_atof(text: str) -> float:
 
 def marked(args: list[str]) -> tuple[list[str], dict[str, str]]:
     """(measure names in trec_eval's order, the parameter text of each measure given some): ``-m`` values."""
+    from ragtriage.trec_eval.prefs import is_prefs_measure
+
     names: set[str] = set()
     params: dict[str, str] = {}
     for arg in args or ["official"]:
@@ -79,6 +81,8 @@ def marked(args: list[str]) -> tuple[list[str], dict[str, str]]:
             if not rest:
                 raise TrecEvalError(f"illegal measure '{arg}': parameters after '.' are empty", 1)
             params.setdefault(name, rest)
+        if is_prefs_measure(name):
+            raise TrecEvalError(f"measure '{name}' needs -R prefs, qrels_prefs or qrels_jg (trec_eval exit 4)", 4)
         if name in UNSUPPORTED:
             raise TrecEvalError(
                 f"measure '{name}' is a trec_eval measure ragtriage trec-eval does not compute "
