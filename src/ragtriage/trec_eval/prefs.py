@@ -91,7 +91,9 @@ def run_other_format(rel: Path, run: Path, opts: Options) -> tuple[str, str | No
         if fmt == "qrels_jg":
             _jg_values(con, lines, opts.level, opts.judged_only)
         else:
-            _prefs_values(con)
+            cycle = _prefs_values(con)
+            if cycle is not None and (failing is None or cycle < failing[0]):
+                failing = (cycle, "its preferences contradict each other (where trec_eval aborts)")
         text = _per_query_text(con, lines, failing[0] if failing else None) if opts.per_query else ""
         if failing:
             from ragtriage.safe_text import visible
@@ -256,9 +258,9 @@ def _failing(con: duckdb.DuckDBPyConnection, complete: bool, fmt: str) -> tuple[
     return (str(found[0][0]), str(found[0][1])) if found else None
 
 
-def _prefs_values(con: duckdb.DuckDBPyConnection) -> None:
+def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
     """``vals``: one row per query with every preference measure (trec_eval's ``form_prefs_counts.c`` and
-    ``m_prefs_*.c``)."""
+    ``m_prefs_*.c``); returns the first query whose preferences form a cycle, or None."""
     # document numbers: retrieved judged documents 0.. in run order, then the other judged ones by docno
     con.execute(
         """CREATE TEMP TABLE dret AS SELECT r.qid, r.docno, row_number() OVER (PARTITION BY r.qid ORDER BY r.rk) - 1
@@ -303,8 +305,6 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> None:
         "SELECT min(a.qid) FROM pp a JOIN pp b ON b.qid = a.qid AND b.jg = a.jg AND b.i = a.j AND b.j = a.i "
         "WHERE a.tolast IS NULL"
     ).fetchall()[0][0]
-    if cycle is not None:
-        raise TrecEvalError(f"query '{cycle}': its preferences contradict each other (trec_eval aborts)", 4)
     # the level of a document of a several-sub-group group: the last one given (trec_eval's rel_array)
     con.execute(
         """CREATE TEMP TABLE parel AS SELECT qid, jg, d, rel FROM (SELECT p.*, row_number() OVER
@@ -336,8 +336,9 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> None:
     ratio = "CASE WHEN ({d}) = 0 THEN 'nan'::DOUBLE ELSE ({n})::DOUBLE / ({d}) END"
     all_r = ratio.format(n="fr + fi + nrel_ret * (nrel - nnon)", d="fr + a2 + fi + a4 + nocc + nrel * (nrel - nnon)")
     ret_r = ratio.format(n="fr + nrel_ret * (nrel_ret - nnon_ret)", d="fr + a2 + nrel * (nrel_ret - nnon_ret)")
-    re_all = ratio.format(n="ful_all", d="poss_all")
-    re_ret = ratio.format(n="ful_ret", d="poss_ret")
+    # a group with nothing left to count (no recount row) gives 0/0: NaN, which makes trec_eval's sum NaN
+    re_all = ratio.format(n="coalesce(ful_all, 0)", d="coalesce(poss_all, 0)")
+    re_ret = ratio.format(n="coalesce(ful_ret, 0)", d="coalesce(poss_ret, 0)")
     con.execute(
         f"""CREATE TEMP TABLE jgt AS SELECT c.*,
             CASE WHEN nrel >= nnon THEN {all_r} ELSE {re_all} END AS rn,
@@ -377,6 +378,7 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> None:
                                          avg(term) FILTER (imp) AS pair_imp FROM pairs GROUP BY qid) pr USING (qid)
             GROUP BY t.qid"""
     )
+    return None if cycle is None else str(cycle)
 
 
 def _recalculated(con: duckdb.DuckDBPyConnection) -> None:
