@@ -22,6 +22,15 @@ def _values(stdout: bytes) -> dict[tuple[str, str], str]:
     return {(name.strip(), qid): value for name, qid, value in rows}
 
 
+def _evaluated(tmp: Path, rel: str, run: str, *flags: str) -> dict[tuple[str, str], str]:
+    """(measure, query) -> printed value of ``trec-eval -q flags`` over the judgments ``rel`` and the run ``run``."""
+    (tmp / "rel").write_text(rel)
+    (tmp / "run").write_text(run)
+    done = _ours("-q", *flags, str(tmp / "rel"), str(tmp / "run"))
+    assert done.returncode == 0, done.stderr.decode()
+    return _values(done.stdout)
+
+
 def test_one_group_counts_by_hand(tmp_path: Path) -> None:
     """Query q, one group g of one sub-group: a (level 2) > b (1) > c (0), d (0). The run lists d, b, a, x
     (x unjudged), so the judged documents are numbered in run order d=0, b=1, a=2, then the unretrieved c=3.
@@ -31,13 +40,15 @@ def test_one_group_counts_by_hand(tmp_path: Path) -> None:
     every pair has one retrieved end, so _imp = plain. Rnonrel: R = 2 relevant (a, b), N = 2 non-relevant:
     R >= N, nothing added: 0.4. Rnonrel_ret: R = 2 retrieved relevant, N = 1 retrieved non-relevant (d):
     (0 + 2*1) / (3 + 2*1) = 0.4."""
-    prefs = tmp_path / "prefs"
-    prefs.write_text("q g s a 2\nq g s b 1\nq g s c 0\nq g s d 0\n")
-    run = tmp_path / "run"
-    run.write_text("q Q0 d 1 9 t\nq Q0 b 2 8 t\nq Q0 a 3 7 t\nq Q0 x 4 6 t\n")
-    done = _ours("-q", "-m", "all_prefs", "-R", "prefs", str(prefs), str(run))
-    assert done.returncode == 0, done.stderr.decode()
-    got = _values(done.stdout)
+    got = _evaluated(
+        tmp_path,
+        "q g s a 2\nq g s b 1\nq g s c 0\nq g s d 0\n",
+        "q Q0 d 1 9 t\nq Q0 b 2 8 t\nq Q0 a 3 7 t\nq Q0 x 4 6 t\n",
+        "-m",
+        "all_prefs",
+        "-R",
+        "prefs",
+    )
     expected = {
         "prefs_num_prefs_poss": "5", "prefs_num_prefs_ful": "2", "prefs_num_prefs_ful_ret": "0",
         "prefs_simp": "0.4000", "prefs_pair": "0.4000", "prefs_avgjg": "0.4000", "prefs_avgjg_Rnonrel": "0.4000",
@@ -56,13 +67,15 @@ def test_two_groups_and_sub_groups_by_hand(tmp_path: Path) -> None:
     retrieved): 2/3. g2: c>a not fulfilled: 0/1. prefs_simp = 2/4 = 0.5; prefs_avgjg = (2/3 + 0)/2 = 0.3333.
     prefs_pair: pairs {a,b} 1/1, {b,c} 0/1 (c retrieved, b preferred), {a,c} one vote each way: 1/2; mean 0.5.
     _ret: a>c (g1, fulfilled) and c>a (g2, not): simp_ret 1/2, pair_ret 1/2, avgjg_ret (1 + 0)/2 = 0.5."""
-    prefs = tmp_path / "prefs"
-    prefs.write_text("q g1 s1 a 2\nq g1 s1 b 1\nq g1 s2 b 1\nq g1 s2 c 0\nq g2 x c 1\nq g2 x a 0\n")
-    run = tmp_path / "run"
-    run.write_text("q Q0 a 1 2 t\nq Q0 c 2 1 t\n")
-    done = _ours("-q", "-m", "all_prefs", "-R", "prefs", str(prefs), str(run))
-    assert done.returncode == 0, done.stderr.decode()
-    got = _values(done.stdout)
+    got = _evaluated(
+        tmp_path,
+        "q g1 s1 a 2\nq g1 s1 b 1\nq g1 s2 b 1\nq g1 s2 c 0\nq g2 x c 1\nq g2 x a 0\n",
+        "q Q0 a 1 2 t\nq Q0 c 2 1 t\n",
+        "-m",
+        "all_prefs",
+        "-R",
+        "prefs",
+    )
     expected = {
         "prefs_num_prefs_poss": "4", "prefs_num_prefs_ful": "2", "prefs_num_prefs_ful_ret": "1",
         "prefs_simp": "0.5000", "prefs_avgjg": "0.3333", "prefs_pair": "0.5000", "prefs_simp_ret": "0.5000",
@@ -75,11 +88,15 @@ def test_a_group_with_nothing_to_count_zeroes_rnonrel(tmp_path: Path) -> None:
     """Group g0 names one document, non-relevant, in two sub-groups: no preference, R = 0 < N = 1, so trec_eval's
     recount gives 0/0, a NaN in the sum over groups, and the query's prefs_avgjg_Rnonrel is 0 though group g1
     (a > b, fulfilled) scores 1 (R = N = 1). prefs_avgjg, which skips a group with no preference, is (0 + 1)/2."""
-    prefs = tmp_path / "prefs"
-    prefs.write_text("q g0 s0 d 0\nq g0 s1 d 0\nq g1 s a 1\nq g1 s b 0\n")
-    run = tmp_path / "run"
-    run.write_text("q Q0 a 1 2 t\nq Q0 b 2 1 t\n")
-    got = _values(_ours("-q", "-m", "all_prefs", "-R", "prefs", str(prefs), str(run)).stdout)
+    got = _evaluated(
+        tmp_path,
+        "q g0 s0 d 0\nq g0 s1 d 0\nq g1 s a 1\nq g1 s b 0\n",
+        "q Q0 a 1 2 t\nq Q0 b 2 1 t\n",
+        "-m",
+        "all_prefs",
+        "-R",
+        "prefs",
+    )
     assert got[("prefs_avgjg_Rnonrel", "q")] == "0.0000" and got[("prefs_avgjg_Rnonrel_ret", "q")] == "0.0000"
     assert got[("prefs_avgjg", "q")] == "0.5000" and got[("prefs_simp", "q")] == "1.0000"
 
@@ -89,14 +106,13 @@ def test_judgment_groups_by_hand(tmp_path: Path) -> None:
     u1: AP 1, P_5 1/5; u2: AP (1/2 + 2/3)/2 = 0.5833, P_5 2/5. Averaged over the groups: map_avgjg 0.7917,
     P_avgjg_5 0.3000. Rprec_mult_avgjg_1.00: u1 R = 1, top 1 holds a: 1; u2 R = 2, top 2 holds b: 1/2; mean
     0.75."""
-    qrels = tmp_path / "qrels"
-    qrels.write_text("q u1 a 1\nq u1 b 0\nq u2 a 0\nq u2 b 1\nq u2 c 1\n")
-    run = tmp_path / "run"
-    run.write_text("q Q0 a 1 3 t\nq Q0 b 2 2 t\nq Q0 c 3 1 t\n")
-    done = _ours("-q", "-m", "map_avgjg", "-m", "P_avgjg.5", "-m", "Rprec_mult_avgjg.1.0", "-R", "qrels_jg",
-                 str(qrels), str(run))  # fmt: skip
-    assert done.returncode == 0, done.stderr.decode()
-    got = _values(done.stdout)
+    flags = ("-m", "map_avgjg", "-m", "P_avgjg.5", "-m", "Rprec_mult_avgjg.1.0", "-R", "qrels_jg")
+    got = _evaluated(
+        tmp_path,
+        "q u1 a 1\nq u1 b 0\nq u2 a 0\nq u2 b 1\nq u2 c 1\n",
+        "q Q0 a 1 3 t\nq Q0 b 2 2 t\nq Q0 c 3 1 t\n",
+        *flags,
+    )
     assert got[("map_avgjg", "q")] == "0.7917"
     assert got[("P_avgjg_5", "q")] == "0.3000"
     assert got[("Rprec_mult_avgjg_1.00", "q")] == "0.7500"
