@@ -47,7 +47,7 @@ SET = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P"
        "set_map", "set_F")  # fmt: skip
 ALL_TREC = tuple(n for n in ORDER)
 NICKNAMES = {"official": OFFICIAL, "set": SET, "all_trec": ALL_TREC}
-#: trec_eval measures this command does not compute (preference and judgment-group formats, dcg)
+#: trec_eval measures this command does not compute (the -R formats' measures are in trec_eval.prefs)
 UNSUPPORTED = ("dcg", "ideal_dcg", "yaap")
 
 #: the core measures trec_eval prints uncut, and those it prints at cutoffs (with its default cutoffs): each one
