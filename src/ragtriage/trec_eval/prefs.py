@@ -452,32 +452,30 @@ def _jg_values(con: duckdb.DuckDBPyConnection, lines: list[Line], level: int, ju
             FROM (SELECT DISTINCT qid, jg FROM rel_in) k JOIN r USING (qid)
             LEFT JOIN rel_in x ON x.qid = k.qid AND x.jg = k.jg AND x.docno = r.docno {judged}"""
     )
-    con.execute(
-        f"""CREATE TEMP TABLE grp AS
-            SELECT k.qid, k.jg, (SELECT count(*) FROM rel_in y WHERE y.qid = k.qid AND y.jg = k.jg AND y.rel >= 0
-                                   AND y.rel >= {int(level)}) AS num_rel,
-                   coalesce(l.num_ret, 0) AS num_ret, coalesce(l.rel_ret, 0) AS rel_ret, coalesce(l.ap_sum, 0) AS ap_sum
-            FROM (SELECT DISTINCT qid, jg FROM rel_in) k LEFT JOIN
-                 (SELECT qid, jg, count(*) AS num_ret, count(*) FILTER (rel) AS rel_ret, sum(prec) AS ap_sum FROM
-                    (SELECT *, CASE WHEN rel THEN (count(*) FILTER (rel) OVER w)::DOUBLE / rk END AS prec FROM lst
-                     WINDOW w AS (PARTITION BY qid, jg ORDER BY rk ROWS UNBOUNDED PRECEDING))
-                  GROUP BY qid, jg) l USING (qid, jg)"""
-    )
+    counts = ["count(l.rk) AS num_ret", "count(l.rk) FILTER (l.rel) AS rel_ret", "coalesce(sum(l.prec), 0) AS ap_sum"]
     cols = ["avg(CASE WHEN rel_ret > 0 THEN ap_sum / num_rel ELSE 0 END) AS map_avgjg"]
-    for line in lines:
+    for n, line in enumerate(lines):
         if line.col.startswith("P_avgjg_"):
             k = int(line.col.removeprefix("P_avgjg_"))
-            top = f"(SELECT count(*) FROM lst l WHERE l.qid = g.qid AND l.jg = g.jg AND l.rel AND l.rk <= {k})"
-            cols.append(f"avg({top}::DOUBLE / {k}) AS {line.col}")
+            counts.append(f"count(l.rk) FILTER (l.rel AND l.rk <= {k}) AS top{n}")
+            cols.append(f'avg(top{n}::DOUBLE / {k}) AS "{line.col}"')
         elif line.col.startswith("Rprec_mult_avgjg_"):
             x = float(line.col.removeprefix("Rprec_mult_avgjg_"))
             c = f"CAST(trunc({x!r}::DOUBLE * num_rel + 0.9) AS BIGINT)"
-            top = f"(SELECT count(*) FROM lst l WHERE l.qid = g.qid AND l.jg = g.jg AND l.rel AND l.rk <= {c})"
-            value = (
-                f"CASE WHEN {c} > num_ret THEN rel_ret::DOUBLE / {c} WHEN {c} > 0 THEN {top}::DOUBLE / {c} ELSE 0 END"
-            )
-            cols.append(f'avg({value}) AS "{line.col}"')
-    con.execute(f"CREATE TEMP TABLE vals AS SELECT qid, {', '.join(cols)} FROM grp g GROUP BY qid")
+            counts.append(f"{c} AS c{n}, count(l.rk) FILTER (l.rel AND l.rk <= {c}) AS top{n}")
+            value = f"CASE WHEN c{n} > num_ret THEN rel_ret::DOUBLE / c{n} WHEN c{n} > 0 THEN top{n}::DOUBLE / c{n} END"
+            cols.append(f'avg(coalesce({value}, 0)) AS "{line.col}"')
+    # each group once: its relevant judgments, and its list's counts at every cutoff in one pass
+    con.execute(
+        f"""CREATE TEMP TABLE grp AS
+            SELECT g.qid, g.jg, g.num_rel, {", ".join(counts)}
+            FROM (SELECT qid, jg, count(*) FILTER (rel >= 0 AND rel >= {int(level)}) AS num_rel
+                  FROM rel_in GROUP BY qid, jg) g
+            LEFT JOIN (SELECT *, CASE WHEN rel THEN (count(*) FILTER (rel) OVER w)::DOUBLE / rk END AS prec FROM lst
+                       WINDOW w AS (PARTITION BY qid, jg ORDER BY rk ROWS UNBOUNDED PRECEDING)) l USING (qid, jg)
+            GROUP BY g.qid, g.jg, g.num_rel"""
+    )
+    con.execute(f"CREATE TEMP TABLE vals AS SELECT qid, {', '.join(cols)} FROM grp GROUP BY qid")
 
 
 def _value_columns(lines: list[Line]) -> list[Line]:
