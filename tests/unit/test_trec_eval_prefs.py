@@ -118,6 +118,25 @@ def test_judgment_groups_by_hand(tmp_path: Path) -> None:
     assert got[("Rprec_mult_avgjg_1.00", "q")] == "0.7500"
 
 
+def test_batches_of_queries_give_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The preference rows are made batch by batch of queries (memory bounded by the largest query): one query
+    per batch prints what one batch of all prints, on a seeded case of several queries and groups."""
+    from ragtriage.trec_eval import Options, run_trec_eval
+    from ragtriage.trec_eval import prefs as module
+
+    rel, run = tmp_path / "rel", tmp_path / "run"
+    rng = random.Random(7)
+    docs = [(q, g, rng.randint(0, 1), rng.randint(0, 9)) for q in range(5) for g in range(2) for _ in range(6)]
+    # one level per (query, group, document), so no group contradicts itself
+    rel.write_text("".join(f"q{q} g{g} s{s} d{d} {(q + g + d) % 3}\n" for q, g, s, d in docs))
+    run.write_text("".join(f"q{q} Q0 d{d} {d} {rng.randint(1, 3)} t\n" for q in range(5) for d in range(8)))
+    opts = Options(["all_prefs"], per_query=True, rel_format="prefs")
+    whole = run_trec_eval(rel, run, opts)
+    monkeypatch.setattr(module, "PAIRS_PER_BATCH", 1)
+    batched = run_trec_eval(rel, run, opts)
+    assert whole.text.count("\n") > 5 * 14 and (batched.text, batched.code) == (whole.text, whole.code)
+
+
 def test_refusals(tmp_path: Path) -> None:
     """An unknown -R format (exit 2), a malformed line (exit 2, naming the file and line), a preference measure
     on qrels or a qrels measure on preferences (exit 4: trec_eval cannot calculate it)."""

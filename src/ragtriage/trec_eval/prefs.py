@@ -91,7 +91,7 @@ def run_other_format(rel: Path, run: Path, opts: Options) -> tuple[str, str | No
         if fmt == "qrels_jg":
             _jg_values(con, lines, opts.level, opts.judged_only)
         else:
-            cycle = _prefs_values(con)
+            cycle = _prefs_batched(con)
             if cycle is not None and (failing is None or cycle < failing[0]):
                 failing = (cycle, "its preferences contradict each other (where trec_eval aborts)")
         text = _per_query_text(con, lines, failing[0] if failing else None) if opts.per_query else ""
@@ -258,40 +258,70 @@ def _failing(con: duckdb.DuckDBPyConnection, complete: bool, fmt: str) -> tuple[
     return (str(found[0][0]), str(found[0][1])) if found else None
 
 
+#: the preference rows a batch of queries may make at most (each query's count estimated from its group sizes);
+#: a query beyond it is a batch of its own, so the memory is bounded by the largest query, as trec_eval's arrays
+PAIRS_PER_BATCH = 4_000_000
+
+
+def _prefs_batched(con: duckdb.DuckDBPyConnection) -> str | None:
+    """``vals`` over every query, computed by :func:`_prefs_values` batch by batch of queries (in byte order), so
+    the preference rows of one batch only are held at a time; returns the first query with a cycle, or None."""
+    con.execute(
+        f"""CREATE TEMP TABLE batches AS SELECT qid, CAST(floor(coalesce(sum(est) OVER (ORDER BY qid ROWS BETWEEN
+            UNBOUNDED PRECEDING AND 1 PRECEDING), 0) / {PAIRS_PER_BATCH}) AS BIGINT) AS b
+            FROM (SELECT qid, sum(n * n) AS est FROM (SELECT qid, count(*) AS n FROM rel_in GROUP BY qid, jg)
+                  GROUP BY qid)"""
+    )
+    cycles = []
+    for (b,) in con.execute("SELECT DISTINCT b FROM batches ORDER BY b").fetchall():
+        batch = f"(SELECT qid FROM batches WHERE b = {int(b)})"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW q_b AS SELECT qid FROM q WHERE qid IN {batch}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW rel_b AS SELECT * FROM rel_in WHERE qid IN {batch}")
+        cycles.append(_prefs_values(con))
+        con.execute(
+            "CREATE TEMP TABLE vals AS SELECT * FROM vals_b" if b == 0 else "INSERT INTO vals SELECT * FROM vals_b"
+        )
+    found = [c for c in cycles if c is not None]
+    return min(found) if found else None
+
+
 def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
     """``vals``: one row per query with every preference measure (trec_eval's ``form_prefs_counts.c`` and
     ``m_prefs_*.c``); returns the first query whose preferences form a cycle, or None."""
     # document numbers: retrieved judged documents 0.. in run order, then the other judged ones by docno
     con.execute(
-        """CREATE TEMP TABLE dret AS SELECT r.qid, r.docno, row_number() OVER (PARTITION BY r.qid ORDER BY r.rk) - 1
-           AS d FROM r SEMI JOIN (SELECT DISTINCT qid, docno FROM rel_in) j ON j.qid = r.qid AND j.docno = r.docno"""
+        """CREATE OR REPLACE TEMP TABLE dret AS
+           SELECT r.qid, r.docno, row_number() OVER (PARTITION BY r.qid ORDER BY r.rk) - 1 AS d
+           FROM r SEMI JOIN (SELECT DISTINCT qid, docno FROM rel_b) j ON j.qid = r.qid AND j.docno = r.docno"""
     )
     con.execute(
-        """CREATE TEMP TABLE njr AS SELECT qid, count(d) AS njr FROM q LEFT JOIN dret USING (qid) GROUP BY qid"""
+        """CREATE OR REPLACE TEMP TABLE njr AS
+           SELECT qid, count(d) AS njr FROM q_b LEFT JOIN dret USING (qid) GROUP BY qid"""
     )
     con.execute(
-        """CREATE TEMP TABLE docid AS SELECT qid, docno, d FROM dret UNION ALL
+        """CREATE OR REPLACE TEMP TABLE docid AS SELECT qid, docno, d FROM dret UNION ALL
            SELECT qid, docno, njr + row_number() OVER (PARTITION BY qid ORDER BY docno) - 1 FROM
-           (SELECT DISTINCT qid, docno FROM rel_in ANTI JOIN dret USING (qid, docno)) JOIN njr USING (qid)"""
+           (SELECT DISTINCT qid, docno FROM rel_b ANTI JOIN dret USING (qid, docno)) JOIN njr USING (qid)"""
     )
     con.execute(
-        """CREATE TEMP TABLE p AS SELECT x.qid, x.jg, x.jsg, x.rel, d.d FROM rel_in x JOIN docid d USING (qid, docno)"""
+        """CREATE OR REPLACE TEMP TABLE p AS
+           SELECT x.qid, x.jg, x.jsg, x.rel, d.d FROM rel_b x JOIN docid d USING (qid, docno)"""
     )
     # a group of one sub-group: classes of equal level, every document of a higher class preferred to every one
     # of a lower (lines counted as often as given); of several sub-groups: each sub-group's preferences, closed
     # under transitivity, each pair once
     con.execute(
-        """CREATE TEMP TABLE jgk AS SELECT qid, jg, count(DISTINCT jsg) > 1 AS pa, min(rel) AS minrel
+        """CREATE OR REPLACE TEMP TABLE jgk AS SELECT qid, jg, count(DISTINCT jsg) > 1 AS pa, min(rel) AS minrel
            FROM p GROUP BY qid, jg"""
     )
     con.execute(
-        """CREATE TEMP TABLE pp AS
+        """CREATE OR REPLACE TEMP TABLE pp AS
            SELECT a.qid, a.jg, a.d AS i, b.d AS j, b.rel = k.minrel AS tolast
            FROM p a JOIN jgk k ON k.qid = a.qid AND k.jg = a.jg AND NOT k.pa
            JOIN p b ON b.qid = a.qid AND b.jg = a.jg AND a.rel > b.rel WHERE a.d <> b.d"""
     )
     con.execute(
-        """CREATE TEMP TABLE pae AS SELECT DISTINCT a.qid, a.jg, a.d AS i, b.d AS j
+        """CREATE OR REPLACE TEMP TABLE pae AS SELECT DISTINCT a.qid, a.jg, a.d AS i, b.d AS j
            FROM p a JOIN jgk k ON k.qid = a.qid AND k.jg = a.jg AND k.pa
            JOIN p b ON b.qid = a.qid AND b.jg = a.jg AND b.jsg = a.jsg AND a.rel > b.rel"""
     )
@@ -307,12 +337,12 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
     ).fetchall()[0][0]
     # the level of a document of a several-sub-group group: the last one given (trec_eval's rel_array)
     con.execute(
-        """CREATE TEMP TABLE parel AS SELECT qid, jg, d, rel FROM (SELECT p.*, row_number() OVER
+        """CREATE OR REPLACE TEMP TABLE parel AS SELECT qid, jg, d, rel FROM (SELECT p.*, row_number() OVER
            (PARTITION BY p.qid, p.jg, p.d ORDER BY p.jsg DESC, p.rel ASC) AS o
            FROM p SEMI JOIN jgk k ON k.qid = p.qid AND k.jg = p.jg AND k.pa) WHERE o = 1"""
     )
     con.execute(
-        """CREATE TEMP TABLE jgr AS
+        """CREATE OR REPLACE TEMP TABLE jgr AS
            SELECT p.qid, p.jg, count(*) FILTER (rel > 0) AS nrel, count(*) FILTER (rel > 0 AND d < njr) AS nrel_ret,
                   count(*) FILTER (rel <= 0) AS nnon, count(*) FILTER (rel <= 0 AND d < njr) AS nnon_ret
            FROM p JOIN njr USING (qid) SEMI JOIN jgk k ON k.qid = p.qid AND k.jg = p.jg AND NOT k.pa GROUP BY ALL
@@ -322,7 +352,7 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
            FROM parel JOIN njr USING (qid) GROUP BY ALL"""
     )
     con.execute(
-        """CREATE TEMP TABLE jgc AS
+        """CREATE OR REPLACE TEMP TABLE jgc AS
            SELECT k.qid, k.jg, k.pa, n.njr, g.nrel, g.nrel_ret, g.nnon, g.nnon_ret,
                   count(pp.i) FILTER (i < j AND j < njr) AS fr,
                   count(pp.i) FILTER (i < j AND i < njr AND j >= njr) AS fi,
@@ -340,7 +370,7 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
     re_all = ratio.format(n="coalesce(ful_all, 0)", d="coalesce(poss_all, 0)")
     re_ret = ratio.format(n="coalesce(ful_ret, 0)", d="coalesce(poss_ret, 0)")
     con.execute(
-        f"""CREATE TEMP TABLE jgt AS SELECT c.*,
+        f"""CREATE OR REPLACE TEMP TABLE jgt AS SELECT c.*,
             CASE WHEN nrel >= nnon THEN {all_r} ELSE {re_all} END AS rn,
             CASE WHEN nrel_ret >= nnon_ret THEN {ret_r} ELSE {re_ret} END AS rn_ret
             FROM jgc c LEFT JOIN recalc USING (qid, jg)"""
@@ -357,7 +387,7 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
         return f"CASE WHEN bool_or(isnan({col})) THEN 0 WHEN sum({col}) > 0 THEN sum({col}) / count(*) ELSE 0 END"
 
     con.execute(
-        """CREATE TEMP TABLE pairs AS SELECT u.qid,
+        """CREATE OR REPLACE TEMP TABLE pairs AS SELECT u.qid,
                CASE WHEN lo < njr THEN coalesce(c_lh, 0)::DOUBLE / (coalesce(c_lh, 0) + coalesce(c_hl, 0)) ELSE 0 END
                AS term, lo < njr AS imp, hi < njr AS ret
            FROM (SELECT qid, least(i, j) AS lo, greatest(i, j) AS hi, count(*) FILTER (i < j) AS c_lh,
@@ -365,7 +395,7 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
     )
     poss, ful = "fr + a2 + fi + a4 + nocc", "fr + fi"
     con.execute(
-        f"""CREATE TEMP TABLE vals AS SELECT t.qid,
+        f"""CREATE OR REPLACE TEMP TABLE vals_b AS SELECT t.qid,
               sum({poss}) AS prefs_num_prefs_poss, sum({ful}) AS prefs_num_prefs_ful,
               sum(fr) AS prefs_num_prefs_ful_ret, {simp(ful, poss)} AS prefs_simp, {avgjg(ful, poss)} AS prefs_avgjg,
               {rnonrel("rn")} AS prefs_avgjg_Rnonrel,
@@ -390,7 +420,7 @@ def _recalculated(con: duckdb.DuckDBPyConnection) -> None:
     being the retrieved relevant ones (yet trec_eval keeps the first num_rel non-relevant ones of a
     several-sub-group group)."""
     con.execute(
-        """CREATE TEMP TABLE ec_new AS
+        """CREATE OR REPLACE TEMP TABLE ec_new AS
            SELECT qid, jg, d, o <= nrel AS keep_all, o <= nrel_ret AND d < njr AS keep_ret FROM (
              SELECT p.qid, p.jg, p.d, row_number() OVER (PARTITION BY p.qid, p.jg ORDER BY p.d) AS o, c.nrel,
                     c.nrel_ret, c.njr
@@ -399,7 +429,7 @@ def _recalculated(con: duckdb.DuckDBPyConnection) -> None:
              WHERE c.nrel < c.nnon OR c.nrel_ret < c.nnon_ret)"""
     )
     con.execute(
-        """CREATE TEMP TABLE pa_keep AS
+        """CREATE OR REPLACE TEMP TABLE pa_keep AS
            SELECT qid, jg, d, rel <> 0 OR o_all <= nrel AS keep_all, d < njr AND (rel <> 0 OR o_ret <= nrel) AS keep_ret
            FROM (SELECT x.*, c.nrel, c.njr,
                    row_number() OVER (PARTITION BY x.qid, x.jg, x.rel = 0 ORDER BY x.d) AS o_all,
@@ -408,7 +438,7 @@ def _recalculated(con: duckdb.DuckDBPyConnection) -> None:
                  WHERE c.nrel < c.nnon OR c.nrel_ret < c.nnon_ret)"""
     )
     con.execute(
-        """CREATE TEMP TABLE recalc_parts AS
+        """CREATE OR REPLACE TEMP TABLE recalc_parts AS
            -- one sub-group: pairs of classes but the last
            SELECT pp.qid, pp.jg, count(*) FILTER (i < j AND i < c.njr) AS ful_all, count(*) AS poss_all,
                   count(*) FILTER (i < j AND j < c.njr) AS ful_ret,
@@ -433,7 +463,7 @@ def _recalculated(con: duckdb.DuckDBPyConnection) -> None:
            WHERE pp.tolast IS NULL GROUP BY ALL"""
     )
     con.execute(
-        """CREATE TEMP TABLE recalc AS SELECT qid, jg, sum(ful_all) AS ful_all, sum(poss_all) AS poss_all,
+        """CREATE OR REPLACE TEMP TABLE recalc AS SELECT qid, jg, sum(ful_all) AS ful_all, sum(poss_all) AS poss_all,
            sum(ful_ret) AS ful_ret, sum(poss_ret) AS poss_ret FROM recalc_parts GROUP BY qid, jg"""
     )
 
