@@ -311,15 +311,21 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
     # of a lower (lines counted as often as given); of several sub-groups: each sub-group's preferences, closed
     # under transitivity, each pair once
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE jgk AS SELECT qid, jg, count(DISTINCT jsg) > 1 AS pa, min(rel) AS minrel
-           FROM p GROUP BY qid, jg"""
+        """CREATE OR REPLACE TEMP TABLE jgk AS SELECT qid, jg, count(DISTINCT jsg) > 1 AS pa, min(rel) AS minrel,
+           count(*) > count(DISTINCT d) AS dup FROM p GROUP BY qid, jg"""
+    )
+    # a query of one group, each document in it once, has each document pair once at most: its prefs_pair*
+    # equal its prefs_simp*, and its one-sub-group preferences are counted without being kept
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE cq AS SELECT qid FROM jgk GROUP BY qid HAVING count(*) > 1 OR bool_or(dup)"""
     )
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE pp AS
+        """CREATE OR REPLACE TEMP VIEW ecv AS
            SELECT a.qid, a.jg, a.d AS i, b.d AS j, b.rel = k.minrel AS tolast
            FROM p a JOIN jgk k ON k.qid = a.qid AND k.jg = a.jg AND NOT k.pa
            JOIN p b ON b.qid = a.qid AND b.jg = a.jg AND a.rel > b.rel WHERE a.d <> b.d"""
     )
+    con.execute("CREATE OR REPLACE TEMP TABLE pp AS SELECT * FROM ecv WHERE qid IN (SELECT qid FROM cq)")
     con.execute(
         """CREATE OR REPLACE TEMP TABLE pae AS SELECT DISTINCT a.qid, a.jg, a.d AS i, b.d AS j
            FROM p a JOIN jgk k ON k.qid = a.qid AND k.jg = a.jg AND k.pa
@@ -358,8 +364,14 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
                   count(pp.i) FILTER (i < j AND i < njr AND j >= njr) AS fi,
                   count(pp.i) FILTER (i > j AND i < njr) AS a2,
                   count(pp.i) FILTER (i > j AND i >= njr AND j < njr) AS a4,
-                  count(pp.i) FILTER (i >= njr AND j >= njr) AS nocc
-           FROM jgk k JOIN njr n USING (qid) JOIN jgr g USING (qid, jg) LEFT JOIN pp USING (qid, jg)
+                  count(pp.i) FILTER (i >= njr AND j >= njr) AS nocc,
+                  -- the Rnonrel recount's pairs of classes but the last (see _recalculated)
+                  count(pp.i) FILTER (NOT tolast AND i < j AND i < njr) AS ful1_all,
+                  count(pp.i) FILTER (NOT tolast) AS poss1_all,
+                  count(pp.i) FILTER (NOT tolast AND i < j AND j < njr) AS ful1_ret,
+                  count(pp.i) FILTER (NOT tolast AND i < njr AND j < njr) AS poss1_ret
+           FROM jgk k JOIN njr n USING (qid) JOIN jgr g USING (qid, jg)
+           LEFT JOIN (SELECT * FROM ecv UNION ALL SELECT * FROM pp WHERE tolast IS NULL) pp USING (qid, jg)
            GROUP BY ALL"""
     )
     _recalculated(con)
@@ -367,8 +379,8 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
     all_r = ratio.format(n="fr + fi + nrel_ret * (nrel - nnon)", d="fr + a2 + fi + a4 + nocc + nrel * (nrel - nnon)")
     ret_r = ratio.format(n="fr + nrel_ret * (nrel_ret - nnon_ret)", d="fr + a2 + nrel * (nrel_ret - nnon_ret)")
     # a group with nothing left to count (no recount row) gives 0/0: NaN, which makes trec_eval's sum NaN
-    re_all = ratio.format(n="coalesce(ful_all, 0)", d="coalesce(poss_all, 0)")
-    re_ret = ratio.format(n="coalesce(ful_ret, 0)", d="coalesce(poss_ret, 0)")
+    re_all = ratio.format(n="ful1_all + coalesce(ful_all, 0)", d="poss1_all + coalesce(poss_all, 0)")
+    re_ret = ratio.format(n="ful1_ret + coalesce(ful_ret, 0)", d="poss1_ret + coalesce(poss_ret, 0)")
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE jgt AS SELECT c.*,
             CASE WHEN nrel >= nnon THEN {all_r} ELSE {re_all} END AS rn,
@@ -383,6 +395,9 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
         term = f"CASE WHEN {d} > 0 THEN ({n})::DOUBLE / ({d}) ELSE 0 END"
         return f"CASE WHEN sum({term}) > 0 THEN sum({term}) / count(*) ELSE 0 END"
 
+    def pair(simple: str, col: str) -> str:  # a query without a row of ``pairs`` (not in ``cq``): its simp
+        return f"CASE WHEN bool_or(pr.qid IS NULL) THEN {simple} ELSE coalesce(any_value(pr.{col}), 0) END"
+
     def rnonrel(col: str) -> str:
         return f"CASE WHEN bool_or(isnan({col})) THEN 0 WHEN sum({col}) > 0 THEN sum({col}) / count(*) ELSE 0 END"
 
@@ -391,7 +406,8 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
                CASE WHEN lo < njr THEN coalesce(c_lh, 0)::DOUBLE / (coalesce(c_lh, 0) + coalesce(c_hl, 0)) ELSE 0 END
                AS term, lo < njr AS imp, hi < njr AS ret
            FROM (SELECT qid, least(i, j) AS lo, greatest(i, j) AS hi, count(*) FILTER (i < j) AS c_lh,
-                        count(*) FILTER (i > j) AS c_hl FROM pp GROUP BY qid, lo, hi) u JOIN njr USING (qid)"""
+                        count(*) FILTER (i > j) AS c_hl FROM pp SEMI JOIN cq USING (qid) GROUP BY qid, lo, hi) u
+           JOIN njr USING (qid)"""
     )
     poss, ful = "fr + a2 + fi + a4 + nocc", "fr + fi"
     con.execute(
@@ -402,10 +418,12 @@ def _prefs_values(con: duckdb.DuckDBPyConnection) -> str | None:
               {simp("fr", "fr + a2")} AS prefs_simp_ret, {avgjg("fr", "fr + a2")} AS prefs_avgjg_ret,
               {rnonrel("rn_ret")} AS prefs_avgjg_Rnonrel_ret, {simp(ful, "fr + a2 + fi + a4")} AS prefs_simp_imp,
               {avgjg(ful, "fr + a2 + fi + a4")} AS prefs_avgjg_imp,
-              any_value(coalesce(pr.pair, 0)) AS prefs_pair, any_value(coalesce(pr.pair_ret, 0)) AS prefs_pair_ret,
-              any_value(coalesce(pr.pair_imp, 0)) AS prefs_pair_imp
+              {pair(simp(ful, poss), "pair")} AS prefs_pair,
+              {pair(simp("fr", "fr + a2"), "pair_ret")} AS prefs_pair_ret,
+              {pair(simp(ful, "fr + a2 + fi + a4"), "pair_imp")} AS prefs_pair_imp
             FROM jgt t LEFT JOIN (SELECT qid, avg(term) AS pair, avg(term) FILTER (ret) AS pair_ret,
-                                         avg(term) FILTER (imp) AS pair_imp FROM pairs GROUP BY qid) pr USING (qid)
+                                         avg(term) FILTER (imp) AS pair_imp FROM pairs GROUP BY qid) pr
+                 ON pr.qid = t.qid
             GROUP BY t.qid"""
     )
     return None if cycle is None else str(cycle)
@@ -439,19 +457,21 @@ def _recalculated(con: duckdb.DuckDBPyConnection) -> None:
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE recalc_parts AS
-           -- one sub-group: pairs of classes but the last
-           SELECT pp.qid, pp.jg, count(*) FILTER (i < j AND i < c.njr) AS ful_all, count(*) AS poss_all,
-                  count(*) FILTER (i < j AND j < c.njr) AS ful_ret,
-                  count(*) FILTER (i < c.njr AND j < c.njr) AS poss_ret
-           FROM pp JOIN jgc c USING (qid, jg) WHERE NOT pp.tolast AND (c.nrel < c.nnon OR c.nrel_ret < c.nnon_ret)
-           GROUP BY ALL
-           UNION ALL
-           -- one sub-group: every line of the group against the kept documents of its last class
-           SELECT x.qid, x.jg, count(*) FILTER (y.keep_all AND x.d < y.d AND x.d < c.njr), count(*) FILTER (y.keep_all),
-                  count(*) FILTER (y.keep_ret AND x.d < c.njr AND x.d < y.d),
-                  count(*) FILTER (y.keep_ret AND x.d < c.njr)
-           FROM p x JOIN ec_new y ON y.qid = x.qid AND y.jg = x.jg JOIN jgc c ON c.qid = x.qid AND c.jg = x.jg
-           GROUP BY ALL
+           -- one sub-group: every line x of the group against the kept documents y of its last class, x before y
+           -- (and retrieved): for each y the lines numbered below a bound, read off one running count per group
+           WITH ev AS (
+               SELECT x.qid, x.jg, x.d AS bound, 1 AS line, false AS y_all, false AS y_ret
+               FROM p x SEMI JOIN ec_new y ON y.qid = x.qid AND y.jg = x.jg
+               UNION ALL SELECT y.qid, y.jg, least(y.d, c.njr), 0, true, false
+               FROM ec_new y JOIN jgc c USING (qid, jg) WHERE y.keep_all
+               UNION ALL SELECT qid, jg, d, 0, false, true FROM ec_new WHERE keep_ret),
+           below AS (SELECT *, sum(line) OVER (PARTITION BY qid, jg ORDER BY bound, line ROWS UNBOUNDED PRECEDING)
+                               AS n FROM ev)
+           SELECT b.qid, b.jg, coalesce(sum(n) FILTER (y_all), 0) AS ful_all,
+                  count(*) FILTER (y_all) * any_value(c.nrel + c.nnon) AS poss_all,
+                  coalesce(sum(n) FILTER (y_ret), 0) AS ful_ret,
+                  count(*) FILTER (y_ret) * any_value(c.nrel_ret + c.nnon_ret) AS poss_ret
+           FROM below b JOIN jgc c USING (qid, jg) GROUP BY b.qid, b.jg
            UNION ALL
            -- several sub-groups: the closed preferences between kept documents
            SELECT pp.qid, pp.jg, count(*) FILTER (a.keep_all AND b.keep_all AND i < c.njr AND i < j),
