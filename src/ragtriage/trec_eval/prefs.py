@@ -493,12 +493,14 @@ def _jg_values(con: duckdb.DuckDBPyConnection, lines: list[Line], level: int, ju
     (trec_eval's ``form_res_rels_jg.c``, ``m_map_avgjg.c``, ``m_P_avgjg.c``, ``m_Rprec_mult_avgjg.c``).
     A group's list is the whole run list (``-J``: its judged documents, graded 0 or more, closed up)."""
     # trec_eval's value of a listed document: its grade, -1 not in the group's judgments, -2 graded below 0
-    value = "CASE WHEN x.rel IS NULL THEN -1 WHEN x.rel < 0 THEN -2 ELSE x.rel END"
-    judged = "AND x.rel >= 0 WHERE x.rel IS NOT NULL" if judged_only else ""
+    from ragtriage.contract.relevance import is_judged, is_relevant
+
+    value = f"CASE WHEN x.rel IS NULL THEN -1 WHEN NOT {is_judged('x.rel')} THEN -2 ELSE x.rel END"
+    judged = f"AND {is_judged('x.rel')} WHERE x.rel IS NOT NULL" if judged_only else ""
     con.execute(
         f"""CREATE TEMP TABLE lst AS
             SELECT k.qid, k.jg, row_number() OVER (PARTITION BY k.qid, k.jg ORDER BY r.rk) AS rk,
-                   {value} >= {int(level)} AS rel
+                   {is_relevant(value, int(level))} AS rel
             FROM (SELECT DISTINCT qid, jg FROM rel_in) k JOIN r USING (qid)
             LEFT JOIN rel_in x ON x.qid = k.qid AND x.jg = k.jg AND x.docno = r.docno {judged}"""
     )
@@ -519,7 +521,7 @@ def _jg_values(con: duckdb.DuckDBPyConnection, lines: list[Line], level: int, ju
     con.execute(
         f"""CREATE TEMP TABLE grp AS
             SELECT g.qid, g.jg, g.num_rel, {", ".join(counts)}
-            FROM (SELECT qid, jg, count(*) FILTER (rel >= 0 AND rel >= {int(level)}) AS num_rel
+            FROM (SELECT qid, jg, count(*) FILTER ({is_judged("rel")} AND {is_relevant("rel", int(level))}) AS num_rel
                   FROM rel_in GROUP BY qid, jg) g
             LEFT JOIN (SELECT *, CASE WHEN rel THEN (count(*) FILTER (rel) OVER w)::DOUBLE / rk END AS prec FROM lst
                        WINDOW w AS (PARTITION BY qid, jg ORDER BY rk ROWS UNBOUNDED PRECEDING)) l USING (qid, jg)
