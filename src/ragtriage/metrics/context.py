@@ -42,8 +42,9 @@ class Request:
     labels: str = "human"
     cases: str = "all"
     threshold: int | None = None
-    #: a span dataset's least overlap (characters) for a result to take an evidence span's grade (``--min-overlap``)
-    min_overlap: int = DEFAULT_MIN_OVERLAP
+    #: a span dataset's least overlap (characters) for a result to take an evidence span's grade (``--min-overlap``;
+    #: ``None``: ``relevance.DEFAULT_MIN_OVERLAP``)
+    min_overlap: int | None = None
 
 
 #: The current :class:`Request`: the innermost :func:`using` block of this thread, else the process's
@@ -235,6 +236,8 @@ def resolve(
         raise StoreError("no current dataset; run `ragtriage load --dataset DIR` first")
     chosen = None if cases is None else tuple(str(c) for c in cases)
     asked = request_in_use()
+    if asked.min_overlap is not None and row[1] != "span":
+        raise MetricsError(f"--min-overlap is for a dataset of unit span; this dataset's unit is {row[1]}")
     threshold, source = (int(row[0]), "dataset") if asked.threshold is None else (asked.threshold, "--threshold")
     return EvalContext(
         run_id,
@@ -248,7 +251,7 @@ def resolve(
         asked.labels,
         asked.cases,
         source,
-        asked.min_overlap,
+        DEFAULT_MIN_OVERLAP if asked.min_overlap is None else asked.min_overlap,
     )
 
 
@@ -339,6 +342,6 @@ def request_header() -> dict[str, str]:
     out = {"population": asked.cases}
     if asked.threshold is not None:
         out["relevance threshold"] = relevance_statement(asked.threshold, "--threshold")
-    if asked.min_overlap != DEFAULT_MIN_OVERLAP:
+    if asked.min_overlap is not None:
         out["min overlap"] = f"{asked.min_overlap} characters (--min-overlap)"
     return out
