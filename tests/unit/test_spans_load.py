@@ -110,3 +110,35 @@ def test_plain_text_csv_and_parquet_forms_give_the_jsonl_figures(tmp_path: Path)
         code, out = _load("--db", str(db), "--dataset", str(folder), "--run", str(run))
         assert code == 0, out
         assert _figures(db, "A") == want, fmt
+
+
+def test_chunk_labels_and_a_chunk_map_become_span_labels_a_new_chunking_is_judged_by(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ds = write_dataset(tmp_path / "ds", dataset=DATASET, cases=CASES, labels=LABELS[:1], documents=DOCS)
+    assert _load("--db", str(db), "--dataset", str(ds))[0] == 0
+    # the old chunking's labels: chunk ids only, placed by the map (no document_id column in the file)
+    (tmp_path / "old.csv").write_text("case_id,chunk_id,grade\nq1,old-2,1\n")
+    (tmp_path / "map.jsonl").write_text(
+        '{"chunk_id": "old-1", "document_id": "d1", "start": 0, "end": 30}\n'
+        '{"chunk_id": "old-2", "document_id": "d1", "start": 30, "end": 60}\n'
+    )
+    runner = CliRunner()
+    args = ["import-labels", str(tmp_path / "old.csv"), "--annotator", "a", "--db", str(db)]
+    res = runner.invoke(app, [*args, "--chunk-map", str(tmp_path / "map.jsonl")])
+    assert res.exit_code == 0, res.output
+    con = connect(db, read_only=True)
+    assert con.sql("SELECT unit_id, grade FROM qrels ORDER BY unit_id").fetchall() == [("d1:10-20", 2), ("d1:30-60", 1)]
+    con.close()
+    run = write_run(tmp_path / "new", {"run_id": "N", "k": 10}, [{**RESULTS[0], "start": 25, "end": 50}], None)
+    assert _load("--db", str(db), "--run", str(run))[0] == 0
+    # the new chunk [25,50) misses [10,20) and holds 20 of the carried span's 30 characters
+    got = _figures(db, "N")
+    assert got["SpanRecall@10"] == 20 / 40 and got["SpanPrecision@10"] == 20 / 25 and got["P@2"] == 0.5
+    before = digest(db)
+    (tmp_path / "bad.csv").write_text("case_id,chunk_id,grade\nq1,old-9,1\n")
+    args[1] = str(tmp_path / "bad.csv")
+    res = runner.invoke(app, [*args, "--chunk-map", str(tmp_path / "map.jsonl")])
+    assert (
+        res.exit_code == 2 and f"{tmp_path / 'bad.csv'}:2: chunk_id: chunk old-9 is not in the chunk map" in res.output
+    )
+    assert digest(db) == before

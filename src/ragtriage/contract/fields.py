@@ -184,6 +184,17 @@ EVENTS = Table(
     "per-case serving events (latency, timeouts, fallbacks)",
 )
 
+CHUNK_MAP = Table(
+    "chunk_map",
+    (
+        Field("chunk_id", "string", True),
+        Field("document_id", "string", True),
+        Field("start", "int", True, description="the chunk's first character in its document"),
+        Field("end", "int", True, description="the character after the chunk (end exclusive)"),
+    ),
+    "import-labels --chunk-map: where each chunk of an old chunking sits, to carry its labels over as spans",
+)
+
 TABLES: dict[str, Table] = {t.name: t for t in (DATASET, CASES, LABELS, DOCUMENTS, RUN, RESULTS, EVENTS)}
 
 
