@@ -246,3 +246,31 @@ def test_two_chunkings_of_one_ranking_match_an_independent_interval_computation(
     )
     assert res.exit_code == 0, res.output
     assert "SpanRecall@10" in res.output and "window80" in res.output
+
+
+def test_case_screen_highlights_the_evidence_inside_each_chunk_as_plain_text(tmp_path: Path) -> None:
+    from ragtriage.app.browse.case import RESULTS_SQL
+    from ragtriage.tui.case_layout import _marked
+
+    text = "0123456789" + "EVIDENCE\x1b[2J" + "x" * 20
+    con = make_store(
+        tmp_path,
+        dataset=SPAN_DATASET,
+        cases=[{"id": "q1", "query": "a"}],
+        labels=[{"case_id": "q1", "document_id": "d1", "start": 10, "end": 22, "grade": 2}],
+        documents=[{"document_id": "d1", "text": text}],
+        runs=[
+            {
+                "run": {"run_id": "A", "k": 10},
+                "results": [{"case_id": "q1", "document_id": "d1", "start": 5, "end": 30, "score": 1.0}],
+            }
+        ],
+    )
+    (row,) = con.sql(RESULTS_SQL, params={"run_id": "A", "case_ids": ["q1"]}).to_arrow_table().to_pylist()
+    con.close()
+    assert (row["unit_id"], row["grade"], row["passage"]) == ("d1:5-30", 2, text[5:30])
+    assert row["evidence"] == [{"s": 5, "e": 17}]
+    shown = _marked(row["passage"], row["evidence"])
+    assert shown.plain == "56789EVIDENCE␛[2Jxxxxxxxx"  # the escape made visible, never interpreted
+    (marked,) = [s for s in shown.spans if s.style == "reverse"]
+    assert shown.plain[marked.start : marked.end] == "EVIDENCE␛[2J"

@@ -95,9 +95,10 @@ def span_unit(doc: str = "document_id", start: str = "span_start", end: str = "s
 
 
 def span_parts(unit: str = "unit_id") -> tuple[str, str, str]:
-    """SQL of (document_id, start, end) of a span unit id (the document id may itself hold ``:``)."""
+    """SQL of (document_id, start, end) of a span unit id (the document id may itself hold ``:``); NULL offsets for
+    a unit id of another form."""
     doc = f"regexp_extract({unit}, {SPAN_ID}, 1)"
-    start, end = (f"CAST(regexp_extract({unit}, {SPAN_ID}, {i}) AS BIGINT)" for i in (2, 3))
+    start, end = (f"TRY_CAST(regexp_extract({unit}, {SPAN_ID}, {i}) AS BIGINT)" for i in (2, 3))
     return doc, start, end
 
 
