@@ -207,13 +207,13 @@ def test_a_run_without_chunks_snippets_or_metadata_is_stored_without_those_colum
     assert stored() == [("full", 2, 1), ("plain", 1, 2)]
     got = con.execute("SELECT * FROM results ORDER BY run_id, rank").fetchall()
     assert [d[0] for d in con.execute("DESCRIBE results").fetchall()] == [
-        "run_id", "case_id", "stage", "rank", "document_id", "chunk_id", "unit_id", "score", "snippet", "metadata",
-        "line",
+        "run_id", "case_id", "stage", "rank", "document_id", "chunk_id", "unit_id", "span_start", "span_end",
+        "score", "snippet", "metadata", "line",
     ]  # fmt: skip
     assert got == [
-        ("js", "q2", "final", 1, "d1", None, "d1", None, "vpn", '{"a":1}', 1),
-        ("pq", "q1", "final", 1, "d1", None, "d1", None, None, None, 1),
-        ("pq", "q1", "final", 2, "d2", None, "d2", None, None, None, 2),
+        ("js", "q2", "final", 1, "d1", None, "d1", None, None, None, "vpn", '{"a":1}', 1),
+        ("pq", "q1", "final", 1, "d1", None, "d1", None, None, None, None, None, 1),
+        ("pq", "q1", "final", 2, "d2", None, "d2", None, None, None, None, None, 2),
     ]
     load_run(con, write_run(tmp_path / "pq2", {"run_id": "pq", "k": 10}, rich, None), replace=True)
     load_run(con, _parquet_run(tmp_path / "js2", plain, nulls), run_id="js", replace=True)

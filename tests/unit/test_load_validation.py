@@ -102,7 +102,7 @@ def test_unknown_unit(tmp_path: Path) -> None:
     con = connect(tmp_path / "s.duckdb")
     with pytest.raises(ValidationFailed) as exc:
         load_dataset(con, ds)
-    assert _errors(exc) == [f"{ds}/dataset.json:1: unit: unknown unit 'paragraph'; use chunk|document"]
+    assert _errors(exc) == [f"{ds}/dataset.json:1: unit: unknown unit 'paragraph'; use chunk|document|span"]
 
 
 def _store(tmp_path: Path):  # type: ignore[no-untyped-def]

@@ -21,20 +21,27 @@ from ragtriage.annotate.pool import pool_relation
 from ragtriage.annotate.versions import DatasetRow, dataset_row, fork_with_labels, scalar
 from ragtriage.contract.errors import Finding, ValidationFailed, unreadable
 from ragtriage.contract.field_rules import ID_CONTROLS
-from ragtriage.contract.fields import LABELS
+from ragtriage.contract.fields import CHUNK_MAP, LABELS
 from ragtriage.contract.rules import Rule, apply_rules, duplicate_rule, unknown_ref_rule
 from ragtriage.contract.staging import Staged, qident, sql_str, stage, type_findings
 from ragtriage.csv_out import restore_sql
 from ragtriage.safe_text import visible
 from ragtriage.store.connection import current_dataset_version
 from ragtriage.store.corpus_manifest import manifest_kind
-from ragtriage.store.dataset_rules import chunk_unit_rule, grade_scale_rule, label_in_snapshot_rule, label_unit
+from ragtriage.store.dataset_rules import (
+    chunk_unit_rule,
+    grade_scale_rule,
+    label_in_snapshot_rule,
+    label_unit,
+    span_rules,
+)
 from ragtriage.store.load import record_loads, record_warnings
 from ragtriage.store.transactions import transaction
 
 STAGED = "_annotate_import"
 GRADED = "_annotate_graded"
 NEW_LABELS = "_annotate_new"
+CHUNK_MAP_TABLE = "_annotate_chunk_map"
 
 
 @dataclass
@@ -88,6 +95,9 @@ def _rules(ds: DatasetRow, has_documents: bool) -> list[Rule]:
     ]
     if ds.unit == "chunk":
         rules.append(chunk_unit_rule())
+    if ds.unit == "span":
+        need = "each label needs start and end (or import chunk labels with --chunk-map)"
+        rules += span_rules(need, "documents" if has_documents else None)
     if has_documents:
         rules.append(label_in_snapshot_rule(ds.unit, "SELECT unit_id FROM documents"))
     return rules
@@ -123,13 +133,52 @@ def _restore_neutralised(con: duckdb.DuckDBPyConnection, staged: Staged) -> None
             con.unregister("_shown_ids")
 
 
+def _chunk_spans(con: duckdb.DuckDBPyConnection, staged: Staged, chunk_map: Path, ds: DatasetRow) -> list[Finding]:
+    """Chunk labels carried over to a span dataset: each label takes its chunk's document and offsets from
+    ``chunk_map`` (chunk_id, document_id, start, end). The map is checked as a span file is (file:line:field),
+    and a label whose chunk the map lacks is refused naming its line."""
+    if ds.unit != "span":
+        msg = f"--chunk-map turns chunk labels into spans: the current dataset's unit is {ds.unit}, not span"
+        return [Finding(str(chunk_map), None, "unit", "bad-value", msg)]
+    cmap = stage(con, chunk_map, CHUNK_MAP, CHUNK_MAP_TABLE)
+    found = [
+        *cmap.findings,
+        *apply_rules(
+            con,
+            cmap,
+            [*span_rules("each chunk needs start and end", None), duplicate_rule(["chunk_id"], "chunk_id", "chunk id")],
+        ),
+    ]
+    if any(f.severity == "error" for f in found):
+        return found
+    for col, kind in (("document_id", "VARCHAR"), ("start", "BIGINT"), ("end", "BIGINT")):  # absent: typed NULL
+        con.execute(f"ALTER TABLE {staged.name} ALTER {qident(col)} TYPE {kind}")
+    con.execute(
+        f"""UPDATE {staged.name} s SET document_id = m.document_id, "start" = m."start", "end" = m."end"
+            FROM {CHUNK_MAP_TABLE} m WHERE s.chunk_id = m.chunk_id"""
+    )
+    missing = Rule(
+        "chunk_id",
+        "not-in-chunk-map",
+        f"s.grade IS NOT NULL AND (s.chunk_id IS NULL OR s.chunk_id NOT IN (SELECT chunk_id FROM {CHUNK_MAP_TABLE}))",
+        f"'chunk ' || coalesce(s.chunk_id, '(none)') || ' is not in the chunk map {visible(str(chunk_map))}'",
+    )
+    return found + apply_rules(con, staged, [missing])
+
+
 def _validate(
-    con: duckdb.DuckDBPyConnection, path: Path, ds: DatasetRow, fmt: str | None
+    con: duckdb.DuckDBPyConnection, path: Path, ds: DatasetRow, fmt: str | None, chunk_map: Path | None = None
 ) -> tuple[Staged, list[Finding]]:
     staged = stage(con, path, LABELS, STAGED, fmt=fmt)
     if staged.fmt in ("csv", "tsv") and staged.rows:
         _restore_neutralised(con, staged)
     findings = _file_findings(staged)
+    if chunk_map is not None and staged.rows:
+        # the map gives each chunk's document: a chunk label file may leave the column out
+        findings = [f for f in findings if not (f.field == "document_id" and f.code == "missing-field")]
+        findings += _chunk_spans(con, staged, chunk_map, ds)
+        if any(f.severity == "error" for f in findings):
+            raise ValidationFailed([f for f in findings if f.severity == "error"])
     # a malformed JSON line left no row to check, so it is refused alone, like an unreadable file: the rules
     # below would otherwise judge a pool with that line's label missing
     malformed = any(f.code == "malformed-json" and f.severity == "error" for f in findings)
@@ -176,12 +225,14 @@ def import_labels(
     pool_runs: list[str] | None = None,
     depth: int = 10,
     stage_name: str = "final",
+    chunk_map: str | Path | None = None,
 ) -> ImportReport:
     """Import a labelled file as a child of the current version, in one transaction, then classify every run
     against it (``classify.refresh``: what ``failures``, the gate and the TUI read), as ``import-labels`` does.
 
     ``pool_runs``/``depth`` re-pool those runs against the new version to count what is still unjudged there;
-    without them the count is over the file's own rows.
+    without them the count is over the file's own rows. ``chunk_map`` (a span dataset): the file's labels are
+    of chunks, placed as spans by the map (:func:`_chunk_spans`), so labels of an old chunking carry over.
     """
     from ragtriage.classify import refresh
 
@@ -189,7 +240,7 @@ def import_labels(
     with transaction(con):
         parent = current_dataset_version(con)
         ds = dataset_row(con, parent)
-        staged, warnings = _validate(con, p, ds, fmt)
+        staged, warnings = _validate(con, p, ds, fmt, None if chunk_map is None else Path(chunk_map))
         blank = int(scalar(con, f"SELECT count(*) FROM {staged.name} WHERE grade IS NULL"))
         imported = _new_labels(con, ds, annotator)
         if imported == 0:

@@ -65,6 +65,14 @@ def import_labels_cmd(
     fmt: Annotated[str | None, typer.Option("--format", help="jsonl|csv|tsv|parquet if not by extension.")] = None,
     runs: Annotated[str | None, typer.Option("--runs", help="Also count the unjudged in these runs' pool.")] = None,
     depth: Annotated[int, typer.Option(help="Pool depth for --runs.")] = 10,
+    chunk_map: Annotated[
+        Path | None,
+        typer.Option(
+            "--chunk-map",
+            help="Span dataset: the file labels chunks; this file (chunk_id, document_id, start, end) places "
+            "each chunk, so its labels become spans that survive re-chunking.",
+        ),
+    ] = None,
 ) -> None:
     """Import labelled rows as a new dataset version (the old version is kept) and make it current."""
     from ragtriage.annotate import import_labels
@@ -73,7 +81,13 @@ def import_labels_cmd(
     arg_checks.at_least("--depth", depth, 1)
     with store_for(db, read_only=False) as con:
         rep = import_labels(
-            con, path, annotator=annotator, fmt=fmt, pool_runs=split_runs(runs) if runs else None, depth=depth
+            con,
+            path,
+            annotator=annotator,
+            fmt=fmt,
+            pool_runs=split_runs(runs) if runs else None,
+            depth=depth,
+            chunk_map=chunk_map,
         )
     state = "unchanged (already present), now current" if rep.unchanged else f"created from {rep.parent}"
     say(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ragtriage.cli._app import app, classified_first, fail, output_path, split_runs, store_for
-from ragtriage.cli.metrics_options import Cases, CasesOpt, Labels, StoreThresholdOpt, asked
+from ragtriage.cli.metrics_options import Cases, CasesOpt, Labels, MinOverlapOpt, StoreThresholdOpt, asked
 from ragtriage.paths import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -151,6 +151,7 @@ def report(
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
     cases: CasesOpt = Cases.all,
     threshold: StoreThresholdOpt = None,
+    min_overlap: MinOverlapOpt = None,
 ) -> None:
     """Publish a comparison of several runs: table, configuration diff, per-slice and per-category changes, the
     cause of every regressed case (as compare --explain), plots.
@@ -173,7 +174,7 @@ def report(
         output_path(target, db, force)
     if plot_dir is not None and plot_dir.exists() and not force:
         raise fail(ValueError(f"{plot_dir}: exists (the Markdown report's plots go there); pass --force"))
-    with asked(Labels.human, cases, threshold):
+    with asked(Labels.human, cases, threshold, min_overlap):
         rc, changes = compare_many_cmd(
             db,
             run_ids,

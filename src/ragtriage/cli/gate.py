@@ -38,7 +38,15 @@ from ragtriage.cli.experiments import (
     TestOpt,
     compare_many_cmd,
 )
-from ragtriage.cli.metrics_options import Cases, CasesOpt, Labels, LabelsOpt, StoreThresholdOpt, asked
+from ragtriage.cli.metrics_options import (
+    Cases,
+    CasesOpt,
+    Labels,
+    LabelsOpt,
+    MinOverlapOpt,
+    StoreThresholdOpt,
+    asked,
+)
 from ragtriage.contract.limits import MAX_CUTOFF
 from ragtriage.safe_text import visible
 
@@ -78,6 +86,7 @@ def compare(
     labels: LabelsOpt = Labels.human,
     cases: CasesOpt = Cases.all,
     threshold: StoreThresholdOpt = None,
+    min_overlap: MinOverlapOpt = None,
     explain: Annotated[
         bool,
         typer.Option("--explain", help="Give each case whose measure dropped one cause, with its evidence."),
@@ -98,7 +107,7 @@ def compare(
     many = split_runs(runs)
     if run is not None and many:
         raise _fail(ValueError("give either --run (one candidate) or --runs (several), not both"))
-    with asked(labels, cases, threshold):
+    with asked(labels, cases, threshold, min_overlap):
         if many or measure:
             many = [run] if run is not None else many
             if not many:
@@ -163,6 +172,7 @@ def gate(
     labels: LabelsOpt = Labels.human,
     cases: CasesOpt = Cases.all,
     threshold: StoreThresholdOpt = None,
+    min_overlap: MinOverlapOpt = None,
 ) -> None:
     """Release gate: exit 0 when every rule passes for every candidate, 1 when any fails, 2 on unusable input."""
     import duckdb
@@ -197,7 +207,7 @@ def gate(
     except (StoreError, ValueError, duckdb.Error):
         pass  # an unknown run or an unreadable store: the evaluation below says so, in its own words
     classified_first(db)
-    with store_for(db, read_only=not record) as con, asked(labels, cases, threshold):
+    with store_for(db, read_only=not record) as con, asked(labels, cases, threshold, min_overlap):
         verdicts, in_use = gate_verdicts(con, config, split_runs(run), baseline, record=record)
     for path, writer in outputs:  # streamed: a verdict naming most cases of a large run is never one string
         with written_whole(path) as partial, partial.open("w", encoding="utf-8") as out:

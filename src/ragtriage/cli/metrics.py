@@ -13,7 +13,18 @@ import typer
 
 from ragtriage.app.render.output import Format
 from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, FormatOpt, app
-from ragtriage.cli.metrics_options import Cases, CasesOpt, Engine, Gain, Labels, LabelsOpt, Stage, View, asked
+from ragtriage.cli.metrics_options import (
+    Cases,
+    CasesOpt,
+    Engine,
+    Gain,
+    Labels,
+    LabelsOpt,
+    MinOverlapOpt,
+    Stage,
+    View,
+    asked,
+)
 from ragtriage.contract.limits import INT_MAX, INT_MIN
 
 
@@ -42,6 +53,7 @@ def metrics_cmd(
             help="grade >= THRESHOLD is relevant in every figure (trec_eval -l); default: the dataset's (--qrels: 1).",
         ),
     ] = None,
+    min_overlap: MinOverlapOpt = None,
     by: Annotated[str | None, typer.Option("--by", help="Slice by a case or evidence field.")] = None,
     split: Annotated[str | None, typer.Option("--split", help="Only cases of this split (dev|holdout).")] = None,
     stage: Annotated[Stage, typer.Option("--stage", help="Result stage to evaluate.")] = Stage.final,
@@ -92,6 +104,7 @@ def metrics_cmd(
                 ("--split", split),
                 ("--labels with-judge", labels is Labels.with_judge),
                 (f"--cases {cases.value}", cases is not Cases.all),
+                ("--min-overlap", min_overlap is not None),
             )
             if given
         ]
@@ -103,7 +116,7 @@ def metrics_cmd(
             raise fail(f"--engine spark evaluates --qrels/--run files by measure: drop {', '.join(refused)}")
         run_spark_metrics(qrels, run, k, measure, threshold, gain, trec_compat, per_case_rows, spark_master, fmt)
         return
-    with asked(labels, cases, threshold):
+    with asked(labels, cases, threshold, min_overlap):
         run_metrics(
             db, run, k, measure, qrels, threshold, by, split, stage, gain, trec_compat, per_case_rows, view, seed, fmt
         )

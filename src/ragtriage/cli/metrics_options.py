@@ -75,10 +75,23 @@ StoreThresholdOpt = Annotated[
 ]
 
 
+#: ``--min-overlap`` of every command that prints figures of a span dataset (docs/spans.md)
+MinOverlapOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--min-overlap",
+        min=1,
+        max=INT_MAX,
+        help="Span datasets: a result takes an evidence span's grade when they share at least this many "
+        "characters (default 1).",
+    ),
+]
+
+
 @contextmanager
-def asked(labels: Labels, cases: Cases, threshold: int | None) -> Iterator[None]:
+def asked(labels: Labels, cases: Cases, threshold: int | None, min_overlap: int | None = None) -> Iterator[None]:
     """The command's figure settings for every context resolved inside the block (``metrics.context.using``)."""
     from ragtriage.metrics.context import using
 
-    with using(labels=labels.value, cases=cases.value, threshold=threshold):
+    with using(labels=labels.value, cases=cases.value, threshold=threshold, min_overlap=min_overlap):
         yield

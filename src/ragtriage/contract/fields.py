@@ -41,7 +41,7 @@ class Table:
 
 
 STAGES = ("candidate", "final")
-UNITS = ("chunk", "document")
+UNITS = ("chunk", "document", "span")
 BEHAVIORS = ("evidence", "empty", "below_threshold", "insufficient_evidence")
 EVENT_STATUSES = ("ok", "insufficient_evidence", "error")
 DOC_STATUSES = ("current", "archived")
@@ -52,7 +52,13 @@ DATASET = Table(
     (
         Field("name", "string", True),
         Field("version", "string", True),
-        Field("unit", "string", True, UNITS, "evidence unit that metrics count: chunk ids or document ids"),
+        Field(
+            "unit",
+            "string",
+            True,
+            UNITS,
+            "evidence unit that metrics count: chunk ids, document ids, or evidence spans (docs/spans.md)",
+        ),
         Field(
             "relevance_threshold",
             "int",
@@ -94,6 +100,8 @@ LABELS = Table(
         Field("document_id", "string", True),
         Field("chunk_id", "string"),
         Field("section_id", "string"),
+        Field("start", "int", description="unit span: first character of the evidence (code points, from 0)"),
+        Field("end", "int", description="unit span: the character after the evidence (end exclusive)"),
         Field("grade", "int", True, description="integer on the dataset's grade scale"),
         Field("annotator", "string", description="default 'default'; several per case and unit allowed"),
         Field("note", "string"),
@@ -153,6 +161,8 @@ RESULTS = Table(
         Field("rank", "int", True, description=">= 1"),
         Field("document_id", "string", True),
         Field("chunk_id", "string"),
+        Field("start", "int", description="the chunk's first character in its document (unit span: required)"),
+        Field("end", "int", description="the character after the chunk (end exclusive)"),
         Field("score", "float"),
         Field("snippet", "string"),
         Field("metadata", "object"),
@@ -172,6 +182,17 @@ EVENTS = Table(
         Field("error", "string"),
     ),
     "per-case serving events (latency, timeouts, fallbacks)",
+)
+
+CHUNK_MAP = Table(
+    "chunk_map",
+    (
+        Field("chunk_id", "string", True),
+        Field("document_id", "string", True),
+        Field("start", "int", True, description="the chunk's first character in its document"),
+        Field("end", "int", True, description="the character after the chunk (end exclusive)"),
+    ),
+    "import-labels --chunk-map: where each chunk of an old chunking sits, to carry its labels over as spans",
 )
 
 TABLES: dict[str, Table] = {t.name: t for t in (DATASET, CASES, LABELS, DOCUMENTS, RUN, RESULTS, EVENTS)}

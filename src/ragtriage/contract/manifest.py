@@ -144,7 +144,7 @@ def parse_dataset_manifest(
         m = DatasetManifest(default_name, "unversioned", unit or "document", threshold if threshold is not None else 1)
         if m.unit not in UNITS:
             return None, [
-                Finding("--unit", None, "unit", "unknown-unit", f"unknown unit {m.unit!r}; use chunk|document")
+                Finding("--unit", None, "unit", "unknown-unit", f"unknown unit {m.unit!r}; use {'|'.join(UNITS)}")
             ]
         return m, []
     obj, findings = read_json_object(path)
@@ -156,7 +156,9 @@ def parse_dataset_manifest(
     if "unit" in obj and obj["unit"] not in UNITS:
         line = next((x.line for x in findings if x.field == "unit"), None)
         findings = [x for x in findings if x.field != "unit"]
-        findings.append(Finding(f, line, "unit", "unknown-unit", f"unknown unit {obj['unit']!r}; use chunk|document"))
+        findings.append(
+            Finding(f, line, "unit", "unknown-unit", f"unknown unit {obj['unit']!r}; use {'|'.join(UNITS)}")
+        )
     scale = obj.get("grade_scale") or {}
     gmin, gmax = 0, 3
     rubric = dict(DEFAULT_RUBRIC)

@@ -77,3 +77,51 @@ def relevant_labels(threshold: int | str = CURRENT_THRESHOLD, qrels: str = "qrel
     """A SQL query of the relevant labels: (case_id, unit_id, grade) rows of ``qrels`` (the store's, or another
     relation of its columns such as the judge-filled one) at ``threshold``."""
     return f"SELECT case_id, unit_id, grade FROM {qrels} WHERE {is_relevant('grade', threshold)}"
+
+
+#: Dataset unit ``span``: a label is an evidence span (document, start, end: code points, end exclusive) and a
+#: result's grade is derived from the spans it overlaps (docs/spans.md). The least overlap a result needs, in
+#: characters, unless a command is asked ``--min-overlap``.
+DEFAULT_MIN_OVERLAP = 1
+
+#: A span unit id's pattern (the document id may itself hold ``:``).
+SPAN_ID = "'^(.*):([0-9]+)-([0-9]+)$'"
+
+
+def span_unit(doc: str = "document_id", start: str = "span_start", end: str = "span_end") -> str:
+    """SQL of a span's unit id, ``document:start-end`` (labels and results alike; :func:`span_parts` reads it
+    back): two results or labels of one span are one unit, and a unit id alone says where its text is."""
+    return f"({doc} || ':' || CAST({start} AS VARCHAR) || '-' || CAST({end} AS VARCHAR))"
+
+
+def span_parts(unit: str = "unit_id") -> tuple[str, str, str]:
+    """SQL of (document_id, start, end) of a span unit id (the document id may itself hold ``:``); NULL offsets for
+    a unit id of another form."""
+    doc = f"regexp_extract({unit}, {SPAN_ID}, 1)"
+    start, end = (f"TRY_CAST(regexp_extract({unit}, {SPAN_ID}, {i}) AS BIGINT)" for i in (2, 3))
+    return doc, start, end
+
+
+def spans_of(rows: str) -> str:
+    """``rows`` (a relation with ``unit_id`` of span units) with its document ``d``, start ``s`` and end ``e``."""
+    d, s, e = span_parts()
+    return f"(SELECT x.*, {d} AS d, {s} AS s, {e} AS e FROM {rows} x)"
+
+
+def overlap(a: str, b: str) -> str:
+    """SQL of the characters two spans (aliases with ``s``, ``e``) share; end exclusive, so touching spans share 0
+    and a negative value means a gap."""
+    return f"(least({a}.e, {b}.e) - greatest({a}.s, {b}.s))"
+
+
+def derived_grades(units: str, evidence: str, min_overlap: int = DEFAULT_MIN_OVERLAP) -> str:
+    """The one rule of a retrieved span's grade: (case_id, unit_id, grade) of each unit of ``units`` (case_id,
+    unit_id) in a document the case has evidence in (``evidence``: qrels rows of span units): the largest grade of
+    the evidence spans it overlaps by at least ``min_overlap`` characters, else 0 (its document's evidence is
+    marked and this span holds none of it: judged non-relevant). A unit of a document without evidence for the
+    case stays unlabelled, as an unlabelled unit of any dataset."""
+    return f"""SELECT u.case_id, u.unit_id,
+                   coalesce(max(v.grade) FILTER (WHERE {overlap("u", "v")} >= {int(min_overlap)}), 0) AS grade
+            FROM {spans_of(f"(SELECT DISTINCT case_id, unit_id FROM {units})")} u
+            JOIN {spans_of(evidence)} v ON u.case_id = v.case_id AND u.d = v.d
+            GROUP BY u.case_id, u.unit_id"""

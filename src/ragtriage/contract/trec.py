@@ -51,10 +51,11 @@ CASE_COLUMNS = (
 
 LABEL_COLUMNS = (
     "CAST(NULL AS VARCHAR) AS chunk_id, CAST(NULL AS VARCHAR) AS section_id, 'default' AS annotator, "
-    "CAST(NULL AS VARCHAR) AS note"
+    'CAST(NULL AS VARCHAR) AS note, CAST(NULL AS BIGINT) AS "start", CAST(NULL AS BIGINT) AS "end"'
 )
 RESULT_COLUMNS = (
-    "CAST(NULL AS VARCHAR) AS chunk_id, CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
+    "CAST(NULL AS VARCHAR) AS chunk_id, CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata, "
+    'CAST(NULL AS BIGINT) AS "start", CAST(NULL AS BIGINT) AS "end"'
 )
 
 
@@ -236,8 +237,8 @@ def _rank_trec_run(
     facts.depth = int(depth)
     if rows == 0 and not has_errors(findings):
         findings.append(Finding(str(path), None, None, "empty-file", "file holds no rows"))
-    cols = "line, case_id, 'final' AS stage, document_id, chunk_id, score, snippet, metadata, tag"
-    nulls = "CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS VARCHAR) AS metadata"
+    cols = 'line, case_id, \'final\' AS stage, document_id, chunk_id, score, snippet, metadata, tag, "start", "end"'
+    nulls = RESULT_COLUMNS.removeprefix("CAST(NULL AS VARCHAR) AS chunk_id, ")
     if not by_tag and not has_errors(findings) and _in_trec_order(con, data, firsts):
         con.execute(
             f"""CREATE TEMP VIEW {name} AS SELECT {cols}, CAST(line - f.first + 1 AS BIGINT) AS rank

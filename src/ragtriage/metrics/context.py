@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ragtriage.contract.fields import SPLITS, STAGES
 from ragtriage.contract.limits import MAX_CUTOFF
-from ragtriage.contract.relevance import is_human, is_relevant, relevance_statement
+from ragtriage.contract.relevance import DEFAULT_MIN_OVERLAP, is_human, is_relevant, relevance_statement
 from ragtriage.metrics.gain import DEFAULT_GAIN, GAINS, gain_sql
 from ragtriage.store import StoreError, current_dataset_version, require_run
 from ragtriage.store.schema import QRELS_WITH_JUDGE
@@ -42,6 +42,9 @@ class Request:
     labels: str = "human"
     cases: str = "all"
     threshold: int | None = None
+    #: a span dataset's least overlap (characters) for a result to take an evidence span's grade (``--min-overlap``;
+    #: ``None``: ``relevance.DEFAULT_MIN_OVERLAP``)
+    min_overlap: int | None = None
 
 
 #: The current :class:`Request`: the innermost :func:`using` block of this thread, else the process's
@@ -53,26 +56,37 @@ _PROCESS = [Request()]
 def use_for_process(asked: Request) -> None:
     """Every context this process resolves outside a :func:`using` block takes ``asked``: the settings of a
     long-lived process (``ragtriage tui``) whose reads run in worker threads."""
-    _check(asked.labels, asked.cases)
+    _check(asked.labels, asked.cases, asked.min_overlap)
     _PROCESS[0] = asked
 
 
-def _check(labels: str | None, cases: str | None) -> None:
+def _check(labels: str | None, cases: str | None, min_overlap: int | None = None) -> None:
+    if min_overlap is not None and (
+        isinstance(min_overlap, bool) or not isinstance(min_overlap, int) or min_overlap < 1
+    ):
+        raise MetricsError(f"--min-overlap {min_overlap!r}: give a whole number of characters >= 1")
     for value, choices, what in ((labels, LABEL_CHOICES, "labels"), (cases, CASE_CHOICES, "--cases")):
         if value is not None and value not in choices:
             raise MetricsError(f"{what} {value!r}: use one of {', '.join(choices)}")
 
 
 @contextmanager
-def using(*, labels: str | None = None, cases: str | None = None, threshold: int | None = None) -> Iterator[Request]:
+def using(
+    *,
+    labels: str | None = None,
+    cases: str | None = None,
+    threshold: int | None = None,
+    min_overlap: int | None = None,
+) -> Iterator[Request]:
     """Every context :func:`resolve` makes inside the block takes these settings (a command's ``--labels``,
-    ``--cases``, ``--threshold``); a value left ``None`` keeps the enclosing block's."""
+    ``--cases``, ``--threshold``, ``--min-overlap``); a value left ``None`` keeps the enclosing block's."""
     now = request_in_use()
-    _check(labels, cases)
+    _check(labels, cases, min_overlap)
     asked = Request(
         labels if labels is not None else now.labels,
         cases if cases is not None else now.cases,
         threshold if threshold is not None else now.threshold,
+        min_overlap if min_overlap is not None else now.min_overlap,
     )
     token = _BLOCK.set(asked)
     try:
@@ -125,6 +139,8 @@ class EvalContext:
     population: str = "all"
     #: where :attr:`threshold` came from: ``--threshold`` or the dataset
     threshold_source: str = "dataset"
+    #: unit ``span``: the least overlap that gives a result an evidence span's grade (``relevance.derived_grades``)
+    min_overlap: int = DEFAULT_MIN_OVERLAP
 
     @property
     def depth(self) -> int:
@@ -220,9 +236,22 @@ def resolve(
         raise StoreError("no current dataset; run `ragtriage load --dataset DIR` first")
     chosen = None if cases is None else tuple(str(c) for c in cases)
     asked = request_in_use()
+    if asked.min_overlap is not None and row[1] != "span":
+        raise MetricsError(f"--min-overlap is for a dataset of unit span; this dataset's unit is {row[1]}")
     threshold, source = (int(row[0]), "dataset") if asked.threshold is None else (asked.threshold, "--threshold")
     return EvalContext(
-        run_id, stage, parse_ks(ks), gain, split, threshold, str(row[1]), chosen, asked.labels, asked.cases, source
+        run_id,
+        stage,
+        parse_ks(ks),
+        gain,
+        split,
+        threshold,
+        str(row[1]),
+        chosen,
+        asked.labels,
+        asked.cases,
+        source,
+        DEFAULT_MIN_OVERLAP if asked.min_overlap is None else asked.min_overlap,
     )
 
 
@@ -313,4 +342,6 @@ def request_header() -> dict[str, str]:
     out = {"population": asked.cases}
     if asked.threshold is not None:
         out["relevance threshold"] = relevance_statement(asked.threshold, "--threshold")
+    if asked.min_overlap is not None:
+        out["min overlap"] = f"{asked.min_overlap} characters (--min-overlap)"
     return out

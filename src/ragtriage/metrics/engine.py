@@ -22,11 +22,12 @@ from collections.abc import Callable, Sequence
 import duckdb
 import pyarrow as pa
 
-from ragtriage.contract.relevance import is_judged_nonrelevant, is_relevant
-from ragtriage.metrics.context import EvalContext, arrow
+from ragtriage.contract.relevance import derived_grades, is_judged_nonrelevant, is_relevant
+from ragtriage.metrics.context import EvalContext, MetricsError, arrow
 from ragtriage.metrics.gain import DEFAULT_GAIN, dcg_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
 from ragtriage.metrics.measures import DCG_TO_GAIN, GAIN_TO_DCG, Measure
-from ragtriage.metrics.ranking import has_repeats, labelled_positions_sql
+from ragtriage.metrics.ranking import has_repeats, labelled_positions_sql, positions_sql
+from ragtriage.metrics.spans import span_cover
 from ragtriage.metrics.trec_families import FAMILIES, Family, is_text
 from ragtriage.store.connection import run_value
 from ragtriage.store.load_memory import UNRANKED
@@ -46,6 +47,7 @@ class Builder:
         self.agg: dict[str, str] = {}
         self.stats: dict[str, str] = {}
         self.windows: dict[str, str] = {}  # columns added to each labelled row (:meth:`window`)
+        self.spans: dict[str, str] = {}  # per-case span covers (:meth:`span`), a relation each
 
     def stat(self, name: str, sql: str) -> str:
         """A per-case aggregate over the case's qrels ``q``, named once."""
@@ -98,6 +100,13 @@ class Builder:
         """(DCG@k of the list, ideal DCG@k of the case) under ``gain``."""
         dcg = self.aggregate(f"dcg_{gain[:3]}_{k or 'all'}", dcg_sql(k, gain_sql(gain, "grade")))
         return dcg, ideal_dcg_sql(k, self.stat(f"gains_{gain[:3]}", ideal_gains_sql(gain, "q.grade")))
+
+    def span(self, r: int, k: int) -> tuple[str, str, str]:
+        """(evidence, retrieved, shared) characters of the case: the relevant evidence spans at ``r`` against the
+        union of the spans of the top ``k`` results (``metrics.spans.span_cover``; dataset unit ``span``)."""
+        name = f"sp_{_tag(r)}_{k}"
+        self.spans[name] = span_cover(k, r)
+        return f"coalesce({name}.ev, 0)", f"coalesce({name}.ret, 0)", f"coalesce({name}.inter, 0)"
 
     def bpref_before(self, r: int) -> str:
         """Judged non-relevant results ranked before each row (the Bpref window), beside the case's counts."""
@@ -222,6 +231,24 @@ def _ndcg(b: Builder, m: Measure, r: int) -> str:
     return f"coalesce({dcg} / nullif({ideal}, 0), 0.0)"
 
 
+@register("SpanRecall")
+def _span_recall(b: Builder, m: Measure, r: int) -> str:
+    ev, _, inter = b.span(r, m.cutoff or 0)
+    return b.per_relevant(f"{inter} / {ev}", r)
+
+
+@register("SpanPrecision")
+def _span_precision(b: Builder, m: Measure, r: int) -> str:
+    _, ret, inter = b.span(r, m.cutoff or 0)
+    return b.per_relevant(f"CASE WHEN {ret} > 0 THEN {inter} / {ret} ELSE 0.0 END", r)
+
+
+@register("SpanIoU")
+def _span_iou(b: Builder, m: Measure, r: int) -> str:
+    ev, ret, inter = b.span(r, m.cutoff or 0)
+    return b.per_relevant(f"{inter} / ({ev} + {ret} - {inter})", r)
+
+
 def _family(fam: Family) -> MeasureSql:
     def sql(b: Builder, m: Measure, r: int) -> str:
         return fam.sql(b, m)
@@ -256,29 +283,51 @@ def measures_sql(
         for i, m in enumerate(measures)
     ]
     b.nrel(ctx.threshold)
+    span = ctx.unit == "span"
+    if b.spans and not span:
+        raise MetricsError(
+            f"{', '.join(map(str, measures))}: span measures need a dataset of unit span (docs/spans.md)"
+        )
     pop, params = ctx.population_sql(trec=trec)
     qrels, qrels_params = ctx.qrels_sql()
     stats = ",\n".join(f"{v} AS {k}" for k, v in b.stats.items())
     agg = ",\n".join(f"{v} AS {k}" for k, v in b.agg.items()) or "count(*) AS n_labelled"
+    # a span dataset's qrels are its evidence spans (``ev``: the counts and the ideal list); each listed unit
+    # takes its grade from them by the one rule, ``relevance.derived_grades`` (``q``: what the lists join)
+    labels = f"""{"ev" if span else "q"} AS MATERIALIZED (SELECT case_id, unit_id, grade FROM {qrels}
+              SEMI JOIN pop USING (case_id))"""
     if cut:
+        rows = ""
         lists = f"""jp AS (SELECT l.case_id, l.pos, q.grade FROM {cut} l JOIN q USING (case_id, unit_id)),
         nret AS (SELECT case_id, count(*) AS num_ret FROM {cut} GROUP BY case_id)"""
         run_params: list[object] = []
+        listed = f"SELECT case_id, unit_id, pos FROM {cut}"
     else:
         keep = "" if unranked and ctx.split is None else "AND case_id IN (SELECT case_id FROM pop)"
-        lists = f"""r AS NOT MATERIALIZED (SELECT case_id, unit_id, rank, score FROM results
-              WHERE run_id = ? AND stage = ? {keep}),
-        {labelled_positions_sql(by_score=by_score, repeats=repeats, scored=unranked, depth=_depth(measures))}"""
+        rows = f"""r AS NOT MATERIALIZED (SELECT case_id, unit_id, rank, score FROM results
+              WHERE run_id = ? AND stage = ? {keep}),"""
+        lists = labelled_positions_sql(by_score=by_score, repeats=repeats, scored=unranked, depth=_depth(measures))
         run_params = [ctx.run_id, ctx.stage]
+        listed = f"SELECT * FROM ({positions_sql('r')}) WHERE pos <= {max(m.cutoff or 0 for m in measures)}"
+    if span:
+        units = cut or "r"
+        labels += f""",
+    {rows}
+    q AS MATERIALIZED ({derived_grades(units, "ev", ctx.min_overlap)})"""
+        rows = ""
+    spans = "".join(f",\n    {name} AS ({sql})" for name, sql in b.spans.items())
+    joins = "".join(f" LEFT JOIN {name} USING (case_id)" for name in b.spans)
+    spans = (f",\n    lr AS ({listed})" if b.spans else "") + spans
     sql = f"""
     WITH pop AS MATERIALIZED ({pop}),
-    q AS MATERIALIZED (SELECT case_id, unit_id, grade FROM {qrels} SEMI JOIN pop USING (case_id)),
+    {labels},
+    {rows}
     {lists},
-    n AS (SELECT pop.case_id, {stats} FROM pop JOIN q USING (case_id) GROUP BY pop.case_id),
-    a AS (SELECT case_id, {agg} FROM {b.hit_rows()} GROUP BY case_id)
+    n AS (SELECT pop.case_id, {stats} FROM pop JOIN {"ev" if span else "q"} q USING (case_id) GROUP BY pop.case_id),
+    a AS (SELECT case_id, {agg} FROM {b.hit_rows()} GROUP BY case_id){spans}
     SELECT n.case_id, {b.nrel(ctx.threshold)} = 0 AS _no_relevant, nret.case_id IS NOT NULL AS _in_run,
            {", ".join(exprs)}
-    FROM n LEFT JOIN a USING (case_id) LEFT JOIN nret USING (case_id) ORDER BY n.case_id
+    FROM n LEFT JOIN a USING (case_id) LEFT JOIN nret USING (case_id){joins} ORDER BY n.case_id
     """
     return sql, [*params, *qrels_params, *run_params]
 

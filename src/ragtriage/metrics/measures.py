@@ -57,6 +57,10 @@ SPECS: dict[str, Spec] = {
     "NumRelRet": Spec(cut=False, trec="num_rel_ret", summed=True),
     "NumRel": Spec(cut=False, trec="num_rel", summed=True),
     "NumQ": Spec((), cut=False, trec="num_q", summed=True),
+    # dataset unit span: characters of the relevant evidence against the union of the top-k results' spans
+    "SpanRecall": Spec(needs_cut=True),
+    "SpanPrecision": Spec(needs_cut=True),
+    "SpanIoU": Spec(needs_cut=True),
 }
 
 #: The fixed table's measures (``metrics.per_case``: one column per measure and k), and the ``--k`` shorthand's.

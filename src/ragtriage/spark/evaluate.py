@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ragtriage.contract.relevance import DEFAULT_MIN_OVERLAP
 from ragtriage.contract.trec import trec_rank
 from ragtriage.metrics.context import EvalContext, unlabelled_sql
 from ragtriage.metrics.engine import measures_sql
@@ -116,6 +117,8 @@ def evaluate(
     trec_compat: bool = True,
     threshold: int | None = None,
     gain: str = "linear",
+    unit: str = "document",
+    min_overlap: int = DEFAULT_MIN_OVERLAP,
 ) -> SparkEvaluation:
     """Evaluate ``run`` against ``qrels`` on Spark, as ``ragtriage.evaluate`` does with DuckDB.
 
@@ -126,7 +129,11 @@ def evaluate(
     ``trec_compat``: trec_eval's rules (score order, linear gain); False: the default mode (the run's ranks,
     ``gain`` for nDCG without ``dcg=``). Either way a case without relevant labels scores 0, as in trec_eval and
     every DuckDB entry point (the one population rule, ``EvalContext.population_sql``).
+    ``unit="span"``: every docno is a span, ``document:start-end`` (docs/spans.md), graded by the one overlap
+    rule at ``min_overlap`` characters, and the span measures (SpanRecall@k, ...) can be asked.
     """
+    if unit not in ("document", "span"):
+        raise ValueError(f"unit {unit!r}: use document or span")
     gain = "linear" if trec_compat else gain
     threshold = 1 if threshold is None else int(threshold)
     resolved = [m.resolve(threshold, gain) for m in parse_measures(measures)]
@@ -143,7 +150,7 @@ def evaluate(
             f"SELECT '{RUN_ID}' AS run_id, 'final' AS stage, case_id, unit_id, {rank} AS rank, score FROM run_rows"
         ),
     )
-    ctx = EvalContext(RUN_ID, "final", (1,), gain, None, threshold, "document")
+    ctx = EvalContext(RUN_ID, "final", (1,), gain, None, threshold, unit, min_overlap=min_overlap)
     # repeats: a document may appear twice in a list (no load checked it); the engine keeps its first position
     sql, params = measures_sql(resolved, ctx, trec=trec_compat, repeats=True, by_score=trec_compat and ranked)
     table = views.sql(sql, params)

@@ -25,7 +25,7 @@ from ragtriage.contract.trec import RunFacts
 from ragtriage.safe_text import has_controls
 from ragtriage.store.connection import DEFAULT_K_SOURCE, DEFAULT_RUN_K, current_dataset_version, set_current_dataset
 from ragtriage.store.corpus_manifest import forget_derived, keeps_derived
-from ragtriage.store.dataset_rules import dataset_findings, document_unit, label_unit
+from ragtriage.store.dataset_rules import dataset_findings, document_unit, label_unit, span_rules, split_span_ids
 from ragtriage.store.run_rules import pre_write_rules, run_findings
 from ragtriage.store.versioning import dataset_hash, relation_digest
 from ragtriage.version import __version__
@@ -129,6 +129,8 @@ def write_dataset(
 ) -> LoadReport:
     """Check the staged cases/labels/documents and write them as a dataset version made current (inside the
     caller's transaction; ``store.byo.load_inputs`` owns it). ``strict`` refuses ids holding controls."""
+    if manifest.unit == "span":
+        staged = {**staged, "labels": split_span_ids(con, staged["labels"])}
     warnings = _fail_if_errors(findings + dataset_findings(con, staged, manifest, strict=strict))
     version = dataset_hash(con, manifest, staged)
     exists = con.execute("SELECT 1 FROM datasets WHERE dataset_version = ?", [version]).fetchall()
@@ -259,6 +261,12 @@ def write_run(
         )
     # A stage outside the enum or a rank beyond INTEGER cannot even be written: check the staged rows first.
     pre = apply_rules(con, res, pre_write_rules()) if contract else []
+    if unit == "span":
+        res = split_span_ids(con, res)
+        staged = {**staged, "results": res}
+        what = "each result needs start and end, the chunk''s characters in its document (TREC: docno doc:start-end)"
+        docs = "documents" if con.execute("SELECT count(*) > 0 FROM documents").fetchall()[0][0] else None
+        pre += apply_rules(con, res, span_rules(what, docs))
     _fail_if_errors(findings + pre)
     if existing:
         for table in ROW_TABLES:
@@ -374,6 +382,7 @@ def _loaded_view(con: duckdb.DuckDBPyConnection, rid: str, source: Staged, table
     # Straight from the table written: the stage stays the stored enum (never NULL), no row is joined to its run,
     # and a plain run's chunk id is a constant NULL, which the rules over it fold away.
     chunk = "chunk_id" if table == FULL_ROWS else "CAST(NULL AS VARCHAR) AS chunk_id"
+    chunk += ', span_start AS "start", span_end AS "end"' if table == FULL_ROWS else ', NULL AS "start", NULL AS "end"'
     con.execute(
         f"""CREATE OR REPLACE TEMP VIEW stg_loaded_results AS
             SELECT line, case_id, stage, rank, document_id, {chunk}, score
@@ -421,8 +430,9 @@ def _insert_run(
     )
     r = staged["results"].name
     key = con.execute("SELECT run_key FROM runs WHERE run_id = ?", [rid]).fetchall()[0][0]
-    table = row_table(con, r)
+    table = FULL_ROWS if unit == "span" else row_table(con, r)  # a span run's offsets are in the full rows
     extra = ", chunk_id, snippet, CAST(metadata AS JSON) AS metadata" if table == FULL_ROWS else ""
+    extra += ', "start" AS span_start, "end" AS span_end' if unit == "span" else ""
     where = "WHERE case_id IN (SELECT case_id FROM cases)"
     if source_format in CONTRACT_FORMATS and _all_cases(con, r):
         where = ""

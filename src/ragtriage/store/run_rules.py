@@ -7,6 +7,7 @@ import duckdb
 from ragtriage.contract.errors import Finding
 from ragtriage.contract.field_rules import control_rule, empty_id_rule, field_rules, range_rules
 from ragtriage.contract.fields import EVENTS, RESULTS
+from ragtriage.contract.relevance import span_unit
 from ragtriage.contract.rules import (
     Rule,
     apply_rules,
@@ -59,8 +60,11 @@ def run_findings(
         )
     has_docs = check_refs and con.execute("SELECT count(*) > 0 FROM documents").fetchall()[0][0]
     # unit "auto" (validating a run without its dataset): a chunk id when given, else the document id.
-    unit_expr = {"document": "s.document_id", "chunk": "s.chunk_id"}.get(unit, "coalesce(s.chunk_id, s.document_id)")
-    doc_unit = "document_id" if unit == "document" else "chunk_id"
+    # A span dataset's results are in the corpus by their document; a repeat in a list is the same span.
+    unit_expr = {"document": "s.document_id", "span": "s.document_id", "chunk": "s.chunk_id"}.get(
+        unit, "coalesce(s.chunk_id, s.document_id)"
+    )
+    doc_unit = "document_id" if unit in ("document", "span") else "chunk_id"
     # Units the corpus knows had their ids checked when the dataset loaded: scan only the others (a regex over
     # every id of a large run is costly).
     unknown = (
@@ -78,9 +82,8 @@ def run_findings(
                 "warning",
             )
         )
-    dup = duplicate_rule(
-        [], doc_unit, "", key_exprs=[*list_key, unit_expr], suspects=hashed_suspects([*list_key, unit_expr])
-    )
+    listed = span_unit("s.document_id", 's."start"', 's."end"') if unit == "span" else unit_expr
+    dup = duplicate_rule([], doc_unit, "", key_exprs=[*list_key, listed], suspects=hashed_suspects([*list_key, listed]))
     rules.append(
         Rule(
             doc_unit,

@@ -25,9 +25,9 @@ a fraction of that cost, in a file a little larger, and reads them as fast. Colu
 
 from __future__ import annotations
 
-from ragtriage.contract.relevance import is_human
+from ragtriage.contract.relevance import is_human, span_unit
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: The current dataset version, as a scalar subquery (NULL before a dataset is loaded): the one read of the pointer,
 #: which the views below and every statement that stamps or filters by the current version ask by name.
@@ -152,7 +152,7 @@ CREATE TABLE IF NOT EXISTS all_labels (
     document_id VARCHAR NOT NULL USING COMPRESSION zstd,
     chunk_id VARCHAR,
     section_id VARCHAR,
-    unit_id VARCHAR NOT NULL USING COMPRESSION zstd,
+    unit_id VARCHAR NOT NULL USING COMPRESSION zstd,  -- unit span: document:start-end (relevance.span_unit)
     grade INTEGER NOT NULL,
     annotator VARCHAR NOT NULL,
     note VARCHAR,
@@ -228,6 +228,8 @@ CREATE TABLE IF NOT EXISTS result_rows_full (
     rank INTEGER NOT NULL,
     document_id VARCHAR NOT NULL USING COMPRESSION zstd,
     chunk_id VARCHAR,
+    span_start INTEGER,                   -- the chunk's characters [span_start, span_end) in its document
+    span_end INTEGER,
     score DOUBLE,
     snippet VARCHAR,
     metadata JSON,
@@ -235,18 +237,21 @@ CREATE TABLE IF NOT EXISTS result_rows_full (
 );
 
 CREATE OR REPLACE VIEW result_rows AS
-    SELECT run_key, case_id, stage, rank, document_id, CAST(NULL AS VARCHAR) AS chunk_id, score,
+    SELECT run_key, case_id, stage, rank, document_id, CAST(NULL AS VARCHAR) AS chunk_id,
+           CAST(NULL AS INTEGER) AS span_start, CAST(NULL AS INTEGER) AS span_end, score,
            CAST(NULL AS VARCHAR) AS snippet, CAST(NULL AS JSON) AS metadata, line
     FROM result_rows_plain
     UNION ALL
-    SELECT run_key, case_id, stage, rank, document_id, chunk_id, score, snippet, metadata, line
+    SELECT run_key, case_id, stage, rank, document_id, chunk_id, span_start, span_end, score, snippet, metadata, line
     FROM result_rows_full;
 
--- In chunk mode the unit is the chunk id (results carry no section id); in document mode the document id.
+-- In chunk mode the unit is the chunk id (results carry no section id); in document mode the document id; in
+-- span mode the chunk's span, `document:start-end` (contract/relevance.span_unit).
 CREATE OR REPLACE VIEW results AS
     SELECT u.run_id, r.case_id, CAST(r.stage AS VARCHAR) AS stage, r.rank, r.document_id, r.chunk_id,
-           CASE WHEN u.unit = 'document' THEN r.document_id ELSE r.chunk_id END AS unit_id,
-           r.score, r.snippet, r.metadata, r.line
+           CASE WHEN u.unit = 'document' THEN r.document_id WHEN u.unit = 'span' THEN {SPAN_UNIT}
+                ELSE r.chunk_id END AS unit_id,
+           r.span_start, r.span_end, r.score, r.snippet, r.metadata, r.line
     FROM result_rows r JOIN runs u USING (run_key);
 
 CREATE TABLE IF NOT EXISTS events (
@@ -292,4 +297,9 @@ CREATE TABLE IF NOT EXISTS qrels (
     max_grade INTEGER,
     adjudicated BOOLEAN
 );
-""".replace("{QRELS_LIVE}", QRELS_LIVE).replace("{CURRENT_VERSION}", CURRENT_VERSION)
+"""
+DDL = (
+    DDL.replace("{SPAN_UNIT}", span_unit("r.document_id", "r.span_start", "r.span_end"))
+    .replace("{QRELS_LIVE}", QRELS_LIVE)
+    .replace("{CURRENT_VERSION}", CURRENT_VERSION)
+)

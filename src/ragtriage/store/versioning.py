@@ -72,5 +72,11 @@ def _identity(m: DatasetManifest) -> dict[str, object]:
 
 def dataset_hash(con: duckdb.DuckDBPyConnection, m: DatasetManifest, staged: dict[str, Staged]) -> str:
     tables = {"cases": CASES, "labels": LABELS, "documents": DOCUMENTS}
-    digests = {k: relation_digest(con, staged[k].name, tables[k].names()) for k in tables if k in staged}
+    # a span's offsets are part of a label only on a span dataset (the other units' digests stay as they were)
+    spans = () if m.unit == "span" else ("start", "end")
+    digests = {
+        k: relation_digest(con, staged[k].name, [n for n in tables[k].names() if n not in spans])
+        for k in tables
+        if k in staged
+    }
     return combine(manifest_identity(m), digests)

@@ -289,19 +289,35 @@ def classification_block(d: CaseDetail) -> RenderableType:
     return Group(*out) if out else Text("no automatic classification (not a failure)")
 
 
+def _marked(passage: str, evidence: list[dict[str, int]] | None) -> Text:
+    """The passage as plain text (each piece through ``safe_text.visible``, never markup), the evidence spans in
+    it (offsets into the raw passage, unit span) styled: cut at the raw offsets before sanitising, so a control
+    character shown wider cannot shift a highlight."""
+    out, at = Text(), 0
+    for span in evidence or []:
+        s, e = max(span["s"], at), span["e"]
+        if e <= s:
+            continue
+        out.append(visible(passage[at:s]))
+        out.append(visible(passage[s:e]), style="reverse")
+        at = e
+    out.append(visible(passage[at:]))
+    return out
+
+
 def passages_block(d: CaseDetail) -> RenderableType:
     out = []
     for r in d.results:
         if r["stage"] != "final":
             continue
-        text = visible(r["passage"] or "(no passage text in the manifest)")
+        text = _marked(r["passage"], r.get("evidence")) if r["passage"] else Text("(no passage text in the manifest)")
         line = Text()
         line.append(f"#{r['rank']} ", style="bold")
         line.append_text(lit(r["unit_id"], "bold"))
         line.append(" ")
         line.append_text(lit(r["title"] or ""))
         line.append("\n   ")
-        line.append(text[:PASSAGE_CHARS] + ("…" if len(text) > PASSAGE_CHARS else ""))
+        line.append_text(text[:PASSAGE_CHARS] + ("…" if len(text) > PASSAGE_CHARS else ""))
         out.append(line)
     return Group(*out) if out else Text("(no final-stage results)")
 

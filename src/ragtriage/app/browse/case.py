@@ -26,6 +26,7 @@ from ragtriage.app.browse.reads import (
 from ragtriage.arrays import rows_where_in
 from ragtriage.classify import failures as core_failures
 from ragtriage.classify import unit_locations
+from ragtriage.contract.relevance import derived_grades, is_relevant, spans_of
 from ragtriage.metrics.per_case import per_case as core_per_case
 from ragtriage.notes import Note, NotesStore
 from ragtriage.store.corpus_manifest import COMPLETE_SQL
@@ -54,23 +55,42 @@ def case_leaks(leaks: pa.Table, case_id: str) -> list[Leak]:
     return [Leak(s, rank, unit, reasons) for (s, rank, unit), reasons in grouped.items()]
 
 
+#: Unit span: a result's grade is the one overlap rule's (``relevance.derived_grades``, at the default
+#: min_overlap), its passage the document text of its span, and ``evidence`` the relevant evidence inside it as
+#: offsets into that passage (the case screen highlights them).
 RESULTS_SQL = f"""
 WITH r AS (
     SELECT case_id, stage, rank, unit_id, score, chunk_id, snippet, metadata->>'trace_id' AS trace_id,
-           {occurrence("case_id, stage")} > 1 AS duplicate
+           document_id, span_start, span_end, {occurrence("case_id, stage")} > 1 AS duplicate
     FROM results WHERE run_id = $run_id AND case_id IN (SELECT unnest($case_ids::VARCHAR[]))
+), q AS (
+    SELECT case_id, unit_id, grade FROM qrels WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))
 ), d AS (
-    SELECT r.case_id, r.stage, r.rank, doc.title, doc.status AS doc_status, doc.text
+    SELECT r.case_id, r.stage, r.rank, doc.title, doc.status AS doc_status,
+           CASE WHEN r.span_start IS NULL THEN doc.text
+                ELSE substring(doc.text, r.span_start + 1, r.span_end - r.span_start) END AS text
     FROM r JOIN documents doc ON doc.unit_id = r.unit_id AND (r.chunk_id IS NULL OR doc.chunk_id IS NULL
                                                              OR doc.chunk_id = r.chunk_id)
+                              OR r.span_start IS NOT NULL AND doc.document_id = r.document_id
+                                 AND doc.chunk_id IS NULL AND doc.section_id IS NULL
     QUALIFY row_number() OVER (PARTITION BY r.case_id, r.stage, r.rank ORDER BY doc.position) = 1
+), ev AS (
+    SELECT r.case_id, r.stage, r.rank,
+           list({{'s': greatest(v.s, r.span_start) - r.span_start, 'e': least(v.e, r.span_end) - r.span_start}}
+                ORDER BY v.s) AS evidence
+    FROM r JOIN {spans_of(f"(SELECT * FROM q WHERE {is_relevant()})")} v
+         ON v.case_id = r.case_id AND v.d = r.document_id AND v.s < r.span_end AND r.span_start < v.e
+    GROUP BY ALL
 )
-SELECT r.case_id, r.stage, r.rank, r.unit_id, q.grade, r.score, r.duplicate, d.title, d.doc_status,
-       d.stage IS NULL AND {COMPLETE_SQL} AS not_in_corpus,
-       coalesce(r.snippet, d.text) AS passage, r.trace_id
-FROM r LEFT JOIN (SELECT case_id, unit_id, grade FROM qrels WHERE case_id IN (SELECT unnest($case_ids::VARCHAR[]))) q
-     USING (case_id, unit_id)
+SELECT r.case_id, r.stage, r.rank, r.unit_id, coalesce(q.grade, g.grade) AS grade, r.score, r.duplicate, d.title,
+       d.doc_status, d.stage IS NULL AND {COMPLETE_SQL} AS not_in_corpus,
+       CASE WHEN r.span_start IS NOT NULL AND d.text IS NOT NULL THEN d.text
+            ELSE coalesce(r.snippet, d.text) END AS passage, r.trace_id,
+       CASE WHEN d.text IS NOT NULL THEN ev.evidence END AS evidence
+FROM r LEFT JOIN q USING (case_id, unit_id)
+LEFT JOIN ({derived_grades("(SELECT * FROM r WHERE span_start IS NOT NULL)", "q")}) g USING (case_id, unit_id)
 LEFT JOIN d USING (case_id, stage, rank)
+LEFT JOIN ev USING (case_id, stage, rank)
 ORDER BY r.case_id, r.stage = 'final' DESC, r.rank
 """
 
