@@ -43,11 +43,34 @@ def trec_eval_cmd(
     num_docs: Annotated[
         int, typer.Option("-N", "--Number_docs_in_coll", help="Documents in the collection (utility's p4).")
     ] = 0,
+    zscores: Annotated[
+        Path | None,
+        typer.Option("-Z", "--Zscore", help="Print z-scores against this file's lines (qid measure mean stddev)."),
+    ] = None,
+    results_format: Annotated[
+        str, typer.Option("-T", "--Results_format", help="The run's format: trec_results (the only one).")
+    ] = "trec_results",
+    debug: Annotated[
+        str, typer.Option("-D", "--Debug_level", help="trec_eval's debug level: 0 only (no debug output).")
+    ] = "0",
+    version: Annotated[bool, typer.Option("-v", "--version", help="Print the version on stderr and exit.")] = False,
 ) -> None:
-    """trec_eval's output for QRELS and RUN, line for line (docs/trec_eval.md): same measures, order, layout."""
+    """trec_eval's output for QRELS and RUN, line for line (docs/trec_eval.md): same measures, order, layout.
+
+    RUN may be '-' (standard input). A run tag or query id is written as its bytes when stdout is not a terminal
+    (what trec_eval writes); on a terminal its control characters show as visible symbols (U+2400 block)."""
     from ragtriage.trec_eval import Options, TrecEvalError, run_trec_eval
 
-    opts = Options(list(measure or []), query, complete, level, not nosummary, max_docs, judged, num_docs)
+    if version:
+        fail("trec_eval version 10.0-rc3 (ragtriage trec-eval)")
+        raise typer.Exit(0)
+    if results_format != "trec_results":
+        fail(f"trec_eval: Illegal retrieval results format '{results_format}'")
+        raise typer.Exit(2)
+    if debug.split(".")[0].strip() not in ("0", ""):
+        fail(f"trec-eval: -D {debug}: trec_eval's debug output is not reproduced; only -D 0 is accepted")
+        raise typer.Exit(1)
+    opts = Options(list(measure or []), query, complete, level, not nosummary, max_docs, judged, num_docs, zscores)
     try:
         out = run_trec_eval(qrels, run, opts)
     except TrecEvalError as exc:

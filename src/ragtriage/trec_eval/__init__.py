@@ -23,6 +23,7 @@ from ragtriage.trec_eval.plan import Printed, TrecEvalError, plan
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
     from ragtriage.metrics.measure_eval import MeasureResult
 
@@ -32,7 +33,7 @@ __all__ = ["Options", "Outcome", "TrecEvalError", "run_trec_eval"]
 @dataclass
 class Options:
     """trec_eval's flags: ``-m`` (``measures``), ``-q``, ``-c``, ``-l``, ``-n`` (``summary`` off), ``-M``,
-    ``-J``, ``-N``."""
+    ``-J``, ``-N``, ``-Z`` (``zscores``: the file of each query's and measure's mean and deviation)."""
 
     measures: list[str] = field(default_factory=list)
     per_query: bool = False
@@ -42,6 +43,7 @@ class Options:
     max_docs: int | None = None
     judged_only: bool = False
     num_docs: int = 0
+    zscores: Path | None = None
 
 
 @dataclass
@@ -57,6 +59,7 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options) -> Outcome:
     """Evaluate ``run`` against ``qrels`` as ``trec_eval`` would with ``opts``. Raises :class:`TrecEvalError`
     for a refusal before any output, and the readers' errors (``ValidationFailed``) for a malformed file."""
     lines = plan(opts.measures, opts.num_docs)
+    zscores = _read_zscores(opts.zscores) if opts.zscores is not None else None
     con = _open(qrels, run, opts.level)
     try:
         _rank(con, opts.max_docs)
@@ -69,10 +72,14 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options) -> Outcome:
 
         measures = [p.measure for p in lines if p.measure is not None]
         res = evaluate_run(con, run_ids(con)[0], measures, trec_compat=True)
-        text = _per_query(res, lines, failing[0] if failing else None) if opts.per_query else ""
+        z = zscores is not None
+        wide = _zscored(res, lines, zscores) if zscores is not None else res.wide
+        text = _per_query(res, wide, lines, failing[0] if failing else None, z) if opts.per_query else ""
         if failing:
             return Outcome(text, failing[1], 4)
-        if opts.summary:
+        if opts.summary and z:
+            text += _zsummary(res, wide, lines, _tag(con))
+        elif opts.summary:
             text += _summary(res, lines, _tag(con), _complete_num_rel(con) if opts.complete else None)
         return Outcome(text)
     finally:
@@ -175,19 +182,23 @@ _FORMATS = {
     "double": "printf('%-22s\t%s\t%6.4f', {name}, qid, {col})",
     "long": "printf('%-22s\t%s\t%d', {name}, qid, CAST(trunc({col}) AS BIGINT))",
     "text": "printf('%-22s\t%s\t''%s''', {name}, qid, {col})",
+    "zdouble": "printf('%-23s\t%s\t%6.4f', {name}, qid, {col})",
 }
 
 
-def _per_query(res: MeasureResult, lines: list[Printed], before: str | None) -> str:
-    """trec_eval -q's lines: each query (byte order) with its measures in order; only queries before ``before``."""
+def _per_query(res: MeasureResult, wide: pa.Table, lines: list[Printed], before: str | None, z: bool = False) -> str:
+    """trec_eval -q's lines: each query (byte order) with its measures in order; only queries before ``before``.
+    ``z`` (``-Z``): the values are z-scores, each name prefixed ``Z`` and printed as a double."""
     from ragtriage.contract.staging import qident, sql_str
     from ragtriage.metrics.context import over_arrow
     from ragtriage.safe_text import visible_array
 
-    wide = res.wide.append_column("qid", visible_array(res.wide.column("case_id")))
+    wide = wide.append_column("qid", visible_array(wide.column("case_id")))
     parts = [
         f"SELECT case_id, {i} AS idx, "
-        + _FORMATS[p.kind].format(name=sql_str(p.name), col=qident(str(_resolved(res, p))))
+        + _FORMATS["zdouble" if z and p.kind != "text" else p.kind].format(
+            name=sql_str(("Z" if z and p.kind != "text" else "") + p.name), col=qident(str(_resolved(res, p)))
+        )
         + " AS line FROM wide"
         for i, p in enumerate(lines)
         if p.per_query and p.measure is not None
@@ -198,6 +209,90 @@ def _per_query(res: MeasureResult, lines: list[Printed], before: str | None) -> 
     sql = f"SELECT string_agg(line, chr(10) ORDER BY case_id, idx) AS t FROM ({' UNION ALL '.join(parts)}) {where}"
     text = over_arrow(sql, params, wide=wide).column("t")[0].as_py() or ""
     return f"{text}\n" if text else ""
+
+
+_ZMISSING = -1000000.0  # trec_eval's MISSING_ZSCORE_VALUE
+
+
+def _read_zscores(path: Path) -> pa.Table:
+    """``-Z``'s file, lines of ``qid measure mean stddev`` (blanks between), as trec_eval reads it: (qid, meas,
+    mean, sd); a line without its 4 fields stops the command as trec_eval does (exit 255, its message)."""
+    from ragtriage.metrics.context import over_arrow
+
+    if not Path(path).is_file() or Path(path).stat().st_size == 0:
+        raise TrecEvalError(f"trec_eval.get_zscores: Cannot read zscores file '{path}'", 255)
+    text = Path(path).read_bytes().decode("utf-8", "surrogateescape")
+    table = over_arrow(
+        r"""WITH s AS (SELECT string_split(rtrim($t, chr(10)), chr(10)) AS ls),
+           l AS (SELECT unnest(generate_series(1, len(ls))) AS i, unnest(ls) AS line FROM s),
+           f AS (SELECT i, regexp_split_to_array(trim(regexp_replace(line, '[\t\r\v\f ]+', ' ', 'g')), ' ') AS f FROM l)
+           SELECT i, f[1] AS qid, f[2] AS meas, TRY_CAST(f[3] AS DOUBLE) AS mean, TRY_CAST(f[4] AS DOUBLE) AS sd,
+                  len(f) = 4 AND f[1] != '' AS ok FROM f""",
+        {"t": text},
+    )
+    bad = over_arrow("SELECT min(i) AS i FROM z WHERE NOT ok", z=table).column("i")[0].as_py()
+    if bad is not None:
+        raise TrecEvalError(f"trec_eval.get_zscores: Malformed line {bad}", 255)
+    return table
+
+
+def _zscored(res: MeasureResult, lines: list[Printed], zscores: pa.Table) -> pa.Table:
+    """``-Z``: each query's value as (value - mean) / stddev of its query and measure in the z-scores file (0 when
+    the deviation is 0 and the value is the mean), trec_eval's -1000000 when the file lacks the pair."""
+    from ragtriage.contract.staging import qident, sql_str
+    from ragtriage.metrics.context import over_arrow
+
+    cols, joins = ["w.case_id"], []
+    for i, p in enumerate(lines):
+        if p.measure is None:
+            continue
+        col = qident(str(_resolved(res, p)))
+        if p.kind == "text":
+            cols.append(f"w.{col}")
+            continue
+        joins.append(
+            f"LEFT JOIN (SELECT DISTINCT ON (qid, meas) * FROM z) AS z{i} ON z{i}.qid = w.case_id "
+            f"AND z{i}.meas = {sql_str(p.name)}"
+        )
+        v = f"CAST(w.{col} AS DOUBLE)"
+        cols.append(
+            f"CASE WHEN z{i}.sd IS NULL THEN {_ZMISSING} WHEN z{i}.sd != 0 THEN ({v} - z{i}.mean) / z{i}.sd "
+            f"WHEN {v} = z{i}.mean THEN 0.0 ELSE {_ZMISSING} END AS {col}"
+        )
+    return over_arrow(
+        f"SELECT {', '.join(dict.fromkeys(cols))} FROM wide w {' '.join(joins)}", wide=res.wide, z=zscores
+    )
+
+
+def _zsummary(res: MeasureResult, wide: pa.Table, lines: list[Printed], tag: str) -> str:
+    """``-Z``'s ``all`` lines: trec_eval averages (or sums, or takes the geometric mean of) the z-scores."""
+    from ragtriage.contract.staging import qident
+    from ragtriage.metrics.context import over_arrow
+    from ragtriage.metrics.trec_families import FAMILIES, MIN_GEO_MEAN
+    from ragtriage.safe_text import visible
+
+    def agg(p: Printed) -> str:
+        assert p.measure is not None
+        col = qident(str(_resolved(res, p)))
+        if p.name == "num_q":
+            return "CAST(count(*) AS DOUBLE)"
+        if p.measure.name in FAMILIES and FAMILIES[p.measure.name].agg == "gm":
+            return f"exp(avg(ln(greatest({col}, {MIN_GEO_MEAN}))))"
+        return f"sum({col})" if p.measure.summed else f"avg({col})"
+
+    shown = [p for p in lines if p.summary and p.measure is not None]
+    row = over_arrow(f"SELECT {', '.join(f'{agg(p)} AS v{i}' for i, p in enumerate(shown))} FROM wide", wide=wide)
+    values = {p.name: row.column(i)[0].as_py() for i, p in enumerate(shown)} if shown else {}
+    out = []
+    for p in lines:
+        if not p.summary:
+            continue
+        if p.measure is None:
+            out.append(f"{p.name:<22}\tall\t{visible(tag)}\n")
+            continue
+        v = values[p.name]
+        out.append(f"Z{p.name:<22}\tall\t{0.0 if v is None else float(v):6.4f}\n")
+    return "".join(out)
 
 
 def _resolved(res: MeasureResult, p: Printed) -> object:
