@@ -15,9 +15,10 @@ them, then the refusal (exit 4).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from ragtriage.trec_eval.plan import Printed, TrecEvalError, plan
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from ragtriage.contract.errors import ValidationFailed
     from ragtriage.metrics.measure_eval import MeasureResult
 
 __all__ = ["Options", "Outcome", "TrecEvalError", "run_trec_eval"]
@@ -44,6 +46,8 @@ class Options:
     judged_only: bool = False
     num_docs: int = 0
     zscores: Path | None = None
+    #: write ids and the run tag as their bytes (stdout is not a terminal), else with control characters visible
+    raw: bool = False
 
 
 @dataclass
@@ -53,14 +57,24 @@ class Outcome:
     text: str
     error: str | None = None
     code: int = 0
+    encoding: str = "utf-8"  # the bytes of ``text``: Latin-1 when an input was not UTF-8 (``trec_eval.read``)
 
 
-def run_trec_eval(qrels: Path, run: Path, opts: Options) -> Outcome:
-    """Evaluate ``run`` against ``qrels`` as ``trec_eval`` would with ``opts``. Raises :class:`TrecEvalError`
-    for a refusal before any output, and the readers' errors (``ValidationFailed``) for a malformed file."""
+def run_trec_eval(qrels: Path, run: Path, opts: Options, stdin: BinaryIO | None = None) -> Outcome:
+    """Evaluate ``run`` against ``qrels`` as ``trec_eval`` would with ``opts``; ``stdin``: the run's bytes when
+    ``run`` is '-' (trec_eval's standard input). Raises :class:`TrecEvalError` for a refusal before any output."""
+    if stdin is not None:
+        import shutil
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="ragtriage-trec-eval-") as tmp:
+            copy = Path(tmp) / "stdin"
+            with copy.open("wb") as fh:
+                shutil.copyfileobj(stdin, fh)
+            return run_trec_eval(qrels, copy, opts)
     lines = plan(opts.measures, opts.num_docs)
     zscores = _read_zscores(opts.zscores) if opts.zscores is not None else None
-    con = _open(qrels, run, opts.level)
+    con, encoding = _open(Path(qrels), Path(run), opts.level)
     try:
         _rank(con, opts.max_docs)
         failing = _first_failing(con, opts)
@@ -74,29 +88,81 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options) -> Outcome:
         res = evaluate_run(con, run_ids(con)[0], measures, trec_compat=True)
         z = zscores is not None
         wide = _zscored(res, lines, zscores) if zscores is not None else res.wide
-        text = _per_query(res, wide, lines, failing[0] if failing else None, z) if opts.per_query else ""
+        shown = _shown(opts.raw)
+        text = _per_query(res, wide, lines, failing[0] if failing else None, z, opts.raw) if opts.per_query else ""
         if failing:
-            return Outcome(text, failing[1], 4)
+            return Outcome(text, failing[1], 4, encoding)
+        tag = shown(_tag(con))
         if opts.summary and z:
-            text += _zsummary(res, wide, lines, _tag(con))
+            text += _zsummary(res, wide, lines, tag)
         elif opts.summary:
-            text += _summary(res, lines, _tag(con), _complete_num_rel(con) if opts.complete else None)
-        return Outcome(text)
+            text += _summary(res, lines, tag, _complete_num_rel(con) if opts.complete else None)
+        return Outcome(text, encoding=encoding)
     finally:
         con.close()
 
 
-def _open(qrels: Path, run: Path, level: int) -> duckdb.DuckDBPyConnection:
-    """The in-memory store over both files, read as trec_eval reads them (``store.load_memory``)."""
+def _open(qrels: Path, run: Path, level: int) -> tuple[duckdb.DuckDBPyConnection, str]:
+    """The in-memory store over both files, read as trec_eval reads them (``trec_eval.read``, then
+    ``store.load_memory``), and the encoding the ids are written back in."""
+    from ragtriage.contract.errors import ValidationFailed
+    from ragtriage.trec_eval.read import decoded, qrels_frame, readable
+
+    readable(qrels, "qrels")
+    readable(run, "run")
+    data = _bytes(qrels)
+    text, encoding = decoded(data)
+    try:
+        return _light(qrels_frame(qrels, text), run, level), encoding
+    except ValidationFailed as exc:
+        if not any(e.code == "encoding" for e in exc.errors) or encoding == "latin-1":
+            raise _refusal(run, exc) from exc
+    # a run that is not UTF-8: both files as Latin-1, so their ids compare as trec_eval compares the bytes
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ragtriage-trec-eval-") as tmp:
+        copy = Path(tmp) / run.name
+        copy.write_bytes(run.read_bytes().decode("latin-1").encode("utf-8"))
+        frame = qrels_frame(qrels, data.decode("latin-1"))
+        try:
+            return _light(frame, copy, level), "latin-1"
+        except ValidationFailed as exc:
+            raise _refusal(run, exc) from exc
+
+
+def _bytes(path: Path) -> bytes:
+    """The file's bytes, decompressed when it is gzip or bz2 (which the load reads too; trec_eval does not)."""
+    import zlib
+
+    from ragtriage.contract.compression import open_binary
+
+    try:
+        with open_binary(path) as fh:
+            return fh.read()
+    except (OSError, EOFError, ValueError, zlib.error) as exc:
+        raise TrecEvalError(f"trec-eval: cannot read '{path}': {exc}", 2) from exc
+
+
+def _light(qrels: object, run: Path, level: int) -> duckdb.DuckDBPyConnection:
     from ragtriage.store.load_memory import light_store
 
-    for path in (qrels, run):
-        if not Path(path).is_file():
-            raise TrecEvalError(f"cannot read '{path}': no such file", 2)
     light = light_store(qrels, run, threshold=level, as_trec_eval=True)
     if light is None:
         raise TrecEvalError(f"'{run}' is not a TREC run file (qid Q0 docno rank score tag on each line)", 2)
     return light[0]
+
+
+def _refusal(run: Path, exc: ValidationFailed) -> TrecEvalError:
+    """A run the readers refuse: trec_eval's lines when its first bad line breaks trec_eval's grammar too, then
+    every cause (file, line, field) the readers found."""
+    from ragtriage.trec_eval.read import run_line_number
+
+    first = exc.errors[0]
+    ours = "\n".join(f"trec-eval: {e}" for e in exc.errors)
+    n = run_line_number(run, first.line) if first.line is not None else None
+    if n is None:
+        return TrecEvalError(ours, 2)
+    return TrecEvalError(f"trec_eval.get_results: Malformed line {n}\ntrec_eval: Quit in file '{run}'\n{ours}", 2)
 
 
 _ORDER = "row_number() OVER (PARTITION BY case_id ORDER BY score DESC, document_id DESC)"
@@ -186,14 +252,24 @@ _FORMATS = {
 }
 
 
-def _per_query(res: MeasureResult, wide: pa.Table, lines: list[Printed], before: str | None, z: bool = False) -> str:
+def _shown(raw: bool) -> Callable[[str], str]:
+    """How an id or tag is written: as it is, or (a terminal) with its control characters made visible."""
+    from ragtriage.safe_text import visible
+
+    return (lambda s: s) if raw else visible
+
+
+def _per_query(
+    res: MeasureResult, wide: pa.Table, lines: list[Printed], before: str | None, z: bool = False, raw: bool = False
+) -> str:
     """trec_eval -q's lines: each query (byte order) with its measures in order; only queries before ``before``.
     ``z`` (``-Z``): the values are z-scores, each name prefixed ``Z`` and printed as a double."""
     from ragtriage.contract.staging import qident, sql_str
     from ragtriage.metrics.context import over_arrow
     from ragtriage.safe_text import visible_array
 
-    wide = wide.append_column("qid", visible_array(wide.column("case_id")))
+    qids = wide.column("case_id")
+    wide = wide.append_column("qid", qids if raw else visible_array(qids))
     parts = [
         f"SELECT case_id, {i} AS idx, "
         + _FORMATS["zdouble" if z and p.kind != "text" else p.kind].format(
@@ -269,7 +345,6 @@ def _zsummary(res: MeasureResult, wide: pa.Table, lines: list[Printed], tag: str
     from ragtriage.contract.staging import qident
     from ragtriage.metrics.context import over_arrow
     from ragtriage.metrics.trec_families import FAMILIES, MIN_GEO_MEAN
-    from ragtriage.safe_text import visible
 
     def agg(p: Printed) -> str:
         assert p.measure is not None
@@ -288,7 +363,7 @@ def _zsummary(res: MeasureResult, wide: pa.Table, lines: list[Printed], tag: str
         if not p.summary:
             continue
         if p.measure is None:
-            out.append(f"{p.name:<22}\tall\t{visible(tag)}\n")
+            out.append(f"{p.name:<22}\tall\t{tag}\n")
             continue
         v = values[p.name]
         out.append(f"Z{p.name:<22}\tall\t{0.0 if v is None else float(v):6.4f}\n")
@@ -316,8 +391,6 @@ def _complete_num_rel(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def _summary(res: MeasureResult, lines: list[Printed], tag: str, complete_num_rel: int | None = None) -> str:
-    from ragtriage.safe_text import visible
-
     agg = res.aggregate
     values = dict(zip(agg.column("measure").to_pylist(), agg.column("value").to_pylist(), strict=True))
     out = []
@@ -325,7 +398,7 @@ def _summary(res: MeasureResult, lines: list[Printed], tag: str, complete_num_re
         if not p.summary:
             continue
         if p.measure is None:
-            out.append(f"{p.name:<22}\tall\t{visible(tag)}\n")
+            out.append(f"{p.name:<22}\tall\t{tag}\n")
             continue
         v = values[str(_resolved(res, p))]
         v = 0.0 if v is None else v
