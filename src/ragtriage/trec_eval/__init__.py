@@ -15,12 +15,13 @@ them, then the refusal (exit 4).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from ragtriage.trec_eval.plan import Printed, TrecEvalError, plan
+from ragtriage.trec_eval.plan import ORDER, Printed, TrecEvalError, plan
 
 if TYPE_CHECKING:
     import duckdb
@@ -77,17 +78,20 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options, stdin: BinaryIO | None 
     con, encoding = _open(Path(qrels), Path(run), opts.level)
     try:
         _rank(con, opts.max_docs)
-        failing = _first_failing(con, opts)
+        failing = _first_failing(con, opts, lines)
         if opts.judged_only:
             _judged_only(con)
         _ranked_results(con)
         from ragtriage.metrics.measure_eval import evaluate_run
+        from ragtriage.metrics.measures import parse_measure
         from ragtriage.store.connection import run_ids
 
-        measures = [p.measure for p in lines if p.measure is not None]
+        # runid alone asks the engine for nothing: it still evaluates one measure, which prints nothing
+        measures = [p.measure for p in lines if p.measure is not None] or [parse_measure("num_q")]
         res = evaluate_run(con, run_ids(con)[0], measures, trec_compat=True)
         z = zscores is not None
-        wide = _zscored(res, lines, zscores) if zscores is not None else res.wide
+        wide = _emptied(con, res, lines, opts.level) if opts.judged_only else res.wide
+        wide = _zscored(res, wide, lines, zscores) if zscores is not None else wide
         shown = _shown(opts.raw)
         text = _per_query(res, wide, lines, failing[0] if failing else None, z, opts.raw) if opts.per_query else ""
         if failing:
@@ -96,7 +100,7 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options, stdin: BinaryIO | None 
         if opts.summary and z:
             text += _zsummary(res, wide, lines, tag)
         elif opts.summary:
-            text += _summary(res, lines, tag, _complete_num_rel(con) if opts.complete else None)
+            text += _summary(res, lines, tag, _complete_num_rel(con) if opts.complete else None, wide)
         return Outcome(text, encoding=encoding)
     finally:
         con.close()
@@ -115,7 +119,7 @@ def _open(qrels: Path, run: Path, level: int) -> tuple[duckdb.DuckDBPyConnection
     try:
         return _light(qrels_frame(qrels, text), run, level), encoding
     except ValidationFailed as exc:
-        if not any(e.code == "encoding" for e in exc.errors) or encoding == "latin-1":
+        if not any(e.code == "encoding" for e in exc.errors):
             raise _refusal(run, exc) from exc
     # a run that is not UTF-8: both files as Latin-1, so their ids compare as trec_eval compares the bytes
     import tempfile
@@ -148,6 +152,11 @@ def _light(qrels: object, run: Path, level: int) -> duckdb.DuckDBPyConnection:
 
     light = light_store(qrels, run, threshold=level, as_trec_eval=True)
     if light is None:
+        from ragtriage.trec_eval.read import run_line_number
+
+        n = run_line_number(run, None)
+        if n is not None:
+            raise TrecEvalError(f"trec_eval.get_results: Malformed line {n}\ntrec_eval: Quit in file '{run}'", 2)
         raise TrecEvalError(f"'{run}' is not a TREC run file (qid Q0 docno rank score tag on each line)", 2)
     return light[0]
 
@@ -200,34 +209,66 @@ def _ranked_results(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("UPDATE runs SET source_format = 'trec', has_repeats = FALSE")
 
 
-def _first_failing(con: duckdb.DuckDBPyConnection, opts: Options) -> tuple[str, str] | None:
-    """(query id, message) of the first query (byte order, trec_eval's) trec_eval would stop at, or None."""
+def _first_failing(con: duckdb.DuckDBPyConnection, opts: Options, lines: list[Printed]) -> tuple[str, str] | None:
+    """(query id, message) of the first query (byte order, trec_eval's) trec_eval would stop at, or None. The
+    message starts with trec_eval's own lines; its check order within a query is kept (a query absent from the
+    run, then a docno twice in the list, then twice in the qrels). Only a measure that reads the judgments meets
+    a repeated docno: with ``runid`` and ``num_q`` alone trec_eval prints and exits 0."""
+    first = next((p.name for p in lines if p.name not in ("runid", "num_q")), None)
+    first = None if first is None else next(n for n in ORDER if first.startswith(n) and _stem(first, n))
     checks: list[str] = []
-    if _repeated(con, "stg_labels"):
+    if first is not None and _repeated(con, "stg_labels"):
         checks.append(
-            "SELECT case_id, 'a document id twice in its qrels: ' || min(document_id) AS why FROM stg_labels "
-            "WHERE case_id IN (SELECT case_id FROM cases) GROUP BY case_id, document_id HAVING count(*) > 1"
+            "SELECT case_id, 2 AS k, min(document_id) AS doc FROM stg_labels WHERE case_id IN (SELECT case_id "
+            "FROM cases) GROUP BY case_id, document_id HAVING count(*) > 1"
         )
-    if _repeated(con, "ranked"):
+    if first is not None and _repeated(con, "ranked"):
         checks.append(
-            "SELECT case_id, 'a document id twice in its ranked list: ' || min(document_id) AS why FROM ranked "
-            "GROUP BY case_id, document_id HAVING count(*) > 1"
+            "SELECT case_id, 1 AS k, min(document_id) AS doc FROM ranked WHERE case_id IN (SELECT case_id FROM "
+            "cases) GROUP BY case_id, document_id HAVING count(*) > 1"
+        )
+    if first is not None:  # trec_eval's first query with no grade >= 0 finds no space for its levels
+        checks.append(
+            "SELECT c.case_id, 3 AS k, NULL AS doc FROM (SELECT min(case_id) AS case_id FROM cases) c "
+            "JOIN (SELECT case_id, max(grade) AS g FROM qrels GROUP BY case_id) q USING (case_id) WHERE q.g < 0"
         )
     if not opts.complete:
         checks.append(
-            "SELECT case_id, 'in the qrels but not in the run (use -c to score it 0)' AS why FROM cases "
+            "SELECT case_id, 0 AS k, NULL AS doc FROM cases "
             "WHERE case_id NOT IN (SELECT case_id FROM stg_run__cases)"  # the reader's one row per run query
         )
     if not checks:
         return None
-    row = con.execute(f"SELECT case_id, min(why) FROM ({' UNION ALL '.join(checks)}) GROUP BY ALL ORDER BY 1 LIMIT 1")
-    found = row.fetchall()
+    sql = f"SELECT case_id, k, min(doc) FROM ({' UNION ALL '.join(checks)}) GROUP BY ALL ORDER BY 1, 2 LIMIT 1"
+    found = con.execute(sql).fetchall()
     if not found:
         return None
     from ragtriage.safe_text import visible
 
-    qid, why = found[0]
-    return str(qid), f"trec-eval: query {visible(qid)!r}: {visible(why)}; trec_eval stops here (exit 4)"
+    qid, kind, doc = found[0]
+    theirs = {
+        0: f"trec_eval: result qid '{qid}' not found in qrels",
+        1: f"trec_eval.form_res_qrels: duplicate docs {doc}trec_eval: Can't calculate measure '{first}'",
+        2: f"trec_eval.form_res_rels: duplicate docs {doc}\ntrec_eval: Can't calculate measure '{first}'",
+        3: f"trec_eval: Can't calculate measure '{first}'",
+    }[kind]
+    why = {
+        0: "in the qrels but not in the run (use -c to score it 0)",
+        1: f"a document id twice in its ranked list: {doc}",
+        2: f"a document id twice in its qrels: {doc}",
+        3: "the first query's judgments are all negative (unjudged)",
+    }[kind]
+    return str(qid), f"{theirs}\ntrec-eval: query {visible(qid)!r}: {visible(why)}; trec_eval stops here (exit 4)"
+
+
+def _stem(printed: str, name: str) -> bool:
+    """Whether ``printed`` (``P_5``, ``ndcg_1=3``) is a line of trec_eval measure ``name``."""
+    return printed == name or (
+        printed.startswith(name + "_")
+        and not any(
+            printed.startswith(o + "_") or printed == o for o in ORDER if len(o) > len(name) and o.startswith(name)
+        )
+    )
 
 
 def _repeated(con: duckdb.DuckDBPyConnection, table: str) -> bool:
@@ -244,11 +285,12 @@ def _tag(con: duckdb.DuckDBPyConnection) -> str:
     return str(rows[0][0]) if rows else ""
 
 
+_C_DOUBLE = "CASE WHEN isnan({col}) THEN '  -nan' ELSE printf('%6.4f', {col}) END"  # C's %6.4f, glibc's -nan
 _FORMATS = {
-    "double": "printf('%-22s\t%s\t%6.4f', {name}, qid, {col})",
+    "double": "printf('%-22s\t%s\t%s', {name}, qid, " + _C_DOUBLE + ")",
     "long": "printf('%-22s\t%s\t%d', {name}, qid, CAST(trunc({col}) AS BIGINT))",
     "text": "printf('%-22s\t%s\t''%s''', {name}, qid, {col})",
-    "zdouble": "printf('%-23s\t%s\t%6.4f', {name}, qid, {col})",
+    "zdouble": "printf('%-23s\t%s\t%s', {name}, qid, " + _C_DOUBLE + ")",
 }
 
 
@@ -312,7 +354,36 @@ def _read_zscores(path: Path) -> pa.Table:
     return table
 
 
-def _zscored(res: MeasureResult, lines: list[Printed], zscores: pa.Table) -> pa.Table:
+def _emptied(con: duckdb.DuckDBPyConnection, res: MeasureResult, lines: list[Printed], level: int) -> pa.Table:
+    """``-J`` on a query whose every listed document is unjudged: trec_eval's interpolated precision starts from
+    0 retrieved / 0 retrieved, a NaN, and keeps it at each recall level whose cut round(level x R) is 0."""
+    from ragtriage.contract.relevance import is_relevant
+    from ragtriage.contract.staging import qident
+    from ragtriage.metrics.context import over_arrow
+
+    iprec = [p for p in lines if p.measure is not None and p.measure.name == "iprec_at_recall"]
+    if not iprec:
+        return res.wide
+    empty = con.sql(
+        f"""SELECT c.case_id, count(q.unit_id) FILTER (WHERE {is_relevant("q.grade", level)}) AS nrel
+            FROM stg_run__cases c LEFT JOIN qrels q USING (case_id)
+            WHERE c.case_id NOT IN (SELECT case_id FROM ranked) GROUP BY c.case_id"""
+    ).to_arrow_table()
+    if empty.num_rows == 0:
+        return res.wide
+    swap = {}
+    for p in iprec:
+        assert p.measure is not None
+        col = qident(str(_resolved(res, p)))
+        x = f"CAST({float(p.measure.params[0])!r} AS DOUBLE)"
+        swap[col] = f"CASE WHEN e.case_id IS NOT NULL AND round({x} * e.nrel) = 0 THEN 'NaN'::DOUBLE ELSE w.{col} END"
+    cols = ", ".join(
+        f"{swap[qident(c)]} AS {qident(c)}" if qident(c) in swap else f"w.{qident(c)}" for c in res.wide.column_names
+    )
+    return over_arrow(f"SELECT {cols} FROM wide w LEFT JOIN e USING (case_id)", wide=res.wide, e=empty)
+
+
+def _zscored(res: MeasureResult, wide: pa.Table, lines: list[Printed], zscores: pa.Table) -> pa.Table:
     """``-Z``: each query's value as (value - mean) / stddev of its query and measure in the z-scores file (0 when
     the deviation is 0 and the value is the mean), trec_eval's -1000000 when the file lacks the pair."""
     from ragtriage.contract.staging import qident, sql_str
@@ -335,9 +406,7 @@ def _zscored(res: MeasureResult, lines: list[Printed], zscores: pa.Table) -> pa.
             f"CASE WHEN z{i}.sd IS NULL THEN {_ZMISSING} WHEN z{i}.sd != 0 THEN ({v} - z{i}.mean) / z{i}.sd "
             f"WHEN {v} = z{i}.mean THEN 0.0 ELSE {_ZMISSING} END AS {col}"
         )
-    return over_arrow(
-        f"SELECT {', '.join(dict.fromkeys(cols))} FROM wide w {' '.join(joins)}", wide=res.wide, z=zscores
-    )
+    return over_arrow(f"SELECT {', '.join(dict.fromkeys(cols))} FROM wide w {' '.join(joins)}", wide=wide, z=zscores)
 
 
 def _zsummary(res: MeasureResult, wide: pa.Table, lines: list[Printed], tag: str) -> str:
@@ -366,7 +435,7 @@ def _zsummary(res: MeasureResult, wide: pa.Table, lines: list[Printed], tag: str
             out.append(f"{p.name:<22}\tall\t{tag}\n")
             continue
         v = values[p.name]
-        out.append(f"Z{p.name:<22}\tall\t{0.0 if v is None else float(v):6.4f}\n")
+        out.append(f"Z{p.name:<22}\tall\t{_c_double(0.0 if v is None else float(v))}\n")
     return "".join(out)
 
 
@@ -390,9 +459,29 @@ def _complete_num_rel(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
-def _summary(res: MeasureResult, lines: list[Printed], tag: str, complete_num_rel: int | None = None) -> str:
+def _summary(
+    res: MeasureResult,
+    lines: list[Printed],
+    tag: str,
+    complete_num_rel: int | None = None,
+    wide: pa.Table | None = None,
+) -> str:
+    """The ``all`` lines; a mean over ``wide`` where a query's value is a NaN (``-J``'s emptied lists), as C's."""
+    from ragtriage.metrics.context import over_arrow
+
     agg = res.aggregate
     values = dict(zip(agg.column("measure").to_pylist(), agg.column("value").to_pylist(), strict=True))
+    if wide is not None and wide is not res.wide:
+        nan = [c for c in wide.column_names if c != "case_id" and wide.schema.field(c).type == "double"]
+        if nan:
+            means = over_arrow(f"SELECT {', '.join(f'avg({_q(c)}) AS {_q(c)}' for c in nan)} FROM wide", wide=wide)
+            values.update(
+                {
+                    c: means.column(c)[0].as_py()
+                    for c in nan
+                    if means.column(c)[0].as_py() != values.get(c) and math.isnan(means.column(c)[0].as_py() or 0.0)
+                }
+            )
     out = []
     for p in lines:
         if not p.summary:
@@ -404,6 +493,17 @@ def _summary(res: MeasureResult, lines: list[Printed], tag: str, complete_num_re
         v = 0.0 if v is None else v
         if p.name == "num_rel" and complete_num_rel is not None:
             v = complete_num_rel
-        shown = f"{int(v)}" if p.kind == "long" else f"{v:6.4f}"
+        shown = f"{int(v)}" if p.kind == "long" else _c_double(v)
         out.append(f"{p.name:<22}\tall\t{shown}\n")
     return "".join(out)
+
+
+def _q(name: str) -> str:
+    from ragtriage.contract.staging import qident
+
+    return qident(name)
+
+
+def _c_double(v: float) -> str:
+    """C's ``%6.4f`` (glibc prints a NaN made by 0/0 as ``-nan``)."""
+    return "  -nan" if math.isnan(v) else f"{v:6.4f}"

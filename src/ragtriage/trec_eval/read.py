@@ -97,9 +97,10 @@ def qrels_frame(path: Path, text: str) -> pa.Table:
     )
 
 
-def run_line_number(path: Path, line: int) -> int | None:
+def run_line_number(path: Path, line: int | None) -> int | None:
     """trec_eval's number of run file line ``line`` (data lines only: blank and ``#`` lines are skipped), or None
-    when that line keeps trec_eval's grammar (trec_eval reads it; the refusal is ragtriage's own)."""
+    when that line keeps trec_eval's grammar (trec_eval reads it; the refusal is ragtriage's own). ``line`` None:
+    the first data line that breaks it."""
     import re
 
     pattern = re.compile(RUN_LINE.encode())
@@ -111,6 +112,6 @@ def run_line_number(path: Path, line: int) -> int | None:
             if blank.match(body):
                 continue
             idx += 1
-            if n == line:
+            if n == line or (line is None and not pattern.match(body)):
                 return None if pattern.match(body) else idx
     return None
