@@ -90,7 +90,7 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options, stdin: BinaryIO | None 
         measures = [p.measure for p in lines if p.measure is not None] or [parse_measure("num_q")]
         res = evaluate_run(con, run_ids(con)[0], measures, trec_compat=True)
         z = zscores is not None
-        wide = _emptied(con, res, lines, opts.level) if opts.judged_only else res.wide
+        wide, redone = _emptied(con, res, lines, opts) if opts.judged_only or opts.complete else (res.wide, [])
         wide = _zscored(res, wide, lines, zscores) if zscores is not None else wide
         shown = _shown(opts.raw)
         text = _per_query(res, wide, lines, failing[0] if failing else None, z, opts.raw) if opts.per_query else ""
@@ -100,7 +100,7 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options, stdin: BinaryIO | None 
         if opts.summary and z:
             text += _zsummary(res, wide, lines, tag)
         elif opts.summary:
-            text += _summary(res, lines, tag, _complete_num_rel(con) if opts.complete else None, wide)
+            text += _summary(res, lines, tag, _complete_num_rel(con) if opts.complete else None, wide, redone)
         return Outcome(text, encoding=encoding)
     finally:
         con.close()
@@ -354,33 +354,54 @@ def _read_zscores(path: Path) -> pa.Table:
     return table
 
 
-def _emptied(con: duckdb.DuckDBPyConnection, res: MeasureResult, lines: list[Printed], level: int) -> pa.Table:
-    """``-J`` on a query whose every listed document is unjudged: trec_eval's interpolated precision starts from
-    0 retrieved / 0 retrieved, a NaN, and keeps it at each recall level whose cut round(level x R) is 0."""
+def _emptied(
+    con: duckdb.DuckDBPyConnection, res: MeasureResult, lines: list[Printed], opts: Options
+) -> tuple[pa.Table, list[str]]:
+    """``-J`` on a query whose every listed document is unjudged, as trec_eval evaluates an empty list (the engine
+    scores it as a query absent from the run): interpolated precision starts from 0 retrieved / 0 retrieved, a
+    NaN, kept at each recall level whose cut round(level x R) is 0 (and so in 11pt_avg); utility counts the
+    relevant documents missed. Under ``-c`` a query absent from the run is trec_eval's stand-in list of one document
+    not in the pool (empty after ``-J``), which its clean-up zeroes except for a utility with parameters. The
+    table and the columns whose mean is taken again."""
     from ragtriage.contract.relevance import is_relevant
     from ragtriage.contract.staging import qident
     from ragtriage.metrics.context import over_arrow
 
-    iprec = [p for p in lines if p.measure is not None and p.measure.name == "iprec_at_recall"]
+    iprec = [p for p in lines if p.measure is not None and p.measure.name in ("iprec_at_recall", "11pt_avg", "utility")]
     if not iprec:
-        return res.wide
+        return res.wide, []
+    level, judged = opts.level, opts.judged_only
+    emptied = "SELECT case_id, FALSE AS missing FROM stg_run__cases WHERE case_id NOT IN (SELECT case_id FROM ranked)"
+    missing = "SELECT case_id, TRUE AS missing FROM cases WHERE case_id NOT IN (SELECT case_id FROM stg_run__cases)"
+    parts = ([emptied] if judged else []) + ([missing] if opts.complete else [])
     empty = con.sql(
-        f"""SELECT c.case_id, count(q.unit_id) FILTER (WHERE {is_relevant("q.grade", level)}) AS nrel
-            FROM stg_run__cases c LEFT JOIN qrels q USING (case_id)
-            WHERE c.case_id NOT IN (SELECT case_id FROM ranked) GROUP BY c.case_id"""
+        f"""SELECT c.case_id, c.missing, count(q.unit_id) FILTER (WHERE {is_relevant("q.grade", level)}) AS nrel
+            FROM ({" UNION ALL ".join(parts)}) c LEFT JOIN qrels q USING (case_id) GROUP BY ALL"""
     ).to_arrow_table()
     if empty.num_rows == 0:
-        return res.wide
+        return res.wide, []
     swap = {}
     for p in iprec:
         assert p.measure is not None
         col = qident(str(_resolved(res, p)))
-        x = f"CAST({float(p.measure.params[0])!r} AS DOUBLE)"
-        swap[col] = f"CASE WHEN e.case_id IS NOT NULL AND round({x} * e.nrel) = 0 THEN 'NaN'::DOUBLE ELSE w.{col} END"
+        xs = [f"CAST({float(x)!r} AS DOUBLE)" for x in p.measure.params]
+        if p.measure.name == "utility":
+            p2, p3, p4, n = xs[1], xs[2], xs[3], xs[4] if len(xs) > 4 else "0.0"
+            ret = f"CASE WHEN e.missing AND NOT {judged} THEN 1 ELSE 0 END"
+            value = f"{p2} * {ret} + {p3} * e.nrel + {p4} * ({n} - {ret} - e.nrel)"
+            kept = "e.missing AND " + ("TRUE" if p.name == "utility" else "FALSE")  # the clean-up's exact name
+            swap[col] = f"CASE WHEN e.case_id IS NOT NULL AND NOT ({kept}) THEN {value} ELSE w.{col} END"
+            continue
+        if not judged:
+            continue
+        xs = xs[:1] if p.measure.name == "iprec_at_recall" else xs
+        nan = " OR ".join(f"round({x} * e.nrel) = 0" for x in xs)
+        swap[col] = f"CASE WHEN e.case_id IS NOT NULL AND ({nan}) THEN 'NaN'::DOUBLE ELSE w.{col} END"
     cols = ", ".join(
         f"{swap[qident(c)]} AS {qident(c)}" if qident(c) in swap else f"w.{qident(c)}" for c in res.wide.column_names
     )
-    return over_arrow(f"SELECT {cols} FROM wide w LEFT JOIN e USING (case_id)", wide=res.wide, e=empty)
+    table = over_arrow(f"SELECT {cols} FROM wide w LEFT JOIN e USING (case_id)", wide=res.wide, e=empty)
+    return table, [c for c in (str(_resolved(res, p)) for p in iprec) if qident(c) in swap]
 
 
 def _zscored(res: MeasureResult, wide: pa.Table, lines: list[Printed], zscores: pa.Table) -> pa.Table:
@@ -465,23 +486,17 @@ def _summary(
     tag: str,
     complete_num_rel: int | None = None,
     wide: pa.Table | None = None,
+    redone: list[str] | None = None,
 ) -> str:
-    """The ``all`` lines; a mean over ``wide`` where a query's value is a NaN (``-J``'s emptied lists), as C's."""
+    """The ``all`` lines; for the ``redone`` columns of ``wide`` (``-J``'s emptied lists) the mean over ``wide``,
+    a NaN when a query's value is one, as C's mean."""
     from ragtriage.metrics.context import over_arrow
 
     agg = res.aggregate
     values = dict(zip(agg.column("measure").to_pylist(), agg.column("value").to_pylist(), strict=True))
-    if wide is not None and wide is not res.wide:
-        nan = [c for c in wide.column_names if c != "case_id" and wide.schema.field(c).type == "double"]
-        if nan:
-            means = over_arrow(f"SELECT {', '.join(f'avg({_q(c)}) AS {_q(c)}' for c in nan)} FROM wide", wide=wide)
-            values.update(
-                {
-                    c: means.column(c)[0].as_py()
-                    for c in nan
-                    if means.column(c)[0].as_py() != values.get(c) and math.isnan(means.column(c)[0].as_py() or 0.0)
-                }
-            )
+    if wide is not None and redone:
+        means = over_arrow(f"SELECT {', '.join(f'avg({_q(c)}) AS {_q(c)}' for c in redone)} FROM wide", wide=wide)
+        values.update({c: means.column(c)[0].as_py() for c in redone})
     out = []
     for p in lines:
         if not p.summary:
