@@ -198,3 +198,23 @@ def test_zscores(tmp_path: Path) -> None:
         b"Zmap                   \tq2\t-1000000.0000\nZP_1                   \tq2\t-1000000.0000\n"
         b"Zmap                   \tall\t-500000.5000\nZP_1                   \tall\t-1000000.0000\n"
     )
+
+
+def test_judged_only_empty_lists_and_complete_stand_ins(tmp_path: Path) -> None:
+    """-J empties q2's list (its one document is unjudged) and -c stands in for q3 (absent from the run): trec_eval's
+    NaN (0/0) at the recall cut 0 and in 11pt_avg, and a utility with parameters counting the missed relevant."""
+    files = _files(tmp_path, "q1 0 a 1\nq2 0 b 1\nq3 0 c 1\n", "q1 Q0 a 1 1 t\nq2 Q0 x 1 1 t\n")
+    done = _ours(["-J", "-c", "-q", "-m", "iprec_at_recall.0,.5", "-m", "11pt_avg", "-m", "utility.1,-1,-1,0", *files])
+    assert done.returncode == 0, done.stderr.decode()
+    per_query = (
+        "iprec_at_recall_0.00  \t{q}\t  -nan\niprec_at_recall_0.50  \t{q}\t0.0000\n"
+        "utility_1,-1,-1,0     \t{q}\t-1.0000\n11pt_avg              \t{q}\t  -nan\n"
+    )
+    assert done.stdout.decode() == (
+        "iprec_at_recall_0.00  \tq1\t1.0000\niprec_at_recall_0.50  \tq1\t1.0000\n"
+        "utility_1,-1,-1,0     \tq1\t1.0000\n11pt_avg              \tq1\t1.0000\n"
+        + per_query.format(q="q2")
+        + per_query.format(q="q3")
+        + "iprec_at_recall_0.00  \tall\t  -nan\niprec_at_recall_0.50  \tall\t0.3333\n"
+        "utility_1,-1,-1,0     \tall\t-0.3333\n11pt_avg              \tall\t  -nan\n"
+    )
