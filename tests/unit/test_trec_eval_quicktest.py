@@ -41,6 +41,17 @@ TARGETS = [
     ("out.test.qrels_jg", ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "results.test"]),
     ("out.test.qrels_jg", ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.comments.123", "results.test"]),
 ]
+# gain parameters and every parameterised measure (issue 53)
+TARGETS.append(
+    (
+        "out.test.meas_params",
+        ["-q", "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000", "-m",
+         "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m", "11pt_avg..25,.5,.75", "-mndcg.1=3,2=9,4=4.5",
+         "-mndcg_cut.10,20,23.4", "-msuccess.2,5,20", "qrels.test", "results.test"],
+    )
+)  # fmt: skip
+# z-scores against trec_eval's zscores_file (a flag taking a file of the test folder: see _argv)
+TARGETS.append(("out.test.aqZ", ["-q", "-m", "all_trec", "-Z", "@zscores_file", "qrels.test", "results.test"]))
 
 
 @pytest.mark.parametrize(("expected", "args"), TARGETS, ids=[f"{e}:{' '.join(a)}" for e, a in TARGETS])
@@ -51,7 +62,8 @@ def test_quicktest_target_byte_for_byte(expected: str, args: list[str], tmp_path
             "trec_eval's test folder is absent: place usnistgov/trec_eval's test/ at ../shared/trec_eval/test "
             "beside the checkout, or set RAGTRIAGE_TREC_EVAL_TESTS to it"
         )
-    argv = [*args[:-2], *(str(folder / a) for a in args[-2:])]
+    argv = [str(folder / a[1:]) if a.startswith("@") else a for a in args[:-2]]
+    argv += [str(folder / a) for a in args[-2:]]
     done = subprocess.run(
         [sys.executable, "-m", "ragtriage.trec_eval", *argv], capture_output=True, check=False, cwd=tmp_path
     )

@@ -2,7 +2,9 @@
 the classifier's cost build their SQL from these functions.
 
 Gain of a grade: ``linear`` is the grade itself, ``exponential`` is 2^grade - 1; a grade at or below zero adds
-nothing (trec_eval skips it too). Discount of position p (1-based): log2(p + 1).
+nothing (trec_eval skips it too). trec_eval's gain parameters (``ndcg.1=3,2=9``) override the linear gain of the
+grades they name (``levels``: (grade, gain) pairs); an unnamed grade keeps its linear gain. Discount of position
+p (1-based): log2(p + 1).
 """
 
 from __future__ import annotations
@@ -20,9 +22,16 @@ DEFAULT_GAIN = "linear"
 DISCOUNT = "log2({pos} + 1)"
 
 
-def gain_sql(gain: str, grade: str) -> str:
-    """SQL: the gain of ``grade`` (a column expression) under ``gain``."""
-    return GAIN[gain].format(grade=grade)
+Levels = tuple[tuple[int, float], ...]
+
+
+def gain_sql(gain: str, grade: str, levels: Levels = ()) -> str:
+    """SQL: the gain of ``grade`` (a column expression) under ``gain``, the grades of ``levels`` at their gain."""
+    base = GAIN[gain].format(grade=grade)
+    if not levels:
+        return base
+    whens = " ".join(f"WHEN {int(lvl)} THEN CAST({float(g)!r} AS DOUBLE)" for lvl, g in levels)
+    return f"(CASE {grade} {whens} ELSE {base} END)"
 
 
 def discount_sql(pos: str) -> str:
@@ -30,10 +39,10 @@ def discount_sql(pos: str) -> str:
     return DISCOUNT.format(pos=pos)
 
 
-def ideal_gains_sql(gain: str, grade: str) -> str:
+def ideal_gains_sql(gain: str, grade: str, levels: Levels = ()) -> str:
     """SQL aggregate: a case's positive gains sorted descending (what :func:`ideal_dcg_sql` reads), over rows
     holding ``grade``."""
-    g = gain_sql(gain, grade)
+    g = gain_sql(gain, grade, levels)
     return f"list({g} ORDER BY {g} DESC) FILTER (WHERE {g} > 0)"
 
 

@@ -2,14 +2,15 @@
 engine (``metrics.engine``), so it is also a ``--measure`` string (``iprec_at_recall_0.10``, ``infAP``,
 ``Rndcg``, ``relative_P_5``) and prints as trec_eval prints it (``ragtriage trec-eval``).
 
-A family is a name, its parameters (trec_eval's defaults when left out), how its per-query values aggregate
-(mean, sum, geometric mean with trec_eval's floor of 0.00001, or none) and one SQL expression per query written
-over what the engine's query already holds: the labelled units of each list at their positions (``jp``: pos, grade),
-the list length (``nret.num_ret``) and the case's qrels counts (``n``). The definitions follow trec_eval 10.0's
-``m_*.c`` (docs/trec_eval.md gives each one as a formula). Grades below zero are "in the pool but unjudged"
-(trec_eval's -2); a listed unit without a label is "not in the pool" (-1). Gains are the grades (trec_eval's
-default gains); a query absent from the run (trec_eval ``-c``) scores 0 on every family, as trec_eval's
-stand-in ranking does once its clean-up has run.
+A family is a name, its parameters (trec_eval's defaults when left out), how its per-query values aggregate (mean, sum,
+geometric mean with trec_eval's floor of 0.00001, or none) and one SQL expression per query written over what the
+engine's query already holds: the labelled units of each list at their positions (``jp``: pos, grade), the list length
+(``nret.num_ret``) and the case's qrels counts (``n``). The definitions follow trec_eval 10.0's ``m_*.c``
+(docs/trec_eval.md gives each one as a formula). Grades below zero are "in the pool but unjudged" (trec_eval's -2); a
+listed unit without a label is "not in the pool" (-1). Gains are the grades (trec_eval's default gains, or the gains its
+``rel_level=gain`` parameters give: ``G``, ``ndcg_rel``, ``Rndcg``, ``dcg``, ``ideal_dcg`` and ``ndcg`` with gains take
+them as flat (level, gain, ...) parameters); a query absent from the run (trec_eval ``-c``) scores 0 on every family, as
+trec_eval's stand-in ranking does once its clean-up has run.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ragtriage.contract.relevance import is_judged, is_judged_nonrelevant, is_relevant
-from ragtriage.metrics.gain import discount_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
+from ragtriage.metrics.gain import Levels, discount_sql, gain_sql, ideal_dcg_sql, ideal_gains_sql
 
 MIN_GEO_MEAN = 0.00001
 """trec_eval's floor under a per-query value before its logarithm (gm_map, gm_bpref)."""
@@ -67,6 +68,7 @@ class Family:
     per_query: bool = True
     summary: bool = True
     text: bool = False
+    bare: bool = True  # whether the bare name means this family (``ndcg`` alone is the engine's nDCG)
 
 
 def _f(x: float) -> str:
@@ -87,9 +89,23 @@ def _tag(x: float) -> str:
     return f"{x:g}".replace(".", "_").replace("-", "m")
 
 
-def _ideal(b: Builder) -> str:
-    """The case's positive grades, highest first: trec_eval's ideal ranking under its default gains."""
-    return b.stat("ig", ideal_gains_sql("linear", "q.grade"))
+def _levels(m: Measure) -> Levels:
+    """A gain family's (level, gain) pairs from its flat parameters (none: the grades are the gains)."""
+    p = m.params
+    return tuple((int(p[i]), p[i + 1]) for i in range(0, len(p) - 1, 2))
+
+
+def _key(levels: Levels) -> str:
+    return "_".join(f"{lvl}x{_tag(g)}" for lvl, g in levels)
+
+
+def _gain(m: Measure, grade: str = "grade") -> str:
+    return gain_sql("linear", grade, _levels(m))
+
+
+def _ideal(b: Builder, m: Measure) -> str:
+    """The case's positive gains, highest first: trec_eval's ideal ranking under the measure's gains."""
+    return b.stat(f"ig{_key(_levels(m))}", ideal_gains_sql("linear", "q.grade", _levels(m)))
 
 
 def _ideal_dcg(ig: str, k: str) -> str:
@@ -212,41 +228,60 @@ def _bin_g(b: Builder, m: Measure) -> str:
     return f"CASE WHEN {nrel} > 0 THEN coalesce({s}, 0.0) / {nrel} ELSE 0.0 END"
 
 
-def _cum_dcg(b: Builder) -> str:
-    return b.window("w_cdcg", f"sum({gain_sql('linear', 'grade')} / {discount_sql('pos')}) AND CURRENT")
+def _cum_dcg(b: Builder, m: Measure) -> str:
+    return b.window(f"w_cdcg{_key(_levels(m))}", f"sum({_gain(m)} / {discount_sql('pos')}) AND CURRENT")
 
 
-def _row_ideal(b: Builder) -> str:
+def _row_ideal(b: Builder, m: Measure) -> str:
     """The case's ideal gains as a column of the labelled rows (a row's measure reads its prefix)."""
-    _ideal(b)
-    b.windows["r_ig"] = "n.ig"
-    return "r_ig"
+    name = _ideal(b, m).removeprefix("n.")
+    b.windows[f"r_{name}"] = f"n.{name}"
+    return f"r_{name}"
+
+
+def _dcg(b: Builder, m: Measure) -> str:
+    """The list's DCG under the measure's gains (every unit with a gain other than 0, negative ones too)."""
+    g = _gain(m)
+    total = b.aggregate(f"dcg{_key(_levels(m))}", f"sum({g} / {discount_sql('pos')}) FILTER (WHERE {g} != 0)")
+    return f"coalesce({total}, 0.0)"
+
+
+def _ideal_dcg_all(b: Builder, m: Measure) -> str:
+    ideal = _ideal(b, m)
+    return _ideal_dcg(ideal, f"coalesce(len({ideal}), 0)")
+
+
+def _ndcg(b: Builder, m: Measure) -> str:
+    """trec_eval's ndcg with gain parameters: the list's DCG over the ideal ranking's (0 without a positive gain)."""
+    ideal = _ideal_dcg_all(b, m)
+    return f"CASE WHEN {ideal} > 0 THEN {_dcg(b, m)} / {ideal} ELSE 0.0 END"
 
 
 def _g(b: Builder, m: Measure) -> str:
     """trec_eval's G: each gain discounted by log2(2 + the ideal cost so far - the gain so far), where the ideal
     cost adds the ideal ranking's gain at each position (at least 1); normalised by the ideal's total gain."""
-    ig = _row_ideal(b)
-    cg = b.window("w_cgain", f"sum({gain_sql('linear', 'grade')}) AND CURRENT")
-    cost = f"(coalesce(list_sum({ig}[1:least(pos, len({ig}))]), 0.0) + greatest(0, pos - coalesce(len({ig}), 0)))"
-    total = b.aggregate("g_sum", f"sum(grade / log2(2 + {cost} - {cg})) FILTER (WHERE grade > 0)")
-    ideal = f"coalesce(list_sum({_ideal(b)}), 0.0)"
+    ig, g, key = _row_ideal(b, m), _gain(m), _key(_levels(m))
+    cg = b.window(f"w_cgain{key}", f"sum({g}) AND CURRENT")
+    prefix = f"list_transform({ig}[1:least(pos, len({ig}))], lambda x: greatest(x, 1.0))"
+    cost = f"(coalesce(list_sum({prefix}), 0.0) + greatest(0, pos - coalesce(len({ig}), 0)))"
+    total = b.aggregate(f"g_sum{key}", f"sum({g} / log2(2 + {cost} - {cg})) FILTER (WHERE {g} != 0)")
+    ideal = f"coalesce(list_sum({_ideal(b, m)}), 0.0)"
     return f"CASE WHEN {ideal} > 0 THEN coalesce({total}, 0.0) / {ideal} ELSE 0.0 END"
 
 
 def _ndcg_rel(b: Builder, m: Measure) -> str:
     """nDCG averaged over the units with a positive gain: at each one listed, the nDCG at its position; each one
     not listed takes the nDCG of the whole list."""
-    ig = _row_ideal(b)
-    cdcg = _cum_dcg(b)
+    ig, g, key = _row_ideal(b, m), _gain(m), _key(_levels(m))
+    cdcg = _cum_dcg(b, m)
     at_rel = b.aggregate(
-        "ndr_sum", f"sum({cdcg} / {_ideal_dcg(ig, f'least(pos, len({ig}))')}) FILTER (WHERE grade > 0)"
+        f"ndr_sum{key}", f"sum({cdcg} / {_ideal_dcg(ig, f'least(pos, len({ig}))')}) FILTER (WHERE {g} > 0)"
     )
-    listed = b.aggregate("ndr_n", "count(*) FILTER (WHERE grade > 0)")
-    dcg_all = b.aggregate("ndr_dcg", f"sum(grade / {discount_sql('pos')}) FILTER (WHERE grade > 0)")
-    ideal = _ideal(b)
+    listed = b.aggregate(f"ndr_n{key}", f"count(*) FILTER (WHERE {g} > 0)")
+    dcg_all = _dcg(b, m)
+    ideal = _ideal(b, m)
     n_pos = f"coalesce(len({ideal}), 0)"
-    rest = f"({n_pos} - coalesce({listed}, 0)) * coalesce({dcg_all}, 0.0) / {_ideal_dcg(ideal, n_pos)}"
+    rest = f"({n_pos} - coalesce({listed}, 0)) * {dcg_all} / {_ideal_dcg(ideal, n_pos)}"
     s = f"(coalesce({at_rel}, 0.0) + {rest})"
     return f"CASE WHEN {n_pos} > 0 AND {s} > 0 THEN {s} / {n_pos} ELSE 0.0 END"
 
@@ -255,10 +290,10 @@ def _rndcg(b: Builder, m: Measure) -> str:
     """nDCG averaged at the R levels: the positions where the ideal ranking's gain drops (the count of units at
     each positive grade and above), plus the end of the list when it reaches beyond the position after the last
     positive unit (trec_eval evaluates that position with the drop to gain 0, and the list's end only after it)."""
-    ideal = _ideal(b)
+    ideal, g = _ideal(b, m), _gain(m)
     listed = b.aggregate(
-        "rn_dcg",
-        f"list(struct_pack(p := pos, d := grade / {discount_sql('pos')}) ORDER BY pos) FILTER (WHERE grade > 0)",
+        f"rn_dcg{_key(_levels(m))}",
+        f"list(struct_pack(p := pos, d := {g} / {discount_sql('pos')}) ORDER BY pos) FILTER (WHERE {g} != 0)",
     )
     ret, n_pos = _num_ret(), f"coalesce(len({ideal}), 0)"
 
@@ -325,6 +360,9 @@ FAMILIES: dict[str, Family] = {
         Family("G", _g),
         Family("ndcg_rel", _ndcg_rel),
         Family("Rndcg", _rndcg),
+        Family("dcg", _dcg),
+        Family("ideal_dcg", _ideal_dcg_all),
+        Family("ndcg", _ndcg, bare=False),
         Family("relative_P", _relative_p, tuple(float(k) for k in CUTOFFS), cut="long"),
         Family("set_P", _set("P")),
         Family("set_relative_P", _set("relative_P")),
@@ -361,7 +399,7 @@ def parse(text: str) -> tuple[str, tuple[float, ...]] | None:
         except ValueError:
             return None
         return name, values
-    if text in FAMILIES and FAMILIES[text].cut is None:
+    if text in FAMILIES and FAMILIES[text].cut is None and FAMILIES[text].bare:
         return text, FAMILIES[text].params
     for fam in FAMILIES.values():
         if fam.cut and text.startswith(fam.name + "_"):

@@ -39,22 +39,23 @@ class Printed:
 ORDER = (
     "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
     "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg",
-    "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P",
-    "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
+    "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success",
+    "set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj",
 )  # fmt: skip
 OFFICIAL = ORDER[:12]
 SET = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
        "set_map", "set_F")  # fmt: skip
-ALL_TREC = tuple(n for n in ORDER)
+ALL_TREC = tuple(n for n in ORDER if n not in ("dcg", "ideal_dcg"))
 NICKNAMES = {"official": OFFICIAL, "set": SET, "all_trec": ALL_TREC}
-#: trec_eval measures this command does not compute (the -R formats' measures are in trec_eval.prefs)
-UNSUPPORTED = ("dcg", "ideal_dcg", "yaap")
+#: trec_eval measures this command does not compute
+UNSUPPORTED = ("yaap",)
 
 #: the core measures trec_eval prints uncut, and those it prints at cutoffs (with its default cutoffs): each one
 #: the measure its trec_eval name parses to (``metrics.measures``)
 _SCALAR = ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "ndcg")
 _CUTS = {"P": CUTOFFS, "recall": CUTOFFS, "ndcg_cut": CUTOFFS, "map_cut": CUTOFFS, "success": (1, 5, 10)}
-_PAIRS = ("rbp", "rbp_resid", "ndcg", "ndcg_rel", "Rndcg", "G")
+_PAIRS = ("rbp", "rbp_resid", "ndcg", "ndcg_rel", "Rndcg", "G", "dcg", "ideal_dcg")
+_GAINS = ("ndcg", "ndcg_rel", "Rndcg", "G", "dcg", "ideal_dcg")
 
 
 def c_atol(text: str) -> int:
@@ -119,13 +120,24 @@ def _double_cuts(name: str, text: str | None, default: tuple[float, ...]) -> lis
 
 
 def _pair_params(name: str, text: str) -> tuple[float, ...]:
+    """trec_eval's ``name=value`` parameters: rbp's ``p=``; a gain measure's ``level=gain`` pairs, flattened
+    (level, gain, ...). As trec_eval, a pair whose name is not an integer is ignored and a gain reads as C's atof;
+    a negative level (trec_eval's not-in-pool and unjudged codes) or a level given twice is refused."""
     pairs = [p.partition("=") for p in text.split(",")]
-    if any(not eq for _, eq, _ in pairs):
-        raise TrecEvalError(f"illegal measure '{name}.{text}': parameters must be name=value pairs", 1)
-    if name not in ("rbp", "rbp_resid") or any(k != "p" for k, _, _ in pairs):
+    if any(not eq for _, eq, _ in pairs) or any("=" in v for _, _, v in pairs):
         raise TrecEvalError(
-            f"measure '{name}.{text}': ragtriage trec-eval takes only the default gains (and rbp's p=)", 1
+            f"trec_eval: malformed pair parameters in '{text}'\ntrec_eval: Cannot initialize measure '{name}'", 2
         )
+    if name in _GAINS:
+        levels = {int(k): c_atof(v) for k, _, v in reversed(pairs) if re.fullmatch(r"[+-]?\d+", k)}
+        named = [int(k) for k, _, _ in pairs if re.fullmatch(r"[+-]?\d+", k)]
+        if len(named) != len(levels) or any(lvl < 0 for lvl in levels):
+            raise TrecEvalError(
+                f"trec-eval: measure '{name}.{text}': each gain's level must be a grade >= 0, given once", 1
+            )
+        return tuple(x for lvl in named for x in (float(lvl), levels[lvl]))
+    if any(k != "p" for k, _, _ in pairs):
+        raise TrecEvalError(f"trec-eval: measure '{name}.{text}': rbp takes only p=", 1)
     return (c_atof(pairs[-1][2]),)
 
 
@@ -140,7 +152,7 @@ def plan(args: list[str], num_docs: int = 0) -> list[Printed]:
         elif name in _CUTS:
             out += [Printed(f"{name}_{k}", parse_measure(f"{name}_{k}")) for k in _long_cuts(name, text, _CUTS[name])]
         elif name == "ndcg" and text is not None:
-            _pair_params(name, text)
+            out.append(Printed(f"ndcg_{text}", Measure("ndcg", params=_pair_params(name, text))))
         elif name in _SCALAR:
             m = parse_measure(name)
             out.append(Printed(name, m, "long" if m.summed else "double", per_query=name != "num_q"))
