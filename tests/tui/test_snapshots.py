@@ -1,6 +1,7 @@
-"""SVG snapshots at 80×24 and 120×40 of every view (Compare also sliced by a case field, and its measure picker), the help screen, the case screen of a leaking case (q3), a zero-hit
-case (q2) and a dataset-defect case with hostile text (q10), on the conftest store read through the real core;
-and the N-run Compare of three runs with a case opened from it (the runs' final lists side by side).
+"""SVG snapshots at 80×24 and 120×40 of every view (Compare also sliced by a case field, and its measure picker)
+and the help screen; at 80×24 the case screen of a leaking case (q3), a zero-hit case (q2) and a dataset-defect case
+with hostile text (q10), on the conftest store read through the real core; and the N-run Compare of three runs with
+a case opened from it (the runs' final lists side by side).
 
 Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update`, then look at the pictures
 (`tests/tui/__snapshots__/test_snapshots/*.svg`) before committing them.
