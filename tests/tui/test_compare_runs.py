@@ -69,8 +69,8 @@ async def test_every_run_of_the_dataset_is_a_column_and_m_cycles_the_measure(thr
         # worst regression of the open run first: only q1 moved (up), so it comes last
         assert screen.shown.column("case_id").to_pylist()[-1] == "q1"
         assert "hybrid vs bm25 · nDCG@2" in static_text(app, "#status")
-        assert "+1 / -0 / =3" in static_text(app, "#status")
-        await pilot.press("m")  # nDCG → P
+        assert "1/3/0" in next(x for x in static_text(app, "#stats").splitlines() if x.startswith("nDCG@2"))
+        await pilot.press("m", "down", "enter")  # nDCG → P
         await settle(pilot)
         assert "hybrid vs bm25 · P@2" in static_text(app, "#status")
         check(rows_of(app), PRECISION)
@@ -156,39 +156,90 @@ async def test_a_run_loaded_by_another_process_joins_the_open_app(db_path: Path,
         assert app.screen.shown.column_names == ["case_id", "bm25 LEAKS", "hybrid LEAKS", "Δ", "dense", "query"]  # type: ignore[attr-defined]
 
 
-@pytest.mark.slow
-@pilot_test
-async def test_wins_ties_losses_equal_the_compare_command_on_the_sample(tmp_path: Path) -> None:
-    """Compare's W/T/L come from the one paired table (``gate.compare.pair_stats``): on the sample, every
-    measure the screen cycles through shows what ``ragtriage compare --format json`` says for the same pair."""
+def _cli_rows(db: Path, *args: str) -> list[dict[str, Any]]:
     import json
 
     from typer.testing import CliRunner
 
     from ragtriage.cli import app as cli
+
+    res = CliRunner().invoke(cli, ["compare", "--db", str(db), "--baseline", "bm25", *args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return list(json.loads(res.stdout)["rows"])
+
+
+@pytest.mark.slow
+@pilot_test
+async def test_figures_equal_the_compare_command_on_the_sample(tmp_path: Path) -> None:
+    """Compare's figures are ``compare``'s: on the sample at --k 8 (not the run's k), every field of every row,
+    over all cases and per query_type (`d`), is what ``ragtriage compare --format json`` says for the same pair;
+    at 80x24 the shown measure's line states its mean Δ, interval and p, and no line is cut."""
     from tests.factory import load_sample
 
     db = load_sample(tmp_path / "s.duckdb")
-    res = CliRunner().invoke(
-        cli,
-        ["compare", "--db", str(db), "--run", "hybrid-rerank", "--baseline", "bm25", "--k", "8", "--format", "json"],
-    )
-    assert res.exit_code == 0, res.output
-    cli_wtl = {r["metric"]: (r["wins"], r["losses"], r["ties"]) for r in json.loads(res.stdout)["rows"]}
-    app = TriageApp(db, "hybrid-rerank", "bm25", author="t")
-    seen: dict[str, tuple[int, int, int]] = {}
+    overall = _cli_rows(db, "--run", "hybrid-rerank", "--k", "8")
+    sliced = _cli_rows(db, "--run", "hybrid-rerank", "--k", "8", "--by", "query_type")
+    app = TriageApp(db, "hybrid-rerank", "bm25", author="t", k=8)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("c")
         await settle(pilot)
-        for _ in range(5):  # nDCG, P, R, RR, AP at the run's k (8)
-            screen = app.screen
-            assert isinstance(screen, CompareScreen) and screen.view is not None
-            v = screen.view
-            assert f"+{v.stats.wins} / -{v.stats.losses} / ={v.stats.ties}" in static_text(app, "#status")
-            assert v.stats.n == len(v.deltas)  # the listed cases are the pairs the figures are over
-            seen[v.measure] = (v.stats.wins, v.stats.losses, v.stats.ties)
-            await pilot.press("m")
-            await settle(pilot)
-    assert set(seen) == {"nDCG@8", "P@8", "R@8", "RR@8", "AP@8"}
-    assert seen == {m: cli_wtl[m] for m in seen}
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.stats is not None
+        assert screen.stats.to_pylist() == overall
+        lines = static_text(app, "#stats").splitlines()
+        ndcg = next(r for r in overall if r["metric"] == "nDCG@8")
+        line = next(x for x in lines if x.split()[:1] == ["nDCG@8"])
+        wtl = f"{ndcg['wins']}/{ndcg['ties']}/{ndcg['losses']}"
+        delta, low, high = (f"{ndcg[c]:+.3f}" for c in ("mean_diff", "ci_low", "ci_high"))
+        assert line.split() == [
+            "nDCG@8",
+            str(ndcg["n"]),
+            wtl,
+            f"{ndcg['baseline']:.3f}",
+            f"{ndcg['candidate']:.3f}",
+            delta,
+            f"[{low},",
+            f"{high}]",
+            f"{ndcg['p_value']:.3g}",
+        ]
+        assert len(lines) == 7 and all(len(x.rstrip()) <= 78 for x in lines)  # the header and six measures
+        await pilot.press("d")  # by query_type
+        await settle(pilot)
+        assert screen.stats.to_pylist() == sliced
+        shown = static_text(app, "#stats").splitlines()
+        slices = [r for r in sliced if r["metric"] == "nDCG@8"]
+        assert len(shown) == 1 + len(slices) and shown[1].split()[0] == "all"
+        deltas = [float(x.split()[5]) for x in shown[2:]]
+        assert deltas == sorted(deltas)  # worst slice first
+
+
+@pytest.mark.slow
+@pilot_test
+async def test_measure_picker_and_the_users_k(tmp_path: Path) -> None:
+    """`m` opens a picker on the current measure; the one picked is listed at the k given (``tui --k 20``), which
+    the figures and the bar state."""
+    from textual.widgets import OptionList
+
+    from tests.factory import load_sample
+
+    db = load_sample(tmp_path / "s.duckdb")
+    app = TriageApp(db, "hybrid-rerank", "bm25", author="t", k=20)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        assert "nDCG@20" in static_text(app, "#status")
+        assert {x.split()[0] for x in static_text(app, "#stats").splitlines()[1:]} == {
+            f"{m}@20" for m in ("P", "R", "RR", "nDCG", "AP", "Success")
+        }
+        await pilot.press("m")
+        await settle(pilot)
+        options = app.screen.query_one(OptionList)
+        assert options.highlighted == 0  # nDCG, the current one
+        await pilot.press("down", "down", "enter")  # nDCG → P → R
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.view is not None
+        assert screen.view.measure == "R@20"
+        assert "hybrid-rerank vs bm25 · R@20" in static_text(app, "#status")

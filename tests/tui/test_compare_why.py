@@ -53,4 +53,7 @@ async def test_w_shows_each_drop_cause(db: Path) -> None:  # noqa: F811
         await pilot.press("w")
         await settle(pilot)
         await until(lambda: "cause" not in screen.shown.column_names)  # type: ignore[union-attr]
-        assert screen.query_one(DeltaHistogram).display
+        assert screen.query_one("#stats").display and not screen.query_one(DeltaHistogram).display
+        await pilot.press("v")  # the Δ distribution in place of the figures
+        await settle(pilot)
+        assert screen.query_one(DeltaHistogram).display and not screen.query_one("#stats").display

@@ -122,7 +122,7 @@ async def check_list(pilot: Any, app: RecordingApp, view: str, moves: tuple[str,
     await settle(pilot)
     case = on_screen(app)
     for i, key in enumerate(moves):
-        await pilot.press(key)
+        await pilot.press(*key.split("+"))  # "m+down+enter": pick the next measure
         await settle(pilot)
         assert on_screen(app) == case, (view, key)
         await triage(pilot, app, "1234"[i % 4], ("dataset", "ingestion", "ranking", "security")[i % 4])
@@ -140,7 +140,7 @@ async def test_zero_hit_and_compare_keep_the_case_on_screen(sample_db: Path, tmp
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot)
         await check_list(pilot, app, "z", ("t", "T", "r"))
-        await check_list(pilot, app, "c", ("t", "T", "m", "r"))
+        await check_list(pilot, app, "c", ("t", "T", "m+down+enter", "r"))
 
 
 @pilot_test

@@ -1,6 +1,7 @@
-"""SVG snapshots at 80×24 of every view, the help screen, the case screen of a leaking case (q3), a zero-hit
-case (q2) and a dataset-defect case with hostile text (q10), on the conftest store read through the real core;
-and the N-run Compare of three runs with a case opened from it (the runs' final lists side by side).
+"""SVG snapshots at 80×24 and 120×40 of every view (Compare also sliced by a case field, and its measure picker)
+and the help screen; at 80×24 the case screen of a leaking case (q3), a zero-hit case (q2) and a dataset-defect case
+with hostile text (q10), on the conftest store read through the real core; and the N-run Compare of three runs with
+a case opened from it (the runs' final lists side by side).
 
 Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update`, then look at the pictures
 (`tests/tui/__snapshots__/test_snapshots/*.svg`) before committing them.
@@ -18,6 +19,19 @@ from ragtriage.tui.app import TriageApp
 from tests.tui.helpers import settle
 
 SIZE = (80, 24)
+LARGE = (120, 40)
+VIEWS = [(), ("s",), ("z",), ("l",), ("f",), ("c",), ("c", "d"), ("c", "m"), ("f", "question_mark")]
+VIEW_IDS = [
+    "overview",
+    "slices",
+    "zerohit",
+    "leakage",
+    "failures",
+    "compare",
+    "compare_sliced",
+    "measure_picker",
+    "help",
+]
 
 
 def app_for(db_path: Path) -> TriageApp:
@@ -43,14 +57,16 @@ def opening(case_id: str) -> Callable[[Any], Awaitable[None]]:
     return go
 
 
-@pytest.mark.parametrize(
-    "keys",
-    [(), ("s",), ("z",), ("l",), ("f",), ("c",), ("f", "question_mark")],
-    ids=["overview", "slices", "zerohit", "leakage", "failures", "compare", "help"],
-)
+@pytest.mark.parametrize("keys", VIEWS, ids=VIEW_IDS)
 @pytest.mark.slow
 def test_view(snap_compare: Any, db_path: Path, keys: tuple[str, ...]) -> None:
     assert snap_compare(app_for(db_path), terminal_size=SIZE, run_before=pressing(*keys))
+
+
+@pytest.mark.parametrize("keys", VIEWS, ids=VIEW_IDS)
+@pytest.mark.slow
+def test_view_at_120x40(snap_compare: Any, db_path: Path, keys: tuple[str, ...]) -> None:
+    assert snap_compare(app_for(db_path), terminal_size=LARGE, run_before=pressing(*keys))
 
 
 @pytest.mark.slow

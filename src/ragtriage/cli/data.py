@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, StrictIdsOpt, app, open_store, say, shown
+from ragtriage.cli._app import DEFAULT_DB_PATH, DbOpt, StrictIdsOpt, app, open_store, say
 from ragtriage.cli._app import fail as _fail
 from ragtriage.cli.trace_options import (
     CaseIdAttributeOpt,
@@ -303,29 +302,35 @@ def info(
             + f"relevance threshold {ds['relevance_threshold']}, grades {ds['grade_min']}..{ds['grade_max']}",
             markup=False,
             highlight=False,
+            soft_wrap=False,
         )
         c = data["counts"]
-        say(
+        console.print(
             f"  {c['cases']} cases ({c['answerable']} answerable, {c['negative']} negative), {c['labels']} labels, "
             f"{c['documents']} corpus units from {c['corpus_documents']} documents",
+            markup=False,
+            highlight=False,
+            soft_wrap=False,
         )
-    t = Table("run", "k", "cand. k", "final rows", "cand. rows", "events", "dataset", "loaded", title="runs")
-    for r in data["runs"]:
-        t.add_row(
-            shown(r["run_id"]),
+    from ragtriage.app.render.output import print_grid
+
+    runs = [
+        [
+            visible(r["run_id"]),
             str(r["k"]),
             str(r["candidate_k"] or ""),
             str(r["final_rows"]),
             str(r["candidate_rows"]),
             str(r["events"]),
-            shown(r["dataset_version"]),
+            visible(r["dataset_version"]),
             str(r["loaded_at"])[:19],
-        )
-    console.print(t)
-    wt = Table("target", "warning", "count", title="load warnings")
-    for w in data["warning_counts"]:
-        wt.add_row(shown(w["target"]), w["code"], str(w["n"]))
-    console.print(wt)
+        ]
+        for r in data["runs"]
+    ]
+    heads = ["run", "k", "cand k", "rows", "cand rows", "events", "dataset", "loaded"]  # fit 80 columns
+    print_grid(console, "runs", heads, runs, [False, True, True, True, True, True, False, False])
+    warned = [[visible(w["target"]), visible(w["code"]), str(w["n"])] for w in data["warning_counts"]]
+    print_grid(console, "load warnings", ["target", "warning", "count"], warned, [False, False, True])
     listed = data.get("warnings", [])
     for w in listed:
         line = f"  {w['file']}:{w['line']}: {w['field']}: {w['message']}"

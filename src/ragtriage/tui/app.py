@@ -151,6 +151,7 @@ class TriageApp(App[None]):
             self._apply(store_state(self.db_path, run_id, baseline))
         #: The runs Compare listed (open run, baseline, the rest): a case opened from it shows their lists
         self.compare_runs: tuple[str, ...] = ()
+        self.last_case: str | None = None
         self.store = NotesStore(notes_path or notes_path_for(db_path))
         self.author = author or default_author()
         self.export_dir = Path(export_dir) if export_dir else Path.cwd()
@@ -435,6 +436,7 @@ class TriageApp(App[None]):
 
         if isinstance(self.screen, CaseScreen):
             self.pop_screen()
+        self.last_case = case_id
         self.prefetch_case(case_id)  # a no-op when the list's highlight already started this read
         self.push_screen(CaseScreen(case_id, case_list, self.current_mode or "failures", pos))
 

@@ -33,6 +33,8 @@ class TriageHost(Protocol):
     runs: list[str]
     #: The runs Compare listed (open run, baseline, the rest): a case opened from it shows their lists
     compare_runs: tuple[str, ...]
+    #: The case the case screen showed last: the list under it puts its cursor there on Escape
+    last_case: str | None
     #: Bumped on every saved note (ours or another process's): views showing notes reload when it moved
     notes_version: int
     case_index: list[str]

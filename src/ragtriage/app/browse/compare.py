@@ -16,7 +16,7 @@ from ragtriage.app.browse.reads import CASE_MEASURES, RunCache, core, natural_or
 from ragtriage.arrays import non_null_values, row_numbers, table_of
 from ragtriage.experiments.explain import EXPLAINED_SCHEMA, explain_drops
 from ragtriage.experiments.runs_table import measure_names
-from ragtriage.gate.compare import SEED, TEST_RESAMPLES, PairStats, pair_stats, paired_matrix
+from ragtriage.gate.compare import SEED, TEST_RESAMPLES, paired_matrix
 from ragtriage.gate.sources import paired_version
 from ragtriage.metrics.context import over_arrow
 from ragtriage.metrics.measures import parse_measure
@@ -60,13 +60,11 @@ def runs_matrix(
 class CompareView:
     """One measure of a :class:`RunsMatrix` as a list: one row per paired case with each run's value and the open
     run's Δ against the baseline, worst regression first. ``runs`` name the value columns in table order;
-    ``stats`` are the open run's against the baseline from ``gate.compare.pair_stats`` (wins/ties/losses,
-    mean Δ, interval, p-value), as ``compare`` states them."""
+    the figures of the open run against the baseline are :func:`compare_stats`'s (one statistics path)."""
 
     table: pa.Table
     measure: str
     runs: tuple[str, ...]
-    stats: PairStats
     deltas: list[float]
 
 
@@ -85,8 +83,29 @@ def compare_view(cur: duckdb.DuckDBPyConnection, matrix: RunsMatrix, family: str
     rows = with_query(cur, table_of(columns, pa.schema(fields)))
     rows = natural_order(rows, "case_id").sort_by([("delta", "ascending")])
     shown = non_null_values(rows.column("delta"), np.float64)
-    (stats,) = pair_stats(values[:, 1:2], values[:, 0:1], seed=SEED, n_resamples=TEST_RESAMPLES)
-    return CompareView(rows, matrix.measures[j], matrix.runs, stats, shown.tolist())
+    return CompareView(rows, matrix.measures[j], matrix.runs, shown.tolist())
+
+
+def compare_stats(cur: duckdb.DuckDBPyConnection, run_id: str, baseline: str, k: int, by: str | None) -> pa.Table:
+    """``compare --run RUN --baseline BASELINE --k K [--by BY]``'s summary rows (``gate.compare.SUMMARY_SCHEMA``:
+    per measure and slice both means, W/T/L, mean Δ, its 95% interval and p), through the use case the command
+    calls with its default seed and resamples, so the TUI and ``compare --format json`` state the same numbers."""
+    from ragtriage.app.compare import compare_one
+
+    one = core(
+        "app.compare_one",
+        compare_one,
+        cur,
+        run_id,
+        baseline,
+        (k,),
+        by=by,
+        split=None,
+        metrics=None,
+        seed=SEED,
+        resamples=TEST_RESAMPLES,
+    )
+    return one.result.summary
 
 
 @dataclass(frozen=True)

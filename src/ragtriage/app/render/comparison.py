@@ -24,7 +24,7 @@ from ragtriage.csv_out import csv_text
 from ragtriage.experiments.explain import CAUSES
 from ragtriage.experiments.runs_table import RunsComparison
 from ragtriage.experiments.safety import RunSafety
-from ragtriage.gate.compare import TIE, Comparison, method
+from ragtriage.gate.compare import TIE, method
 from ragtriage.safe_text import markdown_cell, visible
 
 #: Column heads of the cases-per-cause table that fit 80 columns.
@@ -397,10 +397,11 @@ EXPLAIN_NOTE = (
 )
 
 
-def text_rows(c: Comparison, digits: int = 4) -> list[list[str]]:
-    """Summary rows formatted for a terminal (``digits=3`` fits 80 columns) or Markdown table."""
+def text_rows(summary: pa.Table, digits: int = 4) -> list[list[str]]:
+    """``Comparison.summary`` rows formatted for a terminal (``digits=3`` fits 80 columns), a Markdown table or the
+    TUI's Compare view, headed by ``TEXT_HEADERS``."""
     out = []
-    for r in c.summary.to_pylist():
+    for r in summary.to_pylist():
         p = "n/a" if _clean(r["p_value"]) is None else f"{r['p_value']:.{digits}g}"
         out.append(
             [
@@ -429,7 +430,7 @@ def one_output(one: OneComparison, fmt: Format = Format.json) -> Output:
 
     result = one.result
     schema = pa.schema([(h, pa.string()) for h in TEXT_HEADERS])
-    shown = table_of_rows([dict(zip(TEXT_HEADERS, row, strict=True)) for row in text_rows(result)], schema)
+    shown = table_of_rows([dict(zip(TEXT_HEADERS, row, strict=True)) for row in text_rows(result.summary)], schema)
     base = one.baseline_safety
     context = {
         "leakage": one.safety.phrase(),

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from rich.console import Console
 
-__all__ = ["Format", "Output", "OutputError", "emit", "header", "markdown_cell", "render", "trec_text"]
+__all__ = ["Format", "Output", "OutputError", "emit", "header", "markdown_cell", "print_grid", "render", "trec_text"]
 
 
 def header(context: Mapping[str, Any]) -> str:
@@ -130,38 +130,96 @@ def _cells(table: pa.Table) -> list[list[str]]:
 
 
 def _print_table(out: Output, console: Console) -> None:
-    from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
     from ragtriage.safe_text import visible
 
     parts = [(out.title or header(out.context), out.shown if out.shown is not None else out.rows)]
     if out.title and out.context:
-        console.print(Text(header(out.context)))
+        console.print(Text(header(out.context)), soft_wrap=False)
     parts += list(out.sections.items())
     for i, (title, table) in enumerate(parts):
         if i == 0 and table.num_rows == 0:
             if title:
-                console.print(Text(title))
+                console.print(Text(title), soft_wrap=False)
             console.print(Text(out.empty))
             continue
         if table.num_rows == 0:
             continue
-        rows = _cells(table)
-        names = [visible(c) for c in table.column_names]
-        grid = Table(title=Text(visible(title)) if title else None, title_justify="left", header_style="bold")
-        for name in names:
-            grid.add_column(Text(name), overflow="fold")
-        for row in rows:
-            grid.add_row(*(Text(c) for c in row))
-        # a measure name cut to "nD…" is unreadable: a wide table gets the width its cells need
-        widths = [max([len(n)] + [len(r[j]) for r in rows]) for j, n in enumerate(names)]
-        need = sum(widths) + 3 * len(widths) + 1
-        target = console if need <= console.width else Console(file=console.file, soft_wrap=True, width=need)
-        target.print(grid)
+        numeric = [_is_number(t) for t in table.schema.types]
+        print_grid(
+            console, visible(title) if title else None, [visible(c) for c in table.column_names], _cells(table), numeric
+        )
     for note in out.notes:
-        console.print(Text(visible(note)))
+        console.print(Text(visible(note)), soft_wrap=False)
+
+
+def _is_number(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind))
+
+
+TEXT_MIN = 16  # a text column is folded down to its longest word, or to this many characters
+
+
+def print_grid(
+    console: Console,
+    title: str | None,
+    names: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    numeric: Sequence[bool] | None = None,
+) -> None:
+    """The one table writer of every command: a rich table as wide as the console, figures (``numeric``
+    columns, else cells that read as one) never wrapped nor cut, text folded; when even the narrowest layout is
+    wider than the console, one record per block (``name: value`` lines), so no line outgrows the terminal and
+    no number is cut. ``names`` and ``rows`` are display text already (``safe_text.visible``)."""
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    figures = (
+        list(numeric) if numeric is not None else [all(_reads_as_number(r[j]) for r in rows) for j in range(len(names))]
+    )
+    for compact in (False, True):  # boxed; else a rule under the header, one space between columns
+        grid = _grid(title, names, rows, figures, compact)
+        if Measurement.get(console, console.options.update_width(1 << 20), grid).minimum <= console.width:
+            console.print(grid, soft_wrap=False)
+            return
+    if title:
+        console.print(Text(title, style="bold"), soft_wrap=False)
+    wide = max(len(n) for n in names)
+    for row in rows:
+        for name, cell in zip(names, row, strict=True):
+            line = Text(f"{name:<{wide}}  ", style="bold")
+            line.append(cell)
+            console.print(line, soft_wrap=False, overflow="fold")
+        console.print()
+
+
+def _grid(
+    title: str | None, names: Sequence[str], rows: Sequence[Sequence[str]], figures: Sequence[bool], compact: bool
+) -> Any:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table(title=Text(title) if title else None, title_justify="left", header_style="bold")
+    if compact:
+        grid.box, grid.show_edge, grid.padding = box.SIMPLE_HEAD, False, (0, 0)
+    for j, (name, figure) in enumerate(zip(names, figures, strict=True)):
+        if figure:
+            grid.add_column(Text(name), no_wrap=True, justify="right", min_width=len(name))
+        else:  # folded, yet never narrower than its longest word (up to a limit): "nDCG@10" stays whole
+            word = max([len(w) for r in rows for w in r[j].split()] + [len(name)])
+            grid.add_column(Text(name), overflow="fold", min_width=min(word, TEXT_MIN))
+    for row in rows:
+        grid.add_row(*(Text(c) for c in row))
+    return grid
+
+
+def _reads_as_number(cell: str) -> bool:
+    text = cell.strip().lstrip("+-[").rstrip("]%").replace(",", "").replace("/", "").replace(".", "")
+    return not text or text.isdigit()
 
 
 # ---------------------------------------------------------------- json

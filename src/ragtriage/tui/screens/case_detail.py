@@ -193,6 +193,7 @@ class CaseScreen(TriageKeys, SectionsScreen):
             self.notify("no more cases in this list", timeout=2)
             return
         self.pos, self.case_id = i, self.case_list[i]
+        self.triage.last_case = self.case_id  # Escape returns the list to it
         self.query_one("#body", VerticalScroll).scroll_home(animate=False)
         ready = self.prefetched.get(self.detail_key(self.case_id))
         if ready is None:

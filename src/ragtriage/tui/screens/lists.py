@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,16 +24,40 @@ from ragtriage.app.browse.compare import (
     CompareView,
     RunsMatrix,
     compare_causes,
+    compare_stats,
     compare_view,
     runs_matrix,
 )
 from ragtriage.app.browse.lists import FAILS, NOT_CHECKED, LeakVerdict, leak_verdict
 from ragtriage.app.browse.reads import CASE_MEASURES, ViewError
+from ragtriage.app.render.comparison import TEXT_HEADERS, text_rows
+from ragtriage.metrics.slices import CASE_FIELDS
 from ragtriage.safe_text import visible
 from ragtriage.tui.case_layout import leak_lines
+from ragtriage.tui.screens.modals import Pick
 from ragtriage.tui.screens.table_view import CaseListScreen, TableScreen
 from ragtriage.tui.text import lit
+from ragtriage.tui.widgets.line_table import Column, LineTable
 from ragtriage.tui.widgets.plots import DeltaHistogram
+
+
+def stats_lines(stats: pa.Table, measure: str, by: str | None) -> LineTable:
+    """``compare``'s figures as lines (3 decimals fit 80 columns), the shown measure in bold: every measure over
+    all cases, or with ``by`` the shown measure over all cases then per slice, worst mean Δ first (the metric
+    column left out: the bar names it)."""
+    if by is not None:
+        stats = stats.filter(pc.equal(stats.column("metric"), measure))
+        stats = pa.concat_tables([stats.slice(0, 1), stats.slice(1).sort_by([("mean_diff", "ascending")])])
+    shown = {h: i for i, h in enumerate(TEXT_HEADERS)}
+    keep = [h for h in TEXT_HEADERS if h != ("metric" if by else "slice")]  # the bar names the one measure
+    columns = [
+        Column(by if h == "slice" and by else h, right=h not in ("slice", "metric"), flex=h == "slice") for h in keep
+    ]
+    rows = [
+        [lit(row[shown[h]], "bold" if row[shown["metric"]] == measure else "") for h in keep]
+        for row in text_rows(stats, digits=3)
+    ]
+    return LineTable(columns, rows, middle_cut=True)
 
 
 class ZeroHitScreen(CaseListScreen):
@@ -184,8 +209,10 @@ def verdicts_line(verdicts: list[LeakVerdict]) -> Text:
 class CompareScreen(CaseListScreen):
     """Each run's leakage verdict first (a leaking run FAILS, its column says LEAKS), then one row per paired case:
     the measure for the baseline, the open run and its Δ, then every other loaded run of the same dataset, worst
-    regression of the open run first; `m` cycles the measure, `b` the baseline; the Δ
-    distribution is drawn below. `w` adds each dropped case's cause (``experiments.explain``) as a column and,
+    regression of the open run first; `m` picks the measure, `b` the baseline. Below, ``compare``'s own figures
+    of the open run against the baseline (``compare_stats``: both means, mean Δ, its 95% interval, p, W/T/L per
+    measure at the view's k; with `d` per slice of a case field, worst Δ first); `v` swaps them for the Δ
+    distribution. `w` adds each dropped case's cause (``experiments.explain``) as a column and,
     in place of the distribution, the cases per cause and the highlighted case's facts. Enter opens the case with
     the runs' ranked lists side by side."""
 
@@ -194,11 +221,14 @@ class CompareScreen(CaseListScreen):
         Binding("m", "measure", "Measure"),
         Binding("b", "baseline", "Baseline"),
         Binding("w", "why", "Why"),
+        Binding("v", "plot", "Δ plot"),
+        Binding("d", "dimension", "Slices"),
     ]
     DEFAULT_CSS = """
     CompareScreen #tablebox { height: 1fr; }
     CompareScreen #verdicts { height: auto; padding: 0 1; }
-    CompareScreen DeltaHistogram { height: 9; }
+    CompareScreen DeltaHistogram { height: 9; display: none; }
+    CompareScreen #stats { height: auto; max-height: 9; padding: 0 1; }
     CompareScreen #why { height: auto; max-height: 7; padding: 0 1; border-top: solid $primary; display: none; }
     """
 
@@ -209,21 +239,28 @@ class CompareScreen(CaseListScreen):
         self.matrix_key: tuple[Any, ...] = ()
         self.view: CompareView | None = None
         self.failing: list[str] = []  # the compared runs that leak
+        self.verdicts: list[LeakVerdict] = []
         self.explain = False
         self.causes: CompareCauses | None = None
+        self.by: str | None = None  # the case field the figures are sliced by (`d`)
+        self.plot = False  # `v`: the Δ distribution in place of the figures
+        self.stats: pa.Table | None = None
+        self.stats_key: tuple[Any, ...] = ()
 
     def compose_above(self) -> ComposeResult:
         yield Static(id="verdicts", markup=False)
 
     def compose_below(self) -> ComposeResult:
         yield Static(id="why", markup=False)
+        yield Static(id="stats", markup=False)
         yield DeltaHistogram()
 
     def bar_detail(self) -> str:
         measure = self.view.measure if self.view else self.family
-        return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'} · {measure}"
+        by = f" · by {self.by}" if self.by else ""
+        return f"{self.triage.run_id} vs {self.triage.baseline or '(no baseline)'} · {measure}{by}"
 
-    def fetch(self, cur: Any) -> tuple[CompareView, list[LeakVerdict], CompareCauses | None]:
+    def fetch(self, cur: Any) -> tuple[CompareView, list[LeakVerdict], CompareCauses | None, tuple[Any, pa.Table]]:
         app = self.triage
         if not app.baseline:
             raise ViewError("no baseline run: press b to pick one, or start with --baseline RUN")
@@ -235,10 +272,14 @@ class CompareScreen(CaseListScreen):
             )
         view = compare_view(cur, self.matrix, self.family)
         causes = compare_causes(cur, view) if self.explain else None
-        return view, [leak_verdict(cur, run, app.cache) for run in view.runs], causes
+        k = app.cache.k(app.run_id, cur)
+        stats_key = (app.baseline, app.run_id, k, self.by)
+        stats = self.stats if self.stats_key == stats_key else compare_stats(cur, app.run_id, app.baseline, k, self.by)
+        return view, [leak_verdict(cur, run, app.cache) for run in view.runs], causes, (stats_key, stats)
 
-    def show(self, result: tuple[CompareView, list[LeakVerdict], CompareCauses | None]) -> None:
-        self.view, verdicts, self.causes = result
+    def show(self, result: tuple[CompareView, list[LeakVerdict], CompareCauses | None, tuple[Any, pa.Table]]) -> None:
+        self.view, self.verdicts, self.causes, (self.stats_key, self.stats) = result
+        verdicts = self.verdicts
         self.failing = [v.run_id for v in verdicts if v.state == FAILS]
         self.triage.compare_runs = (self.view.runs[1], self.view.runs[0], *self.view.runs[2:])  # the case screen
         self.set_bar()
@@ -250,9 +291,11 @@ class CompareScreen(CaseListScreen):
         self.render_table()
         runs = f"{self.triage.run_id} − {self.triage.baseline}"
         histogram = self.query_one(DeltaHistogram)
-        histogram.display = self.causes is None
+        histogram.display = self.causes is None and self.plot
+        self.query_one("#stats", Static).display = self.causes is None and not self.plot
         self.query_one("#why", Static).display = self.causes is not None
         histogram.show(self.view.deltas, f"cases per Δ {self.view.measure} ({runs})")
+        self.query_one("#stats", Static).update(stats_lines(self.stats, self.view.measure, self.by))
         self.show_why()
 
     def show_why(self) -> None:
@@ -281,11 +324,26 @@ class CompareScreen(CaseListScreen):
         if v is None:
             return super().describe()
         fails = f"FAILS (leaks): {', '.join(self.failing)} · " if self.failing else ""
-        return f"{fails}+{v.stats.wins} / -{v.stats.losses} / ={v.stats.ties} · {super().describe()}"
+        return f"{fails}{super().describe()}"
+
+    def action_plot(self) -> None:
+        self.plot = not self.plot
+        if self.view is not None:
+            self.show((self.view, self.verdicts, self.causes, (self.stats_key, self.stats)))
+
+    def action_dimension(self) -> None:
+        dims: list[str | None] = [None, *CASE_FIELDS]
+        self.by = dims[(dims.index(self.by) + 1) % len(dims)]
+        self.reload()
 
     def action_measure(self) -> None:
-        fams = CASE_MEASURES
-        self.family = fams[(fams.index(self.family) + 1) % len(fams)]
+        k = self.view.measure.partition("@")[2] if self.view else ""
+        self.app.push_screen(Pick(f"measure at k={k}" if k else "measure", CASE_MEASURES, self.family), self.pick)
+
+    def pick(self, family: str | None) -> None:
+        if family is None or family == self.family:
+            return
+        self.family = family
         self.sort_column = None
         self.reload()
 

@@ -1,5 +1,6 @@
 """Screens over or before the views: the help (every key of the view underneath and of the app, scrollable), the
-note editor, the export path prompt, the overwrite question, and the progress of a store being built."""
+note editor, the export path prompt, the overwrite question, the measure picker, and the progress of a store
+being built."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Input, Label, Static, TextArea
+from textual.widgets import Input, Label, OptionList, Static, TextArea
 
 from ragtriage.safe_text import visible
 from ragtriage.tui.screens.base import KEY_HELP
@@ -160,6 +161,39 @@ class PathPrompt(ModalScreen[str | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class Pick(ModalScreen[str | None]):
+    """One of a few names (the measure of a view): the current one is highlighted at the start, Enter picks the
+    highlighted one, Escape keeps the current one (dismisses None)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    Pick { align: center middle; }
+    Pick > OptionList { width: 40; height: auto; max-height: 14; border: round $accent; background: $surface; }
+    """
+
+    def __init__(self, title: str, names: tuple[str, ...] | list[str], current: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.names = list(names)
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        options = OptionList(*(Text(n) for n in self.names))
+        options.border_title = self.title_text
+        yield options
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        options.highlighted = self.names.index(self.current) if self.current in self.names else 0
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.names[event.option_index])
 
     def action_cancel(self) -> None:
         self.dismiss(None)

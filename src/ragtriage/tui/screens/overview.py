@@ -338,8 +338,14 @@ class OverviewScreen(SectionsScreen):
         return widget
 
     def action_measure(self) -> None:
-        fams = browse_reads.CASE_MEASURES
-        self.family = fams[(fams.index(self.family) + 1) % len(fams)]
+        from ragtriage.tui.screens.modals import Pick
+
+        self.app.push_screen(Pick("measure of the distribution", browse_reads.CASE_MEASURES, self.family), self.pick)
+
+    def pick(self, family: str | None) -> None:
+        if family is None or family == self.family:
+            return
+        self.family = family
         self.section("dist", Text(self.LOADING["dist"], style="dim"))
         self.load_sections(self.triage.run_id, ("dist",))
 

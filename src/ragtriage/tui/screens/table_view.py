@@ -207,6 +207,18 @@ class TableScreen(DataScreen):
         """The table now shown (the one being replaced may still be in the DOM for a frame)."""
         return self._table
 
+    def on_screen_resume(self) -> None:
+        """Back from the case screen: the cursor on the case it showed last (after any n/p there, whatever the
+        list's search or sort), when the list still shows it."""
+        super().on_screen_resume()
+        last, widget = self.triage.last_case, self.table_widget()
+        if last is None or widget is None or self.shown is None or "case_id" not in self.shown.column_names:
+            return
+        found = pc.index(self.shown.column("case_id"), pa.scalar(last, self.shown.schema.field("case_id").type))
+        self.triage.last_case = None  # once: back from a modal later, the cursor stays where the user put it
+        if found.as_py() >= 0:
+            widget.move_cursor(row=int(found.as_py()))
+
     def current_row(self) -> dict[str, Any] | None:
         widget = self.table_widget()
         return widget.row_dict() if widget else None

@@ -74,7 +74,7 @@ class LineTable:
         widths = self.widths(options.max_width)
         lines = [self.line([Text(c.name, style="bold") for c in self.columns], widths)]
         lines += [self.line(r, widths) for r in self.rows]
-        yield Text("\n").join(lines)
+        yield Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         full = sum(self.natural) + GAP * (len(self.natural) - 1)
