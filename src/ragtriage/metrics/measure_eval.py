@@ -79,7 +79,8 @@ class MeasureResult:
 
     def _values(self) -> npt.NDArray[np.float64]:
         """Each measure's aggregate (NaN where no case has a value; ``table_of`` makes it null)."""
-        values = [_agg(self.wide.column(str(m)), m) for m in self.measures]
+        ordered = self.wide.take(pc.sort_indices(self.wide, [("case_id", "ascending")]))
+        values = [_agg(ordered.column(str(m)), m) for m in self.measures]
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
     @property
@@ -133,15 +134,24 @@ def _how(m: Measure) -> str:
 
 
 def _agg(col: pa.ChunkedArray, m: Measure) -> float | None:
-    """The aggregate of one measure's column: a sum, a mean, or (gm_map, gm_bpref) trec_eval's geometric mean
-    of the values floored at MIN_GEO_MEAN; None for a measure trec_eval prints per query only (relstring)."""
+    """The aggregate of one measure's column (rows in case-id byte order): a sum, a mean, or (gm_map, gm_bpref)
+    trec_eval's geometric mean of the values floored at MIN_GEO_MEAN; None for a measure trec_eval prints per query
+    only (relstring). The sum runs left to right over the cases in that order, as trec_eval's accumulator adds its
+    queries (sorted by strcmp), so a mean on a rounding boundary of ``%6.4f`` prints trec_eval's digit: a
+    pairwise sum (Arrow's, numpy's ``sum``) can land one ulp away."""
     how = _how(m)
     if how == "none":
         return None
     if how == "gm":
         col = pc.ln(pc.max_element_wise(col, pa.scalar(MIN_GEO_MEAN)))
-    v = (pc.sum if how == "sum" else pc.mean)(col).as_py()
-    return None if v is None else float(np.exp(v) if how == "gm" else v)
+    values = pc.drop_null(col).to_numpy().astype(np.float64, copy=False)
+    if values.size == 0:
+        return None
+    total = float(np.add.accumulate(values)[-1])
+    if how == "sum":
+        return total
+    mean = total / values.size
+    return float(np.exp(mean)) if how == "gm" else mean
 
 
 def evaluate_run(
