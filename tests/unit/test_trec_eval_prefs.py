@@ -138,19 +138,45 @@ def test_batches_of_queries_give_the_same_bytes(tmp_path: Path, monkeypatch: pyt
 
 
 def test_refusals(tmp_path: Path) -> None:
-    """An unknown -R format (exit 2), a malformed line (exit 2, naming the file and line), a preference measure
-    on qrels or a qrels measure on preferences (exit 4: trec_eval cannot calculate it)."""
+    """trec_eval's exit status and first stderr lines (recorded from trec_eval 10.0-rc3): an unknown -R format
+    (exit 2), a malformed line (exit 2, then the file and line in our words), a measure of another format (exit
+    4, once both files are read: a malformed file is refused first, as trec_eval reads before it evaluates)."""
     prefs = tmp_path / "prefs"
     prefs.write_text("q g s a 1\nq g s b\n")
     run = tmp_path / "run"
     run.write_text("q Q0 a 1 2 t\n")
     unknown = _ours("-R", "nosuch", "-m", "all_prefs", str(prefs), str(run))
-    assert unknown.returncode == 2 and b"nosuch" in unknown.stderr
+    assert (unknown.returncode, unknown.stderr) == (2, b"trec_eval: Illegal rel_format 'nosuch'\n")
     bad = _ours("-R", "prefs", "-m", "all_prefs", str(prefs), str(run))
-    assert bad.returncode == 2 and f"{prefs}:2".encode() in bad.stderr and bad.stdout == b""
+    assert bad.returncode == 2 and bad.stdout == b""
+    assert bad.stderr.startswith(f"trec_eval.get_prefs: Malformed line 2\ntrec_eval: Quit in file '{prefs}'\n".encode())
+    assert f"{prefs}:2".encode() in bad.stderr
+    for missing in (tmp_path / "nosuch", Path("/dev/null")):
+        gone = _ours("-R", "prefs", str(missing), str(run))
+        head = f"trec_eval.get_prefs: Cannot read prefs file '{missing}'\ntrec_eval: Quit in file '{missing}'\n"
+        assert gone.returncode == 2 and gone.stderr.startswith(head.encode())
     prefs.write_text("q g s a 1\nq g s b 0\n")
-    assert _ours("-R", "prefs", "-m", "map", str(prefs), str(run)).returncode == 4
-    assert _ours("-m", "prefs_simp", str(prefs), str(run)).returncode == 4
+    wrong = _ours("-R", "prefs", "-m", "map", str(prefs), str(run))
+    assert (wrong.returncode, wrong.stdout) == (4, b"")
+    assert wrong.stderr == (
+        b"trec_eval.form_res_qrels: rel_info format not qrels or results format not trec_results\n"
+        b"trec_eval: Can't calculate measure 'map'\n"
+    )
+    official = _ours("-R", "prefs", str(prefs), str(run))  # official's first measure that needs qrels: num_ret
+    assert official.returncode == 4 and official.stderr.endswith(b"Can't calculate measure 'num_ret'\n")
+    jg = _ours("-R", "prefs", "-m", "map_avgjg", str(prefs), str(run))
+    assert jg.returncode == 4 and jg.stderr.startswith(b"trec_eval: rel_info format not qrels_jg or results")
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q 0 a 1\nq 0 b 0\n")
+    on_qrels = _ours("-m", "P.5", "-m", "prefs_simp", str(qrels), str(run))
+    assert (on_qrels.returncode, on_qrels.stdout) == (4, b"")
+    assert on_qrels.stderr == (
+        b"trec_eval.form_prefs_info: prefs_info format not (prefs or qrels_prefs) or results format not "
+        b"trec_results\ntrec_eval: Can't calculate measure 'prefs_simp'\n"
+    )
+    # read first: a preference file given as qrels is a malformed qrels file (exit 2), not exit 4
+    as_qrels = _ours("-m", "prefs_simp", str(prefs), str(run))
+    assert as_qrels.returncode == 2 and as_qrels.stderr.startswith(b"trec_eval.get_qrels: Malformed line 1\n")
 
 
 def _random_case(rng: random.Random, tmp: Path, i: int) -> list[str]:

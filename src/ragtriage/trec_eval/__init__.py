@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from ragtriage.trec_eval.plan import ORDER, Printed, TrecEvalError, plan
+from ragtriage.trec_eval.prefs import run_other_format, wrong_format
 
 if TYPE_CHECKING:
     import duckdb
@@ -75,13 +76,14 @@ def run_trec_eval(qrels: Path, run: Path, opts: Options, stdin: BinaryIO | None 
                 shutil.copyfileobj(stdin, fh)
             return run_trec_eval(qrels, copy, opts)
     if opts.rel_format != "qrels":
-        from ragtriage.trec_eval.prefs import run_other_format
-
         return Outcome(*run_other_format(qrels, run, opts))
     lines = plan(opts.measures, opts.num_docs)
     zscores = _read_zscores(opts.zscores) if opts.zscores is not None else None
     con, encoding = _open(Path(qrels), Path(run), opts.level)
     try:
+        refusal = wrong_format(opts.measures, "qrels")
+        if refusal is not None:
+            raise refusal
         _rank(con, opts.max_docs)
         failing = _first_failing(con, opts, lines)
         if opts.judged_only:

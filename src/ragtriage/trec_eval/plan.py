@@ -83,7 +83,7 @@ def marked(args: list[str]) -> tuple[list[str], dict[str, str]]:
                 raise TrecEvalError(f"illegal measure '{arg}': parameters after '.' are empty", 1)
             params.setdefault(name, rest)
         if is_prefs_measure(name):
-            raise TrecEvalError(f"measure '{name}' needs -R prefs, qrels_prefs or qrels_jg (trec_eval exit 4)", 4)
+            continue  # refused once both files are read, as trec_eval refuses it (prefs.wrong_format)
         if name in UNSUPPORTED:
             raise TrecEvalError(
                 f"measure '{name}' is a trec_eval measure ragtriage trec-eval does not compute "

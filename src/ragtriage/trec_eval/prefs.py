@@ -69,6 +69,36 @@ def is_prefs_measure(name: str) -> bool:
     return name in NICKNAMES or name in PREFS or name in JG
 
 
+#: trec_eval's first stderr line when a measure's judgments are of another format than -R's
+_CANT = {
+    "qrels": "trec_eval.form_res_qrels: rel_info format not qrels or results format not trec_results",
+    "prefs": "trec_eval.form_prefs_info: prefs_info format not (prefs or qrels_prefs) or results format not "
+    "trec_results",
+    "qrels_jg": "trec_eval: rel_info format not qrels_jg or results format not trec_results",
+}
+
+
+def wrong_format(measures: list[str], fmt: str) -> TrecEvalError | None:
+    """trec_eval's refusal (exit 4, at its first query, once both files are read) for the first measure ``-m``
+    marks, in its measure table's order, that judgments of ``-R fmt`` cannot feed; None when every one fits."""
+    from ragtriage.trec_eval.plan import NICKNAMES as CORE_NICKNAMES
+    from ragtriage.trec_eval.plan import ORDER as CORE
+
+    table = (*CORE, *PREFS, *JG)
+    names = {n for arg in measures or ["official"] for n in _expand(arg.partition(".")[0], CORE_NICKNAMES)}
+    for name in sorted(names & set(table), key=table.index):
+        kind = "prefs" if name in PREFS else "qrels_jg" if name in JG else "qrels"
+        if name in ("runid", "num_q") or fmt == kind or (kind == "prefs" and fmt == "qrels_prefs"):
+            continue
+        return TrecEvalError(f"{_CANT[kind]}\ntrec_eval: Can't calculate measure '{name}'", 4)
+    return None
+
+
+def _expand(name: str, core_nicknames: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The measures a ``-m`` name marks: a nickname's members, else the name itself."""
+    return NICKNAMES.get(name) or core_nicknames.get(name) or (name,)
+
+
 def run_other_format(rel: Path, run: Path, opts: Options) -> tuple[str, str | None, int]:
     """(stdout, refusal or None, exit code) of trec_eval ``-R`` (``opts.rel_format``) over ``rel`` and ``run``:
     the lines of the queries before a query trec_eval stops at, then that refusal (exit 4)."""
@@ -79,13 +109,16 @@ def run_other_format(rel: Path, run: Path, opts: Options) -> tuple[str, str | No
     fmt = opts.rel_format
     lines = _plan(opts.measures, fmt)
     if fmt not in REL_FORMATS:
-        raise TrecEvalError(f"illegal rel_format '{fmt}' (-R takes {', '.join(REL_FORMATS)})", 2)
+        raise TrecEvalError(f"trec_eval: Illegal rel_format '{fmt}'", 2)
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
         cap_in_memory(con)
         _read_rel(con, rel, fmt)
         _read_run(con, run)
+        refusal = wrong_format(opts.measures, fmt)
+        if refusal is not None:
+            raise refusal
         _lists(con, opts.max_docs, ascending=fmt != "qrels_jg")
         failing = _failing(con, opts.complete, fmt)
         if fmt == "qrels_jg":
@@ -132,9 +165,7 @@ def _plan(measures: list[str], fmt: str) -> list[Line]:
         else:
             raise TrecEvalError(f"illegal measure '{arg}': no trec_eval measure or nickname of that name", 1)
     family = JG if fmt == "qrels_jg" else PREFS
-    wrong = sorted(n.lstrip("\0") for n in names if n.startswith("\0") or n in (*PREFS, *JG) and n not in family)
-    if wrong:
-        raise TrecEvalError(f"measure '{wrong[0]}' cannot be calculated on -R {fmt} judgments (trec_eval exit 4)", 4)
+    names = {n for n in names if not n.startswith("\0") and (n in family or n not in (*PREFS, *JG))}
     out: list[Line] = []
     for name in (n for n in ORDER if n in names):
         if name == "P_avgjg":
@@ -152,11 +183,10 @@ def _read_rel(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> None:
     judgment group, one sub-group) or qrels_jg file, split as trec_eval splits it; the first malformed line is
     refused as trec_eval refuses it (exit 2), and so is a level that is not a finite number (trec_eval's atof
     reads it as 0), a qrels_jg grade that is not an integer, and a docno twice in one qrels_jg group."""
-    if not path.is_file():
-        raise TrecEvalError(f"cannot read '{path}': no such file", 2)
+    from ragtriage.trec_eval.read import readable
+
+    readable(path, fmt)
     data = path.read_bytes()
-    if not data:
-        raise TrecEvalError(f"cannot read '{path}': the file is empty (trec_eval reads no empty file)", 2)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -179,8 +209,8 @@ def _read_rel(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> None:
     if bad:
         n, rec, found = bad[0]
         raise TrecEvalError(
-            f"{path}:{n}: expected {len(cols)} fields ({' '.join(cols)}), found {found} "
-            f"(trec_eval: Malformed line {rec})",
+            f"trec_eval.get_{fmt}: Malformed line {rec}\ntrec_eval: Quit in file '{path}'\n"
+            f"trec-eval: {path}:{n}: expected {len(cols)} fields ({' '.join(cols)}), found {found}",
             2,
         )
     jsg = "f[3]" if fmt == "prefs" else "'0'"
@@ -212,9 +242,9 @@ def _read_run(con: duckdb.DuckDBPyConnection, run: Path) -> None:
     """``stg_run`` by the one TREC run reader (the general one when the fast one cannot take the file)."""
     from ragtriage.contract.trec_csv import read_run
     from ragtriage.store.load_memory import _general_run
+    from ragtriage.trec_eval.read import readable
 
-    if not Path(run).is_file():
-        raise TrecEvalError(f"cannot read '{run}': no such file", 2)
+    readable(Path(run), "run")
     if read_run(con, run, "stg_run", temp=False) is None:
         _general_run(con, run)
 

@@ -27,7 +27,13 @@ _WS = r"[\t\x0b\x0c\r ]"  # C's isspace without the newline
 _FIELD = r"[^\t\n\x0b\x0c\r ]+"
 QRELS_LINE = f"^{_WS}*({_FIELD}){_WS}+{_FIELD}{_WS}+({_FIELD}){_WS}+({_FIELD}){_WS}*$"
 RUN_LINE = f"^{_WS}*{_FIELD}{_WS}+{_FIELD}{_WS}+{_FIELD}{_WS}+{_FIELD}{_WS}+{_FIELD}{_WS}+{_FIELD}({_WS}.*)?$"
-_WHO = {"qrels": ("get_qrels", "qrels"), "run": ("get_results", "results")}
+_WHO = {
+    "qrels": ("get_qrels", "qrels"),
+    "run": ("get_results", "results"),
+    "prefs": ("get_prefs", "prefs"),
+    "qrels_prefs": ("get_prefs", "prefs"),  # trec_eval's get_qrels_prefs.c says get_prefs here
+    "qrels_jg": ("get_qrels_jg", "qrels"),
+}
 
 
 def readable(path: Path, role: str) -> None:
