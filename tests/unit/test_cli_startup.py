@@ -80,7 +80,8 @@ def test_a_named_command_is_built_alone_and_reads_as_in_the_whole_app() -> None:
             assert len(only.registered_commands) == 1 < len(app.registered_commands) and not only.registered_groups
             alone, whole = runner.invoke(only, args), runner.invoke(app, args)
             assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
-            assert alone.exit_code in (0, 2) and "Usage: ragtriage " in alone.output
+            usage = 1 if name == "trec-eval" else 2  # trec-eval exits as trec_eval on a usage error
+            assert alone.exit_code in (0, usage) and "Usage: ragtriage " in alone.output
     for args in ([], ["--help"], ["--version"], ["dataset", "--help"], ["metricz"], ["--wait"], ["--db", "metrics"]):
         assert invoked(args) is app
     assert runner.invoke(invoked(["metricz"]), ["metricz"]).exit_code == 2

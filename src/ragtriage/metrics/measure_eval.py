@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ragtriage.arrays import table_of
+from ragtriage.arrays import non_null_values, table_of
 from ragtriage.contract.relevance import relevance_statement
 from ragtriage.contract.staging import qident, sql_str
 from ragtriage.metrics.context import EvalContext, over_arrow, population_header, resolve, unlabelled_count
@@ -144,7 +144,7 @@ def _agg(col: pa.ChunkedArray, m: Measure) -> float | None:
         return None
     if how == "gm":
         col = pc.ln(pc.max_element_wise(col, pa.scalar(MIN_GEO_MEAN)))
-    values = pc.drop_null(col).to_numpy().astype(np.float64, copy=False)
+    values = non_null_values(col, np.float64)
     if values.size == 0:
         return None
     total = float(np.add.accumulate(values)[-1])

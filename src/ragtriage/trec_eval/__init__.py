@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from ragtriage.trec_eval.plan import ORDER, Printed, TrecEvalError, plan
+from ragtriage.trec_eval.plan import ORDER, Options, Printed, TrecEvalError, plan
 from ragtriage.trec_eval.prefs import run_other_format, wrong_format
 
 if TYPE_CHECKING:
@@ -32,25 +32,6 @@ if TYPE_CHECKING:
     from ragtriage.metrics.measure_eval import MeasureResult
 
 __all__ = ["Options", "Outcome", "TrecEvalError", "run_trec_eval"]
-
-
-@dataclass
-class Options:
-    """trec_eval's flags: ``-m`` (``measures``), ``-q``, ``-c``, ``-l``, ``-n`` (``summary`` off), ``-M``,
-    ``-J``, ``-N``, ``-R``, ``-Z`` (``zscores``: the file of each query's and measure's mean and deviation)."""
-
-    measures: list[str] = field(default_factory=list)
-    per_query: bool = False
-    complete: bool = False
-    level: int = 1
-    summary: bool = True
-    max_docs: int | None = None
-    judged_only: bool = False
-    num_docs: int = 0
-    rel_format: str = "qrels"  # -R: qrels, or prefs / qrels_prefs / qrels_jg (trec_eval.prefs)
-    zscores: Path | None = None
-    #: write ids and the run tag as their bytes (stdout is not a terminal), else with control characters visible
-    raw: bool = False
 
 
 @dataclass

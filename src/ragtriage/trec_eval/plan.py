@@ -9,10 +9,49 @@ measure is the one used. Each printed measure here is a measure of the one engin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from ragtriage.metrics.measures import Measure, parse_measure
 from ragtriage.metrics.trec_families import CUTOFFS, FAMILIES, cut_name
+
+
+@dataclass
+class Options:
+    """trec_eval's flags: ``-m`` (``measures``), ``-q``, ``-c``, ``-l``, ``-n`` (``summary`` off), ``-M``,
+    ``-J``, ``-N``, ``-R``, ``-Z`` (``zscores``: the file of each query's and measure's mean and deviation)."""
+
+    measures: list[str] = field(default_factory=list)
+    per_query: bool = False
+    complete: bool = False
+    level: int = 1
+    summary: bool = True
+    max_docs: int | None = None
+    judged_only: bool = False
+    num_docs: int = 0
+    rel_format: str = "qrels"  # -R: qrels, or prefs / qrels_prefs / qrels_jg (trec_eval.prefs)
+    zscores: Path | None = None
+    #: write ids and the run tag as their bytes (stdout is not a terminal), else with control characters visible
+    raw: bool = False
+
+
+#: trec_eval's preference measures, in its measure table's order; the first three are counts summed over queries
+PREFS = (
+    "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
+    "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
+    "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp",
+)  # fmt: skip
+JG = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
+PREF_NICKNAMES = {
+    "all_prefs": ("runid", "num_q", *PREFS),
+    "prefs": ("runid", "num_q", *PREFS[:6]),
+    "qrels_jg": ("runid", "num_q", *JG),
+}
+
+
+def is_prefs_measure(name: str) -> bool:
+    """Whether ``name`` is a measure or nickname only the preference or judgment-group formats feed."""
+    return name in PREF_NICKNAMES or name in PREFS or name in JG
 
 
 class TrecEvalError(ValueError):
@@ -72,8 +111,6 @@ def c_atof(text: str) -> float:
 
 def marked(args: list[str]) -> tuple[list[str], dict[str, str]]:
     """(measure names in trec_eval's order, the parameter text of each measure given some): ``-m`` values."""
-    from ragtriage.trec_eval.prefs import is_prefs_measure
-
     names: set[str] = set()
     params: dict[str, str] = {}
     for arg in args or ["official"]:

@@ -23,29 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragtriage.trec_eval.plan import TrecEvalError
+from ragtriage.trec_eval.plan import JG, PREFS, TrecEvalError
+from ragtriage.trec_eval.plan import PREF_NICKNAMES as NICKNAMES
 
 if TYPE_CHECKING:
     import duckdb
 
-    from ragtriage.trec_eval import Options
+    from ragtriage.trec_eval.plan import Options
 
 #: the relevance formats ``-R`` takes (trec_eval's ``formats.c``)
 REL_FORMATS = ("qrels", "prefs", "qrels_prefs", "qrels_jg")
 
-#: trec_eval's preference measures, in its measure table's order; the first three are counts summed over queries
-PREFS = (
-    "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
-    "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
-    "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp",
-)  # fmt: skip
 SUMMED = PREFS[:3]
-JG = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
-NICKNAMES = {
-    "all_prefs": ("runid", "num_q", *PREFS),
-    "prefs": ("runid", "num_q", *PREFS[:6]),
-    "qrels_jg": ("runid", "num_q", *JG),
-}
 ORDER = ("runid", "num_q", *PREFS, *JG)
 P_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RPREC_CUTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
@@ -62,11 +51,6 @@ class Line:
     name: str
     col: str
     long: bool = False
-
-
-def is_prefs_measure(name: str) -> bool:
-    """Whether ``name`` is a measure or nickname only the preference or judgment-group formats feed."""
-    return name in NICKNAMES or name in PREFS or name in JG
 
 
 #: trec_eval's first stderr line when a measure's judgments are of another format than -R's
