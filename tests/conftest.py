@@ -55,6 +55,14 @@ def summary_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+@pytest.fixture(autouse=True)
+def output_to_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands print as into a pipe without COLUMNS (whole lines, tables at their width), whatever terminal or
+    xdist worker runs the tests; a test of the terminal's width sets COLUMNS itself (tests/unit/test_tables_fit)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture(scope="session")
 def trec_files(tmp_path_factory: pytest.TempPathFactory) -> Files:
     """The seeded TREC qrels and runs of tests/trec_fixtures.py, written once per test process."""

@@ -136,12 +136,12 @@ def _print_table(out: Output, console: Console) -> None:
 
     parts = [(out.title or header(out.context), out.shown if out.shown is not None else out.rows)]
     if out.title and out.context:
-        console.print(Text(header(out.context)), soft_wrap=False)
+        console.print(Text(header(out.context)), soft_wrap=not _fits(console))
     parts += list(out.sections.items())
     for i, (title, table) in enumerate(parts):
         if i == 0 and table.num_rows == 0:
             if title:
-                console.print(Text(title), soft_wrap=False)
+                console.print(Text(title), soft_wrap=not _fits(console))
             console.print(Text(out.empty))
             continue
         if table.num_rows == 0:
@@ -151,13 +151,21 @@ def _print_table(out: Output, console: Console) -> None:
             console, visible(title) if title else None, [visible(c) for c in table.column_names], _cells(table), numeric
         )
     for note in out.notes:
-        console.print(Text(visible(note)), soft_wrap=False)
+        console.print(Text(visible(note)), soft_wrap=not _fits(console))
 
 
 def _is_number(kind: pa.DataType) -> bool:
     import pyarrow as pa
 
     return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind))
+
+
+def _fits(console: Console) -> bool:
+    """Whether prose is folded to the console's width: when that width is the reader's (a terminal, or COLUMNS
+    set); a pipe without COLUMNS keeps each header and note on one line, so grep and head see them whole."""
+    import os
+
+    return bool(console.is_terminal or os.environ.get("COLUMNS"))
 
 
 TEXT_MIN = 16  # a text column is folded down to its longest word, or to this many characters
@@ -180,13 +188,21 @@ def print_grid(
     figures = (
         list(numeric) if numeric is not None else [all(_reads_as_number(r[j]) for r in rows) for j in range(len(names))]
     )
+    if title:  # prose above the table: folded as every header is (``_fits``), not to the table's width
+        console.print(Text(title), soft_wrap=not _fits(console))
+    if not _fits(console):  # a pipe without COLUMNS: the whole boxed table, nothing folded, as wide as it needs
+        from rich.console import Console
+
+        grid = _grid(names, rows, figures, False)
+        need = Measurement.get(console, console.options.update_width(1 << 20), grid).maximum
+        target = console if need <= console.width else Console(file=console.file, soft_wrap=True, width=need)
+        target.print(grid, soft_wrap=False)
+        return
     for compact in (False, True):  # boxed; else a rule under the header, one space between columns
-        grid = _grid(title, names, rows, figures, compact)
+        grid = _grid(names, rows, figures, compact)
         if Measurement.get(console, console.options.update_width(1 << 20), grid).minimum <= console.width:
             console.print(grid, soft_wrap=False)
             return
-    if title:
-        console.print(Text(title, style="bold"), soft_wrap=False)
     wide = max(len(n) for n in names)
     for row in rows:
         for name, cell in zip(names, row, strict=True):
@@ -196,14 +212,12 @@ def print_grid(
         console.print()
 
 
-def _grid(
-    title: str | None, names: Sequence[str], rows: Sequence[Sequence[str]], figures: Sequence[bool], compact: bool
-) -> Any:
+def _grid(names: Sequence[str], rows: Sequence[Sequence[str]], figures: Sequence[bool], compact: bool) -> Any:
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    grid = Table(title=Text(title) if title else None, title_justify="left", header_style="bold")
+    grid = Table(header_style="bold")
     if compact:
         grid.box, grid.show_edge, grid.padding = box.SIMPLE_HEAD, False, (0, 0)
     for j, (name, figure) in enumerate(zip(names, figures, strict=True)):
