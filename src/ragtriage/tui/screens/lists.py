@@ -219,9 +219,9 @@ class CompareScreen(CaseListScreen):
     MODE = "compare"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "measure", "Measure"),
-        Binding("b", "baseline", "Baseline"),
+        Binding("b", "baseline", "Base"),
         Binding("w", "why", "Why"),
-        Binding("v", "plot", "Δ plot"),
+        Binding("v", "plot", "Plot"),
         Binding("d", "dimension", "Slices"),
     ]
     DEFAULT_CSS = """
