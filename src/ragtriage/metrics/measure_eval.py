@@ -79,9 +79,16 @@ class MeasureResult:
 
     def _values(self) -> npt.NDArray[np.float64]:
         """Each measure's aggregate (NaN where no case has a value; ``table_of`` makes it null)."""
-        ordered = self.wide.take(pc.sort_indices(self.wide, [("case_id", "ascending")]))
-        values = [_agg(ordered.column(str(m)), m) for m in self.measures]
-        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+        values = self.aggregates_of(self.wide)
+        return np.array([np.nan if values[str(m)] is None else values[str(m)] for m in self.measures], np.float64)
+
+    def aggregates_of(self, wide: pa.Table) -> dict[str, float | None]:
+        """Each measure's aggregate (``_agg``) over ``wide``, a table shaped as :attr:`wide` (``case_id`` and a
+        column per measure, possibly only some of them): so per-case values remade elsewhere (trec_eval's ``-J``
+        lists, ``-Z`` scores) aggregate by the same rule, in the same case order."""
+        ordered = wide.take(pc.sort_indices(wide, [("case_id", "ascending")]))
+        names = set(ordered.column_names)
+        return {str(m): _agg(ordered.column(str(m)), m) for m in self.measures if str(m) in names}
 
     @property
     def trec_wide(self) -> pa.Table:

@@ -420,22 +420,7 @@ def _zscored(res: MeasureResult, wide: pa.Table, lines: list[Printed], zscores: 
 
 def _zsummary(res: MeasureResult, wide: pa.Table, lines: list[Printed], tag: str) -> str:
     """``-Z``'s ``all`` lines: trec_eval averages (or sums, or takes the geometric mean of) the z-scores."""
-    from ragtriage.contract.staging import qident
-    from ragtriage.metrics.context import over_arrow
-    from ragtriage.metrics.trec_families import FAMILIES, MIN_GEO_MEAN
-
-    def agg(p: Printed) -> str:
-        assert p.measure is not None
-        col = qident(str(_resolved(res, p)))
-        if p.name == "num_q":
-            return "CAST(count(*) AS DOUBLE)"
-        if p.measure.name in FAMILIES and FAMILIES[p.measure.name].agg == "gm":
-            return f"exp(avg(ln(greatest({col}, {MIN_GEO_MEAN}))))"
-        return f"sum({col})" if p.measure.summed else f"avg({col})"
-
-    shown = [p for p in lines if p.summary and p.measure is not None]
-    row = over_arrow(f"SELECT {', '.join(f'{agg(p)} AS v{i}' for i, p in enumerate(shown))} FROM wide", wide=wide)
-    values = {p.name: row.column(i)[0].as_py() for i, p in enumerate(shown)} if shown else {}
+    values = res.aggregates_of(wide)
     out = []
     for p in lines:
         if not p.summary:
@@ -443,7 +428,7 @@ def _zsummary(res: MeasureResult, wide: pa.Table, lines: list[Printed], tag: str
         if p.measure is None:
             out.append(f"{p.name:<22}\tall\t{tag}\n")
             continue
-        v = values[p.name]
+        v = float(wide.num_rows) if p.name == "num_q" else values[str(_resolved(res, p))]
         out.append(f"Z{p.name:<22}\tall\t{_c_double(0.0 if v is None else float(v))}\n")
     return "".join(out)
 
@@ -478,13 +463,11 @@ def _summary(
 ) -> str:
     """The ``all`` lines; for the ``redone`` columns of ``wide`` (``-J``'s emptied lists) the mean over ``wide``,
     a NaN when a query's value is one, as C's mean."""
-    from ragtriage.metrics.context import over_arrow
 
     agg = res.aggregate
     values = dict(zip(agg.column("measure").to_pylist(), agg.column("value").to_pylist(), strict=True))
     if wide is not None and redone:
-        means = over_arrow(f"SELECT {', '.join(f'avg({_q(c)}) AS {_q(c)}' for c in redone)} FROM wide", wide=wide)
-        values.update({c: means.column(c)[0].as_py() for c in redone})
+        values.update({c: v for c, v in res.aggregates_of(wide.select(["case_id", *redone])).items() if c in redone})
     out = []
     for p in lines:
         if not p.summary:
@@ -499,12 +482,6 @@ def _summary(
         shown = f"{int(v)}" if p.kind == "long" else _c_double(v)
         out.append(f"{p.name:<22}\tall\t{shown}\n")
     return "".join(out)
-
-
-def _q(name: str) -> str:
-    from ragtriage.contract.staging import qident
-
-    return qident(name)
 
 
 def _c_double(v: float) -> str:
